@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one place that handles EINTR and partial I/O. Never retries EAGAIN:
+ * non-blocking fds belong to an event loop. Async-signal-safe, no malloc.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Writes all of buf. Returns 0, -EIO on a zero-byte write, or -errno. */
+int io_write_all(int fd, const void *buf, size_t len);
+/* Reads exactly len bytes. Returns 0, -EPIPE on early EOF, or -errno. */
+int io_read_exact(int fd, void *buf, size_t len);
+/* Reads a whole file of at most max bytes into a NUL-terminated buffer. */
+int io_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
+/* Writes a short string to a file (e.g. cgroup or /proc knobs). */
+int io_write_file_at(int dirfd, const char *path, const char *s);

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox's cgroup: created nested under the supervisor's own cgroup,
+ * limits written before the first instruction of the sandbox runs, removed
+ * at exit. cgroup v1 and v2 implement the same cg_ops (cg-v1.c, cg-v2.c);
+ * cg_detect() picks one once, so no caller ever asks "is this v2?".
+ * Library code: never prints; errors are -errno.
+ */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "policy/plan.h"
+
+typedef enum cg_version {
+	CG_V1,
+	CG_V2,
+	_CG_VERSION_MAX,
+	_CG_VERSION_INVALID = -EINVAL,
+} cg_version;
+
+/* What the kernel measured; fields the backend cannot read are UINT64_MAX. */
+typedef struct cg_stats {
+	uint64_t cpu_usage_ns;     /* CPU time used by the whole sandbox */
+	uint64_t throttled_ns;     /* time throttled by the CPU quota */
+	uint64_t nr_throttled;     /* periods throttled */
+	uint64_t memory_peak;      /* bytes */
+	uint64_t oom_kills;        /* processes killed by the OOM killer in this cgroup */
+	uint64_t memory_max_hits;  /* times the memory limit was reached */
+	uint64_t pids_max_hits;    /* fork/clone refused by pids.max */
+} cg_stats;
+
+typedef struct cg_handle cg_handle;
+
+/* Which hierarchy run would use here and why, in words (for `doctor`). */
+int cg_detect(cg_version *ret_version, char *reason, size_t reason_len);
+
+/* Creates the sandbox cgroup named `name` under the caller's own cgroup and
+ * writes the plan's limits. -EPERM/-EACCES/-ENOENT/-EROFS when it cannot. */
+int cg_create(const sc_plan *plan, const char *name, cg_handle **ret);
+/* v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 on v1. */
+int cg_clone_fd(const cg_handle *h);
+/* Moves pid into the cgroup (every controller on v1). */
+int cg_attach(cg_handle *h, pid_t pid);
+int cg_read_stats(cg_handle *h, cg_stats *ret);
+/* SIGKILLs every process in the cgroup (cgroup.kill on v2). */
+int cg_kill_all(cg_handle *h);
+/* Kills what is left, removes the directories, frees. NULL-safe, returns NULL. */
+cg_handle *cg_destroy(cg_handle *h);
+cg_version cg_handle_version(const cg_handle *h);

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/init.h"
+#include "core/run.h"
+#include "proxy/proxy.h"
+
+static const struct verb {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} verbs[] = {
+	{ "run", cmd_run, "run a command inside a sandbox" },
+	{ "check", cmd_check, "validate a policy or token and print its blast radius" },
+	{ "audit", cmd_audit, "verify or report an audit log" },
+	{ "token", cmd_token, "mint, attenuate and inspect capability tokens" },
+	{ "doctor", cmd_doctor, "show what this host can enforce" },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: sandcap COMMAND [OPTIONS]\n"
+		"\n"
+		"Run untrusted code with exactly the capabilities it was granted.\n"
+		"\n"
+		"Commands:\n");
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
+	fprintf(out, "\nRun 'sandcap COMMAND --help' for the options of a command.\n"
+		     "Exit status of run: the command's own; 128+N signal N; 124 wall clock;\n"
+		     "125 sandbox setup failed; 126 not executable; 127 not found.\n");
+}
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("sandcap: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int main(int argc, char **argv)
+{
+	const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
+
+	self = self ? self + 1 : (argc > 0 ? argv[0] : "");
+	/* Hidden entry points: these processes are exec'd fresh (DESIGN.md 2). */
+	if (strcmp(self, INIT_ARGV0) == 0)
+		return init_main(argc, argv);
+	if (strcmp(self, "sandcap-proxy") == 0)
+		return px_worker_main(argc, argv);
+
+	if (argc < 2) {
+		usage(stderr);
+		return SC_EXIT_SETUP;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("sandcap %s\n", SANDCAP_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strcmp(argv[1], verbs[i].name) == 0)
+			return verbs[i].fn(argc - 1, argv + 1);
+	cli_error("unknown command '%s' (see 'sandcap --help')", argv[1]);
+	return SC_EXIT_SETUP;
+}
