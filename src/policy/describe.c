@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The blast radius of a plan in plain words, for "sandcap check": what the
+ * agent can see and how, whom it can reach, what it can consume. Secrets are
+ * never printed: a credential is described by its header name and host only.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/plan.h"
+#include "policy/policy-internal.h"
+
+/* "64 MiB", "1.5 GiB", "512 bytes". */
+static const char *human_size(uint64_t v, char *buf, size_t size)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	unsigned u = 0;
+	uint64_t div = 1024;
+
+	if (v < 1024) {
+		snprintf(buf, size, "%" PRIu64 " byte%s", v, v == 1 ? "" : "s");
+		return buf;
+	}
+	while (u + 1 < sizeof(units) / sizeof(units[0]) && v / div >= 1024) {
+		div *= 1024;
+		u++;
+	}
+	if (v % div == 0)
+		snprintf(buf, size, "%" PRIu64 " %s", v / div, units[u]);
+	else
+		snprintf(buf, size, "%.1f %s", (double)v / (double)div, units[u]);
+	return buf;
+}
+
+static const char *human_duration(uint64_t ns, char *buf, size_t size)
+{
+	const uint64_t hour = 3600000, minute = 60000, second = 1000;
+	uint64_t ms = ns / 1000000;
+
+	if (ms % hour == 0)
+		snprintf(buf, size, "%" PRIu64 " h", ms / hour);
+	else if (ms % minute == 0)
+		snprintf(buf, size, "%" PRIu64 " min", ms / minute);
+	else if (ms % second == 0)
+		snprintf(buf, size, "%" PRIu64 " s", ms / second);
+	else
+		snprintf(buf, size, "%" PRIu64 " ms", ms);
+	return buf;
+}
+
+static const char *limit_size(uint64_t v, char *buf, size_t size)
+{
+	if (v == PLAN_UNLIMITED)
+		return "unlimited";
+	return human_size(v, buf, size);
+}
+
+static void describe_fs(const sc_plan *p, FILE *out)
+{
+	char b[64];
+
+	fprintf(out, "Files visible inside the sandbox:\n");
+	fprintf(out, "  %-22s a private tmpfs, nothing from the host unless listed here\n", "/");
+	if (p->runtime == RUNTIME_HOST) {
+		static const char *const rt[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64"};
+
+		for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++)
+			fprintf(out, "  %-22s read-only, nosuid, nodev: the host's %s\n", rt[i],
+				rt[i]);
+		fprintf(
+		    out,
+		    "  %-22s generated (passwd and group with the agent user, hosts, "
+		    "nsswitch.conf),\n"
+		    "  %-22s with read-only binds of the host's /etc/ssl, /etc/ca-certificates,\n"
+		    "  %-22s /etc/alternatives, /etc/ld.so.cache and /etc/localtime only\n",
+		    "/etc", "", "");
+	} else {
+		fprintf(out, "  %-22s read-only, nosuid, nodev: the image at %s on the host\n",
+			"/ (image)", p->rootfs);
+	}
+	for (size_t i = 0; i < p->n_grants; i++) {
+		const plan_grant *g = &p->grants[i];
+
+		fprintf(out, "  %-22s %s, nosuid, nodev: the host's %s\n", g->at,
+			g->mode == GRANT_RW ? "READ-WRITE" : "read-only (recursively)", g->path);
+	}
+	fprintf(out, "  %-22s private tmpfs of %s, %" PRIu64 " inodes, gone at exit\n", "/tmp",
+		human_size(p->tmp_size, b, sizeof(b)), p->tmp_inodes);
+	fprintf(out, "  %-22s a fresh procfs of the sandbox's own processes; /proc/sys read-only\n",
+		"/proc");
+	fprintf(out, "  %-22s null, zero, full, random, urandom, pts (no host terminal), shm\n",
+		"/dev");
+	fprintf(out, "  working directory      %s\n", p->workdir);
+}
+
+static void describe_net(const sc_plan *p, FILE *out)
+{
+	char b[64];
+
+	fprintf(out, "\nNetwork:\n");
+	if (p->n_egress == 0) {
+		fprintf(out, "  none: only a loopback interface, no proxy, no route out\n");
+		return;
+	}
+	fprintf(out, "  only through the egress proxy (HTTP_PROXY/HTTPS_PROXY), to:\n");
+	for (size_t i = 0; i < p->n_egress; i++) {
+		const plan_egress *e = &p->egress[i];
+
+		fprintf(out, "    %s%s, port%s ", e->host, e->wildcard ? " (subdomains only)" : "",
+			e->n_ports == 1 ? "" : "s");
+		for (size_t j = 0; j < e->n_ports && j < POLICY_MAX_PORTS; j++)
+			fprintf(out, "%s%u", j ? ", " : "", e->ports[j]);
+		if (e->methods == HTTP_ANY_METHOD) {
+			fprintf(out, ", any method\n");
+		} else {
+			fprintf(out, ", methods ");
+			for (unsigned m = 0, k = 0; m < PLAN_N_METHODS; m++)
+				if (e->methods & (1u << m))
+					fprintf(out, "%s%s", k++ ? ", " : "", plan_method_names[m]);
+			fputc('\n', out);
+		}
+	}
+	if (p->n_allow_private == 0) {
+		fprintf(out,
+			"  private addresses: all refused after resolution (loopback, RFC 1918, "
+			"link-local\n"
+			"    and cloud metadata, CGNAT, multicast, ULA, and IPv4-mapped forms)\n");
+	} else {
+		fprintf(out, "  private addresses: refused, except ");
+		for (size_t i = 0; i < p->n_allow_private; i++) {
+			char c[64];
+
+			plan_cidr_format(&p->allow_private[i], c, sizeof(c));
+			fprintf(out, "%s%s", i ? ", " : "", c);
+		}
+		fputc('\n', out);
+	}
+	if (p->rate.count)
+		fprintf(out, "  request rate:          %" PRIu64 " per %s\n", p->rate.count,
+			p->rate.per_ns == 60ULL * 1000000000ULL ? "minute" : "second");
+	else
+		fprintf(out, "  request rate:          unlimited\n");
+	if (p->bandwidth == PLAN_UNLIMITED)
+		fprintf(out, "  bandwidth:             unlimited\n");
+	else
+		fprintf(out, "  bandwidth:             %s/s each way\n",
+			human_size(p->bandwidth, b, sizeof(b)));
+	fprintf(out, "  request body:          %s\n",
+		limit_size(p->max_request_body, b, sizeof(b)));
+	fprintf(out, "  response body:         %s\n",
+		limit_size(p->max_response_body, b, sizeof(b)));
+	fprintf(out, "  upload budget:         %s in total\n",
+		limit_size(p->egress_budget, b, sizeof(b)));
+	fprintf(out, "  DNS:                   %s\n",
+		p->dns ? p->dns : "the host's resolvers (/etc/resolv.conf)");
+	fprintf(out, "  upstream TLS trust:    the system store%s%s\n",
+		p->upstream_ca ? " and " : "", p->upstream_ca ? p->upstream_ca : "");
+	if (p->n_credentials) {
+		fprintf(out,
+			"  credentials added by the proxy (the values never enter the sandbox):\n");
+		for (size_t i = 0; i < p->n_credentials; i++) {
+			const plan_credential *c = &p->credentials[i];
+
+			fprintf(out, "    %s header for %s, upstream %s\n", c->header, c->host,
+				c->upstream_https ? "https (verified TLS)" : "plain http");
+		}
+	}
+}
+
+static void describe_limits(const sc_plan *p, FILE *out)
+{
+	char b[64];
+
+	fprintf(out, "\nLimits:\n");
+	fprintf(out, "  memory:                %s%s\n", limit_size(p->memory, b, sizeof(b)),
+		p->memory == PLAN_UNLIMITED ? "" : " (no swap)");
+	if (p->cpu_millis == PLAN_UNLIMITED)
+		fprintf(out, "  cpu:                   unlimited\n");
+	else
+		fprintf(out, "  cpu:                   %" PRIu64 ".%03" PRIu64 " cores\n",
+			p->cpu_millis / 1000, p->cpu_millis % 1000);
+	if (p->pids == PLAN_UNLIMITED)
+		fprintf(out, "  processes:             unlimited\n");
+	else
+		fprintf(out, "  processes:             %" PRIu64 "\n", p->pids);
+	if (p->wall_ns == PLAN_UNLIMITED)
+		fprintf(out, "  wall clock:            unlimited\n");
+	else
+		fprintf(out, "  wall clock:            %s\n",
+			human_duration(p->wall_ns, b, sizeof(b)));
+	fprintf(out, "  open files:            %" PRIu64 "\n", p->nofile);
+	fprintf(out, "  file size:             %s\n", limit_size(p->fsize, b, sizeof(b)));
+	fprintf(out, "  core dumps:            none\n");
+}
+
+int plan_describe(const sc_plan *p, FILE *out)
+{
+	if (!p || !out)
+		return -EINVAL;
+	fprintf(out, "Policy \"%s\" (version %d)\n\n", p->name, p->version);
+	describe_fs(p, out);
+	describe_net(p, out);
+	describe_limits(p, out);
+
+	fprintf(out, "\nIdentity:\n");
+	fprintf(out,
+		"  user \"agent\" (uid 1000 inside, no host id), no capabilities, no_new_privs\n");
+	fprintf(out, "  hostname:              %s\n", p->hostname);
+	fprintf(out, "\nEnvironment (nothing else is inherited):\n  ");
+	for (size_t i = 0; i < p->n_env; i++)
+		fprintf(out, "%.*s ", (int)strcspn(p->env[i], "="), p->env[i]);
+	fprintf(out, "HOME PATH USER TMPDIR%s\n",
+		p->n_egress ? " HTTP_PROXY HTTPS_PROXY ALL_PROXY NO_PROXY (and lower-case forms)"
+			    : "");
+
+	fprintf(out, "\nDelegation:\n");
+	if (p->spawn_max_depth == 0)
+		fprintf(out, "  none: the agent cannot start sub-sandboxes\n");
+	else
+		fprintf(
+		    out,
+		    "  sub-sandboxes with at most this plan, %u level%s deep, %u children each\n",
+		    p->spawn_max_depth, p->spawn_max_depth == 1 ? "" : "s", p->spawn_max_children);
+
+	fprintf(out, "\nAudit:\n");
+	fprintf(out, "  executed programs:     %s\n", p->audit_exec ? "logged" : "not logged");
+	fprintf(out, "  denied system calls:   %s\n",
+		p->audit_denied_syscalls ? "logged" : "not logged");
+	fprintf(out, "  fsync:                 %s\n",
+		p->audit_fsync == AUDIT_FSYNC_ALWAYS ? "after every record"
+						     : "at start, exit and seal");
+	fprintf(out, "\nEnforcement: %s\n",
+		p->best_effort
+		    ? "best effort: layers the host cannot provide are skipped and logged"
+		    : "strict: the run fails if the host cannot enforce any layer");
+	if (ferror(out))
+		return -EIO;
+	return 0;
+}

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between the policy parser, its serialiser and its describer. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/plan.h"
+
+/* Names of http_method bits, in bit order. */
+extern const char *const plan_method_names[];
+#define PLAN_N_METHODS	 8u
+#define PLAN_ALL_METHODS ((1u << PLAN_N_METHODS) - 1u)
+
+/* Formats a plan_cidr as "ADDR/PREFIX". buf must hold at least 64 bytes. */
+void plan_cidr_format(const plan_cidr *c, char *buf, size_t size);

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Canonical JSON of an effective plan: sorted keys, every default explicit,
+ * sizes as integers of bytes, durations as "<N>ms", rates as "<N>/s" or
+ * "<N>/m", bandwidth as "<N>/s" (bytes), unlimited or unset as null. The
+ * parser reads this form back into an equal plan (see policy.c's header for
+ * the canonical input forms it accepts).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "policy/plan.h"
+#include "policy/policy-internal.h"
+
+/* Adds v under key, taking the reference; records the first failure. */
+static void put(json_t *obj, const char *key, json_t *v, bool *ok)
+{
+	if (!v || json_object_set_new(obj, key, v) < 0)
+		*ok = false;
+}
+
+static void push(json_t *arr, json_t *v, bool *ok)
+{
+	if (!v || json_array_append_new(arr, v) < 0)
+		*ok = false;
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *size_or_null(uint64_t v)
+{
+	/* json_int_t is signed; sizes never reach 2^63 in practice, but keep the
+	 * conversion honest. */
+	if (v == PLAN_UNLIMITED)
+		return json_null();
+	if (v > (uint64_t)INT64_MAX)
+		return NULL;
+	return json_integer((json_int_t)v);
+}
+
+/* "<v><suffix>", e.g. "30000ms", "20/s". */
+static json_t *num_suffix(uint64_t v, const char *suffix)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64 "%s", v, suffix);
+	return json_string(buf);
+}
+
+static json_t *fs_json(const sc_plan *p, bool *ok)
+{
+	json_t *fs = json_object(), *grants = json_array(), *tmp = json_object(), *rt;
+
+	if (!fs || !grants || !tmp) {
+		json_decref(fs);
+		json_decref(grants);
+		json_decref(tmp);
+		*ok = false;
+		return NULL;
+	}
+	for (size_t i = 0; i < p->n_grants; i++) {
+		json_t *g = json_object();
+
+		if (!g) {
+			*ok = false;
+			break;
+		}
+		put(g, "path", json_string(p->grants[i].path), ok);
+		put(g, "at", json_string(p->grants[i].at), ok);
+		put(g, "mode", json_string(p->grants[i].mode == GRANT_RW ? "rw" : "ro"), ok);
+		push(grants, g, ok);
+	}
+	put(fs, "grants", grants, ok);
+	if (p->runtime == RUNTIME_ROOTFS) {
+		rt = json_object();
+		if (rt)
+			put(rt, "rootfs", json_string(p->rootfs), ok);
+	} else {
+		rt = json_string("host");
+	}
+	put(fs, "runtime", rt, ok);
+	put(tmp, "size", size_or_null(p->tmp_size), ok);
+	put(tmp, "inodes", size_or_null(p->tmp_inodes), ok);
+	put(fs, "tmp", tmp, ok);
+	put(fs, "workdir", json_string(p->workdir), ok);
+	return fs;
+}
+
+static json_t *net_json(const sc_plan *p, bool *ok)
+{
+	json_t *net = json_object(), *eg = json_array(), *ap = json_array(), *cr = json_array();
+
+	if (!net || !eg || !ap || !cr) {
+		json_decref(net);
+		json_decref(eg);
+		json_decref(ap);
+		json_decref(cr);
+		*ok = false;
+		return NULL;
+	}
+	for (size_t i = 0; i < p->n_egress; i++) {
+		const plan_egress *e = &p->egress[i];
+		json_t *r = json_object(), *ports = json_array(), *methods = json_array();
+
+		if (!r || !ports || !methods) {
+			json_decref(r);
+			json_decref(ports);
+			json_decref(methods);
+			*ok = false;
+			break;
+		}
+		put(r, "host", json_string(e->host), ok);
+		for (size_t j = 0; j < e->n_ports && j < POLICY_MAX_PORTS; j++)
+			push(ports, json_integer(e->ports[j]), ok);
+		put(r, "ports", ports, ok);
+		for (unsigned m = 0; m < PLAN_N_METHODS; m++)
+			if (e->methods == HTTP_ANY_METHOD || (e->methods & (1u << m)))
+				push(methods, json_string(plan_method_names[m]), ok);
+		put(r, "methods", methods, ok);
+		push(eg, r, ok);
+	}
+	put(net, "egress", eg, ok);
+	for (size_t i = 0; i < p->n_allow_private; i++) {
+		char buf[64];
+
+		plan_cidr_format(&p->allow_private[i], buf, sizeof(buf));
+		push(ap, json_string(buf), ok);
+	}
+	put(net, "allow_private", ap, ok);
+	if (p->rate.count == 0)
+		put(net, "rate", json_null(), ok);
+	else
+		put(net, "rate",
+		    num_suffix(p->rate.count,
+			       p->rate.per_ns == 60ULL * 1000000000ULL ? "/m" : "/s"),
+		    ok);
+	put(net, "bandwidth",
+	    p->bandwidth == PLAN_UNLIMITED ? json_null() : num_suffix(p->bandwidth, "/s"), ok);
+	put(net, "max_request_body", size_or_null(p->max_request_body), ok);
+	put(net, "max_response_body", size_or_null(p->max_response_body), ok);
+	put(net, "egress_budget", size_or_null(p->egress_budget), ok);
+	for (size_t i = 0; i < p->n_credentials; i++) {
+		const plan_credential *c = &p->credentials[i];
+		json_t *o = json_object();
+
+		if (!o) {
+			*ok = false;
+			break;
+		}
+		put(o, "host", json_string(c->host), ok);
+		put(o, "header", json_string(c->header), ok);
+		if (c->value_env)
+			put(o, "value_env", json_string(c->value_env), ok);
+		else
+			put(o, "value_file", json_string(c->value_file), ok);
+		put(o, "format", json_string(c->format), ok);
+		put(o, "upstream", json_string(c->upstream_https ? "https" : "http"), ok);
+		push(cr, o, ok);
+	}
+	put(net, "credentials", cr, ok);
+	put(net, "upstream_ca", str_or_null(p->upstream_ca), ok);
+	put(net, "dns", str_or_null(p->dns), ok);
+	return net;
+}
+
+static json_t *limits_json(const sc_plan *p, bool *ok)
+{
+	json_t *l = json_object();
+
+	if (!l) {
+		*ok = false;
+		return NULL;
+	}
+	put(l, "memory", size_or_null(p->memory), ok);
+	put(l, "cpu",
+	    p->cpu_millis == PLAN_UNLIMITED ? json_null()
+					    : json_real((double)p->cpu_millis / 1000.0),
+	    ok);
+	put(l, "pids", size_or_null(p->pids), ok);
+	/* Every duration unit is a whole number of milliseconds. */
+	put(l, "wall",
+	    p->wall_ns == PLAN_UNLIMITED ? json_null() : num_suffix(p->wall_ns / 1000000ULL, "ms"),
+	    ok);
+	put(l, "nofile", size_or_null(p->nofile), ok);
+	put(l, "fsize", size_or_null(p->fsize), ok);
+	return l;
+}
+
+char *plan_to_json(const sc_plan *p)
+{
+	_cleanup_(json_decrefp) json_t *root = NULL;
+	json_t *env, *o;
+	bool ok = true;
+
+	if (!p)
+		return NULL;
+	root = json_object();
+	if (!root)
+		return NULL;
+	put(root, "version", json_integer(p->version), &ok);
+	put(root, "name", json_string(p->name), &ok);
+	put(root, "fs", fs_json(p, &ok), &ok);
+	put(root, "net", net_json(p, &ok), &ok);
+	put(root, "limits", limits_json(p, &ok), &ok);
+	env = json_object();
+	for (size_t i = 0; env && i < p->n_env; i++) {
+		const char *eq = strchr(p->env[i], '=');
+		_cleanup_free_ char *k = eq ? strndup(p->env[i], (size_t)(eq - p->env[i])) : NULL;
+
+		if (!k) {
+			ok = false;
+			break;
+		}
+		put(env, k, json_string(eq + 1), &ok);
+	}
+	put(root, "env", env, &ok);
+	o = json_object();
+	if (o)
+		put(o, "hostname", json_string(p->hostname), &ok);
+	put(root, "identity", o, &ok);
+	o = json_object();
+	if (o) {
+		put(o, "exec", json_boolean(p->audit_exec), &ok);
+		put(o, "denied_syscalls", json_boolean(p->audit_denied_syscalls), &ok);
+		put(o, "fsync",
+		    json_string(p->audit_fsync == AUDIT_FSYNC_ALWAYS ? "always" : "boundaries"),
+		    &ok);
+	}
+	put(root, "audit", o, &ok);
+	put(root, "best_effort", json_boolean(p->best_effort), &ok);
+	o = json_object();
+	if (o) {
+		put(o, "max_depth", json_integer(p->spawn_max_depth), &ok);
+		put(o, "max_children", json_integer(p->spawn_max_children), &ok);
+	}
+	put(root, "spawn", o, &ok);
+	if (!ok)
+		return NULL;
+	/* Ten significant digits are plenty for cpu (thousandths of a core) and
+	 * avoid "0.33300000000000002". */
+	return json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(10));
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+bool plan_equal(const sc_plan *a, const sc_plan *b)
+{
+	if (!a || !b)
+		return a == b;
+	if (a->version != b->version || !str_eq(a->name, b->name) || a->runtime != b->runtime ||
+	    !str_eq(a->rootfs, b->rootfs) || a->n_grants != b->n_grants ||
+	    a->tmp_size != b->tmp_size || a->tmp_inodes != b->tmp_inodes ||
+	    !str_eq(a->workdir, b->workdir) || a->n_egress != b->n_egress ||
+	    a->n_allow_private != b->n_allow_private || a->rate.count != b->rate.count ||
+	    (a->rate.count && a->rate.per_ns != b->rate.per_ns) || a->bandwidth != b->bandwidth ||
+	    a->max_request_body != b->max_request_body ||
+	    a->max_response_body != b->max_response_body || a->egress_budget != b->egress_budget ||
+	    a->n_credentials != b->n_credentials || !str_eq(a->upstream_ca, b->upstream_ca) ||
+	    !str_eq(a->dns, b->dns) || a->memory != b->memory || a->cpu_millis != b->cpu_millis ||
+	    a->pids != b->pids || a->wall_ns != b->wall_ns || a->nofile != b->nofile ||
+	    a->fsize != b->fsize || a->n_env != b->n_env || !str_eq(a->hostname, b->hostname) ||
+	    a->audit_exec != b->audit_exec ||
+	    a->audit_denied_syscalls != b->audit_denied_syscalls ||
+	    a->audit_fsync != b->audit_fsync || a->best_effort != b->best_effort ||
+	    a->spawn_max_depth != b->spawn_max_depth ||
+	    a->spawn_max_children != b->spawn_max_children)
+		return false;
+	for (size_t i = 0; i < a->n_grants; i++)
+		if (!str_eq(a->grants[i].path, b->grants[i].path) ||
+		    !str_eq(a->grants[i].at, b->grants[i].at) ||
+		    a->grants[i].mode != b->grants[i].mode)
+			return false;
+	for (size_t i = 0; i < a->n_egress; i++) {
+		const plan_egress *x = &a->egress[i], *y = &b->egress[i];
+
+		if (!str_eq(x->host, y->host) || x->wildcard != y->wildcard ||
+		    x->n_ports != y->n_ports || x->methods != y->methods ||
+		    x->n_ports > POLICY_MAX_PORTS ||
+		    memcmp(x->ports, y->ports, x->n_ports * sizeof(x->ports[0])) != 0)
+			return false;
+	}
+	for (size_t i = 0; i < a->n_allow_private; i++) {
+		const plan_cidr *x = &a->allow_private[i], *y = &b->allow_private[i];
+
+		if (x->family != y->family || x->prefix != y->prefix ||
+		    memcmp(x->addr, y->addr, 16) != 0)
+			return false;
+	}
+	for (size_t i = 0; i < a->n_credentials; i++) {
+		const plan_credential *x = &a->credentials[i], *y = &b->credentials[i];
+
+		if (!str_eq(x->host, y->host) || !str_eq(x->header, y->header) ||
+		    !str_eq(x->value_env, y->value_env) || !str_eq(x->value_file, y->value_file) ||
+		    !str_eq(x->format, y->format) || x->upstream_https != y->upstream_https)
+			return false;
+	}
+	for (size_t i = 0; i < a->n_env; i++)
+		if (!str_eq(a->env[i], b->env[i]))
+			return false;
+	return true;
+}
