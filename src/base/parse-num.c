@@ -21,14 +21,19 @@ static int parse_digits(const char **s, uint64_t *ret)
 	return 0;
 }
 
+/* *ret is left untouched on overflow (the builtin would store the wrapped value). */
 static int scale(uint64_t v, uint64_t unit, uint64_t *ret)
 {
-	if (__builtin_mul_overflow(v, unit, ret))
+	uint64_t r;
+
+	if (__builtin_mul_overflow(v, unit, &r))
 		return -ERANGE;
+	*ret = r;
 	return 0;
 }
 
-int parse_size(const char *s, uint64_t *ret)
+/* A size in the first n bytes of s (which need not be NUL-terminated there). */
+static int parse_size_n(const char *s, size_t n, uint64_t *ret)
 {
 	static const struct {
 		const char *suffix;
@@ -40,18 +45,27 @@ int parse_size(const char *s, uint64_t *ret)
 		{ "G", 1ULL << 30 },
 		{ "T", 1ULL << 40 },
 	};
+	const char *end = s + n;
 	uint64_t v;
 	int r;
 
-	if (!s)
+	if (!s || n == 0 || s[0] < '0' || s[0] > '9')
 		return -EINVAL;
 	r = parse_digits(&s, &v);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (strcmp(s, units[i].suffix) == 0)
+		if ((size_t)(end - s) == strlen(units[i].suffix) &&
+		    memcmp(s, units[i].suffix, (size_t)(end - s)) == 0)
 			return scale(v, units[i].unit, ret);
 	return -EINVAL;
+}
+
+int parse_size(const char *s, uint64_t *ret)
+{
+	if (!s)
+		return -EINVAL;
+	return parse_size_n(s, strlen(s), ret);
 }
 
 int parse_duration_ns(const char *s, uint64_t *ret)
@@ -103,15 +117,12 @@ int parse_rate(const char *s, uint64_t *ret_count, uint64_t *ret_per_ns)
 
 int parse_bandwidth(const char *s, uint64_t *ret_bytes_per_sec)
 {
-	char buf[64];
 	size_t n;
 
 	if (!s)
 		return -EINVAL;
 	n = strlen(s);
-	if (n < 3 || n >= sizeof(buf) || strcmp(s + n - 2, "/s") != 0)
+	if (n < 3 || strcmp(s + n - 2, "/s") != 0)
 		return -EINVAL;
-	memcpy(buf, s, n - 2);
-	buf[n - 2] = '\0';
-	return parse_size(buf, ret_bytes_per_sec);
+	return parse_size_n(s, n - 2, ret_bytes_per_sec);
 }
