@@ -19,3 +19,14 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Loads and validates a policy file; prints "FILE: $.path: message" and
  * returns -errno on failure. ret_digest (65 bytes) gets the SHA-256 hex. */
 int cli_load_policy(const char *file, sc_plan **ret_plan, char ret_digest[65]);
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* As cli_load_policy, after applying --set KEY=VALUE edits to the JSON. */
+int cli_load_policy_sets(const char *file, char *const *sets, size_t n_sets, sc_plan **ret_plan,
+			 char ret_digest[65]);
+/* Applies one "a.b.c=VALUE" edit. Prints its own error. */
+int cli_apply_set(json_t *root, const char *assignment);
+int cli_report_diag(const char *file, const sc_diag *d);
+void cli_sha256_hex(const void *buf, size_t len, char out[65]);

@@ -8,6 +8,8 @@
  */
 #pragma once
 
+#include <jansson.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "policy/plan.h"
@@ -23,3 +25,7 @@ int px_spawn(const sc_plan *plan, int listen_fd, pid_t *ret_pid, int *ret_event_
  * are the listener, the event socket and the configuration memfd. Returns an
  * exit status. */
 int px_worker_main(int argc, char **argv);
+
+/* Supervisor side: validates one event datagram from the worker (less
+ * trusted than us): known event names only, an object of bounded size. */
+int px_event_parse(const char *buf, size_t len, char **ret_event, json_t **ret_data);

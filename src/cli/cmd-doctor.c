@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/io.h"
+#include "cgroup/cgroup.h"
+#include "cli/cli.h"
+#include "landlock/landlock.h"
+#include "seccomp/seccomp.h"
+
+static bool can_unshare(int flags)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return false;
+	if (pid == 0)
+		_exit(unshare(flags) == 0 ? 0 : 1);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void line(const char *what, bool ok, const char *detail)
+{
+	printf("  %-22s %-9s %s\n", what, ok ? "yes" : "NO", detail ? detail : "");
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int flag;
+	} nss[] = {
+		{ "user namespace", CLONE_NEWUSER }, { "mount namespace", CLONE_NEWNS },
+		{ "pid namespace", CLONE_NEWPID },   { "network namespace", CLONE_NEWNET },
+		{ "ipc namespace", CLONE_NEWIPC },   { "uts namespace", CLONE_NEWUTS },
+		{ "cgroup namespace", CLONE_NEWCGROUP },
+	};
+	char reason[512] = "", buf[64];
+	bool all = true, ok;
+	cg_version v;
+	int abi;
+
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		puts("Usage: sandcap doctor\n\nShows which isolation layers this host can enforce and\n"
+		     "whether `sandcap run` can enforce a full policy here. Exit 0 when it can.");
+		return 0;
+	}
+	printf("sandcap doctor: what this host can enforce\n\n");
+	printf("  %-22s %-9s %s\n", "layer", "available", "detail");
+	ok = geteuid() == 0;
+	line("running as root", ok, ok ? "" : "sandcap run needs root");
+	all &= ok;
+	for (size_t i = 0; i < ELEMENTSOF(nss); i++) {
+		ok = can_unshare(nss[i].flag);
+		line(nss[i].name, ok, NULL);
+		all &= ok;
+	}
+	ok = cg_detect(&v, reason, sizeof(reason)) >= 0;
+	line(ok ? (v == CG_V2 ? "cgroup v2" : "cgroup v1") : "cgroups", ok, reason);
+	all &= ok;
+	abi = ll_abi();
+	snprintf(buf, sizeof(buf), abi > 0 ? "ABI %d%s" : "not available", abi,
+		 abi >= 6 ? " (fs, net, scoping)" : abi >= 4 ? " (fs, net)" : "");
+	line("landlock", abi > 0, buf);
+	all &= abi > 0;
+	reason[0] = '\0';
+	ok = sf_probe(reason, sizeof(reason)) >= 0;
+	line("seccomp + user notif", ok, reason);
+	all &= ok;
+	printf("\n%s\n", all ? "run can enforce a full policy on this host."
+			     : "run cannot enforce every layer here: see the NO lines above "
+			       "(policies may set \"best_effort\": true to run degraded, recorded in the audit log).");
+	return all ? 0 : 1;
+}

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Setup is an ordered table and fails closed: a failing step reports
+ * {step, errno} over the sync socket and the child exits. Until the "userns"
+ * step the child is host root in its new mount/pid/net/ipc/uts namespaces;
+ * from there on privileges only go down.
+ */
+#include "core/child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "compat/syscalls.h"
+#include "core/sync.h"
+#include "proxy/proxy.h"
+#include "seccomp/seccomp.h"
+
+static int step_wait_go(child_ctx *c)
+{
+	sync_msg m;
+	int r = sync_recv(c->sync, &m, NULL);
+
+	if (r < 0)
+		return r;
+	return m.type == SYNC_GO ? 0 : -EPROTO;
+}
+
+static int step_cgroupns(child_ctx *c)
+{
+	(void)c;
+	/* After the supervisor moved us into the sandbox cgroup: it becomes our root. */
+	return unshare(CLONE_NEWCGROUP) < 0 ? -errno : 0;
+}
+
+static int step_mounts(child_ctx *c)
+{
+	return ns_setup_root(c->plan, c->sources, &c->what);
+}
+
+static int step_hostname(child_ctx *c)
+{
+	const char *h = c->plan->hostname;
+
+	if (sethostname(h, strlen(h)) < 0 || setdomainname("(none)", 6) < 0)
+		return -errno;
+	return 0;
+}
+
+static int step_network(child_ctx *c)
+{
+	sync_msg m = { .type = SYNC_LISTENER };
+	int r = ns_loopback_up();
+	int fd;
+
+	if (r < 0 || c->plan->n_egress == 0)
+		return r;
+	/* The proxy's only door: a socket born in this netns, served from outside. */
+	fd = ns_proxy_listener(PX_LISTEN_PORT);
+	if (fd < 0)
+		return fd;
+	r = sync_send(c->sync, &m, fd);
+	(void)close(fd);
+	return r;
+}
+
+static int set_limit(int resource, uint64_t value)
+{
+	struct rlimit cur, rl;
+
+	if (getrlimit(resource, &cur) < 0)
+		return -errno;
+	/* We can only lower hard limits (no CAP_SYS_RESOURCE on every host):
+	 * a request above the host's hard limit keeps the stricter host value. */
+	rl.rlim_max = value == PLAN_UNLIMITED ? cur.rlim_max
+					      : (cur.rlim_max == RLIM_INFINITY || value < cur.rlim_max ? value
+													: cur.rlim_max);
+	rl.rlim_cur = rl.rlim_max;
+	return setrlimit(resource, &rl) < 0 ? -errno : 0;
+}
+
+static int step_rlimits(child_ctx *c)
+{
+	int r = set_limit(RLIMIT_NOFILE, c->plan->nofile);
+
+	if (r >= 0)
+		r = set_limit(RLIMIT_FSIZE, c->plan->fsize);
+	if (r >= 0)
+		r = set_limit(RLIMIT_CORE, 0);
+	return r;
+}
+
+static int step_terminal(child_ctx *c)
+{
+	/* No controlling terminal of the host; a pty of ours when one was asked. */
+	if (setsid() < 0)
+		return -errno;
+	if (c->tty_fd < 0)
+		return 0;
+	for (int fd = 0; fd < 3; fd++)
+		if ((c->tty_mask & (1 << fd)) && dup2(c->tty_fd, fd) < 0)
+			return -errno;
+	if (ioctl(c->tty_fd, TIOCSCTTY, 0) < 0)
+		return -errno;
+	(void)close(c->tty_fd);
+	return 0;
+}
+
+static int step_userns(child_ctx *c)
+{
+	sync_msg m = { .type = SYNC_USERNS };
+	int r;
+
+	/* Our own identity from here on: the supervisor maps 0 and 1000 to an
+	 * unprivileged host range (DESIGN.md 2, identity). */
+	if (unshare(CLONE_NEWUSER) < 0)
+		return -errno;
+	r = sync_send(c->sync, &m, -1);
+	if (r < 0)
+		return r;
+	r = sync_recv(c->sync, &m, NULL);
+	if (r < 0)
+		return r;
+	return m.type == SYNC_MAPPED ? 0 : -EPROTO;
+}
+
+static int step_bounding(child_ctx *c)
+{
+	(void)c;
+	/* Needs CAP_SETPCAP, which we hold in the new user namespace until setuid. */
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	return 0;
+}
+
+static int step_identity(child_ctx *c)
+{
+	(void)c;
+	if (setgroups(0, NULL) < 0 || setresgid(NS_AGENT_GID, NS_AGENT_GID, NS_AGENT_GID) < 0 ||
+	    setresuid(NS_AGENT_UID, NS_AGENT_UID, NS_AGENT_UID) < 0)
+		return -errno;
+	return 0;
+}
+
+static int step_caps(child_ctx *c)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+
+	(void)c;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		return -errno;
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	return 0;
+}
+
+static int step_nnp(child_ctx *c)
+{
+	(void)c;
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ? -errno : 0;
+}
+
+static int step_workdir(child_ctx *c)
+{
+	c->what = c->plan->workdir;
+	return chdir(c->plan->workdir) < 0 ? -errno : 0;
+}
+
+static int step_landlock(child_ctx *c)
+{
+	sync_msg m = { .type = SYNC_LAYERS };
+	ll_status st = { 0 };
+	int r = ll_apply(c->plan, c->exe_fd, &st);
+
+	if (r < 0) {
+		c->what = st.degraded[0] ? st.degraded : "landlock";
+		return r;
+	}
+	m.value = st.abi;
+	snprintf(m.what, sizeof(m.what), "fs=%d net=%d scoped=%d%s%.200s", st.fs, st.net, st.scoped,
+		 st.degraded[0] ? " degraded: " : "", st.degraded);
+	return sync_send(c->sync, &m, -1);
+}
+
+static int step_fds(child_ctx *c)
+{
+	(void)c;
+	/* Nothing but 0-2 crosses into the sandbox (DESIGN.md 2). */
+	return sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0 ? -errno : 0;
+}
+
+static int step_seccomp(child_ctx *c)
+{
+	sync_msg m = { .type = SYNC_NOTIFY };
+	int notify_fd = -1;
+	int r = sf_apply(c->plan, &notify_fd);
+
+	if (r < 0 || notify_fd < 0)
+		return r;
+	r = sync_send(c->sync, &m, notify_fd);
+	(void)close(notify_fd);
+	return r;
+}
+
+static const struct setup_step {
+	const char *name;
+	int (*fn)(child_ctx *c);
+} setup_steps[] = {
+	{ "wait-go", step_wait_go },     /* the supervisor has put us in the cgroup */
+	{ "cgroupns", step_cgroupns },   /* after joining the cgroup, so it is our root */
+	{ "mounts", step_mounts },       /* host root: idmapped binds need it */
+	{ "hostname", step_hostname },
+	{ "network", step_network },     /* listener must be born in this netns */
+	{ "rlimits", step_rlimits },
+	{ "terminal", step_terminal },   /* setsid before anything can take a tty */
+	{ "userns", step_userns },       /* from here on nothing maps to host root */
+	{ "bounding", step_bounding },   /* needs CAP_SETPCAP: before setuid */
+	{ "identity", step_identity },   /* setuid to the agent clears caps */
+	{ "caps", step_caps },           /* inheritable and ambient too */
+	{ "no-new-privs", step_nnp },    /* must precede Landlock and seccomp */
+	{ "workdir", step_workdir },
+	{ "landlock", step_landlock },   /* paths are sandbox paths now */
+	{ "fds", step_fds },
+	{ "seccomp", step_seccomp },     /* last: the filter need not allow setup */
+};
+
+_Noreturn void child_main(child_ctx *c)
+{
+	sync_msg m = { .type = SYNC_FAILED };
+	int r;
+
+	for (size_t i = 0; i < sizeof(setup_steps) / sizeof(setup_steps[0]); i++) {
+		c->what = NULL;
+		r = setup_steps[i].fn(c);
+		if (r < 0) {
+			m.err = -r;
+			snprintf(m.step, sizeof(m.step), "%s", setup_steps[i].name);
+			snprintf(m.what, sizeof(m.what), "%s", c->what ? c->what : "");
+			(void)sync_send(c->sync, &m, -1);
+			_exit(125);
+		}
+	}
+	/* pid 1 is exec'd fresh: none of the supervisor's memory crosses. */
+	syscall(SYS_execveat, c->exe_fd, "", c->init_argv, c->envp, AT_EMPTY_PATH);
+	m.err = errno;
+	snprintf(m.step, sizeof(m.step), "exec-init");
+	(void)sync_send(c->sync, &m, -1);
+	_exit(125);
+}

@@ -1,0 +1,710 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The supervisor: host namespaces, owns the cgroup, the audit log, the wall
+ * clock and the proxy worker. One epoll loop; every byte from the child, the
+ * seccomp listener and the proxy worker is treated as hostile.
+ */
+#include "core/run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "base/cleanup.h"
+#include "base/io.h"
+#include "cgroup/cgroup.h"
+#include "compat/syscalls.h"
+#include "core/child.h"
+#include "core/init.h"
+#include "core/pty.h"
+#include "core/sync.h"
+#include "ns/ns.h"
+#include "proxy/proxy.h"
+#include "seccomp/seccomp.h"
+
+#define STATE_DIR_DEFAULT "/var/lib/sandcap"
+#define GRACE_NS (3ULL * 1000000000ULL) /* after SIGINT/SIGTERM, before SIGKILL */
+#define MAX_ENV (POLICY_MAX_ENV + 16)
+#define MAX_EVENT_BYTES 65536
+
+enum { EV_SYNC = 1, EV_PIDFD, EV_SIGNAL, EV_WALL, EV_GRACE, EV_NOTIFY, EV_PROXY, EV_PTY };
+
+typedef struct supervisor {
+	const sc_run_opts *o;
+	const sc_plan *plan;
+	sc_run_result *res;
+	sc_diag *diag;
+
+	au_log *audit;
+	cg_handle *cg;
+	ns_source *sources;
+	pty_relay *pty;
+
+	int ep, sync, pidfd, sigfd, wallfd, gracefd, notify_fd, proxy_fd;
+	pid_t pid, proxy_pid;
+	uid_t id_base;
+
+	bool started;            /* sandbox.start written */
+	bool setup_failed;
+	bool exited;
+	int wait_status;
+	int landlock_abi;
+	char landlock[256];
+	uint64_t t0;
+} supervisor;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int fail(sc_diag *d, int err, const char *step, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail(sc_diag *d, int err, const char *step, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (d) {
+		snprintf(d->path, sizeof(d->path), "%s", step);
+		va_start(ap, fmt);
+		vsnprintf(d->message, sizeof(d->message), fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+static bool path_inside(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1 && dir[0] == '/')
+		return true;
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* The log must be unreachable from inside: refuse a path in any grant. */
+static int audit_open(supervisor *s)
+{
+	const sc_plan *p = s->plan;
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *path = s->o->audit_path;
+	char *slash;
+	int r;
+
+	if (!path) {
+		const char *state = getenv("SANDCAP_STATE_DIR");
+
+		snprintf(dir, sizeof(dir), "%s/audit", state && *state ? state : STATE_DIR_DEFAULT);
+		if (mkdir(state && *state ? state : STATE_DIR_DEFAULT, 0700) < 0 && errno != EEXIST)
+			return fail(s->diag, -errno, "audit", "cannot create state directory: %s", strerror(errno));
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return fail(s->diag, -errno, "audit", "cannot create %s: %s", dir, strerror(errno));
+		if ((size_t)snprintf(s->res->audit_path, sizeof(s->res->audit_path), "%.4000s/%s.jsonl", dir,
+				     s->res->sandbox_id) >= sizeof(s->res->audit_path))
+			return fail(s->diag, -ENAMETOOLONG, "audit", "state directory path too long");
+	} else {
+		snprintf(s->res->audit_path, sizeof(s->res->audit_path), "%s", path);
+	}
+	snprintf(dir, sizeof(dir), "%s", s->res->audit_path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		dir[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (!realpath(dir, real))
+		return fail(s->diag, -errno, "audit", "audit log directory %s: %s", dir, strerror(errno));
+	for (size_t i = 0; i < p->n_grants; i++) {
+		char g[PATH_MAX];
+
+		if (realpath(p->grants[i].path, g) && (path_inside(real, g)))
+			return fail(s->diag, -EINVAL, "audit",
+				    "audit log %s lies inside grant %s: the agent could reach it",
+				    s->res->audit_path, p->grants[i].path);
+	}
+	r = au_open(s->res->audit_path, s->o->audit_key, s->o->audit_key_len, s->res->sandbox_id,
+		    p->audit_fsync, &s->audit);
+	if (r < 0)
+		return fail(s->diag, r, "audit", "cannot open audit log %s: %s", s->res->audit_path,
+			    strerror(-r));
+	return 0;
+}
+
+static void emit(supervisor *s, const char *event, json_t *data)
+{
+	if (s->audit)
+		(void)au_emit(s->audit, event, data);
+	else
+		json_decref(data);
+}
+
+static void emit_start(supervisor *s)
+{
+	_cleanup_free_ char *plan_json = NULL;
+	json_t *data, *layers;
+	char seccomp[128];
+
+	if (s->started)
+		return;
+	s->started = true;
+	plan_json = plan_to_json(s->plan);
+	layers = json_pack("{s:s, s:s, s:s, s:{s:i, s:s}, s:s, s:s}",
+			   "namespaces", "user mount pid net ipc uts cgroup",
+			   "mounts", "tmpfs root, pivot_root, read-only runtime, nosuid nodev grants",
+			   "cgroup", s->res->cgroup,
+			   "landlock", "abi", s->landlock_abi, "status", s->landlock[0] ? s->landlock : "not reached",
+			   "seccomp", sf_probe(seccomp, sizeof(seccomp)) >= 0 ? "active" : seccomp,
+			   "proxy", s->plan->n_egress ? "active" : "no network");
+	data = json_pack("{s:o, s:s, s:s, s:o, s:o}",
+			 "plan", plan_json ? json_loads(plan_json, 0, NULL) : json_null(),
+			 "policy_source", s->o->policy_source ? s->o->policy_source : "",
+			 "policy_digest", s->o->policy_digest ? s->o->policy_digest : "",
+			 "token", s->o->token_id ? json_pack("{s:s, s:i}", "id", s->o->token_id, "caveats",
+							     (int)s->o->token_caveats)
+						 : json_null(),
+			 "layers", layers);
+	emit(s, "sandbox.start", data);
+	for (size_t i = 0; i < s->plan->n_grants; i++) {
+		const plan_grant *g = &s->plan->grants[i];
+
+		emit(s, "fs.grant", json_pack("{s:s, s:s, s:s}", "path", g->path, "at", g->at, "mode",
+					      g->mode == GRANT_RW ? "rw" : "ro"));
+	}
+	(void)au_sync(s->audit);
+}
+
+static void on_event(const char *event, json_t *data, void *userdata)
+{
+	supervisor *s = userdata;
+
+	if (strcmp(event, "syscall.denied") == 0)
+		s->res->syscalls_denied++;
+	emit(s, event, data);
+}
+
+static int ep_add(supervisor *s, int fd, uint32_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)tag << 32 | (uint32_t)fd };
+
+	return epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+static void kill_sandbox(supervisor *s)
+{
+	if (s->pidfd >= 0)
+		(void)sys_pidfd_send_signal(s->pidfd, SIGKILL);
+	if (s->cg)
+		(void)cg_kill_all(s->cg);
+}
+
+static void arm(int tfd, uint64_t ns)
+{
+	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(ns / 1000000000ULL),
+						.tv_nsec = (long)(ns % 1000000000ULL) } };
+
+	(void)timerfd_settime(tfd, 0, &its, NULL);
+}
+
+static void handle_sync(supervisor *s)
+{
+	sync_msg m;
+	int fd = -1;
+	int r = sync_recv(s->sync, &m, &fd);
+
+	if (r == -EPIPE || r == -ECONNRESET) {
+		/* The socket closed on exec: pid 1 is running our init. */
+		(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, s->sync, NULL);
+		s->sync = safe_close(s->sync);
+		return;
+	}
+	if (r < 0) {
+		s->setup_failed = true;
+		fail(s->diag, r, "protocol", "malformed message from the sandbox child");
+		kill_sandbox(s);
+		(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, s->sync, NULL);
+		s->sync = safe_close(s->sync);
+		(void)safe_close(fd);
+		return;
+	}
+	switch ((sync_type)m.type) {
+	case SYNC_USERNS: {
+		char um[64], gm[64];
+
+		snprintf(um, sizeof(um), "0 %u 1\n%u %u 1\n", (unsigned)s->id_base, (unsigned)NS_AGENT_UID,
+			 (unsigned)s->id_base + 1);
+		snprintf(gm, sizeof(gm), "0 %u 1\n%u %u 1\n", (unsigned)s->id_base, (unsigned)NS_AGENT_GID,
+			 (unsigned)s->id_base + 1);
+		r = ns_write_id_maps(s->pid, um, gm);
+		if (r < 0) {
+			s->setup_failed = true;
+			fail(s->diag, r, "userns", "cannot write the id maps: %s", strerror(-r));
+			kill_sandbox(s);
+			break;
+		}
+		m = (sync_msg){ .type = SYNC_MAPPED };
+		(void)sync_send(s->sync, &m, -1);
+		break;
+	}
+	case SYNC_LISTENER:
+		if (fd < 0 || s->proxy_fd >= 0 || s->plan->n_egress == 0)
+			break;
+		r = px_spawn(s->plan, TAKE_FD(fd), &s->proxy_pid, &s->proxy_fd);
+		if (r < 0) {
+			s->setup_failed = true;
+			fail(s->diag, r, "proxy", "cannot start the egress proxy: %s", strerror(-r));
+			kill_sandbox(s);
+			break;
+		}
+		(void)ep_add(s, s->proxy_fd, EV_PROXY);
+		break;
+	case SYNC_LAYERS:
+		s->landlock_abi = m.value;
+		snprintf(s->landlock, sizeof(s->landlock), "%s", m.what);
+		emit_start(s);
+		break;
+	case SYNC_NOTIFY:
+		if (fd < 0 || s->notify_fd >= 0)
+			break;
+		s->notify_fd = TAKE_FD(fd);
+		(void)ep_add(s, s->notify_fd, EV_NOTIFY);
+		break;
+	case SYNC_FAILED:
+		s->setup_failed = true;
+		m.err = m.err > 0 && m.err < 4096 ? m.err : EPROTO;
+		fail(s->diag, -m.err, m.step, "%s%s%s", m.what, m.what[0] ? ": " : "", strerror(m.err));
+		break;
+	case SYNC_GO:
+	case SYNC_MAPPED:
+	case _SYNC_TYPE_MAX:
+		break;
+	}
+	(void)safe_close(fd);
+}
+
+static void handle_proxy(supervisor *s)
+{
+	char buf[MAX_EVENT_BYTES];
+	_cleanup_free_ char *event = NULL;
+	json_t *data = NULL;
+	ssize_t n = recv(s->proxy_fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n <= 0) {
+		if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, s->proxy_fd, NULL);
+		}
+		return;
+	}
+	if (px_event_parse(buf, (size_t)n, &event, &data) < 0)
+		return; /* a worker that speaks nonsense is ignored, never trusted */
+	if (strcmp(event, "net.request") == 0 || strcmp(event, "net.tunnel.close") == 0) {
+		json_int_t out = json_integer_value(json_object_get(data, "bytes_out"));
+		json_int_t in = json_integer_value(json_object_get(data, "bytes_in"));
+		const char *decision = json_string_value(json_object_get(data, "decision"));
+
+		s->res->bytes_out += out > 0 ? (uint64_t)out : 0;
+		s->res->bytes_in += in > 0 ? (uint64_t)in : 0;
+		if (strcmp(event, "net.request") == 0) {
+			if (decision && strcmp(decision, "deny") == 0)
+				s->res->requests_denied++;
+			else
+				s->res->requests_allowed++;
+		}
+	} else if (strcmp(event, "net.denied") == 0) {
+		s->res->requests_denied++;
+	}
+	emit(s, event, data);
+}
+
+static void handle_signal(supervisor *s)
+{
+	struct signalfd_siginfo si;
+
+	if (io_read_exact(s->sigfd, &si, sizeof(si)) < 0)
+		return;
+	if (si.ssi_signo == SIGCHLD)
+		return; /* the pidfd tells us about pid 1; other children are reaped at exit */
+	if (si.ssi_signo == SIGWINCH) {
+		pty_resize(s->pty);
+		return;
+	}
+	/* SIGINT, SIGTERM, SIGHUP: ask politely, then stop the whole sandbox. */
+	if (s->pid > 0)
+		(void)kill(s->pid, (int)si.ssi_signo);
+	arm(s->gracefd, GRACE_NS);
+}
+
+static int event_loop(supervisor *s)
+{
+	while (!s->exited) {
+		struct epoll_event evs[16];
+		int n = epoll_wait(s->ep, evs, 16, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t ticks;
+
+			switch ((uint32_t)(evs[i].data.u64 >> 32)) {
+			case EV_SYNC:
+				if (s->sync >= 0)
+					handle_sync(s);
+				break;
+			case EV_PIDFD: {
+				siginfo_t si = { 0 };
+
+				if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid) {
+					s->exited = true;
+					s->wait_status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
+										  : (si.si_status & 0x7f);
+				}
+				break;
+			}
+			case EV_SIGNAL:
+				handle_signal(s);
+				break;
+			case EV_WALL:
+				(void)!read(s->wallfd, &ticks, sizeof(ticks));
+				s->res->timed_out = true;
+				kill_sandbox(s);
+				break;
+			case EV_GRACE:
+				(void)!read(s->gracefd, &ticks, sizeof(ticks));
+				kill_sandbox(s);
+				break;
+			case EV_NOTIFY:
+				if (sf_notify_handle(s->notify_fd, on_event, s) == -ENOENT) {
+					/* every filter user is gone */
+					(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, s->notify_fd, NULL);
+				}
+				break;
+			case EV_PROXY:
+				handle_proxy(s);
+				break;
+			case EV_PTY:
+				if (pty_pump(s->pty, (int)(uint32_t)evs[i].data.u64) < 0)
+					(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, (int)(uint32_t)evs[i].data.u64, NULL);
+				break;
+			default:
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+static bool plan_has_limits(const sc_plan *p)
+{
+	return p->memory != PLAN_UNLIMITED || p->cpu_millis != PLAN_UNLIMITED || p->pids != PLAN_UNLIMITED;
+}
+
+static int build_env(const sc_plan *p, char **env, size_t cap)
+{
+	static const char *const proxy_vars[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
+						  "https_proxy", "all_proxy" };
+	size_t n = 0;
+
+	if (p->n_env + 16 > cap)
+		return -E2BIG;
+	env[n++] = (char *)"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+	env[n++] = (char *)"HOME=/tmp";
+	env[n++] = (char *)"USER=agent";
+	env[n++] = (char *)"TMPDIR=/tmp";
+	if (p->n_egress) {
+		static char proxy[6][64];
+
+		for (size_t i = 0; i < ELEMENTSOF(proxy_vars); i++) {
+			snprintf(proxy[i], sizeof(proxy[i]), "%s=http://127.0.0.1:%d", proxy_vars[i], PX_LISTEN_PORT);
+			env[n++] = proxy[i];
+		}
+		env[n++] = (char *)"NO_PROXY=localhost,127.0.0.1";
+		env[n++] = (char *)"no_proxy=localhost,127.0.0.1";
+	}
+	for (size_t i = 0; i < p->n_env; i++)
+		env[n++] = p->env[i];
+	env[n] = NULL;
+	return 0;
+}
+
+static void collect(supervisor *s)
+{
+	sc_run_result *res = s->res;
+	cg_stats st;
+	int status = s->wait_status;
+
+	res->wall_ns = now_ns() - s->t0;
+	res->memory_peak = UINT64_MAX;
+	if (s->cg && cg_read_stats(s->cg, &st) >= 0) {
+		res->cpu_ns = st.cpu_usage_ns != UINT64_MAX ? st.cpu_usage_ns : 0;
+		res->throttled_ns = st.throttled_ns != UINT64_MAX ? st.throttled_ns : 0;
+		res->cpu_throttled = st.nr_throttled != UINT64_MAX && st.nr_throttled > 0;
+		res->memory_peak = st.memory_peak;
+		res->oom_kills = st.oom_kills != UINT64_MAX ? st.oom_kills : 0;
+		res->oom_killed = res->oom_kills > 0;
+		res->pids_limited = st.pids_max_hits != UINT64_MAX && st.pids_max_hits > 0;
+	}
+	if (res->timed_out) {
+		res->exit_status = SC_EXIT_TIMEOUT;
+		res->signal = SIGKILL;
+	} else if (WIFEXITED(status)) {
+		/* init exits with the command's status, 128+N for signal N */
+		res->exit_status = WEXITSTATUS(status);
+		res->signal = res->exit_status > 128 && res->exit_status < 128 + 65 ? res->exit_status - 128 : 0;
+	} else {
+		res->signal = WTERMSIG(status);
+		res->exit_status = 128 + res->signal;
+	}
+}
+
+static void emit_exit(supervisor *s)
+{
+	const sc_run_result *r = s->res;
+
+	if (r->timed_out)
+		emit(s, "limit.hit", json_pack("{s:s, s:s}", "limit", "wall", "detail", "wall-clock limit reached"));
+	if (r->oom_killed)
+		emit(s, "limit.hit", json_pack("{s:s, s:s}", "limit", "memory", "detail", "OOM kill in the sandbox cgroup"));
+	if (r->pids_limited)
+		emit(s, "limit.hit", json_pack("{s:s, s:s}", "limit", "pids", "detail", "fork refused by pids limit"));
+	if (r->cpu_throttled)
+		emit(s, "limit.hit", json_pack("{s:s, s:s}", "limit", "cpu_throttled", "detail", "CPU quota throttled"));
+	emit(s, "sandbox.exit",
+	     json_pack("{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "status",
+		       r->exit_status, "signal", r->signal, "timed_out", r->timed_out, "oom_killed", r->oom_killed,
+		       "cpu_ns", (json_int_t)r->cpu_ns, "throttled_ns", (json_int_t)r->throttled_ns,
+		       "memory_peak", r->memory_peak == UINT64_MAX ? (json_int_t)-1 : (json_int_t)r->memory_peak,
+		       "oom_kills", (json_int_t)r->oom_kills, "wall_ns", (json_int_t)r->wall_ns,
+		       "bytes_out", (json_int_t)r->bytes_out, "bytes_in", (json_int_t)r->bytes_in,
+		       "requests_allowed", (json_int_t)r->requests_allowed,
+		       "requests_denied", (json_int_t)r->requests_denied,
+		       "syscalls_denied", (json_int_t)r->syscalls_denied));
+}
+
+static void teardown(supervisor *s)
+{
+	if (s->proxy_pid > 0) {
+		/* EOF on its event socket ends the worker; make sure. */
+		s->proxy_fd = safe_close(s->proxy_fd);
+		(void)kill(s->proxy_pid, SIGKILL);
+		while (waitpid(s->proxy_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	s->cg = cg_destroy(s->cg);
+	s->pty = pty_free(s->pty);
+	ns_sources_free(s->sources, s->plan->n_grants);
+	s->sources = NULL;
+	if (s->audit) {
+		(void)au_seal(s->audit);
+		snprintf(s->res->audit_hash, sizeof(s->res->audit_hash), "%s", au_last_hash(s->audit));
+		s->audit = au_close(s->audit);
+	}
+	(void)safe_close(s->notify_fd);
+	(void)safe_close(s->proxy_fd);
+	(void)safe_close(s->sync);
+	(void)safe_close(s->pidfd);
+	(void)safe_close(s->sigfd);
+	(void)safe_close(s->wallfd);
+	(void)safe_close(s->gracefd);
+	(void)safe_close(s->ep);
+}
+
+int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
+{
+	supervisor s = { .o = o, .plan = o->plan, .res = res, .diag = diag, .ep = -1, .sync = -1,
+			 .pidfd = -1, .sigfd = -1, .wallfd = -1, .gracefd = -1, .notify_fd = -1,
+			 .proxy_fd = -1 };
+	const sc_plan *p = o->plan;
+	char *env[MAX_ENV];
+	char **init_argv = NULL;
+	size_t argc = 0;
+	_cleanup_close_ int exe_fd = -1;
+	int pair[2] = { -1, -1 }, tty_fd = -1, tty_mask = 0;
+	sigset_t mask, old;
+	uint8_t rnd[8];
+	cg_version cgv;
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	res->memory_peak = UINT64_MAX;
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return fail(diag, -EIO, "id", "no randomness for the sandbox id");
+	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "sc-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0],
+		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	snprintf(res->cgroup, sizeof(res->cgroup), "none");
+
+	if (geteuid() != 0)
+		return fail(diag, -EPERM, "privileges",
+			    "sandcap run needs root (it maps the sandbox to an unprivileged host id range "
+			    "and creates idmapped mounts); run it as root");
+	while (o->argv[argc])
+		argc++;
+	if (argc == 0)
+		return fail(diag, -EINVAL, "command", "no command given");
+	init_argv = calloc(argc + 3, sizeof(char *));
+	if (!init_argv)
+		return -ENOMEM;
+	init_argv[0] = (char *)INIT_ARGV0;
+	init_argv[1] = (char *)"--";
+	memcpy(init_argv + 2, o->argv, argc * sizeof(char *));
+	r = build_env(p, env, ELEMENTSOF(env));
+	if (r < 0)
+		goto out;
+
+	exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (exe_fd < 0) {
+		r = fail(diag, -errno, "init", "cannot open our own binary: %s", strerror(errno));
+		goto out;
+	}
+	r = audit_open(&s);
+	if (r < 0)
+		goto out;
+
+	/* cgroup: fail closed when the policy sets limits (principle 4). */
+	r = cg_create(p, res->sandbox_id, &s.cg);
+	if (r < 0) {
+		char why[256] = "";
+
+		(void)cg_detect(&cgv, why, sizeof(why));
+		if (plan_has_limits(p) && !p->best_effort) {
+			r = fail(diag, r, "cgroup", "cannot create the sandbox cgroup (%s): %s", strerror(-r), why);
+			goto out;
+		}
+		s.cg = NULL;
+	} else {
+		snprintf(res->cgroup, sizeof(res->cgroup), "%s", cg_handle_version(s.cg) == CG_V2 ? "v2" : "v1");
+	}
+
+	s.id_base = ns_host_id_base(getpid());
+	r = ns_open_sources(p, s.id_base + 1, s.id_base + 1, &s.sources, diag);
+	if (r < 0)
+		goto out;
+
+	r = pty_open_if_tty(&s.pty, &tty_fd, &tty_mask);
+	if (r < 0) {
+		r = fail(diag, r, "terminal", "cannot set up the terminal relay: %s", strerror(-r));
+		goto out;
+	}
+
+	s.ep = epoll_create1(EPOLL_CLOEXEC);
+	s.wallfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	s.gracefd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (s.ep < 0 || s.wallfd < 0 || s.gracefd < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+		r = fail(diag, -errno, "supervisor", "%s", strerror(errno));
+		goto out;
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGWINCH);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	s.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	{
+		struct sc_clone_args ca = {
+			.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+				 CLONE_PIDFD,
+			.pidfd = (uint64_t)(uintptr_t)&s.pidfd,
+			.exit_signal = SIGCHLD,
+		};
+		int cfd = s.cg ? cg_clone_fd(s.cg) : -1;
+
+		if (cfd >= 0) {
+			ca.flags |= CLONE_INTO_CGROUP;
+			ca.cgroup = (uint64_t)cfd;
+		}
+		s.t0 = now_ns();
+		s.pid = sys_clone3(&ca);
+	}
+	if (s.pid < 0) {
+		r = fail(diag, -errno, "clone", "cannot create the sandbox namespaces: %s", strerror(errno));
+		goto out_sig;
+	}
+	if (s.pid == 0) {
+		child_ctx c = { .plan = p, .sources = s.sources, .sync = pair[1], .exe_fd = exe_fd,
+				.tty_fd = tty_fd, .tty_mask = tty_mask, .init_argv = init_argv, .envp = env };
+
+		(void)close(pair[0]);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		child_main(&c);
+	}
+	(void)close(pair[1]);
+	tty_fd = safe_close(tty_fd);
+	s.sync = pair[0];
+
+	if (s.cg && cg_clone_fd(s.cg) < 0) {
+		r = cg_attach(s.cg, s.pid);
+		if (r < 0) {
+			(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);
+			r = fail(diag, r, "cgroup", "cannot move the sandbox into its cgroup: %s", strerror(-r));
+			s.setup_failed = true;
+		}
+	}
+	if (!s.setup_failed) {
+		sync_msg go = { .type = SYNC_GO };
+
+		(void)sync_send(s.sync, &go, -1);
+	}
+	if (p->wall_ns != PLAN_UNLIMITED)
+		arm(s.wallfd, p->wall_ns);
+	(void)ep_add(&s, s.sync, EV_SYNC);
+	(void)ep_add(&s, s.pidfd, EV_PIDFD);
+	(void)ep_add(&s, s.sigfd, EV_SIGNAL);
+	(void)ep_add(&s, s.wallfd, EV_WALL);
+	(void)ep_add(&s, s.gracefd, EV_GRACE);
+	if (s.pty)
+		(void)pty_register(s.pty, s.ep, EV_PTY);
+
+	r = event_loop(&s);
+	/* Drain what the child said before dying (e.g. SYNC_FAILED). */
+	while (s.sync >= 0)
+		handle_sync(&s);
+	pty_drain(s.pty);
+	if (s.setup_failed) {
+		r = diag->message[0] ? -EINVAL : -EIO;
+		if (!s.started)
+			emit_start(&s);
+		emit(&s, "sandbox.exit", json_pack("{s:s, s:s}", "error", diag->path, "detail", diag->message));
+		goto out_sig;
+	}
+	collect(&s);
+	emit_start(&s);
+	emit_exit(&s);
+	r = 0;
+out_sig:
+	teardown(&s);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	free(init_argv);
+	return r;
+out:
+	teardown(&s);
+	(void)safe_close(tty_fd);
+	free(init_argv);
+	return r;
+}

@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox's filesystem view, built by the child while it is still host
+ * root in a fresh mount namespace (so the mount namespace stays owned by the
+ * initial user namespace: nothing inside can ever mount, even with caps in
+ * its own user namespace). Everything is assembled in a tmpfs and entered
+ * with pivot_root; the host's tree is detached afterwards.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/io.h"
+#include "compat/syscalls.h"
+#include "ns/ns.h"
+
+/* Assembled here, in our private mount namespace only; /tmp exists on every
+ * host we support and is covered by our own tmpfs, so the host's is untouched. */
+#define NEWROOT "/tmp"
+#define ROOT_TMPFS_OPTS "mode=0755,size=4m,nr_inodes=4096"
+
+static const char *const runtime_dirs[] = { "/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32" };
+
+/* Read-only binds into the generated /etc: what ordinary programs need, and
+ * never passwd, shadow, hostname, ssh or anything with host secrets. */
+static const char *const etc_binds[] = {
+	"/etc/ssl", "/etc/ca-certificates", "/etc/alternatives", "/etc/ld.so.cache",
+	"/etc/localtime", "/etc/os-release", "/etc/mime.types", "/etc/protocols",
+	"/etc/services", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/inputrc",
+	"/etc/profile", "/etc/bash.bashrc", "/etc/python3", "/etc/gitconfig",
+};
+
+static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+
+/* Hidden from the agent's /proc: kernel memory, keys, timers and the like. */
+static const char *const proc_masked[] = {
+	"kcore", "keys", "timer_list", "sched_debug", "latency_stats", "kallsyms",
+	"kpagecount", "kpageflags", "kpagecgroup", "acpi", "scsi", "kmsg", "vmallocinfo",
+};
+/* Made read-only in the agent's /proc. */
+static const char *const proc_readonly[] = { "sys", "sysrq-trigger", "irq", "bus", "fs" };
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int touch(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+	if (fd < 0)
+		return errno == EEXIST ? 0 : -errno;
+	(void)close(fd);
+	return 0;
+}
+
+/* mkdir -p the parent of path, then create path as a dir or empty file. */
+static int make_mountpoint(const char *path, bool dir)
+{
+	char parent[4096];
+	const char *slash = strrchr(path, '/');
+	int r;
+
+	if (!slash || (size_t)(slash - path) >= sizeof(parent))
+		return -EINVAL;
+	if (slash != path) {
+		memcpy(parent, path, (size_t)(slash - path));
+		parent[slash - path] = '\0';
+		r = mkdir_p(parent, 0755);
+		if (r < 0)
+			return r;
+	}
+	if (dir)
+		return (mkdir(path, 0755) < 0 && errno != EEXIST) ? -errno : 0;
+	return touch(path);
+}
+
+static int write_file(const char *path, const char *content)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+	if (fd < 0)
+		return -errno;
+	return io_write_all(fd, content, strlen(content));
+}
+
+/* Clones the tree at src_fd (recursively), applies attributes to every mount
+ * in it, and attaches it at target. Recursive read-only covers submounts. */
+static int bind_tree(int src_fd, const char *target, uint64_t attr, int idmap_fd)
+{
+	struct sc_mount_attr ma = { .attr_set = attr };
+	_cleanup_close_ int tree = sys_open_tree(src_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+							  AT_EMPTY_PATH | AT_RECURSIVE);
+
+	if (tree < 0)
+		return -errno;
+	if (idmap_fd >= 0) {
+		ma.attr_set |= MOUNT_ATTR_IDMAP;
+		ma.userns_fd = (uint64_t)idmap_fd;
+	}
+	if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma) < 0)
+		return -errno;
+	if (sys_move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return -errno;
+	return 0;
+}
+
+static int bind_host_path(const char *host, const char *target, uint64_t attr, bool *ret_skipped)
+{
+	struct sc_open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS };
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	int r;
+
+	*ret_skipped = false;
+	if (lstat(host, &st) < 0) {
+		if (errno == ENOENT) {
+			*ret_skipped = true;
+			return 0;
+		}
+		return -errno;
+	}
+	/* Host links such as /bin -> usr/bin are recreated, not followed. */
+	if (S_ISLNK(st.st_mode)) {
+		char link[4096];
+		ssize_t n = readlink(host, link, sizeof(link) - 1);
+
+		if (n < 0)
+			return -errno;
+		link[n] = '\0';
+		if (symlink(link, target) < 0 && errno != EEXIST)
+			return -errno;
+		return 0;
+	}
+	fd = sys_openat2(AT_FDCWD, host, &how);
+	if (fd < 0)
+		return -errno;
+	r = make_mountpoint(target, S_ISDIR(st.st_mode));
+	if (r < 0)
+		return r;
+	return bind_tree(fd, target, attr, -1);
+}
+
+#define RO_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+static int setup_runtime(const sc_plan *plan, const char **what)
+{
+	char target[4096];
+	bool skipped;
+	int r;
+
+	if (plan->runtime == RUNTIME_ROOTFS)
+		return 0; /* the rootfs itself was bound as / */
+	for (size_t i = 0; i < ELEMENTSOF(runtime_dirs); i++) {
+		*what = runtime_dirs[i];
+		snprintf(target, sizeof(target), NEWROOT "%s", runtime_dirs[i]);
+		r = bind_host_path(runtime_dirs[i], target, RO_ATTRS, &skipped);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int setup_etc(const sc_plan *plan, const char **what)
+{
+	char buf[1024], target[4096];
+	bool skipped;
+	int r;
+
+	*what = "/etc";
+	r = mkdir_p(NEWROOT "/etc", 0755);
+	if (r < 0)
+		return r;
+	r = write_file(NEWROOT "/etc/passwd", "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+					      "agent:x:1000:1000:agent:/tmp:/bin/sh\n"
+					      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	if (r >= 0)
+		r = write_file(NEWROOT "/etc/group", "root:x:0:\nagent:x:1000:\nnogroup:x:65534:\n");
+	if (r >= 0)
+		r = write_file(NEWROOT "/etc/nsswitch.conf",
+			       "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+			       "networks: files\nprotocols: files\nservices: files\n");
+	if (r >= 0) {
+		snprintf(buf, sizeof(buf), "%s\n", plan->hostname);
+		r = write_file(NEWROOT "/etc/hostname", buf);
+	}
+	if (r >= 0) {
+		snprintf(buf, sizeof(buf), "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n127.0.1.1\t%s\n",
+			 plan->hostname);
+		r = write_file(NEWROOT "/etc/hosts", buf);
+	}
+	/* No resolver inside: names are resolved by the proxy, outside. */
+	if (r >= 0)
+		r = write_file(NEWROOT "/etc/resolv.conf", "# names are resolved by the sandcap proxy\n");
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(etc_binds); i++) {
+		*what = etc_binds[i];
+		snprintf(target, sizeof(target), NEWROOT "%s", etc_binds[i]);
+		r = bind_host_path(etc_binds[i], target, RO_ATTRS, &skipped);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int setup_dev(const char **what)
+{
+	char src[64], target[128];
+	bool skipped;
+	int r;
+
+	*what = "/dev";
+	r = mkdir_p(NEWROOT "/dev", 0755);
+	if (r < 0)
+		return r;
+	if (mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
+		return -errno;
+	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
+		snprintf(src, sizeof(src), "/dev/%s", dev_nodes[i]);
+		snprintf(target, sizeof(target), NEWROOT "/dev/%s", dev_nodes[i]);
+		*what = dev_nodes[i];
+		r = bind_host_path(src, target, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, &skipped);
+		if (r < 0)
+			return r;
+	}
+	*what = "/dev/pts";
+	if (mkdir(NEWROOT "/dev/pts", 0755) < 0)
+		return -errno;
+	/* A private devpts instance: no host terminal is reachable through it. */
+	if (mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620") < 0)
+		return -errno;
+	*what = "/dev/shm";
+	if (mkdir(NEWROOT "/dev/shm", 01777) < 0)
+		return -errno;
+	if (mount("tmpfs", NEWROOT "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "mode=1777,size=16m,nr_inodes=1024") < 0)
+		return -errno;
+	*what = "/dev links";
+	if (symlink("pts/ptmx", NEWROOT "/dev/ptmx") < 0 || symlink("/proc/self/fd", NEWROOT "/dev/fd") < 0 ||
+	    symlink("/proc/self/fd/0", NEWROOT "/dev/stdin") < 0 ||
+	    symlink("/proc/self/fd/1", NEWROOT "/dev/stdout") < 0 ||
+	    symlink("/proc/self/fd/2", NEWROOT "/dev/stderr") < 0)
+		return -errno;
+	return 0;
+}
+
+static int setup_tmp(const sc_plan *plan, const char **what)
+{
+	char opts[128];
+
+	*what = "/tmp";
+	if (mkdir(NEWROOT "/tmp", 01777) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(opts, sizeof(opts), "mode=1777,size=%llu,nr_inodes=%llu",
+		 (unsigned long long)plan->tmp_size, (unsigned long long)plan->tmp_inodes);
+	if (mount("tmpfs", NEWROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return -errno;
+	return 0;
+}
+
+static int setup_proc(const char **what)
+{
+	char path[128];
+
+	*what = "/proc";
+	if (mkdir(NEWROOT "/proc", 0555) < 0)
+		return -errno;
+	/* hidepid is moot: the pid namespace holds only the sandbox. */
+	if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return -errno;
+	for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
+		snprintf(path, sizeof(path), NEWROOT "/proc/%s", proc_readonly[i]);
+		*what = path;
+		if (access(path, F_OK) < 0)
+			continue;
+		if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+		    mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  NULL) < 0)
+			return -errno;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(proc_masked); i++) {
+		struct stat st;
+
+		snprintf(path, sizeof(path), NEWROOT "/proc/%s", proc_masked[i]);
+		*what = path;
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  "size=0,nr_inodes=1") < 0)
+				return -errno;
+		} else if (mount("/dev/null", path, NULL, MS_BIND, NULL) < 0) {
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+/* Grants sorted so that a grant appearing inside another is mounted after it. */
+static int cmp_depth(const void *a, const void *b, void *arg)
+{
+	const sc_plan *plan = arg;
+	const char *x = plan->grants[*(const size_t *)a].at, *y = plan->grants[*(const size_t *)b].at;
+	size_t dx = 0, dy = 0;
+
+	for (; *x; x++)
+		dx += *x == '/';
+	for (; *y; y++)
+		dy += *y == '/';
+	return dx < dy ? -1 : dx > dy;
+}
+
+static int setup_grants(const sc_plan *plan, const ns_source *src, const char **what)
+{
+	size_t order[POLICY_MAX_GRANTS];
+	char target[4096];
+	int r;
+
+	for (size_t i = 0; i < plan->n_grants; i++)
+		order[i] = i;
+	qsort_r(order, plan->n_grants, sizeof(order[0]), cmp_depth, (void *)plan);
+	for (size_t k = 0; k < plan->n_grants; k++) {
+		const plan_grant *g = &plan->grants[order[k]];
+		const ns_source *s = &src[order[k]];
+		uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+
+		*what = g->at;
+		if (g->mode == GRANT_RO)
+			attr |= MOUNT_ATTR_RDONLY;
+		if (snprintf(target, sizeof(target), NEWROOT "%s", g->at) >= (int)sizeof(target))
+			return -ENAMETOOLONG;
+		r = make_mountpoint(target, s->is_dir);
+		if (r < 0)
+			return r;
+		r = bind_tree(s->fd, target, attr, s->idmap_fd);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **reterr_what)
+{
+	const char *what = "/";
+	int r;
+
+	/* Nothing we mount may propagate back to the host. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (plan->runtime == RUNTIME_ROOTFS) {
+		struct sc_open_how how = { .flags = O_PATH | O_CLOEXEC,
+					   .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+		_cleanup_close_ int fd = sys_openat2(AT_FDCWD, plan->rootfs, &how);
+
+		what = plan->rootfs;
+		if (fd < 0) {
+			r = -errno;
+			goto out;
+		}
+		r = bind_tree(fd, NEWROOT, RO_ATTRS, -1);
+		if (r < 0)
+			goto out;
+	} else if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, ROOT_TMPFS_OPTS) < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = setup_runtime(plan, &what);
+	if (r >= 0 && plan->runtime == RUNTIME_HOST)
+		r = setup_etc(plan, &what);
+	if (r >= 0)
+		r = setup_dev(&what);
+	if (r >= 0)
+		r = setup_proc(&what);
+	if (r >= 0)
+		r = setup_tmp(plan, &what);
+	if (r >= 0)
+		r = setup_grants(plan, sources, &what);
+	if (r >= 0 && plan->workdir) {
+		char wd[4096];
+
+		what = plan->workdir;
+		snprintf(wd, sizeof(wd), NEWROOT "%s", plan->workdir);
+		if (access(wd, F_OK) < 0)
+			r = mkdir_p(wd, 0755);
+	}
+	if (r < 0)
+		goto out;
+
+	what = "pivot_root";
+	if (plan->runtime == RUNTIME_HOST &&
+	    mount(NULL, NEWROOT, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
+		r = -errno;
+		goto out;
+	}
+	/* pivot_root(".", ".") stacks the old root under the new one; detaching
+	 * it leaves no path back to the host (see pivot_root(2), NOTES). */
+	if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
+	    chdir("/") < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = 0;
+out:
+	if (r < 0 && reterr_what)
+		*reterr_what = what;
+	return r;
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/cleanup.h"
+#include "compat/syscalls.h"
+#include "ns/ns.h"
+
+static int diag_grant(sc_diag *d, size_t i, const char *path, int err, const char *why)
+{
+	if (d) {
+		snprintf(d->path, sizeof(d->path), "$.fs.grants[%zu].path", i);
+		snprintf(d->message, sizeof(d->message), "%s: %s (%s)", path, why, strerror(-err));
+		d->line = d->column = 0;
+	}
+	return err;
+}
+
+/* O_PATH without following any symlink, not even in a parent directory: a
+ * path the agent could have swapped for a link since the policy was written
+ * must not redirect a grant (openat2(2), RESOLVE_NO_SYMLINKS). */
+static int open_no_symlinks(const char *path)
+{
+	struct sc_open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = sys_openat2(AT_FDCWD, path, &how);
+
+	return fd < 0 ? -errno : fd;
+}
+
+void ns_sources_free(ns_source *s, size_t n)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		(void)safe_close(s[i].fd);
+		/* idmap fds are shared between grants of one owner: close once */
+		for (size_t j = i + 1; j < n; j++)
+			if (s[j].idmap_fd == s[i].idmap_fd)
+				s[j].idmap_fd = -1;
+		(void)safe_close(s[i].idmap_fd);
+	}
+	free(s);
+}
+
+int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_gid,
+		    ns_source **ret_sources, sc_diag *reterr_diag)
+{
+	ns_source *s = calloc(plan->n_grants ? plan->n_grants : 1, sizeof(*s));
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < plan->n_grants; i++)
+		s[i].fd = s[i].idmap_fd = -1;
+
+	for (size_t i = 0; i < plan->n_grants; i++) {
+		const plan_grant *g = &plan->grants[i];
+		struct stat st;
+
+		s[i].fd = open_no_symlinks(g->path);
+		if (s[i].fd < 0) {
+			r = diag_grant(reterr_diag, i, g->path, s[i].fd,
+				       "cannot open grant without following symlinks");
+			goto fail;
+		}
+		if (fstat(s[i].fd, &st) < 0) {
+			r = diag_grant(reterr_diag, i, g->path, -errno, "cannot stat grant");
+			goto fail;
+		}
+		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+			r = diag_grant(reterr_diag, i, g->path, -EINVAL,
+				       "a grant must be a directory or a regular file");
+			goto fail;
+		}
+		s[i].is_dir = S_ISDIR(st.st_mode);
+
+		/* The grant's owner on disk is the agent inside, both ways: files
+		 * the agent creates land on the host owned by that owner. */
+		for (size_t j = 0; j < i; j++) {
+			struct stat o;
+
+			if (s[j].idmap_fd >= 0 && fstat(s[j].fd, &o) == 0 && o.st_uid == st.st_uid &&
+			    o.st_gid == st.st_gid) {
+				s[i].idmap_fd = s[j].idmap_fd;
+				break;
+			}
+		}
+		if (s[i].idmap_fd < 0) {
+			char um[64], gm[64];
+
+			snprintf(um, sizeof(um), "%u %u 1\n", (unsigned)st.st_uid, (unsigned)agent_host_uid);
+			snprintf(gm, sizeof(gm), "%u %u 1\n", (unsigned)st.st_gid, (unsigned)agent_host_gid);
+			s[i].idmap_fd = ns_userns_fd(um, gm);
+			if (s[i].idmap_fd < 0) {
+				r = diag_grant(reterr_diag, i, g->path, s[i].idmap_fd,
+					       "cannot create the id mapping for the grant");
+				goto fail;
+			}
+		}
+	}
+	*ret_sources = s;
+	return 0;
+fail:
+	ns_sources_free(s, plan->n_grants);
+	return r;
+}
