@@ -1,0 +1,49 @@
+# Shared helpers for integration tests: TAP output, a temp dir, the binary.
+# Sourced by tests/integration/test-*.sh; each test runs real sandboxes as root.
+set -uo pipefail
+
+SANDCAP=${SANDCAP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/sandcap}
+TEST_NAME=$(basename "$0" .sh)
+T=$(mktemp -d "/tmp/sandcap-${TEST_NAME}.XXXXXX")
+chmod 755 "$T"
+export SANDCAP_STATE_DIR="$T/state"
+_n=0
+_failed=0
+
+cleanup_dir() { rm -rf "$T"; }
+trap cleanup_dir EXIT
+
+ok() { _n=$((_n + 1)); echo "ok $_n - $*"; }
+not_ok() { _n=$((_n + 1)); _failed=$((_failed + 1)); echo "not ok $_n - $*"; }
+# check NAME CMD...: ok when CMD succeeds
+check() {
+	local name=$1
+	shift
+	if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+# expect_eq NAME GOT WANT
+expect_eq() {
+	if [ "$2" == "$3" ]; then ok "$1"; else not_ok "$1 (got '$2', want '$3')"; fi
+}
+# expect_match NAME TEXT REGEX
+expect_match() {
+	if [[ $2 =~ $3 ]]; then ok "$1"; else not_ok "$1 ('$2' does not match /$3/)"; fi
+}
+expect_no_match() {
+	if [[ $2 =~ $3 ]]; then not_ok "$1 ('$2' matches /$3/)"; else ok "$1"; fi
+}
+skip_all() { echo "1..0 # SKIP $*"; exit 77; }
+need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root"; }
+finish() {
+	echo "1..$_n"
+	[ "$_failed" -eq 0 ]
+}
+
+# policy NAME JSON: writes $T/NAME.json
+policy() { printf '%s\n' "$2" > "$T/$1.json"; }
+# sc POLICYNAME CMD...: runs CMD in a sandbox quietly, stdout+stderr captured by caller
+sc() {
+	local p=$1
+	shift
+	"$SANDCAP" run --quiet --policy "$T/$p.json" -- "$@"
+}
