@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/init.h"
 #include "core/run.h"
 #include "proxy/proxy.h"
 
@@ -52,11 +52,13 @@ int main(int argc, char **argv)
 	const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
 
 	self = self ? self + 1 : (argc > 0 ? argv[0] : "");
-	/* Hidden entry points: these processes are exec'd fresh (DESIGN.md 2). */
-	if (strcmp(self, INIT_ARGV0) == 0)
-		return init_main(argc, argv);
+	/* Hidden entry point: the proxy worker is exec'd fresh (DESIGN.md 2). */
 	if (strcmp(self, "sandcap-proxy") == 0)
 		return px_worker_main(argc, argv);
+
+	/* The system openssl.cnf only selects providers we don't use; parsing it
+	 * costs more than the rest of sandbox start-up together. */
+	(void)OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
 
 	if (argc < 2) {
 		usage(stderr);

@@ -417,6 +417,45 @@ static int event_loop(supervisor *s)
 	return 0;
 }
 
+/* pid 1's binary: next to ours (build tree, relocated installs), else the
+ * configured libexecdir. It must be a regular file only root can change. */
+static int open_init(int *reterr)
+{
+	char self[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	const char *dirs[2] = { NULL, SANDCAP_LIBEXECDIR };
+
+	*reterr = -ENOENT;
+	if (n > 0) {
+		char *slash;
+
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			dirs[0] = self;
+		}
+	}
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		struct stat st;
+		int fd;
+
+		if (!dirs[i])
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], INIT_ARGV0);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
+			*reterr = -EPERM;
+			(void)close(fd);
+			continue;
+		}
+		return fd;
+	}
+	return *reterr;
+}
+
 static bool plan_has_limits(const sc_plan *p)
 {
 	return p->memory != PLAN_UNLIMITED || p->cpu_millis != PLAN_UNLIMITED || p->pids != PLAN_UNLIMITED;
@@ -574,9 +613,10 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	if (r < 0)
 		goto out;
 
-	exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	exe_fd = open_init(&r);
 	if (exe_fd < 0) {
-		r = fail(diag, -errno, "init", "cannot open our own binary: %s", strerror(errno));
+		r = fail(diag, r, "init", "cannot find %s next to sandcap or in %s: %s", INIT_ARGV0,
+			 SANDCAP_LIBEXECDIR, strerror(-r));
 		goto out;
 	}
 	r = audit_open(&s);
@@ -584,7 +624,12 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		goto out;
 
 	/* cgroup: fail closed when the policy sets limits (principle 4). */
-	r = cg_create(p, res->sandbox_id, &s.cg);
+	{
+		char cgname[64];
+
+		snprintf(cgname, sizeof(cgname), "sandcap-%s", res->sandbox_id);
+		r = cg_create(p, cgname, &s.cg);
+	}
 	if (r < 0) {
 		char why[256] = "";
 

@@ -17,7 +17,7 @@
 
 /* A grant's host path, opened by the supervisor before the sandbox exists. */
 typedef struct ns_source {
-	int fd;        /* O_PATH, resolved without following any symlink */
+	int fd;        /* detached, idmapped mount tree of the grant (open_tree) */
 	int idmap_fd;  /* user namespace mapping the grant's owner to the agent, or -1 */
 	bool is_dir;
 } ns_source;

@@ -34,6 +34,32 @@ static int open_no_symlinks(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
+/* The tree is cloned here, in the supervisor's mount namespace: open_tree(2)
+ * only clones mounts of the caller's namespace, and idmapping needs
+ * CAP_SYS_ADMIN in the initial user namespace. The child attaches the
+ * detached tree with move_mount(2). Recursive read-only covers submounts. */
+static int detach_tree(ns_source *s, grant_mode mode)
+{
+	struct sc_mount_attr ma = {
+		.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_IDMAP |
+			    (mode == GRANT_RO ? MOUNT_ATTR_RDONLY : 0),
+		.userns_fd = (uint64_t)s->idmap_fd,
+	};
+	int tree = sys_open_tree(s->fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+
+	if (tree < 0)
+		return -errno;
+	if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma) < 0) {
+		int r = -errno;
+
+		(void)close(tree);
+		return r;
+	}
+	(void)close(s->fd);
+	s->fd = tree;
+	return 0;
+}
+
 void ns_sources_free(ns_source *s, size_t n)
 {
 	if (!s)
@@ -95,6 +121,7 @@ int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_
 		if (s[i].idmap_fd < 0) {
 			char um[64], gm[64];
 
+
 			snprintf(um, sizeof(um), "%u %u 1\n", (unsigned)st.st_uid, (unsigned)agent_host_uid);
 			snprintf(gm, sizeof(gm), "%u %u 1\n", (unsigned)st.st_gid, (unsigned)agent_host_gid);
 			s[i].idmap_fd = ns_userns_fd(um, gm);
@@ -103,6 +130,11 @@ int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_
 					       "cannot create the id mapping for the grant");
 				goto fail;
 			}
+		}
+		r = detach_tree(&s[i], g->mode);
+		if (r < 0) {
+			r = diag_grant(reterr_diag, i, g->path, r, "cannot create an idmapped bind mount");
+			goto fail;
 		}
 	}
 	*ret_sources = s;
