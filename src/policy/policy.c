@@ -27,7 +27,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1536,7 +1535,8 @@ static int parse_limits(pctx *c, json_t *v, sc_plan *p)
 			if (!(d > 0) || d > POLICY_MAX_CPU)
 				return fail_expected(c, x,
 						     "a number of cores above 0 and at most 1024");
-			p->cpu_millis = (uint64_t)llround(d * 1000.0);
+			/* Round to the nearest thousandth; d is positive, so no libm. */
+			p->cpu_millis = (uint64_t)(d * 1000.0 + 0.5);
 			if (p->cpu_millis == 0)
 				return fail_expected(c, x, "a number of cores of at least 0.001");
 		}
