@@ -349,14 +349,15 @@ static int want_size(pctx *c, const json_t *v, bool nullable, uint64_t *ret)
 	} else if (json_is_string(v)) {
 		r = parse_size(json_string_value(v), &x);
 		if (r == -ERANGE)
-			return fail_expected(c, v, "a size below 16E");
+			return fail_expected(c, v, "a size below 8E");
 		if (r < 0)
 			return fail_expected(c, v, SIZE_WHAT);
 	} else {
 		return fail_expected(c, v, SIZE_WHAT);
 	}
-	if (x == PLAN_UNLIMITED)
-		return fail_expected(c, v, "a size below 16E");
+	/* Canonical output writes sizes as JSON integers, which are signed 64-bit. */
+	if (x > (uint64_t)INT64_MAX)
+		return fail_expected(c, v, "a size below 8E");
 	*ret = x;
 	return 0;
 }

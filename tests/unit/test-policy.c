@@ -448,7 +448,11 @@ static void test_fs(void)
 	bad("{'version':1,'fs':{'tmp':{'size':'1G','inodes':5}}}", -EINVAL, "$.fs.tmp.inodes",
 	    "expected an integer from 16 to 4294967296, got 5");
 	bad("{'version':1,'fs':{'tmp':{'size':'99999999999T'}}}", -EINVAL, "$.fs.tmp.size",
-	    "expected a size below 16E, got \"99999999999T\"");
+	    "expected a size below 8E, got \"99999999999T\"");
+	bad("{'version':1,'limits':{'fsize':'8388608T'}}", -EINVAL, "$.limits.fsize",
+	    "expected a size below 8E, got \"8388608T\"");
+	bad("{'version':1,'limits':{'fsize':'9223372036854775808'}}", -EINVAL, "$.limits.fsize",
+	    "expected a size below 8E, got \"9223372036854775808\"");
 	bad("{'version':1,'fs':{'tmp':{'size':-1}}}", -EINVAL, "$.fs.tmp.size",
 	    "expected a size such as \"64M\" (a number of bytes with an optional unit K, M, G or "
 	    "T), got -1");
