@@ -27,7 +27,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,14 +349,15 @@ static int want_size(pctx *c, const json_t *v, bool nullable, uint64_t *ret)
 	} else if (json_is_string(v)) {
 		r = parse_size(json_string_value(v), &x);
 		if (r == -ERANGE)
-			return fail_expected(c, v, "a size below 16E");
+			return fail_expected(c, v, "a size below 8E");
 		if (r < 0)
 			return fail_expected(c, v, SIZE_WHAT);
 	} else {
 		return fail_expected(c, v, SIZE_WHAT);
 	}
-	if (x == PLAN_UNLIMITED)
-		return fail_expected(c, v, "a size below 16E");
+	/* Canonical output writes sizes as JSON integers, which are signed 64-bit. */
+	if (x > (uint64_t)INT64_MAX)
+		return fail_expected(c, v, "a size below 8E");
 	*ret = x;
 	return 0;
 }
@@ -1536,7 +1536,8 @@ static int parse_limits(pctx *c, json_t *v, sc_plan *p)
 			if (!(d > 0) || d > POLICY_MAX_CPU)
 				return fail_expected(c, x,
 						     "a number of cores above 0 and at most 1024");
-			p->cpu_millis = (uint64_t)llround(d * 1000.0);
+			/* Round to the nearest thousandth; d is positive, so no libm. */
+			p->cpu_millis = (uint64_t)(d * 1000.0 + 0.5);
 			if (p->cpu_millis == 0)
 				return fail_expected(c, x, "a number of cores of at least 0.001");
 		}

@@ -1,0 +1,1080 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for the policy parser (TAP). Policies are written with ' for "
+ * and @ for the test's own temporary directory, which holds the grant paths:
+ *   @/a @/b      directories        @/f       a regular file
+ *   @/link -> a  a symbolic link    @/a/secret  a file inside a grant
+ *   @/secret     a file outside any grant
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "policy/plan.h"
+
+static unsigned n_test, n_failed;
+static char tmpdir[] = "/tmp/test-policy-XXXXXX";
+
+static bool ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool ok(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	n_test++;
+	if (!cond)
+		n_failed++;
+	printf("%sok %u - ", cond ? "" : "not ", n_test);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	return cond;
+}
+
+/* @ -> tmpdir and, when quotes, ' -> ". Caller frees. */
+static char *subst(const char *s, bool quotes)
+{
+	size_t n = 1, tl = strlen(tmpdir), o = 0;
+	char *out;
+
+	for (const char *p = s; *p; p++)
+		n += *p == '@' ? tl : 1;
+	out = malloc(n);
+	if (!out)
+		abort();
+	for (const char *p = s; *p; p++) {
+		if (*p == '@') {
+			memcpy(out + o, tmpdir, tl);
+			o += tl;
+		} else {
+			out[o++] = quotes && *p == '\'' ? '"' : *p;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* A policy template: ' for " and @ for the temporary directory. */
+static char *J(const char *s)
+{
+	return subst(s, true);
+}
+
+/* An expected message or path: @ for the temporary directory. */
+static char *M(const char *s)
+{
+	return subst(s, false);
+}
+
+static int parse(const char *tmpl, sc_plan **ret, sc_diag *d)
+{
+	_cleanup_free_ char *s = J(tmpl);
+
+	memset(d, 0x55, sizeof(*d));
+	*ret = NULL;
+	return sc_plan_parse(s, strlen(s), ret, d);
+}
+
+/* Expects a refusal with exactly this error, JSON path and message. */
+static void bad(const char *policy, int err, const char *path, const char *message)
+{
+	_cleanup_free_ char *want_path = M(path), *want_msg = M(message);
+	sc_plan *p = NULL;
+	sc_diag d;
+	int r = parse(policy, &p, &d);
+
+	if (!ok(r == err && p == NULL && strcmp(d.path, want_path) == 0 &&
+		    strcmp(d.message, want_msg) == 0 && d.line == 0 && d.column == 0,
+		"refused at %s: %s", path, message)) {
+		printf("#   policy: %s\n#   got r=%d path=%s message=%s\n", policy, r, d.path,
+		       d.message);
+	}
+	sc_plan_free(p);
+}
+
+static sc_plan *good(const char *policy)
+{
+	sc_plan *p = NULL;
+	sc_diag d;
+	int r = parse(policy, &p, &d);
+
+	if (!ok(r == 0 && p, "accepted: %.60s", policy))
+		printf("#   got r=%d path=%s message=%s\n", r, d.path, d.message);
+	return p;
+}
+
+static bool str_is(const char *got, const char *tmpl)
+{
+	_cleanup_free_ char *want = J(tmpl);
+
+	return got && strcmp(got, want) == 0;
+}
+
+static void make_tree(void)
+{
+	char p[256];
+
+	if (!mkdtemp(tmpdir))
+		abort();
+	snprintf(p, sizeof(p), "%s/a", tmpdir);
+	if (mkdir(p, 0755) < 0)
+		abort();
+	snprintf(p, sizeof(p), "%s/b", tmpdir);
+	if (mkdir(p, 0755) < 0)
+		abort();
+	snprintf(p, sizeof(p), "%s/f", tmpdir);
+	if (close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644)) < 0)
+		abort();
+	snprintf(p, sizeof(p), "%s/a/secret", tmpdir);
+	if (close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600)) < 0)
+		abort();
+	snprintf(p, sizeof(p), "%s/secret", tmpdir);
+	if (close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600)) < 0)
+		abort();
+	snprintf(p, sizeof(p), "%s/link", tmpdir);
+	if (symlink("a", p) < 0)
+		abort();
+}
+
+static void remove_tree(void)
+{
+	static const char *const files[] = {"a/secret", "secret", "f", "link"};
+	static const char *const dirs[] = {"a", "b", ""};
+	char p[256];
+
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		snprintf(p, sizeof(p), "%s/%s", tmpdir, files[i]);
+		(void)unlink(p);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		snprintf(p, sizeof(p), "%s/%s", tmpdir, dirs[i]);
+		(void)rmdir(p);
+	}
+}
+
+static void test_defaults(void)
+{
+	sc_plan *p = good("{'version': 1}");
+
+	if (!p)
+		return;
+	ok(p->version == 1, "default version");
+	ok(str_is(p->name, "sandbox"), "default name");
+	ok(p->runtime == RUNTIME_HOST && p->rootfs == NULL, "default runtime host");
+	ok(p->n_grants == 0 && p->grants == NULL, "default no grants");
+	ok(p->tmp_size == 64ull << 20, "default tmp size 64M");
+	ok(p->tmp_inodes == 8192, "default tmp inodes");
+	ok(str_is(p->workdir, "/tmp"), "default workdir /tmp");
+	ok(p->n_egress == 0 && p->n_allow_private == 0 && p->n_credentials == 0,
+	   "default no network");
+	ok(p->rate.count == 0, "default rate unlimited");
+	ok(p->bandwidth == PLAN_UNLIMITED && p->max_request_body == PLAN_UNLIMITED &&
+	       p->max_response_body == PLAN_UNLIMITED && p->egress_budget == PLAN_UNLIMITED,
+	   "default net caps unlimited");
+	ok(p->upstream_ca == NULL && p->dns == NULL, "default no upstream CA, no DNS override");
+	ok(p->memory == PLAN_UNLIMITED && p->cpu_millis == PLAN_UNLIMITED &&
+	       p->pids == PLAN_UNLIMITED && p->wall_ns == PLAN_UNLIMITED &&
+	       p->fsize == PLAN_UNLIMITED,
+	   "default limits unlimited");
+	ok(p->nofile == 1024, "default nofile 1024");
+	ok(p->n_env == 0, "default empty env");
+	ok(str_is(p->hostname, "sandbox"), "default hostname");
+	ok(p->audit_exec && p->audit_denied_syscalls && p->audit_fsync == AUDIT_FSYNC_BOUNDARIES,
+	   "default audit");
+	ok(!p->best_effort, "default strict");
+	ok(p->spawn_max_depth == 0 && p->spawn_max_children == 8, "default spawn");
+	sc_plan_free(p);
+
+	p = good(
+	    "{'version':1,'fs':{'grants':[{'path':'@/a'}]},'net':{'egress':[{'host':'x.org'}]}}");
+	if (!p)
+		return;
+	ok(p->n_grants == 1 && p->grants[0].mode == GRANT_RO, "grant mode defaults to ro");
+	ok(str_is(p->grants[0].at, "@/a"), "grant at defaults to path");
+	ok(p->egress[0].n_ports == 2 && p->egress[0].ports[0] == 80 && p->egress[0].ports[1] == 443,
+	   "ports default to 80, 443");
+	ok(p->egress[0].methods == HTTP_ANY_METHOD && !p->egress[0].wildcard,
+	   "methods default to any");
+	sc_plan_free(p);
+
+	p = good("{'version':1,'net':{'egress':[{'host':'x.org'}],'credentials':[{'host':'x.org','"
+		 "header':"
+		 "'X-Key','value_env':'K'}]}}");
+	if (!p)
+		return;
+	ok(str_is(p->credentials[0].format, "%s") && p->credentials[0].upstream_https &&
+	       str_is(p->credentials[0].value_env, "K") && !p->credentials[0].value_file,
+	   "credential format %%s and upstream https by default");
+	sc_plan_free(p);
+}
+
+static void test_syntax(void)
+{
+	sc_plan *p = NULL;
+	sc_diag d;
+	int r;
+
+	r = parse("{'version': 1,}", &p, &d);
+	ok(r == -EBADMSG && !p && d.line == 1 && d.column > 0 && d.path[0] == '\0' && d.message[0],
+	   "syntax error has line and column (%d:%d %s)", d.line, d.column, d.message);
+	r = parse("{\n  'version': 1\n  'name': 'x'\n}", &p, &d);
+	ok(r == -EBADMSG && d.line == 3, "syntax error on line 3 (%d:%d %s)", d.line, d.column,
+	   d.message);
+	r = parse("{'version': 1, 'version': 1}", &p, &d);
+	ok(r == -EBADMSG && strstr(d.message, "duplicate"), "duplicate keys refused (%s)",
+	   d.message);
+	r = parse("{'version': 1} x", &p, &d);
+	ok(r == -EBADMSG, "trailing garbage refused");
+	r = parse("{'version': 1, 'name': 'a\\u0000b'}", &p, &d);
+	ok(r == -EBADMSG, "NUL in a string refused");
+	r = parse("", &p, &d);
+	ok(r == -EBADMSG, "empty input refused");
+	r = sc_plan_parse(NULL, 0, &p, &d);
+	ok(r == -EBADMSG, "NULL input refused");
+
+	{
+		size_t n = POLICY_MAX_BYTES + 1;
+		char *big = malloc(n);
+
+		if (!big)
+			abort();
+		memset(big, ' ', n);
+		memcpy(big, "{\"version\":1}", 13);
+		r = sc_plan_parse(big, n, &p, &d);
+		ok(r == -E2BIG && strcmp(d.path, "$") == 0 &&
+		       strcmp(d.message,
+			      "policy is 1048577 bytes, more than the limit of 1048576") == 0,
+		   "policy over POLICY_MAX_BYTES refused");
+		r = sc_plan_parse(big, n - 1, &p, &d);
+		ok(r == 0, "policy of exactly POLICY_MAX_BYTES accepted");
+		p = sc_plan_free(p);
+		free(big);
+	}
+	ok(sc_plan_free(NULL) == NULL, "sc_plan_free(NULL)");
+}
+
+static void test_top(void)
+{
+	bad("[]", -EINVAL, "$", "expected an object, got an array");
+	bad("{}", -EINVAL, "$", "missing required key \"version\" (this parser reads version 1)");
+	bad("{'version': 2}", -EINVAL, "$.version",
+	    "expected 1 (the only policy version this sandcap knows), got 2");
+	bad("{'version': '1'}", -EINVAL, "$.version",
+	    "expected 1 (the only policy version this sandcap knows), got \"1\"");
+	bad("{'version': 1.0}", -EINVAL, "$.version",
+	    "expected 1 (the only policy version this sandcap knows), got 1");
+	bad("{'version': 1, 'nmae': 'x'}", -EINVAL, "$.nmae",
+	    "unknown key \"nmae\" (expected one of: version, name, fs, net, limits, env, identity, "
+	    "audit, "
+	    "best_effort, spawn)");
+	bad("{'version': 1, 'a b': 1}", -EINVAL, "$[\"a b\"]",
+	    "unknown key \"a b\" (expected one of: version, name, fs, net, limits, env, identity, "
+	    "audit, "
+	    "best_effort, spawn)");
+	bad("{'version': 1, 'name': 'my agent'}", -EINVAL, "$.name",
+	    "expected a name of 1 to 64 letters, digits, \"-\", \"_\" and \".\", not starting with "
+	    "\"-\" or "
+	    "\".\", got \"my agent\"");
+	bad("{'version': 1, 'name': 5}", -EINVAL, "$.name", "expected a string, got 5");
+	bad("{'version': 1, 'best_effort': 1}", -EINVAL, "$.best_effort",
+	    "expected true or false, got 1");
+	bad("{'version': 1, 'fs': []}", -EINVAL, "$.fs", "expected an object, got an array");
+	bad("{'version': 1, 'net': null}", -EINVAL, "$.net", "expected an object, got null");
+	bad("{'version': 1, 'spawn': {'max_depth': 9}}", -EINVAL, "$.spawn.max_depth",
+	    "expected an integer from 0 to 8, got 9");
+	bad("{'version': 1, 'spawn': {'max_children': -1}}", -EINVAL, "$.spawn.max_children",
+	    "expected an integer from 0 to 256, got -1");
+	bad("{'version': 1, 'spawn': {'depth': 1}}", -EINVAL, "$.spawn.depth",
+	    "unknown key \"depth\" (expected one of: max_depth, max_children)");
+
+	sc_plan *p =
+	    good("{'version':1,'name':'agent-1.x_y','best_effort':true,'spawn':{'max_depth':2,"
+		 "'max_children':3}}");
+	if (p) {
+		ok(str_is(p->name, "agent-1.x_y") && p->best_effort && p->spawn_max_depth == 2 &&
+		       p->spawn_max_children == 3,
+		   "name, best_effort, spawn parsed");
+		sc_plan_free(p);
+	}
+	/* A long string is refused before it is looked at. */
+	{
+		size_t n = 5000;
+		char *s = malloc(n + 64), *q;
+
+		if (!s)
+			abort();
+		q = s + sprintf(s, "{'version': 1, 'name': '");
+		memset(q, 'a', n);
+		strcpy(q + n, "'}");
+		bad(s, -E2BIG, "$.name", "string of 5000 bytes is longer than the limit of 4096");
+		free(s);
+	}
+}
+
+static void test_grants(void)
+{
+	sc_plan *p;
+
+	bad("{'version':1,'fs':{'grants':{}}}", -EINVAL, "$.fs.grants",
+	    "expected an array of grants, got an object");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a'},{'path':'@/b','mode':'rwx'}]}}", -EINVAL,
+	    "$.fs.grants[1].mode", "expected \"ro\" or \"rw\", got \"rwx\"");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a','mdoe':'ro'}]}}", -EINVAL,
+	    "$.fs.grants[0].mdoe", "unknown key \"mdoe\" (expected one of: path, mode, at)");
+	bad("{'version':1,'fs':{'grants':[{'mode':'ro'}]}}", -EINVAL, "$.fs.grants[0]",
+	    "missing required key \"path\"");
+	bad("{'version':1,'fs':{'grants':['@/a']}}", -EINVAL, "$.fs.grants[0]",
+	    "expected an object, got \"@/a\"");
+	bad("{'version':1,'fs':{'grants':[{'path':'data'}]}}", -EINVAL, "$.fs.grants[0].path",
+	    "expected an absolute path (starting with \"/\"), got \"data\"");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/nope'}]}}", -ENOENT, "$.fs.grants[0].path",
+	    "\"@/nope\" does not exist");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/link/x'}]}}", -ELOOP, "$.fs.grants[0].path",
+	    "\"@/link\" is a symbolic link; symlinks are not followed in grants, name the real "
+	    "path");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/link'}]}}", -ELOOP, "$.fs.grants[0].path",
+	    "\"@/link\" is a symbolic link; symlinks are not followed in grants, name the real "
+	    "path");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/f/x'}]}}", -ENOTDIR, "$.fs.grants[0].path",
+	    "\"@/f\" is not a directory");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a/../b'}]}}", -EINVAL, "$.fs.grants[0].path",
+	    "path \"@/a/../b\" contains \"..\"; write the path it means");
+	bad("{'version':1,'fs':{'grants':[{'path':'/'}]}}", -EINVAL, "$.fs.grants[0].path",
+	    "granting \"/\" would expose the whole host; grant the directories needed");
+	bad("{'version':1,'fs':{'grants':[{'path':'/proc/self'}]}}", -EINVAL, "$.fs.grants[0].path",
+	    "\"/proc/self\" is a kernel interface of the host and cannot be granted");
+	bad("{'version':1,'fs':{'grants':[{'path':'/dev/null'}]}}", -EINVAL, "$.fs.grants[0].path",
+	    "\"/dev/null\" is a kernel interface of the host and cannot be granted");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a','at':'/'}]}}", -EINVAL, "$.fs.grants[0].at",
+	    "\"/\" cannot replace the sandbox's root \"/\"");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a','at':'/proc/x'}]}}", -EINVAL,
+	    "$.fs.grants[0].at",
+	    "\"/proc/x\" may not be in /proc, /dev or /sys, which the sandbox builds itself");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a','at':'/sys'}]}}", -EINVAL,
+	    "$.fs.grants[0].at",
+	    "\"/sys\" may not be in /proc, /dev or /sys, which the sandbox builds itself");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a','at':'/dev/shm'}]}}", -EINVAL,
+	    "$.fs.grants[0].at",
+	    "\"/dev/shm\" may not be in /proc, /dev or /sys, which the sandbox builds itself");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a','at':'/etc/'}]}}", -EINVAL,
+	    "$.fs.grants[0].at",
+	    "\"/etc\" may not replace /etc or /usr, which the runtime provides");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a','at':'/usr'}]}}", -EINVAL,
+	    "$.fs.grants[0].at",
+	    "\"/usr\" may not replace /etc or /usr, which the runtime provides");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a','at':'work'}]}}", -EINVAL,
+	    "$.fs.grants[0].at", "expected an absolute path (starting with \"/\"), got \"work\"");
+	bad("{'version':1,'fs':{'grants':[{'path':'/etc'}]}}", -EINVAL, "$.fs.grants[0].path",
+	    "\"/etc\" would appear at the same path inside, where it may not replace /etc or /usr, "
+	    "which "
+	    "the runtime provides; add \"at\"");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a'},{'path':'@/a/'}]}}", -EINVAL,
+	    "$.fs.grants[1].path", "\"@/a\" is already granted in $.fs.grants[0]");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a','mode':'ro'},{'path':'@/"
+	    "a','mode':'rw','at':'/w'}]}}",
+	    -EINVAL, "$.fs.grants[1].path",
+	    "\"@/a\" is granted \"rw\" here but \"ro\" in $.fs.grants[0]");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a','at':'/w'},{'path':'@/b','at':'/w'}]}}",
+	    -EINVAL, "$.fs.grants[1].at",
+	    "\"/w\" inside the sandbox is already used by $.fs.grants[0]");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a','at':'@/b'},{'path':'@/b'}]}}", -EINVAL,
+	    "$.fs.grants[1].path", "\"@/b\" inside the sandbox is already used by $.fs.grants[0]");
+
+	p = good("{'version':1,'fs':{'grants':[{'path':'@//a/./','mode':'rw','at':'/work/"
+		 "'},{'path':'@/f',"
+		 "'at':'/data/f'},{'path':'@/a/secret'}]}}");
+	if (p) {
+		ok(p->n_grants == 3 && str_is(p->grants[0].path, "@/a") &&
+		       str_is(p->grants[0].at, "/work") && p->grants[0].mode == GRANT_RW,
+		   "grant paths normalised");
+		ok(str_is(p->grants[1].path, "@/f") && p->grants[1].mode == GRANT_RO,
+		   "file grant accepted");
+		sc_plan_free(p);
+	}
+
+	/* Count limit. */
+	{
+		size_t n = POLICY_MAX_GRANTS + 1, o;
+		char *s = malloc(n * 64 + 64);
+
+		if (!s)
+			abort();
+		o = (size_t)sprintf(s, "{'version':1,'fs':{'grants':[");
+		for (size_t i = 0; i < n; i++)
+			o += (size_t)sprintf(s + o, "%s{'path':'@/a','at':'/g%zu'}", i ? "," : "",
+					     i);
+		strcpy(s + o, "]}}");
+		bad(s, -E2BIG, "$.fs.grants", "257 grants, more than the limit of 256");
+		free(s);
+	}
+}
+
+static void test_fs(void)
+{
+	sc_plan *p;
+
+	bad("{'version':1,'fs':{'workdir':'work'}}", -EINVAL, "$.fs.workdir",
+	    "expected an absolute path (starting with \"/\"), got \"work\"");
+	bad("{'version':1,'fs':{'runtime':'guest'}}", -EINVAL, "$.fs.runtime",
+	    "expected \"host\" or {\"rootfs\": \"/path\"}, got \"guest\"");
+	bad("{'version':1,'fs':{'runtime':{}}}", -EINVAL, "$.fs.runtime",
+	    "missing required key \"rootfs\"");
+	bad("{'version':1,'fs':{'runtime':{'rootfs':'@/f'}}}", -EINVAL, "$.fs.runtime.rootfs",
+	    "expected a directory, got \"@/f\"");
+	bad("{'version':1,'fs':{'runtime':{'rootfs':'@/link'}}}", -ELOOP, "$.fs.runtime.rootfs",
+	    "\"@/link\" is a symbolic link; symlinks are not followed in grants, name the real "
+	    "path");
+	bad("{'version':1,'fs':{'runtime':{'rootfs':'/'}}}", -EINVAL, "$.fs.runtime.rootfs",
+	    "the host root \"/\" cannot be the sandbox's root; use \"host\"");
+	bad("{'version':1,'fs':{'runtime':{'image':'@/a'}}}", -EINVAL, "$.fs.runtime.image",
+	    "unknown key \"image\" (expected one of: rootfs)");
+	bad("{'version':1,'fs':{'tmp':'64MB'}}", -EINVAL, "$.fs.tmp",
+	    "expected a size such as \"64M\" (a number of bytes with an optional unit K, M, G or "
+	    "T), got "
+	    "\"64MB\"");
+	bad("{'version':1,'fs':{'tmp':'0'}}", -EINVAL, "$.fs.tmp",
+	    "expected a size above 0, got \"0\"");
+	bad("{'version':1,'fs':{'tmp':true}}", -EINVAL, "$.fs.tmp",
+	    "expected a size such as \"64M\" or {\"size\": \"64M\", \"inodes\": 8192}, got true");
+	bad("{'version':1,'fs':{'tmp':{'size':'1G','inodes':5}}}", -EINVAL, "$.fs.tmp.inodes",
+	    "expected an integer from 16 to 4294967296, got 5");
+	bad("{'version':1,'fs':{'tmp':{'size':'99999999999T'}}}", -EINVAL, "$.fs.tmp.size",
+	    "expected a size below 8E, got \"99999999999T\"");
+	bad("{'version':1,'limits':{'fsize':'8388608T'}}", -EINVAL, "$.limits.fsize",
+	    "expected a size below 8E, got \"8388608T\"");
+	bad("{'version':1,'limits':{'fsize':'9223372036854775808'}}", -EINVAL, "$.limits.fsize",
+	    "expected a size below 8E, got \"9223372036854775808\"");
+	bad("{'version':1,'fs':{'tmp':{'size':-1}}}", -EINVAL, "$.fs.tmp.size",
+	    "expected a size such as \"64M\" (a number of bytes with an optional unit K, M, G or "
+	    "T), got -1");
+	bad("{'version':1,'fs':{'tmp':{'size':null}}}", -EINVAL, "$.fs.tmp.size",
+	    "expected a size such as \"64M\" (a number of bytes with an optional unit K, M, G or "
+	    "T), got null");
+	bad("{'version':1,'fs':{'tmpfs':'1M'}}", -EINVAL, "$.fs.tmpfs",
+	    "unknown key \"tmpfs\" (expected one of: runtime, grants, tmp, workdir)");
+
+	p = good("{'version':1,'fs':{'runtime':{'rootfs':'@/b/'},'tmp':{'size':'1G','inodes':100},"
+		 "'workdir':'/work//x/'}}");
+	if (p) {
+		ok(p->runtime == RUNTIME_ROOTFS && str_is(p->rootfs, "@/b"), "rootfs runtime");
+		ok(p->tmp_size == 1ull << 30 && p->tmp_inodes == 100, "tmp object");
+		ok(str_is(p->workdir, "/work/x"), "workdir normalised");
+		sc_plan_free(p);
+	}
+	p = good("{'version':1,'fs':{'tmp':'512K'}}");
+	if (p) {
+		ok(p->tmp_size == 512 * 1024 && p->tmp_inodes == 8192,
+		   "tmp string keeps default inodes");
+		sc_plan_free(p);
+	}
+}
+
+static void test_limits(void)
+{
+	sc_plan *p;
+
+	bad("{'version':1,'limits':{'memory':'1M'}}", -EINVAL, "$.limits.memory",
+	    "expected a memory limit of at least \"4M\", got \"1M\"");
+	bad("{'version':1,'limits':{'memory':1.5}}", -EINVAL, "$.limits.memory",
+	    "expected a size such as \"64M\" (a number of bytes with an optional unit K, M, G or "
+	    "T), got 1.5");
+	bad("{'version':1,'limits':{'memory':'256 M'}}", -EINVAL, "$.limits.memory",
+	    "expected a size such as \"64M\" (a number of bytes with an optional unit K, M, G or "
+	    "T), got "
+	    "\"256 M\"");
+	bad("{'version':1,'limits':{'cpu':0}}", -EINVAL, "$.limits.cpu",
+	    "expected a number of cores above 0 and at most 1024, got 0");
+	bad("{'version':1,'limits':{'cpu':-1.5}}", -EINVAL, "$.limits.cpu",
+	    "expected a number of cores above 0 and at most 1024, got -1.5");
+	bad("{'version':1,'limits':{'cpu':1025}}", -EINVAL, "$.limits.cpu",
+	    "expected a number of cores above 0 and at most 1024, got 1025");
+	bad("{'version':1,'limits':{'cpu':'0.5'}}", -EINVAL, "$.limits.cpu",
+	    "expected a number of cores such as 0.5, got \"0.5\"");
+	bad("{'version':1,'limits':{'cpu':0.0001}}", -EINVAL, "$.limits.cpu",
+	    "expected a number of cores of at least 0.001, got 0.0001");
+	bad("{'version':1,'limits':{'pids':0}}", -EINVAL, "$.limits.pids",
+	    "expected an integer from 1 to 4194304, got 0");
+	bad("{'version':1,'limits':{'pids':'64'}}", -EINVAL, "$.limits.pids",
+	    "expected an integer from 1 to 4194304, got \"64\"");
+	bad("{'version':1,'limits':{'wall':'0s'}}", -EINVAL, "$.limits.wall",
+	    "expected a duration above 0, got \"0s\"");
+	bad("{'version':1,'limits':{'wall':'30'}}", -EINVAL, "$.limits.wall",
+	    "expected a duration such as \"30s\" (a number with a unit ms, s, m or h), got \"30\"");
+	bad("{'version':1,'limits':{'wall':30}}", -EINVAL, "$.limits.wall",
+	    "expected a duration such as \"30s\" (a number with a unit ms, s, m or h), got 30");
+	bad("{'version':1,'limits':{'wall':'9999999999h'}}", -EINVAL, "$.limits.wall",
+	    "expected a duration below 584 years, got \"9999999999h\"");
+	bad("{'version':1,'limits':{'nofile':0}}", -EINVAL, "$.limits.nofile",
+	    "expected an integer from 1 to 1048576, got 0");
+	bad("{'version':1,'limits':{'nofile':null}}", -EINVAL, "$.limits.nofile",
+	    "expected an integer from 1 to 1048576, got null");
+	bad("{'version':1,'limits':{'fsize':'0'}}", -EINVAL, "$.limits.fsize",
+	    "expected a size above 0, got \"0\"");
+	bad("{'version':1,'limits':{'swap':'0'}}", -EINVAL, "$.limits.swap",
+	    "unknown key \"swap\" (expected one of: memory, cpu, pids, wall, nofile, fsize)");
+
+	p = good(
+	    "{'version':1,'limits':{'memory':'256M','cpu':0.5,'pids':64,'wall':'30s','nofile':256,"
+	    "'fsize':'64M'}}");
+	if (p) {
+		ok(p->memory == 256ull << 20 && p->cpu_millis == 500 && p->pids == 64 &&
+		       p->wall_ns == 30000000000ull && p->nofile == 256 && p->fsize == 64ull << 20,
+		   "limits parsed");
+		sc_plan_free(p);
+	}
+	p = good("{'version':1,'limits':{'memory':null,'cpu':2,'pids':null,'wall':'1500ms','fsize':"
+		 "4096}}");
+	if (p) {
+		ok(p->memory == PLAN_UNLIMITED && p->cpu_millis == 2000 &&
+		       p->pids == PLAN_UNLIMITED && p->wall_ns == 1500000000ull && p->fsize == 4096,
+		   "null limits, integer cpu, integer size");
+		sc_plan_free(p);
+	}
+}
+
+static void test_env_identity_audit(void)
+{
+	sc_plan *p;
+
+	bad("{'version':1,'env':[]}", -EINVAL, "$.env",
+	    "expected an object of \"NAME\": \"value\" strings, got an array");
+	bad("{'version':1,'env':{'HOME':'/x'}}", -EINVAL, "$.env.HOME",
+	    "\"HOME\" is set by sandcap itself and cannot be overridden");
+	bad("{'version':1,'env':{'http_proxy':'x'}}", -EINVAL, "$.env.http_proxy",
+	    "\"http_proxy\" is set by sandcap itself and cannot be overridden");
+	bad("{'version':1,'env':{'Path':'x'}}", -EINVAL, "$.env.Path",
+	    "\"Path\" is set by sandcap itself and cannot be overridden");
+	bad("{'version':1,'env':{'A=B':'x'}}", -EINVAL, "$.env[\"A=B\"]",
+	    "variable name \"A=B\" contains \"=\"");
+	bad("{'version':1,'env':{'1X':'x'}}", -EINVAL, "$.env[\"1X\"]",
+	    "\"1X\" is not a valid variable name (letters, digits and \"_\", not starting with a "
+	    "digit)");
+	bad("{'version':1,'env':{'':'x'}}", -EINVAL, "$.env[\"\"]",
+	    "\"\" is not a valid variable name (letters, digits and \"_\", not starting with a "
+	    "digit)");
+	bad("{'version':1,'env':{'LANG':5}}", -EINVAL, "$.env.LANG", "expected a string, got 5");
+	bad("{'version':1,'identity':{'hostname':'bad_host'}}", -EINVAL, "$.identity.hostname",
+	    "hostname \"bad_host\" contains a character other than letters, digits, \"-\" and "
+	    "\".\"");
+	bad("{'version':1,'identity':{'hostname':'-x'}}", -EINVAL, "$.identity.hostname",
+	    "hostname \"-x\" has a label starting with \"-\"");
+	bad("{'version':1,'identity':{'hostname':''}}", -EINVAL, "$.identity.hostname",
+	    "hostname \"\" is empty");
+	bad("{'version':1,'identity':{'hostname':'"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'}}",
+	    -EINVAL, "$.identity.hostname",
+	    "hostname \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\" is "
+	    "too long");
+	bad("{'version':1,'identity':{'user':'x'}}", -EINVAL, "$.identity.user",
+	    "unknown key \"user\" (expected one of: hostname)");
+	bad("{'version':1,'audit':{'fsync':'sometimes'}}", -EINVAL, "$.audit.fsync",
+	    "expected \"boundaries\" or \"always\", got \"sometimes\"");
+	bad("{'version':1,'audit':{'exec':'yes'}}", -EINVAL, "$.audit.exec",
+	    "expected true or false, got \"yes\"");
+
+	p = good("{'version':1,'env':{'ZED':'1','LANG':'C.UTF-8','lang_x':''},'identity':{'"
+		 "hostname':'Box-1."
+		 "local'},'audit':{'exec':false,'denied_syscalls':false,'fsync':'always'}}");
+	if (p) {
+		ok(p->n_env == 3 && strcmp(p->env[0], "LANG=C.UTF-8") == 0 &&
+		       strcmp(p->env[1], "ZED=1") == 0 && strcmp(p->env[2], "lang_x=") == 0,
+		   "env as sorted KEY=VALUE");
+		ok(str_is(p->hostname, "Box-1.local"), "hostname");
+		ok(!p->audit_exec && !p->audit_denied_syscalls &&
+		       p->audit_fsync == AUDIT_FSYNC_ALWAYS,
+		   "audit settings");
+		sc_plan_free(p);
+	}
+}
+
+static void test_net(void)
+{
+	sc_plan *p;
+
+	bad("{'version':1,'net':{'egress':[{'host':'*'}]}}", -EINVAL, "$.net.egress[0].host",
+	    "host \"*\": \"*\" would allow every host; name the hosts");
+	bad("{'version':1,'net':{'egress':[{'host':'*.com'}]}}", -EINVAL, "$.net.egress[0].host",
+	    "host \"*.com\": a wildcard must cover a domain of at least two labels, as in "
+	    "\"*.example.com\"");
+	bad("{'version':1,'net':{'egress':[{'host':'a.*.com'}]}}", -EINVAL, "$.net.egress[0].host",
+	    "host \"a.*.com\" has \"*\" that is not the whole leftmost label (as in "
+	    "\"*.example.com\")");
+	bad("{'version':1,'net':{'egress':[{'host':'*x.example.com'}]}}", -EINVAL,
+	    "$.net.egress[0].host",
+	    "host \"*x.example.com\" has \"*\" that is not the whole leftmost label (as in "
+	    "\"*.example.com\")");
+	bad("{'version':1,'net':{'egress':[{'host':'a..b'}]}}", -EINVAL, "$.net.egress[0].host",
+	    "host \"a..b\" has an empty label");
+	bad("{'version':1,'net':{'egress':[{'host':'a_b.com'}]}}", -EINVAL, "$.net.egress[0].host",
+	    "host \"a_b.com\" contains a character other than letters, digits, \"-\" and \".\"");
+	bad("{'version':1,'net':{'egress':[{'host':'example.com.'}]}}", -EINVAL,
+	    "$.net.egress[0].host", "host \"example.com.\" ends with \".\"");
+	bad("{'version':1,'net':{'egress':[{'host':'1.2.3'}]}}", -EINVAL, "$.net.egress[0].host",
+	    "host \"1.2.3\" has a numeric last label (not a valid name nor a dotted-quad IPv4 "
+	    "address)");
+	bad("{'version':1,'net':{'egress':[{'host':''}]}}", -EINVAL, "$.net.egress[0].host",
+	    "expected a host name, got \"\"");
+	bad("{'version':1,'net':{'egress':[{'host':'[::1'}]}}", -EINVAL, "$.net.egress[0].host",
+	    "expected an IPv6 address in brackets, as in \"[2001:db8::1]\", got \"[::1\"");
+	bad("{'version':1,'net':{'egress':[{'ports':[443]}]}}", -EINVAL, "$.net.egress[0]",
+	    "missing required key \"host\"");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','port':443}]}}", -EINVAL,
+	    "$.net.egress[0].port", "unknown key \"port\" (expected one of: host, ports, methods)");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','ports':[]}]}}", -EINVAL,
+	    "$.net.egress[0].ports", "expected at least one port, got an empty array");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','ports':[0]}]}}", -EINVAL,
+	    "$.net.egress[0].ports[0]", "expected an integer from 1 to 65535, got 0");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','ports':[443,65536]}]}}", -EINVAL,
+	    "$.net.egress[0].ports[1]", "expected an integer from 1 to 65535, got 65536");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','ports':[443,443]}]}}", -EINVAL,
+	    "$.net.egress[0].ports[1]", "port 443 is listed twice");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','ports':443}]}}", -EINVAL,
+	    "$.net.egress[0].ports", "expected an array of port numbers, got 443");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','methods':['GET','get']}]}}", -EINVAL,
+	    "$.net.egress[0].methods[1]",
+	    "expected one of \"GET\", \"HEAD\", \"POST\", \"PUT\", \"PATCH\", \"DELETE\", "
+	    "\"OPTIONS\", "
+	    "\"CONNECT\", got \"get\"");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','methods':['GET','GET']}]}}", -EINVAL,
+	    "$.net.egress[0].methods[1]", "method \"GET\" is listed twice");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','methods':[]}]}}", -EINVAL,
+	    "$.net.egress[0].methods",
+	    "expected at least one method, got an empty array (omit \"methods\" to allow any)");
+
+	bad("{'version':1,'net':{'allow_private':['10.0.0.1/8']}}", -EINVAL,
+	    "$.net.allow_private[0]",
+	    "\"10.0.0.1/8\" has host bits set after the prefix; did you mean \"10.0.0.0/8\"?");
+	bad("{'version':1,'net':{'allow_private':['fd00::1/8']}}", -EINVAL,
+	    "$.net.allow_private[0]",
+	    "\"fd00::1/8\" has host bits set after the prefix; did you mean \"fd00::/8\"?");
+	bad("{'version':1,'net':{'allow_private':['10.0.0.0/33']}}", -EINVAL,
+	    "$.net.allow_private[0]",
+	    "prefix length /33 is longer than the 32 bits of the address");
+	bad("{'version':1,'net':{'allow_private':['::/129']}}", -EINVAL, "$.net.allow_private[0]",
+	    "prefix length /129 is longer than the 128 bits of the address");
+	bad("{'version':1,'net':{'allow_private':['10.0.0.0']}}", -EINVAL, "$.net.allow_private[0]",
+	    "expected a CIDR such as \"10.0.0.0/8\" or \"fd00::/8\", got \"10.0.0.0\"");
+	bad("{'version':1,'net':{'allow_private':['10.0.0.0/08']}}", -EINVAL,
+	    "$.net.allow_private[0]",
+	    "expected a CIDR with a prefix length, such as \"10.0.0.0/8\", got \"10.0.0.0/08\"");
+	bad("{'version':1,'net':{'allow_private':['10.0.0.0/8','10.0.0.0/8']}}", -EINVAL,
+	    "$.net.allow_private[1]", "the same range is already listed in $.net.allow_private[0]");
+	bad("{'version':1,'net':{'rate':'20/h'}}", -EINVAL, "$.net.rate",
+	    "expected a request rate such as \"20/s\" or \"100/m\", got \"20/h\"");
+	bad("{'version':1,'net':{'rate':'0/s'}}", -EINVAL, "$.net.rate",
+	    "expected a request rate such as \"20/s\" or \"100/m\", got \"0/s\"");
+	bad("{'version':1,'net':{'bandwidth':'1M'}}", -EINVAL, "$.net.bandwidth",
+	    "expected a bandwidth such as \"1M/s\", got \"1M\"");
+	bad("{'version':1,'net':{'max_request_body':'1MB'}}", -EINVAL, "$.net.max_request_body",
+	    "expected a size such as \"64M\" (a number of bytes with an optional unit K, M, G or "
+	    "T), got "
+	    "\"1MB\"");
+	bad("{'version':1,'net':{'upstream_ca':'@/nope.pem'}}", -ENOENT, "$.net.upstream_ca",
+	    "file \"@/nope.pem\" does not exist");
+	bad("{'version':1,'net':{'upstream_ca':'@/a'}}", -EINVAL, "$.net.upstream_ca",
+	    "\"@/a\" is not a regular file");
+	bad("{'version':1,'net':{'dns':'dns.google'}}", -EINVAL, "$.net.dns",
+	    "expected a resolver address \"IP\" or \"IP:port\" (IPv6 with a port as "
+	    "\"[IP]:port\"), got "
+	    "\"dns.google\"");
+	bad("{'version':1,'net':{'dns':'1.1.1.1:0'}}", -EINVAL, "$.net.dns",
+	    "expected a resolver address \"IP\" or \"IP:port\" (IPv6 with a port as "
+	    "\"[IP]:port\"), got "
+	    "\"1.1.1.1:0\"");
+	bad("{'version':1,'net':{'dns':'1.1.1.1:65536'}}", -EINVAL, "$.net.dns",
+	    "port 65536 is not between 1 and 65535");
+	bad("{'version':1,'net':{'proxy':true}}", -EINVAL, "$.net.proxy",
+	    "unknown key \"proxy\" (expected one of: egress, allow_private, rate, bandwidth, "
+	    "max_request_body, "
+	    "max_response_body, egress_budget, credentials, upstream_ca, dns)");
+
+	p = good(
+	    "{'version':1,'net':{'egress':[{'host':'API.Example.COM','ports':[443,8443],'methods':["
+	    "'GET',"
+	    "'POST']},{'host':'*.PythonHosted.org'},{'host':'[2001:DB8::1]'},{'host':'10.1.2.3'},{'"
+	    "host':"
+	    "'x.org','methods':['CONNECT','OPTIONS','DELETE','PATCH','PUT','POST','HEAD','GET']}],"
+	    "'allow_private':['10.0.0.0/8','fd00::/8','192.168.1.7/32','0.0.0.0/0'],'rate':'100/m',"
+	    "'bandwidth':'1M/"
+	    "s','max_request_body':'1M','max_response_body':'64M','egress_budget':'8M',"
+	    "'upstream_ca':'@/f','dns':'[::1]:5353'}}");
+	if (p) {
+		ok(p->n_egress == 5 && str_is(p->egress[0].host, "api.example.com") &&
+		       !p->egress[0].wildcard,
+		   "host lower-cased");
+		ok(p->egress[0].n_ports == 2 && p->egress[0].ports[1] == 8443 &&
+		       p->egress[0].methods == (HTTP_GET | HTTP_POST),
+		   "ports and methods");
+		ok(str_is(p->egress[1].host, "*.pythonhosted.org") && p->egress[1].wildcard,
+		   "wildcard host");
+		ok(str_is(p->egress[2].host, "2001:db8::1") &&
+		       str_is(p->egress[3].host, "10.1.2.3"),
+		   "IP literals normalised");
+		ok(p->egress[4].methods == HTTP_ANY_METHOD, "every method listed means any");
+		ok(p->n_allow_private == 4 && p->allow_private[0].family == AF_INET &&
+		       p->allow_private[0].prefix == 8 && p->allow_private[0].addr[0] == 10 &&
+		       p->allow_private[1].family == AF_INET6 &&
+		       p->allow_private[1].addr[0] == 0xfd && p->allow_private[2].prefix == 32 &&
+		       p->allow_private[3].prefix == 0,
+		   "CIDRs");
+		ok(p->rate.count == 100 && p->rate.per_ns == 60000000000ull &&
+		       p->bandwidth == 1 << 20 && p->max_request_body == 1 << 20 &&
+		       p->max_response_body == 64 << 20 && p->egress_budget == 8 << 20,
+		   "rate, bandwidth and caps");
+		ok(str_is(p->upstream_ca, "@/f") && str_is(p->dns, "[::1]:5353"),
+		   "upstream_ca and dns");
+		sc_plan_free(p);
+	}
+	p = good("{'version':1,'net':{'dns':'9.9.9.9'}}");
+	sc_plan_free(p);
+	p = good("{'version':1,'net':{'dns':'2001:db8::53'}}");
+	sc_plan_free(p);
+
+	/* Count limits. */
+	{
+		char *s = malloc(POLICY_MAX_PORTS * 8 + 128);
+		size_t o;
+
+		if (!s)
+			abort();
+		o = (size_t)sprintf(s, "{'version':1,'net':{'egress':[{'host':'x.org','ports':[");
+		for (unsigned i = 0; i <= POLICY_MAX_PORTS; i++)
+			o += (size_t)sprintf(s + o, "%s%u", i ? "," : "", i + 1);
+		strcpy(s + o, "]}]}}");
+		bad(s, -E2BIG, "$.net.egress[0].ports", "65 ports, more than the limit of 64");
+		free(s);
+	}
+	{
+		char *s = malloc((POLICY_MAX_ENV + 1) * 16 + 64);
+		size_t o;
+
+		if (!s)
+			abort();
+		o = (size_t)sprintf(s, "{'version':1,'env':{");
+		for (unsigned i = 0; i <= POLICY_MAX_ENV; i++)
+			o += (size_t)sprintf(s + o, "%s'V%u':''", i ? "," : "", i);
+		strcpy(s + o, "}}");
+		bad(s, -E2BIG, "$.env", "257 variables, more than the limit of 256");
+		free(s);
+	}
+	{
+		char *s = malloc((POLICY_MAX_EGRESS + 1) * 24 + 64);
+		size_t o;
+
+		if (!s)
+			abort();
+		o = (size_t)sprintf(s, "{'version':1,'net':{'egress':[");
+		for (unsigned i = 0; i <= POLICY_MAX_EGRESS; i++)
+			o += (size_t)sprintf(s + o, "%s{'host':'h%u.org'}", i ? "," : "", i);
+		strcpy(s + o, "]}}");
+		bad(s, -E2BIG, "$.net.egress", "257 egress rules, more than the limit of 256");
+		free(s);
+	}
+}
+
+static void test_credentials(void)
+{
+	sc_plan *p;
+
+#define NET                                                                                        \
+	"{'version':1,'fs':{'grants':[{'path':'@/"                                                 \
+	"a'}]},'net':{'egress':[{'host':'api.x.org'},{'host':'*.y.org'}],"
+
+	bad(NET "'credentials':[{'host':'z.org','header':'A','value_env':'K'}]}}", -EINVAL,
+	    "$.net.credentials[0].host",
+	    "no $.net.egress rule allows host \"z.org\", so this credential could never be used");
+	bad(NET "'credentials':[{'host':'y.org','header':'A','value_env':'K'}]}}", -EINVAL,
+	    "$.net.credentials[0].host",
+	    "no $.net.egress rule allows host \"y.org\", so this credential could never be used");
+	bad(NET "'credentials':[{'host':'*.y.org','header':'A','value_env':'K'}]}}", -EINVAL,
+	    "$.net.credentials[0].host",
+	    "host \"*.y.org\": a wildcard is not allowed here, name one host");
+	bad(NET "'credentials':[{'host':'api.x.org','header':'Host','value_env':'K'}]}}", -EINVAL,
+	    "$.net.credentials[0].header",
+	    "header \"Host\" frames or routes the request and cannot be injected");
+	bad(NET
+	    "'credentials':[{'host':'api.x.org','header':'transfer-encoding','value_env':'K'}]}}",
+	    -EINVAL, "$.net.credentials[0].header",
+	    "header \"transfer-encoding\" frames or routes the request and cannot be injected");
+	bad(NET "'credentials':[{'host':'api.x.org','header':'Bad Header','value_env':'K'}]}}",
+	    -EINVAL, "$.net.credentials[0].header",
+	    "expected an HTTP header name (letters, digits and !#$%&'*+-.^_`|~), got \"Bad "
+	    "Header\"");
+	bad(NET "'credentials':[{'host':'api.x.org','value_env':'K'}]}}", -EINVAL,
+	    "$.net.credentials[0]", "missing required key \"header\"");
+	bad(NET "'credentials':[{'host':'api.x.org','header':'A','value_env':'K','value_file':'@/"
+		"secret'}]}}",
+	    -EINVAL, "$.net.credentials[0]",
+	    "expected exactly one of \"value_env\" and \"value_file\", got both");
+	bad(NET "'credentials':[{'host':'api.x.org','header':'A'}]}}", -EINVAL,
+	    "$.net.credentials[0]",
+	    "expected exactly one of \"value_env\" and \"value_file\", got neither");
+	bad(NET "'credentials':[{'host':'api.x.org','header':'A','value_env':'K-1'}]}}", -EINVAL,
+	    "$.net.credentials[0].value_env", "expected an environment variable name, got \"K-1\"");
+	bad(NET "'credentials':[{'host':'api.x.org','header':'A','value_file':'@/a/secret'}]}}",
+	    -EINVAL, "$.net.credentials[0].value_file",
+	    "secret file \"@/a/secret\" lies inside a grant, where the sandbox could read it");
+	bad(NET "'credentials':[{'host':'api.x.org','header':'A','value_file':'@/none'}]}}",
+	    -ENOENT, "$.net.credentials[0].value_file", "file \"@/none\" does not exist");
+	bad(NET
+	    "'credentials':[{'host':'api.x.org','header':'A','value_env':'K','format':'Bearer'}]}}",
+	    -EINVAL, "$.net.credentials[0].format",
+	    "format \"Bearer\" must contain \"%s\" exactly once, where the secret goes");
+	bad(NET
+	    "'credentials':[{'host':'api.x.org','header':'A','value_env':'K','format':'%s %s'}]}}",
+	    -EINVAL, "$.net.credentials[0].format",
+	    "format \"%s %s\" must contain \"%s\" exactly once, where the secret goes");
+	bad(NET
+	    "'credentials':[{'host':'api.x.org','header':'A','value_env':'K','format':'%d %s'}]}}",
+	    -EINVAL, "$.net.credentials[0].format",
+	    "format \"%d %s\" has a conversion other than \"%s\" (write \"%%\" for a percent "
+	    "sign)");
+	bad(NET "'credentials':[{'host':'api.x.org','header':'A','value_env':'K','format':'%"
+		"s\\r\\nX: y'}]}}",
+	    -EINVAL, "$.net.credentials[0].format",
+	    "format \"%s\\u000d\\u000aX: y\" contains a control character");
+	bad(NET
+	    "'credentials':[{'host':'api.x.org','header':'A','value_env':'K','upstream':'tls'}]}}",
+	    -EINVAL, "$.net.credentials[0].upstream",
+	    "expected \"https\" or \"http\", got \"tls\"");
+	bad(NET "'credentials':[{'host':'api.x.org','header':'A','value_env':'K'},{'host':'api.x."
+		"org','header':"
+		"'a','value_env':'L'}]}}",
+	    -EINVAL, "$.net.credentials[1]",
+	    "header \"a\" for host \"api.x.org\" is already set by $.net.credentials[0]");
+	bad(NET "'credentials':[{'host':'api.x.org','header':'A','value':'x'}]}}", -EINVAL,
+	    "$.net.credentials[0].value",
+	    "unknown key \"value\" (expected one of: host, header, value_env, value_file, format, "
+	    "upstream)");
+
+	p = good(NET "'credentials':[{'host':'api.x.org','header':'Authorization','value_env':'"
+		     "TOKEN','format':"
+		     "'Bearer %s "
+		     "100%%','upstream':'http'},{'host':'a.y.org','header':'X-Key','value_file':'@/"
+		     "secret'}]}}");
+	if (p) {
+		ok(p->n_credentials == 2 && str_is(p->credentials[0].header, "Authorization") &&
+		       str_is(p->credentials[0].format, "Bearer %s 100%%") &&
+		       !p->credentials[0].upstream_https,
+		   "credential with format and http upstream");
+		ok(str_is(p->credentials[1].host, "a.y.org") &&
+		       str_is(p->credentials[1].value_file, "@/secret") &&
+		       !p->credentials[1].value_env,
+		   "credential for a wildcard rule's subdomain, from a file");
+		sc_plan_free(p);
+	}
+#undef NET
+}
+
+static void round_trip(const char *tmpl)
+{
+	sc_plan *p = NULL, *q = NULL, *r3 = NULL;
+	char *j1 = NULL, *j2 = NULL;
+	sc_diag d;
+
+	p = good(tmpl);
+	if (!p)
+		return;
+	j1 = plan_to_json(p);
+	if (ok(j1 != NULL, "plan_to_json")) {
+		int r = sc_plan_parse(j1, strlen(j1), &q, &d);
+
+		if (!ok(r == 0, "canonical JSON parses back"))
+			printf("#   %s: %s\n#   %s\n", d.path, d.message, j1);
+		ok(r == 0 && plan_equal(p, q), "round trip gives an equal plan");
+		if (q) {
+			j2 = plan_to_json(q);
+			ok(j2 && strcmp(j1, j2) == 0, "canonical JSON is a fixed point");
+			r = sc_plan_parse(j2, strlen(j2), &r3, &d);
+			ok(r == 0 && plan_equal(q, r3), "second round trip");
+		}
+	}
+	ok(!plan_equal(p, NULL) && plan_equal(p, p), "plan_equal sanity");
+	free(j1);
+	free(j2);
+	sc_plan_free(p);
+	sc_plan_free(q);
+	sc_plan_free(r3);
+}
+
+static void test_round_trip(void)
+{
+	sc_plan *a, *b;
+
+	round_trip("{'version':1}");
+	round_trip("{'version':1,'name':'research-agent','fs':{'runtime':'host','grants':[{'path':'"
+		   "@/a','mode':"
+		   "'ro'},{'path':'@/b','mode':'rw','at':'/work'}],'tmp':'64M','workdir':'/"
+		   "work'},'net':{'egress':["
+		   "{'host':'api.example.com','ports':[443],'methods':['GET','POST']},{'host':'*."
+		   "pythonhosted.org'}"
+		   "],'allow_private':['10.0.0.0/8','fd00::/8'],'rate':'20/s','bandwidth':'1M/s',"
+		   "'max_request_body':'1M','max_response_body':'64M','egress_budget':'8M','"
+		   "credentials':[{'host':"
+		   "'api.example.com','header':'Authorization','value_env':'EXAMPLE_API_TOKEN','"
+		   "format':'Bearer %s',"
+		   "'upstream':'https'},{'host':'x.pythonhosted.org','header':'X-K','value_file':'@"
+		   "/secret',"
+		   "'upstream':'http'}],'upstream_ca':'@/"
+		   "f','dns':'1.1.1.1:53'},'limits':{'memory':'256M','cpu':"
+		   "0.333,'pids':64,'wall':'30s','nofile':256,'fsize':'64M'},'env':{'LANG':'C.UTF-"
+		   "8','B':'x y'},"
+		   "'identity':{'hostname':'box'},'audit':{'exec':false,'denied_syscalls':true,'"
+		   "fsync':'always'},"
+		   "'best_effort':true,'spawn':{'max_depth':2,'max_children':4}}");
+	round_trip("{'version':1,'fs':{'runtime':{'rootfs':'@/"
+		   "a'},'tmp':{'size':'1G','inodes':99}},'limits':"
+		   "{'cpu':1024,'wall':'1h','memory':'4M'},'net':{'rate':'7/m'}}");
+
+	/* plan_equal must see differences. */
+	a = good("{'version':1,'limits':{'cpu':0.5}}");
+	b = good("{'version':1,'limits':{'cpu':0.501}}");
+	ok(a && b && !plan_equal(a, b), "plan_equal sees a different cpu limit");
+	sc_plan_free(a);
+	sc_plan_free(b);
+	a = good("{'version':1,'fs':{'grants':[{'path':'@/a','mode':'ro'}]}}");
+	b = good("{'version':1,'fs':{'grants':[{'path':'@/a','mode':'rw'}]}}");
+	ok(a && b && !plan_equal(a, b), "plan_equal sees a different grant mode");
+	sc_plan_free(a);
+	sc_plan_free(b);
+	a = good("{'version':1,'net':{'egress':[{'host':'x.org','methods':['GET']}]}}");
+	b = good("{'version':1,'net':{'egress':[{'host':'x.org','methods':['HEAD']}]}}");
+	ok(a && b && !plan_equal(a, b), "plan_equal sees different methods");
+	sc_plan_free(a);
+	sc_plan_free(b);
+
+	/* Exact canonical form of the defaults: the audit log depends on it. */
+	a = good("{'version':1}");
+	if (a) {
+		char *j = plan_to_json(a);
+
+		ok(j && str_is(j, "{'audit':{'denied_syscalls':true,'exec':true,'fsync':'"
+				  "boundaries'},'best_effort':"
+				  "false,'env':{},'fs':{'grants':[],'runtime':'host','tmp':{'"
+				  "inodes':8192,'size':"
+				  "67108864},'workdir':'/"
+				  "tmp'},'identity':{'hostname':'sandbox'},'limits':{'cpu':null,"
+				  "'fsize':null,'memory':null,'nofile':1024,'pids':null,'wall':"
+				  "null},'name':'sandbox',"
+				  "'net':{'allow_private':[],'bandwidth':null,'credentials':[],'"
+				  "dns':null,'egress':[],"
+				  "'egress_budget':null,'max_request_body':null,'max_response_body'"
+				  ":null,'rate':null,"
+				  "'upstream_ca':null},'spawn':{'max_children':8,'max_depth':0},'"
+				  "version':1}"),
+		   "canonical JSON of the defaults");
+		if (j)
+			printf("# %s\n", j);
+		free(j);
+		sc_plan_free(a);
+	}
+}
+
+static void test_describe(void)
+{
+	sc_plan *p;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	p = good("{'version':1,'name':'demo','fs':{'grants':[{'path':'@/a','mode':'ro'},{'path':'@/"
+		 "b','mode':'rw',"
+		 "'at':'/work'}],'tmp':'32M','workdir':'/"
+		 "work'},'net':{'egress':[{'host':'api.example.com',"
+		 "'ports':[443],'methods':['GET','POST']},{'host':'*.pythonhosted.org'}],'allow_"
+		 "private':["
+		 "'10.0.0.0/8'],'rate':'20/s','bandwidth':'1M/"
+		 "s','credentials':[{'host':'api.example.com','header':"
+		 "'Authorization','value_env':'SECRET_TOKEN_VAR','format':'Bearer "
+		 "%s'}]},'limits':{'memory':'256M',"
+		 "'cpu':0.5,'wall':'90s'},'env':{'LANG':'C'},'identity':{'hostname':'boxy'}}");
+	if (!p)
+		return;
+	f = open_memstream(&out, &len);
+	if (!f)
+		abort();
+	ok(plan_describe(p, f) == 0, "plan_describe succeeds");
+	fclose(f);
+	static const char *const want[] = {
+	    "Policy \"demo\"",
+	    "/usr                   read-only",
+	    "/lib64",
+	    "/etc/ssl, /etc/ca-certificates",
+	    "/etc/ld.so.cache and /etc/localtime",
+	    "read-only (recursively), nosuid, nodev: the host's @/a",
+	    "/work                  READ-WRITE, nosuid, nodev: the host's @/b",
+	    "/tmp                   private tmpfs of 32 MiB, 8192 inodes",
+	    "/proc",
+	    "/dev                   null, zero, full, random, urandom",
+	    "working directory      /work",
+	    "api.example.com, port 443, methods GET, POST",
+	    "*.pythonhosted.org (subdomains only), ports 80, 443, any method",
+	    "refused, except 10.0.0.0/8",
+	    "20 per second",
+	    "1 MiB/s each way",
+	    "response body:         unlimited",
+	    "Authorization header for api.example.com",
+	    "memory:                256 MiB (no swap)",
+	    "cpu:                   0.500 cores",
+	    "processes:             unlimited",
+	    "wall clock:            90 s",
+	    "open files:            1024",
+	    "hostname:              boxy",
+	    "LANG HOME PATH USER TMPDIR HTTP_PROXY",
+	    "fsync:                 at start, exit and seal",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+		_cleanup_free_ char *w = M(want[i]);
+
+		ok(out && strstr(out, w), "description mentions: %s", want[i]);
+	}
+	ok(out && !strstr(out, "SECRET_TOKEN_VAR") && !strstr(out, "Bearer"),
+	   "description names no credential source or value");
+	free(out);
+	sc_plan_free(p);
+
+	p = good("{'version':1}");
+	if (!p)
+		return;
+	out = NULL;
+	f = open_memstream(&out, &len);
+	if (!f)
+		abort();
+	ok(plan_describe(p, f) == 0, "plan_describe of the defaults");
+	fclose(f);
+	ok(out && strstr(out, "none: only a loopback interface") &&
+	       strstr(out, "memory:                unlimited") &&
+	       strstr(out, "none: the agent cannot start sub-sandboxes") &&
+	       !strstr(out, "HTTP_PROXY"),
+	   "no network, unlimited memory, no delegation, no proxy variables");
+	free(out);
+	sc_plan_free(p);
+}
+
+int main(void)
+{
+	make_tree();
+	test_defaults();
+	test_syntax();
+	test_top();
+	test_grants();
+	test_fs();
+	test_limits();
+	test_env_identity_audit();
+	test_net();
+	test_credentials();
+	test_round_trip();
+	test_describe();
+	remove_tree();
+	printf("1..%u\n", n_test);
+	return n_failed ? 1 : 0;
+}
