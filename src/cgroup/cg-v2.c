@@ -342,20 +342,30 @@ static int v2_is_empty(cg_handle *h)
 
 static int v2_kill_all(cg_handle *h)
 {
+	int fd = h->dirs[0].dirfd;
 	unsigned waited;
 	size_t seen = 0;
 	int r;
 
-	/* cgroup.kill (5.14) kills atomically, forks included. */
-	r = io_write_file_at(h->dirs[0].dirfd, "cgroup.kill", "1");
-	if (r != -ENOENT)
+	/* cgroup.kill (5.14) kills atomically, forks included. Older kernels:
+	 * signal what is listed until nothing is; pids.max bounds how fast a
+	 * fork loop can refill the list. */
+	r = io_write_file_at(fd, "cgroup.kill", "1");
+	if (r < 0 && r != -ENOENT)
 		return r;
-	/* Older kernels: signal what is listed until nothing is; the pids
-	 * limit bounds how fast a fork loop can refill it. */
 	for (waited = 0; waited <= CG_DESTROY_WAIT_MS; waited += CG_POLL_STEP_MS) {
-		r = cg_procs_kill(h->dirs[0].dirfd, &seen);
-		if (r < 0 || seen == 0)
-			return r;
+		if (r == -ENOENT) {
+			int k = cg_procs_kill(fd, &seen);
+
+			if (k < 0)
+				return k;
+		}
+		/* The kill is asynchronous: the caller is promised an empty
+		 * cgroup, as on v1, so wait for "populated 0". */
+		int empty = v2_is_empty(h);
+
+		if (empty != 0)
+			return empty < 0 ? empty : 0;
 		cg_poll_sleep();
 	}
 	return -EBUSY;

@@ -47,7 +47,8 @@ int cg_clone_fd(const cg_handle *h);
 /* Moves pid into the cgroup (every controller on v1). */
 int cg_attach(cg_handle *h, pid_t pid);
 int cg_read_stats(cg_handle *h, cg_stats *ret);
-/* SIGKILLs every process in the cgroup (cgroup.kill on v2). */
+/* SIGKILLs every process in the cgroup (cgroup.kill on v2) and waits until
+ * the cgroup is empty: 0, or -EBUSY if processes remain after 2 s. */
 int cg_kill_all(cg_handle *h);
 /* Kills what is left, removes the directories, frees. NULL-safe, returns NULL. */
 cg_handle *cg_destroy(cg_handle *h);
