@@ -197,7 +197,9 @@ static int v2_open_base(int *ret_basefd)
 	if (r < 0)
 		return r;
 	slash = strrchr(path, '/');
-	if (slash && slash != path && strcmp(slash + 1, CG_V2_SUPERVISOR_LEAF) == 0) {
+	/* Also "/supervisor": the root of a cgroup namespace is not exempt
+	 * from the rule, so we may have made that leaf there. */
+	if (slash && strcmp(slash + 1, CG_V2_SUPERVISOR_LEAF) == 0) {
 		_cleanup_close_ int parentfd =
 		    openat(ownfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		_cleanup_free_ char *sub = NULL;

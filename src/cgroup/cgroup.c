@@ -457,8 +457,18 @@ static int cg_select(const cg_ops **ret_ops, char *reason, size_t reason_len)
 		r = cg_backends[i]->probe(why, sizeof(why));
 		if (r >= 0) {
 			if (reason_len > 0) {
+				/* Keep why the preferred backends were refused,
+				 * after the choice. */
+				char refused[512];
+
+				(void)snprintf(refused, sizeof(refused), "%s", reason);
 				reason[0] = '\0';
 				cg_append(reason, reason_len, why);
+				if (refused[0]) {
+					cg_append(reason, reason_len, " (not ");
+					cg_append(reason, reason_len, refused);
+					cg_append(reason, reason_len, ")");
+				}
 			}
 			*ret_ops = cg_backends[i];
 			return 0;

@@ -260,12 +260,14 @@ static int child_forker(void)
 static int child_spin(void)
 {
 	struct timespec start, now;
-	volatile uint64_t x = 0;
+	uint64_t x = 0;
 
 	(void)clock_gettime(CLOCK_MONOTONIC, &start);
 	do {
-		for (unsigned i = 0; i < 100000; i++)
+		for (unsigned i = 0; i < 100000; i++) {
 			x += i;
+			__asm__ volatile("" : "+r"(x)); /* keep the loop */
+		}
 		(void)clock_gettime(CLOCK_MONOTONIC, &now);
 	} while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) <
 		 1000000000L);
