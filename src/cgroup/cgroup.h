@@ -25,13 +25,13 @@ typedef enum cg_version {
 
 /* What the kernel measured; fields the backend cannot read are UINT64_MAX. */
 typedef struct cg_stats {
-	uint64_t cpu_usage_ns;     /* CPU time used by the whole sandbox */
-	uint64_t throttled_ns;     /* time throttled by the CPU quota */
-	uint64_t nr_throttled;     /* periods throttled */
-	uint64_t memory_peak;      /* bytes */
-	uint64_t oom_kills;        /* processes killed by the OOM killer in this cgroup */
-	uint64_t memory_max_hits;  /* times the memory limit was reached */
-	uint64_t pids_max_hits;    /* fork/clone refused by pids.max */
+	uint64_t cpu_usage_ns;	  /* CPU time used by the whole sandbox */
+	uint64_t throttled_ns;	  /* time throttled by the CPU quota */
+	uint64_t nr_throttled;	  /* periods throttled */
+	uint64_t memory_peak;	  /* bytes */
+	uint64_t oom_kills;	  /* processes killed by the OOM killer in this cgroup */
+	uint64_t memory_max_hits; /* times the memory limit was reached */
+	uint64_t pids_max_hits;	  /* fork/clone refused by pids.max */
 } cg_stats;
 
 typedef struct cg_handle cg_handle;
@@ -47,7 +47,8 @@ int cg_clone_fd(const cg_handle *h);
 /* Moves pid into the cgroup (every controller on v1). */
 int cg_attach(cg_handle *h, pid_t pid);
 int cg_read_stats(cg_handle *h, cg_stats *ret);
-/* SIGKILLs every process in the cgroup (cgroup.kill on v2). */
+/* SIGKILLs every process in the cgroup (cgroup.kill on v2) and waits until
+ * the cgroup is empty: 0, or -EBUSY if processes remain after 2 s. */
 int cg_kill_all(cg_handle *h);
 /* Kills what is left, removes the directories, frees. NULL-safe, returns NULL. */
 cg_handle *cg_destroy(cg_handle *h);

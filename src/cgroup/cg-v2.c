@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cgroup v2 (Documentation/admin-guide/cgroup-v2.rst). One directory,
+ * <own>/<name>, where <own> is the supervisor's cgroup from
+ * /proc/self/cgroup. Its fd serves clone3(CLONE_INTO_CGROUP), so the
+ * sandbox starts inside its limits without a window.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/magic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/io.h"
+#include "cgroup/cg-internal.h"
+
+/* The leaf the supervisor moves into when its own cgroup must become an
+ * inner node (see v2_enable_controllers). */
+#define CG_V2_SUPERVISOR_LEAF "supervisor"
+
+static const char *const v2_controllers[] = {"memory", "cpu", "pids"};
+
+__attribute__((format(printf, 3, 4))) static void v2_reason(char *reason, size_t len,
+							    const char *fmt, ...)
+{
+	va_list ap;
+
+	if (len == 0)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(reason, len, fmt, ap);
+	va_end(ap);
+}
+
+/* Opens the v2 mount and the supervisor's own cgroup in it. */
+static int v2_open_own(int *ret_ownfd, char **ret_path, char *reason, size_t reason_len)
+{
+	_cleanup_close_ int rootfd = -1;
+	_cleanup_free_ char *path = NULL, *mroot = NULL, *sopts = NULL;
+	const char *rel;
+	struct statfs sfs;
+	int r;
+
+	rootfd = open(CG_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		r = -errno;
+		v2_reason(reason, reason_len, "cgroup v2: cannot open %s", CG_ROOT);
+		return r;
+	}
+	if (fstatfs(rootfd, &sfs) < 0)
+		return -errno;
+	if (sfs.f_type != CGROUP2_SUPER_MAGIC) {
+		v2_reason(reason, reason_len, "cgroup v2: %s is not a cgroup2 mount", CG_ROOT);
+		return -ENOENT;
+	}
+	r = cg_self_path(NULL, &path);
+	if (r < 0) {
+		v2_reason(reason, reason_len, "cgroup v2: %s",
+			  "no \"0::\" line in /proc/self/cgroup");
+		return r;
+	}
+	r = cg_mount_of(rootfd, &mroot, &sopts);
+	if (r < 0) {
+		v2_reason(reason, reason_len, "cgroup v2: %s not found in /proc/self/mountinfo",
+			  CG_ROOT);
+		return r;
+	}
+	r = cg_strip_mount_root(mroot, path, &rel);
+	if (r < 0) {
+		v2_reason(reason, reason_len,
+			  "cgroup v2: our cgroup %s is outside the mounted hierarchy", path);
+		return r;
+	}
+	r = cg_open_below(rootfd, rel, ret_ownfd);
+	if (r < 0) {
+		v2_reason(reason, reason_len, "cgroup v2: cannot open our cgroup %s", path);
+		return r;
+	}
+	if (ret_path)
+		*ret_path = TAKE_PTR(path);
+	return 0;
+}
+
+static int v2_probe(char *reason, size_t reason_len)
+{
+	_cleanup_close_ int ownfd = -1;
+	_cleanup_free_ char *path = NULL, *ctrls = NULL;
+	char missing[64] = "";
+	size_t i;
+	int r;
+
+	r = v2_open_own(&ownfd, &path, reason, reason_len);
+	if (r < 0)
+		return r;
+	r = io_read_file_at(ownfd, "cgroup.controllers", CG_MAX_FILE_BYTES, &ctrls, NULL);
+	if (r < 0) {
+		v2_reason(reason, reason_len, "cgroup v2: cannot read %s/cgroup.controllers", path);
+		return r;
+	}
+	for (i = 0; i < ELEMENTSOF(v2_controllers); i++)
+		if (!cg_has_token(ctrls, v2_controllers[i])) {
+			(void)strncat(missing, " ", sizeof(missing) - strlen(missing) - 1);
+			(void)strncat(missing, v2_controllers[i],
+				      sizeof(missing) - strlen(missing) - 1);
+		}
+	if (missing[0]) {
+		if (reason_len > 0)
+			(void)snprintf(reason, reason_len,
+				       "cgroup v2: our cgroup %s lacks the controller(s)%s "
+				       "(all of memory, cpu, pids are needed)",
+				       path, missing);
+		return -ENOENT;
+	}
+	if (reason_len > 0)
+		(void)snprintf(reason, reason_len,
+			       "cgroup v2: %s is cgroup2 and our cgroup %s offers memory, cpu "
+			       "and pids; the sandbox cgroup is created below it",
+			       CG_ROOT, path);
+	return 0;
+}
+
+/* Moves this process into <own>/supervisor. */
+static int v2_move_self_to_leaf(int ownfd)
+{
+	_cleanup_close_ int leaffd = -1;
+
+	if (mkdirat(ownfd, CG_V2_SUPERVISOR_LEAF, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	leaffd =
+	    openat(ownfd, CG_V2_SUPERVISOR_LEAF, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (leaffd < 0)
+		return -errno;
+	return cg_write_procs(leaffd, getpid());
+}
+
+/*
+ * The sandbox cgroup needs memory, cpu and pids enabled in the parent's
+ * cgroup.subtree_control. cgroup v2 forbids processes in a non-root cgroup
+ * that distributes controllers to children ("no internal process" rule,
+ * cgroup-v2.rst), so writing it fails with EBUSY while the supervisor
+ * itself lives there. We then move the supervisor into a leaf sibling,
+ * <own>/supervisor, and enable the controllers; the sandbox cgroups become
+ * its siblings. We move only ourselves: other processes sharing our cgroup
+ * (a login shell, say) are not ours to relocate, so then EBUSY stands and
+ * the caller must start us in a cgroup of our own (e.g. a systemd scope
+ * with Delegate=yes). The move is not undone at exit: the parent keeps its
+ * controllers enabled, so it could not hold us again anyway.
+ */
+static int v2_enable_controllers(int ownfd)
+{
+	_cleanup_free_ char *sub = NULL;
+	char want[64] = "";
+	size_t i;
+	int r;
+
+	r = io_read_file_at(ownfd, "cgroup.subtree_control", CG_MAX_FILE_BYTES, &sub, NULL);
+	if (r < 0)
+		return r;
+	for (i = 0; i < ELEMENTSOF(v2_controllers); i++)
+		if (!cg_has_token(sub, v2_controllers[i])) {
+			if (want[0])
+				(void)strncat(want, " ", sizeof(want) - strlen(want) - 1);
+			(void)strncat(want, "+", sizeof(want) - strlen(want) - 1);
+			(void)strncat(want, v2_controllers[i], sizeof(want) - strlen(want) - 1);
+		}
+	if (!want[0])
+		return 0;
+	r = io_write_file_at(ownfd, "cgroup.subtree_control", want);
+	if (r != -EBUSY)
+		return r;
+	r = v2_move_self_to_leaf(ownfd);
+	if (r < 0)
+		return r;
+	return io_write_file_at(ownfd, "cgroup.subtree_control", want);
+}
+
+/*
+ * The cgroup the sandboxes go under. A supervisor that already sits in
+ * <base>/supervisor (moved there by an earlier cg_create, or started by
+ * one) uses <base>, so repeated runs stay siblings instead of nesting one
+ * level deeper each time.
+ */
+static int v2_open_base(int *ret_basefd)
+{
+	_cleanup_close_ int ownfd = -1;
+	_cleanup_free_ char *path = NULL;
+	const char *slash;
+	int r;
+
+	r = v2_open_own(&ownfd, &path, NULL, 0);
+	if (r < 0)
+		return r;
+	slash = strrchr(path, '/');
+	/* Also "/supervisor": the root of a cgroup namespace is not exempt
+	 * from the rule, so we may have made that leaf there. */
+	if (slash && strcmp(slash + 1, CG_V2_SUPERVISOR_LEAF) == 0) {
+		_cleanup_close_ int parentfd =
+		    openat(ownfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		_cleanup_free_ char *sub = NULL;
+		size_t i;
+		bool all = true;
+
+		if (parentfd < 0)
+			return -errno;
+		r = io_read_file_at(parentfd, "cgroup.subtree_control", CG_MAX_FILE_BYTES, &sub,
+				    NULL);
+		if (r < 0)
+			return r;
+		for (i = 0; i < ELEMENTSOF(v2_controllers); i++)
+			all = all && cg_has_token(sub, v2_controllers[i]);
+		if (all) {
+			*ret_basefd = TAKE_FD(parentfd);
+			return 0;
+		}
+	}
+	*ret_basefd = TAKE_FD(ownfd);
+	return 0;
+}
+
+static int v2_write_limits(int dirfd, const sc_plan *plan)
+{
+	int r;
+
+	if (plan->memory != PLAN_UNLIMITED) {
+		r = cg_write_u64(dirfd, "memory.max", plan->memory);
+		if (r < 0)
+			return r;
+		/* Without this the sandbox could grow past memory.max into
+		 * swap. The file is absent when the kernel has no swap
+		 * accounting, and then there is no swap to escape into. */
+		r = cg_optional(io_write_file_at(dirfd, "memory.swap.max", "0"));
+		if (r < 0)
+			return r;
+	}
+	/* On OOM, kill the whole sandbox rather than one process of it: a
+	 * half-killed agent is an inconsistent one (cgroup-v2.rst). Absent
+	 * before 4.19. */
+	r = cg_optional(io_write_file_at(dirfd, "memory.oom.group", "1"));
+	if (r < 0)
+		return r;
+	if (plan->cpu_millis != PLAN_UNLIMITED) {
+		uint64_t quota, period;
+		char buf[48];
+
+		r = cg_cpu_quota(plan->cpu_millis, &quota, &period);
+		if (r < 0)
+			return r;
+		(void)snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64, quota, period);
+		r = io_write_file_at(dirfd, "cpu.max", buf);
+		if (r < 0)
+			return r;
+	}
+	if (plan->pids != PLAN_UNLIMITED) {
+		r = cg_write_u64(dirfd, "pids.max", plan->pids);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int v2_create(cg_handle *h, const sc_plan *plan)
+{
+	cg_dir *d = &h->dirs[0];
+	int r;
+
+	r = v2_open_base(&d->parentfd);
+	if (r < 0)
+		return r;
+	h->n_dirs = 1;
+	r = v2_enable_controllers(d->parentfd);
+	if (r < 0)
+		return r;
+	r = cg_mkdir_open(d->parentfd, h->name, d);
+	if (r < 0)
+		return r;
+	return v2_write_limits(d->dirfd, plan);
+}
+
+static int v2_clone_fd(const cg_handle *h)
+{
+	return h->dirs[0].dirfd;
+}
+
+static int v2_attach(cg_handle *h, pid_t pid)
+{
+	return cg_write_procs(h->dirs[0].dirfd, pid);
+}
+
+static uint64_t us_to_ns(uint64_t us)
+{
+	uint64_t ns;
+
+	return __builtin_mul_overflow(us, 1000u, &ns) ? UINT64_MAX - 1 : ns;
+}
+
+static int v2_read_stats(cg_handle *h, cg_stats *ret)
+{
+	int fd = h->dirs[0].dirfd;
+	uint64_t v;
+	int r;
+
+	r = cg_read_keyed(fd, "cpu.stat", "usage_usec", &v);
+	if (r >= 0)
+		ret->cpu_usage_ns = us_to_ns(v);
+	else if (cg_optional(r) < 0)
+		return r;
+	r = cg_read_keyed(fd, "cpu.stat", "throttled_usec", &v);
+	if (r >= 0)
+		ret->throttled_ns = us_to_ns(v);
+	else if (cg_optional(r) < 0)
+		return r;
+	r = cg_optional(cg_read_keyed(fd, "cpu.stat", "nr_throttled", &ret->nr_throttled));
+	if (r < 0)
+		return r;
+	/* memory.peak appeared in 5.19; without it the peak stays unknown. */
+	r = cg_optional(cg_read_u64(fd, "memory.peak", &ret->memory_peak));
+	if (r < 0)
+		return r;
+	r = cg_optional(cg_read_keyed(fd, "memory.events", "oom_kill", &ret->oom_kills));
+	if (r < 0)
+		return r;
+	r = cg_optional(cg_read_keyed(fd, "memory.events", "max", &ret->memory_max_hits));
+	if (r < 0)
+		return r;
+	return cg_optional(cg_read_keyed(fd, "pids.events", "max", &ret->pids_max_hits));
+}
+
+static int v2_is_empty(cg_handle *h)
+{
+	uint64_t populated;
+	int r;
+
+	r = cg_read_keyed(h->dirs[0].dirfd, "cgroup.events", "populated", &populated);
+	if (r < 0)
+		return r;
+	return populated == 0;
+}
+
+static int v2_kill_all(cg_handle *h)
+{
+	int fd = h->dirs[0].dirfd;
+	unsigned waited;
+	size_t seen = 0;
+	int r;
+
+	/* cgroup.kill (5.14) kills atomically, forks included. Older kernels:
+	 * signal what is listed until nothing is; pids.max bounds how fast a
+	 * fork loop can refill the list. */
+	r = io_write_file_at(fd, "cgroup.kill", "1");
+	if (r < 0 && r != -ENOENT)
+		return r;
+	for (waited = 0; waited <= CG_DESTROY_WAIT_MS; waited += CG_POLL_STEP_MS) {
+		if (r == -ENOENT) {
+			int k = cg_procs_kill(fd, &seen);
+
+			if (k < 0)
+				return k;
+		}
+		/* The kill is asynchronous: the caller is promised an empty
+		 * cgroup, as on v1, so wait for "populated 0". */
+		int empty = v2_is_empty(h);
+
+		if (empty != 0)
+			return empty < 0 ? empty : 0;
+		cg_poll_sleep();
+	}
+	return -EBUSY;
+}
+
+const cg_ops cg_v2_ops = {
+    .version = CG_V2,
+    .probe = v2_probe,
+    .create = v2_create,
+    .clone_fd = v2_clone_fd,
+    .attach = v2_attach,
+    .read_stats = v2_read_stats,
+    .kill_all = v2_kill_all,
+    .is_empty = v2_is_empty,
+};
