@@ -371,6 +371,89 @@ static void put_secs(FILE *out, uint64_t ns)
 	(void)fprintf(out, "%.2f s", (double)ns / 1e9);
 }
 
+static bool key_is(const char *k, const char *const *set)
+{
+	for (; *set; set++)
+		if (strcmp(k, *set) == 0)
+			return true;
+	return false;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* A plan value, in human units when the key says what it measures. The
+ * plan serialisation may use raw numbers or the policy's own strings. */
+static void put_value(FILE *out, const char *key, json_t *v)
+{
+	static const char *const sizes[] = {
+	    "memory",
+	    "fsize",
+	    "tmp_size",
+	    "bandwidth",
+	    "egress_budget",
+	    "max_request_body",
+	    "max_response_body",
+	    NULL,
+	};
+	uint64_t n;
+
+	if (json_is_integer(v) && json_integer_value(v) >= 0)
+		n = (uint64_t)json_integer_value(v);
+	else if (json_is_real(v) && json_real_value(v) >= 1.8e19)
+		n = PLAN_UNLIMITED;
+	else {
+		put_scalar(out, v);
+		return;
+	}
+	if (n == PLAN_UNLIMITED || (json_is_real(v) && n >= (uint64_t)INT64_MAX))
+		(void)fputs("unlimited", out);
+	else if (key_is(key, sizes))
+		put_size(out, n);
+	else if (ends_with(key, "_ns"))
+		put_secs(out, n);
+	else if (ends_with(key, "_millis"))
+		(void)fprintf(out, "%.3g", (double)n / 1000);
+	else
+		put_scalar(out, v);
+}
+
+/* A plan key without the unit suffix that put_value() turns into a unit. */
+static void put_key(FILE *out, const char *k)
+{
+	size_t n = strlen(k);
+
+	if (ends_with(k, "_ns"))
+		n -= 3;
+	else if (ends_with(k, "_millis"))
+		n -= 7;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)k[i];
+
+		if (c >= 0x20 && c < 0x7f)
+			(void)fputc(c, out);
+		else
+			(void)fprintf(out, "\\x%02x", c);
+	}
+}
+
+static void put_words(FILE *out, json_t *argv)
+{
+	json_t *a;
+	size_t j;
+
+	json_array_foreach(argv, j, a)
+	{
+		if (j)
+			(void)fputc(' ', out);
+		put_scalar(out, a);
+	}
+}
+
 static void put_more(FILE *out, const blist *l)
 {
 	if (l->count > json_array_size(l->items))
@@ -395,7 +478,10 @@ static void text_access(FILE *out, const report *rp)
 	v = json_object_get(rp->start, "command");
 	if (v) {
 		(void)fputs("  command   ", out);
-		put_scalar(out, v);
+		if (json_is_array(v))
+			put_words(out, v);
+		else
+			put_scalar(out, v);
 		(void)fputc('\n', out);
 	}
 	if (!json_is_object(plan))
@@ -440,13 +526,13 @@ static void text_access(FILE *out, const report *rp)
 
 				json_object_foreach(v, k2, v2)
 				{
-					put_safe(out, k2);
+					put_key(out, k2);
 					(void)fputc('=', out);
-					put_scalar(out, v2);
+					put_value(out, k2, v2);
 					(void)fputc(' ', out);
 				}
 			} else
-				put_scalar(out, v);
+				put_value(out, k, v);
 		}
 		if (!first)
 			(void)fputc('\n', out);
@@ -495,7 +581,7 @@ static void text_access(FILE *out, const report *rp)
 					put_safe(out, get_str(x, "host"));
 				}
 			} else
-				put_scalar(out, v);
+				put_value(out, k, v);
 		}
 		if (!first)
 			(void)fputc('\n', out);
@@ -505,9 +591,9 @@ static void text_access(FILE *out, const report *rp)
 		json_object_foreach(limits, k, v)
 		{
 			(void)fputc(' ', out);
-			put_safe(out, k);
+			put_key(out, k);
 			(void)fputc('=', out);
-			put_scalar(out, v);
+			put_value(out, k, v);
 		}
 		(void)fputc('\n', out);
 	}
