@@ -104,6 +104,7 @@ int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *r
 
 /* Reconstructs what happened: plain text or one JSON object. Streams the
  * log in bounded memory and checks the chain on the way (without a key);
- * a broken chain is stated in the report, not returned as an error.
- * Returns 0 or -errno for I/O errors on in or out. */
+ * a broken or unsealed chain is stated in the report, not an error.
+ * Returns 0 (intact and sealed), 1 (reported, but the chain is not intact)
+ * or -errno for I/O errors on in or out. */
 int au_report(FILE *in, FILE *out, bool json);

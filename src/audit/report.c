@@ -1045,5 +1045,7 @@ int au_report(FILE *in, FILE *out, bool json)
 			r = -EIO;
 	}
 	report_done(rp);
-	return r;
+	if (r < 0)
+		return r;
+	return rp->chain_ok ? 0 : 1;
 }
