@@ -748,6 +748,36 @@ static void text_did(FILE *out, const report *rp)
 	if (rp->hosts.other_keys)
 		(void)fprintf(out, "    ...and up to %" PRIu64 " more hosts\n",
 			      rp->hosts.other_keys);
+	json_array_foreach(rp->net.items, i, x)
+	{
+		json_t *v;
+
+		(void)fputs("    ", out);
+		if ((v = json_object_get(x, "method"))) {
+			put_scalar(out, v);
+			(void)fputc(' ', out);
+		}
+		put_safe(out, get_str(x, "host"));
+		if ((v = json_object_get(x, "port"))) {
+			(void)fputc(':', out);
+			put_scalar(out, v);
+		}
+		put_safe(out, get_str(x, "path"));
+		if ((v = json_object_get(x, "status"))) {
+			(void)fputs(" -> ", out);
+			put_scalar(out, v);
+		}
+		if ((v = json_object_get(x, "bytes_out"))) {
+			(void)fputs(", out ", out);
+			put_scalar(out, v);
+		}
+		if ((v = json_object_get(x, "bytes_in"))) {
+			(void)fputs(", in ", out);
+			put_scalar(out, v);
+		}
+		(void)fputc('\n', out);
+	}
+	put_more(out, &rp->net);
 
 	(void)fprintf(out, "  files     %" PRIu64 " written\n", rp->files.count);
 	json_array_foreach(rp->files.items, i, x)
