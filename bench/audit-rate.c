@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Audit log throughput: records/s written with fsync at boundaries only and
+ * with fsync after every record (AUDIT_FSYNC_ALWAYS), and records/s
+ * verified. Writes into DIR (default: the current directory, so that the
+ * fsync cost is the one of the file system the log will live on).
+ *
+ *   audit-rate [-n RECORDS] [-s SYNC_RECORDS] [-d DIR] [-k]
+ *
+ * -k keeps the last log (DIR/audit-rate-always.log is removed otherwise).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int write_log(const char *path, unsigned n, audit_fsync mode, double *ret_s)
+{
+	static const uint8_t key[32] = "audit-rate benchmark key 32 byte";
+	au_log *log = NULL;
+	double t0 = now_s();
+	int r;
+
+	(void)unlink(path);
+	r = au_open(path, key, sizeof(key), "sc-bench", mode, &log);
+	/* A representative record: a network request of the proxy. */
+	for (unsigned i = 0; r >= 0 && i < n; i++)
+		r = au_emit(log, "net.request",
+			    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:i}",
+				      "method", "GET", "host", "api.example.com", "port", 443,
+				      "path", "/v1/items?page=2", "addr", "93.184.216.34",
+				      "decision", "allow", "rule", 0, "status", 200, "bytes_out",
+				      (json_int_t)i, "bytes_in", (json_int_t)i * 7, "duration_ms",
+				      35));
+	if (r >= 0)
+		r = au_seal(log);
+	au_close(log);
+	*ret_s = now_s() - t0;
+	return r;
+}
+
+static int verify_log(const char *path, double *ret_s)
+{
+	static const uint8_t key[32] = "audit-rate benchmark key 32 byte";
+	char reason[256];
+	size_t line;
+	double t0 = now_s();
+	FILE *f = fopen(path, "re");
+	int r;
+
+	if (!f)
+		return -errno;
+	r = au_verify(f, key, sizeof(key), &line, reason, sizeof(reason));
+	fclose(f);
+	*ret_s = now_s() - t0;
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned n = 100000, n_sync = 2000;
+	const char *dir = ".";
+	bool keep = false;
+	char fast[4096], slow[4096];
+	double s;
+	int c, r;
+
+	while ((c = getopt(argc, argv, "n:s:d:kh")) != -1) {
+		switch (c) {
+		case 'n':
+			n = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 's':
+			n_sync = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'k':
+			keep = true;
+			break;
+		default:
+			fprintf(stderr, "Usage: %s [-n RECORDS] [-s SYNC_RECORDS] [-d DIR] [-k]\n",
+				argv[0]);
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	snprintf(fast, sizeof(fast), "%s/audit-rate-boundaries.log", dir);
+	snprintf(slow, sizeof(slow), "%s/audit-rate-always.log", dir);
+
+	printf("%-28s %10s %9s %12s\n", "mode", "records", "seconds", "records/s");
+	r = write_log(fast, n, AUDIT_FSYNC_BOUNDARIES, &s);
+	if (r < 0)
+		goto fail;
+	printf("%-28s %10u %9.3f %12.0f\n", "write, fsync at boundaries", n + 1, s, (n + 1) / s);
+	r = verify_log(fast, &s);
+	if (r < 0)
+		goto fail;
+	printf("%-28s %10u %9.3f %12.0f\n", "verify (with key)", n + 1, s, (n + 1) / s);
+	r = write_log(slow, n_sync, AUDIT_FSYNC_ALWAYS, &s);
+	if (r < 0)
+		goto fail;
+	printf("%-28s %10u %9.3f %12.0f\n", "write, fsync every record", n_sync + 1, s,
+	       (n_sync + 1) / s);
+	if (!keep) {
+		(void)unlink(fast);
+		(void)unlink(slow);
+	}
+	return 0;
+fail:
+	fprintf(stderr, "audit-rate: %s\n", strerror(-r));
+	return 1;
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by the writer, the verifier and the report: the canonical record
+ * line, the chain hash and the per-line checks. Not part of the contract.
+ *
+ * A record line is, byte for byte (no spaces, keys in this order):
+ *
+ *   {"seq":N,"ts":"T","sandbox":"S","event":"E","data":D,"prev":"P","hash":"H"}\n
+ *
+ * N is a decimal integer without sign or leading zeros, T an RFC 3339 UTC
+ * time with nanoseconds, D a JSON object dumped compact with sorted keys,
+ * P and H 64 lower-case hex digits. The "body" of a line is the line
+ * without its final newline and without the 75-byte suffix
+ * `,"hash":"H"}`; the hashed bytes are
+ *
+ *   H = SHA-256(bytes(P) || body || "}")
+ *
+ * i.e. the line with the hash member removed textually. The verifier never
+ * re-serialises a record: it checks the line is a well-formed object with
+ * exactly these keys in this order, then hashes the bytes it read.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "audit/audit.h"
+
+/* ,"hash":"<64 hex>"}  -- the textual suffix removed before hashing */
+#define AU_HASH_SUFFIX_HEAD ",\"hash\":\""
+#define AU_HASH_SUFFIX_LEN  (sizeof(AU_HASH_SUFFIX_HEAD) - 1 + AU_HASH_HEX + 2)
+#define AU_GENESIS_PREFIX   "sandcap-audit-v1:"
+#define AU_TS_LEN	    30 /* 2026-11-29T08:30:00.123456789Z */
+
+/* The seven members of a record, in their only allowed order. */
+#define AU_N_KEYS 7
+
+void au_hex(const uint8_t *bytes, size_t n, char *out); /* out gets 2n+1 bytes */
+/* Exactly 2n lower-case hex digits. 0 or -EINVAL. */
+int au_unhex(const char *s, size_t len, uint8_t *out, size_t n);
+bool au_is_hash_hex(const char *s, size_t len);
+
+/* SHA-256("sandcap-audit-v1:" || sandbox_id): the first record's prev. */
+int au_genesis(const char *sandbox_id, uint8_t out[AU_HASH_BYTES]);
+/* SHA-256(prev || body || "}"). */
+int au_chain_hash(const uint8_t prev[AU_HASH_BYTES], const char *body, size_t body_len,
+		  uint8_t out[AU_HASH_BYTES]);
+/* HMAC-SHA256(key, msg). */
+int au_hmac(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t msg_len,
+	    uint8_t out[AU_HASH_BYTES]);
+
+bool au_valid_sandbox_id(const char *s);
+bool au_valid_event(const char *s);
+int au_format_ts(const struct timespec *ts, char out[AU_TS_LEN + 1]);
+
+/*
+ * Builds a complete record line (newline included) into a malloc'ed buffer.
+ * data_json is the compact, key-sorted dump of the data object.
+ */
+int au_record_build(uint64_t seq, const struct timespec *ts, const char *sandbox_id,
+		    const char *event, const char *data_json, const uint8_t prev[AU_HASH_BYTES],
+		    char **ret_line, size_t *ret_len, uint8_t ret_hash[AU_HASH_BYTES]);
+
+/*
+ * Reads one line of at most AU_LINE_MAX bytes (newline included) into buf
+ * (AU_LINE_MAX bytes). Returns 1 with *ret_len (without the newline) and
+ * *ret_newline, 0 at EOF, -EMSGSIZE for a longer line (the rest of it is
+ * consumed so that the caller may go on), -EIO on a read error.
+ */
+int au_read_line(FILE *in, char *buf, size_t *ret_len, bool *ret_newline);
+
+/* A record line after the structural checks (au_parse_record). */
+typedef struct au_record {
+	json_t *root; /* owns everything below */
+	uint64_t seq;
+	const char *ts;
+	const char *sandbox;
+	const char *event;
+	json_t *data;
+	uint8_t prev[AU_HASH_BYTES];
+	uint8_t hash[AU_HASH_BYTES];
+	size_t body_len; /* bytes of the line covered by the hash, "}" excluded */
+} au_record;
+
+void au_record_clear(au_record *r);
+
+/*
+ * Structural checks of one line (without its newline): JSON object, the
+ * seven keys in order with their types, the hash member textually last.
+ * 0 or -EBADMSG with a reason.
+ */
+int au_parse_record(const char *line, size_t len, au_record *ret, char *reterr_reason,
+		    size_t reason_len);
+
+/* The chain state the verifier carries from line to line: constant size. */
+typedef struct au_chain {
+	const uint8_t *key;
+	size_t key_len;
+	uint64_t records;
+	uint8_t prev[AU_HASH_BYTES];
+	char sandbox[AU_SANDBOX_ID_MAX + 1];
+	bool sealed;
+	bool keyed;
+	bool hmac_checked;
+	char first_ts[AU_TS_LEN + 1];
+	char last_ts[AU_TS_LEN + 1];
+} au_chain;
+
+void au_chain_init(au_chain *c, const uint8_t *key, size_t key_len);
+/* Checks one parsed record (line body in line) against the chain and
+ * advances it. 0 or -EBADMSG with a reason. */
+int au_chain_feed(au_chain *c, const au_record *r, const char *line, char *reterr_reason,
+		  size_t reason_len);
+/* At end of input: the log must be non-empty and sealed. */
+int au_chain_end(const au_chain *c, char *reterr_reason, size_t reason_len);

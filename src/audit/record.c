@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/* The canonical record line and the chain hash (see audit-internal.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "audit/audit-internal.h"
+#include "base/cleanup.h"
+
+static void md_ctx_freep(EVP_MD_CTX **c)
+{
+	EVP_MD_CTX_free(*c);
+}
+
+static void mac_freep(EVP_MAC **m)
+{
+	EVP_MAC_free(*m);
+}
+
+static void mac_ctx_freep(EVP_MAC_CTX **c)
+{
+	EVP_MAC_CTX_free(*c);
+}
+
+void au_hex(const uint8_t *bytes, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[bytes[i] >> 4];
+		out[2 * i + 1] = digits[bytes[i] & 0xf];
+	}
+	out[2 * n] = '\0';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1; /* upper case is not canonical */
+}
+
+int au_unhex(const char *s, size_t len, uint8_t *out, size_t n)
+{
+	if (len != 2 * n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+bool au_is_hash_hex(const char *s, size_t len)
+{
+	if (len != AU_HASH_HEX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (hexval(s[i]) < 0)
+			return false;
+	return true;
+}
+
+static int sha256_parts(const void *a, size_t alen, const void *b, size_t blen, const void *c,
+			size_t clen, uint8_t out[AU_HASH_BYTES])
+{
+	_cleanup_(md_ctx_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned int outlen = 0;
+
+	if (!ctx)
+		return -ENOMEM;
+	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
+	    EVP_DigestUpdate(ctx, a, alen) != 1 || EVP_DigestUpdate(ctx, b, blen) != 1 ||
+	    EVP_DigestUpdate(ctx, c, clen) != 1 || EVP_DigestFinal_ex(ctx, out, &outlen) != 1 ||
+	    outlen != AU_HASH_BYTES)
+		return -EIO;
+	return 0;
+}
+
+int au_genesis(const char *sandbox_id, uint8_t out[AU_HASH_BYTES])
+{
+	return sha256_parts(AU_GENESIS_PREFIX, strlen(AU_GENESIS_PREFIX), sandbox_id,
+			    strlen(sandbox_id), "", 0, out);
+}
+
+int au_chain_hash(const uint8_t prev[AU_HASH_BYTES], const char *body, size_t body_len,
+		  uint8_t out[AU_HASH_BYTES])
+{
+	return sha256_parts(prev, AU_HASH_BYTES, body, body_len, "}", 1, out);
+}
+
+int au_hmac(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t msg_len,
+	    uint8_t out[AU_HASH_BYTES])
+{
+	_cleanup_(mac_freep) EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	_cleanup_(mac_ctx_freep) EVP_MAC_CTX *ctx = NULL;
+	char digest[] = "SHA256";
+	OSSL_PARAM params[] = {
+	    OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+	    OSSL_PARAM_construct_end(),
+	};
+	size_t outlen = 0;
+
+	if (!mac)
+		return -ENOSYS;
+	ctx = EVP_MAC_CTX_new(mac);
+	if (!ctx)
+		return -ENOMEM;
+	if (EVP_MAC_init(ctx, key, key_len, params) != 1 ||
+	    EVP_MAC_update(ctx, msg, msg_len) != 1 ||
+	    EVP_MAC_final(ctx, out, &outlen, AU_HASH_BYTES) != 1 || outlen != AU_HASH_BYTES)
+		return -EIO;
+	return 0;
+}
+
+/* Restricted so that the id needs no JSON escaping and cannot smuggle
+ * terminal controls into reports. */
+bool au_valid_sandbox_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > AU_SANDBOX_ID_MAX)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || strchr("._:-", *s)))
+			return false;
+	return true;
+}
+
+bool au_valid_event(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > AU_EVENT_MAX)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '.' ||
+		      *s == '_'))
+			return false;
+	return true;
+}
+
+int au_format_ts(const struct timespec *ts, char out[AU_TS_LEN + 1])
+{
+	struct tm tm;
+	char date[24];
+
+	if (!gmtime_r(&ts->tv_sec, &tm) || tm.tm_year + 1900 < 1000 || tm.tm_year + 1900 > 9999)
+		return -ERANGE;
+	if (strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) != 19)
+		return -ERANGE;
+	if (snprintf(out, AU_TS_LEN + 1, "%s.%09ldZ", date, (long)ts->tv_nsec) != AU_TS_LEN)
+		return -ERANGE;
+	return 0;
+}
+
+int au_record_build(uint64_t seq, const struct timespec *ts, const char *sandbox_id,
+		    const char *event, const char *data_json, const uint8_t prev[AU_HASH_BYTES],
+		    char **ret_line, size_t *ret_len, uint8_t ret_hash[AU_HASH_BYTES])
+{
+	_cleanup_free_ char *line = NULL;
+	char tsbuf[AU_TS_LEN + 1], prev_hex[AU_HASH_HEX + 1], hash_hex[AU_HASH_HEX + 1];
+	uint8_t hash[AU_HASH_BYTES];
+	size_t fixed, total, data_len = strlen(data_json);
+	int n, r;
+
+	r = au_format_ts(ts, tsbuf);
+	if (r < 0)
+		return r;
+	au_hex(prev, AU_HASH_BYTES, prev_hex);
+
+	/* Everything but data: bounded by the id and event limits. */
+	fixed = 256 + AU_SANDBOX_ID_MAX + AU_EVENT_MAX + 2 * AU_HASH_HEX;
+	if (__builtin_add_overflow(fixed, data_len, &total))
+		return -EOVERFLOW;
+	line = malloc(total);
+	if (!line)
+		return -ENOMEM;
+	n = snprintf(line, total,
+		     "{\"seq\":%" PRIu64 ",\"ts\":\"%s\",\"sandbox\":\"%s\",\"event\":\"%s\","
+		     "\"data\":%s,\"prev\":\"%s\"",
+		     seq, tsbuf, sandbox_id, event, data_json, prev_hex);
+	if (n < 0 || (size_t)n + AU_HASH_SUFFIX_LEN + 2 > total)
+		return -EOVERFLOW;
+	r = au_chain_hash(prev, line, (size_t)n, hash);
+	if (r < 0)
+		return r;
+	au_hex(hash, AU_HASH_BYTES, hash_hex);
+	n += snprintf(line + n, total - (size_t)n, AU_HASH_SUFFIX_HEAD "%s\"}\n", hash_hex);
+
+	memcpy(ret_hash, hash, AU_HASH_BYTES);
+	*ret_len = (size_t)n;
+	*ret_line = TAKE_PTR(line);
+	return 0;
+}
+
+int au_read_line(FILE *in, char *buf, size_t *ret_len, bool *ret_newline)
+{
+	size_t len = 0;
+	bool overflow = false;
+	int c;
+
+	for (;;) {
+		c = getc_unlocked(in);
+		if (c == EOF)
+			break;
+		if (c == '\n')
+			break;
+		/* The newline counts toward AU_LINE_MAX, hence the - 1. */
+		if (len < AU_LINE_MAX - 1)
+			buf[len++] = (char)c;
+		else
+			overflow = true;
+	}
+	if (ferror(in))
+		return -EIO;
+	if (c == EOF && len == 0 && !overflow)
+		return 0;
+	if (overflow)
+		return -EMSGSIZE;
+	*ret_len = len;
+	*ret_newline = c == '\n';
+	return 1;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid:
+ * no overlongs, no surrogates, nothing above U+10FFFF (RFC 3629). */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	uint32_t cp;
+	size_t len;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+json_t *au_str(const char *bytes, size_t len, size_t max_bytes)
+{
+	const unsigned char *s = (const unsigned char *)bytes;
+	_cleanup_free_ char *out = NULL;
+	bool cut = len > max_bytes;
+	size_t o = 0, cap;
+
+	if (cut)
+		len = max_bytes;
+	/* Worst case every byte becomes \xNN, plus "..." and the NUL. */
+	if (__builtin_mul_overflow(len, 4, &cap) || __builtin_add_overflow(cap, 4, &cap))
+		return NULL;
+	out = malloc(cap);
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		size_t k = s[i] ? utf8_seq(s + i, len - i) : 0;
+
+		if (k == 0) {
+			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", s[i]);
+			i++;
+			continue;
+		}
+		memcpy(out + o, s + i, k);
+		o += k;
+		i += k;
+	}
+	if (cut) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	return json_stringn(out, o);
+}

@@ -1,0 +1,785 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The audit log: a written log verifies; every kind of tampering is caught
+ * at the line where it becomes visible; the seal's HMAC catches a cut tail;
+ * verification of a large log runs in constant memory. TAP output.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit-internal.h"
+#include "audit/audit.h"
+#include "base/cleanup.h"
+#include "base/io.h"
+
+static int n_test, n_fail;
+static char tmpdir[] = "/tmp/test-audit-XXXXXX";
+
+__attribute__((format(printf, 2, 3))) static void ok(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	n_test++;
+	if (!cond)
+		n_fail++;
+	printf("%sok %d - ", cond ? "" : "not ", n_test);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static const uint8_t key[32] = "0123456789abcdef0123456789abcdef";
+static const uint8_t other_key[32] = "fedcba9876543210fedcba9876543210";
+
+static char *path_in_tmp(const char *name)
+{
+	char *p = NULL;
+
+	if (asprintf(&p, "%s/%s", tmpdir, name) < 0)
+		abort();
+	return p;
+}
+
+static json_t *plan_json(void)
+{
+	return json_pack("{s:i, s:s, s:{s:s, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}], s:s},"
+			 " s:{s:[{s:s, s:[i], s:[s, s]}], s:[], s:s},"
+			 " s:{s:I, s:i, s:i, s:I}}",
+			 "version", 1, "name", "research-agent", "fs", "runtime", "host", "grants",
+			 "path", "/data/public", "at", "/data/public", "mode", "ro", "path",
+			 "/tmp/agent-work", "at", "/work", "mode", "rw", "workdir", "/work", "net",
+			 "egress", "host", "api.example.com", "ports", 443, "methods", "GET",
+			 "POST", "allow_private", "rate", "20/s", "limits", "memory",
+			 (json_int_t)256 << 20, "cpu_millis", 500, "pids", 64, "wall_ns",
+			 (json_int_t)30000000000);
+}
+
+/* A typical run: returns the number of records written (seal included). */
+static int write_run(const char *path, const uint8_t *k, char last_hash[AU_HASH_HEX + 1])
+{
+	au_log *log = NULL;
+	int r, n = 0;
+	static const char bad_utf8[] = "/work/caf\xc3\xa9-\xff\xfe.txt";
+
+	r = au_open(path, k, k ? 32 : 0, "sc-test-0001", AUDIT_FSYNC_BOUNDARIES, &log);
+	if (r < 0)
+		return r;
+#define EMIT(ev, ...)                                                                              \
+	do {                                                                                       \
+		r = au_emit(log, ev, json_pack(__VA_ARGS__));                                      \
+		if (r < 0)                                                                         \
+			goto out;                                                                  \
+		n++;                                                                               \
+	} while (0)
+	EMIT("sandbox.start", "{s:o, s:[s, s], s:{s:b, s:i, s:b, s:s}, s:[]}", "plan", plan_json(),
+	     "command", "python3", "agent.py", "layers", "namespaces", 1, "landlock", 7, "seccomp",
+	     1, "cgroup", "v1", "not_enforced");
+	EMIT("fs.grant", "{s:s, s:s, s:s}", "path", "/data/public", "at", "/data/public", "mode",
+	     "ro");
+	EMIT("fs.grant", "{s:s, s:s, s:s}", "path", "/tmp/agent-work", "at", "/work", "mode", "rw");
+	EMIT("proc.exec", "{s:i, s:s, s:[s, s]}", "pid", 2, "path", "/usr/bin/python3", "argv",
+	     "python3", "agent.py");
+	EMIT("net.request", "{s:s, s:s, s:i, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i}", "method",
+	     "GET", "host", "api.example.com", "port", 443, "path", "/v1/items", "addr",
+	     "93.184.216.34", "decision", "allow", "rule", 0, "status", 200, "bytes_out", 120,
+	     "bytes_in", 4096, "duration_ms", 35);
+	EMIT("net.denied", "{s:s, s:i, s:s, s:s}", "host", "evil.example", "port", 443, "method",
+	     "POST", "reason", "host not allowed");
+	EMIT("proc.exec", "{s:i, s:s, s:[s, s, s]}", "pid", 3, "path", "/bin/sh", "argv", "sh",
+	     "-c", "curl \x1b[31mred\x1b[0m");
+	EMIT("syscall.denied", "{s:i, s:s, s:i}", "pid", 3, "syscall", "ptrace", "nr", 101);
+	r = au_emit(log, "fs.write",
+		    json_pack("{s:o, s:s}", "path", au_str(bad_utf8, strlen(bad_utf8), 4096), "op",
+			      "create"));
+	if (r < 0)
+		goto out;
+	n++;
+	EMIT("limit.hit", "{s:s, s:s}", "limit", "memory", "detail", "oom kill of pid 3");
+	EMIT("proc.exec", "{s:i, s:s, s:[s]}", "pid", 4, "path", "/usr/bin/true", "argv", "true");
+	EMIT("sandbox.exit", "{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:i, s:I, s:i, s:i, s:i, s:i}",
+	     "status", 0, "signal", 0, "timed_out", 0, "oom_killed", 0, "cpu_ns",
+	     (json_int_t)1234000000, "throttled_ns", (json_int_t)5000000, "memory_peak",
+	     (json_int_t)50 << 20, "oom_kills", 1, "wall_ns", (json_int_t)2500000000, "bytes_out",
+	     120, "bytes_in", 4096, "requests_allowed", 1, "requests_denied", 1);
+#undef EMIT
+	r = au_seal(log);
+	if (r < 0)
+		goto out;
+	n++;
+	if (last_hash)
+		strcpy(last_hash, au_last_hash(log));
+	r = n;
+out:
+	au_close(log);
+	return r;
+}
+
+/* The log as an array of lines (newlines kept). */
+typedef struct lines {
+	char **l;
+	size_t n;
+} lines;
+
+static lines read_lines(const char *path)
+{
+	_cleanup_free_ char *buf = NULL;
+	lines ls = {0};
+	size_t len;
+	char *p, *nl;
+
+	if (io_read_file_at(AT_FDCWD, path, 64u << 20, &buf, &len) < 0)
+		abort();
+	ls.l = calloc(len + 1, sizeof(char *));
+	for (p = buf; *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		if (!nl)
+			nl = p + strlen(p) - 1;
+		ls.l[ls.n++] = strndup(p, (size_t)(nl - p + 1));
+	}
+	return ls;
+}
+
+static void free_lines(lines *ls)
+{
+	for (size_t i = 0; i < ls->n; i++)
+		free(ls->l[i]);
+	free(ls->l);
+}
+
+static char *join(const lines *ls)
+{
+	size_t total = 1;
+	char *s;
+
+	for (size_t i = 0; i < ls->n; i++)
+		total += strlen(ls->l[i]);
+	s = calloc(1, total);
+	for (size_t i = 0; i < ls->n; i++)
+		strcat(s, ls->l[i]);
+	return s;
+}
+
+static int verify_buf(const char *buf, size_t len, const uint8_t *k, size_t *line, char *reason,
+		      size_t reason_len)
+{
+	FILE *f = fmemopen((void *)buf, len ? len : 1, "r");
+	int r;
+
+	if (len == 0) {
+		/* fmemopen refuses a zero-size buffer: read an empty pipe. */
+		fclose(f);
+		f = fopen("/dev/null", "r");
+	}
+	r = au_verify(f, k, k ? 32 : 0, line, reason, reason_len);
+	fclose(f);
+	return r;
+}
+
+static void expect_fail(const lines *ls, const uint8_t *k, size_t want_line, const char *want,
+			const char *what)
+{
+	_cleanup_free_ char *s = join(ls);
+	char reason[256] = "";
+	size_t line = 0;
+	int r = verify_buf(s, strlen(s), k, &line, reason, sizeof(reason));
+
+	ok(r == -EBADMSG && line == want_line && strstr(reason, want),
+	   "%s: fails at line %zu with \"%s\" (got %d, line %zu: %s)", what, want_line, want, r,
+	   line, reason);
+}
+
+static lines copy_lines(const lines *ls)
+{
+	lines c = {.l = calloc(ls->n + 2, sizeof(char *)), .n = ls->n};
+
+	for (size_t i = 0; i < ls->n; i++)
+		c.l[i] = strdup(ls->l[i]);
+	return c;
+}
+
+static void remove_line(lines *ls, size_t idx)
+{
+	free(ls->l[idx]);
+	memmove(ls->l + idx, ls->l + idx + 1, (ls->n - idx - 1) * sizeof(char *));
+	ls->n--;
+}
+
+static void insert_line(lines *ls, size_t idx, char *s)
+{
+	memmove(ls->l + idx + 1, ls->l + idx, (ls->n - idx) * sizeof(char *));
+	ls->l[idx] = s;
+	ls->n++;
+}
+
+/* A record built exactly as the writer would, chained after line idx-1. */
+static char *forge(const lines *ls, size_t idx, uint64_t seq, const char *sandbox,
+		   const char *event, const char *data, const uint8_t *prev_override)
+{
+	au_record rec = {0};
+	uint8_t prev[AU_HASH_BYTES], hash[AU_HASH_BYTES];
+	struct timespec ts = {.tv_sec = 1795941000};
+	char *line = NULL, reason[128];
+	size_t len;
+
+	if (prev_override)
+		memcpy(prev, prev_override, AU_HASH_BYTES);
+	else {
+		const char *pl = ls->l[idx - 1];
+
+		if (au_parse_record(pl, strlen(pl) - 1, &rec, reason, sizeof(reason)) < 0)
+			abort();
+		memcpy(prev, rec.hash, AU_HASH_BYTES);
+		au_record_clear(&rec);
+	}
+	if (au_record_build(seq, &ts, sandbox, event, data, prev, &line, &len, hash) < 0)
+		abort();
+	return line;
+}
+
+static void test_roundtrip(void)
+{
+	_cleanup_free_ char *path = path_in_tmp("plain.log"), *kpath = path_in_tmp("keyed.log");
+	char last[AU_HASH_HEX + 1], klast[AU_HASH_HEX + 1], reason[256] = "";
+	au_verify_info info;
+	size_t line = 99;
+	struct stat st;
+	FILE *f;
+	int n, r;
+
+	n = write_run(path, NULL, last);
+	ok(n == 13, "a run of 12 events and a seal is written (%d)", n);
+	ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "the log is mode 0600");
+	f = fopen(path, "r");
+	r = au_verify_ex(f, NULL, 0, &info, &line, reason, sizeof(reason));
+	fclose(f);
+	ok(r == 0 && line == 0, "an untouched log verifies (%d: %s)", r, reason);
+	ok(info.records == 13 && info.sealed && !info.keyed && !info.hmac_checked,
+	   "info: 13 records, sealed, not keyed");
+	ok(strcmp(info.last_hash, last) == 0, "verify reports the writer's last hash");
+	ok(strcmp(info.sandbox, "sc-test-0001") == 0, "verify reports the sandbox id");
+
+	n = write_run(kpath, key, klast);
+	f = fopen(kpath, "r");
+	r = au_verify_ex(f, key, sizeof(key), &info, &line, reason, sizeof(reason));
+	fclose(f);
+	ok(n == 13 && r == 0 && info.keyed && info.hmac_checked,
+	   "a keyed log verifies with its key and the HMAC is checked (%d: %s)", r, reason);
+	f = fopen(kpath, "r");
+	r = au_verify_ex(f, NULL, 0, &info, &line, reason, sizeof(reason));
+	fclose(f);
+	ok(r == 0 && info.keyed && !info.hmac_checked,
+	   "a keyed log verifies without the key, HMAC unchecked");
+	f = fopen(kpath, "r");
+	r = au_verify(f, other_key, sizeof(other_key), &line, reason, sizeof(reason));
+	fclose(f);
+	ok(r == -EBADMSG && line == 13 && strstr(reason, "HMAC mismatch"),
+	   "the wrong key fails at the seal (line %zu: %s)", line, reason);
+	f = fopen(path, "r");
+	r = au_verify(f, key, sizeof(key), &line, reason, sizeof(reason));
+	fclose(f);
+	ok(r == -EBADMSG && line == 13 && strstr(reason, "sealed without a key"),
+	   "a key given for an unkeyed log fails (line %zu: %s)", line, reason);
+	f = fopen(path, "r");
+	r = au_verify(f, key, 8, &line, reason, sizeof(reason));
+	fclose(f);
+	ok(r == -EINVAL, "a key shorter than AU_KEY_MIN is refused");
+}
+
+static void test_tamper(void)
+{
+	_cleanup_free_ char *path = path_in_tmp("plain.log"), *kpath = path_in_tmp("keyed.log");
+	lines ls = read_lines(path), ks = read_lines(kpath), t;
+	char *p;
+
+	ok(ls.n == 13 && ks.n == 13, "13 lines each");
+
+	/* Edit one byte of record 7 (line 7): the pid 3 becomes 4. */
+	t = copy_lines(&ls);
+	p = strstr(t.l[6], "\"pid\":3");
+	if (p)
+		p[6] = '4';
+	expect_fail(&t, NULL, 7, "hash mismatch (record edited?)", "one edited byte");
+	free_lines(&t);
+
+	/* The edit with a recomputed hash moves the failure to the next line. */
+	t = copy_lines(&ls);
+	free(t.l[6]);
+	t.l[6] =
+	    forge(&t, 6, 6, "sc-test-0001", "proc.exec", "{\"argv\":[\"ls\"],\"pid\":3}", NULL);
+	expect_fail(&t, NULL, 8, "prev is not the hash of the record before",
+		    "an edited record with a recomputed hash");
+	free_lines(&t);
+
+	t = copy_lines(&ls);
+	remove_line(&t, 3);
+	expect_fail(&t, NULL, 4, "seq 4, expected 3 (record deleted or reordered?)",
+		    "a deleted record");
+	free_lines(&t);
+
+	t = copy_lines(&ls);
+	insert_line(&t, 3, forge(&t, 3, 3, "sc-test-0001", "proc.exec", "{\"pid\":9}", NULL));
+	expect_fail(&t, NULL, 5, "seq 3, expected 4 (record inserted",
+		    "a forged record inserted with a recomputed hash");
+	free_lines(&t);
+
+	t = copy_lines(&ls);
+	p = t.l[3];
+	t.l[3] = t.l[4];
+	t.l[4] = p;
+	expect_fail(&t, NULL, 4, "seq 4, expected 3", "two swapped records");
+	free_lines(&t);
+
+	t = copy_lines(&ls);
+	remove_line(&t, 12);
+	remove_line(&t, 11);
+	expect_fail(&t, NULL, 12, "log not sealed (cut off?)", "a cut tail, no key");
+	free_lines(&t);
+
+	/* Cut and resealed by someone without the key. */
+	t = copy_lines(&ks);
+	remove_line(&t, 12);
+	remove_line(&t, 11);
+	{
+		au_record rec = {0};
+		char reason[128], hex[AU_HASH_HEX + 1], data[256];
+
+		(void)au_parse_record(t.l[10], strlen(t.l[10]) - 1, &rec, reason, sizeof(reason));
+		au_hex(rec.hash, AU_HASH_BYTES, hex);
+		au_record_clear(&rec);
+		snprintf(data, sizeof(data),
+			 "{\"final_hash\":\"%s\",\"hmac\":\"%064d\",\"keyed\":true,\"records\":11}",
+			 hex, 0);
+		insert_line(&t, 11, forge(&t, 11, 11, "sc-test-0001", "audit.seal", data, NULL));
+		expect_fail(&t, key, 12, "seal HMAC mismatch", "a cut tail resealed with a guess");
+		{
+			_cleanup_free_ char *j = join(&t);
+
+			ok(verify_buf(j, strlen(j), NULL, NULL, NULL, 0) == 0,
+			   "without the key, the same forgery passes: what the key is for");
+		}
+		free(t.l[11]);
+		snprintf(data, sizeof(data),
+			 "{\"final_hash\":\"%s\",\"keyed\":false,\"records\":11}", hex);
+		t.l[11] = forge(&t, 11, 11, "sc-test-0001", "audit.seal", data, NULL);
+		expect_fail(&t, key, 12, "sealed without a key",
+			    "a cut tail resealed without the key");
+	}
+	free_lines(&t);
+
+	t = copy_lines(&ks);
+	remove_line(&t, 12);
+	expect_fail(&t, key, 13, "log not sealed (cut off?)", "a keyed log without its seal");
+	free_lines(&t);
+
+	/* A write cut in the middle of the last record. */
+	t = copy_lines(&ls);
+	t.l[12][40] = '\0';
+	expect_fail(&t, NULL, 13, "incomplete record at the end", "a torn last record");
+	free_lines(&t);
+
+	t = copy_lines(&ls);
+	t.l[12][strlen(t.l[12]) - 1] = '\0';
+	expect_fail(&t, NULL, 13, "no newline", "a last record without its newline");
+	free_lines(&t);
+
+	t = copy_lines(&ls);
+	insert_line(&t, 13, forge(&t, 13, 13, "sc-test-0001", "proc.exec", "{}", NULL));
+	expect_fail(&t, NULL, 14, "record after audit.seal", "a record appended after the seal");
+	free_lines(&t);
+
+	t = copy_lines(&ls);
+	free(t.l[5]);
+	t.l[5] = forge(&t, 5, 5, "sc-other", "proc.exec", "{}", NULL);
+	expect_fail(&t, NULL, 6, "sandbox sc-other, expected sc-test-0001",
+		    "a record of another sandbox");
+	free_lines(&t);
+
+	/* A whole log of another sandbox spliced in at the head. */
+	t = copy_lines(&ls);
+	{
+		uint8_t g[AU_HASH_BYTES];
+
+		(void)au_genesis("sc-test-0001", g);
+		g[0] ^= 1;
+		free(t.l[0]);
+		t.l[0] = forge(&t, 0, 0, "sc-test-0001", "sandbox.start", "{}", g);
+	}
+	expect_fail(&t, NULL, 1, "genesis", "a first record not chained to the genesis value");
+	free_lines(&t);
+
+	t = copy_lines(&ls);
+	p = strstr(t.l[2], ",\"event\"");
+	if (p)
+		*p = ' '; /* "sandbox":"..." "event" -> invalid JSON */
+	expect_fail(&t, NULL, 3, "not valid JSON", "a line that is not JSON");
+	free_lines(&t);
+
+	t = copy_lines(&ls);
+	p = strstr(t.l[2], ",\"hash\":");
+	if (p) {
+		p += 8;
+		memmove(p + 1, p, strlen(p) + 1);
+		*p = ' ';
+	}
+	expect_fail(&t, NULL, 3, "not canonical", "whitespace inside the hash member");
+	free_lines(&t);
+
+	t = copy_lines(&ls);
+	free(t.l[2]);
+	if (asprintf(&t.l[2], "{\"ts\":\"x\",\"seq\":2}\n") < 0)
+		abort();
+	expect_fail(&t, NULL, 3, "key 1 is not \"seq\"", "keys out of order");
+	free_lines(&t);
+
+	t = copy_lines(&ls);
+	free(t.l[2]);
+	if (asprintf(&t.l[2], "{\"seq\":2,\"seq\":2}\n") < 0)
+		abort();
+	expect_fail(&t, NULL, 3, "not valid JSON", "duplicate keys");
+	free_lines(&t);
+
+	t = copy_lines(&ls);
+	insert_line(&t, 2, strdup("\n"));
+	expect_fail(&t, NULL, 3, "empty line", "an empty line");
+	free_lines(&t);
+
+	t = (lines){.l = calloc(1, sizeof(char *)), .n = 0};
+	expect_fail(&t, NULL, 1, "empty log", "an empty log");
+	free_lines(&t);
+
+	{
+		char *big = malloc(AU_LINE_MAX + 16);
+
+		memset(big, 'x', AU_LINE_MAX + 10);
+		big[AU_LINE_MAX + 10] = '\n';
+		big[AU_LINE_MAX + 11] = '\0';
+		t = copy_lines(&ls);
+		insert_line(&t, 1, big);
+		expect_fail(&t, NULL, 2, "longer than", "a line over AU_LINE_MAX");
+		free_lines(&t);
+	}
+	free_lines(&ls);
+	free_lines(&ks);
+}
+
+static void test_writer_rules(void)
+{
+	_cleanup_free_ char *path = path_in_tmp("rules.log"), *link = path_in_tmp("link.log");
+	_cleanup_free_ char *used = path_in_tmp("plain.log");
+	au_log *log = NULL, *log2 = NULL;
+	char reason[256];
+	size_t line;
+	int r;
+
+	ok(au_open(used, NULL, 0, "sc-x", AUDIT_FSYNC_BOUNDARIES, &log) == -EEXIST,
+	   "a log with content is refused (-EEXIST)");
+	ok(symlink(path, link) == 0 &&
+	       au_open(link, NULL, 0, "sc-x", AUDIT_FSYNC_BOUNDARIES, &log) == -ELOOP,
+	   "a symlink is refused (-ELOOP)");
+	ok(au_open(path, NULL, 0, "sc x", AUDIT_FSYNC_BOUNDARIES, &log) == -EINVAL,
+	   "a sandbox id with a space is refused");
+	ok(au_open(path, key, 4, "sc-x", AUDIT_FSYNC_BOUNDARIES, &log) == -EINVAL,
+	   "a 4-byte key is refused");
+	ok(au_open("/dev/null", NULL, 0, "sc-x", AUDIT_FSYNC_BOUNDARIES, &log) == -EINVAL,
+	   "a non-regular file is refused");
+	r = au_open(path, NULL, 0, "sc-x", AUDIT_FSYNC_ALWAYS, &log);
+	ok(r == 0, "open a new log (%d)", r);
+	ok(au_open(path, NULL, 0, "sc-x", AUDIT_FSYNC_ALWAYS, &log2) == -EBUSY,
+	   "a second writer on the same file is refused (-EBUSY)");
+	ok(au_emit(log, "Bad Event", NULL) == -EINVAL, "an invalid event name is refused");
+	ok(au_emit(log, "audit.seal", NULL) == -EINVAL, "audit.seal cannot be emitted");
+	ok(au_emit(log, "x.y", json_string("s")) == -EINVAL, "data must be an object");
+	ok(au_emit(log, "x.y", json_stringn_nocheck("\xff", 1)) == -EINVAL,
+	   "a non-object, invalid-UTF-8 data is refused");
+	{
+		json_t *d = json_object();
+
+		json_object_set_new(d, "s", json_stringn_nocheck("a\xff", 2));
+		ok(au_emit(log, "x.y", d) == -EINVAL,
+		   "a string that is not UTF-8 is refused, not written");
+	}
+	ok(au_emit(log, "x.empty", NULL) == 0, "NULL data is {}");
+	{
+		char *huge = malloc(AU_LINE_MAX);
+
+		memset(huge, 'a', AU_LINE_MAX - 1);
+		huge[AU_LINE_MAX - 1] = '\0';
+		r = au_emit(log, "x.huge", json_pack("{s:s}", "s", huge));
+		free(huge);
+		ok(r == 1, "an oversized record is replaced and flagged (%d)", r);
+	}
+	ok(au_records(log) == 2, "two records written");
+	ok(au_seal(log) == 0, "seal");
+	ok(au_emit(log, "x.late", NULL) == -EBADFD, "no emit after the seal");
+	ok(au_seal(log) == -EBADFD, "no second seal");
+	log = au_close(log);
+	{
+		FILE *f = fopen(path, "r");
+
+		r = au_verify(f, NULL, 0, &line, reason, sizeof(reason));
+		fclose(f);
+		ok(r == 0, "the log with the oversized record verifies (%s)", r ? reason : "");
+	}
+	ok(au_close(NULL) == NULL, "au_close(NULL)");
+}
+
+static void test_key_file(void)
+{
+	_cleanup_free_ char *kp = path_in_tmp("key");
+	uint8_t k[AU_KEY_FILE_BYTES];
+	int fd;
+
+	fd = open(kp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ok(fd >= 0 && io_write_all(fd, key, 32) == 0, "write a key file");
+	close(fd);
+	ok(au_key_load(kp, k) == 0 && memcmp(k, key, 32) == 0, "load it");
+	chmod(kp, 0640);
+	ok(au_key_load(kp, k) == -EACCES, "a group-readable key is refused");
+	chmod(kp, 0600);
+	fd = open(kp, O_WRONLY | O_APPEND | O_CLOEXEC);
+	ok(fd >= 0 && io_write_all(fd, "x", 1) == 0, "grow it to 33 bytes");
+	close(fd);
+	ok(au_key_load(kp, k) == -EINVAL, "a 33-byte key is refused");
+	ok(au_key_load("/nonexistent/key", k) == -ENOENT, "a missing key file is -ENOENT");
+}
+
+static int last_report_rc;
+
+static char *report_of(const char *buf, size_t len, bool json)
+{
+	FILE *in = fmemopen((void *)buf, len, "r");
+	char *out = NULL;
+	size_t outlen = 0;
+	FILE *o = open_memstream(&out, &outlen);
+	int r = au_report(in, o, json);
+
+	last_report_rc = r;
+
+	fclose(in);
+	fclose(o);
+	if (r < 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static void test_report(void)
+{
+	_cleanup_free_ char *path = path_in_tmp("plain.log");
+	lines ls = read_lines(path);
+	_cleanup_free_ char *all = join(&ls), *text = report_of(all, strlen(all), false);
+	_cleanup_free_ char *js = report_of(all, strlen(all), true);
+	json_t *root = js ? json_loads(js, 0, NULL) : NULL;
+	const char *want[] = {
+	    "sc-test-0001",
+	    "Chain: intact",
+	    "What it could access",
+	    "/data/public",
+	    "/tmp/agent-work at /work",
+	    "api.example.com ports 443 methods GET,POST",
+	    "What it consumed",
+	    "peak 50.0 MiB of 256.0 MiB",
+	    "cpu       1.23 s",
+	    "What it did",
+	    "processes 3 executed",
+	    "/usr/bin/python3: python3 agent.py",
+	    "command   python3 agent.py",
+	    "memory=256.0 MiB",
+	    "wall=30.00 s",
+	    "api.example.com: 1 request, 120 B out, 4.0 KiB in",
+	    "Where it was stopped",
+	    "POST evil.example:443 (host not allowed)",
+	    "ptrace x1",
+	    "memory x1: oom kill",
+	    "/work/caf\\xc3\\xa9-\\xff\\xfe.txt (create)",
+	};
+	bool all_found = text != NULL;
+
+	for (size_t i = 0; text && i < ELEMENTSOF(want); i++)
+		if (!strstr(text, want[i])) {
+			printf("# missing: %s\n", want[i]);
+			all_found = false;
+		}
+	ok(all_found && last_report_rc == 0, "the text report answers the questions");
+	ok(text && !strchr(text, '\x1b'), "no terminal escape from the log reaches the output");
+	if (text && getenv("AUDIT_TEST_SHOW"))
+		fputs(text, stdout);
+	ok(root && json_is_true(json_object_get(json_object_get(root, "log"), "intact")),
+	   "the JSON report is one object, chain intact");
+	ok(root && json_integer_value(json_object_get(
+		       json_object_get(json_object_get(root, "did"), "processes"), "count")) == 3,
+	   "JSON: 3 processes");
+	ok(root && json_integer_value(json_object_get(json_object_get(root, "consumed"),
+						      "memory_peak")) == 50 << 20,
+	   "JSON: consumed.memory_peak");
+	json_decref(root);
+
+	/* A tampered log is reported, with the break stated. */
+	{
+		char *p = strstr(ls.l[6], "\"pid\":3");
+		_cleanup_free_ char *bad = NULL, *btext = NULL;
+
+		if (p)
+			p[6] = '4';
+		bad = join(&ls);
+		btext = report_of(bad, strlen(bad), false);
+		ok(btext && last_report_rc == 1 &&
+		       strstr(btext, "Chain: BROKEN at line 7: hash mismatch"),
+		   "a tampered log's report says where the chain breaks");
+	}
+	{
+		const char junk[] = "not json\n{\"seq\":0}\n\n";
+		_cleanup_free_ char *jt = report_of(junk, sizeof(junk) - 1, false);
+
+		ok(jt && strstr(jt, "BROKEN at line 1") && strstr(jt, "Unreadable lines: 3"),
+		   "garbage is reported, not trusted");
+	}
+	free_lines(&ls);
+}
+
+static long vmdata_kib(void)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+	char buf[256];
+	long v = -1;
+
+	while (f && fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "VmData: %ld kB", &v) == 1)
+			break;
+	return v;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int run_verify(FILE *f)
+{
+	char reason[256];
+	size_t line;
+
+	return au_verify(f, key, sizeof(key), &line, reason, sizeof(reason));
+}
+
+static int run_report(FILE *f)
+{
+	_cleanup_fclose_ FILE *devnull = fopen("/dev/null", "we");
+
+	return devnull ? au_report(f, devnull, false) : -errno;
+}
+
+/* Exit status of fn(log) in a child allowed AU_LINE_MAX + 4 MiB more data
+ * than it started with; 2 if it could still allocate a log-sized buffer. */
+static int in_capped_child(int (*fn)(FILE *f), const char *path, off_t size)
+{
+	int status = -1;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		long base = vmdata_kib();
+		struct rlimit rl;
+		FILE *f;
+
+		rl.rlim_cur = rl.rlim_max = (rlim_t)(base + 4096) * 1024 + AU_LINE_MAX;
+		if (base < 0 || setrlimit(RLIMIT_DATA, &rl) < 0)
+			_exit(3);
+		f = fopen(path, "re");
+		if (!f)
+			_exit(4);
+		if (fn(f) < 0)
+			_exit(1);
+		/* At least 64 MiB, so that a small log still shows the cap bites. */
+		_exit(malloc(size > (64 << 20) ? (size_t)size : 64u << 20) ? 2 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void test_big(void)
+{
+	_cleanup_free_ char *path = path_in_tmp("big.log");
+	const unsigned n = getenv("AUDIT_BIG") ? (unsigned)atoi(getenv("AUDIT_BIG")) : 200000;
+	au_log *log = NULL;
+	struct stat st;
+	double t0, t1, t2;
+	int status;
+	bool good = true;
+	int r;
+
+	t0 = now_s();
+	r = au_open(path, key, sizeof(key), "sc-big", AUDIT_FSYNC_BOUNDARIES, &log);
+	for (unsigned i = 0; r >= 0 && i < n; i++)
+		r = au_emit(log, "proc.exec",
+			    json_pack("{s:I, s:s, s:[s, s, I]}", "pid", (json_int_t)i, "path",
+				      "/usr/bin/python3", "argv", "python3", "-c", (json_int_t)i));
+	if (r >= 0)
+		r = au_seal(log);
+	log = au_close(log);
+	t1 = now_s();
+	good = r >= 0 && stat(path, &st) == 0;
+	ok(good, "wrote %u records (%.0f MiB) in %.2f s: %.0f records/s", n,
+	   (double)st.st_size / (1 << 20), t1 - t0, n / (t1 - t0));
+
+	/* In a child whose data segment may grow by only AU_LINE_MAX plus a
+	 * few MiB: a verifier that held the log (or even a tenth of it) would
+	 * fail. The child also shows the limit bites by failing to allocate
+	 * a log-sized buffer afterwards. */
+	status = in_capped_child(run_verify, path, st.st_size);
+	t2 = now_s();
+	ok(status == 0,
+	   "verified %u records in %.2f s (%.0f records/s) with the data segment capped at "
+	   "+5 MiB, too small to hold the %.0f MiB log (exit %d)",
+	   n + 1, t2 - t1, (n + 1) / (t2 - t1), (double)st.st_size / (1 << 20), status);
+	t1 = now_s();
+	status = in_capped_child(run_report, path, st.st_size);
+	t2 = now_s();
+	ok(status == 0, "reported %u records in %.2f s under the same cap (exit %d)", n + 1,
+	   t2 - t1, status);
+	unlink(path);
+}
+
+static void cleanup_tmp(void)
+{
+	char *cmd = NULL;
+
+	if (asprintf(&cmd, "rm -rf -- '%s'", tmpdir) >= 0)
+		(void)system(cmd);
+	free(cmd);
+}
+
+int main(void)
+{
+	if (!mkdtemp(tmpdir)) {
+		printf("1..0 # SKIP cannot create a temporary directory\n");
+		return 77;
+	}
+	test_roundtrip();
+	test_tamper();
+	test_writer_rules();
+	test_key_file();
+	test_report();
+	test_big();
+	cleanup_tmp();
+	printf("1..%d\n", n_test);
+	return n_fail ? 1 : 0;
+}
