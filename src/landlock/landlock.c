@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Landlock ruleset: the second, independent statement of what the mount
+ * namespace already shows. If a bind mount were ever wrong (a grant mounted
+ * rw, a stray host path left in the view), these rules still confine the
+ * agent to the grants. Raw syscalls, no library: see landlock(7).
+ */
+#include "landlock/landlock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/cleanup.h"
+#include "compat/landlock.h"
+#include "proxy/proxy.h"
+
+/* The newest ABI whose rights this file knows. A newer kernel is used at this
+ * level: rights we do not name stay unhandled, i.e. allowed (landlock(7),
+ * "Compatibility"); the mount namespace and seccomp still cover them. */
+#define LL_ABI_KNOWN 7
+
+#define LL_FS_V1                                                                          \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                     \
+	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |                     \
+	 LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |                 \
+	 LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |                     \
+	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |                     \
+	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |                   \
+	 LANDLOCK_ACCESS_FS_MAKE_SYM)
+#define LL_FS_V3 (LL_FS_V1 | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE)
+#define LL_FS_V5 (LL_FS_V3 | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+#define LL_NET_V4 (LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP)
+#define LL_SCOPE_V6 (LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL)
+
+/* Handled rights by ABI (STYLE rule 9): everything the kernel can deny. */
+static const uint64_t ll_fs_handled[LL_ABI_KNOWN + 1] = {
+	[1] = LL_FS_V1,
+	[2] = LL_FS_V1 | LANDLOCK_ACCESS_FS_REFER,
+	[3] = LL_FS_V3,
+	[4] = LL_FS_V3,
+	[5] = LL_FS_V5,
+	[6] = LL_FS_V5,
+	[7] = LL_FS_V5, /* ABI 7 only adds audit-logging flags */
+};
+static const uint64_t ll_net_handled[LL_ABI_KNOWN + 1] = {
+	[4] = LL_NET_V4, [5] = LL_NET_V4, [6] = LL_NET_V4, [7] = LL_NET_V4,
+};
+static const uint64_t ll_scoped[LL_ABI_KNOWN + 1] = {
+	[6] = LL_SCOPE_V6,
+	[7] = LL_SCOPE_V6,
+};
+static const size_t ll_attr_size[LL_ABI_KNOWN + 1] = {
+	[1] = SC_LANDLOCK_RULESET_ATTR_SIZE_V1, [2] = SC_LANDLOCK_RULESET_ATTR_SIZE_V1,
+	[3] = SC_LANDLOCK_RULESET_ATTR_SIZE_V1, [4] = SC_LANDLOCK_RULESET_ATTR_SIZE_V4,
+	[5] = SC_LANDLOCK_RULESET_ATTR_SIZE_V4, [6] = SC_LANDLOCK_RULESET_ATTR_SIZE_V6,
+	[7] = SC_LANDLOCK_RULESET_ATTR_SIZE_V6,
+};
+
+/* Rights that make sense on a non-directory; the kernel rejects others
+ * (EINVAL) in a rule whose parent_fd is not a directory. */
+#define LL_FILE_RIGHTS                                                                    \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                     \
+	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |                     \
+	 LANDLOCK_ACCESS_FS_IOCTL_DEV)
+
+/* Access sets, before being cut down to what the ABI handles. */
+#define LL_RO (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+/* Writable trees get everything but device creation: devices are never
+ * legitimate in a grant (mounts are nodev, seccomp refuses mknod of them). */
+#define LL_RW (LL_FS_V5 & ~(LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK))
+/* The character devices: read/write, O_TRUNC on open (shells do "> /dev/null")
+ * and terminal ioctls (tcgetattr on /dev/tty and the pts). */
+#define LL_DEV                                                                            \
+	(LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |                   \
+	 LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+/* /proc is read-only for Landlock. Writes under /proc/self (oom_score_adj,
+ * attr/, uid_map, clear_refs) are not needed by the interpreters, shells,
+ * compilers and git we target, and each is a knob on kernel state; programs
+ * that try get EACCES. Reopening /proc/self/fd/N is checked against the
+ * object's real path, so "echo > /dev/stdout" still works on a granted file,
+ * a pipe or the pty. */
+#define LL_PROC (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+/* The init binary, which is outside the view: execute it and let ld.so map it. */
+#define LL_EXE (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE)
+
+typedef struct ll_path_rule {
+	const char *path;
+	uint64_t access;
+} ll_path_rule;
+
+/* Fixed rules of the sandbox view; each is skipped when the path does not
+ * exist there (the ns module decides what exists). */
+static const ll_path_rule ll_host_runtime[] = {
+	{ "/usr", LL_RO },   { "/bin", LL_RO },  { "/sbin", LL_RO },
+	{ "/lib", LL_RO },   { "/lib64", LL_RO }, { "/etc", LL_RO },
+	/* Listing "/" shows only the names the mount namespace put there. */
+	{ "/", LANDLOCK_ACCESS_FS_READ_DIR },
+};
+static const ll_path_rule ll_rootfs_runtime[] = {
+	{ "/", LL_RO },
+};
+static const ll_path_rule ll_common[] = {
+	{ "/tmp", LL_RW },
+	{ "/dev", LANDLOCK_ACCESS_FS_READ_DIR },
+	{ "/dev/null", LL_DEV },
+	{ "/dev/zero", LL_DEV },
+	{ "/dev/full", LL_DEV },
+	{ "/dev/random", LL_DEV },
+	{ "/dev/urandom", LL_DEV },
+	{ "/dev/tty", LL_DEV },
+	{ "/dev/ptmx", LL_DEV },
+	{ "/dev/pts", LL_DEV | LANDLOCK_ACCESS_FS_READ_DIR },
+	{ "/dev/shm", LL_RW },
+	{ "/proc", LL_PROC },
+};
+
+static void ll_note(ll_status *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ll_note(ll_status *st, const char *fmt, ...)
+{
+	size_t used = strlen(st->degraded);
+	va_list ap;
+
+	if (used + 3 >= sizeof(st->degraded))
+		return;
+	if (used > 0) {
+		st->degraded[used++] = ';';
+		st->degraded[used++] = ' ';
+		st->degraded[used] = '\0';
+	}
+	va_start(ap, fmt);
+	(void)vsnprintf(st->degraded + used, sizeof(st->degraded) - used, fmt, ap);
+	va_end(ap);
+}
+
+int ll_abi(void)
+{
+	int abi = sys_landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+
+	if (abi < 0) {
+		/* ENOSYS: not built in; EOPNOTSUPP: built in but not in lsm=. */
+		if (errno == ENOSYS || errno == EOPNOTSUPP)
+			return 0;
+		return -errno;
+	}
+	return abi;
+}
+
+/* Adds one path_beneath rule for fd. Rights are cut to what the ruleset
+ * handles (adding an unhandled right is EINVAL) and, for a non-directory, to
+ * the rights a file can carry. */
+static int ll_add_fd(int ruleset_fd, int fd, uint64_t access, uint64_t handled)
+{
+	struct sc_landlock_path_beneath_attr pb = { .parent_fd = fd };
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	access &= handled;
+	if (!S_ISDIR(st.st_mode))
+		access &= LL_FILE_RIGHTS;
+	if (access == 0)
+		return 0;
+	pb.allowed_access = access;
+	if (sys_landlock_add_rule(ruleset_fd, SC_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+static int ll_add_path(int ruleset_fd, const char *path, uint64_t access, uint64_t handled,
+		       bool required)
+{
+	_cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
+
+	if (fd < 0) {
+		if (!required && errno == ENOENT)
+			return 0;
+		return -errno;
+	}
+	return ll_add_fd(ruleset_fd, fd, access, handled);
+}
+
+static int ll_add_table(int ruleset_fd, const ll_path_rule *t, size_t n, uint64_t handled)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = ll_add_path(ruleset_fd, t[i].path, t[i].access, handled, false);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int ll_apply(const sc_plan *plan, int exe_fd, ll_status *ret_status)
+{
+	struct sc_landlock_ruleset_attr attr = { 0 };
+	_cleanup_close_ int ruleset_fd = -1;
+	ll_status st = { 0 };
+	bool net_needed;
+	int abi, r;
+
+	if (!plan || !ret_status)
+		return -EINVAL;
+
+	abi = ll_abi();
+	if (abi < 0)
+		return abi;
+	st.abi = abi;
+	/* Connects must be pinned to the proxy when a proxy exists; without
+	 * egress the netns has nothing but the agent's own loopback, so TCP
+	 * rules are defence in depth that a kernel without ABI 4 may lack. */
+	net_needed = plan->n_egress > 0;
+
+	if (abi == 0) {
+		if (!plan->best_effort) {
+			*ret_status = st;
+			return -EOPNOTSUPP;
+		}
+		ll_note(&st, "landlock unavailable: filesystem and TCP rules not enforced");
+		*ret_status = st;
+		return 0;
+	}
+	if (abi > LL_ABI_KNOWN)
+		abi = LL_ABI_KNOWN;
+	if (ll_net_handled[abi] == 0 && net_needed && !plan->best_effort) {
+		*ret_status = st;
+		return -EOPNOTSUPP;
+	}
+
+	attr.handled_access_fs = ll_fs_handled[abi];
+	attr.handled_access_net = ll_net_handled[abi];
+	attr.scoped = ll_scoped[abi];
+	ruleset_fd = sys_landlock_create_ruleset(&attr, ll_attr_size[abi], 0);
+	if (ruleset_fd < 0)
+		return -errno;
+
+	if (plan->runtime == RUNTIME_ROOTFS)
+		r = ll_add_table(ruleset_fd, ll_rootfs_runtime, ELEMENTSOF(ll_rootfs_runtime),
+				 attr.handled_access_fs);
+	else
+		r = ll_add_table(ruleset_fd, ll_host_runtime, ELEMENTSOF(ll_host_runtime),
+				 attr.handled_access_fs);
+	if (r < 0)
+		return r;
+	r = ll_add_table(ruleset_fd, ll_common, ELEMENTSOF(ll_common), attr.handled_access_fs);
+	if (r < 0)
+		return r;
+
+	/* Grants must exist in the view: a missing one is a setup error, not
+	 * something to skip silently. */
+	for (size_t i = 0; i < plan->n_grants; i++) {
+		const plan_grant *g = &plan->grants[i];
+		const char *at = g->at ? g->at : g->path;
+
+		if (!at || at[0] != '/')
+			return -EINVAL;
+		r = ll_add_path(ruleset_fd, at, g->mode == GRANT_RW ? LL_RW : LL_RO,
+				attr.handled_access_fs, true);
+		if (r < 0)
+			return r;
+	}
+
+	if (exe_fd >= 0) {
+		r = ll_add_fd(ruleset_fd, exe_fd, LL_EXE, attr.handled_access_fs);
+		if (r < 0)
+			return r;
+	}
+
+	if (attr.handled_access_net != 0 && plan->n_egress > 0) {
+		struct sc_landlock_net_port_attr np = {
+			.allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP,
+			.port = PX_LISTEN_PORT,
+		};
+
+		if (sys_landlock_add_rule(ruleset_fd, SC_LANDLOCK_RULE_NET_PORT, &np, 0) < 0)
+			return -errno;
+	}
+
+	if (sys_landlock_restrict_self(ruleset_fd, 0) < 0)
+		return -errno; /* EPERM: no_new_privs not set by the caller */
+
+	st.fs = true;
+	st.net = attr.handled_access_net != 0;
+	st.scoped = attr.scoped != 0;
+	if (!(attr.handled_access_fs & LANDLOCK_ACCESS_FS_TRUNCATE))
+		ll_note(&st, "landlock ABI %d: truncate not restricted", st.abi);
+	if (!(attr.handled_access_fs & LANDLOCK_ACCESS_FS_IOCTL_DEV))
+		ll_note(&st, "landlock ABI %d: device ioctls not restricted", st.abi);
+	if (!st.net)
+		ll_note(&st, "landlock ABI %d: TCP bind/connect not restricted", st.abi);
+	if (!st.scoped)
+		ll_note(&st, "landlock ABI %d: abstract unix sockets and signals not scoped",
+			st.abi);
+	*ret_status = st;
+	return 0;
+}

@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for src/seccomp (TAP). Each check forks a child, loads the real
+ * filter into it and looks at what the kernel answers; the notification
+ * tests run the real listener in the parent.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/keyctl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "compat/syscalls.h"
+#include "seccomp/profile.h"
+#include "seccomp/seccomp.h"
+
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#endif
+#ifndef SYS_sysfs
+#define SYS_sysfs 139
+#endif
+#define X32_SYSCALL_BIT 0x40000000
+
+static unsigned n_test, n_failed;
+
+static void ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ok(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	n_test++;
+	if (!cond)
+		n_failed++;
+	printf("%sok %u - ", cond ? "" : "not ", n_test);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static sc_plan plain_plan(void)
+{
+	return (sc_plan){ .version = 1 };
+}
+
+/* A check run inside the filtered child returns 0 when the kernel answered
+ * as expected, else a small code explaining what it got. */
+typedef int (*check_fn)(void);
+
+/* Encodes "failed with errno e" / "succeeded" as an exit code. */
+static int expect_errno(long r, int want)
+{
+	if (r >= 0)
+		return 1;
+	return errno == want ? 0 : 2 + (errno & 0x7f);
+}
+
+/* Returns the child's exit status, 128+signal when killed, -1 on setup
+ * failure. filtered=false runs the same check without a filter, to prove the
+ * check can tell the difference. */
+static int run_check(const sc_plan *plan, check_fn fn, bool filtered)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = -1;
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			_exit(120);
+		if (filtered && sf_apply(plan, &fd) < 0)
+			_exit(121);
+		_exit(fn());
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+static int c_unshare(void)
+{
+	return expect_errno(unshare(CLONE_NEWUSER), EPERM);
+}
+static int c_mount(void)
+{
+	/* A target that does not exist: without the filter this is ENOENT,
+	 * never a mount on the host. */
+	return expect_errno(mount("none", "/nonexistent-test-seccomp", "tmpfs", 0, NULL), EPERM);
+}
+static int c_bpf(void)
+{
+	return expect_errno(syscall(__NR_bpf, 0, NULL, 0), EPERM);
+}
+static int c_keyctl(void)
+{
+	return expect_errno(syscall(__NR_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING,
+				    0),
+			    EPERM);
+}
+static int c_ptrace(void)
+{
+	return expect_errno(ptrace(PTRACE_TRACEME, 0, NULL, NULL), EPERM);
+}
+static int c_io_uring(void)
+{
+	char params[120] = { 0 };
+
+	return expect_errno(syscall(__NR_io_uring_setup, 1, params), EPERM);
+}
+static int c_packet(void)
+{
+	return expect_errno(socket(AF_PACKET, SOCK_RAW, 0), EPERM);
+}
+static int c_raw(void)
+{
+	return expect_errno(socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, 1), EPERM);
+}
+static int c_netlink(void)
+{
+	return expect_errno(socket(AF_NETLINK, SOCK_DGRAM, 0), EPERM);
+}
+static int c_family_upper_bits(void)
+{
+	/* The kernel reads an int: 0x1_00000011 is AF_PACKET to it. */
+	return expect_errno(syscall(__NR_socket, 0x100000011L, SOCK_RAW, 0), EPERM);
+}
+static int c_clone_newnet(void)
+{
+	long r = syscall(__NR_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0);
+
+	if (r == 0)
+		_exit(0);
+	return expect_errno(r, EPERM);
+}
+static int c_clone3(void)
+{
+	struct sc_clone_args a = { .exit_signal = SIGCHLD };
+	pid_t p = sys_clone3(&a);
+
+	if (p == 0)
+		_exit(0);
+	return expect_errno(p, ENOSYS);
+}
+static int c_unknown(void)
+{
+	/* sysfs(2) exists in the kernel but not in the profile. */
+	return expect_errno(syscall(SYS_sysfs, 3), ENOSYS);
+}
+static int c_setns(void)
+{
+	return expect_errno(syscall(__NR_setns, 0, 0), EPERM);
+}
+static int c_chroot(void)
+{
+	return expect_errno(chroot("/"), EPERM);
+}
+static int c_tiocsti(void)
+{
+	char c = 'x';
+
+	return expect_errno(ioctl(-1, TIOCSTI, &c), EPERM);
+}
+static int c_tiocsti_high(void)
+{
+	char c = 'x';
+
+	/* Upper 32 bits set: the kernel's cmd is still TIOCSTI. */
+	return expect_errno(syscall(__NR_ioctl, -1, 0x100000000UL | TIOCSTI, &c), EPERM);
+}
+static int c_ioctl_ok(void)
+{
+	int p[2], n = -1;
+
+	if (pipe(p) < 0 || write(p[1], "abc", 3) != 3)
+		return 3;
+	if (ioctl(p[0], FIONREAD, &n) < 0 || n != 3)
+		return 4;
+	return 0;
+}
+static int c_personality(void)
+{
+	return expect_errno(personality(ADDR_NO_RANDOMIZE), EPERM);
+}
+static int c_personality_query(void)
+{
+	return personality(0xffffffff) < 0 ? 3 : 0;
+}
+static int c_mknod_chr(void)
+{
+	return expect_errno(mknodat(AT_FDCWD, "/nonexistent-dir/x", S_IFCHR | 0600,
+				    makedev(1, 3)),
+			    EPERM);
+}
+static int c_mkfifo(void)
+{
+	char dir[] = "/tmp/test-seccomp-XXXXXX", path[64];
+	int r;
+
+	if (!mkdtemp(dir))
+		return 3;
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	r = mkfifo(path, 0600);
+	(void)unlink(path);
+	(void)rmdir(dir);
+	return r == 0 ? 0 : 4;
+}
+static int c_sockets_ok(void)
+{
+	int fd;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 3;
+	close(fd);
+	fd = socket(AF_INET6, SOCK_DGRAM, 0);
+	if (fd < 0 && errno != EAFNOSUPPORT)
+		return 4;
+	if (fd >= 0)
+		close(fd);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	if (fd < 0)
+		return 5;
+	close(fd);
+	return 0;
+}
+static int spawn_wait(const char *const argv[])
+{
+	int status;
+	pid_t p = fork();
+
+	if (p < 0)
+		return 3;
+	if (p == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null >= 0)
+			dup2(null, 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	if (waitpid(p, &status, 0) < 0)
+		return 4;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+static int c_fork_exec_true(void)
+{
+	return spawn_wait((const char *const[]){ "/bin/true", NULL });
+}
+static int c_python(void)
+{
+	return spawn_wait((const char *const[]){
+		"/usr/bin/python3", "-c",
+		"import threading, subprocess, json, os, tempfile, socket\n"
+		"t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+		"assert subprocess.run(['/bin/true']).returncode == 0\n"
+		"with tempfile.TemporaryDirectory() as d:\n"
+		"    open(os.path.join(d, 'f'), 'w').write(json.dumps([1, 2]))\n"
+		"a, b = socket.socketpair(); a.send(b'x'); assert b.recv(1) == b'x'\n",
+		NULL });
+}
+static int c_sh_pipe(void)
+{
+	return spawn_wait((const char *const[]){
+		"/bin/sh", "-c", "echo hello | tr h j | grep -q jello && test \"$(echo x)\" = x",
+		NULL });
+}
+static int c_x32(void)
+{
+	(void)syscall(X32_SYSCALL_BIT | __NR_getpid);
+	return 3; /* must have been killed */
+}
+static int c_int80(void)
+{
+	long ret = 20; /* i386 getpid */
+
+	__asm__ volatile("int $0x80" : "+a"(ret) : : "memory");
+	return 3;
+}
+
+typedef struct check {
+	const char *what;
+	check_fn fn;
+	int want;          /* exit status wanted under the filter */
+	bool differs_bare; /* without the filter the result must differ */
+} check;
+
+static const check checks[] = {
+	{ "unshare(CLONE_NEWUSER) is EPERM", c_unshare, 0, true },
+	{ "mount is EPERM", c_mount, 0, true },
+	{ "bpf is EPERM", c_bpf, 0, true },
+	{ "keyctl is EPERM", c_keyctl, 0, true },
+	{ "ptrace is EPERM", c_ptrace, 0, true },
+	{ "io_uring_setup is EPERM", c_io_uring, 0, true },
+	{ "socket(AF_PACKET) is EPERM", c_packet, 0, true },
+	{ "socket(AF_INET, SOCK_RAW) is EPERM", c_raw, 0, true },
+	{ "socket(AF_NETLINK) is EPERM", c_netlink, 0, true },
+	{ "socket family with upper bits set is EPERM", c_family_upper_bits, 0, true },
+	{ "clone(CLONE_NEWNET) is EPERM", c_clone_newnet, 0, true },
+	{ "clone3 is ENOSYS", c_clone3, 0, true },
+	{ "a syscall unknown to the profile is ENOSYS", c_unknown, 0, true },
+	{ "setns is EPERM", c_setns, 0, true },
+	{ "chroot is EPERM", c_chroot, 0, true },
+	{ "ioctl TIOCSTI is EPERM", c_tiocsti, 0, true },
+	{ "ioctl TIOCSTI with upper bits is EPERM", c_tiocsti_high, 0, true },
+	{ "other ioctls work", c_ioctl_ok, 0, false },
+	{ "personality(ADDR_NO_RANDOMIZE) is EPERM", c_personality, 0, true },
+	{ "personality query works", c_personality_query, 0, false },
+	{ "mknod of a char device is EPERM", c_mknod_chr, 0, true },
+	{ "mkfifo works", c_mkfifo, 0, false },
+	{ "inet, inet6 and unix sockets work", c_sockets_ok, 0, false },
+	{ "fork + exec /bin/true works", c_fork_exec_true, 0, false },
+	{ "python3 with threads, subprocess, files and sockets works", c_python, 0, false },
+	{ "sh -c with a pipe and a subshell works", c_sh_pipe, 0, false },
+	{ "an x32 syscall kills the process", c_x32, 128 + SIGSYS, true },
+	{ "an int $0x80 syscall kills the process", c_int80, 128 + SIGSYS, true },
+};
+
+/* ---- notifications ---- */
+
+typedef struct events {
+	json_t *list;
+} events;
+
+static void collect(const char *event, json_t *data, void *userdata)
+{
+	events *ev = userdata;
+
+	json_array_append_new(ev->list, json_pack("{s:s, s:o}", "event", event, "data", data));
+}
+
+static int send_fd(int sock, int fd)
+{
+	char c = 0;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	char buf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
+			      .msg_controllen = sizeof(buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+	char c;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	char buf[CMSG_SPACE(sizeof(int))];
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
+			      .msg_controllen = sizeof(buf) };
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/* Runs fn in a child under the auditing filter while the parent serves the
+ * listener; returns the child's status and fills ev. */
+static int run_notified(check_fn fn, events *ev)
+{
+	sc_plan plan = plain_plan();
+	int sv[2], status = -1, listener, pidfd;
+	pid_t pid;
+
+	plan.audit_exec = true;
+	plan.audit_denied_syscalls = true;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int fd = -1;
+
+		close(sv[0]);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			_exit(120);
+		if (sf_apply(&plan, &fd) < 0 || fd < 0)
+			_exit(121);
+		if (send_fd(sv[1], fd) < 0)
+			_exit(122);
+		close(fd);
+		_exit(fn());
+	}
+	close(sv[1]);
+	listener = recv_fd(sv[0]);
+	close(sv[0]);
+	pidfd = sys_pidfd_open(pid, 0);
+	for (;;) {
+		struct pollfd p[2] = { { .fd = listener, .events = POLLIN },
+				       { .fd = pidfd, .events = POLLIN } };
+
+		if (poll(p, 2, 10000) <= 0)
+			break;
+		if (p[0].revents & POLLIN) {
+			int r = sf_notify_handle(listener, collect, ev);
+
+			if (r < 0)
+				printf("# sf_notify_handle: %s\n", strerror(-r));
+			continue;
+		}
+		if (p[1].revents)
+			break;
+		if (p[0].revents & (POLLHUP | POLLERR))
+			break;
+	}
+	if (listener >= 0)
+		close(listener);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int n_unshare_then_echo(void)
+{
+	int null = open("/dev/null", O_WRONLY);
+
+	if (unshare(CLONE_NEWUSER) == 0 || errno != EPERM)
+		return 10;
+	if (null >= 0)
+		dup2(null, 1);
+	execl("/bin/echo", "/bin/echo", "a", "b", (char *)NULL);
+	return 11;
+}
+
+#define MANY_ARGS 300
+static int n_many_args(void)
+{
+	static const char *argv[MANY_ARGS + 2];
+
+	argv[0] = "/bin/true";
+	for (int i = 1; i <= MANY_ARGS; i++)
+		argv[i] = "x";
+	argv[MANY_ARGS + 1] = NULL;
+	execv(argv[0], (char *const *)argv);
+	return 11;
+}
+
+static int n_bad_pointers(void)
+{
+	/* Hostile: argv points at unmapped memory. The listener must still
+	 * answer (the kernel then fails the exec with EFAULT). */
+	long r = syscall(__NR_execve, "/bin/true", (char **)8, NULL);
+
+	return r < 0 && errno == EFAULT ? 0 : 12;
+}
+
+static int n_sh_pipe(void)
+{
+	return c_sh_pipe();
+}
+
+static json_t *find_event(json_t *list, const char *event, size_t nth)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(list, i, e)
+	{
+		if (strcmp(json_string_value(json_object_get(e, "event")), event) == 0 && nth-- == 0)
+			return json_object_get(e, "data");
+	}
+	return NULL;
+}
+
+static void test_notifications(void)
+{
+	events ev = { .list = json_array() };
+	json_t *d;
+	int st;
+
+	st = run_notified(n_unshare_then_echo, &ev);
+	ok(st == 0, "audited child: unshare refused with EPERM, echo ran (status %d)", st);
+	d = find_event(ev.list, "syscall.denied", 0);
+	ok(d && strcmp(json_string_value(json_object_get(d, "syscall")) ?: "", "unshare") == 0 &&
+		   json_integer_value(json_object_get(d, "nr")) == __NR_unshare,
+	   "syscall.denied names unshare");
+	d = find_event(ev.list, "proc.exec", 0);
+	{
+		json_t *want = json_pack("[s,s,s]", "/bin/echo", "a", "b");
+
+		ok(d && strcmp(json_string_value(json_object_get(d, "path")) ?: "", "/bin/echo") == 0 &&
+			   json_equal(json_object_get(d, "argv"), want) &&
+			   json_is_false(json_object_get(d, "truncated")) &&
+			   json_integer_value(json_object_get(d, "pid")) > 0,
+		   "proc.exec has path /bin/echo and argv [/bin/echo, a, b]");
+		json_decref(want);
+	}
+	if (n_failed) {
+		char *s = json_dumps(ev.list, 0);
+		printf("# events: %s\n", s);
+		free(s);
+	}
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified(n_many_args, &ev);
+	d = find_event(ev.list, "proc.exec", 0);
+	ok(st == 0 && d && json_array_size(json_object_get(d, "argv")) == 256 &&
+		   json_is_true(json_object_get(d, "truncated")),
+	   "301 arguments: 256 recorded, truncated (status %d)", st);
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified(n_bad_pointers, &ev);
+	d = find_event(ev.list, "proc.exec", 0);
+	ok(st == 0 && d && json_is_true(json_object_get(d, "truncated")) &&
+		   json_array_size(json_object_get(d, "argv")) == 0,
+	   "unreadable argv: answered, recorded as truncated (status %d)", st);
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified(n_sh_pipe, &ev);
+	ok(st == 0 && find_event(ev.list, "proc.exec", 2) != NULL,
+	   "sh pipeline under audit works and its execs are recorded (status %d, %zu events)",
+	   st, json_array_size(ev.list));
+	json_decref(ev.list);
+}
+
+static void test_filter_size(void)
+{
+	sc_plan plan = plain_plan();
+	scmp_filter_ctx ctx = NULL;
+	int r, fd;
+	off_t bytes = -1;
+
+	plan.audit_exec = plan.audit_denied_syscalls = true;
+	r = sf_build(&plan, &ctx);
+	fd = memfd_create("bpf", MFD_CLOEXEC);
+	if (r == 0 && fd >= 0 && seccomp_export_bpf(ctx, fd) == 0)
+		bytes = lseek(fd, 0, SEEK_END);
+	ok(bytes > 0 && bytes / 8 < 4096, "filter compiles to %lld BPF instructions (< 4096)",
+	   (long long)(bytes / 8));
+	if (ctx)
+		seccomp_release(ctx);
+	if (fd >= 0)
+		close(fd);
+}
+
+int main(void)
+{
+	sc_plan plan = plain_plan();
+	char reason[256];
+	int r;
+
+	r = sf_probe(reason, sizeof(reason));
+	if (r < 0) {
+		printf("1..0 # SKIP %s\n", reason);
+		return getenv("SANDCAP_MUST_WORK") ? 1 : 77;
+	}
+	ok(r == 0 && strcmp(reason, "active") == 0, "sf_probe: %s", reason);
+
+	for (size_t i = 0; i < ELEMENTSOF(checks); i++) {
+		int got = run_check(&plan, checks[i].fn, true);
+
+		ok(got == checks[i].want, "%s (got %d)", checks[i].what, got);
+		if (checks[i].differs_bare) {
+			int bare = run_check(&plan, checks[i].fn, false);
+
+			ok(bare != checks[i].want, "  ... and not so without the filter (got %d)",
+			   bare);
+		}
+	}
+	test_filter_size();
+	test_notifications();
+
+	printf("1..%u\n", n_test);
+	return n_failed ? 1 : 0;
+}
