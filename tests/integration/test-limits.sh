@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Resource limits the kernel enforces (cgroups, timerfd, tmpfs, rlimits),
+# and that they are reported: exit status, summary, --json.
+. "$(dirname "$0")/lib.sh"
+need_root
+
+mkdir -p "$T/rw"
+policy mem '{"version": 1, "limits": {"memory": "64M"}}'
+policy cpu '{"version": 1, "limits": {"cpu": 0.5}}'
+policy pids '{"version": 1, "limits": {"pids": 32, "wall": "20s"}}'
+policy wall "{\"version\": 1, \"limits\": {\"wall\": \"1s\"}, \"fs\": {\"grants\": [{\"path\": \"$T/rw\", \"mode\": \"rw\", \"at\": \"/work\"}]}}"
+policy tmp '{"version": 1, "fs": {"tmp": "8M"}}'
+policy files '{"version": 1, "limits": {"nofile": 64, "fsize": "1M"}}'
+
+# memory: a bomb is OOM-killed, read back from the cgroup, not guessed
+out=$("$SANDCAP" run --json --policy "$T/mem.json" -- python3 -c '
+x = []
+while True:
+    x.append(bytearray(8 << 20))' 2>&1 >/dev/null)
+rc=$?
+expect_eq "memory bomb is killed (SIGKILL)" "$rc" 137
+expect_match "summary reports the OOM kill" "$out" '"oom_killed":true'
+peak=$(echo "$out" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])["memory_peak"])')
+check "peak memory stays at the limit ($peak bytes)" [ "$peak" -le $((66 * 1024 * 1024)) ]
+out=$("$SANDCAP" run --policy "$T/mem.json" -- python3 -c 'x = bytearray(200 << 20)' 2>&1)
+expect_match "human summary names the memory limit" "$out" "OOM-killed: memory limit reached"
+
+# cpu: two busy threads under 0.5 core for 3 s use about 1.5 s
+out=$("$SANDCAP" run --json --policy "$T/cpu.json" -- timeout 3 sh -c 'yes >/dev/null & yes >/dev/null & wait' 2>&1 >/dev/null)
+cpu=$(echo "$out" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])["cpu_s"])')
+check "cpu 0.5 for 3 s uses 1.5 s +-20% (used $cpu s)" python3 -c "import sys; sys.exit(0 if 1.2 <= $cpu <= 1.8 else 1)"
+expect_match "summary shows throttling" "$out" '"cpu_throttled":true'
+
+# pids: a fork bomb is contained, the host can still fork, nothing survives
+# the sandbox's processes run under host uids from 2^30 up
+sandboxed() { ps -e -o uid= | awk '$1 >= 1073741824' | wc -l; }
+"$SANDCAP" run --json --policy "$T/pids.json" -- sh -c '
+b() { b | b & }
+b & sleep 3; echo done' >"$T/pids.out" 2>&1 &
+sc_pid=$!
+sleep 1.5
+check "host can still fork during the bomb" /bin/true
+wait $sc_pid
+expect_match "pids limit reported" "$(cat "$T/pids.out")" '"pids_limited":true'
+sleep 0.2
+expect_eq "no process of the bomb survives" "$(sandboxed)" 0
+
+# wall: sleep 1000 under 1 s ends with 124; a double-forked daemon dies too
+start=$(date +%s%N)
+"$SANDCAP" run --quiet --policy "$T/wall.json" -- sh -c '
+setsid sh -c "while :; do date +%s%N > /work/heartbeat; sleep 0.05; done" </dev/null >/dev/null 2>&1 &
+sleep 1000' 2>/dev/null
+rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+expect_eq "wall limit gives exit 124" "$rc" 124
+check "wall limit ends the run in about 1 s ($ms ms)" [ "$ms" -ge 900 -a "$ms" -lt 2500 ]
+last=$(cat "$T/rw/heartbeat")
+sleep 0.3
+expect_eq "double-forked daemon stopped with the sandbox" "$(cat "$T/rw/heartbeat")" "$last"
+ended_ns=$(date +%s%N)
+check "daemon's last heartbeat within 200 ms of the end" [ $(((ended_ns - last) / 1000000)) -lt $((200 + 300 + 100)) ]
+
+# tmp: filling /tmp stops at about 8 MiB with ENOSPC, inside only
+out=$(sc tmp sh -c 'dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>&1; echo size=$(stat -c %s /tmp/fill)' 2>&1)
+expect_match "filling /tmp gets ENOSPC" "$out" "No space left on device"
+size=$(echo "$out" | sed -n 's/^size=//p')
+check "ENOSPC at about 8 MiB ($size bytes)" [ "${size:-0}" -le $((8 * 1024 * 1024)) -a "${size:-0}" -ge $((7 * 1024 * 1024)) ]
+
+# rlimits
+out=$(sc files sh -c 'ulimit -n; ulimit -f; ulimit -c' 2>&1)
+expect_eq "nofile, fsize (512-byte blocks) and core limits" "$out" "64
+2048
+0"
+out=$(sc files sh -c 'dd if=/dev/zero of=/tmp/big bs=1M count=4 2>&1; ls -l /tmp/big' 2>&1)
+expect_match "fsize limit stops a large file" "$out" "File size limit exceeded|1048576"
+
+# fail closed: limits on a host without cgroup access
+if command -v unshare >/dev/null; then
+	out=$(unshare -m sh -c "mount -t tmpfs none /sys/fs/cgroup && '$SANDCAP' run --policy '$T/mem.json' -- true" 2>&1)
+	rc=$?
+	expect_eq "limits without cgroups: exit 125" "$rc" 125
+	expect_match "and the reason is given" "$out" "cgroup"
+	policy mem_be '{"version": 1, "best_effort": true, "limits": {"memory": "64M"}}'
+	out=$(unshare -m sh -c "mount -t tmpfs none /sys/fs/cgroup && '$SANDCAP' run --policy '$T/mem_be.json' -- true" 2>&1)
+	expect_eq "best_effort runs degraded" "$?" 0
+fi
+
+finish
