@@ -52,8 +52,17 @@ static int detach_tree(ns_source *s, grant_mode mode)
 	if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma) < 0) {
 		int r = -errno;
 
-		(void)close(tree);
-		return r;
+		/* Filesystems without idmapping (e.g. tmpfs before Linux 6.3) can
+		 * still be granted read-only: files show their own owners, which
+		 * are unmapped (nobody) inside, and read by "other" permissions. A
+		 * rw grant needs the mapping, or the agent could not write. */
+		ma.attr_set &= ~(uint64_t)MOUNT_ATTR_IDMAP;
+		ma.userns_fd = 0;
+		if (r != -EINVAL || mode != GRANT_RO ||
+		    sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma) < 0) {
+			(void)close(tree);
+			return r;
+		}
 	}
 	(void)close(s->fd);
 	s->fd = tree;
@@ -133,7 +142,7 @@ int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_
 		}
 		r = detach_tree(&s[i], g->mode);
 		if (r < 0) {
-			r = diag_grant(reterr_diag, i, g->path, r, "cannot create an idmapped bind mount");
+			r = diag_grant(reterr_diag, i, g->path, r, r == -EINVAL ? "its filesystem does not support idmapped mounts, needed for a rw grant" : "cannot create an idmapped bind mount");
 			goto fail;
 		}
 	}
