@@ -413,6 +413,13 @@ static int want_abs_path(pctx *c, const json_t *v, char **ret)
 		return fail_expected(c, v, "an absolute path (starting with \"/\")");
 	if (strlen(s) >= PATH_MAX)
 		return fail(c, -ENAMETOOLONG, "path is longer than %d bytes", PATH_MAX - 1);
+	/* Legal in file names, but never meant in a policy, and they would let a
+	 * path rewrite the terminal that shows "sandcap check". */
+	for (p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			quote(s, 128, q, sizeof(q));
+			return fail(c, -EINVAL, "path %s contains a control character", q);
+		}
 	out = malloc(strlen(s) + 2);
 	if (!out)
 		return -ENOMEM;
@@ -1195,14 +1202,6 @@ static bool is_tchar(unsigned char ch)
 	return isalnum(ch) || (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
-static bool secret_in_grant(const sc_plan *p, const char *file)
-{
-	for (size_t i = 0; i < p->n_grants; i++)
-		if (path_is_under(file, p->grants[i].path))
-			return true;
-	return false;
-}
-
 static int parse_credential(pctx *c, json_t *v, sc_plan *p, plan_credential *cr)
 {
 	static const char *const keys[] = {"host",	 "header", "value_env",
@@ -1284,7 +1283,7 @@ static int parse_credential(pctx *c, json_t *v, sc_plan *p, plan_credential *cr)
 		r = want_host_file(c, vf, &cr->value_file);
 		if (r < 0)
 			return r;
-		if (secret_in_grant(p, cr->value_file)) {
+		if (plan_grant_containing(p, cr->value_file)) {
 			quote(cr->value_file, 128, q, sizeof(q));
 			return fail(
 			    c, -EINVAL,
@@ -1872,8 +1871,10 @@ int plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_
 	json_error_t jerr;
 	int r;
 
+	if (reterr_diag)
+		memset(reterr_diag, 0, sizeof(*reterr_diag));
 	if (!ret_plan || (!buf && len))
-		return -EINVAL;
+		return fail(&c, -EINVAL, "no policy given");
 	if (len > POLICY_MAX_BYTES)
 		return fail(&c, -E2BIG, "policy is %zu bytes, more than the limit of %u", len,
 			    POLICY_MAX_BYTES);
@@ -1892,14 +1893,16 @@ int plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_
 
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return -ENOMEM;
+		return fail(&c, -ENOMEM, "%s", strerror(ENOMEM));
 	r = plan_defaults(p);
 	if (r < 0)
-		return r;
+		return fail(&c, r, "%s", strerror(-r));
 	r = parse_root(&c, root, p);
 	if (r < 0) {
-		if (r == -ENOMEM)
-			(void)fail(&c, r, "out of memory");
+		/* Every refusal explains itself; only allocation failures get here
+		 * without a message. */
+		if (reterr_diag && !reterr_diag->message[0])
+			(void)fail(&c, r, "%s", strerror(-r));
 		return r;
 	}
 	*ret_plan = TAKE_PTR(p);
@@ -1942,6 +1945,16 @@ SC_PUBLIC sc_plan *sc_plan_free(sc_plan *p)
 	free(p->env);
 	free(p->hostname);
 	free(p);
+	return NULL;
+}
+
+const plan_grant *plan_grant_containing(const sc_plan *p, const char *host_path)
+{
+	if (!p || !host_path)
+		return NULL;
+	for (size_t i = 0; i < p->n_grants; i++)
+		if (path_is_under(host_path, p->grants[i].path))
+			return &p->grants[i];
 	return NULL;
 }
 

@@ -259,6 +259,13 @@ static void test_syntax(void)
 		p = sc_plan_free(p);
 		free(big);
 	}
+	r = sc_plan_parse("{}", 2, NULL, &d);
+	ok(r == -EINVAL && strcmp(d.message, "no policy given") == 0, "no ret_plan refused");
+	r = sc_plan_parse("{\"version\":1}", 13, &p, NULL);
+	ok(r == 0 && p, "diag may be NULL on success");
+	p = sc_plan_free(p);
+	r = sc_plan_parse("{\"version\":2}", 13, &p, NULL);
+	ok(r == -EINVAL && !p, "diag may be NULL on failure");
 	ok(sc_plan_free(NULL) == NULL, "sc_plan_free(NULL)");
 }
 
@@ -348,6 +355,10 @@ static void test_grants(void)
 	    "\"@/f\" is not a directory");
 	bad("{'version':1,'fs':{'grants':[{'path':'@/a/../b'}]}}", -EINVAL, "$.fs.grants[0].path",
 	    "path \"@/a/../b\" contains \"..\"; write the path it means");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a\\n'}]}}", -EINVAL, "$.fs.grants[0].path",
+	    "path \"@/a\\u000a\" contains a control character");
+	bad("{'version':1,'fs':{'workdir':'/w\\u001b[2J'}}", -EINVAL, "$.fs.workdir",
+	    "path \"/w\\u001b[2J\" contains a control character");
 	bad("{'version':1,'fs':{'grants':[{'path':'/'}]}}", -EINVAL, "$.fs.grants[0].path",
 	    "granting \"/\" would expose the whole host; grant the directories needed");
 	bad("{'version':1,'fs':{'grants':[{'path':'/proc/self'}]}}", -EINVAL, "$.fs.grants[0].path",
@@ -398,6 +409,17 @@ static void test_grants(void)
 		   "grant paths normalised");
 		ok(str_is(p->grants[1].path, "@/f") && p->grants[1].mode == GRANT_RO,
 		   "file grant accepted");
+		{
+			_cleanup_free_ char *in = J("@/a/x/y"), *at = J("@/a"), *out = J("@/ab"),
+					    *f = J("@/f");
+
+			ok(plan_grant_containing(p, in) == &p->grants[0] &&
+			       plan_grant_containing(p, at) == &p->grants[0] &&
+			       plan_grant_containing(p, f) == &p->grants[1] &&
+			       plan_grant_containing(p, out) == NULL &&
+			       plan_grant_containing(p, "/") == NULL,
+			   "plan_grant_containing");
+		}
 		sc_plan_free(p);
 	}
 
