@@ -1082,6 +1082,28 @@ static void test_describe(void)
 	sc_plan_free(p);
 }
 
+static void test_describe_rootfs(void)
+{
+	sc_plan *p = good("{'version':1,'fs':{'runtime':{'rootfs':'@/b'}}}");
+	_cleanup_free_ char *want = M("the unpacked image at @/b on the host, read-only");
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!p)
+		return;
+	f = open_memstream(&out, &len);
+	if (!f)
+		abort();
+	ok(plan_describe(p, f) == 0, "plan_describe of a rootfs plan");
+	fclose(f);
+	ok(out && strstr(out, want) && !strstr(out, "/lib64") &&
+	       !strstr(out, "a private tmpfs, nothing"),
+	   "rootfs described instead of the host runtime");
+	free(out);
+	sc_plan_free(p);
+}
+
 int main(void)
 {
 	make_tree();
@@ -1096,6 +1118,7 @@ int main(void)
 	test_credentials();
 	test_round_trip();
 	test_describe();
+	test_describe_rootfs();
 	remove_tree();
 	printf("1..%u\n", n_test);
 	return n_failed ? 1 : 0;
