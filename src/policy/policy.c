@@ -21,7 +21,6 @@
  * fstat), no writes, so the parser can be fuzzed.
  */
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <inttypes.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -111,12 +110,36 @@ static void path_pop(pctx *c, size_t saved)
 	c->path[saved] = '\0';
 }
 
+/*
+ * ASCII classes: <ctype.h> depends on the locale the CLI may set, and a byte
+ * that is a letter in Latin-1 must not become valid in a host name.
+ */
+static bool a_digit(char ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
+static bool a_alpha(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+}
+
+static bool a_alnum(char ch)
+{
+	return a_alpha(ch) || a_digit(ch);
+}
+
+static char a_lower(char ch)
+{
+	return ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+}
+
 static bool is_ident(const char *s)
 {
-	if (!(isalpha((unsigned char)*s) || *s == '_'))
+	if (!(a_alpha(*s) || *s == '_'))
 		return false;
 	for (s++; *s; s++)
-		if (!(isalnum((unsigned char)*s) || *s == '_'))
+		if (!(a_alnum(*s) || *s == '_'))
 			return false;
 	return true;
 }
@@ -582,11 +605,11 @@ static const char *dns_name_error(const char *s, size_t max)
 		if (ch == '*')
 			return "has \"*\" that is not the whole leftmost label (as in "
 			       "\"*.example.com\")";
-		if (!(isalnum((unsigned char)ch) || ch == '-'))
+		if (!(a_alnum(ch) || ch == '-'))
 			return "contains a character other than letters, digits, \"-\" and \".\"";
 		if (ch == '-' && label == 0)
 			return "has a label starting with \"-\"";
-		if (!isdigit((unsigned char)ch))
+		if (!a_digit(ch))
 			all_digits = false;
 		label++;
 	}
@@ -637,7 +660,7 @@ static int want_host_pattern(pctx *c, const json_t *v, bool allow_wildcard, char
 		if (!h)
 			return -ENOMEM;
 		for (char *p = h; *p; p++)
-			*p = (char)tolower((unsigned char)*p);
+			*p = a_lower(*p);
 		name = h;
 		if (strncmp(h, "*.", 2) == 0) {
 			if (!allow_wildcard)
@@ -1082,7 +1105,7 @@ static int want_cidr(pctx *c, const json_t *v, plan_cidr *ret)
 	if (!*d || strlen(d) > 3 || (d[0] == '0' && d[1]))
 		return fail_expected(c, v, "a CIDR with a prefix length, such as \"10.0.0.0/8\"");
 	for (; *d; d++) {
-		if (!isdigit((unsigned char)*d))
+		if (!a_digit(*d))
 			return fail_expected(c, v,
 					     "a CIDR with a prefix length, such as \"10.0.0.0/8\"");
 		prefix = prefix * 10 + (unsigned)(*d - '0');
@@ -1158,7 +1181,7 @@ static int want_dns(pctx *c, const json_t *v, char **ret)
 		if (!*port || strlen(port) > 5 || (port[0] == '0'))
 			return fail_expected(c, v, what);
 		for (const char *q = port; *q; q++) {
-			if (!isdigit((unsigned char)*q))
+			if (!a_digit(*q))
 				return fail_expected(c, v, what);
 			pv = pv * 10 + (unsigned long)(*q - '0');
 		}
@@ -1199,7 +1222,7 @@ static const char *format_error(const char *f)
 
 static bool is_tchar(unsigned char ch)
 {
-	return isalnum(ch) || (ch && strchr("!#$%&'*+-.^_`|~", ch));
+	return a_alnum((char)ch) || (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
 static int parse_credential(pctx *c, json_t *v, sc_plan *p, plan_credential *cr)
@@ -1765,7 +1788,7 @@ static int parse_name(pctx *c, json_t *v, sc_plan *p)
 	if (!*s || strlen(s) > POLICY_MAX_NAME || s[0] == '.' || s[0] == '-')
 		goto bad;
 	for (const char *q = s; *q; q++)
-		if (!(isalnum((unsigned char)*q) || *q == '-' || *q == '_' || *q == '.'))
+		if (!(a_alnum(*q) || *q == '-' || *q == '_' || *q == '.'))
 			goto bad;
 	free(p->name);
 	p->name = strdup(s);

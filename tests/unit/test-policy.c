@@ -1096,6 +1096,10 @@ static void test_more_errors(void)
 	    "unknown key \"a\\\"b\" (expected one of: version, name, fs, net, limits, env, "
 	    "identity, "
 	    "audit, best_effort, spawn)");
+	bad("{'version':1,'net':{'egress':[{'host':'caf\\u00e9.com'}]}}", -EINVAL,
+	    "$.net.egress[0].host",
+	    "host \"caf\xc3\xa9.com\" contains a character other than letters, digits, \"-\" and "
+	    "\".\"");
 	bad("{'version':1,'name':false}", -EINVAL, "$.name", "expected a string, got false");
 	bad("{'version':1,'fs':{'runtime':3}}", -EINVAL, "$.fs.runtime",
 	    "expected \"host\" or {\"rootfs\": \"/path\"}, got 3");
