@@ -869,7 +869,7 @@ static int parse_grant(pctx *c, json_t *v, sc_plan *p, plan_grant *g)
 			return -ENOMEM;
 		err = grant_at_error(g->at);
 		if (err) {
-			s = path_push_key(c, "path");
+			(void)path_push_key(c, "path");
 			return fail(
 			    c, -EINVAL,
 			    "%s would appear at the same path inside, where it %s; add \"at\"", q,
@@ -882,7 +882,7 @@ static int parse_grant(pctx *c, json_t *v, sc_plan *p, plan_grant *g)
 		const plan_grant *o = &p->grants[i];
 
 		if (strcmp(o->path, g->path) == 0) {
-			s = path_push_key(c, "path");
+			(void)path_push_key(c, "path");
 			if (o->mode != g->mode)
 				return fail(
 				    c, -EINVAL,
@@ -893,7 +893,7 @@ static int parse_grant(pctx *c, json_t *v, sc_plan *p, plan_grant *g)
 		if (strcmp(o->at, g->at) == 0) {
 			char qa[160];
 
-			s = path_push_key(c, json_object_get(v, "at") ? "at" : "path");
+			(void)path_push_key(c, json_object_get(v, "at") ? "at" : "path");
 			quote(g->at, 128, qa, sizeof(qa));
 			return fail(c, -EINVAL,
 				    "%s inside the sandbox is already used by $.fs.grants[%zu]", qa,
