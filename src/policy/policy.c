@@ -150,16 +150,17 @@ static void quote(const char *s, size_t max, char *buf, size_t size)
 {
 	size_t o = 0, i;
 
-	if (size < 8) {
+	if (size < 16) {
 		if (size)
 			buf[0] = '\0';
 		return;
 	}
 	buf[o++] = '"';
-	for (i = 0; s[i] && o + 8 < size; i++) {
+	for (i = 0; s[i]; i++) {
 		unsigned char ch = (unsigned char)s[i];
 
-		if (i >= max) {
+		/* Room for the longest escape (6), "..." and the closing quote. */
+		if (i >= max || o + 12 >= size) {
 			memcpy(buf + o, "...", 3);
 			o += 3;
 			break;

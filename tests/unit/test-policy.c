@@ -1100,6 +1100,15 @@ static void test_more_errors(void)
 	    "$.net.egress[0].host",
 	    "host \"caf\xc3\xa9.com\" contains a character other than letters, digits, \"-\" and "
 	    "\".\"");
+	bad("{'version':1,'fs':{'workdir':'/"
+	    "\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\"
+	    "n'}}",
+	    -EINVAL, "$.fs.workdir",
+	    "path "
+	    "\"/"
+	    "\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\"
+	    "u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a..."
+	    "\" contains a control character");
 	bad("{'version':1,'name':false}", -EINVAL, "$.name", "expected a string, got false");
 	bad("{'version':1,'fs':{'runtime':3}}", -EINVAL, "$.fs.runtime",
 	    "expected \"host\" or {\"rootfs\": \"/path\"}, got 3");
