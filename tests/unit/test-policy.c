@@ -1100,15 +1100,18 @@ static void test_more_errors(void)
 	    "$.net.egress[0].host",
 	    "host \"caf\xc3\xa9.com\" contains a character other than letters, digits, \"-\" and "
 	    "\".\"");
-	bad("{'version':1,'fs':{'workdir':'/"
-	    "\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\"
-	    "n'}}",
-	    -EINVAL, "$.fs.workdir",
-	    "path "
-	    "\"/"
-	    "\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\"
-	    "u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a\\u000a..."
-	    "\" contains a control character");
+	/* A hostile value is quoted with escapes and cut with "...". */
+	{
+		char pol[256] = "{'version':1,'fs':{'workdir':'/", msg[256] = "path \"/";
+
+		for (int k = 0; k < 29; k++)
+			strcat(pol, "\\n");
+		strcat(pol, "'}}");
+		for (int k = 0; k < 25; k++)
+			strcat(msg, "\\u000a");
+		strcat(msg, "...\" contains a control character");
+		bad(pol, -EINVAL, "$.fs.workdir", msg);
+	}
 	bad("{'version':1,'name':false}", -EINVAL, "$.name", "expected a string, got false");
 	bad("{'version':1,'fs':{'runtime':3}}", -EINVAL, "$.fs.runtime",
 	    "expected \"host\" or {\"rootfs\": \"/path\"}, got 3");
