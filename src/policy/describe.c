@@ -62,10 +62,11 @@ static void describe_fs(const sc_plan *p, FILE *out)
 	char b[64];
 
 	fprintf(out, "Files visible inside the sandbox:\n");
-	fprintf(out, "  %-22s a private tmpfs, nothing from the host unless listed here\n", "/");
 	if (p->runtime == RUNTIME_HOST) {
 		static const char *const rt[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64"};
 
+		fprintf(out, "  %-22s a private tmpfs, nothing from the host unless listed here\n",
+			"/");
 		for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++)
 			fprintf(out, "  %-22s read-only, nosuid, nodev: the host's %s\n", rt[i],
 				rt[i]);
@@ -77,8 +78,10 @@ static void describe_fs(const sc_plan *p, FILE *out)
 		    "  %-22s /etc/alternatives, /etc/ld.so.cache and /etc/localtime only\n",
 		    "/etc", "", "");
 	} else {
-		fprintf(out, "  %-22s read-only, nosuid, nodev: the image at %s on the host\n",
-			"/ (image)", p->rootfs);
+		fprintf(out,
+			"  %-22s the unpacked image at %s on the host, read-only, nosuid, nodev;\n"
+			"  %-22s nothing else from the host unless listed here\n",
+			"/", p->rootfs, "");
 	}
 	for (size_t i = 0; i < p->n_grants; i++) {
 		const plan_grant *g = &p->grants[i];
@@ -205,8 +208,8 @@ int plan_describe(const sc_plan *p, FILE *out)
 	describe_limits(p, out);
 
 	fprintf(out, "\nIdentity:\n");
-	fprintf(out,
-		"  user \"agent\" (uid 1000 inside, no host id), no capabilities, no_new_privs\n");
+	fprintf(out, "  user \"agent\" (uid 1000 inside, an unprivileged id outside), no "
+		     "capabilities, no_new_privs\n");
 	fprintf(out, "  hostname:              %s\n", p->hostname);
 	fprintf(out, "\nEnvironment (nothing else is inherited):\n  ");
 	for (size_t i = 0; i < p->n_env; i++)

@@ -161,6 +161,11 @@ int plan_describe(const sc_plan *p, FILE *out);
 /* True when a and b grant exactly the same (plan_to_json round-trips to an equal plan). */
 bool plan_equal(const sc_plan *a, const sc_plan *b);
 
+/* The grant whose host path is host_path or one of its parents, or NULL. host_path must be
+ * absolute and normalised (e.g. from realpath()); used to keep the audit log and secret
+ * files out of the sandbox's reach. */
+const plan_grant *plan_grant_containing(const sc_plan *p, const char *host_path);
+
 static inline void sc_plan_freep(sc_plan **p)
 {
 	sc_plan_free(*p);

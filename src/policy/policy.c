@@ -21,7 +21,6 @@
  * fstat), no writes, so the parser can be fuzzed.
  */
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <inttypes.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -111,12 +110,36 @@ static void path_pop(pctx *c, size_t saved)
 	c->path[saved] = '\0';
 }
 
+/*
+ * ASCII classes: <ctype.h> depends on the locale the CLI may set, and a byte
+ * that is a letter in Latin-1 must not become valid in a host name.
+ */
+static bool a_digit(char ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
+static bool a_alpha(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+}
+
+static bool a_alnum(char ch)
+{
+	return a_alpha(ch) || a_digit(ch);
+}
+
+static char a_lower(char ch)
+{
+	return ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+}
+
 static bool is_ident(const char *s)
 {
-	if (!(isalpha((unsigned char)*s) || *s == '_'))
+	if (!(a_alpha(*s) || *s == '_'))
 		return false;
 	for (s++; *s; s++)
-		if (!(isalnum((unsigned char)*s) || *s == '_'))
+		if (!(a_alnum(*s) || *s == '_'))
 			return false;
 	return true;
 }
@@ -127,16 +150,17 @@ static void quote(const char *s, size_t max, char *buf, size_t size)
 {
 	size_t o = 0, i;
 
-	if (size < 8) {
+	if (size < 16) {
 		if (size)
 			buf[0] = '\0';
 		return;
 	}
 	buf[o++] = '"';
-	for (i = 0; s[i] && o + 8 < size; i++) {
+	for (i = 0; s[i]; i++) {
 		unsigned char ch = (unsigned char)s[i];
 
-		if (i >= max) {
+		/* Room for the longest escape (6), "..." and the closing quote. */
+		if (i >= max || o + 12 >= size) {
 			memcpy(buf + o, "...", 3);
 			o += 3;
 			break;
@@ -413,6 +437,13 @@ static int want_abs_path(pctx *c, const json_t *v, char **ret)
 		return fail_expected(c, v, "an absolute path (starting with \"/\")");
 	if (strlen(s) >= PATH_MAX)
 		return fail(c, -ENAMETOOLONG, "path is longer than %d bytes", PATH_MAX - 1);
+	/* Legal in file names, but never meant in a policy, and they would let a
+	 * path rewrite the terminal that shows "sandcap check". */
+	for (p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			quote(s, 128, q, sizeof(q));
+			return fail(c, -EINVAL, "path %s contains a control character", q);
+		}
 	out = malloc(strlen(s) + 2);
 	if (!out)
 		return -ENOMEM;
@@ -575,11 +606,11 @@ static const char *dns_name_error(const char *s, size_t max)
 		if (ch == '*')
 			return "has \"*\" that is not the whole leftmost label (as in "
 			       "\"*.example.com\")";
-		if (!(isalnum((unsigned char)ch) || ch == '-'))
+		if (!(a_alnum(ch) || ch == '-'))
 			return "contains a character other than letters, digits, \"-\" and \".\"";
 		if (ch == '-' && label == 0)
 			return "has a label starting with \"-\"";
-		if (!isdigit((unsigned char)ch))
+		if (!a_digit(ch))
 			all_digits = false;
 		label++;
 	}
@@ -630,7 +661,7 @@ static int want_host_pattern(pctx *c, const json_t *v, bool allow_wildcard, char
 		if (!h)
 			return -ENOMEM;
 		for (char *p = h; *p; p++)
-			*p = (char)tolower((unsigned char)*p);
+			*p = a_lower(*p);
 		name = h;
 		if (strncmp(h, "*.", 2) == 0) {
 			if (!allow_wildcard)
@@ -839,7 +870,7 @@ static int parse_grant(pctx *c, json_t *v, sc_plan *p, plan_grant *g)
 			return -ENOMEM;
 		err = grant_at_error(g->at);
 		if (err) {
-			s = path_push_key(c, "path");
+			(void)path_push_key(c, "path");
 			return fail(
 			    c, -EINVAL,
 			    "%s would appear at the same path inside, where it %s; add \"at\"", q,
@@ -852,7 +883,7 @@ static int parse_grant(pctx *c, json_t *v, sc_plan *p, plan_grant *g)
 		const plan_grant *o = &p->grants[i];
 
 		if (strcmp(o->path, g->path) == 0) {
-			s = path_push_key(c, "path");
+			(void)path_push_key(c, "path");
 			if (o->mode != g->mode)
 				return fail(
 				    c, -EINVAL,
@@ -863,7 +894,7 @@ static int parse_grant(pctx *c, json_t *v, sc_plan *p, plan_grant *g)
 		if (strcmp(o->at, g->at) == 0) {
 			char qa[160];
 
-			s = path_push_key(c, json_object_get(v, "at") ? "at" : "path");
+			(void)path_push_key(c, json_object_get(v, "at") ? "at" : "path");
 			quote(g->at, 128, qa, sizeof(qa));
 			return fail(c, -EINVAL,
 				    "%s inside the sandbox is already used by $.fs.grants[%zu]", qa,
@@ -1075,7 +1106,7 @@ static int want_cidr(pctx *c, const json_t *v, plan_cidr *ret)
 	if (!*d || strlen(d) > 3 || (d[0] == '0' && d[1]))
 		return fail_expected(c, v, "a CIDR with a prefix length, such as \"10.0.0.0/8\"");
 	for (; *d; d++) {
-		if (!isdigit((unsigned char)*d))
+		if (!a_digit(*d))
 			return fail_expected(c, v,
 					     "a CIDR with a prefix length, such as \"10.0.0.0/8\"");
 		prefix = prefix * 10 + (unsigned)(*d - '0');
@@ -1151,7 +1182,7 @@ static int want_dns(pctx *c, const json_t *v, char **ret)
 		if (!*port || strlen(port) > 5 || (port[0] == '0'))
 			return fail_expected(c, v, what);
 		for (const char *q = port; *q; q++) {
-			if (!isdigit((unsigned char)*q))
+			if (!a_digit(*q))
 				return fail_expected(c, v, what);
 			pv = pv * 10 + (unsigned long)(*q - '0');
 		}
@@ -1192,15 +1223,7 @@ static const char *format_error(const char *f)
 
 static bool is_tchar(unsigned char ch)
 {
-	return isalnum(ch) || (ch && strchr("!#$%&'*+-.^_`|~", ch));
-}
-
-static bool secret_in_grant(const sc_plan *p, const char *file)
-{
-	for (size_t i = 0; i < p->n_grants; i++)
-		if (path_is_under(file, p->grants[i].path))
-			return true;
-	return false;
+	return a_alnum((char)ch) || (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
 static int parse_credential(pctx *c, json_t *v, sc_plan *p, plan_credential *cr)
@@ -1284,7 +1307,7 @@ static int parse_credential(pctx *c, json_t *v, sc_plan *p, plan_credential *cr)
 		r = want_host_file(c, vf, &cr->value_file);
 		if (r < 0)
 			return r;
-		if (secret_in_grant(p, cr->value_file)) {
+		if (plan_grant_containing(p, cr->value_file)) {
 			quote(cr->value_file, 128, q, sizeof(q));
 			return fail(
 			    c, -EINVAL,
@@ -1766,7 +1789,7 @@ static int parse_name(pctx *c, json_t *v, sc_plan *p)
 	if (!*s || strlen(s) > POLICY_MAX_NAME || s[0] == '.' || s[0] == '-')
 		goto bad;
 	for (const char *q = s; *q; q++)
-		if (!(isalnum((unsigned char)*q) || *q == '-' || *q == '_' || *q == '.'))
+		if (!(a_alnum(*q) || *q == '-' || *q == '_' || *q == '.'))
 			goto bad;
 	free(p->name);
 	p->name = strdup(s);
@@ -1872,8 +1895,10 @@ int plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_
 	json_error_t jerr;
 	int r;
 
+	if (reterr_diag)
+		memset(reterr_diag, 0, sizeof(*reterr_diag));
 	if (!ret_plan || (!buf && len))
-		return -EINVAL;
+		return fail(&c, -EINVAL, "no policy given");
 	if (len > POLICY_MAX_BYTES)
 		return fail(&c, -E2BIG, "policy is %zu bytes, more than the limit of %u", len,
 			    POLICY_MAX_BYTES);
@@ -1892,14 +1917,16 @@ int plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_
 
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return -ENOMEM;
+		return fail(&c, -ENOMEM, "%s", strerror(ENOMEM));
 	r = plan_defaults(p);
 	if (r < 0)
-		return r;
+		return fail(&c, r, "%s", strerror(-r));
 	r = parse_root(&c, root, p);
 	if (r < 0) {
-		if (r == -ENOMEM)
-			(void)fail(&c, r, "out of memory");
+		/* Every refusal explains itself; only allocation failures get here
+		 * without a message. */
+		if (reterr_diag && !reterr_diag->message[0])
+			(void)fail(&c, r, "%s", strerror(-r));
 		return r;
 	}
 	*ret_plan = TAKE_PTR(p);
@@ -1942,6 +1969,16 @@ SC_PUBLIC sc_plan *sc_plan_free(sc_plan *p)
 	free(p->env);
 	free(p->hostname);
 	free(p);
+	return NULL;
+}
+
+const plan_grant *plan_grant_containing(const sc_plan *p, const char *host_path)
+{
+	if (!p || !host_path)
+		return NULL;
+	for (size_t i = 0; i < p->n_grants; i++)
+		if (path_is_under(host_path, p->grants[i].path))
+			return &p->grants[i];
 	return NULL;
 }
 

@@ -4,11 +4,12 @@
  * and @ for the test's own temporary directory, which holds the grant paths:
  *   @/a @/b      directories        @/f       a regular file
  *   @/link -> a  a symbolic link    @/a/secret  a file inside a grant
- *   @/secret     a file outside any grant
+ *   @/secret     a file outside any grant   @/fifo    a named pipe
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -143,11 +144,14 @@ static void make_tree(void)
 	snprintf(p, sizeof(p), "%s/link", tmpdir);
 	if (symlink("a", p) < 0)
 		abort();
+	snprintf(p, sizeof(p), "%s/fifo", tmpdir);
+	if (mkfifo(p, 0600) < 0)
+		abort();
 }
 
 static void remove_tree(void)
 {
-	static const char *const files[] = {"a/secret", "secret", "f", "link"};
+	static const char *const files[] = {"a/secret", "secret", "f", "link", "fifo"};
 	static const char *const dirs[] = {"a", "b", ""};
 	char p[256];
 
@@ -259,6 +263,13 @@ static void test_syntax(void)
 		p = sc_plan_free(p);
 		free(big);
 	}
+	r = sc_plan_parse("{}", 2, NULL, &d);
+	ok(r == -EINVAL && strcmp(d.message, "no policy given") == 0, "no ret_plan refused");
+	r = sc_plan_parse("{\"version\":1}", 13, &p, NULL);
+	ok(r == 0 && p, "diag may be NULL on success");
+	p = sc_plan_free(p);
+	r = sc_plan_parse("{\"version\":2}", 13, &p, NULL);
+	ok(r == -EINVAL && !p, "diag may be NULL on failure");
 	ok(sc_plan_free(NULL) == NULL, "sc_plan_free(NULL)");
 }
 
@@ -348,6 +359,10 @@ static void test_grants(void)
 	    "\"@/f\" is not a directory");
 	bad("{'version':1,'fs':{'grants':[{'path':'@/a/../b'}]}}", -EINVAL, "$.fs.grants[0].path",
 	    "path \"@/a/../b\" contains \"..\"; write the path it means");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a\\n'}]}}", -EINVAL, "$.fs.grants[0].path",
+	    "path \"@/a\\u000a\" contains a control character");
+	bad("{'version':1,'fs':{'workdir':'/w\\u001b[2J'}}", -EINVAL, "$.fs.workdir",
+	    "path \"/w\\u001b[2J\" contains a control character");
 	bad("{'version':1,'fs':{'grants':[{'path':'/'}]}}", -EINVAL, "$.fs.grants[0].path",
 	    "granting \"/\" would expose the whole host; grant the directories needed");
 	bad("{'version':1,'fs':{'grants':[{'path':'/proc/self'}]}}", -EINVAL, "$.fs.grants[0].path",
@@ -398,6 +413,17 @@ static void test_grants(void)
 		   "grant paths normalised");
 		ok(str_is(p->grants[1].path, "@/f") && p->grants[1].mode == GRANT_RO,
 		   "file grant accepted");
+		{
+			_cleanup_free_ char *in = J("@/a/x/y"), *at = J("@/a"), *out = J("@/ab"),
+					    *f = J("@/f");
+
+			ok(plan_grant_containing(p, in) == &p->grants[0] &&
+			       plan_grant_containing(p, at) == &p->grants[0] &&
+			       plan_grant_containing(p, f) == &p->grants[1] &&
+			       plan_grant_containing(p, out) == NULL &&
+			       plan_grant_containing(p, "/") == NULL,
+			   "plan_grant_containing");
+		}
 		sc_plan_free(p);
 	}
 
@@ -1060,6 +1086,135 @@ static void test_describe(void)
 	sc_plan_free(p);
 }
 
+/* Less common refusals, so that every error branch runs at least once. */
+static void test_more_errors(void)
+{
+	char *s;
+	size_t o;
+
+	bad("{'version':1,'a\\'b':1}", -EINVAL, "$[\"a\\\"b\"]",
+	    "unknown key \"a\\\"b\" (expected one of: version, name, fs, net, limits, env, "
+	    "identity, "
+	    "audit, best_effort, spawn)");
+	bad("{'version':1,'net':{'egress':[{'host':'caf\\u00e9.com'}]}}", -EINVAL,
+	    "$.net.egress[0].host",
+	    "host \"caf\xc3\xa9.com\" contains a character other than letters, digits, \"-\" and "
+	    "\".\"");
+	/* A hostile value is quoted with escapes and cut with "...". */
+	{
+		char pol[256] = "{'version':1,'fs':{'workdir':'/", msg[256] = "path \"/";
+
+		for (int k = 0; k < 29; k++)
+			strcat(pol, "\\n");
+		strcat(pol, "'}}");
+		for (int k = 0; k < 25; k++)
+			strcat(msg, "\\u000a");
+		strcat(msg, "...\" contains a control character");
+		bad(pol, -EINVAL, "$.fs.workdir", msg);
+	}
+	bad("{'version':1,'name':false}", -EINVAL, "$.name", "expected a string, got false");
+	bad("{'version':1,'fs':{'runtime':3}}", -EINVAL, "$.fs.runtime",
+	    "expected \"host\" or {\"rootfs\": \"/path\"}, got 3");
+	bad("{'version':1,'fs':{'tmp':{'size':'0'}}}", -EINVAL, "$.fs.tmp.size",
+	    "expected a size above 0, got \"0\"");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/fifo'}]}}", -EINVAL, "$.fs.grants[0].path",
+	    "\"@/fifo\" is neither a directory nor a regular file");
+	bad("{'version':1,'net':{'egress':{}}}", -EINVAL, "$.net.egress",
+	    "expected an array of egress rules, got an object");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','methods':'GET'}]}}", -EINVAL,
+	    "$.net.egress[0].methods", "expected an array of HTTP methods, got \"GET\"");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','methods':['GET','HEAD','POST','PUT','"
+	    "PATCH',"
+	    "'DELETE','OPTIONS','CONNECT','GET']}]}}",
+	    -E2BIG, "$.net.egress[0].methods", "9 methods, but there are only 8");
+	bad("{'version':1,'net':{'allow_private':'10.0.0.0/8'}}", -EINVAL, "$.net.allow_private",
+	    "expected an array of CIDRs, got \"10.0.0.0/8\"");
+	bad("{'version':1,'net':{'allow_private':['x/8']}}", -EINVAL, "$.net.allow_private[0]",
+	    "expected a CIDR such as \"10.0.0.0/8\" or \"fd00::/8\", got \"x/8\"");
+	bad("{'version':1,'net':{'allow_private':['10.0.0.0/a']}}", -EINVAL,
+	    "$.net.allow_private[0]",
+	    "expected a CIDR with a prefix length, such as \"10.0.0.0/8\", got \"10.0.0.0/a\"");
+	bad("{'version':1,'net':{'allow_private':['10.0.0.0/']}}", -EINVAL,
+	    "$.net.allow_private[0]",
+	    "expected a CIDR with a prefix length, such as \"10.0.0.0/8\", got \"10.0.0.0/\"");
+	bad("{'version':1,'net':{'credentials':{}}}", -EINVAL, "$.net.credentials",
+	    "expected an array of credentials, got an object");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org'}],'credentials':[{'header':'A'}]}}",
+	    -EINVAL, "$.net.credentials[0]", "missing required key \"host\"");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org'}],'credentials':[{'host':'x.org','"
+	    "header':''}]}}",
+	    -EINVAL, "$.net.credentials[0].header", "expected an HTTP header name, got \"\"");
+
+	static const char *const dns_bad[] = {
+	    "[::1", "[::1]x", "[zz]:53", "1.1.1.1:5a", "999.1.1.1", "1.1.1.1:", "[::1]:053", "",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(dns_bad); i++) {
+		char pol[128], msg[256];
+
+		snprintf(pol, sizeof(pol), "{'version':1,'net':{'dns':'%s'}}", dns_bad[i]);
+		snprintf(msg, sizeof(msg),
+			 "expected a resolver address \"IP\" or \"IP:port\" (IPv6 with a port as "
+			 "\"[IP]:port\"), got \"%s\"",
+			 dns_bad[i]);
+		bad(pol, -EINVAL, "$.net.dns", msg);
+	}
+
+	/* Path length limits. */
+	s = malloc(PATH_MAX + 64);
+	if (!s)
+		abort();
+	o = (size_t)sprintf(s, "{'version':1,'fs':{'workdir':'");
+	for (size_t i = 0; i < PATH_MAX; i += 2)
+		o += (size_t)sprintf(s + o, "/a");
+	strcpy(s + o, "'}}");
+	bad(s, -ENAMETOOLONG, "$.fs.workdir", "path is longer than 4095 bytes");
+	o = (size_t)sprintf(s, "{'version':1,'fs':{'grants':[{'path':'/");
+	memset(s + o, 'x', 300);
+	strcpy(s + o + 300, "'}]}}");
+	bad(s, -ENAMETOOLONG, "$.fs.grants[0].path",
+	    "a component of the path is longer than 255 bytes");
+	free(s);
+
+	/* Count limits of the remaining arrays. */
+	s = malloc((POLICY_MAX_CIDRS + 1) * 24 + (POLICY_MAX_CREDENTIALS + 1) * 80 + 128);
+	if (!s)
+		abort();
+	o = (size_t)sprintf(s, "{'version':1,'net':{'allow_private':[");
+	for (unsigned i = 0; i <= POLICY_MAX_CIDRS; i++)
+		o += (size_t)sprintf(s + o, "%s'10.%u.%u.0/24'", i ? "," : "", i / 256, i % 256);
+	strcpy(s + o, "]}}");
+	bad(s, -E2BIG, "$.net.allow_private", "257 CIDRs, more than the limit of 256");
+	o = (size_t)sprintf(s, "{'version':1,'net':{'egress':[{'host':'x.org'}],'credentials':[");
+	for (unsigned i = 0; i <= POLICY_MAX_CREDENTIALS; i++)
+		o += (size_t)sprintf(s + o, "%s{'host':'x.org','header':'H%u','value_env':'K'}",
+				     i ? "," : "", i);
+	strcpy(s + o, "]}}");
+	bad(s, -E2BIG, "$.net.credentials", "65 credentials, more than the limit of 64");
+	free(s);
+}
+
+static void test_describe_rootfs(void)
+{
+	sc_plan *p = good("{'version':1,'fs':{'runtime':{'rootfs':'@/b'}}}");
+	_cleanup_free_ char *want = M("the unpacked image at @/b on the host, read-only");
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!p)
+		return;
+	f = open_memstream(&out, &len);
+	if (!f)
+		abort();
+	ok(plan_describe(p, f) == 0, "plan_describe of a rootfs plan");
+	fclose(f);
+	ok(out && strstr(out, want) && !strstr(out, "/lib64") &&
+	       !strstr(out, "a private tmpfs, nothing"),
+	   "rootfs described instead of the host runtime");
+	free(out);
+	sc_plan_free(p);
+}
+
 int main(void)
 {
 	make_tree();
@@ -1074,6 +1229,8 @@ int main(void)
 	test_credentials();
 	test_round_trip();
 	test_describe();
+	test_describe_rootfs();
+	test_more_errors();
 	remove_tree();
 	printf("1..%u\n", n_test);
 	return n_failed ? 1 : 0;
