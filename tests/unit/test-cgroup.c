@@ -196,6 +196,12 @@ static pid_t spawn_in(cg_handle *h, child_fn fn, bool use_clone_fd, const char *
 			_exit(fn());
 		return pid;
 	}
+	if (!h) { /* a plain child, left where we are */
+		pid = fork();
+		if (pid == 0)
+			_exit(fn());
+		return pid;
+	}
 	if (pipe2(gate, O_CLOEXEC) < 0)
 		return -1;
 	pid = fork();
@@ -512,6 +518,70 @@ static void test_cpu(void)
 	h = cg_destroy(h);
 }
 
+static int write_pid(const char *dir, pid_t pid)
+{
+	char file[600], num[24];
+
+	(void)snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
+	(void)snprintf(num, sizeof(num), "%d", (int)pid);
+	return io_write_file_at(AT_FDCWD, file, num);
+}
+
+/*
+ * v2 only: when the supervisor shares its cgroup with a process that is not
+ * its own, cg_create may move only itself out of the way, so the "no
+ * internal process" rule still forbids enabling controllers: -EBUSY, and
+ * no sandbox cgroup appears.
+ */
+static void test_v2_shared_cgroup(void)
+{
+	sc_plan plan = test_plan(TEST_MEMORY, PLAN_UNLIMITED, PLAN_UNLIMITED);
+	char *own = NULL, home[512], shared[600], leaf[700], made[800], name[64];
+	cg_handle *h = NULL;
+	pid_t sleeper;
+	int r;
+
+	if (cg_self_path(NULL, &own) < 0) {
+		ok(false, "own cgroup path");
+		return;
+	}
+	(void)snprintf(home, sizeof(home), "%s%s", CG_ROOT, strcmp(own, "/") == 0 ? "" : own);
+	free(own);
+	/* Beside our "supervisor" leaf if cg_create made one, where the
+	 * controllers are available; else below us. */
+	(void)snprintf(shared, sizeof(shared), "%s", home);
+	if (strlen(shared) > 11 && strcmp(shared + strlen(shared) - 11, "/supervisor") == 0)
+		shared[strlen(shared) - 11] = '\0';
+	(void)snprintf(shared + strlen(shared), sizeof(shared) - strlen(shared),
+		       "/sandcap-test-%d-shared", (int)getpid());
+	(void)snprintf(leaf, sizeof(leaf), "%s/supervisor", shared);
+	test_name(name, sizeof(name), "busy");
+	(void)snprintf(made, sizeof(made), "%s/%s", shared, name);
+	if (mkdir(shared, 0755) < 0) {
+		ok(false, "mkdir %s: %s", shared, strerror(errno));
+		return;
+	}
+	sleeper = spawn_in(NULL, child_pause, false, NULL, NULL);
+	r = sleeper > 0 ? write_pid(shared, sleeper) : -ECHILD;
+	if (r >= 0)
+		r = write_pid(shared, getpid());
+	if (r >= 0) {
+		r = cg_create(&plan, name, &h);
+		ok(r == -EBUSY && !h && access(made, F_OK) < 0,
+		   "v2: cg_create in a cgroup shared with a foreign process: -EBUSY (%s)",
+		   strerror(-r));
+		h = cg_destroy(h);
+	} else
+		ok(false, "set up the shared cgroup: %s", strerror(-r));
+	(void)write_pid(home, getpid());
+	if (sleeper > 0) {
+		(void)kill(sleeper, SIGKILL);
+		(void)wait_child(sleeper);
+	}
+	(void)rmdir(leaf);
+	ok(rmdir(shared) == 0, "shared cgroup removed after the check");
+}
+
 int main(void)
 {
 	char reason[1024];
@@ -539,6 +609,8 @@ int main(void)
 	test_oom(v);
 	test_pids();
 	test_cpu();
+	if (v == CG_V2)
+		test_v2_shared_cgroup();
 	reap_orphans();
 	printf("1..%u\n", n_test);
 	return n_failed == 0 ? 0 : 1;
