@@ -381,5 +381,4 @@ const cg_ops cg_v2_ops = {
     .attach = v2_attach,
     .read_stats = v2_read_stats,
     .kill_all = v2_kill_all,
-    .is_empty = v2_is_empty,
 };

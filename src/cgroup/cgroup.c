@@ -252,27 +252,6 @@ static int cg_procs_foreach(int dirfd, int (*fn)(pid_t pid, void *userdata), voi
 	return 0;
 }
 
-static int cg_count_one(pid_t pid, void *userdata)
-{
-	size_t *n = userdata;
-
-	(void)pid;
-	(*n)++;
-	return 0;
-}
-
-int cg_procs_count(int dirfd, size_t *ret_count)
-{
-	size_t n = 0;
-	int r;
-
-	r = cg_procs_foreach(dirfd, cg_count_one, &n);
-	if (r < 0)
-		return r;
-	*ret_count = n;
-	return 0;
-}
-
 typedef struct cg_kill_batch {
 	pid_t pid[CG_KILL_BATCH];
 	int pidfd[CG_KILL_BATCH];
@@ -605,18 +584,12 @@ int cg_kill_all(cg_handle *h)
 
 cg_handle *cg_destroy(cg_handle *h)
 {
-	unsigned waited;
-
 	if (!h)
 		return NULL;
+	/* kill_all returns once the cgroup is empty (or after
+	 * CG_DESTROY_WAIT_MS): rmdir fails with EBUSY while any process is
+	 * left, and then the directory stays rather than blocking us. */
 	(void)h->ops->kill_all(h);
-	/* SIGKILL is asynchronous: rmdir fails with EBUSY until the last
-	 * process has left, so wait a bounded time for that. */
-	for (waited = 0; waited < CG_DESTROY_WAIT_MS; waited += CG_POLL_STEP_MS) {
-		if (h->ops->is_empty(h) != 0)
-			break; /* empty, or unreadable: nothing more to wait for */
-		cg_poll_sleep();
-	}
 	cg_handle_free(h);
 	return NULL;
 }
