@@ -28,6 +28,9 @@
 /* A mountinfo line, and how many fields we need from it. */
 #define CG_MOUNTINFO_MAX_BYTES (4u << 20)
 
+/* Set by the first successful cg_select(). */
+static const cg_ops *cg_chosen;
+
 /* Preference order: v2 first, the hierarchy the kernel develops. */
 static const cg_ops *const cg_backends[] = {
     &cg_v2_ops,
@@ -450,6 +453,7 @@ static int cg_select(const cg_ops **ret_ops, char *reason, size_t reason_len)
 				}
 			}
 			*ret_ops = cg_backends[i];
+			__atomic_store_n(&cg_chosen, cg_backends[i], __ATOMIC_RELEASE);
 			return 0;
 		}
 		if (reason_len > 0) {
@@ -529,9 +533,15 @@ int cg_create(const sc_plan *plan, const char *name, cg_handle **ret)
 		return -EINVAL;
 	if (!cg_name_valid(name))
 		return -EINVAL;
-	r = cg_select(&ops, NULL, 0);
-	if (r < 0)
-		return r;
+	/* The backend is chosen once per process (STYLE.md rule 10): the
+	 * hierarchy a kernel offers does not change under a running
+	 * supervisor. Racing first calls both pick the same table. */
+	ops = __atomic_load_n(&cg_chosen, __ATOMIC_ACQUIRE);
+	if (!ops) {
+		r = cg_select(&ops, NULL, 0);
+		if (r < 0)
+			return r;
+	}
 	h = cg_handle_new(name);
 	if (!h)
 		return -ENOMEM;
