@@ -518,6 +518,56 @@ static void test_cpu(void)
 	h = cg_destroy(h);
 }
 
+static int child_check_cgroupns(void)
+{
+	char *buf = NULL;
+	int r;
+
+	/* Born in the sandbox cgroup, which is the root of its new cgroup
+	 * namespace: the v2 line reads "0::/". */
+	if (getpid() != 1)
+		return 10;
+	r = io_read_file_at(AT_FDCWD, "/proc/self/cgroup", 4096, &buf, NULL);
+	if (r < 0)
+		return 11;
+	r = strcmp(buf, "0::/\n") == 0 ? 0 : 12;
+	free(buf);
+	return r;
+}
+
+/* v2 only: the way the supervisor starts the sandbox, clone3 into the
+ * cgroup together with every new namespace. */
+static void test_v2_clone_with_namespaces(void)
+{
+	sc_plan plan = test_plan(TEST_MEMORY, TEST_CPU_MILLIS, TEST_PIDS);
+	cg_handle *h = NULL;
+	char name[64];
+	pid_t pid;
+	int r, status;
+
+	test_name(name, sizeof(name), "ns");
+	r = cg_create(&plan, name, &h);
+	if (r < 0) {
+		ok(false, "cg_create (%s)", strerror(-r));
+		return;
+	}
+	struct sc_clone_args args = {
+	    .flags = CLONE_INTO_CGROUP | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
+		     CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP,
+	    .exit_signal = SIGCHLD,
+	    .cgroup = (uint64_t)cg_clone_fd(h),
+	};
+	pid = sys_clone3(&args);
+	if (pid == 0)
+		_exit(child_check_cgroupns());
+	status = pid > 0 ? wait_child(pid) : -1;
+	ok(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	   "v2: clone3(CLONE_INTO_CGROUP | all namespaces) starts pid 1 at the root of its "
+	   "cgroup namespace (status 0x%x, %s)",
+	   (unsigned)status, pid < 0 ? strerror(errno) : "");
+	h = cg_destroy(h);
+}
+
 static int write_pid(const char *dir, pid_t pid)
 {
 	char file[600], num[24];
@@ -609,8 +659,10 @@ int main(void)
 	test_oom(v);
 	test_pids();
 	test_cpu();
-	if (v == CG_V2)
+	if (v == CG_V2) {
+		test_v2_clone_with_namespaces();
 		test_v2_shared_cgroup();
+	}
 	reap_orphans();
 	printf("1..%u\n", n_test);
 	return n_failed == 0 ? 0 : 1;
