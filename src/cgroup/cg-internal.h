@@ -18,7 +18,7 @@
 #define CG_MAX_FILE_BYTES (1u << 20)
 #define CG_MAX_PATH_DEPTH 64u
 #define CG_NAME_MAX	  255u
-/* How long cg_destroy() waits for the killed processes to leave. */
+/* How long cg_kill_all() waits for the killed processes to leave. */
 #define CG_DESTROY_WAIT_MS 2000u
 #define CG_POLL_STEP_MS	   10u
 /* cpu.max / cfs period: the kernel's default, in microseconds. */
@@ -66,9 +66,8 @@ struct cg_ops {
 	int (*clone_fd)(const cg_handle *h);
 	int (*attach)(cg_handle *h, pid_t pid);
 	int (*read_stats)(cg_handle *h, cg_stats *ret);
+	/* SIGKILLs everything, returns when empty or after CG_DESTROY_WAIT_MS. */
 	int (*kill_all)(cg_handle *h);
-	/* 1 when no process is left, 0 when some are, or -errno. */
-	int (*is_empty)(cg_handle *h);
 };
 
 extern const cg_ops cg_v1_ops;
@@ -95,8 +94,6 @@ int cg_open_below(int rootfd, const char *path, int *ret_fd);
 int cg_mkdir_open(int parentfd, const char *name, cg_dir *d);
 /* Writes pid (decimal) to cgroup.procs under dirfd. */
 int cg_write_procs(int dirfd, pid_t pid);
-/* Counts the processes listed in cgroup.procs. */
-int cg_procs_count(int dirfd, size_t *ret_count);
 /* One pass of SIGKILL over cgroup.procs, without racing pid reuse: each pid
  * is pinned by a pidfd, then only those still listed are signalled.
  * ret_seen: how many processes were listed. Needs pidfd_open (5.3). */

@@ -303,36 +303,6 @@ static int v1_read_stats(cg_handle *h, cg_stats *ret)
 	return r;
 }
 
-static int v1_count(cg_handle *h, size_t *ret_total)
-{
-	size_t i, total = 0;
-	int r;
-
-	for (i = 0; i < _CG_V1_CTRL_MAX; i++) {
-		size_t n = 0;
-
-		if (h->dirs[i].dirfd < 0)
-			continue;
-		r = cg_procs_count(h->dirs[i].dirfd, &n);
-		if (r < 0)
-			return r;
-		total += n;
-	}
-	*ret_total = total;
-	return 0;
-}
-
-static int v1_is_empty(cg_handle *h)
-{
-	size_t n = 0;
-	int r;
-
-	r = v1_count(h, &n);
-	if (r < 0)
-		return r;
-	return n == 0;
-}
-
 /*
  * v1 has no cgroup.kill, and we do not require the freezer: signal every
  * listed process, again and again until none is listed. A fork loop can
@@ -374,5 +344,4 @@ const cg_ops cg_v1_ops = {
     .attach = v1_attach,
     .read_stats = v1_read_stats,
     .kill_all = v1_kill_all,
-    .is_empty = v1_is_empty,
 };

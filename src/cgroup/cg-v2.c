@@ -347,7 +347,7 @@ static int v2_kill_all(cg_handle *h)
 	int fd = h->dirs[0].dirfd;
 	unsigned waited;
 	size_t seen = 0;
-	int r;
+	int r, empty;
 
 	/* cgroup.kill (5.14) kills atomically, forks included. Older kernels:
 	 * signal what is listed until nothing is; pids.max bounds how fast a
@@ -364,8 +364,7 @@ static int v2_kill_all(cg_handle *h)
 		}
 		/* The kill is asynchronous: the caller is promised an empty
 		 * cgroup, as on v1, so wait for "populated 0". */
-		int empty = v2_is_empty(h);
-
+		empty = v2_is_empty(h);
 		if (empty != 0)
 			return empty < 0 ? empty : 0;
 		cg_poll_sleep();
@@ -381,5 +380,4 @@ const cg_ops cg_v2_ops = {
     .attach = v2_attach,
     .read_stats = v2_read_stats,
     .kill_all = v2_kill_all,
-    .is_empty = v2_is_empty,
 };

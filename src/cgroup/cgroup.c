@@ -28,6 +28,9 @@
 /* A mountinfo line, and how many fields we need from it. */
 #define CG_MOUNTINFO_MAX_BYTES (4u << 20)
 
+/* Set by the first successful cg_select(). */
+static const cg_ops *cg_chosen;
+
 /* Preference order: v2 first, the hierarchy the kernel develops. */
 static const cg_ops *const cg_backends[] = {
     &cg_v2_ops,
@@ -252,27 +255,6 @@ static int cg_procs_foreach(int dirfd, int (*fn)(pid_t pid, void *userdata), voi
 	return 0;
 }
 
-static int cg_count_one(pid_t pid, void *userdata)
-{
-	size_t *n = userdata;
-
-	(void)pid;
-	(*n)++;
-	return 0;
-}
-
-int cg_procs_count(int dirfd, size_t *ret_count)
-{
-	size_t n = 0;
-	int r;
-
-	r = cg_procs_foreach(dirfd, cg_count_one, &n);
-	if (r < 0)
-		return r;
-	*ret_count = n;
-	return 0;
-}
-
 typedef struct cg_kill_batch {
 	pid_t pid[CG_KILL_BATCH];
 	int pidfd[CG_KILL_BATCH];
@@ -471,6 +453,7 @@ static int cg_select(const cg_ops **ret_ops, char *reason, size_t reason_len)
 				}
 			}
 			*ret_ops = cg_backends[i];
+			__atomic_store_n(&cg_chosen, cg_backends[i], __ATOMIC_RELEASE);
 			return 0;
 		}
 		if (reason_len > 0) {
@@ -550,9 +533,15 @@ int cg_create(const sc_plan *plan, const char *name, cg_handle **ret)
 		return -EINVAL;
 	if (!cg_name_valid(name))
 		return -EINVAL;
-	r = cg_select(&ops, NULL, 0);
-	if (r < 0)
-		return r;
+	/* The backend is chosen once per process (STYLE.md rule 10): the
+	 * hierarchy a kernel offers does not change under a running
+	 * supervisor. Racing first calls both pick the same table. */
+	ops = __atomic_load_n(&cg_chosen, __ATOMIC_ACQUIRE);
+	if (!ops) {
+		r = cg_select(&ops, NULL, 0);
+		if (r < 0)
+			return r;
+	}
 	h = cg_handle_new(name);
 	if (!h)
 		return -ENOMEM;
@@ -605,18 +594,12 @@ int cg_kill_all(cg_handle *h)
 
 cg_handle *cg_destroy(cg_handle *h)
 {
-	unsigned waited;
-
 	if (!h)
 		return NULL;
+	/* kill_all returns once the cgroup is empty (or after
+	 * CG_DESTROY_WAIT_MS): rmdir fails with EBUSY while any process is
+	 * left, and then the directory stays rather than blocking us. */
 	(void)h->ops->kill_all(h);
-	/* SIGKILL is asynchronous: rmdir fails with EBUSY until the last
-	 * process has left, so wait a bounded time for that. */
-	for (waited = 0; waited < CG_DESTROY_WAIT_MS; waited += CG_POLL_STEP_MS) {
-		if (h->ops->is_empty(h) != 0)
-			break; /* empty, or unreadable: nothing more to wait for */
-		cg_poll_sleep();
-	}
 	cg_handle_free(h);
 	return NULL;
 }

@@ -4,7 +4,9 @@
  * limits written before the first instruction of the sandbox runs, removed
  * at exit. cgroup v1 and v2 implement the same cg_ops (cg-v1.c, cg-v2.c);
  * cg_detect() picks one once, so no caller ever asks "is this v2?".
- * Library code: never prints; errors are -errno.
+ * Library code: never prints; errors are -errno. Every function allocates
+ * or may block briefly: not for use between fork() and exec(). Not thread
+ * safe on one handle. See docs/cgroups.md for the files each version uses.
  */
 #pragma once
 
@@ -36,20 +38,34 @@ typedef struct cg_stats {
 
 typedef struct cg_handle cg_handle;
 
-/* Which hierarchy run would use here and why, in words (for `doctor`). */
+/* Which hierarchy run would use here and why, in words (for `doctor`).
+ * reason is always NUL-terminated (when reason_len > 0) and on failure says
+ * why each hierarchy was refused. -ENOENT (or the probe's -errno) when no
+ * hierarchy offers memory, cpu and pids to us. */
 int cg_detect(cg_version *ret_version, char *reason, size_t reason_len);
 
 /* Creates the sandbox cgroup named `name` under the caller's own cgroup and
- * writes the plan's limits. -EPERM/-EACCES/-ENOENT/-EROFS when it cannot. */
+ * writes the plan's limits. -EPERM/-EACCES/-ENOENT/-EROFS when it cannot.
+ * name: [A-Za-z0-9_-], at most 255 bytes, else -EINVAL; -EEXIST if a cgroup
+ * of that name exists (never shared). v2: if our own cgroup holds us and
+ * cannot distribute controllers, this process moves itself into the leaf
+ * <own>/supervisor first; -EBUSY if other processes share our cgroup.
+ * On failure nothing created is left behind. *ret is owned by the caller:
+ * free with cg_destroy(). */
 int cg_create(const sc_plan *plan, const char *name, cg_handle **ret);
-/* v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 on v1. */
+/* v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 on v1. Owned by
+ * the handle: valid until cg_destroy(), do not close. */
 int cg_clone_fd(const cg_handle *h);
-/* Moves pid into the cgroup (every controller on v1). */
+/* Moves pid into the cgroup (every controller on v1). Call before the
+ * child runs anything of the sandbox (v1 has no CLONE_INTO_CGROUP). */
 int cg_attach(cg_handle *h, pid_t pid);
+/* Counters accumulate over the cgroup's life: compare two readings for an
+ * interval. A file this kernel lacks leaves its field UINT64_MAX. */
 int cg_read_stats(cg_handle *h, cg_stats *ret);
 /* SIGKILLs every process in the cgroup (cgroup.kill on v2) and waits until
  * the cgroup is empty: 0, or -EBUSY if processes remain after 2 s. */
 int cg_kill_all(cg_handle *h);
-/* Kills what is left, removes the directories, frees. NULL-safe, returns NULL. */
+/* Kills what is left, removes the directories, frees. NULL-safe, returns NULL.
+ * A directory that cannot be removed (a process survived 2 s) is left. */
 cg_handle *cg_destroy(cg_handle *h);
 cg_version cg_handle_version(const cg_handle *h);

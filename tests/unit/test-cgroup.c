@@ -196,6 +196,12 @@ static pid_t spawn_in(cg_handle *h, child_fn fn, bool use_clone_fd, const char *
 			_exit(fn());
 		return pid;
 	}
+	if (!h) { /* a plain child, left where we are */
+		pid = fork();
+		if (pid == 0)
+			_exit(fn());
+		return pid;
+	}
 	if (pipe2(gate, O_CLOEXEC) < 0)
 		return -1;
 	pid = fork();
@@ -512,6 +518,120 @@ static void test_cpu(void)
 	h = cg_destroy(h);
 }
 
+static int child_check_cgroupns(void)
+{
+	char *buf = NULL;
+	int r;
+
+	/* Born in the sandbox cgroup, which is the root of its new cgroup
+	 * namespace: the v2 line reads "0::/". */
+	if (getpid() != 1)
+		return 10;
+	r = io_read_file_at(AT_FDCWD, "/proc/self/cgroup", 4096, &buf, NULL);
+	if (r < 0)
+		return 11;
+	r = strcmp(buf, "0::/\n") == 0 ? 0 : 12;
+	free(buf);
+	return r;
+}
+
+/* v2 only: the way the supervisor starts the sandbox, clone3 into the
+ * cgroup together with every new namespace. */
+static void test_v2_clone_with_namespaces(void)
+{
+	sc_plan plan = test_plan(TEST_MEMORY, TEST_CPU_MILLIS, TEST_PIDS);
+	cg_handle *h = NULL;
+	char name[64];
+	pid_t pid;
+	int r, status;
+
+	test_name(name, sizeof(name), "ns");
+	r = cg_create(&plan, name, &h);
+	if (r < 0) {
+		ok(false, "cg_create (%s)", strerror(-r));
+		return;
+	}
+	struct sc_clone_args args = {
+	    .flags = CLONE_INTO_CGROUP | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
+		     CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP,
+	    .exit_signal = SIGCHLD,
+	    .cgroup = (uint64_t)cg_clone_fd(h),
+	};
+	pid = sys_clone3(&args);
+	if (pid == 0)
+		_exit(child_check_cgroupns());
+	status = pid > 0 ? wait_child(pid) : -1;
+	ok(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	   "v2: clone3(CLONE_INTO_CGROUP | all namespaces) starts pid 1 at the root of its "
+	   "cgroup namespace (status 0x%x, %s)",
+	   (unsigned)status, pid < 0 ? strerror(errno) : "");
+	h = cg_destroy(h);
+}
+
+static int write_pid(const char *dir, pid_t pid)
+{
+	char file[600], num[24];
+
+	(void)snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
+	(void)snprintf(num, sizeof(num), "%d", (int)pid);
+	return io_write_file_at(AT_FDCWD, file, num);
+}
+
+/*
+ * v2 only: when the supervisor shares its cgroup with a process that is not
+ * its own, cg_create may move only itself out of the way, so the "no
+ * internal process" rule still forbids enabling controllers: -EBUSY, and
+ * no sandbox cgroup appears.
+ */
+static void test_v2_shared_cgroup(void)
+{
+	sc_plan plan = test_plan(TEST_MEMORY, PLAN_UNLIMITED, PLAN_UNLIMITED);
+	char *own = NULL, home[512], shared[600], leaf[700], made[800], name[64];
+	cg_handle *h = NULL;
+	pid_t sleeper;
+	int r;
+
+	if (cg_self_path(NULL, &own) < 0) {
+		ok(false, "own cgroup path");
+		return;
+	}
+	(void)snprintf(home, sizeof(home), "%s%s", CG_ROOT, strcmp(own, "/") == 0 ? "" : own);
+	free(own);
+	/* Beside our "supervisor" leaf if cg_create made one, where the
+	 * controllers are available; else below us. */
+	(void)snprintf(shared, sizeof(shared), "%s", home);
+	if (strlen(shared) > 11 && strcmp(shared + strlen(shared) - 11, "/supervisor") == 0)
+		shared[strlen(shared) - 11] = '\0';
+	(void)snprintf(shared + strlen(shared), sizeof(shared) - strlen(shared),
+		       "/sandcap-test-%d-shared", (int)getpid());
+	(void)snprintf(leaf, sizeof(leaf), "%s/supervisor", shared);
+	test_name(name, sizeof(name), "busy");
+	(void)snprintf(made, sizeof(made), "%s/%s", shared, name);
+	if (mkdir(shared, 0755) < 0) {
+		ok(false, "mkdir %s: %s", shared, strerror(errno));
+		return;
+	}
+	sleeper = spawn_in(NULL, child_pause, false, NULL, NULL);
+	r = sleeper > 0 ? write_pid(shared, sleeper) : -ECHILD;
+	if (r >= 0)
+		r = write_pid(shared, getpid());
+	if (r >= 0) {
+		r = cg_create(&plan, name, &h);
+		ok(r == -EBUSY && !h && access(made, F_OK) < 0,
+		   "v2: cg_create in a cgroup shared with a foreign process: -EBUSY (%s)",
+		   strerror(-r));
+		h = cg_destroy(h);
+	} else
+		ok(false, "set up the shared cgroup: %s", strerror(-r));
+	(void)write_pid(home, getpid());
+	if (sleeper > 0) {
+		(void)kill(sleeper, SIGKILL);
+		(void)wait_child(sleeper);
+	}
+	(void)rmdir(leaf);
+	ok(rmdir(shared) == 0, "shared cgroup removed after the check");
+}
+
 int main(void)
 {
 	char reason[1024];
@@ -539,6 +659,10 @@ int main(void)
 	test_oom(v);
 	test_pids();
 	test_cpu();
+	if (v == CG_V2) {
+		test_v2_clone_with_namespaces();
+		test_v2_shared_cgroup();
+	}
 	reap_orphans();
 	printf("1..%u\n", n_test);
 	return n_failed == 0 ? 0 : 1;
