@@ -64,13 +64,15 @@ int au_record_build(uint64_t seq, const struct timespec *ts, const char *sandbox
 		    const char *event, const char *data_json, const uint8_t prev[AU_HASH_BYTES],
 		    char **ret_line, size_t *ret_len, uint8_t ret_hash[AU_HASH_BYTES]);
 
+#define AU_LINE_START 4096u /* first size of the line buffer, doubled up to AU_LINE_MAX */
+
 /*
- * Reads one line of at most AU_LINE_MAX bytes (newline included) into buf
- * (AU_LINE_MAX bytes). Returns 1 with *ret_len (without the newline) and
- * *ret_newline, 0 at EOF, -EMSGSIZE for a longer line (the rest of it is
- * consumed so that the caller may go on), -EIO on a read error.
+ * Reads one line of at most AU_LINE_MAX bytes (newline included) into *buf,
+ * grown as needed up to AU_LINE_MAX (caller frees). Returns 1 with *ret_len (without the newline)
+ * and *ret_newline, 0 at EOF, -EMSGSIZE for a longer line (the rest of it is consumed so that the
+ * caller may go on), -EIO on a read error.
  */
-int au_read_line(FILE *in, char *buf, size_t *ret_len, bool *ret_newline);
+int au_read_line(FILE *in, char **buf, size_t *cap, size_t *ret_len, bool *ret_newline);
 
 /* A record line after the structural checks (au_parse_record). */
 typedef struct au_record {

@@ -206,7 +206,7 @@ int au_record_build(uint64_t seq, const struct timespec *ts, const char *sandbox
 	return 0;
 }
 
-int au_read_line(FILE *in, char *buf, size_t *ret_len, bool *ret_newline)
+int au_read_line(FILE *in, char **buf, size_t *cap, size_t *ret_len, bool *ret_newline)
 {
 	size_t len = 0;
 	bool overflow = false;
@@ -214,15 +214,26 @@ int au_read_line(FILE *in, char *buf, size_t *ret_len, bool *ret_newline)
 
 	for (;;) {
 		c = getc_unlocked(in);
-		if (c == EOF)
-			break;
-		if (c == '\n')
+		if (c == EOF || c == '\n')
 			break;
 		/* The newline counts toward AU_LINE_MAX, hence the - 1. */
-		if (len < AU_LINE_MAX - 1)
-			buf[len++] = (char)c;
-		else
+		if (len >= AU_LINE_MAX - 1) {
 			overflow = true;
+			continue;
+		}
+		if (len == *cap) {
+			size_t ncap = *cap ? *cap * 2 : AU_LINE_START;
+			char *n;
+
+			if (ncap > AU_LINE_MAX)
+				ncap = AU_LINE_MAX;
+			n = realloc(*buf, ncap);
+			if (!n)
+				return -ENOMEM;
+			*buf = n;
+			*cap = ncap;
+		}
+		(*buf)[len++] = (char)c;
 	}
 	if (ferror(in))
 		return -EIO;

@@ -1020,6 +1020,7 @@ static void report_done(report *rp)
 int au_report(FILE *in, FILE *out, bool json)
 {
 	_cleanup_free_ char *buf = NULL;
+	size_t cap = 0;
 	_cleanup_free_ report *rp = NULL;
 	size_t len = 0;
 	bool newline = false;
@@ -1027,9 +1028,8 @@ int au_report(FILE *in, FILE *out, bool json)
 
 	if (!in || !out)
 		return -EINVAL;
-	buf = malloc(AU_LINE_MAX);
 	rp = calloc(1, sizeof(*rp));
-	if (!buf || !rp)
+	if (!rp)
 		return -ENOMEM;
 	rp->chain_ok = true;
 	au_chain_init(&rp->chain, NULL, 0);
@@ -1045,7 +1045,7 @@ int au_report(FILE *in, FILE *out, bool json)
 	}
 
 	for (;;) {
-		r = au_read_line(in, buf, &len, &newline);
+		r = au_read_line(in, &buf, &cap, &len, &newline);
 		if (r == 0)
 			break;
 		if (r == -EMSGSIZE) {

@@ -252,6 +252,7 @@ int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *r
 		 size_t *reterr_line, char *reterr_reason, size_t reason_len)
 {
 	_cleanup_free_ char *buf = NULL;
+	size_t cap = 0;
 	size_t lineno = 0, len = 0, dummy_line;
 	char dummy_reason[1];
 	au_chain chain;
@@ -268,15 +269,12 @@ int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *r
 	reterr_reason[0] = '\0';
 	if (!in || (key && (key_len < AU_KEY_MIN || key_len > AU_KEY_MAX)))
 		return -EINVAL;
-	buf = malloc(AU_LINE_MAX);
-	if (!buf)
-		return -ENOMEM;
 	au_chain_init(&chain, key, key_len);
 
 	for (;;) {
 		au_record rec = {0};
 
-		r = au_read_line(in, buf, &len, &newline);
+		r = au_read_line(in, &buf, &cap, &len, &newline);
 		if (r == 0)
 			break;
 		lineno++;
@@ -284,7 +282,8 @@ int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *r
 		if (r == -EMSGSIZE)
 			return fail(reterr_reason, reason_len, "longer than %u bytes", AU_LINE_MAX);
 		if (r < 0) {
-			(void)snprintf(reterr_reason, reason_len, "read error");
+			(void)snprintf(reterr_reason, reason_len, "%s",
+				       r == -ENOMEM ? "out of memory" : "read error");
 			return r;
 		}
 		r = au_parse_record(buf, len, &rec, reterr_reason, reason_len);
