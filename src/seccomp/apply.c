@@ -35,10 +35,10 @@ static int sf_push(sf_cmp_list *l, unsigned arg, uint32_t mask, uint32_t value)
 	if (l->n >= SF_MAX_EXPANSION)
 		return -E2BIG;
 	l->cmp[l->n++] = (struct scmp_arg_cmp){
-		.arg = arg,
-		.op = SCMP_CMP_MASKED_EQ,
-		.datum_a = mask,
-		.datum_b = value,
+	    .arg = arg,
+	    .op = SCMP_CMP_MASKED_EQ,
+	    .datum_a = mask,
+	    .datum_b = value,
 	};
 	return 0;
 }
