@@ -49,7 +49,7 @@ static void print_event(const char *event, json_t *data, void *userdata)
 
 static int lo_up(void)
 {
-	struct ifreq ifr = { 0 };
+	struct ifreq ifr = {0};
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
@@ -67,10 +67,10 @@ static int lo_up(void)
 static int send_fd(int sock, int fd)
 {
 	char c = 0;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	char buf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
-			      .msg_controllen = sizeof(buf) };
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	char buf[CMSG_SPACE(sizeof(int))] = {0};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 
 	cm->cmsg_level = SOL_SOCKET;
@@ -83,10 +83,10 @@ static int send_fd(int sock, int fd)
 static int recv_fd(int sock)
 {
 	char c;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
 	char buf[CMSG_SPACE(sizeof(int))];
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
-			      .msg_controllen = sizeof(buf) };
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
 	struct cmsghdr *cm;
 	int fd;
 
@@ -105,8 +105,8 @@ static int serve(pid_t child, int listener)
 	int pidfd = sys_pidfd_open(child, 0), status = 0;
 
 	for (;;) {
-		struct pollfd p[2] = { { .fd = listener, .events = POLLIN },
-				       { .fd = pidfd, .events = POLLIN } };
+		struct pollfd p[2] = {{.fd = listener, .events = POLLIN},
+				      {.fd = pidfd, .events = POLLIN}};
 
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
@@ -130,11 +130,11 @@ static int serve(pid_t child, int listener)
 int main(int argc, char **argv)
 {
 	plan_grant grants[WRAP_MAX_GRANTS + 1];
-	plan_egress egress = { .host = (char *)"proxy" };
-	sc_plan plan = { .version = 1, .runtime = RUNTIME_HOST };
+	plan_egress egress = {.host = (char *)"proxy"};
+	sc_plan plan = {.version = 1, .runtime = RUNTIME_HOST};
 	bool ns = true, landlock = true, seccomp = true, audit = false;
 	char *cmd_dir;
-	int i = 1, sv[2] = { -1, -1 };
+	int i = 1, sv[2] = {-1, -1};
 	pid_t child = 0;
 
 	if (i < argc && strcmp(argv[i], "run") == 0)
@@ -155,9 +155,9 @@ int main(int argc, char **argv)
 		else if ((strcmp(argv[i], "--ro") == 0 || strcmp(argv[i], "--rw") == 0) &&
 			 i + 1 < argc && plan.n_grants < WRAP_MAX_GRANTS) {
 			grants[plan.n_grants++] = (plan_grant){
-				.path = argv[i + 1],
-				.at = argv[i + 1],
-				.mode = argv[i][3] == 'w' ? GRANT_RW : GRANT_RO,
+			    .path = argv[i + 1],
+			    .at = argv[i + 1],
+			    .mode = argv[i][3] == 'w' ? GRANT_RW : GRANT_RO,
 			};
 			i++;
 		} else {
@@ -171,7 +171,7 @@ int main(int argc, char **argv)
 	}
 	i++;
 	cmd_dir = dirname(strdup(argv[i]));
-	grants[plan.n_grants++] = (plan_grant){ .path = cmd_dir, .at = cmd_dir, .mode = GRANT_RO };
+	grants[plan.n_grants++] = (plan_grant){.path = cmd_dir, .at = cmd_dir, .mode = GRANT_RO};
 	plan.grants = grants;
 	plan.audit_exec = plan.audit_denied_syscalls = audit;
 

@@ -91,7 +91,7 @@ static int p_open_by_handle_at(int argc, char **argv)
 	struct {
 		struct file_handle fh;
 		unsigned char buf[MAX_HANDLE_SZ];
-	} h = { .fh.handle_bytes = MAX_HANDLE_SZ };
+	} h = {.fh.handle_bytes = MAX_HANDLE_SZ};
 	int mount_id, mfd, fd;
 
 	(void)argc, (void)argv;
@@ -229,10 +229,10 @@ static int write_back(const char *const *paths)
 static int p_sys_write(int argc, char **argv)
 {
 	static const char *const paths[] = {
-		"/sys/kernel/mm/ksm/sleep_millisecs",
-		"/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs",
-		"/sys/kernel/mm/transparent_hugepage/khugepaged/alloc_sleep_millisecs",
-		NULL,
+	    "/sys/kernel/mm/ksm/sleep_millisecs",
+	    "/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs",
+	    "/sys/kernel/mm/transparent_hugepage/khugepaged/alloc_sleep_millisecs",
+	    NULL,
 	};
 
 	(void)argc, (void)argv;
@@ -242,9 +242,9 @@ static int p_sys_write(int argc, char **argv)
 static int p_proc_sys_write(int argc, char **argv)
 {
 	static const char *const paths[] = {
-		"/proc/sys/kernel/printk_ratelimit",
-		"/proc/sys/vm/stat_interval",
-		NULL,
+	    "/proc/sys/kernel/printk_ratelimit",
+	    "/proc/sys/vm/stat_interval",
+	    NULL,
 	};
 
 	(void)argc, (void)argv;
@@ -296,7 +296,7 @@ static int p_keyctl(int argc, char **argv)
 
 static int p_bpf(int argc, char **argv)
 {
-	union bpf_attr a = { 0 };
+	union bpf_attr a = {0};
 
 	(void)argc, (void)argv;
 	a.map_type = BPF_MAP_TYPE_ARRAY;
@@ -308,7 +308,7 @@ static int p_bpf(int argc, char **argv)
 
 static int p_perf_event_open(int argc, char **argv)
 {
-	struct perf_event_attr a = { 0 };
+	struct perf_event_attr a = {0};
 
 	(void)argc, (void)argv;
 	a.type = PERF_TYPE_SOFTWARE;
@@ -328,7 +328,7 @@ static int p_userfaultfd(int argc, char **argv)
 
 static int p_io_uring_setup(int argc, char **argv)
 {
-	unsigned char params[120] = { 0 };
+	unsigned char params[120] = {0};
 
 	(void)argc, (void)argv;
 	return verdict(syscall(__NR_io_uring_setup, 1, params));
@@ -378,7 +378,7 @@ static int parse_port(const char *s)
 
 static struct sockaddr_in loopback(int port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	return sa;
@@ -415,7 +415,7 @@ static int p_udp(int argc, char **argv)
 	 * from the echo server outside proves the datagram got out. */
 	if (sendto(fd, "ping", 4, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return held(errno);
-	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
 	if (poll(&p, 1, 1000) != 1)
 		return held(ETIMEDOUT);
 	if (recv(fd, buf, sizeof(buf), 0) != 4 || memcmp(buf, "pong", 4) != 0)
@@ -427,7 +427,7 @@ static socklen_t abstract_addr(const char *name, struct sockaddr_un *su)
 {
 	size_t n = strlen(name);
 
-	*su = (struct sockaddr_un){ .sun_family = AF_UNIX };
+	*su = (struct sockaddr_un){.sun_family = AF_UNIX};
 	if (n >= sizeof(su->sun_path) - 1)
 		n = sizeof(su->sun_path) - 2;
 	memcpy(su->sun_path + 1, name, n);
@@ -451,7 +451,7 @@ static int p_abstract_unix(int argc, char **argv)
 
 static int p_sethostname(int argc, char **argv)
 {
-	char name[256] = { 0 };
+	char name[256] = {0};
 
 	(void)argc, (void)argv;
 	if (gethostname(name, sizeof(name) - 1) < 0)
@@ -500,9 +500,9 @@ static int serve(int argc, char **argv)
 	printf("serving\n");
 	fflush(stdout);
 	for (;;) {
-		struct pollfd p[3] = { { .fd = t, .events = POLLIN },
-				       { .fd = u, .events = POLLIN },
-				       { .fd = a, .events = POLLIN } };
+		struct pollfd p[3] = {{.fd = t, .events = POLLIN},
+				      {.fd = u, .events = POLLIN},
+				      {.fd = a, .events = POLLIN}};
 
 		if (poll(p, 3, -1) < 0 && errno != EINTR)
 			return 2;
@@ -531,31 +531,31 @@ static const struct probe {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } probes[] = {
-	{ "open_by_handle_at", p_open_by_handle_at },
-	{ "mount", p_mount },
-	{ "chroot", p_chroot },
-	{ "pivot_root", p_pivot_root },
-	{ "mknod", p_mknod },
-	{ "sys-write", p_sys_write },
-	{ "proc-sys-write", p_proc_sys_write },
-	{ "ptrace-init", p_ptrace_init },
-	{ "ptrace-parent", p_ptrace_parent },
-	{ "tiocsti", p_tiocsti },
-	{ "keyctl", p_keyctl },
-	{ "bpf", p_bpf },
-	{ "perf_event_open", p_perf_event_open },
-	{ "userfaultfd", p_userfaultfd },
-	{ "io_uring_setup", p_io_uring_setup },
-	{ "unshare-user", p_unshare_user },
-	{ "setns", p_setns },
-	{ "socket-raw", p_socket_raw },
-	{ "socket-packet", p_socket_packet },
-	{ "socket-netlink", p_socket_netlink },
-	{ "tcp-connect", p_tcp_connect },
-	{ "udp", p_udp },
-	{ "abstract-unix", p_abstract_unix },
-	{ "sethostname", p_sethostname },
-	{ "clock_settime", p_clock_settime },
+    {"open_by_handle_at", p_open_by_handle_at},
+    {"mount", p_mount},
+    {"chroot", p_chroot},
+    {"pivot_root", p_pivot_root},
+    {"mknod", p_mknod},
+    {"sys-write", p_sys_write},
+    {"proc-sys-write", p_proc_sys_write},
+    {"ptrace-init", p_ptrace_init},
+    {"ptrace-parent", p_ptrace_parent},
+    {"tiocsti", p_tiocsti},
+    {"keyctl", p_keyctl},
+    {"bpf", p_bpf},
+    {"perf_event_open", p_perf_event_open},
+    {"userfaultfd", p_userfaultfd},
+    {"io_uring_setup", p_io_uring_setup},
+    {"unshare-user", p_unshare_user},
+    {"setns", p_setns},
+    {"socket-raw", p_socket_raw},
+    {"socket-packet", p_socket_packet},
+    {"socket-netlink", p_socket_netlink},
+    {"tcp-connect", p_tcp_connect},
+    {"udp", p_udp},
+    {"abstract-unix", p_abstract_unix},
+    {"sethostname", p_sethostname},
+    {"clock_settime", p_clock_settime},
 };
 
 int main(int argc, char **argv)
