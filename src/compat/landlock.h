@@ -29,19 +29,19 @@
 
 /* ABI 1 */
 #ifndef LANDLOCK_ACCESS_FS_EXECUTE
-#define LANDLOCK_ACCESS_FS_EXECUTE (1ULL << 0)
-#define LANDLOCK_ACCESS_FS_WRITE_FILE (1ULL << 1)
-#define LANDLOCK_ACCESS_FS_READ_FILE (1ULL << 2)
-#define LANDLOCK_ACCESS_FS_READ_DIR (1ULL << 3)
-#define LANDLOCK_ACCESS_FS_REMOVE_DIR (1ULL << 4)
+#define LANDLOCK_ACCESS_FS_EXECUTE     (1ULL << 0)
+#define LANDLOCK_ACCESS_FS_WRITE_FILE  (1ULL << 1)
+#define LANDLOCK_ACCESS_FS_READ_FILE   (1ULL << 2)
+#define LANDLOCK_ACCESS_FS_READ_DIR    (1ULL << 3)
+#define LANDLOCK_ACCESS_FS_REMOVE_DIR  (1ULL << 4)
 #define LANDLOCK_ACCESS_FS_REMOVE_FILE (1ULL << 5)
-#define LANDLOCK_ACCESS_FS_MAKE_CHAR (1ULL << 6)
-#define LANDLOCK_ACCESS_FS_MAKE_DIR (1ULL << 7)
-#define LANDLOCK_ACCESS_FS_MAKE_REG (1ULL << 8)
-#define LANDLOCK_ACCESS_FS_MAKE_SOCK (1ULL << 9)
-#define LANDLOCK_ACCESS_FS_MAKE_FIFO (1ULL << 10)
-#define LANDLOCK_ACCESS_FS_MAKE_BLOCK (1ULL << 11)
-#define LANDLOCK_ACCESS_FS_MAKE_SYM (1ULL << 12)
+#define LANDLOCK_ACCESS_FS_MAKE_CHAR   (1ULL << 6)
+#define LANDLOCK_ACCESS_FS_MAKE_DIR    (1ULL << 7)
+#define LANDLOCK_ACCESS_FS_MAKE_REG    (1ULL << 8)
+#define LANDLOCK_ACCESS_FS_MAKE_SOCK   (1ULL << 9)
+#define LANDLOCK_ACCESS_FS_MAKE_FIFO   (1ULL << 10)
+#define LANDLOCK_ACCESS_FS_MAKE_BLOCK  (1ULL << 11)
+#define LANDLOCK_ACCESS_FS_MAKE_SYM    (1ULL << 12)
 #endif
 /* ABI 2 */
 #ifndef LANDLOCK_ACCESS_FS_REFER
@@ -58,16 +58,16 @@
 
 /* ABI 4: network rules */
 #ifndef LANDLOCK_ACCESS_NET_BIND_TCP
-#define LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)
+#define LANDLOCK_ACCESS_NET_BIND_TCP	(1ULL << 0)
 #define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
 #endif
 #define SC_LANDLOCK_RULE_PATH_BENEATH 1
-#define SC_LANDLOCK_RULE_NET_PORT 2
+#define SC_LANDLOCK_RULE_NET_PORT     2
 
 /* ABI 6: scoping */
 #ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 #define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
-#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#define LANDLOCK_SCOPE_SIGNAL		    (1ULL << 1)
 #endif
 
 /* The ruleset attribute as of ABI 6; the kernel accepts a shorter size from
@@ -75,7 +75,7 @@
 struct sc_landlock_ruleset_attr {
 	uint64_t handled_access_fs;
 	uint64_t handled_access_net; /* ABI >= 4 */
-	uint64_t scoped;             /* ABI >= 6 */
+	uint64_t scoped;	     /* ABI >= 6 */
 };
 #define SC_LANDLOCK_RULESET_ATTR_SIZE_V1 8u
 #define SC_LANDLOCK_RULESET_ATTR_SIZE_V4 16u

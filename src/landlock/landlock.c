@@ -23,59 +23,60 @@
  * "Compatibility"); the mount namespace and seccomp still cover them. */
 #define LL_ABI_KNOWN 7
 
-#define LL_FS_V1                                                                          \
-	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                     \
-	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |                     \
-	 LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |                 \
-	 LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |                     \
-	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |                     \
-	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |                   \
+#define LL_FS_V1                                                                                   \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                              \
+	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |                              \
+	 LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |                          \
+	 LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |                              \
+	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |                              \
+	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |                            \
 	 LANDLOCK_ACCESS_FS_MAKE_SYM)
-#define LL_FS_V3 (LL_FS_V1 | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE)
-#define LL_FS_V5 (LL_FS_V3 | LANDLOCK_ACCESS_FS_IOCTL_DEV)
-#define LL_NET_V4 (LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP)
+#define LL_FS_V3    (LL_FS_V1 | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE)
+#define LL_FS_V5    (LL_FS_V3 | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+#define LL_NET_V4   (LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP)
 #define LL_SCOPE_V6 (LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL)
 
 /* Handled rights by ABI (STYLE rule 9): everything the kernel can deny. */
 static const uint64_t ll_fs_handled[LL_ABI_KNOWN + 1] = {
-	[1] = LL_FS_V1,
-	[2] = LL_FS_V1 | LANDLOCK_ACCESS_FS_REFER,
-	[3] = LL_FS_V3,
-	[4] = LL_FS_V3,
-	[5] = LL_FS_V5,
-	[6] = LL_FS_V5,
-	[7] = LL_FS_V5, /* ABI 7 only adds audit-logging flags */
+    [1] = LL_FS_V1, [2] = LL_FS_V1 | LANDLOCK_ACCESS_FS_REFER,
+    [3] = LL_FS_V3, [4] = LL_FS_V3,
+    [5] = LL_FS_V5, [6] = LL_FS_V5,
+    [7] = LL_FS_V5, /* ABI 7 only adds audit-logging flags */
 };
 static const uint64_t ll_net_handled[LL_ABI_KNOWN + 1] = {
-	[4] = LL_NET_V4, [5] = LL_NET_V4, [6] = LL_NET_V4, [7] = LL_NET_V4,
+    [4] = LL_NET_V4,
+    [5] = LL_NET_V4,
+    [6] = LL_NET_V4,
+    [7] = LL_NET_V4,
 };
 static const uint64_t ll_scoped[LL_ABI_KNOWN + 1] = {
-	[6] = LL_SCOPE_V6,
-	[7] = LL_SCOPE_V6,
+    [6] = LL_SCOPE_V6,
+    [7] = LL_SCOPE_V6,
 };
 static const size_t ll_attr_size[LL_ABI_KNOWN + 1] = {
-	[1] = SC_LANDLOCK_RULESET_ATTR_SIZE_V1, [2] = SC_LANDLOCK_RULESET_ATTR_SIZE_V1,
-	[3] = SC_LANDLOCK_RULESET_ATTR_SIZE_V1, [4] = SC_LANDLOCK_RULESET_ATTR_SIZE_V4,
-	[5] = SC_LANDLOCK_RULESET_ATTR_SIZE_V4, [6] = SC_LANDLOCK_RULESET_ATTR_SIZE_V6,
-	[7] = SC_LANDLOCK_RULESET_ATTR_SIZE_V6,
+    [1] = SC_LANDLOCK_RULESET_ATTR_SIZE_V1, [2] = SC_LANDLOCK_RULESET_ATTR_SIZE_V1,
+    [3] = SC_LANDLOCK_RULESET_ATTR_SIZE_V1, [4] = SC_LANDLOCK_RULESET_ATTR_SIZE_V4,
+    [5] = SC_LANDLOCK_RULESET_ATTR_SIZE_V4, [6] = SC_LANDLOCK_RULESET_ATTR_SIZE_V6,
+    [7] = SC_LANDLOCK_RULESET_ATTR_SIZE_V6,
 };
 
 /* Rights that make sense on a non-directory; the kernel rejects others
  * (EINVAL) in a rule whose parent_fd is not a directory. */
-#define LL_FILE_RIGHTS                                                                    \
-	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                     \
-	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |                     \
+#define LL_FILE_RIGHTS                                                                             \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                              \
+	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |                              \
 	 LANDLOCK_ACCESS_FS_IOCTL_DEV)
 
 /* Access sets, before being cut down to what the ABI handles. */
-#define LL_RO (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+#define LL_RO                                                                                      \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
 /* Writable trees get everything but device creation: devices are never
  * legitimate in a grant (mounts are nodev, seccomp refuses mknod of them). */
 #define LL_RW (LL_FS_V5 & ~(LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK))
 /* The character devices: read/write, O_TRUNC on open (shells do "> /dev/null")
  * and terminal ioctls (tcgetattr on /dev/tty and the pts). */
-#define LL_DEV                                                                            \
-	(LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |                   \
+#define LL_DEV                                                                                     \
+	(LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |                            \
 	 LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
 /* /proc is read-only for Landlock. Writes under /proc/self (oom_score_adj,
  * attr/, uid_map, clear_refs) are not needed by the interpreters, shells,
@@ -95,27 +96,25 @@ typedef struct ll_path_rule {
 /* Fixed rules of the sandbox view; each is skipped when the path does not
  * exist there (the ns module decides what exists). */
 static const ll_path_rule ll_host_runtime[] = {
-	{ "/usr", LL_RO },   { "/bin", LL_RO },  { "/sbin", LL_RO },
-	{ "/lib", LL_RO },   { "/lib64", LL_RO }, { "/etc", LL_RO },
-	/* Listing "/" shows only the names the mount namespace put there. */
-	{ "/", LANDLOCK_ACCESS_FS_READ_DIR },
+    {"/usr", LL_RO},
+    {"/bin", LL_RO},
+    {"/sbin", LL_RO},
+    {"/lib", LL_RO},
+    {"/lib64", LL_RO},
+    {"/etc", LL_RO},
+    /* Listing "/" shows only the names the mount namespace put there. */
+    {"/", LANDLOCK_ACCESS_FS_READ_DIR},
 };
 static const ll_path_rule ll_rootfs_runtime[] = {
-	{ "/", LL_RO },
+    {"/", LL_RO},
 };
 static const ll_path_rule ll_common[] = {
-	{ "/tmp", LL_RW },
-	{ "/dev", LANDLOCK_ACCESS_FS_READ_DIR },
-	{ "/dev/null", LL_DEV },
-	{ "/dev/zero", LL_DEV },
-	{ "/dev/full", LL_DEV },
-	{ "/dev/random", LL_DEV },
-	{ "/dev/urandom", LL_DEV },
-	{ "/dev/tty", LL_DEV },
-	{ "/dev/ptmx", LL_DEV },
-	{ "/dev/pts", LL_DEV | LANDLOCK_ACCESS_FS_READ_DIR },
-	{ "/dev/shm", LL_RW },
-	{ "/proc", LL_PROC },
+    {"/tmp", LL_RW},	      {"/dev", LANDLOCK_ACCESS_FS_READ_DIR},
+    {"/dev/null", LL_DEV},    {"/dev/zero", LL_DEV},
+    {"/dev/full", LL_DEV},    {"/dev/random", LL_DEV},
+    {"/dev/urandom", LL_DEV}, {"/dev/tty", LL_DEV},
+    {"/dev/ptmx", LL_DEV},    {"/dev/pts", LL_DEV | LANDLOCK_ACCESS_FS_READ_DIR},
+    {"/dev/shm", LL_RW},      {"/proc", LL_PROC},
 };
 
 static void ll_note(ll_status *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -154,7 +153,7 @@ int ll_abi(void)
  * the rights a file can carry. */
 static int ll_add_fd(int ruleset_fd, int fd, uint64_t access, uint64_t handled)
 {
-	struct sc_landlock_path_beneath_attr pb = { .parent_fd = fd };
+	struct sc_landlock_path_beneath_attr pb = {.parent_fd = fd};
 	struct stat st;
 
 	if (fstat(fd, &st) < 0)
@@ -195,18 +194,23 @@ static int ll_add_table(int ruleset_fd, const ll_path_rule *t, size_t n, uint64_
 
 int ll_apply(const sc_plan *plan, int exe_fd, ll_status *ret_status)
 {
-	struct sc_landlock_ruleset_attr attr = { 0 };
-	_cleanup_close_ int ruleset_fd = -1;
-	ll_status st = { 0 };
-	bool net_needed;
-	int abi, r;
+	int abi = ll_abi();
 
-	if (!plan || !ret_status)
-		return -EINVAL;
-
-	abi = ll_abi();
 	if (abi < 0)
 		return abi;
+	return ll_apply_abi(plan, exe_fd, abi, ret_status);
+}
+
+int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status)
+{
+	struct sc_landlock_ruleset_attr attr = {0};
+	_cleanup_close_ int ruleset_fd = -1;
+	ll_status st = {0};
+	bool net_needed;
+	int r;
+
+	if (!plan || !ret_status || abi < 0)
+		return -EINVAL;
 	st.abi = abi;
 	/* Connects must be pinned to the proxy when a proxy exists; without
 	 * egress the netns has nothing but the agent's own loopback, so TCP
@@ -270,8 +274,8 @@ int ll_apply(const sc_plan *plan, int exe_fd, ll_status *ret_status)
 
 	if (attr.handled_access_net != 0 && plan->n_egress > 0) {
 		struct sc_landlock_net_port_attr np = {
-			.allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP,
-			.port = PX_LISTEN_PORT,
+		    .allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP,
+		    .port = PX_LISTEN_PORT,
 		};
 
 		if (sys_landlock_add_rule(ruleset_fd, SC_LANDLOCK_RULE_NET_PORT, &np, 0) < 0)

@@ -11,15 +11,36 @@
 #include "policy/plan.h"
 
 typedef struct ll_status {
-	int abi;              /* 0 = Landlock unavailable */
-	bool fs;              /* filesystem rules enforced */
-	bool net;             /* TCP bind/connect rules enforced (ABI >= 4) */
-	bool scoped;          /* abstract unix sockets and signals scoped (ABI >= 6) */
-	char degraded[256];   /* what was not enforced and why; empty when complete */
+	int abi;	    /* 0 = Landlock unavailable */
+	bool fs;	    /* filesystem rules enforced */
+	bool net;	    /* TCP bind/connect rules enforced (ABI >= 4) */
+	bool scoped;	    /* abstract unix sockets and signals scoped (ABI >= 6) */
+	char degraded[256]; /* what was not enforced and why; empty when complete */
 } ll_status;
 
-/* The Landlock ABI of this kernel, 0 if absent. */
+/* The Landlock ABI of this kernel, 0 if absent (ENOSYS, or not enabled in
+ * lsm=); other failures are -errno. */
 int ll_abi(void);
-/* Restricts the calling thread. exe_fd (O_PATH, may be -1) is the init binary
- * that must stay executable. Fails closed unless plan->best_effort. */
+
+/*
+ * Restricts the calling thread (and its future children) to the plan: the
+ * runtime and every grant at grant.at (ro: read+execute; rw: everything but
+ * device creation), /tmp and /dev/shm rw, the character devices of /dev
+ * read/write, /proc read-only, exe_fd (O_PATH, may be -1: the init binary,
+ * outside the view) execute+read; TCP bind denied and TCP connect only to
+ * PX_LISTEN_PORT when the plan has egress, none otherwise (ABI >= 4);
+ * abstract unix sockets and signals scoped to the domain (ABI >= 6).
+ *
+ * Paths are sandbox paths: call after pivot_root, with no_new_privs set,
+ * before seccomp. Fails closed: -EOPNOTSUPP when Landlock is absent, or when
+ * the plan has egress and the kernel cannot restrict TCP (ABI < 4), unless
+ * plan->best_effort, in which case *ret_status says what was not enforced.
+ * A grant missing from the view is an error (-ENOENT). *ret_status is filled
+ * on success and, as far as known, on -EOPNOTSUPP. Not thread-safe with
+ * respect to other threads of the caller (they stay unrestricted).
+ */
 int ll_apply(const sc_plan *plan, int exe_fd, ll_status *ret_status);
+
+/* ll_apply() as if the kernel had Landlock ABI abi (at most the real one):
+ * lets tests force the degraded paths on a current kernel. */
+int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status);

@@ -35,10 +35,10 @@ static int sf_push(sf_cmp_list *l, unsigned arg, uint32_t mask, uint32_t value)
 	if (l->n >= SF_MAX_EXPANSION)
 		return -E2BIG;
 	l->cmp[l->n++] = (struct scmp_arg_cmp){
-		.arg = arg,
-		.op = SCMP_CMP_MASKED_EQ,
-		.datum_a = mask,
-		.datum_b = value,
+	    .arg = arg,
+	    .op = SCMP_CMP_MASKED_EQ,
+	    .datum_a = mask,
+	    .datum_b = value,
 	};
 	return 0;
 }
@@ -137,7 +137,7 @@ static uint32_t sf_action_of(sf_action act, const sc_plan *plan, bool *ret_skip)
 
 static int sf_add_rule(scmp_filter_ctx ctx, const sf_rule *rule, const sc_plan *plan)
 {
-	static sf_cmp_list la, lb; /* large; the filter is built once per process */
+	sf_cmp_list la, lb; /* 2 x 3 KiB */
 	bool skip;
 	uint32_t action = sf_action_of(rule->action, plan, &skip);
 	int r;

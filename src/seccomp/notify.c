@@ -32,13 +32,13 @@
 #include "base/cleanup.h"
 #include "seccomp/seccomp.h"
 
-#define SF_EXEC_PATH_MAX 4096u
-#define SF_EXEC_ARGS_MAX 256u
+#define SF_EXEC_PATH_MAX       4096u
+#define SF_EXEC_ARGS_MAX       256u
 #define SF_EXEC_ARGV_BYTES_MAX (64u * 1024u)
 /* Reads never cross this boundary: a string ending just before an unmapped
  * page must not make the whole read fail. Any larger page size is a
  * multiple of it. */
-#define SF_READ_CHUNK 4096u
+#define SF_READ_CHUNK	 4096u
 #define SF_PROC_PATH_MAX 64u
 
 /* json_decrefp() comes with jansson >= 2.9. */
@@ -49,7 +49,7 @@ static int sf_notif_sizes(struct seccomp_notif_sizes *ret)
 	static struct seccomp_notif_sizes cached;
 
 	if (cached.seccomp_notif == 0) {
-		struct seccomp_notif_sizes s = { 0 };
+		struct seccomp_notif_sizes s = {0};
 
 		if (syscall(__NR_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &s) < 0)
 			return -errno;
@@ -267,8 +267,7 @@ static int sf_dirfd_path(pid_t pid, int dirfd, json_t *data)
 /* Builds proc.exec. Returns 0 with *ret_data = NULL when the notification
  * went stale (target died or the syscall was interrupted and will be
  * retried, i.e. notified again): then there is nothing true to record. */
-static int sf_exec_event(int notify_fd, const struct seccomp_notif *req, bool at,
-			 json_t **ret_data)
+static int sf_exec_event(int notify_fd, const struct seccomp_notif *req, bool at, json_t **ret_data)
 {
 	_cleanup_json_ json_t *data = json_object();
 	_cleanup_close_ int memfd = -1;
@@ -339,7 +338,7 @@ int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata)
 {
 	_cleanup_free_ struct seccomp_notif *req = NULL;
 	_cleanup_free_ struct seccomp_notif_resp *resp = NULL;
-	struct seccomp_notif_sizes sizes = { 0 };
+	struct seccomp_notif_sizes sizes = {0};
 	json_t *data = NULL;
 	const char *event;
 	bool is_exec = false, at = false;
@@ -353,8 +352,8 @@ int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata)
 	/* The kernel's structures may be larger than our headers' (seccomp(2),
 	 * SECCOMP_GET_NOTIF_SIZES); allocate the larger of the two. */
 	req_size = sizes.seccomp_notif > sizeof(*req) ? sizes.seccomp_notif : sizeof(*req);
-	resp_size = sizes.seccomp_notif_resp > sizeof(*resp) ? sizes.seccomp_notif_resp
-							       : sizeof(*resp);
+	resp_size =
+	    sizes.seccomp_notif_resp > sizeof(*resp) ? sizes.seccomp_notif_resp : sizeof(*resp);
 	req = calloc(1, req_size);
 	resp = calloc(1, resp_size);
 	if (!req || !resp)

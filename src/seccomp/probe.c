@@ -46,16 +46,16 @@ enum {
 static int sf_send_fd(int sock, int fd)
 {
 	char c = 0;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
-	} u = { 0 };
+	} u = {0};
 	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = u.buf,
-		.msg_controllen = sizeof(u.buf),
+	    .msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = u.buf,
+	    .msg_controllen = sizeof(u.buf),
 	};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 
@@ -69,16 +69,16 @@ static int sf_send_fd(int sock, int fd)
 static int sf_recv_fd(int sock)
 {
 	char c;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
 	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = u.buf,
-		.msg_controllen = sizeof(u.buf),
+	    .msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = u.buf,
+	    .msg_controllen = sizeof(u.buf),
 	};
 	struct cmsghdr *cm;
 	int fd;
@@ -96,21 +96,21 @@ static int sf_recv_fd(int sock)
 static __attribute__((noreturn)) void sf_probe_child(int sock, uint32_t arch, pid_t parent)
 {
 	struct sock_filter insns[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_getppid, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_getppid, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = ELEMENTSOF(insns), .filter = insns };
+	struct sock_fprog prog = {.len = ELEMENTSOF(insns), .filter = insns};
 	long fd;
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		_exit(PROBE_NNP);
-	fd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-		     &prog);
+	fd =
+	    syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
 	if (fd < 0)
 		_exit(errno == EBUSY ? PROBE_LISTENER : PROBE_FILTER);
 	if (sf_send_fd(sock, (int)fd) < 0)
@@ -123,7 +123,7 @@ static __attribute__((noreturn)) void sf_probe_child(int sock, uint32_t arch, pi
 int sf_probe(char *reason, size_t reason_len)
 {
 	_cleanup_close_ int sock_parent = -1, sock_child = -1, listener = -1;
-	struct seccomp_notif_sizes sizes = { 0 };
+	struct seccomp_notif_sizes sizes = {0};
 	struct seccomp_notif req;
 	struct seccomp_notif_resp resp;
 	struct pollfd pfd;
@@ -157,18 +157,18 @@ int sf_probe(char *reason, size_t reason_len)
 		sf_probe_child(sock_child, seccomp_arch_native(), getppid());
 	sock_child = safe_close(sock_child);
 
-	pfd = (struct pollfd){ .fd = sock_parent, .events = POLLIN };
+	pfd = (struct pollfd){.fd = sock_parent, .events = POLLIN};
 	if (poll(&pfd, 1, SF_PROBE_TIMEOUT_MS) == 1)
 		listener = sf_recv_fd(sock_parent);
 	if (listener >= 0) {
 		got_listener = true;
-		pfd = (struct pollfd){ .fd = listener, .events = POLLIN };
+		pfd = (struct pollfd){.fd = listener, .events = POLLIN};
 		memset(&req, 0, sizeof(req));
 		if (poll(&pfd, 1, SF_PROBE_TIMEOUT_MS) == 1 &&
 		    ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0) {
 			resp = (struct seccomp_notif_resp){
-				.id = req.id,
-				.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE,
+			    .id = req.id,
+			    .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE,
 			};
 			if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0)
 				why = "the kernel refuses SECCOMP_USER_NOTIF_FLAG_CONTINUE";

@@ -23,26 +23,26 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#define NAMES(...) ((const char *const[]){ __VA_ARGS__, NULL })
-#define MASK32 0xffffffffu
+#define NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define MASK32	   0xffffffffu
 
-#define IN(argn, m, ...)                                                                  \
-	{                                                                                 \
-		.how = SF_IN, .arg = (argn), .mask = (m),                                 \
-		.n = sizeof((uint32_t[]){ __VA_ARGS__ }) / sizeof(uint32_t),              \
-		.values = { __VA_ARGS__ },                                                \
+#define IN(argn, m, ...)                                                                           \
+	{                                                                                          \
+		.how = SF_IN, .arg = (argn), .mask = (m),                                          \
+		.n = sizeof((uint32_t[]){__VA_ARGS__}) / sizeof(uint32_t),                         \
+		.values = {__VA_ARGS__},                                                           \
 	}
-#define NOT_IN(argn, m, ...)                                                              \
-	{                                                                                 \
-		.how = SF_NOT_IN, .arg = (argn), .mask = (m),                             \
-		.n = sizeof((uint32_t[]){ __VA_ARGS__ }) / sizeof(uint32_t),              \
-		.values = { __VA_ARGS__ },                                                \
+#define NOT_IN(argn, m, ...)                                                                       \
+	{                                                                                          \
+		.how = SF_NOT_IN, .arg = (argn), .mask = (m),                                      \
+		.n = sizeof((uint32_t[]){__VA_ARGS__}) / sizeof(uint32_t),                         \
+		.values = {__VA_ARGS__},                                                           \
 	}
 
 /* Namespace flags of clone(2). CLONE_NEWTIME shares its bit with CSIGNAL in
  * clone() and exists only for unshare/clone3, both refused whole. */
-#define CLONE_NS_FLAGS                                                                    \
-	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |    \
+#define CLONE_NS_FLAGS                                                                             \
+	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |             \
 	 CLONE_NEWPID | CLONE_NEWNET)
 /* socket(2) type without SOCK_NONBLOCK | SOCK_CLOEXEC. */
 #define SOCK_TYPE_BITS (MASK32 & ~(uint32_t)(SOCK_NONBLOCK | SOCK_CLOEXEC))
@@ -55,135 +55,134 @@
 #define PER_LINUX_QUERY 0xffffffffu
 
 const sf_rule sf_profile[] = {
-	/* ---- allowed: ordinary process life ---- */
-	{ SF_ALLOW, NAMES("read", "write", "readv", "writev", "pread64", "pwrite64", "preadv",
-			  "pwritev", "preadv2", "pwritev2", "lseek", "sendfile",
-			  "copy_file_range", "splice", "tee", "vmsplice", "close", "close_range",
-			  "dup", "dup2", "dup3", "fcntl", "flock", "fsync", "fdatasync",
-			  "sync", "syncfs", "sync_file_range", "fadvise64", "readahead",
-			  "fallocate", "ftruncate", "truncate", "pipe", "pipe2"),
-	  .why = "file descriptor I/O" },
-	{ SF_ALLOW, NAMES("open", "openat", "openat2", "creat", "access", "faccessat",
-			  "faccessat2", "stat", "lstat", "fstat", "newfstatat", "statx",
-			  "statfs", "fstatfs", "getdents", "getdents64", "getcwd", "chdir",
-			  "fchdir", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename",
-			  "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat",
-			  "readlink", "readlinkat", "chmod", "fchmod", "fchmodat", "fchmodat2",
-			  "chown", "fchown", "lchown", "fchownat", "umask", "utime", "utimes",
-			  "utimensat", "futimesat", "getxattr", "lgetxattr", "fgetxattr",
-			  "listxattr", "llistxattr", "flistxattr", "setxattr", "lsetxattr",
-			  "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
-			  "inotify_init", "inotify_init1", "inotify_add_watch",
-			  "inotify_rm_watch", "memfd_create"),
-	  .why = "paths and metadata; Landlock and the mount tree decide which" },
-	{ SF_ALLOW, NAMES("brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "msync",
-			  "mincore", "mlock", "mlock2", "munlock", "mlockall", "munlockall",
-			  "remap_file_pages", "pkey_alloc", "pkey_free", "pkey_mprotect",
-			  "membarrier", "rseq"),
-	  .why = "memory; bounded by the cgroup and RLIMIT_MEMLOCK" },
-	{ SF_ALLOW, NAMES("fork", "vfork", "exit", "exit_group", "wait4", "waitid", "kill",
-			  "tkill", "tgkill", "pidfd_open", "pidfd_send_signal",
-			  "set_tid_address", "set_robust_list", "get_robust_list", "futex",
-			  "futex_waitv", "arch_prctl", "prctl", "getpid", "getppid", "gettid",
-			  "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
-			  "getgroups", "setuid", "setgid", "setreuid", "setregid", "setresuid",
-			  "setresgid", "setgroups", "setfsuid", "setfsgid", "capget", "capset",
-			  "getpgid", "setpgid", "getpgrp", "getsid", "setsid", "getpriority",
-			  "setpriority", "getrlimit", "setrlimit", "prlimit64", "getrusage",
-			  "times", "sched_yield", "sched_getaffinity", "sched_setaffinity",
-			  "sched_getparam", "sched_setparam", "sched_getscheduler",
-			  "sched_setscheduler", "sched_getattr", "sched_setattr",
-			  "sched_get_priority_max", "sched_get_priority_min",
-			  "sched_rr_get_interval", "ioprio_get", "ioprio_set", "uname",
-			  "sysinfo", "getcpu", "getrandom", "seccomp", "landlock_create_ruleset",
-			  "landlock_add_rule", "landlock_restrict_self", "restart_syscall"),
-	  .why = "processes and credentials; the user namespace maps nothing to root" },
-	{ SF_ALLOW, NAMES("rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigpending",
-			  "rt_sigsuspend", "rt_sigtimedwait", "rt_sigqueueinfo",
-			  "rt_tgsigqueueinfo", "sigaltstack", "signalfd", "signalfd4", "pause",
-			  "alarm", "getitimer", "setitimer", "nanosleep", "clock_nanosleep",
-			  "clock_gettime", "clock_getres", "gettimeofday", "time",
-			  "timer_create", "timer_settime", "timer_gettime", "timer_getoverrun",
-			  "timer_delete", "timerfd_create", "timerfd_settime",
-			  "timerfd_gettime"),
-	  .why = "signals and reading clocks" },
-	{ SF_ALLOW, NAMES("poll", "ppoll", "select", "pselect6", "epoll_create",
-			  "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
-			  "epoll_pwait2", "eventfd", "eventfd2", "io_setup", "io_destroy",
-			  "io_submit", "io_cancel", "io_getevents", "io_pgetevents"),
-	  .why = "event loops and classic AIO" },
-	{ SF_ALLOW, NAMES("bind", "connect", "listen", "accept", "accept4", "getsockname",
-			  "getpeername", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg",
-			  "recvmmsg", "shutdown", "setsockopt", "getsockopt"),
-	  .why = "sockets once created; the netns has only lo and the proxy" },
-	{ SF_ALLOW, NAMES("shmget", "shmat", "shmdt", "shmctl", "semget", "semop",
-			  "semtimedop", "semctl", "msgget", "msgsnd", "msgrcv", "msgctl",
-			  "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
-			  "mq_getsetattr"),
-	  .why = "System V and POSIX IPC, private to the sandbox's IPC namespace" },
-	{ SF_EXEC, NAMES("execve", "execveat"),
-	  .why = "program execution; recorded as proc.exec when audit.exec is on" },
+    /* ---- allowed: ordinary process life ---- */
+    {SF_ALLOW,
+     NAMES("read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
+	   "preadv2", "pwritev2", "lseek", "sendfile", "copy_file_range", "splice", "tee",
+	   "vmsplice", "close", "close_range", "dup", "dup2", "dup3", "fcntl", "flock", "fsync",
+	   "fdatasync", "sync", "syncfs", "sync_file_range", "fadvise64", "readahead", "fallocate",
+	   "ftruncate", "truncate", "pipe", "pipe2"),
+     .why = "file descriptor I/O"},
+    {SF_ALLOW,
+     NAMES("open", "openat", "openat2", "creat", "access", "faccessat", "faccessat2", "stat",
+	   "lstat", "fstat", "newfstatat", "statx", "statfs", "fstatfs", "getdents", "getdents64",
+	   "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename",
+	   "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "readlink",
+	   "readlinkat", "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown",
+	   "fchownat", "umask", "utime", "utimes", "utimensat", "futimesat", "getxattr",
+	   "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr", "setxattr",
+	   "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr", "inotify_init",
+	   "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "memfd_create"),
+     .why = "paths and metadata; Landlock and the mount tree decide which"},
+    {SF_ALLOW,
+     NAMES("brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "msync", "mincore", "mlock",
+	   "mlock2", "munlock", "mlockall", "munlockall", "remap_file_pages", "pkey_alloc",
+	   "pkey_free", "pkey_mprotect", "membarrier", "rseq"),
+     .why = "memory; bounded by the cgroup and RLIMIT_MEMLOCK"},
+    {SF_ALLOW,
+     NAMES("fork", "vfork", "exit", "exit_group", "wait4", "waitid", "kill", "tkill", "tgkill",
+	   "pidfd_open", "pidfd_send_signal", "set_tid_address", "set_robust_list",
+	   "get_robust_list", "futex", "futex_waitv", "arch_prctl", "prctl", "getpid", "getppid",
+	   "gettid", "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
+	   "getgroups", "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
+	   "setgroups", "setfsuid", "setfsgid", "capget", "capset", "getpgid", "setpgid", "getpgrp",
+	   "getsid", "setsid", "getpriority", "setpriority", "getrlimit", "setrlimit", "prlimit64",
+	   "getrusage", "times", "sched_yield", "sched_getaffinity", "sched_setaffinity",
+	   "sched_getparam", "sched_setparam", "sched_getscheduler", "sched_setscheduler",
+	   "sched_getattr", "sched_setattr", "sched_get_priority_max", "sched_get_priority_min",
+	   "sched_rr_get_interval", "ioprio_get", "ioprio_set", "uname", "sysinfo", "getcpu",
+	   "getrandom", "seccomp", "landlock_create_ruleset", "landlock_add_rule",
+	   "landlock_restrict_self", "restart_syscall"),
+     .why = "processes and credentials; the user namespace maps nothing to root"},
+    {SF_ALLOW,
+     NAMES("rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigpending", "rt_sigsuspend",
+	   "rt_sigtimedwait", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "sigaltstack", "signalfd",
+	   "signalfd4", "pause", "alarm", "getitimer", "setitimer", "nanosleep", "clock_nanosleep",
+	   "clock_gettime", "clock_getres", "gettimeofday", "time", "timer_create", "timer_settime",
+	   "timer_gettime", "timer_getoverrun", "timer_delete", "timerfd_create", "timerfd_settime",
+	   "timerfd_gettime"),
+     .why = "signals and reading clocks"},
+    {SF_ALLOW,
+     NAMES("poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl",
+	   "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2", "io_setup",
+	   "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents"),
+     .why = "event loops and classic AIO"},
+    {SF_ALLOW,
+     NAMES("bind", "connect", "listen", "accept", "accept4", "getsockname", "getpeername", "sendto",
+	   "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown", "setsockopt",
+	   "getsockopt"),
+     .why = "sockets once created; the netns has only lo and the proxy"},
+    {SF_ALLOW,
+     NAMES("shmget", "shmat", "shmdt", "shmctl", "semget", "semop", "semtimedop", "semctl",
+	   "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend",
+	   "mq_timedreceive", "mq_notify", "mq_getsetattr"),
+     .why = "System V and POSIX IPC, private to the sandbox's IPC namespace"},
+    {SF_EXEC, NAMES("execve", "execveat"),
+     .why = "program execution; recorded as proc.exec when audit.exec is on"},
 
-	/* ---- allowed with argument checks ---- */
-	{ SF_ALLOW, NAMES("clone"), IN(0, CLONE_NS_FLAGS, 0),
-	  .why = "fork and threads without namespace flags" },
-	{ SF_DENY, NAMES("clone"), NOT_IN(0, CLONE_NS_FLAGS, 0),
-	  .why = "a new namespace would give the agent root over a private view" },
-	{ SF_ENOSYS, NAMES("clone3"),
-	  .why = "its flags live in memory seccomp cannot read; glibc falls back to clone" },
-	{ SF_ALLOW, NAMES("socket"), IN(0, MASK32, AF_UNIX),
-	  IN(1, SOCK_TYPE_BITS, SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET),
-	  .why = "unix sockets" },
-	{ SF_ALLOW, NAMES("socket"), IN(0, MASK32, AF_INET, AF_INET6),
-	  IN(1, SOCK_TYPE_BITS, SOCK_STREAM, SOCK_DGRAM), .why = "TCP and UDP" },
-	{ SF_DENY, NAMES("socket"), IN(0, MASK32, AF_UNIX, AF_INET, AF_INET6),
-	  IN(1, SOCK_TYPE_BITS, SOCK_RAW, SOCK_PACKET),
-	  .why = "raw sockets forge packets and sniff the namespace" },
-	{ SF_DENY, NAMES("socket"), NOT_IN(0, MASK32, AF_UNIX, AF_INET, AF_INET6),
-	  .why = "netlink, packet, vsock, bluetooth...: kernel attack surface, no use here" },
-	{ SF_ALLOW, NAMES("socketpair"), IN(0, MASK32, AF_UNIX), .why = "unix socket pairs" },
-	{ SF_ALLOW, NAMES("ioctl"), NOT_IN(1, MASK32, TIOCSTI, TIOCLINUX),
-	  .why = "device and terminal control" },
-	{ SF_DENY, NAMES("ioctl"), IN(1, MASK32, TIOCSTI, TIOCLINUX),
-	  .why = "TIOCSTI/TIOCLINUX push keystrokes into a terminal someone else reads" },
-	{ SF_ALLOW, NAMES("personality"), IN(0, MASK32, 0, PER_LINUX_QUERY),
-	  .why = "PER_LINUX and the query" },
-	{ SF_DENY, NAMES("personality"), NOT_IN(0, MASK32, 0, PER_LINUX_QUERY),
-	  .why = "other personalities turn off ASLR or change mmap semantics" },
-	{ SF_ALLOW, NAMES("mknod"), IN(1, S_IFMT, 0, S_IFREG, S_IFIFO, S_IFSOCK),
-	  .why = "FIFOs, sockets and regular files" },
-	{ SF_DENY, NAMES("mknod"), IN(1, S_IFMT, S_IFCHR, S_IFBLK),
-	  .why = "device nodes would reach hardware behind /dev" },
-	{ SF_ALLOW, NAMES("mknodat"), IN(2, S_IFMT, 0, S_IFREG, S_IFIFO, S_IFSOCK),
-	  .why = "FIFOs, sockets and regular files" },
-	{ SF_DENY, NAMES("mknodat"), IN(2, S_IFMT, S_IFCHR, S_IFBLK),
-	  .why = "device nodes would reach hardware behind /dev" },
+    /* ---- allowed with argument checks ---- */
+    {SF_ALLOW, NAMES("clone"), IN(0, CLONE_NS_FLAGS, 0),
+     .why = "fork and threads without namespace flags"},
+    {SF_DENY, NAMES("clone"), NOT_IN(0, CLONE_NS_FLAGS, 0),
+     .why = "a new namespace would give the agent root over a private view"},
+    {SF_ENOSYS, NAMES("clone3"),
+     .why = "its flags live in memory seccomp cannot read; glibc falls back to clone"},
+    {SF_ALLOW, NAMES("socket"), IN(0, MASK32, AF_UNIX),
+     IN(1, SOCK_TYPE_BITS, SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET), .why = "unix sockets"},
+    {SF_ALLOW, NAMES("socket"), IN(0, MASK32, AF_INET, AF_INET6),
+     IN(1, SOCK_TYPE_BITS, SOCK_STREAM, SOCK_DGRAM), .why = "TCP and UDP"},
+    {SF_DENY, NAMES("socket"), IN(0, MASK32, AF_UNIX, AF_INET, AF_INET6),
+     IN(1, SOCK_TYPE_BITS, SOCK_RAW, SOCK_PACKET),
+     .why = "raw sockets forge packets and sniff the namespace"},
+    {SF_DENY, NAMES("socket"), NOT_IN(0, MASK32, AF_UNIX, AF_INET, AF_INET6),
+     .why = "netlink, packet, vsock, bluetooth...: kernel attack surface, no use here"},
+    {SF_ALLOW, NAMES("socketpair"), IN(0, MASK32, AF_UNIX), .why = "unix socket pairs"},
+    {SF_ALLOW, NAMES("ioctl"), NOT_IN(1, MASK32, TIOCSTI, TIOCLINUX),
+     .why = "device and terminal control"},
+    {SF_DENY, NAMES("ioctl"), IN(1, MASK32, TIOCSTI, TIOCLINUX),
+     .why = "TIOCSTI/TIOCLINUX push keystrokes into a terminal someone else reads"},
+    {SF_ALLOW, NAMES("personality"), IN(0, MASK32, 0, PER_LINUX_QUERY),
+     .why = "PER_LINUX and the query"},
+    {SF_DENY, NAMES("personality"), NOT_IN(0, MASK32, 0, PER_LINUX_QUERY),
+     .why = "other personalities turn off ASLR or change mmap semantics"},
+    {SF_ALLOW, NAMES("mknod"), IN(1, S_IFMT, 0, S_IFREG, S_IFIFO, S_IFSOCK),
+     .why = "FIFOs, sockets and regular files"},
+    {SF_DENY, NAMES("mknod"), IN(1, S_IFMT, S_IFCHR, S_IFBLK),
+     .why = "device nodes would reach hardware behind /dev"},
+    {SF_ALLOW, NAMES("mknodat"), IN(2, S_IFMT, 0, S_IFREG, S_IFIFO, S_IFSOCK),
+     .why = "FIFOs, sockets and regular files"},
+    {SF_DENY, NAMES("mknodat"), IN(2, S_IFMT, S_IFCHR, S_IFBLK),
+     .why = "device nodes would reach hardware behind /dev"},
 
-	/* ---- refused: each group reaches past a wall ---- */
-	{ SF_DENY, NAMES("unshare", "setns"),
-	  .why = "namespaces: private root over a new view, or a way into another one" },
-	{ SF_DENY, NAMES("mount", "umount2", "pivot_root", "move_mount", "open_tree",
-			 "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "chroot"),
-	  .why = "the mount tree is the first wall; unmounting would uncover host paths" },
-	{ SF_DENY, NAMES("bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
-			 "io_uring_enter", "io_uring_register"),
-	  .why = "large kernel attack surface with a history of privilege escalations" },
-	{ SF_DENY, NAMES("keyctl", "add_key", "request_key"),
-	  .why = "kernel keyrings are not namespaced and hold other users' secrets" },
-	{ SF_DENY, NAMES("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"),
-	  .why = "inspecting another process: reads or steals the memory and fds of "
-		 "init and siblings; a tracer also rewrites syscalls after the "
-		 "listener saw them, so exec records could lie (no strace/gdb inside)" },
-	{ SF_DENY, NAMES("kexec_load", "kexec_file_load", "init_module", "finit_module",
-			 "delete_module", "reboot", "swapon", "swapoff", "iopl", "ioperm"),
-	  .why = "the kernel itself and the hardware" },
-	{ SF_DENY, NAMES("settimeofday", "clock_settime", "clock_adjtime", "adjtimex"),
-	  .why = "the clock is shared with the host" },
-	{ SF_DENY, NAMES("acct", "quotactl", "quotactl_fd", "syslog", "lookup_dcookie",
-			 "vhangup", "sethostname", "setdomainname"),
-	  .why = "host-wide administration and the kernel log" },
-	{ SF_DENY, NAMES("open_by_handle_at", "name_to_handle_at"),
-	  .why = "file handles bypass the mount tree (the 'shocker' escape)" },
+    /* ---- refused: each group reaches past a wall ---- */
+    {SF_DENY, NAMES("unshare", "setns"),
+     .why = "namespaces: private root over a new view, or a way into another one"},
+    {SF_DENY,
+     NAMES("mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsconfig",
+	   "fsmount", "fspick", "mount_setattr", "chroot"),
+     .why = "the mount tree is the first wall; unmounting would uncover host paths"},
+    {SF_DENY,
+     NAMES("bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
+	   "io_uring_register"),
+     .why = "large kernel attack surface with a history of privilege escalations"},
+    {SF_DENY, NAMES("keyctl", "add_key", "request_key"),
+     .why = "kernel keyrings are not namespaced and hold other users' secrets"},
+    {SF_DENY, NAMES("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"),
+     .why = "inspecting another process: reads or steals the memory and fds of "
+	    "init and siblings; a tracer also rewrites syscalls after the "
+	    "listener saw them, so exec records could lie (no strace/gdb inside)"},
+    {SF_DENY,
+     NAMES("kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	   "reboot", "swapon", "swapoff", "iopl", "ioperm"),
+     .why = "the kernel itself and the hardware"},
+    {SF_DENY, NAMES("settimeofday", "clock_settime", "clock_adjtime", "adjtimex"),
+     .why = "the clock is shared with the host"},
+    {SF_DENY,
+     NAMES("acct", "quotactl", "quotactl_fd", "syslog", "lookup_dcookie", "vhangup", "sethostname",
+	   "setdomainname"),
+     .why = "host-wide administration and the kernel log"},
+    {SF_DENY, NAMES("open_by_handle_at", "name_to_handle_at"),
+     .why = "file handles bypass the mount tree (the 'shocker' escape)"},
 };
 
 const size_t sf_profile_len = sizeof(sf_profile) / sizeof(sf_profile[0]);

@@ -22,8 +22,8 @@ typedef enum sf_action {
 } sf_action;
 
 typedef enum sf_match {
-	SF_ANY,    /* no condition on this argument */
-	SF_IN,     /* (arg & mask) is one of values */
+	SF_ANY,	   /* no condition on this argument */
+	SF_IN,	   /* (arg & mask) is one of values */
 	SF_NOT_IN, /* (arg & mask) is none of values */
 } sf_match;
 
@@ -43,7 +43,7 @@ typedef struct sf_arg {
 typedef struct sf_rule {
 	sf_action action;
 	const char *const *names; /* NULL-terminated */
-	sf_arg a, b;              /* both must hold */
+	sf_arg a, b;		  /* both must hold */
 	const char *why;
 } sf_rule;
 

@@ -62,7 +62,7 @@ static void ok(bool cond, const char *fmt, ...)
 
 static sc_plan plain_plan(void)
 {
-	return (sc_plan){ .version = 1 };
+	return (sc_plan){.version = 1};
 }
 
 /* A check run inside the filtered child returns 0 when the kernel answered
@@ -121,9 +121,8 @@ static int c_bpf(void)
 }
 static int c_keyctl(void)
 {
-	return expect_errno(syscall(__NR_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING,
-				    0),
-			    EPERM);
+	return expect_errno(
+	    syscall(__NR_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0), EPERM);
 }
 static int c_ptrace(void)
 {
@@ -131,7 +130,7 @@ static int c_ptrace(void)
 }
 static int c_io_uring(void)
 {
-	char params[120] = { 0 };
+	char params[120] = {0};
 
 	return expect_errno(syscall(__NR_io_uring_setup, 1, params), EPERM);
 }
@@ -162,7 +161,7 @@ static int c_clone_newnet(void)
 }
 static int c_clone3(void)
 {
-	struct sc_clone_args a = { .exit_signal = SIGCHLD };
+	struct sc_clone_args a = {.exit_signal = SIGCHLD};
 	pid_t p = sys_clone3(&a);
 
 	if (p == 0)
@@ -215,8 +214,7 @@ static int c_personality_query(void)
 }
 static int c_mknod_chr(void)
 {
-	return expect_errno(mknodat(AT_FDCWD, "/nonexistent-dir/x", S_IFCHR | 0600,
-				    makedev(1, 3)),
+	return expect_errno(mknodat(AT_FDCWD, "/nonexistent-dir/x", S_IFCHR | 0600, makedev(1, 3)),
 			    EPERM);
 }
 static int c_mkfifo(void)
@@ -272,25 +270,25 @@ static int spawn_wait(const char *const argv[])
 }
 static int c_fork_exec_true(void)
 {
-	return spawn_wait((const char *const[]){ "/bin/true", NULL });
+	return spawn_wait((const char *const[]){"/bin/true", NULL});
 }
 static int c_python(void)
 {
 	return spawn_wait((const char *const[]){
-		"/usr/bin/python3", "-c",
-		"import threading, subprocess, json, os, tempfile, socket\n"
-		"t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
-		"assert subprocess.run(['/bin/true']).returncode == 0\n"
-		"with tempfile.TemporaryDirectory() as d:\n"
-		"    open(os.path.join(d, 'f'), 'w').write(json.dumps([1, 2]))\n"
-		"a, b = socket.socketpair(); a.send(b'x'); assert b.recv(1) == b'x'\n",
-		NULL });
+	    "/usr/bin/python3", "-c",
+	    "import threading, subprocess, json, os, tempfile, socket\n"
+	    "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+	    "assert subprocess.run(['/bin/true']).returncode == 0\n"
+	    "with tempfile.TemporaryDirectory() as d:\n"
+	    "    open(os.path.join(d, 'f'), 'w').write(json.dumps([1, 2]))\n"
+	    "a, b = socket.socketpair(); a.send(b'x'); assert b.recv(1) == b'x'\n",
+	    NULL});
 }
 static int c_sh_pipe(void)
 {
 	return spawn_wait((const char *const[]){
-		"/bin/sh", "-c", "echo hello | tr h j | grep -q jello && test \"$(echo x)\" = x",
-		NULL });
+	    "/bin/sh", "-c", "echo hello | tr h j | grep -q jello && test \"$(echo x)\" = x",
+	    NULL});
 }
 static int c_x32(void)
 {
@@ -308,39 +306,39 @@ static int c_int80(void)
 typedef struct check {
 	const char *what;
 	check_fn fn;
-	int want;          /* exit status wanted under the filter */
+	int want;	   /* exit status wanted under the filter */
 	bool differs_bare; /* without the filter the result must differ */
 } check;
 
 static const check checks[] = {
-	{ "unshare(CLONE_NEWUSER) is EPERM", c_unshare, 0, true },
-	{ "mount is EPERM", c_mount, 0, true },
-	{ "bpf is EPERM", c_bpf, 0, true },
-	{ "keyctl is EPERM", c_keyctl, 0, true },
-	{ "ptrace is EPERM", c_ptrace, 0, true },
-	{ "io_uring_setup is EPERM", c_io_uring, 0, true },
-	{ "socket(AF_PACKET) is EPERM", c_packet, 0, true },
-	{ "socket(AF_INET, SOCK_RAW) is EPERM", c_raw, 0, true },
-	{ "socket(AF_NETLINK) is EPERM", c_netlink, 0, true },
-	{ "socket family with upper bits set is EPERM", c_family_upper_bits, 0, true },
-	{ "clone(CLONE_NEWNET) is EPERM", c_clone_newnet, 0, true },
-	{ "clone3 is ENOSYS", c_clone3, 0, true },
-	{ "a syscall unknown to the profile is ENOSYS", c_unknown, 0, true },
-	{ "setns is EPERM", c_setns, 0, true },
-	{ "chroot is EPERM", c_chroot, 0, true },
-	{ "ioctl TIOCSTI is EPERM", c_tiocsti, 0, true },
-	{ "ioctl TIOCSTI with upper bits is EPERM", c_tiocsti_high, 0, true },
-	{ "other ioctls work", c_ioctl_ok, 0, false },
-	{ "personality(ADDR_NO_RANDOMIZE) is EPERM", c_personality, 0, true },
-	{ "personality query works", c_personality_query, 0, false },
-	{ "mknod of a char device is EPERM", c_mknod_chr, 0, true },
-	{ "mkfifo works", c_mkfifo, 0, false },
-	{ "inet, inet6 and unix sockets work", c_sockets_ok, 0, false },
-	{ "fork + exec /bin/true works", c_fork_exec_true, 0, false },
-	{ "python3 with threads, subprocess, files and sockets works", c_python, 0, false },
-	{ "sh -c with a pipe and a subshell works", c_sh_pipe, 0, false },
-	{ "an x32 syscall kills the process", c_x32, 128 + SIGSYS, true },
-	{ "an int $0x80 syscall kills the process", c_int80, 128 + SIGSYS, true },
+    {"unshare(CLONE_NEWUSER) is EPERM", c_unshare, 0, true},
+    {"mount is EPERM", c_mount, 0, true},
+    {"bpf is EPERM", c_bpf, 0, true},
+    {"keyctl is EPERM", c_keyctl, 0, true},
+    {"ptrace is EPERM", c_ptrace, 0, true},
+    {"io_uring_setup is EPERM", c_io_uring, 0, true},
+    {"socket(AF_PACKET) is EPERM", c_packet, 0, true},
+    {"socket(AF_INET, SOCK_RAW) is EPERM", c_raw, 0, true},
+    {"socket(AF_NETLINK) is EPERM", c_netlink, 0, true},
+    {"socket family with upper bits set is EPERM", c_family_upper_bits, 0, true},
+    {"clone(CLONE_NEWNET) is EPERM", c_clone_newnet, 0, true},
+    {"clone3 is ENOSYS", c_clone3, 0, true},
+    {"a syscall unknown to the profile is ENOSYS", c_unknown, 0, true},
+    {"setns is EPERM", c_setns, 0, true},
+    {"chroot is EPERM", c_chroot, 0, true},
+    {"ioctl TIOCSTI is EPERM", c_tiocsti, 0, true},
+    {"ioctl TIOCSTI with upper bits is EPERM", c_tiocsti_high, 0, true},
+    {"other ioctls work", c_ioctl_ok, 0, false},
+    {"personality(ADDR_NO_RANDOMIZE) is EPERM", c_personality, 0, true},
+    {"personality query works", c_personality_query, 0, false},
+    {"mknod of a char device is EPERM", c_mknod_chr, 0, true},
+    {"mkfifo works", c_mkfifo, 0, false},
+    {"inet, inet6 and unix sockets work", c_sockets_ok, 0, false},
+    {"fork + exec /bin/true works", c_fork_exec_true, 0, false},
+    {"python3 with threads, subprocess, files and sockets works", c_python, 0, false},
+    {"sh -c with a pipe and a subshell works", c_sh_pipe, 0, false},
+    {"an x32 syscall kills the process", c_x32, 128 + SIGSYS, true},
+    {"an int $0x80 syscall kills the process", c_int80, 128 + SIGSYS, true},
 };
 
 /* ---- notifications ---- */
@@ -359,10 +357,10 @@ static void collect(const char *event, json_t *data, void *userdata)
 static int send_fd(int sock, int fd)
 {
 	char c = 0;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	char buf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
-			      .msg_controllen = sizeof(buf) };
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	char buf[CMSG_SPACE(sizeof(int))] = {0};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 
 	cm->cmsg_level = SOL_SOCKET;
@@ -375,10 +373,10 @@ static int send_fd(int sock, int fd)
 static int recv_fd(int sock)
 {
 	char c;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
 	char buf[CMSG_SPACE(sizeof(int))];
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
-			      .msg_controllen = sizeof(buf) };
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
 	struct cmsghdr *cm;
 	int fd;
 
@@ -423,8 +421,8 @@ static int run_notified(check_fn fn, events *ev)
 	close(sv[0]);
 	pidfd = sys_pidfd_open(pid, 0);
 	for (;;) {
-		struct pollfd p[2] = { { .fd = listener, .events = POLLIN },
-				       { .fd = pidfd, .events = POLLIN } };
+		struct pollfd p[2] = {{.fd = listener, .events = POLLIN},
+				      {.fd = pidfd, .events = POLLIN}};
 
 		if (poll(p, 2, 10000) <= 0)
 			break;
@@ -495,7 +493,8 @@ static json_t *find_event(json_t *list, const char *event, size_t nth)
 
 	json_array_foreach(list, i, e)
 	{
-		if (strcmp(json_string_value(json_object_get(e, "event")), event) == 0 && nth-- == 0)
+		if (strcmp(json_string_value(json_object_get(e, "event")), event) == 0 &&
+		    nth-- == 0)
 			return json_object_get(e, "data");
 	}
 	return NULL;
@@ -503,7 +502,7 @@ static json_t *find_event(json_t *list, const char *event, size_t nth)
 
 static void test_notifications(void)
 {
-	events ev = { .list = json_array() };
+	events ev = {.list = json_array()};
 	json_t *d;
 	int st;
 
@@ -511,16 +510,18 @@ static void test_notifications(void)
 	ok(st == 0, "audited child: unshare refused with EPERM, echo ran (status %d)", st);
 	d = find_event(ev.list, "syscall.denied", 0);
 	ok(d && strcmp(json_string_value(json_object_get(d, "syscall")) ?: "", "unshare") == 0 &&
-		   json_integer_value(json_object_get(d, "nr")) == __NR_unshare,
+	       json_integer_value(json_object_get(d, "nr")) == __NR_unshare,
 	   "syscall.denied names unshare");
 	d = find_event(ev.list, "proc.exec", 0);
 	{
 		json_t *want = json_pack("[s,s,s]", "/bin/echo", "a", "b");
 
-		ok(d && strcmp(json_string_value(json_object_get(d, "path")) ?: "", "/bin/echo") == 0 &&
-			   json_equal(json_object_get(d, "argv"), want) &&
-			   json_is_false(json_object_get(d, "truncated")) &&
-			   json_integer_value(json_object_get(d, "pid")) > 0,
+		ok(d &&
+		       strcmp(json_string_value(json_object_get(d, "path")) ?: "", "/bin/echo") ==
+			   0 &&
+		       json_equal(json_object_get(d, "argv"), want) &&
+		       json_is_false(json_object_get(d, "truncated")) &&
+		       json_integer_value(json_object_get(d, "pid")) > 0,
 		   "proc.exec has path /bin/echo and argv [/bin/echo, a, b]");
 		json_decref(want);
 	}
@@ -535,7 +536,7 @@ static void test_notifications(void)
 	st = run_notified(n_many_args, &ev);
 	d = find_event(ev.list, "proc.exec", 0);
 	ok(st == 0 && d && json_array_size(json_object_get(d, "argv")) == 256 &&
-		   json_is_true(json_object_get(d, "truncated")),
+	       json_is_true(json_object_get(d, "truncated")),
 	   "301 arguments: 256 recorded, truncated (status %d)", st);
 	json_decref(ev.list);
 
@@ -543,15 +544,15 @@ static void test_notifications(void)
 	st = run_notified(n_bad_pointers, &ev);
 	d = find_event(ev.list, "proc.exec", 0);
 	ok(st == 0 && d && json_is_true(json_object_get(d, "truncated")) &&
-		   json_array_size(json_object_get(d, "argv")) == 0,
+	       json_array_size(json_object_get(d, "argv")) == 0,
 	   "unreadable argv: answered, recorded as truncated (status %d)", st);
 	json_decref(ev.list);
 
 	ev.list = json_array();
 	st = run_notified(n_sh_pipe, &ev);
 	ok(st == 0 && find_event(ev.list, "proc.exec", 2) != NULL,
-	   "sh pipeline under audit works and its execs are recorded (status %d, %zu events)",
-	   st, json_array_size(ev.list));
+	   "sh pipeline under audit works and its execs are recorded (status %d, %zu events)", st,
+	   json_array_size(ev.list));
 	json_decref(ev.list);
 }
 

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test-only wrapper: runs a command under sandcap's second wall alone
+ * (Landlock + seccomp, as ll_apply and sf_apply build them), optionally in
+ * fresh net/UTS/IPC namespaces standing in for the first wall. Used to try
+ * the escape probes and to measure the filters' overhead before the full
+ * `sandcap run` exists; it accepts the same "run [--policy FILE] --" prefix
+ * (the policy is ignored) so run-escapes.sh can drive it.
+ *
+ *   filter-wrap [run] [--policy FILE] [--no-ns] [--no-landlock] [--no-seccomp]
+ *               [--audit] [--ro DIR]... [--rw DIR]... [--egress] -- CMD [ARG]...
+ *
+ * The directory of CMD is granted read-only so that it can be executed.
+ * --audit serves the exec/denied notifications in a parent process and
+ * prints each event as one JSON line on stderr.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compat/syscalls.h"
+#include "landlock/landlock.h"
+#include "seccomp/seccomp.h"
+
+#define WRAP_MAX_GRANTS 16
+
+static void print_event(const char *event, json_t *data, void *userdata)
+{
+	json_t *line = json_pack("{s:s, s:o}", "event", event, "data", data);
+	char *s = line ? json_dumps(line, JSON_COMPACT) : NULL;
+
+	(void)userdata;
+	if (s)
+		fprintf(stderr, "%s\n", s);
+	free(s);
+	json_decref(line);
+}
+
+static int lo_up(void)
+{
+	struct ifreq ifr = {0};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0 ||
+	    (ifr.ifr_flags |= IFF_UP, ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)) {
+		close(fd);
+		return -errno;
+	}
+	close(fd);
+	return 0;
+}
+
+static int send_fd(int sock, int fd)
+{
+	char c = 0;
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	char buf[CMSG_SPACE(sizeof(int))] = {0};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -errno;
+}
+
+static int recv_fd(int sock)
+{
+	char c;
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	char buf[CMSG_SPACE(sizeof(int))];
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/* Serves the listener until the child exits; returns its wait status. */
+static int serve(pid_t child, int listener)
+{
+	int pidfd = sys_pidfd_open(child, 0), status = 0;
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = listener, .events = POLLIN},
+				      {.fd = pidfd, .events = POLLIN}};
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[0].revents & POLLIN) {
+			int r = sf_notify_handle(listener, print_event, NULL);
+
+			if (r < 0)
+				fprintf(stderr, "filter-wrap: notify: %s\n", strerror(-r));
+			continue;
+		}
+		if (p[1].revents || (p[0].revents & (POLLHUP | POLLERR)))
+			break;
+	}
+	(void)waitpid(child, &status, 0);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	plan_grant grants[WRAP_MAX_GRANTS + 1];
+	plan_egress egress = {.host = (char *)"proxy"};
+	sc_plan plan = {.version = 1, .runtime = RUNTIME_HOST};
+	bool ns = true, landlock = true, seccomp = true, audit = false;
+	char *cmd_dir;
+	int i = 1, sv[2] = {-1, -1};
+	pid_t child = 0;
+
+	if (i < argc && strcmp(argv[i], "run") == 0)
+		i++;
+	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--policy") == 0 && i + 1 < argc)
+			i++;
+		else if (strcmp(argv[i], "--no-ns") == 0)
+			ns = false;
+		else if (strcmp(argv[i], "--no-landlock") == 0)
+			landlock = false;
+		else if (strcmp(argv[i], "--no-seccomp") == 0)
+			seccomp = false;
+		else if (strcmp(argv[i], "--audit") == 0)
+			audit = true;
+		else if (strcmp(argv[i], "--egress") == 0)
+			plan.egress = &egress, plan.n_egress = 1;
+		else if ((strcmp(argv[i], "--ro") == 0 || strcmp(argv[i], "--rw") == 0) &&
+			 i + 1 < argc && plan.n_grants < WRAP_MAX_GRANTS) {
+			grants[plan.n_grants++] = (plan_grant){
+			    .path = argv[i + 1],
+			    .at = argv[i + 1],
+			    .mode = argv[i][3] == 'w' ? GRANT_RW : GRANT_RO,
+			};
+			i++;
+		} else {
+			fprintf(stderr, "filter-wrap: bad argument %s\n", argv[i]);
+			return 125;
+		}
+	}
+	if (i + 1 >= argc) {
+		fprintf(stderr, "usage: filter-wrap [options] -- CMD [ARG]...\n");
+		return 125;
+	}
+	i++;
+	cmd_dir = dirname(strdup(argv[i]));
+	grants[plan.n_grants++] = (plan_grant){.path = cmd_dir, .at = cmd_dir, .mode = GRANT_RO};
+	plan.grants = grants;
+	plan.audit_exec = plan.audit_denied_syscalls = audit;
+
+	if (ns) {
+		if (unshare(CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC) < 0 || lo_up() < 0) {
+			perror("filter-wrap: namespaces");
+			return 125;
+		}
+	}
+	if (audit) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			return 125;
+		child = fork();
+		if (child < 0)
+			return 125;
+		if (child > 0) {
+			int listener, status;
+
+			close(sv[1]);
+			listener = recv_fd(sv[0]);
+			if (listener < 0) {
+				(void)waitpid(child, &status, 0);
+				return 125;
+			}
+			status = serve(child, listener);
+			if (WIFSIGNALED(status))
+				return 128 + WTERMSIG(status);
+			return WEXITSTATUS(status);
+		}
+		close(sv[0]);
+	}
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		perror("filter-wrap: no_new_privs");
+		return 125;
+	}
+	if (landlock) {
+		ll_status st;
+		int r = ll_apply(&plan, -1, &st);
+
+		if (r < 0) {
+			fprintf(stderr, "filter-wrap: landlock: %s\n", strerror(-r));
+			return 125;
+		}
+	}
+	if (seccomp) {
+		int fd = -1, r = sf_apply(&plan, &fd);
+
+		if (r < 0) {
+			fprintf(stderr, "filter-wrap: seccomp: %s\n", strerror(-r));
+			return 125;
+		}
+		if (fd >= 0) {
+			if (send_fd(sv[1], fd) < 0)
+				return 125;
+			close(fd);
+			close(sv[1]);
+		}
+	}
+	execv(argv[i], argv + i);
+	fprintf(stderr, "filter-wrap: exec %s: %s\n", argv[i], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
