@@ -142,6 +142,7 @@ int px_forward_start(conn *c)
 	c->uhead_off = 0;
 	memmove(c->cin, c->cin + c->req.head_len, c->cin_len - c->req.head_len);
 	c->cin_len -= c->req.head_len;
+	c->req.head_len = 0;
 	c->framed = 0;
 	c->req_body = 0;
 	if (c->req.chunked) {
@@ -385,6 +386,7 @@ write_client:
 			return false;
 		}
 		c->cout_off += (size_t)n;
+		c->bytes_in += (uint64_t)n;
 		moved = true;
 	}
 	if (c->cout_off == c->cout_len && c->uframed > 0 && !c->throttled_down) {

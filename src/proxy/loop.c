@@ -171,6 +171,15 @@ static void deny(conn *c, int status, const char *reason, const char *text, bool
 		close = true;
 	emit_denied(c, reason);
 	px_conn_emit_request(c, "deny", reason, status);
+	/* the request is answered: its head leaves the buffer (the forward path
+	 * has already consumed it when req.head_len was reset) */
+	if (c->state != CS_FORWARD && c->req.head_len > 0 && c->req.head_len <= c->cin_len) {
+		memmove(c->cin, c->cin + c->req.head_len, c->cin_len - c->req.head_len);
+		c->cin_len -= c->req.head_len;
+		c->req.head_len = 0;
+	}
+	if (close)
+		c->cin_len = 0;
 	if (px_conn_reply(c, status, reason, text, close) < 0)
 		px_conn_close(c, "oom");
 }

@@ -42,6 +42,7 @@ int px_tunnel_start(conn *c)
 	/* bytes the client sent after the CONNECT head go upstream first */
 	memmove(c->cin, c->cin + c->req.head_len, c->cin_len - c->req.head_len);
 	c->cin_len -= c->req.head_len;
+	c->req.head_len = 0;
 	c->framed = c->cin_len;
 	c->state = CS_TUNNEL;
 	c->deadline_ns = px_now_ns() + PX_TUNNEL_IDLE_NS;
