@@ -65,9 +65,9 @@ static const struct {
 	const char *n;
 	uint32_t bit;
 } methods[] = {
-	{ "GET", HTTP_GET },       { "HEAD", HTTP_HEAD },       { "POST", HTTP_POST },
-	{ "PUT", HTTP_PUT },       { "PATCH", HTTP_PATCH },     { "DELETE", HTTP_DELETE },
-	{ "OPTIONS", HTTP_OPTIONS }, { "CONNECT", HTTP_CONNECT },
+    {"GET", HTTP_GET},	       {"HEAD", HTTP_HEAD},	  {"POST", HTTP_POST},
+    {"PUT", HTTP_PUT},	       {"PATCH", HTTP_PATCH},	  {"DELETE", HTTP_DELETE},
+    {"OPTIONS", HTTP_OPTIONS}, {"CONNECT", HTTP_CONNECT},
 };
 
 static sc_plan *load_plan(const char *path)
@@ -93,7 +93,8 @@ static sc_plan *load_plan(const char *path)
 
 		e->host = strdup(h);
 		e->wildcard = strncmp(h, "*.", 2) == 0;
-		json_array_foreach(ports, k, x) e->ports[e->n_ports++] = (uint16_t)json_integer_value(x);
+		json_array_foreach(ports, k, x) e->ports[e->n_ports++] =
+		    (uint16_t)json_integer_value(x);
 		json_array_foreach(m, k, x)
 		{
 			for (size_t j = 0; j < sizeof(methods) / sizeof(methods[0]); j++)
@@ -149,7 +150,7 @@ static sc_plan *load_plan(const char *path)
 int main(int argc, char **argv)
 {
 	const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
-	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_in sa = {.sin_family = AF_INET};
 	int one = 1, lfd, evfd, r;
 	FILE *out = stdout;
 	sc_plan *plan;
@@ -187,7 +188,7 @@ int main(int argc, char **argv)
 	printf("READY %d\n", (int)pid);
 	fflush(stdout);
 	while (!stop) {
-		struct pollfd pfd = { .fd = evfd, .events = POLLIN };
+		struct pollfd pfd = {.fd = evfd, .events = POLLIN};
 		char buf[PX_EVENT_MAX_BYTES + 1];
 		char *name = NULL, *dump;
 		json_t *data = NULL;
