@@ -162,3 +162,48 @@ static inline int sys_pidfd_send_signal(int pidfd, int sig)
 {
 	return (int)syscall(__NR_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
+
+/* Landlock (Debian 12's <linux/landlock.h> stops at ABI 2) */
+#ifndef __NR_landlock_create_ruleset
+#define __NR_landlock_create_ruleset 444
+#define __NR_landlock_add_rule 445
+#define __NR_landlock_restrict_self 446
+#endif
+#ifndef LANDLOCK_CREATE_RULESET_VERSION
+#define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
+#endif
+#define SC_LANDLOCK_FS_V1 ((1ULL << 13) - 1) /* EXECUTE .. MAKE_SYM */
+#define SC_LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
+#define SC_LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#define SC_LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#define SC_LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)
+#define SC_LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
+#define SC_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define SC_LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+
+/* Field sets by ABI: 1-3 handled_access_fs; 4-5 + handled_access_net; 6+ + scoped. */
+struct sc_landlock_ruleset_attr {
+	uint64_t handled_access_fs;
+	uint64_t handled_access_net;
+	uint64_t scoped;
+};
+
+static inline int sys_landlock_create_ruleset(const struct sc_landlock_ruleset_attr *attr,
+					      size_t size, uint32_t flags)
+{
+	return (int)syscall(__NR_landlock_create_ruleset, attr, size, flags);
+}
+
+static inline int sys_landlock_restrict_self(int ruleset_fd, uint32_t flags)
+{
+	return (int)syscall(__NR_landlock_restrict_self, ruleset_fd, flags);
+}
+
+#ifndef __NR_execveat
+#define __NR_execveat 322
+#endif
+static inline int sys_execveat(int dirfd, const char *path, char *const argv[],
+			       char *const envp[], int flags)
+{
+	return (int)syscall(__NR_execveat, dirfd, path, argv, envp, flags);
+}

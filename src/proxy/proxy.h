@@ -26,6 +26,15 @@ int px_spawn(const sc_plan *plan, int listen_fd, pid_t *ret_pid, int *ret_event_
  * exit status. */
 int px_worker_main(int argc, char **argv);
 
-/* Supervisor side: validates one event datagram from the worker (less
- * trusted than us): known event names only, an object of bounded size. */
+#define PX_EVENT_MAX_BYTES  8192u /* one event datagram */
+#define PX_EVENT_MAX_STRING 2048u /* one string field inside it */
+
+/*
+ * Supervisor side: validates one event datagram from the worker, which is less
+ * trusted than the supervisor. Accepts only {"event": NAME, "data": {...}} with
+ * NAME one of net.request, net.denied, net.tunnel.close, limit.hit, the data
+ * an object of that event's known keys, each a bounded string or a
+ * non-negative integer. On success *ret_event (malloc'd) and *ret_data (a new
+ * reference) are set. Returns 0, -EBADMSG or -ENOMEM. Never logs.
+ */
 int px_event_parse(const char *buf, size_t len, char **ret_event, json_t **ret_data);

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+#include "proxy/allow.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+int px_parse_ip(const char *s, int *ret_family, uint8_t ret_addr[16])
+{
+	memset(ret_addr, 0, 16);
+	if (inet_pton(AF_INET, s, ret_addr) == 1) {
+		*ret_family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, ret_addr) == 1) {
+		*ret_family = AF_INET6;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static bool in4(const uint8_t *a, uint32_t net, unsigned prefix)
+{
+	uint32_t v = ((uint32_t)a[0] << 24) | ((uint32_t)a[1] << 16) | ((uint32_t)a[2] << 8) | a[3];
+	uint32_t mask = prefix == 0 ? 0 : ~UINT32_C(0) << (32 - prefix);
+
+	return (v & mask) == (net & mask);
+}
+
+static bool v4_private(const uint8_t *a)
+{
+	static const struct {
+		uint32_t net;
+		unsigned prefix;
+	} nets[] = {
+	    {0x00000000, 8},  /* "this network", incl. 0.0.0.0 unspecified */
+	    {0x0a000000, 8},  /* RFC 1918 */
+	    {0x64400000, 10}, /* CGNAT, RFC 6598 */
+	    {0x7f000000, 8},  /* loopback */
+	    {0xa9fe0000, 16}, /* link-local, incl. 169.254.169.254 metadata */
+	    {0xac100000, 12}, /* RFC 1918 */
+	    {0xc0000000, 24}, /* IETF protocol assignments */
+	    {0xc0a80000, 16}, /* RFC 1918 */
+	    {0xc6120000, 15}, /* benchmarking */
+	    {0xe0000000, 4},  /* multicast */
+	    {0xf0000000, 4},  /* reserved, incl. 255.255.255.255 broadcast */
+	};
+
+	for (size_t i = 0; i < sizeof(nets) / sizeof(nets[0]); i++)
+		if (in4(a, nets[i].net, nets[i].prefix))
+			return true;
+	return false;
+}
+
+static bool all_zero(const uint8_t *a, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i])
+			return false;
+	return true;
+}
+
+/* Returns the embedded IPv4 address for mapped/compatible/NAT64 forms. */
+static const uint8_t *v6_embedded_v4(const uint8_t *a)
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+
+	if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0 || all_zero(a, 12))
+		return a + 12;
+	if (a[0] == 0x20 && a[1] == 0x02) /* 6to4: 2002:AABB:CCDD::/48 */
+		return a + 2;
+	return NULL;
+}
+
+bool px_addr_is_private(int family, const uint8_t *a)
+{
+	const uint8_t *v4;
+
+	if (family == AF_INET)
+		return v4_private(a);
+	if (family != AF_INET6)
+		return true;
+	v4 = v6_embedded_v4(a);
+	if (v4)
+		return v4_private(v4); /* covers :: and ::1 via 0.0.0.0/8 */
+	if ((a[0] & 0xfe) == 0xfc)     /* ULA fc00::/7 */
+		return true;
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) /* link-local fe80::/10 */
+		return true;
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0xc0) /* site-local fec0::/10 (deprecated) */
+		return true;
+	if (a[0] == 0xff) /* multicast */
+		return true;
+	if (a[0] == 0 && a[1] == 0x64 && a[2] == 0xff && a[3] == 0x9b && a[4] == 0 && a[5] == 1)
+		return true;				     /* local-use NAT64 64:ff9b:1::/48 */
+	if (a[0] == 0x01 && a[1] == 0 && all_zero(a + 2, 6)) /* discard 100::/64 */
+		return true;
+	if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0d && a[3] == 0xb8) /* documentation */
+		return true;
+	return false;
+}
+
+bool px_cidr_contains(const plan_cidr *c, int family, const uint8_t *addr)
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	unsigned bits, full, rem;
+
+	/* an IPv4-mapped address is the IPv4 address for this purpose */
+	if (family == AF_INET6 && c->family == AF_INET && memcmp(addr, mapped, 12) == 0) {
+		family = AF_INET;
+		addr += 12;
+	}
+	if (family != c->family)
+		return false;
+	bits = c->prefix;
+	if (bits > (family == AF_INET ? 32u : 128u))
+		return false;
+	full = bits / 8;
+	rem = bits % 8;
+	if (memcmp(addr, c->addr, full) != 0)
+		return false;
+	if (rem) {
+		uint8_t mask = (uint8_t)(0xff << (8 - rem));
+
+		if ((addr[full] & mask) != (c->addr[full] & mask))
+			return false;
+	}
+	return true;
+}
+
+bool px_addr_permitted(const px_config *cfg, int family, const uint8_t *addr)
+{
+	if (!px_addr_is_private(family, addr))
+		return true;
+	for (size_t i = 0; i < cfg->n_allow_private; i++)
+		if (px_cidr_contains(&cfg->allow_private[i], family, addr))
+			return true;
+	return false;
+}
+
+static bool host_matches(const plan_egress *e, const char *host)
+{
+	const char *pat = e->host;
+	size_t hl = strlen(host), pl;
+
+	if (!e->wildcard)
+		return strcmp(pat, host) == 0;
+	if (strncmp(pat, "*.", 2) == 0)
+		pat += 2;
+	pl = strlen(pat);
+	/* strict subdomain: at least one more label before ".domain" */
+	return hl > pl + 1 && host[hl - pl - 1] == '.' && strcmp(host + hl - pl, pat) == 0;
+}
+
+static bool port_ok(const plan_egress *e, uint16_t port)
+{
+	if (e->n_ports == 0)
+		return port == 80 || port == 443;
+	for (size_t i = 0; i < e->n_ports && i < POLICY_MAX_PORTS; i++)
+		if (e->ports[i] == port)
+			return true;
+	return false;
+}
+
+static bool method_ok(const plan_egress *e, uint32_t method_bit, bool is_connect)
+{
+	if (e->methods == HTTP_ANY_METHOD)
+		return true;
+	if (is_connect)
+		return (e->methods & HTTP_CONNECT) != 0;
+	return method_bit != 0 && (e->methods & method_bit) != 0;
+}
+
+int px_allow_match(const px_config *cfg, const char *host, px_host_kind kind, uint16_t port,
+		   uint32_t method_bit, bool is_connect, const char **reterr_reason)
+{
+	const char *reason = "host-not-allowed";
+	uint8_t addr[16], raddr[16];
+	int fam = 0, rfam;
+
+	if (kind == PX_HOST_IPV4 || kind == PX_HOST_IPV6) {
+		if (px_parse_ip(host, &fam, addr) < 0) {
+			*reterr_reason = "ip-literal";
+			return -EACCES;
+		}
+		reason = "ip-literal";
+	}
+	for (size_t i = 0; i < cfg->n_egress; i++) {
+		const plan_egress *e = &cfg->egress[i];
+
+		if (fam) {
+			if (e->wildcard || px_parse_ip(e->host, &rfam, raddr) < 0 || rfam != fam ||
+			    memcmp(addr, raddr, fam == AF_INET ? 4 : 16) != 0)
+				continue;
+		} else if (!host_matches(e, host))
+			continue;
+		if (!port_ok(e, port)) {
+			reason = "port-not-allowed";
+			continue;
+		}
+		if (!method_ok(e, method_bit, is_connect)) {
+			reason = "method-not-allowed";
+			continue;
+		}
+		return (int)i;
+	}
+	if (fam) {
+		for (size_t i = 0; i < cfg->n_allow_private; i++)
+			if (px_cidr_contains(&cfg->allow_private[i], fam, addr)) {
+				if (port != 80 && port != 443) {
+					reason = "port-not-allowed";
+					break;
+				}
+				/* rule index past the egress list: "allow_private[i]" */
+				return (int)(cfg->n_egress + i);
+			}
+	}
+	*reterr_reason = reason;
+	return -EACCES;
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The worker's event loop and per-connection state machine (STYLE.md rule 11):
+ * one thread, one epoll, non-blocking sockets, a deadline per connection and
+ * an explicit state x event table; an unlisted transition closes the
+ * connection. Internal to src/proxy/.
+ */
+#pragma once
+
+#include <arpa/inet.h>
+#include <openssl/ssl.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proxy/dns.h"
+#include "proxy/events.h"
+#include "proxy/http.h"
+#include "proxy/limits.h"
+#include "proxy/px.h"
+
+#define PX_MAX_CONNS	    512u
+#define PX_CIN_SIZE	    (PX_MAX_HEAD + 16384u)
+#define PX_UBUF_SIZE	    65536u
+#define PX_PIPE_SIZE	    (256u * 1024u)
+#define PX_LOG_PATH	    1024u
+#define PX_HEAD_TIMEOUT_NS  (10ull * 1000000000ull) /* first request head */
+#define PX_IDLE_TIMEOUT_NS  (30ull * 1000000000ull) /* keep-alive between requests */
+#define PX_DNS_TIMEOUT_NS   (10ull * 1000000000ull)
+#define PX_CONN_TIMEOUT_NS  (10ull * 1000000000ull) /* TCP connect + TLS handshake */
+#define PX_FWD_IDLE_NS	    (60ull * 1000000000ull) /* no progress on a forwarded request */
+#define PX_TUNNEL_IDLE_NS   (300ull * 1000000000ull)
+#define PX_REPLY_TIMEOUT_NS (10ull * 1000000000ull)
+#define PX_BW_BURST_MIN	    16384u
+
+typedef enum watch_type {
+	W_LISTEN = 1,
+	W_EVENTS,
+	W_DNS,
+	W_CLIENT,
+	W_UPSTREAM,
+} watch_type;
+
+typedef enum conn_state {
+	CS_READ_HEAD,
+	CS_RESOLVING,
+	CS_CONNECTING,
+	CS_TLS,
+	CS_TUNNEL,
+	CS_FORWARD,
+	CS_REPLY,
+	_CONN_STATE_MAX,
+	_CONN_STATE_INVALID = -22,
+} conn_state;
+
+typedef enum conn_event {
+	EV_C_IN,
+	EV_C_OUT,
+	EV_C_HUP,
+	EV_U_IN,
+	EV_U_OUT,
+	EV_U_HUP,
+	EV_TIMEOUT,
+	EV_RESOLVED,
+	EV_WAKE,
+	_CONN_EVENT_MAX,
+	_CONN_EVENT_INVALID = -22,
+} conn_event;
+
+struct conn;
+typedef struct px_loop px_loop;
+
+typedef struct px_watch {
+	int type;
+	struct conn *c;
+} px_watch;
+
+struct px_loop {
+	int epfd;
+	int listen_fd;
+	int event_fd;
+	px_config *cfg;
+	px_events *ev;
+	px_dns *dns;
+	SSL_CTX *tls;
+	px_bucket rate, bw_up, bw_down;
+	uint64_t budget_left; /* PLAN_UNLIMITED = no budget */
+	struct conn *conns;
+	size_t n_conns;
+	px_watch listen_w, event_w;
+	bool quit;
+};
+
+typedef struct conn {
+	px_loop *L;
+	struct conn *next, *prev;
+	conn_state state;
+	bool dead;
+	int cfd, ufd;
+	px_watch cw, uw;
+	uint32_t c_mask, u_mask;
+	bool u_registered;
+	uint64_t deadline_ns, wake_ns, start_ns;
+
+	/* the request */
+	char cin[PX_CIN_SIZE];
+	size_t cin_len;
+	px_request req;
+	char method[PX_MAX_METHOD + 1];
+	char host[PX_MAX_HOST + 1];
+	char path[PX_LOG_PATH + 1];
+	uint16_t port, up_port;
+	bool is_connect, keep_alive, up_tls;
+	const px_cred *cred;
+	char rule[PX_MAX_HOST + 32];
+	px_dns_query *query;
+	int dns_status;
+	px_addr addrs[PX_DNS_MAX_ADDRS];
+	size_t n_addrs;
+	px_addr addr;
+	char addr_str[INET6_ADDRSTRLEN];
+
+	/* locally generated output to the client (errors, 100, 200, response head) */
+	char *cout;
+	size_t cout_len, cout_off;
+	bool close_after_reply;
+
+	/* forward: request side */
+	char *uhead;
+	size_t uhead_len, uhead_off;
+	size_t framed; /* body bytes at the start of cin ready to go upstream */
+	bool req_done;
+	uint64_t req_left;
+	uint64_t req_body;
+	px_chunked req_chunk;
+
+	/* forward: response side */
+	char ubuf[PX_UBUF_SIZE];
+	size_t ubuf_len, uframed;
+	bool resp_head_done, resp_done, resp_cut, up_eof;
+	px_response resp;
+	px_chunked resp_chunk;
+	uint64_t resp_left, resp_body;
+	int status;
+
+	/* upstream TLS */
+	SSL *ssl;
+	int ssl_want_read, ssl_want_write;
+
+	/* tunnel */
+	int c2u[2], u2c[2];
+	size_t c2u_n, u2c_n, pipe_cap;
+	bool c_eof, u_eof, c_shut, u_shut;
+
+	bool throttled_up, throttled_down;
+	uint64_t bytes_out, bytes_in;
+} conn;
+
+/* loop.c */
+uint64_t px_now_ns(void);
+void px_conn_close(conn *c, const char *reason);
+int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close);
+void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status);
+void px_limit_hit(px_loop *L, const char *limit, const char *detail);
+void px_conn_throttle(conn *c, px_bucket *b, bool up, uint64_t want);
+void px_conn_reset_for_next(conn *c);
+/* Resets for the next request on a kept-alive connection and parses any
+ * pipelined bytes already read. */
+void px_conn_next_request(conn *c);
+int px_loop_run(px_loop *L);
+/* Consumes n tokens of the budget; false when the budget is spent. */
+uint64_t px_budget_take(px_loop *L, uint64_t want);
+
+/* tunnel.c */
+int px_tunnel_start(conn *c);
+void px_tunnel_io(conn *c);
+void px_tunnel_hup(conn *c, bool upstream);
+void px_tunnel_interest(conn *c, uint32_t *cmask, uint32_t *umask);
+
+/* forward.c */
+int px_forward_start(conn *c);
+void px_forward_io(conn *c);
+void px_forward_interest(conn *c, uint32_t *cmask, uint32_t *umask);

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+#include "proxy/events.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "base/cleanup.h"
+#include "proxy/proxy.h"
+
+struct px_events {
+	int fd;
+	char *queue[PX_EVENT_QUEUE_MAX];
+	size_t head, count;
+	uint64_t dropped;
+	bool dead;
+};
+
+int px_events_new(int fd, px_events **ret)
+{
+	px_events *ev = calloc(1, sizeof(*ev));
+
+	if (!ev)
+		return -ENOMEM;
+	ev->fd = fd;
+	*ret = ev;
+	return 0;
+}
+
+px_events *px_events_free(px_events *ev)
+{
+	if (!ev)
+		return NULL;
+	for (size_t i = 0; i < ev->count; i++)
+		free(ev->queue[(ev->head + i) % PX_EVENT_QUEUE_MAX]);
+	free(ev);
+	return NULL;
+}
+
+static int send_one(px_events *ev, const char *msg)
+{
+	for (;;) {
+		ssize_t n = send(ev->fd, msg, strlen(msg), MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n >= 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == ENOBUFS)
+			return -EAGAIN;
+		ev->dead = true;
+		return -EPIPE;
+	}
+}
+
+int px_events_flush(px_events *ev)
+{
+	while (ev->count > 0) {
+		int r = send_one(ev, ev->queue[ev->head]);
+
+		if (r == -EAGAIN)
+			return 0;
+		if (r < 0)
+			return r;
+		free(ev->queue[ev->head]);
+		ev->queue[ev->head] = NULL;
+		ev->head = (ev->head + 1) % PX_EVENT_QUEUE_MAX;
+		ev->count--;
+	}
+	return 0;
+}
+
+bool px_events_pending(const px_events *ev)
+{
+	return ev->count > 0;
+}
+
+int px_events_emit(px_events *ev, const char *event, json_t *data)
+{
+	_cleanup_free_ char *msg = NULL;
+	json_t *root;
+	int r;
+
+	if (ev->dead) {
+		json_decref(data);
+		return -EPIPE;
+	}
+	if (!data)
+		return -ENOMEM;
+	if (ev->dropped > 0) {
+		(void)json_object_set_new(data, "events_dropped",
+					  json_integer((json_int_t)ev->dropped));
+	}
+	root = json_pack("{s:s, s:o}", "event", event, "data", data);
+	if (!root)
+		return -ENOMEM;
+	msg = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	if (!msg)
+		return -ENOMEM;
+	if (strlen(msg) > PX_EVENT_MAX_BYTES) {
+		ev->dropped++;
+		return 0;
+	}
+	r = px_events_flush(ev);
+	if (r < 0)
+		return r;
+	if (ev->count == 0) {
+		r = send_one(ev, msg);
+		if (r == 0) {
+			ev->dropped = 0;
+			return 0;
+		}
+		if (r != -EAGAIN)
+			return r;
+	}
+	if (ev->count >= PX_EVENT_QUEUE_MAX) {
+		ev->dropped++;
+		return 0;
+	}
+	ev->queue[(ev->head + ev->count) % PX_EVENT_QUEUE_MAX] = TAKE_PTR(msg);
+	ev->count++;
+	return 0;
+}
+
+/* ---- supervisor side ---- */
+
+static const struct event_schema {
+	const char *name;
+	const char *keys[16];
+} schemas[] = {
+    {"net.request",
+     {"method", "host", "port", "path", "addr", "decision", "rule", "reason", "status", "bytes_out",
+      "bytes_in", "duration_ms", "events_dropped", NULL}},
+    {"net.denied", {"method", "host", "port", "path", "reason", "events_dropped", NULL}},
+    {"net.tunnel.close",
+     {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "events_dropped",
+      NULL}},
+    {"limit.hit", {"limit", "detail", "events_dropped", NULL}},
+};
+
+static bool key_known(const struct event_schema *s, const char *key)
+{
+	for (size_t i = 0; s->keys[i]; i++)
+		if (strcmp(s->keys[i], key) == 0)
+			return true;
+	return false;
+}
+
+int px_event_parse(const char *buf, size_t len, char **ret_event, json_t **ret_data)
+{
+	json_t *root, *ev, *data, *v;
+	const struct event_schema *schema = NULL;
+	const char *key;
+	char *name;
+
+	if (len == 0 || len > PX_EVENT_MAX_BYTES)
+		return -EBADMSG;
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(root) || json_object_size(root) != 2)
+		goto bad;
+	ev = json_object_get(root, "event");
+	data = json_object_get(root, "data");
+	if (!json_is_string(ev) || !json_is_object(data))
+		goto bad;
+	for (size_t i = 0; i < sizeof(schemas) / sizeof(schemas[0]); i++)
+		if (strcmp(json_string_value(ev), schemas[i].name) == 0)
+			schema = &schemas[i];
+	if (!schema)
+		goto bad;
+	json_object_foreach(data, key, v)
+	{
+		if (!key_known(schema, key))
+			goto bad;
+		if (json_is_string(v)) {
+			const char *s = json_string_value(v);
+			size_t sl = json_string_length(v);
+
+			if (sl > PX_EVENT_MAX_STRING || strlen(s) != sl)
+				goto bad;
+		} else if (json_is_integer(v)) {
+			if (json_integer_value(v) < 0)
+				goto bad;
+		} else if (!json_is_null(v))
+			goto bad;
+	}
+	name = strdup(schema->name);
+	if (!name) {
+		json_decref(root);
+		return -ENOMEM;
+	}
+	*ret_data = json_incref(data);
+	*ret_event = name;
+	json_decref(root);
+	return 0;
+bad:
+	json_decref(root);
+	return -EBADMSG;
+}

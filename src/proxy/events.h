@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Worker side of the event channel: one JSON object per SOCK_SEQPACKET
+ * message. Sends never block the loop: a datagram the socket cannot take now
+ * is queued (bounded); past the bound events are counted as dropped and the
+ * count is reported in the next event that gets through.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#define PX_EVENT_QUEUE_MAX 1024u
+
+typedef struct px_events px_events;
+
+int px_events_new(int fd, px_events **ret);
+px_events *px_events_free(px_events *ev);
+/* Takes ownership of data. Returns 0 (queued or sent) or -EPIPE when the
+ * supervisor is gone. */
+int px_events_emit(px_events *ev, const char *event, json_t *data);
+/* Sends queued events; returns 0, -EPIPE. */
+int px_events_flush(px_events *ev);
+bool px_events_pending(const px_events *ev);

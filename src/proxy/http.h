@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Strict HTTP/1.x message-head parsing for the egress proxy. Pure functions:
+ * no I/O, no allocation except where stated, safe on any byte string (the
+ * request head comes from the sandboxed agent and is hostile; the response
+ * head comes from an origin the agent picked, equally hostile).
+ *
+ * Why hand-written: Debian 12 ships no libllhttp-dev (only node-llhttp, the
+ * JavaScript sources), and the proxy needs a *stricter* profile than a
+ * general-purpose parser offers by default: any framing ambiguity that could
+ * let two parties disagree on where a message ends (CL+TE, duplicate CL,
+ * bare CR or LF, obs-fold, NUL) is rejected instead of being repaired.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PX_MAX_REQUEST_LINE   8192u  /* longer: 414 */
+#define PX_MAX_HEAD	      32768u /* whole request head; longer: 431 */
+#define PX_MAX_RESPONSE_HEAD  65536u
+#define PX_MAX_HEADERS	      128u /* more: 431 */
+#define PX_MAX_HOST	      253u /* DNS name limit */
+#define PX_MAX_METHOD	      32u
+#define PX_MAX_CONTENT_LENGTH (UINT64_C(1) << 62)
+#define PX_MAX_CHUNK_TRAILER  8192u
+
+typedef enum px_target_kind {
+	PX_TARGET_ABSOLUTE,  /* http://host[:port]/path */
+	PX_TARGET_AUTHORITY, /* CONNECT host:port */
+	_PX_TARGET_KIND_MAX,
+	_PX_TARGET_KIND_INVALID = -22,
+} px_target_kind;
+
+typedef enum px_host_kind {
+	PX_HOST_NAME,
+	PX_HOST_IPV4,
+	PX_HOST_IPV6,
+	_PX_HOST_KIND_MAX,
+	_PX_HOST_KIND_INVALID = -22,
+} px_host_kind;
+
+typedef struct px_span {
+	uint32_t off;
+	uint32_t len;
+} px_span;
+
+typedef struct px_header {
+	px_span name;
+	px_span value; /* OWS trimmed */
+} px_header;
+
+typedef struct px_request {
+	size_t head_len; /* bytes of the head including the final CRLF CRLF */
+	char method[PX_MAX_METHOD + 1];
+	uint32_t method_bit; /* http_method bit from plan.h, 0 for an extension method */
+	px_target_kind target_kind;
+	px_host_kind host_kind;
+	char host[PX_MAX_HOST + 1]; /* lower-case; IPv6 without brackets */
+	uint16_t port;
+	px_span path; /* origin-form (path + query) within the buffer; len 0 means "/" */
+	int minor;    /* HTTP/1.minor: 0 or 1 */
+	px_header headers[PX_MAX_HEADERS];
+	size_t n_headers;
+	bool has_content_length;
+	uint64_t content_length;
+	bool chunked;
+	bool keep_alive;      /* the client may send another request on this connection */
+	bool expect_continue; /* "Expect: 100-continue" */
+} px_request;
+
+/*
+ * Parses the request head at the start of buf. Returns:
+ *   > 0   the request is complete; *ret filled; value = ret->head_len
+ *   0     incomplete, read more (no error seen so far)
+ *   < 0   a negative HTTP status to answer with (-400, -414, -431, -501, -505)
+ * *reterr_reason points to a static short reason on failure.
+ */
+int px_http_parse_request(const char *buf, size_t len, px_request *ret, const char **reterr_reason);
+
+/* Case-insensitive lookup of header name; returns the index or -1. */
+int px_http_find_header(const char *buf, const px_request *req, const char *name);
+
+/* True if name is a hop-by-hop or Proxy-* header that must not be forwarded,
+ * or is listed in the request's Connection header. */
+bool px_http_is_hop_header(const char *buf, const px_request *req, const char *name, size_t len);
+
+/*
+ * Builds the head sent upstream: origin-form request line, a Host header
+ * generated from the target, the end-to-end headers of req, the credential
+ * header (replacing any header of that name the client sent) when
+ * cred_name is not NULL, and "Connection: close". Allocates *ret_head.
+ * Returns 0 or -ENOMEM / -E2BIG.
+ */
+int px_http_build_upstream_head(const char *buf, const px_request *req, const char *cred_name,
+				const char *cred_value, char **ret_head, size_t *ret_len);
+
+typedef struct px_response {
+	size_t head_len;
+	int status;
+	int minor;
+	bool has_content_length;
+	uint64_t content_length;
+	bool chunked;
+	bool close_delimited; /* body ends when the origin closes */
+	bool no_body;	      /* 1xx, 204, 304 or a response to HEAD */
+} px_response;
+
+/*
+ * Parses a response head. Same return convention as the request parser, with
+ * -502 for anything malformed. request_was_head tells whether a body follows.
+ */
+int px_http_parse_response(const char *buf, size_t len, bool request_was_head, px_response *ret,
+			   const char **reterr_reason);
+
+/*
+ * Re-emits the response head for the client: drops hop-by-hop headers and adds
+ * "Connection: close" when close is true. Allocates *ret_head.
+ */
+int px_http_build_client_response_head(const char *buf, const px_response *resp, bool close,
+				       char **ret_head, size_t *ret_len);
+
+/* Incremental, strict chunked-body framing tracker (bytes pass through). */
+typedef enum px_chunk_state {
+	PX_CHUNK_SIZE,
+	PX_CHUNK_SIZE_EXT,
+	PX_CHUNK_SIZE_LF,
+	PX_CHUNK_DATA,
+	PX_CHUNK_DATA_CR,
+	PX_CHUNK_DATA_LF,
+	PX_CHUNK_TRAILER_START,
+	PX_CHUNK_TRAILER_LINE,
+	PX_CHUNK_TRAILER_LF,
+	PX_CHUNK_FINAL_LF,
+	PX_CHUNK_DONE,
+	_PX_CHUNK_STATE_MAX,
+	_PX_CHUNK_STATE_INVALID = -22,
+} px_chunk_state;
+
+typedef struct px_chunked {
+	px_chunk_state state;
+	uint64_t remaining; /* data bytes left in the current chunk */
+	unsigned size_digits;
+	size_t trailer_bytes;
+	bool last_chunk;
+} px_chunked;
+
+/*
+ * Feeds bytes to the tracker. *ret_consumed is how many belong to this body
+ * (stops at the end of the message); *ret_data is how many were chunk data.
+ * Returns 1 when the body is complete, 0 when more is needed, -EBADMSG.
+ */
+int px_chunked_feed(px_chunked *st, const char *buf, size_t len, size_t *ret_consumed,
+		    uint64_t *ret_data);
+
+/* Formats a complete local response (status line, headers, short text body). */
+int px_http_local_response(int status, const char *deny_reason, const char *text, bool close,
+			   char *out, size_t out_size);
+const char *px_http_status_text(int status);

@@ -1,0 +1,861 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The worker's epoll loop: accepting, the per-connection state x event table,
+ * deadlines, reading and judging the request head, resolving and connecting.
+ * Forwarding and tunnelling live in forward.c and tunnel.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "proxy/allow.h"
+#include "proxy/conn.h"
+#include "proxy/tls.h"
+
+typedef void conn_action(conn *c);
+
+uint64_t px_now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t px_budget_take(px_loop *L, uint64_t want)
+{
+	if (L->budget_left == PLAN_UNLIMITED)
+		return want;
+	if (want > L->budget_left)
+		want = L->budget_left;
+	L->budget_left -= want;
+	return want;
+}
+
+void px_limit_hit(px_loop *L, const char *limit, const char *detail)
+{
+	(void)px_events_emit(L->ev, "limit.hit",
+			     json_pack("{s:s, s:s}", "limit", limit, "detail", detail));
+}
+
+static void emit_denied(conn *c, const char *reason)
+{
+	(void)px_events_emit(c->L->ev, "net.denied",
+			     json_pack("{s:s, s:s, s:i, s:s, s:s}", "method", c->method, "host",
+				       c->host, "port", (int)c->port, "path", c->path, "reason",
+				       reason));
+}
+
+void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status)
+{
+	uint64_t dur = (px_now_ns() - c->start_ns) / 1000000ull;
+
+	(void)px_events_emit(
+	    c->L->ev, "net.request",
+	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I}", "method",
+		      c->method, "host", c->host, "port", (int)c->port, "path", c->path, "addr",
+		      c->addr_str, "decision", decision, "rule", c->rule, "reason",
+		      reason ? reason : "", "status", status, "bytes_out", (json_int_t)c->bytes_out,
+		      "bytes_in", (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur));
+}
+
+static void set_deadline(conn *c, uint64_t ns)
+{
+	c->deadline_ns = px_now_ns() + ns;
+}
+
+void px_conn_throttle(conn *c, px_bucket *b, bool up, uint64_t want)
+{
+	uint64_t now = px_now_ns();
+	uint64_t w = px_bucket_wait_ns(b, want < PX_BW_BURST_MIN ? want : PX_BW_BURST_MIN, now);
+
+	if (up)
+		c->throttled_up = true;
+	else
+		c->throttled_down = true;
+	if (w == 0)
+		w = 1000000; /* 1 ms: the bucket was drained by another connection */
+	if (c->wake_ns == 0 || now + w < c->wake_ns)
+		c->wake_ns = now + w;
+}
+
+static void free_conn(conn *c)
+{
+	px_loop *L = c->L;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		L->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	L->n_conns--;
+	free(c);
+}
+
+static void close_upstream(conn *c)
+{
+	if (c->ssl) {
+		SSL_free(c->ssl);
+		c->ssl = NULL;
+	}
+	if (c->ufd >= 0) {
+		/* close() removes it from the epoll set too */
+		c->ufd = safe_close(c->ufd);
+		c->u_registered = false;
+		c->u_mask = 0;
+	}
+	for (int i = 0; i < 2; i++) {
+		c->c2u[i] = safe_close(c->c2u[i]);
+		c->u2c[i] = safe_close(c->u2c[i]);
+	}
+}
+
+void px_conn_close(conn *c, const char *reason)
+{
+	(void)reason;
+	if (c->dead)
+		return;
+	c->dead = true;
+	px_dns_cancel(c->query);
+	c->query = NULL;
+	close_upstream(c);
+	c->cfd = safe_close(c->cfd);
+	free(c->cout);
+	c->cout = NULL;
+	free(c->uhead);
+	c->uhead = NULL;
+}
+
+static void drop(conn *c)
+{
+	px_conn_close(c, "drop");
+}
+
+/* Queues a local response; the connection moves to CS_REPLY. */
+int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close)
+{
+	char buf[1024];
+	int n = px_http_local_response(status, deny_reason, text, close, buf, sizeof(buf));
+	char *p;
+
+	if (n < 0)
+		return n;
+	p = realloc(c->cout, c->cout_len + (size_t)n);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p + c->cout_len, buf, (size_t)n);
+	c->cout = p;
+	c->cout_len += (size_t)n;
+	c->close_after_reply = close;
+	c->status = status;
+	close_upstream(c);
+	c->state = CS_REPLY;
+	set_deadline(c, PX_REPLY_TIMEOUT_NS);
+	return 0;
+}
+
+static void deny(conn *c, int status, const char *reason, const char *text, bool close)
+{
+	/* an unread request body makes the connection unusable for another request */
+	if (c->req.has_content_length || c->req.chunked || !c->keep_alive)
+		close = true;
+	emit_denied(c, reason);
+	px_conn_emit_request(c, "deny", reason, status);
+	/* the request is answered: its head leaves the buffer (the forward path
+	 * has already consumed it when req.head_len was reset) */
+	if (c->state != CS_FORWARD && c->req.head_len > 0 && c->req.head_len <= c->cin_len) {
+		memmove(c->cin, c->cin + c->req.head_len, c->cin_len - c->req.head_len);
+		c->cin_len -= c->req.head_len;
+		c->req.head_len = 0;
+	}
+	if (close)
+		c->cin_len = 0;
+	if (px_conn_reply(c, status, reason, text, close) < 0)
+		px_conn_close(c, "oom");
+}
+
+void px_conn_reset_for_next(conn *c)
+{
+	close_upstream(c);
+	free(c->cout);
+	c->cout = NULL;
+	c->cout_len = c->cout_off = 0;
+	free(c->uhead);
+	c->uhead = NULL;
+	c->uhead_len = c->uhead_off = 0;
+	c->framed = 0;
+	c->req_done = false;
+	c->req_left = c->req_body = 0;
+	memset(&c->req_chunk, 0, sizeof(c->req_chunk));
+	c->ubuf_len = c->uframed = 0;
+	c->resp_head_done = c->resp_done = c->resp_cut = c->up_eof = false;
+	memset(&c->resp_chunk, 0, sizeof(c->resp_chunk));
+	c->resp_left = c->resp_body = 0;
+	c->status = 0;
+	c->bytes_in = c->bytes_out = 0;
+	c->throttled_up = c->throttled_down = false;
+	c->wake_ns = 0;
+	c->cred = NULL;
+	c->up_tls = false;
+	c->n_addrs = 0;
+	c->addr_str[0] = 0;
+	c->rule[0] = 0;
+	memset(&c->req, 0, sizeof(c->req));
+	c->state = CS_READ_HEAD;
+	set_deadline(c, PX_IDLE_TIMEOUT_NS);
+}
+
+static void on_read_head(conn *c);
+
+static void reply_write(conn *c)
+{
+	while (c->cout_off < c->cout_len) {
+		ssize_t n = send(c->cfd, c->cout + c->cout_off, c->cout_len - c->cout_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return;
+			px_conn_close(c, "client-write");
+			return;
+		}
+		c->cout_off += (size_t)n;
+	}
+	if (c->close_after_reply) {
+		/* let the client read the reply before the FIN/RST */
+		(void)shutdown(c->cfd, SHUT_WR);
+		px_conn_close(c, "reply-done");
+		return;
+	}
+	px_conn_next_request(c);
+}
+
+void px_conn_next_request(conn *c)
+{
+	px_conn_reset_for_next(c);
+	on_read_head(c);
+}
+
+static const px_cred *find_cred(const px_config *cfg, const char *host)
+{
+	for (size_t i = 0; i < cfg->n_creds; i++)
+		if (strcmp(cfg->creds[i].host, host) == 0)
+			return &cfg->creds[i];
+	return NULL;
+}
+
+static void start_connect(conn *c);
+static void dispatch(conn *c, conn_event e);
+
+static void on_resolved(conn *c)
+{
+	if (c->dns_status < 0) {
+		deny(c, 502, "dns-failure",
+		     c->dns_status == -ENOENT ? "name does not resolve" : "name resolution failed",
+		     false);
+		return;
+	}
+	/*
+	 * Pick the first address the policy permits and connect to exactly that
+	 * one: no second lookup can swap in a private address (DNS rebinding).
+	 */
+	for (size_t i = 0; i < c->n_addrs; i++)
+		if (px_addr_permitted(c->L->cfg, c->addrs[i].family, c->addrs[i].addr)) {
+			c->addr = c->addrs[i];
+			(void)inet_ntop(c->addr.family, c->addr.addr, c->addr_str,
+					sizeof(c->addr_str));
+			start_connect(c);
+			return;
+		}
+	(void)inet_ntop(c->addrs[0].family, c->addrs[0].addr, c->addr_str, sizeof(c->addr_str));
+	deny(c, 403, "private-address", "the name resolves to a private address", false);
+}
+
+static void dns_done(void *userdata, int status, const px_addr *addrs, size_t n)
+{
+	conn *c = userdata;
+
+	c->query = NULL;
+	c->dns_status = status;
+	c->n_addrs = 0;
+	for (size_t i = 0; i < n && i < PX_DNS_MAX_ADDRS; i++)
+		c->addrs[c->n_addrs++] = addrs[i];
+	dispatch(c, EV_RESOLVED);
+}
+
+static void start_connect(conn *c)
+{
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in4;
+		struct sockaddr_in6 in6;
+	} sa = {0};
+	socklen_t len;
+	int one = 1, fd;
+
+	fd = socket(c->addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		deny(c, 502, "connect-failed", "cannot create a socket", false);
+		return;
+	}
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (c->addr.family == AF_INET) {
+		sa.in4.sin_family = AF_INET;
+		sa.in4.sin_port = htons(c->up_port);
+		memcpy(&sa.in4.sin_addr, c->addr.addr, 4);
+		len = sizeof(sa.in4);
+	} else {
+		sa.in6.sin6_family = AF_INET6;
+		sa.in6.sin6_port = htons(c->up_port);
+		memcpy(&sa.in6.sin6_addr, c->addr.addr, 16);
+		len = sizeof(sa.in6);
+	}
+	c->ufd = fd;
+	c->uw.type = W_UPSTREAM;
+	c->uw.c = c;
+	if (connect(fd, &sa.sa, len) < 0 && errno != EINPROGRESS) {
+		deny(c, 502, "connect-failed", "connection refused", false);
+		return;
+	}
+	c->state = CS_CONNECTING;
+	set_deadline(c, PX_CONN_TIMEOUT_NS);
+}
+
+static void after_connected(conn *c)
+{
+	int r;
+
+	if (c->is_connect)
+		r = px_tunnel_start(c);
+	else
+		r = px_forward_start(c);
+	if (r < 0 && !c->dead && c->state != CS_REPLY)
+		px_conn_close(c, "start");
+}
+
+static void on_tls(conn *c)
+{
+	int r =
+	    px_tls_result(c->ssl, SSL_do_handshake(c->ssl), &c->ssl_want_read, &c->ssl_want_write);
+
+	if (r == -EAGAIN)
+		return;
+	if (r < 0) {
+		c->ssl_want_read = c->ssl_want_write = 0;
+		deny(c, 502, "upstream-tls", "upstream TLS handshake or verification failed",
+		     false);
+		return;
+	}
+	c->ssl_want_read = c->ssl_want_write = 0;
+	after_connected(c);
+}
+
+static void on_connected(conn *c)
+{
+	int err = 0;
+	socklen_t l = sizeof(err);
+
+	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+		err = errno;
+	if (err) {
+		deny(c, 502, "connect-failed", "cannot connect to the origin", false);
+		return;
+	}
+	if (c->up_tls) {
+		if (px_tls_new(c->L->tls, c->ufd, c->host, &c->ssl) < 0) {
+			deny(c, 502, "upstream-tls", "cannot set up TLS", false);
+			return;
+		}
+		c->state = CS_TLS;
+		set_deadline(c, PX_CONN_TIMEOUT_NS);
+		on_tls(c);
+		return;
+	}
+	after_connected(c);
+}
+
+static void on_gateway_timeout(conn *c)
+{
+	deny(c, 504, "upstream-timeout", "the origin did not answer in time", true);
+}
+
+static void copy_trunc(char *dst, size_t size, const char *src, size_t n)
+{
+	if (n >= size)
+		n = size - 1;
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
+/* The request head is complete: apply the policy in a fixed order. */
+static void judge_request(conn *c)
+{
+	px_loop *L = c->L;
+	const px_config *cfg = L->cfg;
+	const char *reason = NULL;
+	int rule;
+
+	c->start_ns = px_now_ns();
+	copy_trunc(c->method, sizeof(c->method), c->req.method, strlen(c->req.method));
+	copy_trunc(c->host, sizeof(c->host), c->req.host, strlen(c->req.host));
+	if (c->req.path.len)
+		copy_trunc(c->path, sizeof(c->path), c->cin + c->req.path.off, c->req.path.len);
+	else
+		strcpy(c->path, c->req.target_kind == PX_TARGET_ABSOLUTE ? "/" : "");
+	c->port = c->req.port;
+	c->up_port = c->req.port;
+	c->is_connect = c->req.target_kind == PX_TARGET_AUTHORITY;
+	c->keep_alive = c->req.keep_alive && !c->is_connect;
+
+	if (!px_bucket_take_exact(&L->rate, 1, px_now_ns())) {
+		char detail[64];
+
+		(void)snprintf(detail, sizeof(detail), "%llu per %llu ms",
+			       (unsigned long long)cfg->rate.count,
+			       (unsigned long long)(cfg->rate.per_ns / 1000000ull));
+		px_limit_hit(L, "rate", detail);
+		deny(c, 429, "rate", "request rate limit", false);
+		return;
+	}
+	c->cred = find_cred(cfg, c->host);
+	if (c->cred && c->is_connect) {
+		deny(c, 403, "credentialed-host",
+		     "this host gets credentials added by the proxy: send plain http:// requests "
+		     "through the proxy instead of CONNECT",
+		     true);
+		return;
+	}
+	if (c->cred && c->cred->upstream_https) {
+		c->up_tls = true;
+		if (c->up_port == 80)
+			c->up_port = 443; /* http://host/ means "the service", TLS on 443 */
+	}
+	rule = px_allow_match(cfg, c->host, c->req.host_kind, c->up_port, c->req.method_bit,
+			      c->is_connect, &reason);
+	if (rule < 0) {
+		deny(c, 403, reason, "destination not in the egress allowlist", false);
+		return;
+	}
+	if ((size_t)rule < cfg->n_egress)
+		(void)snprintf(c->rule, sizeof(c->rule), "%s", cfg->egress[rule].host);
+	else
+		(void)snprintf(c->rule, sizeof(c->rule), "allow_private[%d]",
+			       rule - (int)cfg->n_egress);
+	if (c->req.has_content_length && cfg->max_request_body != PLAN_UNLIMITED &&
+	    c->req.content_length > cfg->max_request_body) {
+		px_limit_hit(L, "max_request_body", c->host);
+		deny(c, 413, "max-request-body", "request body too large", true);
+		return;
+	}
+	if (L->budget_left == 0) {
+		px_limit_hit(L, "egress_budget", c->host);
+		deny(c, 403, "egress-budget", "the egress budget is spent", true);
+		return;
+	}
+
+	if (c->req.host_kind != PX_HOST_NAME) {
+		uint8_t a[16];
+		int fam;
+
+		if (px_parse_ip(c->host, &fam, a) < 0) {
+			deny(c, 400, "bad-target", "invalid address", true);
+			return;
+		}
+		c->addr.family = fam;
+		memcpy(c->addr.addr, a, 16);
+		(void)inet_ntop(fam, a, c->addr_str, sizeof(c->addr_str));
+		if (!px_addr_permitted(cfg, fam, a)) {
+			deny(c, 403, "private-address", "private address", false);
+			return;
+		}
+		start_connect(c);
+		return;
+	}
+	c->state = CS_RESOLVING;
+	set_deadline(c, PX_DNS_TIMEOUT_NS);
+	if (px_dns_resolve(L->dns, c->host, dns_done, c, &c->query) < 0) {
+		deny(c, 502, "dns-failure", "cannot start name resolution", false);
+		return;
+	}
+}
+
+static void on_read_head(conn *c)
+{
+	const char *reason = NULL;
+	int r;
+
+	for (;;) {
+		r = px_http_parse_request(c->cin, c->cin_len, &c->req, &reason);
+		if (r != 0)
+			break;
+		if (c->cin_len >= sizeof(c->cin))
+			break; /* cannot happen: the parser reports 431 first */
+		ssize_t n =
+		    recv(c->cfd, c->cin + c->cin_len, sizeof(c->cin) - c->cin_len, MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				px_conn_close(c, "client-read");
+			return;
+		}
+		if (n == 0) {
+			px_conn_close(c, "client-eof");
+			return;
+		}
+		c->cin_len += (size_t)n;
+	}
+	if (r < 0) {
+		/* no usable target: log what we have */
+		c->start_ns = px_now_ns();
+		strcpy(c->method, "");
+		strcpy(c->host, "");
+		strcpy(c->path, "");
+		c->port = 0;
+		c->keep_alive = false;
+		deny(c, -r, "bad-request", reason ? reason : "malformed request", true);
+		return;
+	}
+	judge_request(c);
+}
+
+static void tunnel_ev(conn *c)
+{
+	px_tunnel_io(c);
+}
+
+static void tunnel_c_hup(conn *c)
+{
+	px_tunnel_hup(c, false);
+}
+
+static void tunnel_u_hup(conn *c)
+{
+	px_tunnel_hup(c, true);
+}
+
+static void tunnel_timeout(conn *c)
+{
+	px_conn_close(c, "idle");
+}
+
+static void forward_ev(conn *c)
+{
+	px_forward_io(c);
+}
+
+static void forward_timeout(conn *c)
+{
+	if (!c->resp_head_done) {
+		on_gateway_timeout(c);
+		return;
+	}
+	px_conn_emit_request(c, "allow", "timeout", c->status);
+	px_conn_close(c, "timeout");
+}
+
+static void reply_in(conn *c)
+{
+	/* bytes from the client while we answer: they stay in the socket */
+	(void)c;
+}
+
+/* STYLE.md rule 11: anything not listed here drops the connection. */
+static conn_action *const transitions[_CONN_STATE_MAX][_CONN_EVENT_MAX] = {
+    [CS_READ_HEAD] = {[EV_C_IN] = on_read_head, [EV_C_HUP] = drop, [EV_TIMEOUT] = drop},
+    [CS_RESOLVING] =
+	{[EV_RESOLVED] = on_resolved, [EV_C_HUP] = drop, [EV_TIMEOUT] = on_gateway_timeout},
+    [CS_CONNECTING] = {[EV_U_OUT] = on_connected,
+		       [EV_U_HUP] = on_connected,
+		       [EV_C_HUP] = drop,
+		       [EV_TIMEOUT] = on_gateway_timeout},
+    [CS_TLS] = {[EV_U_IN] = on_tls,
+		[EV_U_OUT] = on_tls,
+		[EV_U_HUP] = on_tls,
+		[EV_C_HUP] = drop,
+		[EV_TIMEOUT] = on_gateway_timeout},
+    [CS_TUNNEL] = {[EV_C_IN] = tunnel_ev,
+		   [EV_C_OUT] = tunnel_ev,
+		   [EV_U_IN] = tunnel_ev,
+		   [EV_U_OUT] = tunnel_ev,
+		   [EV_WAKE] = tunnel_ev,
+		   [EV_C_HUP] = tunnel_c_hup,
+		   [EV_U_HUP] = tunnel_u_hup,
+		   [EV_TIMEOUT] = tunnel_timeout},
+    [CS_FORWARD] = {[EV_C_IN] = forward_ev,
+		    [EV_C_OUT] = forward_ev,
+		    [EV_U_IN] = forward_ev,
+		    [EV_U_OUT] = forward_ev,
+		    [EV_U_HUP] = forward_ev,
+		    [EV_WAKE] = forward_ev,
+		    [EV_C_HUP] = drop,
+		    [EV_TIMEOUT] = forward_timeout},
+    [CS_REPLY] =
+	{[EV_C_OUT] = reply_write, [EV_C_IN] = reply_in, [EV_C_HUP] = drop, [EV_TIMEOUT] = drop},
+};
+
+static void dispatch(conn *c, conn_event e)
+{
+	conn_action *act;
+
+	if (c->dead)
+		return;
+	if ((unsigned)c->state >= _CONN_STATE_MAX || (unsigned)e >= _CONN_EVENT_MAX) {
+		drop(c);
+		return;
+	}
+	act = transitions[c->state][e];
+	if (act)
+		act(c);
+	else
+		drop(c); /* unlisted = protocol violation */
+}
+
+static void interest(conn *c, uint32_t *cm, uint32_t *um)
+{
+	*cm = 0;
+	*um = 0;
+	switch (c->state) {
+	case CS_READ_HEAD:
+		*cm = EPOLLIN | EPOLLRDHUP;
+		break;
+	case CS_RESOLVING:
+		break;
+	case CS_CONNECTING:
+		*um = EPOLLOUT;
+		break;
+	case CS_TLS:
+		*um = (c->ssl_want_read ? EPOLLIN : 0u) | (c->ssl_want_write ? EPOLLOUT : 0u);
+		break;
+	case CS_TUNNEL:
+		px_tunnel_interest(c, cm, um);
+		break;
+	case CS_FORWARD:
+		px_forward_interest(c, cm, um);
+		break;
+	case CS_REPLY:
+		*cm = EPOLLOUT;
+		break;
+	case _CONN_STATE_MAX:
+	case _CONN_STATE_INVALID:
+	default:
+		break;
+	}
+}
+
+static void arm(conn *c)
+{
+	uint32_t cm, um;
+	struct epoll_event ev = {0};
+
+	if (c->dead)
+		return;
+	interest(c, &cm, &um);
+	if (cm != c->c_mask && c->cfd >= 0) {
+		ev.events = cm;
+		ev.data.ptr = &c->cw;
+		if (epoll_ctl(c->L->epfd, EPOLL_CTL_MOD, c->cfd, &ev) == 0)
+			c->c_mask = cm;
+	}
+	if (c->ufd >= 0 && (!c->u_registered || um != c->u_mask)) {
+		ev.events = um;
+		ev.data.ptr = &c->uw;
+		if (epoll_ctl(c->L->epfd, c->u_registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->ufd,
+			      &ev) == 0) {
+			c->u_registered = true;
+			c->u_mask = um;
+		} else
+			px_conn_close(c, "epoll");
+	}
+}
+
+static void accept_one(px_loop *L)
+{
+	struct epoll_event ev = {0};
+	int one = 1;
+	conn *c;
+	int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (L->n_conns >= PX_MAX_CONNS) {
+		(void)close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		(void)close(fd);
+		return;
+	}
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->L = L;
+	c->cfd = fd;
+	c->ufd = -1;
+	c->c2u[0] = c->c2u[1] = c->u2c[0] = c->u2c[1] = -1;
+	c->cw.type = W_CLIENT;
+	c->cw.c = c;
+	c->uw.type = W_UPSTREAM;
+	c->uw.c = c;
+	c->state = CS_READ_HEAD;
+	c->deadline_ns = px_now_ns() + PX_HEAD_TIMEOUT_NS;
+	c->c_mask = EPOLLIN | EPOLLRDHUP;
+	ev.events = c->c_mask;
+	ev.data.ptr = &c->cw;
+	if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		(void)close(fd);
+		free(c);
+		return;
+	}
+	c->next = L->conns;
+	if (L->conns)
+		L->conns->prev = c;
+	L->conns = c;
+	L->n_conns++;
+}
+
+static void on_fd_event(px_watch *w, uint32_t e)
+{
+	conn *c = w->c;
+	bool up = w->type == W_UPSTREAM;
+
+	if (e & (EPOLLIN | EPOLLRDHUP))
+		dispatch(c, up ? EV_U_IN : EV_C_IN);
+	if (e & EPOLLOUT)
+		dispatch(c, up ? EV_U_OUT : EV_C_OUT);
+	if (e & (EPOLLERR | EPOLLHUP))
+		dispatch(c, up ? EV_U_HUP : EV_C_HUP);
+}
+
+static int timeout_ms(px_loop *L, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	int dns_ms = px_dns_timeout_ms(L->dns);
+	uint64_t ms;
+
+	for (conn *c = L->conns; c; c = c->next) {
+		if (c->deadline_ns && c->deadline_ns < next)
+			next = c->deadline_ns;
+		if (c->wake_ns && c->wake_ns < next)
+			next = c->wake_ns;
+	}
+	if (next == UINT64_MAX)
+		ms = 60000;
+	else
+		ms = next <= now ? 0 : (next - now + 999999) / 1000000;
+	if (ms > 60000)
+		ms = 60000;
+	if (dns_ms >= 0 && (uint64_t)dns_ms < ms)
+		ms = (uint64_t)dns_ms;
+	return (int)ms;
+}
+
+static void handle_events_fd(px_loop *L, uint32_t e)
+{
+	char b[64];
+
+	if (e & EPOLLIN) {
+		ssize_t n = recv(L->event_fd, b, sizeof(b), MSG_DONTWAIT);
+
+		/* the supervisor never writes: EOF (or anything) means stop */
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			L->quit = true;
+	}
+	if (e & (EPOLLHUP | EPOLLERR))
+		L->quit = true;
+	if (e & EPOLLOUT)
+		(void)px_events_flush(L->ev);
+}
+
+int px_loop_run(px_loop *L)
+{
+	struct epoll_event evs[64];
+	struct epoll_event ev = {0};
+	bool ev_out = false;
+
+	L->listen_w.type = W_LISTEN;
+	L->event_w.type = W_EVENTS;
+	ev.events = EPOLLIN;
+	ev.data.ptr = &L->listen_w;
+	if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, L->listen_fd, &ev) < 0)
+		return -errno;
+	ev.events = EPOLLIN | EPOLLRDHUP;
+	ev.data.ptr = &L->event_w;
+	if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, L->event_fd, &ev) < 0)
+		return -errno;
+
+	while (!L->quit) {
+		uint64_t now = px_now_ns();
+		int n = epoll_wait(L->epfd, evs, (int)ELEMENTSOF(evs), timeout_ms(L, now));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (int i = 0; i < n; i++) {
+			px_watch *w = evs[i].data.ptr;
+
+			switch (w->type) {
+			case W_LISTEN:
+				for (int k = 0; k < 16; k++)
+					accept_one(L);
+				break;
+			case W_EVENTS:
+				handle_events_fd(L, evs[i].events);
+				break;
+			case W_DNS: {
+				px_dns_watch *dw = (px_dns_watch *)(void *)w;
+
+				px_dns_process(dw->dns, dw->fd, evs[i].events);
+				break;
+			}
+			case W_CLIENT:
+			case W_UPSTREAM:
+				on_fd_event(w, evs[i].events);
+				break;
+			default:
+				break;
+			}
+		}
+		if (px_dns_timeout_ms(L->dns) == 0)
+			px_dns_process_timeouts(L->dns);
+		now = px_now_ns();
+		for (conn *c = L->conns; c; c = c->next) {
+			if (c->dead)
+				continue;
+			if (c->wake_ns && c->wake_ns <= now) {
+				c->wake_ns = 0;
+				c->throttled_up = c->throttled_down = false;
+				dispatch(c, EV_WAKE);
+			}
+			if (!c->dead && c->deadline_ns && c->deadline_ns <= now)
+				dispatch(c, EV_TIMEOUT);
+		}
+		for (conn *c = L->conns, *next; c; c = next) {
+			next = c->next;
+			if (c->dead)
+				free_conn(c);
+			else
+				arm(c);
+		}
+		if (px_events_pending(L->ev) != ev_out) {
+			ev_out = !ev_out;
+			ev.events = EPOLLIN | EPOLLRDHUP | (ev_out ? EPOLLOUT : 0u);
+			ev.data.ptr = &L->event_w;
+			(void)epoll_ctl(L->epfd, EPOLL_CTL_MOD, L->event_fd, &ev);
+		}
+	}
+	return 0;
+}

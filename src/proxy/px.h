@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal types shared by the proxy worker's files. The worker never sees an
+ * sc_plan: it gets this subset, serialised by px_spawn() (config.c), with the
+ * credential values already resolved and formatted by the supervisor.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/plan.h"
+
+#define PX_CONFIG_MAX_BYTES (4u << 20)
+#define PX_MAX_SECRET	    8192u /* a credential value, formatted */
+
+typedef struct px_cred {
+	char *host;
+	char *header;
+	char *value; /* the full header value, e.g. "Bearer abc"; never contains CR, LF, NUL */
+	bool upstream_https;
+} px_cred;
+
+typedef struct px_config {
+	plan_egress *egress;
+	size_t n_egress;
+	plan_cidr *allow_private;
+	size_t n_allow_private;
+	plan_rate rate;
+	uint64_t bandwidth;
+	uint64_t max_request_body;
+	uint64_t max_response_body;
+	uint64_t egress_budget;
+	px_cred *creds;
+	size_t n_creds;
+	char *upstream_ca;
+	char *dns;
+} px_config;
+
+/* config.c */
+/* Serialises the net part of plan plus the resolved secrets. Supervisor side.
+ * Returns 0, -ENOKEY when a secret is missing, -EINVAL on a bad value. */
+int px_config_from_plan(const sc_plan *plan, json_t **ret_json);
+/* Worker side: strict parse of the serialised configuration. */
+int px_config_parse(const char *buf, size_t len, px_config **ret);
+px_config *px_config_free(px_config *c);
+/* Formats a credential header value: format with one "%s" ("%%" is a literal %). */
+int px_format_secret(const char *format, const char *secret, char **ret_value);

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Supervisor side: start the proxy worker. Secrets are read here and travel
+ * only through a sealed memfd that the worker reads once and closes; the
+ * worker is exec'd (not just forked) with an empty environment so that
+ * neither the supervisor's environment nor its heap reaches a process that
+ * parses hostile input (DESIGN.md 2).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/io.h"
+#include "compat/syscalls.h"
+#include "proxy/proxy.h"
+#include "proxy/px.h"
+
+#define PX_HIGH_FD 10
+
+static int make_config_memfd(const sc_plan *plan, int *ret_fd)
+{
+	_cleanup_close_ int fd = -1;
+	json_t *j = NULL;
+	char *s;
+	size_t len;
+	int r;
+
+	r = px_config_from_plan(plan, &j);
+	if (r < 0)
+		return r;
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	if (!s)
+		return -ENOMEM;
+	len = strlen(s);
+	fd = memfd_create("sandcap-proxy-config", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = io_write_all(fd, s, len);
+	if (r < 0)
+		goto out;
+	/* nobody, the worker included, can change what the supervisor wrote */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		r = -errno;
+		goto out;
+	}
+	*ret_fd = TAKE_FD(fd);
+	r = 0;
+out:
+	explicit_bzero(s, len);
+	free(s);
+	return r;
+}
+
+/* After fork: async-signal-safe calls only. Never returns. */
+_Noreturn static void child(int listen_fd, int ev_fd, int cfg_fd, int exe_fd)
+{
+	static char *const argv[] = {(char *)"sandcap-proxy", NULL};
+	static char *const envp[] = {NULL};
+	sigset_t all;
+	int l, e, c, x, null;
+
+	(void)sigemptyset(&all);
+	(void)sigprocmask(SIG_SETMASK, &all, NULL);
+	for (int sig = 1; sig < _NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)signal(sig, SIG_DFL);
+	/* out of the supervisor's session: terminal signals are not for us */
+	(void)setsid();
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+
+	/* move everything above the target slots first, so no dup2 clobbers a source */
+	l = fcntl(listen_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
+	e = fcntl(ev_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
+	c = fcntl(cfg_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
+	x = fcntl(exe_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
+	if (l < 0 || e < 0 || c < 0 || x < 0)
+		_exit(125);
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+		_exit(125);
+	if (dup2(l, 3) < 0 || dup2(e, 4) < 0 || dup2(c, 5) < 0 || dup3(x, 6, O_CLOEXEC) < 0)
+		_exit(125);
+	if (sys_close_range(7, ~0U, 0) < 0) {
+		for (int fd = 7; fd < 1024; fd++)
+			(void)close(fd);
+	}
+	(void)sys_execveat(6, "", argv, envp, AT_EMPTY_PATH);
+	_exit(125);
+}
+
+int px_spawn(const sc_plan *plan, int listen_fd, pid_t *ret_pid, int *ret_event_fd)
+{
+	_cleanup_close_ int lfd = listen_fd, cfg_fd = -1, exe_fd = -1, ev0 = -1, ev1 = -1;
+	int sv[2];
+	pid_t pid;
+	int r;
+
+	if (lfd < 0)
+		return -EBADF;
+	r = make_config_memfd(plan, &cfg_fd);
+	if (r < 0)
+		return r;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	ev0 = sv[0];
+	ev1 = sv[1];
+	exe_fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
+	if (exe_fd < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		child(lfd, ev1, cfg_fd, exe_fd);
+	*ret_pid = pid;
+	*ret_event_fd = TAKE_FD(ev0);
+	return 0;
+}

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CONNECT tunnels. Bytes move with splice(2) through one pipe per direction,
+ * never through user space; the pipe's fill level is the only buffer, and the
+ * bandwidth bucket and egress budget bound how much one splice may move.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "proxy/conn.h"
+
+static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+int px_tunnel_start(conn *c)
+{
+	int r;
+
+	if (pipe2(c->c2u, O_NONBLOCK | O_CLOEXEC) < 0 || pipe2(c->u2c, O_NONBLOCK | O_CLOEXEC) < 0)
+		return px_conn_reply(c, 502, "internal", "cannot create pipes", true);
+	/* a bigger pipe means fewer wake-ups per byte; the default 64 KiB is the fallback */
+	r = fcntl(c->c2u[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
+	c->pipe_cap = r > 0 ? (size_t)r : 65536;
+	r = fcntl(c->u2c[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
+	if (r > 0 && (size_t)r < c->pipe_cap)
+		c->pipe_cap = (size_t)r;
+	else if (r <= 0)
+		c->pipe_cap = 65536;
+	free(c->cout);
+	c->cout = strdup(established);
+	if (!c->cout)
+		return -ENOMEM;
+	c->cout_len = strlen(established);
+	c->cout_off = 0;
+	c->status = 200;
+	/* bytes the client sent after the CONNECT head go upstream first */
+	memmove(c->cin, c->cin + c->req.head_len, c->cin_len - c->req.head_len);
+	c->cin_len -= c->req.head_len;
+	c->req.head_len = 0;
+	c->framed = c->cin_len;
+	c->state = CS_TUNNEL;
+	c->deadline_ns = px_now_ns() + PX_TUNNEL_IDLE_NS;
+	px_conn_emit_request(c, "allow", "", 200);
+	px_tunnel_io(c);
+	return 0;
+}
+
+static void tunnel_close(conn *c, const char *reason)
+{
+	uint64_t dur = (px_now_ns() - c->start_ns) / 1000000ull;
+
+	(void)px_events_emit(
+	    c->L->ev, "net.tunnel.close",
+	    json_pack("{s:s, s:i, s:s, s:I, s:I, s:I, s:s}", "host", c->host, "port", (int)c->port,
+		      "addr", c->addr_str, "bytes_out", (json_int_t)c->bytes_out, "bytes_in",
+		      (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur, "reason", reason));
+	px_conn_close(c, reason);
+}
+
+static bool fatal(int err)
+{
+	return err != EAGAIN && err != EINTR;
+}
+
+/* Returns true when something moved. */
+static bool step(conn *c)
+{
+	px_loop *L = c->L;
+	uint64_t now = px_now_ns();
+	bool moved = false;
+	ssize_t n;
+
+	/* 1. the "200" to the client */
+	while (c->cout_off < c->cout_len) {
+		n = send(c->cfd, c->cout + c->cout_off, c->cout_len - c->cout_off,
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (fatal(errno)) {
+				tunnel_close(c, "client-error");
+				return false;
+			}
+			break;
+		}
+		c->cout_off += (size_t)n;
+		moved = true;
+	}
+	if (c->cout_off < c->cout_len)
+		return moved;
+
+	/* 2. client -> upstream: leftover head bytes first, then the pipe */
+	if (c->framed > 0) {
+		uint64_t want = px_budget_take(L, c->framed);
+
+		if (want == 0) {
+			px_limit_hit(L, "egress_budget", c->host);
+			tunnel_close(c, "egress_budget");
+			return false;
+		}
+		n = send(c->ufd, c->cin, (size_t)want, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (L->budget_left != PLAN_UNLIMITED)
+				L->budget_left += want;
+			if (fatal(errno)) {
+				tunnel_close(c, "upstream-error");
+				return false;
+			}
+		} else {
+			if (L->budget_left != PLAN_UNLIMITED)
+				L->budget_left += want - (uint64_t)n;
+			memmove(c->cin, c->cin + n, c->cin_len - (size_t)n);
+			c->cin_len -= (size_t)n;
+			c->framed -= (size_t)n;
+			c->bytes_out += (uint64_t)n;
+			moved = true;
+		}
+	}
+	if (c->framed == 0 && !c->c_eof && c->c2u_n < c->pipe_cap && !c->throttled_up) {
+		uint64_t room = c->pipe_cap - c->c2u_n;
+		uint64_t grant = px_bucket_take(&L->bw_up, room, now);
+
+		if (grant == 0)
+			px_conn_throttle(c, &L->bw_up, true, room);
+		else {
+			uint64_t budget = px_budget_take(L, grant);
+
+			if (budget == 0) {
+				char b;
+
+				c->L->bw_up.tokens += grant;
+				/* the budget is spent: only a clean EOF may still come */
+				n = recv(c->cfd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+				if (n > 0) {
+					px_limit_hit(L, "egress_budget", c->host);
+					tunnel_close(c, "egress_budget");
+					return false;
+				}
+				if (n == 0) {
+					c->c_eof = true;
+					moved = true;
+				}
+			} else {
+				n = splice(c->cfd, NULL, c->c2u[1], NULL, (size_t)budget,
+					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+				uint64_t used = n > 0 ? (uint64_t)n : 0;
+
+				if (L->budget_left != PLAN_UNLIMITED)
+					L->budget_left += budget - used;
+				if (!L->bw_up.unlimited)
+					L->bw_up.tokens += grant - used;
+				if (n > 0) {
+					c->c2u_n += (size_t)n;
+					moved = true;
+				} else if (n == 0) {
+					c->c_eof = true;
+					moved = true;
+				} else if (fatal(errno)) {
+					tunnel_close(c, "client-error");
+					return false;
+				}
+			}
+		}
+	}
+	if (c->c2u_n > 0) {
+		n = splice(c->c2u[0], NULL, c->ufd, NULL, c->c2u_n,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			c->c2u_n -= (size_t)n;
+			c->bytes_out += (uint64_t)n;
+			moved = true;
+		} else if (n < 0 && fatal(errno)) {
+			tunnel_close(c, "upstream-error");
+			return false;
+		}
+	}
+	if (c->c_eof && c->c2u_n == 0 && c->framed == 0 && !c->u_shut) {
+		(void)shutdown(c->ufd, SHUT_WR);
+		c->u_shut = true;
+	}
+
+	/* 3. upstream -> client */
+	if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->throttled_down) {
+		uint64_t room = c->pipe_cap - c->u2c_n;
+		uint64_t grant = px_bucket_take(&L->bw_down, room, now);
+
+		if (grant == 0)
+			px_conn_throttle(c, &L->bw_down, false, room);
+		else {
+			n = splice(c->ufd, NULL, c->u2c[1], NULL, (size_t)grant,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			uint64_t used = n > 0 ? (uint64_t)n : 0;
+
+			if (!L->bw_down.unlimited)
+				L->bw_down.tokens += grant - used;
+			if (n > 0) {
+				c->u2c_n += (size_t)n;
+				moved = true;
+			} else if (n == 0) {
+				c->u_eof = true;
+				moved = true;
+			} else if (fatal(errno)) {
+				tunnel_close(c, "upstream-error");
+				return false;
+			}
+		}
+	}
+	if (c->u2c_n > 0) {
+		n = splice(c->u2c[0], NULL, c->cfd, NULL, c->u2c_n,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			c->u2c_n -= (size_t)n;
+			c->bytes_in += (uint64_t)n;
+			moved = true;
+		} else if (n < 0 && fatal(errno)) {
+			tunnel_close(c, "client-error");
+			return false;
+		}
+	}
+	if (c->u_eof && c->u2c_n == 0 && !c->c_shut) {
+		(void)shutdown(c->cfd, SHUT_WR);
+		c->c_shut = true;
+	}
+	if (c->c_eof && c->u_eof && c->c2u_n == 0 && c->u2c_n == 0) {
+		tunnel_close(c, "eof");
+		return false;
+	}
+	return moved;
+}
+
+void px_tunnel_io(conn *c)
+{
+	bool any = false;
+
+	/* bounded: level-triggered epoll brings us back for the rest */
+	for (int i = 0; i < 8 && !c->dead; i++) {
+		if (!step(c))
+			break;
+		any = true;
+	}
+	if (any && !c->dead)
+		c->deadline_ns = px_now_ns() + PX_TUNNEL_IDLE_NS;
+}
+
+void px_tunnel_hup(conn *c, bool upstream)
+{
+	px_tunnel_io(c);
+	if (c->dead)
+		return;
+	if (!upstream) {
+		/* the client can no longer receive: nothing left to do */
+		tunnel_close(c, "client-closed");
+		return;
+	}
+	/* the origin is fully gone; deliver what is already in the pipe */
+	c->u_eof = true;
+	if (c->u2c_n == 0) {
+		tunnel_close(c, "upstream-closed");
+		return;
+	}
+	if (c->ufd >= 0) {
+		(void)epoll_ctl(c->L->epfd, EPOLL_CTL_DEL, c->ufd, NULL);
+		c->u_registered = false;
+		c->ufd = safe_close(c->ufd);
+	}
+	c->c_eof = true;
+	c->c2u_n = 0;
+	c->framed = 0;
+}
+
+void px_tunnel_interest(conn *c, uint32_t *cm, uint32_t *um)
+{
+	bool hello_sent = c->cout_off >= c->cout_len;
+
+	*cm = 0;
+	*um = 0;
+	if (!hello_sent) {
+		*cm = EPOLLOUT;
+		return;
+	}
+	if (!c->c_eof && c->framed == 0 && c->c2u_n < c->pipe_cap && !c->throttled_up)
+		*cm |= EPOLLIN | EPOLLRDHUP;
+	if (c->u2c_n > 0)
+		*cm |= EPOLLOUT;
+	if (c->ufd >= 0) {
+		if (c->c2u_n > 0 || c->framed > 0)
+			*um |= EPOLLOUT;
+		if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->throttled_down)
+			*um |= EPOLLIN | EPOLLRDHUP;
+	}
+}

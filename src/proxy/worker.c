@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The proxy worker process: "sandcap-proxy", exec'd fresh by px_spawn() with
+ * an empty environment and exactly fds 3 (listener), 4 (event socket) and
+ * 5 (configuration memfd). It parses hostile HTTP, so before it reads a single
+ * byte from the sandbox it gives up everything (DESIGN.md principle 6):
+ *
+ *   1. read the configuration, init c-ares (reads /etc/resolv.conf) and
+ *      OpenSSL (loads the CA bundle eagerly): the last file access it makes;
+ *   2. drop the capability bounding set and ambient set (needs CAP_SETPCAP,
+ *      so before the uid change), setgroups(0), setresgid/setresuid to
+ *      PX_WORKER_UID, then clear any capability left (capset);
+ *   3. no_new_privs (required before unprivileged seccomp and Landlock),
+ *      not dumpable (no ptrace/core of a process holding credential values);
+ *   4. Landlock: every filesystem right handled, no rule added = no file can
+ *      be opened; on ABI >= 4 TCP bind is handled too, on ABI >= 6 abstract
+ *      unix sockets and signals are scoped;
+ *   5. seccomp last, so the filter need not allow the setup syscalls above.
+ *
+ * PX_WORKER_UID is 65534 ("nobody"). A dedicated uid would keep two workers
+ * apart by uid too; they are kept apart by what they can do instead: no
+ * filesystem (Landlock), no signals/ptrace/process syscalls (seccomp), not
+ * dumpable. When started unprivileged the uid stays as it is; the other
+ * layers still apply.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <grp.h>
+
+#include "base/cleanup.h"
+#include "compat/syscalls.h"
+#include "proxy/conn.h"
+#include "proxy/proxy.h"
+#include "proxy/tls.h"
+
+#define PX_WORKER_UID 65534
+#define PX_WORKER_GID 65534
+#define PX_FD_LISTEN  3
+#define PX_FD_EVENTS  4
+#define PX_FD_CONFIG  5
+
+static int read_config(int fd, px_config **ret)
+{
+	struct stat st;
+	_cleanup_free_ char *buf = NULL;
+	size_t off = 0;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size <= 0 || (uint64_t)st.st_size > PX_CONFIG_MAX_BYTES)
+		return -EINVAL;
+	buf = malloc((size_t)st.st_size);
+	if (!buf)
+		return -ENOMEM;
+	while (off < (size_t)st.st_size) {
+		ssize_t n = pread(fd, buf + off, (size_t)st.st_size - off, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EPIPE;
+		off += (size_t)n;
+	}
+	r = px_config_parse(buf, off, ret);
+	explicit_bzero(buf, off);
+	return r;
+}
+
+static int drop_privileges(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {0};
+
+	if (geteuid() == 0) {
+		for (unsigned long cap = 0; cap <= 63; cap++)
+			if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+				return -errno;
+		if (setgroups(0, NULL) < 0)
+			return -errno;
+		if (setresgid(PX_WORKER_GID, PX_WORKER_GID, PX_WORKER_GID) < 0)
+			return -errno;
+		if (setresuid(PX_WORKER_UID, PX_WORKER_UID, PX_WORKER_UID) < 0)
+			return -errno;
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return -errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return -errno;
+	/* cleared by the uid change above: the worker dies with its supervisor */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return -errno;
+	if (getppid() == 1)
+		return -ESRCH; /* the supervisor is already gone */
+	return 0;
+}
+
+/* Index: Landlock ABI version (STYLE.md rule 9). */
+static const uint64_t ll_fs_handled[] = {
+    [1] = SC_LANDLOCK_FS_V1,
+    [2] = SC_LANDLOCK_FS_V1 | SC_LANDLOCK_ACCESS_FS_REFER,
+    [3] = SC_LANDLOCK_FS_V1 | SC_LANDLOCK_ACCESS_FS_REFER | SC_LANDLOCK_ACCESS_FS_TRUNCATE,
+    [4] = SC_LANDLOCK_FS_V1 | SC_LANDLOCK_ACCESS_FS_REFER | SC_LANDLOCK_ACCESS_FS_TRUNCATE,
+    [5] = SC_LANDLOCK_FS_V1 | SC_LANDLOCK_ACCESS_FS_REFER | SC_LANDLOCK_ACCESS_FS_TRUNCATE |
+	  SC_LANDLOCK_ACCESS_FS_IOCTL_DEV,
+};
+
+/* Returns 1 when applied, 0 when the kernel has no Landlock, -errno. */
+static int apply_landlock(void)
+{
+	struct sc_landlock_ruleset_attr attr = {0};
+	size_t size;
+	int abi, fd, r;
+
+	abi = sys_landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 0)
+		return (errno == ENOSYS || errno == EOPNOTSUPP) ? 0 : -errno;
+	attr.handled_access_fs = ll_fs_handled[abi < 5 ? abi : 5];
+	size = sizeof(attr.handled_access_fs);
+	if (abi >= 4) {
+		/* the worker only ever connects; it never binds a TCP port */
+		attr.handled_access_net = SC_LANDLOCK_ACCESS_NET_BIND_TCP;
+		size = offsetof(struct sc_landlock_ruleset_attr, scoped);
+	}
+	if (abi >= 6) {
+		attr.scoped = SC_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | SC_LANDLOCK_SCOPE_SIGNAL;
+		size = sizeof(attr);
+	}
+	fd = sys_landlock_create_ruleset(&attr, size, 0);
+	if (fd < 0)
+		return -errno;
+	r = sys_landlock_restrict_self(fd, 0);
+	r = r < 0 ? -errno : 1;
+	(void)close(fd);
+	return r;
+}
+
+static int apply_seccomp(void)
+{
+	static const int allowed[] = {
+	    SCMP_SYS(read),	      SCMP_SYS(write),		 SCMP_SYS(readv),
+	    SCMP_SYS(writev),	      SCMP_SYS(recvfrom),	 SCMP_SYS(sendto),
+	    SCMP_SYS(recvmsg),	      SCMP_SYS(sendmsg),	 SCMP_SYS(recvmmsg),
+	    SCMP_SYS(sendmmsg),	      SCMP_SYS(close),		 SCMP_SYS(epoll_wait),
+	    SCMP_SYS(epoll_pwait),    SCMP_SYS(epoll_ctl),	 SCMP_SYS(connect),
+	    SCMP_SYS(accept4),	      SCMP_SYS(getsockopt),	 SCMP_SYS(setsockopt),
+	    SCMP_SYS(getsockname),    SCMP_SYS(getpeername),	 SCMP_SYS(shutdown),
+	    SCMP_SYS(fcntl),	      SCMP_SYS(splice),		 SCMP_SYS(pipe2),
+	    SCMP_SYS(clock_gettime),  SCMP_SYS(gettimeofday),	 SCMP_SYS(getrandom),
+	    SCMP_SYS(munmap),	      SCMP_SYS(mremap),		 SCMP_SYS(brk),
+	    SCMP_SYS(madvise),	      SCMP_SYS(exit_group),	 SCMP_SYS(exit),
+	    SCMP_SYS(rt_sigreturn),   SCMP_SYS(restart_syscall), SCMP_SYS(futex),
+	    SCMP_SYS(getpid),	      SCMP_SYS(gettid),		 SCMP_SYS(poll),
+	    SCMP_SYS(fstat),	      SCMP_SYS(newfstatat),	 SCMP_SYS(lseek),
+	    SCMP_SYS(rt_sigprocmask),
+	};
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	int r = 0;
+
+	if (!ctx)
+		return -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(allowed) && r == 0; i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0);
+	/* sockets: IPv4 and IPv6 only */
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+				     SCMP_A0(SCMP_CMP_EQ, AF_INET));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+				     SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+	/* memory for malloc, never executable */
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	/* c-ares sets O_NONBLOCK with FIONBIO on some builds and asks FIONREAD */
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				     SCMP_A1(SCMP_CMP_EQ, FIONBIO));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				     SCMP_A1(SCMP_CMP_EQ, FIONREAD));
+	/* libraries that probe files lazily get a clean error, not a kill;
+	 * Landlock would refuse them anyway */
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 0);
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
+	if (r == 0)
+		r = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return r;
+}
+
+int px_worker_main(int argc, char **argv)
+{
+	px_loop L = {.epfd = -1};
+	px_config *cfg = NULL;
+	uint64_t now, burst;
+	int r, flags;
+
+	(void)argc;
+	(void)argv;
+	for (int fd = PX_FD_LISTEN; fd <= PX_FD_CONFIG; fd++)
+		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+			return 125;
+	r = read_config(PX_FD_CONFIG, &cfg);
+	(void)close(PX_FD_CONFIG);
+	if (r < 0)
+		return 125;
+	L.cfg = cfg;
+	L.listen_fd = PX_FD_LISTEN;
+	L.event_fd = PX_FD_EVENTS;
+	flags = fcntl(L.listen_fd, F_GETFL);
+	if (flags < 0 || fcntl(L.listen_fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return 125;
+	L.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (L.epfd < 0)
+		return 125;
+	if (px_events_new(L.event_fd, &L.ev) < 0)
+		return 125;
+	if (px_dns_new(cfg->dns, L.epfd, W_DNS, &L.dns) < 0)
+		return 125;
+	if (px_tls_ctx_new(cfg->upstream_ca, &L.tls) < 0)
+		return 125;
+	{
+		struct rlimit rl = {0, 0};
+
+		(void)setrlimit(RLIMIT_CORE, &rl);
+	}
+	if (drop_privileges() < 0)
+		return 125;
+	r = apply_landlock();
+	if (r < 0)
+		return 125;
+	if (apply_seccomp() < 0)
+		return 125;
+
+	now = px_now_ns();
+	px_bucket_init(&L.rate, cfg->rate.count, cfg->rate.per_ns,
+		       cfg->rate.count ? cfg->rate.count : 1, now);
+	burst = cfg->bandwidth == PLAN_UNLIMITED ? 1 : cfg->bandwidth / 8;
+	if (burst < PX_BW_BURST_MIN)
+		burst = PX_BW_BURST_MIN;
+	px_bucket_init(&L.bw_up, cfg->bandwidth, 1000000000ull, burst, now);
+	px_bucket_init(&L.bw_down, cfg->bandwidth, 1000000000ull, burst, now);
+	L.budget_left = cfg->egress_budget;
+
+	r = px_loop_run(&L);
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,411 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Integration tests of the egress proxy with real servers on loopback only:
+# nginx (origins, plain and TLS), dnsmasq (names), curl and python clients.
+# Runs px-standalone (tests/proxy/build.sh). TAP output; exit 77 = skipped.
+#
+#   tests/proxy/test-proxy.sh [BUILDDIR]
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+B=${1:-$top/build}
+SA=$B/px-standalone
+T=$(mktemp -d /tmp/sandcap-proxy-test.XXXXXX)
+chmod 755 "$T"
+n=0
+fails=0
+pids=()
+
+skip_all() {
+	echo "1..0 # SKIP $*"
+	[ "${SANDCAP_MUST_WORK:-0}" = 1 ] && exit 1
+	exit 77
+}
+
+for tool in nginx dnsmasq curl openssl python3; do
+	command -v $tool >/dev/null || skip_all "$tool not installed"
+done
+[ "$(id -u)" = 0 ] || skip_all "needs root (the worker drops to nobody)"
+[ -x "$SA" ] || "$top/tests/proxy/build.sh" "$B" || skip_all "cannot build px-standalone"
+
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+ok() { # ok COND-EXIT-STATUS DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		fails=$((fails + 1))
+	fi
+}
+
+check() { # check DESCRIPTION COMMAND...
+	local d=$1
+	shift
+	"$@" >/dev/null 2>&1
+	ok $? "$d"
+}
+
+# Ports: pick a base unlikely to collide.
+BASE=$((20000 + RANDOM % 20000))
+P_HTTP=$BASE P_HTTP2=$((BASE + 1)) P_TLS=$((BASE + 2)) P_DNS=$((BASE + 3))
+P1=$((BASE + 10)) P2=$((BASE + 11)) P3=$((BASE + 12)) P4=$((BASE + 13)) P5=$((BASE + 14))
+P6=$((BASE + 15))
+
+# --- origins -----------------------------------------------------------------
+mkdir -p "$T/www"
+echo hello >"$T/www/index.html"
+head -c $((4 * 1024 * 1024)) /dev/urandom >"$T/www/big.bin"
+head -c $((200 * 1024)) /dev/urandom >"$T/www/mid.bin"
+head -c $((4 * 1024 * 1024)) /dev/urandom >"$T/upload.bin"
+head -c 2048 /dev/zero | tr '\0' a >"$T/2k.txt"
+
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=sandcap test CA" \
+	-keyout "$T/ca.key" -out "$T/ca.pem" \
+	-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" \
+	>/dev/null 2>&1
+openssl req -newkey rsa:2048 -nodes -subj "/CN=secure.test" -keyout "$T/srv.key" \
+	-out "$T/srv.csr" >/dev/null 2>&1
+printf "subjectAltName=DNS:secure.test,DNS:tls.test\n" >"$T/ext.cnf"
+openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+	-days 1 -extfile "$T/ext.cnf" -out "$T/srv.pem" >/dev/null 2>&1
+
+cat >"$T/nginx.conf" <<EOF
+daemon on; pid $T/nginx.pid; error_log $T/nginx-error.log; worker_processes 1;
+events { worker_connections 256; }
+http {
+  log_format auth '\$request auth="\$http_authorization" key="\$http_x_api_key"';
+  access_log $T/access.log auth;
+  client_body_temp_path $T/cbt; proxy_temp_path $T/pt; fastcgi_temp_path $T/ft;
+  uwsgi_temp_path $T/ut; scgi_temp_path $T/st;
+  server {
+    listen 127.0.0.1:$P_HTTP; listen 127.0.0.1:$P_HTTP2; root $T/www;
+    client_max_body_size 64m;
+    location /auth { return 200 "auth=\$http_authorization\n"; }
+    location /upload { client_body_in_single_buffer off; return 200 "up\n"; }
+    location /host { return 200 "host=\$host\n"; }
+    location /key { return 200 "key=\$http_x_api_key\n"; }
+  }
+  server {
+    listen 127.0.0.1:$P_TLS ssl; root $T/www;
+    ssl_certificate $T/srv.pem; ssl_certificate_key $T/srv.key;
+    location /auth { return 200 "tls-auth=\$http_authorization\n"; }
+  }
+}
+EOF
+nginx -c "$T/nginx.conf" -p "$T" || skip_all "nginx does not start"
+
+dnsmasq --keep-in-foreground --no-resolv --no-hosts --port=$P_DNS --listen-address=127.0.0.1 \
+	--bind-interfaces --pid-file="$T/dnsmasq.pid" \
+	--address=/allowed.test/127.0.0.1 --address=/other.allowed.test/127.0.0.1 \
+	--address=/denied.test/127.0.0.1 --address=/rebind.test/127.0.0.1 \
+	--address=/metadata.test/169.254.169.254 --address=/wild.test/127.0.0.1 \
+	--address=/methods.test/127.0.0.1 --address=/secure.test/127.0.0.1 \
+	--address=/tls.test/127.0.0.1 --address=/plain.test/127.0.0.1 2>"$T/dnsmasq.log" &
+pids+=($!)
+
+# --- proxies -----------------------------------------------------------------
+DNS="\"dns\": \"127.0.0.1:$P_DNS\""
+cat >"$T/p1.json" <<EOF
+{ "egress": [
+    {"host": "allowed.test", "ports": [$P_HTTP]},
+    {"host": "other.allowed.test", "ports": [$P_HTTP]},
+    {"host": "*.wild.test", "ports": [$P_HTTP]},
+    {"host": "methods.test", "ports": [$P_HTTP], "methods": ["GET"]},
+    {"host": "metadata.test", "ports": [80, $P_HTTP]},
+    {"host": "tls.test", "ports": [$P_TLS]},
+    {"host": "127.0.0.1", "ports": [$P_HTTP]} ],
+  "allow_private": ["127.0.0.1/32"],
+  "max_request_body": "1K", "max_response_body": "100K", $DNS }
+EOF
+cat >"$T/p2.json" <<EOF
+{ "egress": [ {"host": "rebind.test", "ports": [$P_HTTP]},
+              {"host": "127.0.0.1", "ports": [$P_HTTP]} ], $DNS }
+EOF
+cat >"$T/p3.json" <<EOF
+{ "egress": [ {"host": "allowed.test", "ports": [$P_HTTP]} ],
+  "allow_private": ["127.0.0.0/8"], "rate": "5/s", $DNS }
+EOF
+cat >"$T/p4.json" <<EOF
+{ "egress": [ {"host": "allowed.test", "ports": [$P_HTTP]} ],
+  "allow_private": ["127.0.0.0/8"], "bandwidth": "1M/s", $DNS }
+EOF
+cat >"$T/p5.json" <<EOF
+{ "egress": [ {"host": "allowed.test", "ports": [$P_HTTP]} ],
+  "allow_private": ["127.0.0.0/8"], "egress_budget": "1M", $DNS }
+EOF
+echo "s3cr3t-file" >"$T/secret.txt"
+cat >"$T/p6.json" <<EOF
+{ "egress": [ {"host": "secure.test", "ports": [$P_TLS]},
+              {"host": "plain.test", "ports": [$P_HTTP]} ],
+  "allow_private": ["127.0.0.0/8"], "upstream_ca": "$T/ca.pem",
+  "credentials": [
+    {"host": "secure.test", "header": "Authorization", "value_env": "PX_TEST_TOKEN",
+     "format": "Bearer %s", "upstream": "https"},
+    {"host": "plain.test", "header": "X-Api-Key", "value_file": "$T/secret.txt",
+     "upstream": "http"} ], $DNS }
+EOF
+
+start_proxy() { # start_proxy NAME PORT
+	PX_TEST_TOKEN=s3cr3t-env "$SA" "$T/$1.json" "$2" "$T/$1.events" >"$T/$1.out" 2>"$T/$1.err" &
+	pids+=($!)
+	for _ in $(seq 50); do
+		grep -q READY "$T/$1.out" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+for i in 1 2 3 4 5 6; do
+	pv=P$i
+	start_proxy p$i "${!pv}" || skip_all "proxy p$i does not start: $(cat "$T/p$i.err")"
+done
+sleep 0.3
+
+X1="-x http://127.0.0.1:$P1"
+C="curl -sS --max-time 20"
+
+# --- allowlist ---------------------------------------------------------------
+out=$($C $X1 "http://allowed.test:$P_HTTP/index.html")
+[ "$out" = hello ]
+ok $? "allowed host reaches the origin"
+
+hdr=$($C -i $X1 "http://denied.test:$P_HTTP/index.html")
+echo "$hdr" | grep -q "^HTTP/1.1 403" && echo "$hdr" | grep -q "X-Sandcap-Deny: host-not-allowed"
+ok $? "unlisted host: 403 with X-Sandcap-Deny"
+
+out=$($C $X1 "http://a.wild.test:$P_HTTP/index.html")
+[ "$out" = hello ]
+ok $? "*.wild.test matches a subdomain"
+code=$($C -o /dev/null -w '%{http_code}' $X1 "http://wild.test:$P_HTTP/index.html")
+[ "$code" = 403 ]
+ok $? "*.wild.test does not match wild.test itself"
+
+hdr=$($C -i $X1 "http://allowed.test:$P_HTTP2/index.html")
+echo "$hdr" | grep -q "X-Sandcap-Deny: port-not-allowed"
+ok $? "unlisted port refused"
+
+out=$($C $X1 "http://methods.test:$P_HTTP/index.html")
+[ "$out" = hello ]
+ok $? "listed method allowed"
+hdr=$($C -i -X DELETE $X1 "http://methods.test:$P_HTTP/index.html")
+echo "$hdr" | grep -q "X-Sandcap-Deny: method-not-allowed"
+ok $? "unlisted method refused"
+
+hdr=$($C -i $X1 "http://metadata.test:$P_HTTP/")
+echo "$hdr" | grep -q "X-Sandcap-Deny: private-address"
+ok $? "name resolving to 169.254.169.254 refused after resolution"
+hdr=$($C -i -x "http://127.0.0.1:$P2" "http://rebind.test:$P_HTTP/")
+echo "$hdr" | grep -q "X-Sandcap-Deny: private-address"
+ok $? "allowed name resolving to 127.0.0.1 refused without allow_private"
+hdr=$($C -i -x "http://127.0.0.1:$P2" "http://127.0.0.1:$P_HTTP/")
+echo "$hdr" | grep -q "X-Sandcap-Deny: private-address"
+ok $? "listed private IP literal refused without allow_private"
+out=$($C $X1 "http://127.0.0.1:$P_HTTP/index.html")
+[ "$out" = hello ]
+ok $? "listed IP literal inside allow_private allowed"
+hdr=$($C -i $X1 "http://127.0.0.2:$P_HTTP/index.html")
+echo "$hdr" | grep -q "X-Sandcap-Deny: ip-literal"
+ok $? "unlisted IP literal refused"
+
+# keep-alive: two requests, one connection
+out=$($C -v $X1 "http://allowed.test:$P_HTTP/index.html" "http://other.allowed.test:$P_HTTP/index.html" 2>&1)
+[ "$(echo "$out" | grep -c '^hello')" = 2 ] && echo "$out" | grep -q "Re-using existing connection"
+ok $? "client keep-alive across two requests"
+
+# Host rewritten from the target, hop-by-hop stripped
+out=$($C $X1 -H "Connection: X-Foo" -H "X-Foo: 1" "http://allowed.test:$P_HTTP/host")
+[ "$out" = "host=allowed.test" ]
+ok $? "origin sees Host from the request target"
+
+# --- strict parsing (raw bytes) ----------------------------------------------
+raw() { # raw PORT BYTES(printf format) -> first line of the answer
+	python3 - "$1" "$2" <<'EOF'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
+data = b""
+try:
+    while b"\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+except Exception:
+    pass
+print(data.split(b"\r\n")[0].decode("latin-1"))
+EOF
+}
+H="http://allowed.test:$P_HTTP/index.html"
+A="Host: allowed.test:$P_HTTP"
+[ "$(raw $P1 "GET $H HTTP/1.1\r\nHost: evil.test\r\n\r\n")" = "HTTP/1.1 400 Bad Request" ]
+ok $? "Host header disagreeing with the target: 400"
+[ "$(raw $P1 "POST $H HTTP/1.1\r\n$A\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")" = "HTTP/1.1 400 Bad Request" ]
+ok $? "smuggling: CL + TE refused with 400"
+[ "$(raw $P1 "POST $H HTTP/1.1\r\n$A\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcd")" = "HTTP/1.1 400 Bad Request" ]
+ok $? "smuggling: duplicate Content-Length refused with 400"
+[ "$(raw $P1 "GET $H HTTP/1.1\n$A\n\n")" = "HTTP/1.1 400 Bad Request" ]
+ok $? "smuggling: bare LF refused with 400"
+[ "$(raw $P1 "GET $H HTTP/1.1\r\n$A\rX-A: b\r\n\r\n")" = "HTTP/1.1 400 Bad Request" ]
+ok $? "smuggling: bare CR refused with 400"
+[ "$(raw $P1 "GET $H HTTP/1.1\r\n$A\r\nX-A: b\r\n c\r\n\r\n")" = "HTTP/1.1 400 Bad Request" ]
+ok $? "smuggling: obs-fold refused with 400"
+[ "$(raw $P1 "GET /index.html HTTP/1.1\r\n$A\r\n\r\n")" = "HTTP/1.1 400 Bad Request" ]
+ok $? "origin-form request refused"
+
+# --- CONNECT -----------------------------------------------------------------
+out=$($C -p $X1 "http://allowed.test:$P_HTTP/index.html")
+[ "$out" = hello ]
+ok $? "CONNECT tunnel (curl --proxytunnel)"
+out=$($C --cacert "$T/ca.pem" $X1 "https://tls.test:$P_TLS/auth")
+[ "$out" = "tls-auth=" ]
+ok $? "https through a CONNECT tunnel, TLS end to end"
+code=$($C -o /dev/null -w '%{http_code}' -p $X1 "http://denied.test:$P_HTTP/" 2>/dev/null)
+[ "$code" = 403 ] || [ "$code" = 000 ]
+hdr=$(curl -sS -i --max-time 5 -p $X1 "http://denied.test:$P_HTTP/" 2>&1)
+echo "$hdr" | grep -q "403"
+ok $? "CONNECT to unlisted host refused"
+
+# --- python clients ----------------------------------------------------------
+out=$(python3 - "$P1" "$P_HTTP" <<'EOF'
+import sys, urllib.request
+h = urllib.request.ProxyHandler({"http": "http://127.0.0.1:%s" % sys.argv[1]})
+print(urllib.request.build_opener(h).open("http://allowed.test:%s/index.html" % sys.argv[2], timeout=10).read().decode().strip())
+EOF
+)
+[ "$out" = hello ]
+ok $? "python3 urllib through the proxy"
+if python3 -c "import requests" 2>/dev/null; then
+	out=$(python3 - "$P1" "$P_HTTP" <<'EOF'
+import sys, requests
+p = "http://127.0.0.1:%s" % sys.argv[1]
+r = requests.get("http://allowed.test:%s/index.html" % sys.argv[2], proxies={"http": p}, timeout=10)
+d = requests.get("http://denied.test:%s/" % sys.argv[2], proxies={"http": p}, timeout=10)
+print(r.text.strip(), d.status_code, d.headers.get("X-Sandcap-Deny"))
+EOF
+)
+	[ "$out" = "hello 403 host-not-allowed" ]
+	ok $? "python3-requests through the proxy"
+else
+	n=$((n + 1))
+	echo "ok $n - python3-requests # SKIP module not installed"
+fi
+
+# --- body limits -------------------------------------------------------------
+code=$($C -o /dev/null -w '%{http_code}' $X1 --data-binary @"$T/2k.txt" "http://allowed.test:$P_HTTP/upload")
+[ "$code" = 413 ]
+ok $? "request body over max_request_body (Content-Length): 413"
+code=$($C -o /dev/null -w '%{http_code}' $X1 -H "Transfer-Encoding: chunked" --data-binary @"$T/2k.txt" "http://allowed.test:$P_HTTP/upload")
+[ "$code" = 413 ]
+ok $? "request body over max_request_body (chunked): 413"
+out=$($C $X1 --data-binary "small" "http://allowed.test:$P_HTTP/upload")
+[ "$out" = up ]
+ok $? "small POST body forwarded"
+size=$(curl -s --max-time 10 $X1 "http://allowed.test:$P_HTTP/mid.bin" | wc -c)
+[ "$size" -le $((100 * 1024)) ] && [ "$size" -gt 0 ]
+ok $? "response over max_response_body cut ($size bytes delivered)"
+sleep 0.2
+grep -q '"limit":"max_response_body"' "$T/p1.events"
+ok $? "response cut logged as limit.hit"
+
+# --- rate --------------------------------------------------------------------
+codes=""
+for _ in $(seq 10); do
+	codes="$codes $($C -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$P3" "http://allowed.test:$P_HTTP/index.html")"
+done
+n200=$(echo "$codes" | tr ' ' '\n' | grep -c 200)
+n429=$(echo "$codes" | tr ' ' '\n' | grep -c 429)
+[ "$n429" -ge 1 ] && [ "$n200" -ge 5 ]
+ok $? "rate 5/s: 429 after the burst ($codes)"
+sleep 0.2
+grep -q '"limit":"rate"' "$T/p3.events"
+ok $? "rate limit logged as limit.hit"
+
+# --- bandwidth ---------------------------------------------------------------
+t0=$(date +%s.%N)
+size=$($C -x "http://127.0.0.1:$P4" "http://allowed.test:$P_HTTP/big.bin" | wc -c)
+t1=$(date +%s.%N)
+dt=$(echo "$t1 - $t0" | bc)
+echo "# forward: 4 MiB at 1M/s took ${dt}s"
+[ "$size" = $((4 * 1024 * 1024)) ] && [ "$(echo "$dt >= 3.0" | bc)" = 1 ]
+ok $? "bandwidth 1M/s paces a 4 MiB download (${dt}s)"
+t0=$(date +%s.%N)
+size=$($C -p -x "http://127.0.0.1:$P4" "http://allowed.test:$P_HTTP/big.bin" | wc -c)
+t1=$(date +%s.%N)
+dt=$(echo "$t1 - $t0" | bc)
+[ "$size" = $((4 * 1024 * 1024)) ] && [ "$(echo "$dt >= 3.0" | bc)" = 1 ]
+ok $? "bandwidth 1M/s paces a 4 MiB tunnel download (${dt}s)"
+
+# --- egress budget -----------------------------------------------------------
+$C -p -x "http://127.0.0.1:$P5" --data-binary @"$T/upload.bin" "http://allowed.test:$P_HTTP/upload" >/dev/null 2>&1
+rc=$?
+sleep 0.3
+[ $rc != 0 ] && grep -q '"reason":"egress_budget"' "$T/p5.events"
+ok $? "egress budget cuts an upload tunnel"
+grep -q '"limit":"egress_budget"' "$T/p5.events"
+ok $? "egress budget logged as limit.hit"
+
+# --- credentials ---------------------------------------------------------------
+out=$($C -x "http://127.0.0.1:$P6" -H "Authorization: agent-value" "http://secure.test:$P_TLS/auth")
+[ "$out" = "tls-auth=Bearer s3cr3t-env" ]
+ok $? "credential injected over verified upstream TLS, replacing the agent's header"
+out=$($C -x "http://127.0.0.1:$P6" -H "X-Api-Key: mine" "http://plain.test:$P_HTTP/key")
+[ "$out" = "key=s3cr3t-file" ]
+ok $? "plain-http credential from value_file set, the agent's value replaced"
+sleep 0.2
+grep -q 'auth="Bearer s3cr3t-env"' "$T/access.log" && grep -q 'key="s3cr3t-file"' "$T/access.log" &&
+	! grep -q 'mine' "$T/access.log" && ! grep -q 'agent-value' "$T/access.log"
+ok $? "credentials reach the origin (access log), agent values never do"
+hdr=$(curl -sS -i --max-time 5 -p -x "http://127.0.0.1:$P6" "http://secure.test:$P_TLS/" 2>&1)
+echo "$hdr" | grep -q "403" 
+ok $? "CONNECT to a credentialed host refused"
+curl -sS -i --max-time 5 -x "http://127.0.0.1:$P6" "http://secure.test:$P_TLS/auth" -o /dev/null
+! grep -q "s3cr3t" "$T/p6.events" && grep -q "secure.test" "$T/p6.events"
+ok $? "secret never appears in events"
+PX_TEST_TOKEN= env -u PX_TEST_TOKEN "$SA" "$T/p6.json" $((BASE + 30)) >/dev/null 2>&1
+[ $? = 3 ]
+ok $? "missing secret: px_spawn fails with ENOKEY"
+cat >"$T/p7.json" <<EOF
+{ "egress": [ {"host": "secure.test", "ports": [$P_TLS]} ], "allow_private": ["127.0.0.0/8"],
+  "credentials": [ {"host": "secure.test", "header": "Authorization", "value_env": "PX_TEST_TOKEN",
+  "upstream": "https"} ], $DNS }
+EOF
+start_proxy p7 $((BASE + 16))
+hdr=$($C -i -x "http://127.0.0.1:$((BASE + 16))" "http://secure.test:$P_TLS/auth")
+echo "$hdr" | grep -q "X-Sandcap-Deny: upstream-tls"
+ok $? "upstream certificate from an untrusted CA refused"
+
+# --- the worker itself -------------------------------------------------------
+wpid=$(awk '/READY/ {print $2}' "$T/p1.out")
+st=/proc/$wpid/status
+[ "$(awk '/^Uid:/ {print $2}' $st)" != 0 ] && [ "$(awk '/^Uid:/ {print $3}' $st)" != 0 ]
+ok $? "worker uid is not 0 ($(awk '/^Uid:/ {print $2}' $st))"
+[ "$(awk '/^CapEff:/ {print $2}' $st)" = 0000000000000000 ] &&
+	[ "$(awk '/^CapBnd:/ {print $2}' $st)" = 0000000000000000 ] &&
+	[ "$(awk '/^CapPrm:/ {print $2}' $st)" = 0000000000000000 ]
+ok $? "worker has no capabilities (effective, permitted, bounding)"
+[ "$(awk '/^Seccomp:/ {print $2}' $st)" = 2 ]
+ok $? "worker runs under a seccomp filter"
+[ "$(awk '/^NoNewPrivs:/ {print $2}' $st)" = 1 ]
+ok $? "worker has no_new_privs"
+[ "$(tr '\0' '\n' </proc/$wpid/environ | grep -c .)" = 0 ]
+ok $? "worker environment is empty"
+! ls -l /proc/$wpid/fd | awk 'NR > 1 {print $NF}' | grep -v -e '^/dev/null$' -e '^socket:' -e '^anon_inode:' -e '^pipe:'
+ok $? "worker holds no file but /dev/null (sockets, pipes, epoll only)" 
+! grep -q '"event":"invalid"' "$T"/p*.events
+ok $? "every event passes px_event_parse"
+grep -q '"event":"net.tunnel.close"' "$T/p1.events"
+ok $? "tunnel close logged"
+
+kill "${pids[1]}" # p1's launcher: closes the event socket
+sleep 0.5
+[ ! -d /proc/$wpid ] || grep -q zombie /proc/$wpid/status
+ok $? "worker exits when the supervisor closes the event socket"
+
+echo "1..$n"
+[ $fails = 0 ]

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/* TAP tests for allowlist matching, the private-address classifier and token buckets. */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "proxy/allow.h"
+#include "proxy/limits.h"
+#include "proxy/px.h"
+
+static int n_test, n_fail;
+
+static void ok(int cond, const char *what)
+{
+	n_test++;
+	if (!cond)
+		n_fail++;
+	printf("%sok %d - %s\n", cond ? "" : "not ", n_test, what);
+}
+
+static bool priv(const char *s)
+{
+	uint8_t a[16];
+	int fam;
+
+	if (px_parse_ip(s, &fam, a) < 0) {
+		printf("# bad literal %s\n", s);
+		return false;
+	}
+	return px_addr_is_private(fam, a);
+}
+
+static void test_private(void)
+{
+	static const char *const private_addrs[] = {
+	    "127.0.0.1",
+	    "127.255.255.254",
+	    "10.1.2.3",
+	    "172.16.0.1",
+	    "172.31.255.255",
+	    "192.168.1.1",
+	    "169.254.169.254",
+	    "169.254.0.1",
+	    "100.64.0.1",
+	    "100.127.255.255",
+	    "224.0.0.1",
+	    "239.255.255.250",
+	    "0.0.0.0",
+	    "255.255.255.255",
+	    "240.0.0.1",
+	    "::",
+	    "::1",
+	    "fc00::1",
+	    "fd12:3456::1",
+	    "fe80::1",
+	    "ff02::1",
+	    "::ffff:127.0.0.1",
+	    "::ffff:169.254.169.254",
+	    "::ffff:10.0.0.1",
+	    "::127.0.0.1",
+	    "::10.0.0.1",
+	    "64:ff9b::a9fe:a9fe",
+	    "64:ff9b::7f00:1",
+	    "2002:7f00:1::",
+	    "2002:a9fe:a9fe::1",
+	    "fec0::1",
+	    "64:ff9b:1::1",
+	};
+	static const char *const public_addrs[] = {
+	    "8.8.8.8",	       "1.1.1.1",	  "93.184.216.34",  "172.32.0.1",
+	    "172.15.255.255",  "100.128.0.1",	  "100.63.255.255", "169.253.0.1",
+	    "192.169.0.1",     "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808",
+	    "2002:808:808::1", "::808:808",
+	};
+	char what[128];
+
+	for (size_t i = 0; i < sizeof(private_addrs) / sizeof(private_addrs[0]); i++) {
+		snprintf(what, sizeof(what), "%s is private", private_addrs[i]);
+		ok(priv(private_addrs[i]), what);
+	}
+	for (size_t i = 0; i < sizeof(public_addrs) / sizeof(public_addrs[0]); i++) {
+		snprintf(what, sizeof(what), "%s is public", public_addrs[i]);
+		ok(!priv(public_addrs[i]), what);
+	}
+}
+
+static plan_cidr cidr(const char *s, unsigned prefix)
+{
+	plan_cidr c = {0};
+
+	c.family = strchr(s, ':') ? AF_INET6 : AF_INET;
+	(void)inet_pton(c.family, s, c.addr);
+	c.prefix = prefix;
+	return c;
+}
+
+static bool permitted(const px_config *cfg, const char *s)
+{
+	uint8_t a[16];
+	int fam;
+
+	(void)px_parse_ip(s, &fam, a);
+	return px_addr_permitted(cfg, fam, a);
+}
+
+static void test_cidr(void)
+{
+	plan_cidr cs[2] = {cidr("127.0.0.0", 8), cidr("fd00::", 8)};
+	px_config cfg = {.allow_private = cs, .n_allow_private = 2};
+
+	ok(permitted(&cfg, "127.0.0.1"), "allow_private 127/8 covers 127.0.0.1");
+	ok(permitted(&cfg, "::ffff:127.0.0.1"), "and its IPv4-mapped form");
+	ok(!permitted(&cfg, "10.0.0.1"), "but not 10.0.0.1");
+	ok(!permitted(&cfg, "169.254.169.254"), "nor the metadata address");
+	ok(permitted(&cfg, "fd12::1"), "IPv6 CIDR");
+	ok(!permitted(&cfg, "fc00::1"), "IPv6 CIDR boundary");
+	ok(permitted(&cfg, "8.8.8.8"), "public is permitted");
+	cs[0] = cidr("10.1.2.0", 23);
+	ok(permitted(&cfg, "10.1.3.255") && !permitted(&cfg, "10.1.4.0"), "non-octet prefix");
+}
+
+static void test_match(void)
+{
+	plan_egress eg[4] = {0};
+	plan_cidr cs[1] = {cidr("127.0.0.1", 32)};
+	px_config cfg = {.egress = eg, .n_egress = 4, .allow_private = cs, .n_allow_private = 1};
+	const char *why = NULL;
+
+	eg[0].host = (char *)"api.example.com";
+	eg[0].ports[0] = 443;
+	eg[0].n_ports = 1;
+	eg[0].methods = HTTP_GET | HTTP_POST;
+	eg[1].host = (char *)"*.pythonhosted.org";
+	eg[1].wildcard = true;
+	eg[2].host = (char *)"93.184.216.34";
+	eg[3].host = (char *)"connect.test";
+	eg[3].methods = HTTP_CONNECT;
+
+	ok(px_allow_match(&cfg, "api.example.com", PX_HOST_NAME, 443, HTTP_GET, false, &why) == 0,
+	   "exact host, port, method");
+	ok(px_allow_match(&cfg, "api.example.com", PX_HOST_NAME, 80, HTTP_GET, false, &why) < 0 &&
+	       strcmp(why, "port-not-allowed") == 0,
+	   "wrong port refused");
+	ok(px_allow_match(&cfg, "api.example.com", PX_HOST_NAME, 443, HTTP_DELETE, false, &why) <
+		   0 &&
+	       strcmp(why, "method-not-allowed") == 0,
+	   "wrong method refused");
+	ok(px_allow_match(&cfg, "api.example.com", PX_HOST_NAME, 443, 0, true, &why) < 0,
+	   "CONNECT refused when methods are listed without CONNECT");
+	ok(px_allow_match(&cfg, "x.api.example.com", PX_HOST_NAME, 443, HTTP_GET, false, &why) < 0,
+	   "exact rule does not match subdomain");
+	ok(px_allow_match(&cfg, "files.pythonhosted.org", PX_HOST_NAME, 443, HTTP_GET, false,
+			  &why) == 1,
+	   "wildcard matches subdomain");
+	ok(px_allow_match(&cfg, "a.b.pythonhosted.org", PX_HOST_NAME, 80, 0, true, &why) == 1,
+	   "wildcard matches deeper subdomain, default ports, any method incl. CONNECT");
+	ok(px_allow_match(&cfg, "pythonhosted.org", PX_HOST_NAME, 443, HTTP_GET, false, &why) < 0,
+	   "wildcard does not match the domain itself");
+	ok(px_allow_match(&cfg, "evilpythonhosted.org", PX_HOST_NAME, 443, HTTP_GET, false, &why) <
+	       0,
+	   "wildcard is not a suffix match");
+	ok(px_allow_match(&cfg, "files.pythonhosted.org", PX_HOST_NAME, 8080, HTTP_GET, false,
+			  &why) < 0,
+	   "default ports are 80 and 443 only");
+	ok(px_allow_match(&cfg, "93.184.216.34", PX_HOST_IPV4, 80, HTTP_GET, false, &why) == 2,
+	   "explicitly listed IP literal");
+	ok(px_allow_match(&cfg, "93.184.216.35", PX_HOST_IPV4, 80, HTTP_GET, false, &why) < 0 &&
+	       strcmp(why, "ip-literal") == 0,
+	   "other IP literal refused");
+	ok(px_allow_match(&cfg, "127.0.0.1", PX_HOST_IPV4, 80, HTTP_GET, false, &why) == 4,
+	   "IP literal inside allow_private");
+	ok(px_allow_match(&cfg, "127.0.0.1", PX_HOST_IPV4, 22, HTTP_GET, false, &why) < 0,
+	   "allow_private literal only on default ports");
+	ok(px_allow_match(&cfg, "connect.test", PX_HOST_NAME, 443, 0, true, &why) == 3,
+	   "CONNECT listed explicitly");
+	ok(px_allow_match(&cfg, "connect.test", PX_HOST_NAME, 443, HTTP_GET, false, &why) < 0,
+	   "CONNECT-only rule refuses GET");
+	ok(px_allow_match(&cfg, "nothing.test", PX_HOST_NAME, 443, HTTP_GET, false, &why) < 0 &&
+	       strcmp(why, "host-not-allowed") == 0,
+	   "unknown host refused");
+}
+
+static void test_buckets(void)
+{
+	px_bucket b;
+	const uint64_t s = 1000000000ull;
+
+	px_bucket_init(&b, 5, s, 5, 0);
+	int n = 0;
+	for (int i = 0; i < 10; i++)
+		n += px_bucket_take_exact(&b, 1, 0);
+	ok(n == 5, "rate bucket: burst of 5");
+	ok(!px_bucket_take_exact(&b, 1, s / 10), "no token after 100 ms at 5/s");
+	ok(px_bucket_take_exact(&b, 1, s / 5), "one token after 200 ms");
+	ok(px_bucket_wait_ns(&b, 1, s / 5) > 0, "wait reported when empty");
+	px_bucket_init(&b, 1 << 20, s, 1 << 17, 0);
+	ok(px_bucket_take(&b, 1 << 20, 0) == 1 << 17, "bandwidth: burst capped");
+	ok(px_bucket_take(&b, 1 << 20, s / 2) == 1 << 17, "refill capped at capacity");
+	ok(px_bucket_take(&b, 1 << 20, s / 2 + s / 16) == 1 << 16, "refill by elapsed time");
+	px_bucket_init(&b, 0, s, 1, 0);
+	ok(px_bucket_take(&b, 12345, 0) == 12345, "count 0 = unlimited");
+}
+
+static void test_format(void)
+{
+	char *v = NULL;
+
+	ok(px_format_secret("Bearer %s", "abc", &v) == 0 && strcmp(v, "Bearer abc") == 0,
+	   "format with %s");
+	free(v);
+	ok(px_format_secret("100%% %s", "x", &v) == 0 && strcmp(v, "100% x") == 0, "%% literal");
+	free(v);
+	ok(px_format_secret("%s %s", "x", &v) < 0, "two %s refused");
+	ok(px_format_secret("%d", "x", &v) < 0, "other conversions refused");
+	ok(px_format_secret("%s", "a\r\nX-Injected: 1", &v) < 0, "CRLF in secret refused");
+}
+
+int main(void)
+{
+	test_private();
+	test_cidr();
+	test_match();
+	test_buckets();
+	test_format();
+	printf("1..%d\n", n_test);
+	return n_fail ? 1 : 0;
+}

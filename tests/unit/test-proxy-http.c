@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/* TAP tests for the strict HTTP head parser and chunked framing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/plan.h"
+#include "proxy/http.h"
+
+static int n_test, n_fail;
+
+static void ok(int cond, const char *what)
+{
+	n_test++;
+	if (!cond)
+		n_fail++;
+	printf("%sok %d - %s\n", cond ? "" : "not ", n_test, what);
+}
+
+static int parse(const char *s, px_request *req)
+{
+	const char *reason;
+
+	return px_http_parse_request(s, strlen(s), req, &reason);
+}
+
+static void expect_status(const char *s, int status, const char *what)
+{
+	px_request req;
+	int r = parse(s, &req);
+
+	if (r != status)
+		printf("# got %d, want %d\n", r, status);
+	ok(r == status, what);
+}
+
+static void test_valid(void)
+{
+	px_request req;
+	const char *s = "GET http://Example.COM:8080/a/b?x=1 HTTP/1.1\r\nHost: example.com:8080\r\n"
+			"User-Agent: t\r\nContent-Length: 5\r\n\r\nhello";
+	int r = parse(s, &req);
+
+	ok(r == (int)(strlen(s) - 5), "valid absolute-form request parses");
+	ok(strcmp(req.host, "example.com") == 0, "host lower-cased");
+	ok(req.port == 8080, "explicit port");
+	ok(req.method_bit == HTTP_GET, "GET bit");
+	ok(req.path.len == 8 && memcmp(s + req.path.off, "/a/b?x=1", 8) == 0, "origin-form path");
+	ok(req.has_content_length && req.content_length == 5, "content length");
+	ok(req.keep_alive, "HTTP/1.1 defaults to keep-alive");
+
+	r = parse("CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n", &req);
+	ok(r > 0 && req.target_kind == PX_TARGET_AUTHORITY && req.port == 443, "CONNECT authority");
+	r = parse("GET http://h.test HTTP/1.1\r\nHost: h.test\r\n\r\n", &req);
+	ok(r > 0 && req.port == 80 && req.path.len == 0, "default port 80, empty path");
+	r = parse("GET http://[::1]:81/ HTTP/1.1\r\nHost: [::1]:81\r\n\r\n", &req);
+	ok(r > 0 && req.host_kind == PX_HOST_IPV6 && strcmp(req.host, "::1") == 0, "IPv6 literal");
+	r = parse("GET http://10.0.0.1/ HTTP/1.0\r\n\r\n", &req);
+	ok(r > 0 && req.host_kind == PX_HOST_IPV4 && !req.keep_alive, "HTTP/1.0, IPv4 literal");
+	r = parse(
+	    "POST http://h.test/ HTTP/1.1\r\nHost: h.test\r\nTransfer-Encoding: chunked\r\n\r\n",
+	    &req);
+	ok(r > 0 && req.chunked, "chunked request");
+	r = parse("GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\nConnection: close\r\n\r\n", &req);
+	ok(r > 0 && !req.keep_alive, "Connection: close");
+	r = parse("PROPFIND http://h.test/ HTTP/1.1\r\nHost: h.test\r\n\r\n", &req);
+	ok(r > 0 && req.method_bit == 0, "extension method has no bit");
+	ok(parse("GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\n", &req) == 0, "incomplete head");
+	ok(parse("GET http://h.test/ HTTP/1.1\r", &req) == 0, "incomplete at CR");
+}
+
+static void test_invalid(void)
+{
+	char *big;
+
+	expect_status("GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\nContent-Length: 3\r\n"
+		      "Transfer-Encoding: chunked\r\n\r\n",
+		      -400, "CL + TE refused");
+	expect_status("GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\nContent-Length: 3\r\n"
+		      "Content-Length: 3\r\n\r\n",
+		      -400, "duplicate Content-Length refused");
+	expect_status("GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\nContent-Length: 3, 3\r\n\r\n",
+		      -400, "Content-Length list refused");
+	expect_status("GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\nContent-Length: -1\r\n\r\n",
+		      -400, "negative Content-Length refused");
+	expect_status("GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\nContent-Length: "
+		      "99999999999999999999\r\n\r\n",
+		      -400, "huge Content-Length refused");
+	expect_status("GET http://h.test/ HTTP/1.1\nHost: h.test\r\n\r\n", -400, "bare LF refused");
+	expect_status("GET http://h.test/ HTTP/1.1\r\nHost: h.test\rX: y\r\n\r\n", -400,
+		      "bare CR refused");
+	expect_status("GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\nX: a\r\n b\r\n\r\n", -400,
+		      "obs-fold refused");
+	expect_status("GET http://h.test/ HTTP/1.1\r\nHost : h.test\r\n\r\n", -400,
+		      "space before colon refused");
+	{
+		const char s[] = "GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\nX: a\0b\r\n\r\n";
+		px_request req;
+		const char *reason;
+
+		ok(px_http_parse_request(s, sizeof(s) - 1, &req, &reason) == -400, "NUL refused");
+	}
+	expect_status("GET http://h.test/ HTTP/1.1\r\nHost: other.test\r\n\r\n", -400,
+		      "Host mismatch refused");
+	expect_status("GET http://h.test/ HTTP/1.1\r\nHost: h.test:8080\r\n\r\n", -400,
+		      "Host port mismatch refused");
+	expect_status("GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\nHost: h.test\r\n\r\n", -400,
+		      "duplicate Host refused");
+	expect_status("GET http://h.test/ HTTP/1.1\r\n\r\n", -400, "missing Host in 1.1 refused");
+	expect_status("G(T http://h.test/ HTTP/1.1\r\nHost: h.test\r\n\r\n", -400,
+		      "invalid method refused");
+	expect_status("GET http://h.test/ HTTP/1.2x\r\nHost: h.test\r\n\r\n", -400,
+		      "invalid version refused");
+	expect_status("GET http://h.test/ HTTP/2.0\r\nHost: h.test\r\n\r\n", -505,
+		      "HTTP/2.0 gets 505");
+	expect_status("GET /local HTTP/1.1\r\nHost: h.test\r\n\r\n", -400, "origin-form refused");
+	expect_status("GET https://h.test/ HTTP/1.1\r\nHost: h.test\r\n\r\n", -400,
+		      "https absolute-form refused");
+	expect_status("GET http://user@h.test/ HTTP/1.1\r\nHost: h.test\r\n\r\n", -400,
+		      "userinfo refused");
+	expect_status("CONNECT h.test HTTP/1.1\r\n\r\n", -400, "CONNECT without port refused");
+	expect_status("CONNECT h.test:0 HTTP/1.1\r\n\r\n", -400, "port 0 refused");
+	expect_status("CONNECT h.test:65536 HTTP/1.1\r\n\r\n", -400, "port 65536 refused");
+	expect_status("GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\nTransfer-Encoding: gzip, "
+		      "chunked\r\n\r\n",
+		      -501, "TE other than chunked refused");
+	expect_status("GET http://h.test/ HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", -400,
+		      "TE in HTTP/1.0 refused");
+	expect_status("GET http://h.test/#frag HTTP/1.1\r\nHost: h.test\r\n\r\n", -400,
+		      "fragment refused");
+	expect_status("GET http://010.0.0.1/ HTTP/1.1\r\nHost: 010.0.0.1\r\n\r\n", -400,
+		      "octal-looking IPv4 refused");
+	expect_status("GET http://1.2.3/ HTTP/1.1\r\nHost: 1.2.3\r\n\r\n", -400,
+		      "short numeric host refused");
+
+	big = malloc(PX_MAX_REQUEST_LINE + 64);
+	strcpy(big, "GET http://h.test/");
+	memset(big + strlen(big), 'a', PX_MAX_REQUEST_LINE);
+	big[PX_MAX_REQUEST_LINE + 10] = 0;
+	expect_status(big, -414, "over-long request line: 414");
+	free(big);
+	big = malloc(PX_MAX_HEAD + 256);
+	strcpy(big, "GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\n");
+	while (strlen(big) < PX_MAX_HEAD + 64)
+		strcat(big, "X-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+	strcat(big, "\r\n");
+	expect_status(big, -431, "over-long head: 431");
+	free(big);
+}
+
+static void test_rewrite(void)
+{
+	const char *s =
+	    "POST http://h.test:8080/p?q HTTP/1.1\r\nHost: h.test:8080\r\n"
+	    "Connection: keep-alive, X-Hop\r\nX-Hop: 1\r\nProxy-Authorization: secret\r\n"
+	    "Authorization: agent\r\nKeep-Alive: 5\r\nX-Keep: 2\r\nContent-Length: 0\r\n\r\n";
+	px_request req;
+	char *out = NULL;
+	size_t len = 0;
+
+	ok(parse(s, &req) > 0, "rewrite input parses");
+	ok(px_http_build_upstream_head(s, &req, "Authorization", "Bearer real", &out, &len) == 0,
+	   "upstream head built");
+	ok(strncmp(out, "POST /p?q HTTP/1.1\r\nHost: h.test:8080\r\n", 39) == 0,
+	   "origin-form request line and Host");
+	ok(!strstr(out, "X-Hop") && !strstr(out, "Proxy-") && !strstr(out, "Keep-Alive"),
+	   "hop-by-hop and Proxy-* stripped");
+	ok(strstr(out, "X-Keep: 2\r\n") && strstr(out, "Content-Length: 0\r\n"),
+	   "end-to-end headers kept");
+	ok(strstr(out, "Authorization: Bearer real\r\n") && !strstr(out, "agent"),
+	   "credential replaces the agent's header");
+	ok(strstr(out, "Connection: close\r\n\r\n") != NULL, "Connection: close upstream");
+	free(out);
+}
+
+static void test_response(void)
+{
+	const char *s = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: keep-alive\r\n"
+			"Keep-Alive: timeout=5\r\n\r\nabc";
+	px_response resp;
+	const char *reason;
+	char *out = NULL;
+	size_t len;
+
+	ok(px_http_parse_response(s, strlen(s), false, &resp, &reason) == (int)strlen(s) - 3,
+	   "response parses");
+	ok(resp.status == 200 && resp.has_content_length && resp.content_length == 3,
+	   "status and length");
+	ok(px_http_build_client_response_head(s, &resp, true, &out, &len) == 0 &&
+	       !strstr(out, "Keep-Alive") && strstr(out, "Connection: close\r\n"),
+	   "client response head rewritten");
+	free(out);
+	s = "HTTP/1.1 204 No Content\r\n\r\n";
+	ok(px_http_parse_response(s, strlen(s), false, &resp, &reason) > 0 && resp.no_body,
+	   "204 has no body");
+	s = "HTTP/1.1 200 OK\r\n\r\n";
+	ok(px_http_parse_response(s, strlen(s), false, &resp, &reason) > 0 && resp.close_delimited,
+	   "no framing: close-delimited");
+	s = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n";
+	ok(px_http_parse_response(s, strlen(s), false, &resp, &reason) == -502,
+	   "CL+TE response refused");
+	s = "HTTP/1.1 200 OK\nContent-Length: 1\r\n\r\n";
+	ok(px_http_parse_response(s, strlen(s), false, &resp, &reason) == -502,
+	   "bare LF response refused");
+}
+
+static void test_chunked(void)
+{
+	const char *body = "5\r\nhello\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: x\r\n\r\nNEXT";
+	px_chunked st = {0};
+	size_t used = 0, total = 0;
+	uint64_t data = 0, d;
+	int r = 0;
+
+	/* byte by byte: framing must not depend on read boundaries */
+	for (size_t i = 0; i < strlen(body) && r == 0; i++) {
+		r = px_chunked_feed(&st, body + i, 1, &used, &d);
+		total += used;
+		data += d;
+	}
+	ok(r == 1 && total == strlen(body) - 4 && data == 8, "chunked body framed byte by byte");
+	memset(&st, 0, sizeof(st));
+	r = px_chunked_feed(&st, body, strlen(body), &used, &d);
+	ok(r == 1 && used == strlen(body) - 4 && d == 8, "chunked body framed at once");
+	memset(&st, 0, sizeof(st));
+	ok(px_chunked_feed(&st, "5\nhello", 7, &used, &d) < 0, "bare LF in chunk size refused");
+	memset(&st, 0, sizeof(st));
+	ok(px_chunked_feed(&st, "x\r\n", 3, &used, &d) < 0, "non-hex size refused");
+	memset(&st, 0, sizeof(st));
+	ok(px_chunked_feed(&st, "1234567890abcdef0\r\n", 19, &used, &d) < 0,
+	   "oversized chunk size refused");
+	memset(&st, 0, sizeof(st));
+	ok(px_chunked_feed(&st, "2\r\nabX\r\n", 8, &used, &d) < 0, "missing CRLF after data");
+}
+
+static void test_local_response(void)
+{
+	char buf[1024];
+	int n = px_http_local_response(403, "host-not-allowed", "no", true, buf, sizeof(buf));
+
+	ok(n > 0 && strstr(buf, "HTTP/1.1 403 Forbidden\r\n") &&
+	       strstr(buf, "X-Sandcap-Deny: host-not-allowed\r\n") &&
+	       strstr(buf, "Connection: close\r\n"),
+	   "local 403 carries X-Sandcap-Deny");
+}
+
+int main(void)
+{
+	test_valid();
+	test_invalid();
+	test_rewrite();
+	test_response();
+	test_chunked();
+	test_local_response();
+	printf("1..%d\n", n_test);
+	return n_fail ? 1 : 0;
+}
