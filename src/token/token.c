@@ -243,6 +243,11 @@ static int split(const char *token, tk_split *s, sc_diag *d)
 				       TK_MAX_CAVEATS);
 		if (n == 0)
 			return tk_fail(d, -EBADMSG, "malformed token: empty segment %zu", s->n + 1);
+		if (n % 4 == 1)
+			return tk_fail(d, -EBADMSG,
+				       "malformed token: segment %zu has an impossible base64url "
+				       "length",
+				       s->n + 1);
 		for (size_t i = 0; i < n; i++)
 			if (b64_value((unsigned char)p[i]) < 0)
 				return tk_fail(d, -EBADMSG,
