@@ -786,11 +786,6 @@ tk_decoded *tk_decoded_free(tk_decoded *d)
 	return NULL;
 }
 
-static void tk_decoded_freep(tk_decoded **d)
-{
-	tk_decoded_free(*d);
-}
-
 int tk_decode(const char *token, tk_decoded **ret, sc_diag *reterr_diag)
 {
 	_cleanup_(tk_decoded_freep) tk_decoded *o = NULL;

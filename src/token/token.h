@@ -90,7 +90,11 @@ typedef struct tk_decoded {
 } tk_decoded;
 
 int tk_decode(const char *token, tk_decoded **ret, sc_diag *reterr_diag);
-tk_decoded *tk_decoded_free(tk_decoded *d);
+tk_decoded *tk_decoded_free(tk_decoded *d); /* NULL-safe, returns NULL */
+static inline void tk_decoded_freep(tk_decoded **d)
+{
+	tk_decoded_free(*d);
+}
 
 /*
  * The intersection of two plans (docs/tokens.md, "Intersection"): the result
