@@ -325,12 +325,9 @@ static void handle_proxy(supervisor *s)
 
 		s->res->bytes_out += out > 0 ? (uint64_t)out : 0;
 		s->res->bytes_in += in > 0 ? (uint64_t)in : 0;
-		if (strcmp(event, "net.request") == 0) {
-			if (decision && strcmp(decision, "deny") == 0)
-				s->res->requests_denied++;
-			else
-				s->res->requests_allowed++;
-		}
+		/* A refused request also comes as net.denied, counted there. */
+		if (strcmp(event, "net.request") == 0 && !(decision && strcmp(decision, "deny") == 0))
+			s->res->requests_allowed++;
 	} else if (strcmp(event, "net.denied") == 0) {
 		s->res->requests_denied++;
 	}
