@@ -11,10 +11,10 @@
 
 /* Where and why an input was refused. Filled by parsers on failure. */
 typedef struct sc_diag {
-	char path[256];    /* JSON path of the offending key, e.g. "$.fs.grants[1].mode" */
+	char path[256];	   /* JSON path of the offending key, e.g. "$.fs.grants[1].mode" */
 	char message[512]; /* what was expected and what was found */
-	int line;          /* 1-based line in the input, 0 when unknown */
-	int column;        /* 1-based column, 0 when unknown */
+	int line;	   /* 1-based line in the input, 0 when unknown */
+	int column;	   /* 1-based column, 0 when unknown */
 } sc_diag;
 
 typedef struct sc_plan sc_plan; /* the immutable, validated capability set */

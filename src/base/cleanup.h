@@ -25,24 +25,24 @@ static inline void fclosep(FILE **f)
 		(void)fclose(*f);
 }
 
-#define _cleanup_close_ _cleanup_(closep)
-#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_	 _cleanup_(closep)
+#define _cleanup_free_	 _cleanup_(freep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
-#define TAKE_FD(fd)                \
-	({                         \
-		int *_p = &(fd);   \
-		int _v = *_p;      \
-		*_p = -1;          \
-		_v;                \
+#define TAKE_FD(fd)                                                                                \
+	({                                                                                         \
+		int *_p = &(fd);                                                                   \
+		int _v = *_p;                                                                      \
+		*_p = -1;                                                                          \
+		_v;                                                                                \
 	})
 
-#define TAKE_PTR(ptr)                      \
-	({                                 \
-		__typeof__(ptr) *_pp = &(ptr); \
-		__typeof__(ptr) _v = *_pp;     \
-		*_pp = NULL;               \
-		_v;                        \
+#define TAKE_PTR(ptr)                                                                              \
+	({                                                                                         \
+		__typeof__(ptr) *_pp = &(ptr);                                                     \
+		__typeof__(ptr) _v = *_pp;                                                         \
+		*_pp = NULL;                                                                       \
+		_v;                                                                                \
 	})
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))

@@ -13,7 +13,8 @@ static int parse_digits(const char **s, uint64_t *ret)
 	if (*p < '0' || *p > '9')
 		return -EINVAL;
 	for (; *p >= '0' && *p <= '9'; p++) {
-		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
 			return -ERANGE;
 	}
 	*s = p;
@@ -39,11 +40,7 @@ static int parse_size_n(const char *s, size_t n, uint64_t *ret)
 		const char *suffix;
 		uint64_t unit;
 	} units[] = {
-		{ "", 1 },
-		{ "K", 1ULL << 10 },
-		{ "M", 1ULL << 20 },
-		{ "G", 1ULL << 30 },
-		{ "T", 1ULL << 40 },
+	    {"", 1}, {"K", 1ULL << 10}, {"M", 1ULL << 20}, {"G", 1ULL << 30}, {"T", 1ULL << 40},
 	};
 	const char *end = s + n;
 	uint64_t v;
@@ -74,10 +71,10 @@ int parse_duration_ns(const char *s, uint64_t *ret)
 		const char *suffix;
 		uint64_t ns;
 	} units[] = {
-		{ "ms", 1000000ULL },
-		{ "s", 1000000000ULL },
-		{ "m", 60ULL * 1000000000ULL },
-		{ "h", 3600ULL * 1000000000ULL },
+	    {"ms", 1000000ULL},
+	    {"s", 1000000000ULL},
+	    {"m", 60ULL * 1000000000ULL},
+	    {"h", 3600ULL * 1000000000ULL},
 	};
 	uint64_t v;
 	int r;

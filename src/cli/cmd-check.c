@@ -23,11 +23,11 @@ static void check_usage(FILE *out)
 
 int cmd_check(int argc, char **argv)
 {
-	static const struct option opts[] = { { "policy", required_argument, NULL, 'p' },
-					      { "token", required_argument, NULL, 't' },
-					      { "key", required_argument, NULL, 'k' },
-					      { "help", no_argument, NULL, 'h' },
-					      {} };
+	static const struct option opts[] = {{"policy", required_argument, NULL, 'p'},
+					     {"token", required_argument, NULL, 't'},
+					     {"key", required_argument, NULL, 'k'},
+					     {"help", no_argument, NULL, 'h'},
+					     {}};
 	const char *policy = NULL, *token = NULL, *keyfile = NULL;
 	sc_plan *plan = NULL;
 	int c;
@@ -35,11 +35,21 @@ int cmd_check(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': policy = optarg; break;
-		case 't': token = optarg; break;
-		case 'k': keyfile = optarg; break;
-		case 'h': check_usage(stdout); return 0;
-		default: check_usage(stderr); return 125;
+		case 'p':
+			policy = optarg;
+			break;
+		case 't':
+			token = optarg;
+			break;
+		case 'k':
+			keyfile = optarg;
+			break;
+		case 'h':
+			check_usage(stdout);
+			return 0;
+		default:
+			check_usage(stderr);
+			return 125;
 		}
 	}
 	if (optind < argc || !!policy == !!token) {
@@ -50,7 +60,7 @@ int cmd_check(int argc, char **argv)
 		_cleanup_free_ char *tok = NULL;
 		uint8_t key[TK_KEY_LEN];
 		tk_info info;
-		sc_diag d = { 0 };
+		sc_diag d = {0};
 		int r;
 
 		if (!keyfile) {
@@ -71,7 +81,8 @@ int cmd_check(int argc, char **argv)
 			cli_report_diag(token, &d);
 			return 125;
 		}
-		printf("token %s: valid, %u caveat(s), expires %s", info.id, info.n_caveats, ctime(&info.exp));
+		printf("token %s: valid, %u caveat(s), expires %s", info.id, info.n_caveats,
+		       ctime(&info.exp));
 	} else if (cli_load_policy(policy, &plan, NULL) < 0) {
 		return 125;
 	}

@@ -40,10 +40,10 @@ int cmd_doctor(int argc, char **argv)
 		const char *name;
 		int flag;
 	} nss[] = {
-		{ "user namespace", CLONE_NEWUSER }, { "mount namespace", CLONE_NEWNS },
-		{ "pid namespace", CLONE_NEWPID },   { "network namespace", CLONE_NEWNET },
-		{ "ipc namespace", CLONE_NEWIPC },   { "uts namespace", CLONE_NEWUTS },
-		{ "cgroup namespace", CLONE_NEWCGROUP },
+	    {"user namespace", CLONE_NEWUSER},	   {"mount namespace", CLONE_NEWNS},
+	    {"pid namespace", CLONE_NEWPID},	   {"network namespace", CLONE_NEWNET},
+	    {"ipc namespace", CLONE_NEWIPC},	   {"uts namespace", CLONE_NEWUTS},
+	    {"cgroup namespace", CLONE_NEWCGROUP},
 	};
 	char reason[512] = "", buf[64];
 	bool all = true, ok;
@@ -51,7 +51,8 @@ int cmd_doctor(int argc, char **argv)
 	int abi;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		puts("Usage: sandcap doctor\n\nShows which isolation layers this host can enforce and\n"
+		puts("Usage: sandcap doctor\n\nShows which isolation layers this host can enforce "
+		     "and\n"
 		     "whether `sandcap run` can enforce a full policy here. Exit 0 when it can.");
 		return 0;
 	}
@@ -70,7 +71,9 @@ int cmd_doctor(int argc, char **argv)
 	all &= ok;
 	abi = ll_abi();
 	snprintf(buf, sizeof(buf), abi > 0 ? "ABI %d%s" : "not available", abi,
-		 abi >= 6 ? " (fs, net, scoping)" : abi >= 4 ? " (fs, net)" : "");
+		 abi >= 6   ? " (fs, net, scoping)"
+		 : abi >= 4 ? " (fs, net)"
+			    : "");
 	line("landlock", abi > 0, buf);
 	all &= abi > 0;
 	reason[0] = '\0';
@@ -79,6 +82,7 @@ int cmd_doctor(int argc, char **argv)
 	all &= ok;
 	printf("\n%s\n", all ? "run can enforce a full policy on this host."
 			     : "run cannot enforce every layer here: see the NO lines above "
-			       "(policies may set \"best_effort\": true to run degraded, recorded in the audit log).");
+			       "(policies may set \"best_effort\": true to run degraded, recorded "
+			       "in the audit log).");
 	return all ? 0 : 1;
 }

@@ -19,25 +19,27 @@
 
 static void run_usage(FILE *out)
 {
-	fputs("Usage: sandcap run [--policy FILE | --token FILE --key FILE] [--audit FILE [--audit-key FILE]]\n"
-	      "                   [--json] [--quiet] [--set KEY=VALUE]... [--] COMMAND [ARG]...\n"
-	      "\n"
-	      "Runs COMMAND inside a sandbox that holds exactly the capabilities of the policy.\n"
-	      "\n"
-	      "  --policy FILE      the capability set, as JSON (see README, \"Policy reference\")\n"
-	      "  --token FILE       a capability token instead of a policy; needs --key\n"
-	      "  --key FILE         the token root key (32 bytes, mode 0600)\n"
-	      "  --audit FILE       write the audit log here (default: a new file under\n"
-	      "                     $SANDCAP_STATE_DIR/audit, /var/lib/sandcap/audit when unset)\n"
-	      "  --audit-key FILE   seal the log with an HMAC under this key\n"
-	      "  --set KEY=VALUE    override one policy key, e.g. --set limits.wall=10s\n"
-	      "  --json             print the end-of-run summary as one JSON object on stderr\n"
-	      "  --quiet            no summary unless something went wrong\n"
-	      "\n"
-	      "Exit status: the command's own; 128+N when it died of signal N; 124 when the\n"
-	      "wall-clock limit ended it; 125 when the sandbox could not be set up; 126 not\n"
-	      "executable; 127 not found.\n",
-	      out);
+	fputs(
+	    "Usage: sandcap run [--policy FILE | --token FILE --key FILE] [--audit FILE "
+	    "[--audit-key FILE]]\n"
+	    "                   [--json] [--quiet] [--set KEY=VALUE]... [--] COMMAND [ARG]...\n"
+	    "\n"
+	    "Runs COMMAND inside a sandbox that holds exactly the capabilities of the policy.\n"
+	    "\n"
+	    "  --policy FILE      the capability set, as JSON (see README, \"Policy reference\")\n"
+	    "  --token FILE       a capability token instead of a policy; needs --key\n"
+	    "  --key FILE         the token root key (32 bytes, mode 0600)\n"
+	    "  --audit FILE       write the audit log here (default: a new file under\n"
+	    "                     $SANDCAP_STATE_DIR/audit, /var/lib/sandcap/audit when unset)\n"
+	    "  --audit-key FILE   seal the log with an HMAC under this key\n"
+	    "  --set KEY=VALUE    override one policy key, e.g. --set limits.wall=10s\n"
+	    "  --json             print the end-of-run summary as one JSON object on stderr\n"
+	    "  --quiet            no summary unless something went wrong\n"
+	    "\n"
+	    "Exit status: the command's own; 128+N when it died of signal N; 124 when the\n"
+	    "wall-clock limit ended it; 125 when the sandbox could not be set up; 126 not\n"
+	    "executable; 127 not found.\n",
+	    out);
 }
 
 static double secs(uint64_t ns)
@@ -63,12 +65,13 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 
 	fprintf(f, "sandcap: %s ", r->sandbox_id);
 	if (r->timed_out)
-		fprintf(f, "stopped by the wall-clock limit after %.3f s (exit 124)\n", secs(r->wall_ns));
+		fprintf(f, "stopped by the wall-clock limit after %.3f s (exit 124)\n",
+			secs(r->wall_ns));
 	else if (r->oom_killed)
 		fprintf(f, "OOM-killed: memory limit reached (exit %d)\n", r->exit_status);
 	else if (r->signal)
-		fprintf(f, "command died of signal %d (%s) (exit %d)\n", r->signal, strsignal(r->signal),
-			r->exit_status);
+		fprintf(f, "command died of signal %d (%s) (exit %d)\n", r->signal,
+			strsignal(r->signal), r->exit_status);
 	else
 		fprintf(f, "command exited with status %d\n", r->exit_status);
 	fprintf(f, "  wall %.3f s, cpu %.3f s", secs(r->wall_ns), secs(r->cpu_ns));
@@ -87,8 +90,8 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 		fprintf(f, "  limits hit:%s%s%s\n", r->oom_kills ? " memory (OOM kill)" : "",
 			r->pids_limited ? " pids" : "", r->cpu_throttled ? " cpu (throttled)" : "");
 	if (p->n_egress) {
-		fprintf(f, "  network: %" PRIu64 " allowed, %" PRIu64 " denied, out ", r->requests_allowed,
-			r->requests_denied);
+		fprintf(f, "  network: %" PRIu64 " allowed, %" PRIu64 " denied, out ",
+			r->requests_allowed, r->requests_denied);
 		print_size(f, r->bytes_out);
 		fputs(", in ", f);
 		print_size(f, r->bytes_in);
@@ -103,16 +106,18 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 static void summary_json(const sc_run_result *r)
 {
 	json_t *o = json_pack(
-		"{s:s, s:i, s:i, s:b, s:b, s:b, s:b, s:f, s:f, s:f, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s}",
-		"sandbox", r->sandbox_id, "exit_status", r->exit_status, "signal", r->signal, "timed_out",
-		r->timed_out, "oom_killed", r->oom_killed, "pids_limited", r->pids_limited, "cpu_throttled",
-		r->cpu_throttled, "wall_s", secs(r->wall_ns), "cpu_s", secs(r->cpu_ns), "throttled_s",
-		secs(r->throttled_ns), "memory_peak",
-		r->memory_peak == UINT64_MAX ? json_null() : json_integer((json_int_t)r->memory_peak), "oom_kills",
-		(json_int_t)r->oom_kills, "bytes_out", (json_int_t)r->bytes_out, "bytes_in",
-		(json_int_t)r->bytes_in, "requests_allowed", (json_int_t)r->requests_allowed, "requests_denied",
-		(json_int_t)r->requests_denied, "syscalls_denied", (json_int_t)r->syscalls_denied, "cgroup",
-		r->cgroup, "audit", r->audit_path, "audit_hash", r->audit_hash);
+	    "{s:s, s:i, s:i, s:b, s:b, s:b, s:b, s:f, s:f, s:f, s:o, s:I, s:I, s:I, s:I, s:I, s:I, "
+	    "s:s, s:s, s:s}",
+	    "sandbox", r->sandbox_id, "exit_status", r->exit_status, "signal", r->signal,
+	    "timed_out", r->timed_out, "oom_killed", r->oom_killed, "pids_limited", r->pids_limited,
+	    "cpu_throttled", r->cpu_throttled, "wall_s", secs(r->wall_ns), "cpu_s", secs(r->cpu_ns),
+	    "throttled_s", secs(r->throttled_ns), "memory_peak",
+	    r->memory_peak == UINT64_MAX ? json_null() : json_integer((json_int_t)r->memory_peak),
+	    "oom_kills", (json_int_t)r->oom_kills, "bytes_out", (json_int_t)r->bytes_out,
+	    "bytes_in", (json_int_t)r->bytes_in, "requests_allowed",
+	    (json_int_t)r->requests_allowed, "requests_denied", (json_int_t)r->requests_denied,
+	    "syscalls_denied", (json_int_t)r->syscalls_denied, "cgroup", r->cgroup, "audit",
+	    r->audit_path, "audit_hash", r->audit_hash);
 	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 
 	if (s)
@@ -144,13 +149,16 @@ static int read_key(const char *file, uint8_t *key, size_t *len)
 
 int cmd_run(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "policy", required_argument, NULL, 'p' }, { "token", required_argument, NULL, 't' },
-		{ "key", required_argument, NULL, 'k' },    { "audit", required_argument, NULL, 'a' },
-		{ "audit-key", required_argument, NULL, 'K' }, { "set", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },          { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },          {}
-	};
+	static const struct option opts[] = {{"policy", required_argument, NULL, 'p'},
+					     {"token", required_argument, NULL, 't'},
+					     {"key", required_argument, NULL, 'k'},
+					     {"audit", required_argument, NULL, 'a'},
+					     {"audit-key", required_argument, NULL, 'K'},
+					     {"set", required_argument, NULL, 's'},
+					     {"json", no_argument, NULL, 'j'},
+					     {"quiet", no_argument, NULL, 'q'},
+					     {"help", no_argument, NULL, 'h'},
+					     {}};
 	const char *policy = NULL, *token = NULL, *keyfile = NULL, *audit = NULL, *audit_key = NULL;
 	char *sets[MAX_SETS];
 	size_t n_sets = 0;
@@ -159,20 +167,30 @@ int cmd_run(int argc, char **argv)
 	char digest[65] = "";
 	uint8_t akey[64];
 	size_t akey_len = 0;
-	sc_run_opts o = { 0 };
+	sc_run_opts o = {0};
 	sc_run_result res;
-	sc_diag d = { 0 };
-	tk_info info = { 0 };
+	sc_diag d = {0};
+	tk_info info = {0};
 	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': policy = optarg; break;
-		case 't': token = optarg; break;
-		case 'k': keyfile = optarg; break;
-		case 'a': audit = optarg; break;
-		case 'K': audit_key = optarg; break;
+		case 'p':
+			policy = optarg;
+			break;
+		case 't':
+			token = optarg;
+			break;
+		case 'k':
+			keyfile = optarg;
+			break;
+		case 'a':
+			audit = optarg;
+			break;
+		case 'K':
+			audit_key = optarg;
+			break;
 		case 's':
 			if (n_sets >= MAX_SETS) {
 				cli_error("more than %d --set options", MAX_SETS);
@@ -180,10 +198,18 @@ int cmd_run(int argc, char **argv)
 			}
 			sets[n_sets++] = optarg;
 			break;
-		case 'j': json = true; break;
-		case 'q': quiet = true; break;
-		case 'h': run_usage(stdout); return 0;
-		default: run_usage(stderr); return 125;
+		case 'j':
+			json = true;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			run_usage(stdout);
+			return 0;
+		default:
+			run_usage(stderr);
+			return 125;
 		}
 	}
 	if (optind >= argc) {
@@ -203,7 +229,8 @@ int cmd_run(int argc, char **argv)
 			return 125;
 		}
 		if (n_sets) {
-			cli_error("run: --set applies to policies, not tokens (attenuate the token instead)");
+			cli_error("run: --set applies to policies, not tokens (attenuate the token "
+				  "instead)");
 			return 125;
 		}
 		r = io_read_file_at(AT_FDCWD, token, 1 << 20, &tok, NULL);

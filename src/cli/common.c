@@ -35,7 +35,7 @@ int cli_load_policy_sets(const char *file, char *const *sets, size_t n_sets, sc_
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
-	sc_diag d = { 0 };
+	sc_diag d = {0};
 	int r;
 
 	r = io_read_file_at(AT_FDCWD, file, POLICY_MAX_BYTES, &buf, &len);

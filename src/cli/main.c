@@ -14,21 +14,20 @@ static const struct verb {
 	int (*fn)(int argc, char **argv);
 	const char *summary;
 } verbs[] = {
-	{ "run", cmd_run, "run a command inside a sandbox" },
-	{ "check", cmd_check, "validate a policy or token and print its blast radius" },
-	{ "audit", cmd_audit, "verify or report an audit log" },
-	{ "token", cmd_token, "mint, attenuate and inspect capability tokens" },
-	{ "doctor", cmd_doctor, "show what this host can enforce" },
+    {"run", cmd_run, "run a command inside a sandbox"},
+    {"check", cmd_check, "validate a policy or token and print its blast radius"},
+    {"audit", cmd_audit, "verify or report an audit log"},
+    {"token", cmd_token, "mint, attenuate and inspect capability tokens"},
+    {"doctor", cmd_doctor, "show what this host can enforce"},
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"Usage: sandcap COMMAND [OPTIONS]\n"
-		"\n"
-		"Run untrusted code with exactly the capabilities it was granted.\n"
-		"\n"
-		"Commands:\n");
+	fprintf(out, "Usage: sandcap COMMAND [OPTIONS]\n"
+		     "\n"
+		     "Run untrusted code with exactly the capabilities it was granted.\n"
+		     "\n"
+		     "Commands:\n");
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
 	fprintf(out, "\nRun 'sandcap COMMAND --help' for the options of a command.\n"
@@ -64,7 +63,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return SC_EXIT_SETUP;
 	}
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);
 		return 0;
 	}

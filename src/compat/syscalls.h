@@ -65,7 +65,7 @@
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001
 #define MOUNT_ATTR_NOSUID 0x00000002
-#define MOUNT_ATTR_NODEV 0x00000004
+#define MOUNT_ATTR_NODEV  0x00000004
 #define MOUNT_ATTR_NOEXEC 0x00000008
 #endif
 #ifndef MOUNT_ATTR_IDMAP
@@ -89,11 +89,11 @@ struct sc_open_how {
 	uint64_t resolve;
 };
 #ifndef RESOLVE_NO_XDEV
-#define RESOLVE_NO_XDEV 0x01
+#define RESOLVE_NO_XDEV	      0x01
 #define RESOLVE_NO_MAGICLINKS 0x02
-#define RESOLVE_NO_SYMLINKS 0x04
-#define RESOLVE_BENEATH 0x08
-#define RESOLVE_IN_ROOT 0x10
+#define RESOLVE_NO_SYMLINKS   0x04
+#define RESOLVE_BENEATH	      0x08
+#define RESOLVE_IN_ROOT	      0x10
 #endif
 
 /* clone3 */
@@ -166,20 +166,20 @@ static inline int sys_pidfd_send_signal(int pidfd, int sig)
 /* Landlock (Debian 12's <linux/landlock.h> stops at ABI 2) */
 #ifndef __NR_landlock_create_ruleset
 #define __NR_landlock_create_ruleset 444
-#define __NR_landlock_add_rule 445
-#define __NR_landlock_restrict_self 446
+#define __NR_landlock_add_rule	     445
+#define __NR_landlock_restrict_self  446
 #endif
 #ifndef LANDLOCK_CREATE_RULESET_VERSION
 #define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
 #endif
-#define SC_LANDLOCK_FS_V1 ((1ULL << 13) - 1) /* EXECUTE .. MAKE_SYM */
-#define SC_LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
-#define SC_LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
-#define SC_LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
-#define SC_LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)
-#define SC_LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
+#define SC_LANDLOCK_FS_V1		       ((1ULL << 13) - 1) /* EXECUTE .. MAKE_SYM */
+#define SC_LANDLOCK_ACCESS_FS_REFER	       (1ULL << 13)
+#define SC_LANDLOCK_ACCESS_FS_TRUNCATE	       (1ULL << 14)
+#define SC_LANDLOCK_ACCESS_FS_IOCTL_DEV	       (1ULL << 15)
+#define SC_LANDLOCK_ACCESS_NET_BIND_TCP	       (1ULL << 0)
+#define SC_LANDLOCK_ACCESS_NET_CONNECT_TCP     (1ULL << 1)
 #define SC_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
-#define SC_LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#define SC_LANDLOCK_SCOPE_SIGNAL	       (1ULL << 1)
 
 /* Field sets by ABI: 1-3 handled_access_fs; 4-5 + handled_access_net; 6+ + scoped. */
 struct sc_landlock_ruleset_attr {
@@ -202,8 +202,8 @@ static inline int sys_landlock_restrict_self(int ruleset_fd, uint32_t flags)
 #ifndef __NR_execveat
 #define __NR_execveat 322
 #endif
-static inline int sys_execveat(int dirfd, const char *path, char *const argv[],
-			       char *const envp[], int flags)
+static inline int sys_execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+			       int flags)
 {
 	return (int)syscall(__NR_execveat, dirfd, path, argv, envp, flags);
 }

@@ -58,7 +58,7 @@ static int step_hostname(child_ctx *c)
 
 static int step_network(child_ctx *c)
 {
-	sync_msg m = { .type = SYNC_LISTENER };
+	sync_msg m = {.type = SYNC_LISTENER};
 	int r = ns_loopback_up();
 	int fd;
 
@@ -81,9 +81,10 @@ static int set_limit(int resource, uint64_t value)
 		return -errno;
 	/* We can only lower hard limits (no CAP_SYS_RESOURCE on every host):
 	 * a request above the host's hard limit keeps the stricter host value. */
-	rl.rlim_max = value == PLAN_UNLIMITED ? cur.rlim_max
-					      : (cur.rlim_max == RLIM_INFINITY || value < cur.rlim_max ? value
-													: cur.rlim_max);
+	rl.rlim_max =
+	    value == PLAN_UNLIMITED
+		? cur.rlim_max
+		: (cur.rlim_max == RLIM_INFINITY || value < cur.rlim_max ? value : cur.rlim_max);
 	rl.rlim_cur = rl.rlim_max;
 	return setrlimit(resource, &rl) < 0 ? -errno : 0;
 }
@@ -117,7 +118,7 @@ static int step_terminal(child_ctx *c)
 
 static int step_userns(child_ctx *c)
 {
-	sync_msg m = { .type = SYNC_USERNS };
+	sync_msg m = {.type = SYNC_USERNS};
 	int r;
 
 	/* Our own identity from here on: the supervisor maps 0 and 1000 to an
@@ -154,8 +155,8 @@ static int step_identity(child_ctx *c)
 
 static int step_caps(child_ctx *c)
 {
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2] = { 0 };
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {0};
 
 	(void)c;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
@@ -179,8 +180,8 @@ static int step_workdir(child_ctx *c)
 
 static int step_landlock(child_ctx *c)
 {
-	sync_msg m = { .type = SYNC_LAYERS };
-	ll_status st = { 0 };
+	sync_msg m = {.type = SYNC_LAYERS};
+	ll_status st = {0};
 	int r = ll_apply(c->plan, c->exe_fd, &st);
 
 	if (r < 0) {
@@ -202,7 +203,7 @@ static int step_fds(child_ctx *c)
 
 static int step_seccomp(child_ctx *c)
 {
-	sync_msg m = { .type = SYNC_NOTIFY };
+	sync_msg m = {.type = SYNC_NOTIFY};
 	int notify_fd = -1;
 	int r = sf_apply(c->plan, &notify_fd);
 
@@ -217,27 +218,27 @@ static const struct setup_step {
 	const char *name;
 	int (*fn)(child_ctx *c);
 } setup_steps[] = {
-	{ "wait-go", step_wait_go },     /* the supervisor has put us in the cgroup */
-	{ "cgroupns", step_cgroupns },   /* after joining the cgroup, so it is our root */
-	{ "mounts", step_mounts },       /* host root: idmapped binds need it */
-	{ "hostname", step_hostname },
-	{ "network", step_network },     /* listener must be born in this netns */
-	{ "rlimits", step_rlimits },
-	{ "terminal", step_terminal },   /* setsid before anything can take a tty */
-	{ "userns", step_userns },       /* from here on nothing maps to host root */
-	{ "bounding", step_bounding },   /* needs CAP_SETPCAP: before setuid */
-	{ "identity", step_identity },   /* setuid to the agent clears caps */
-	{ "caps", step_caps },           /* inheritable and ambient too */
-	{ "no-new-privs", step_nnp },    /* must precede Landlock and seccomp */
-	{ "workdir", step_workdir },
-	{ "landlock", step_landlock },   /* paths are sandbox paths now */
-	{ "fds", step_fds },
-	{ "seccomp", step_seccomp },     /* last: the filter need not allow setup */
+    {"wait-go", step_wait_go},	 /* the supervisor has put us in the cgroup */
+    {"cgroupns", step_cgroupns}, /* after joining the cgroup, so it is our root */
+    {"mounts", step_mounts},	 /* host root: idmapped binds need it */
+    {"hostname", step_hostname},
+    {"network", step_network}, /* listener must be born in this netns */
+    {"rlimits", step_rlimits},
+    {"terminal", step_terminal}, /* setsid before anything can take a tty */
+    {"userns", step_userns},	 /* from here on nothing maps to host root */
+    {"bounding", step_bounding}, /* needs CAP_SETPCAP: before setuid */
+    {"identity", step_identity}, /* setuid to the agent clears caps */
+    {"caps", step_caps},	 /* inheritable and ambient too */
+    {"no-new-privs", step_nnp},	 /* must precede Landlock and seccomp */
+    {"workdir", step_workdir},
+    {"landlock", step_landlock}, /* paths are sandbox paths now */
+    {"fds", step_fds},
+    {"seccomp", step_seccomp}, /* last: the filter need not allow setup */
 };
 
 _Noreturn void child_main(child_ctx *c)
 {
-	sync_msg m = { .type = SYNC_FAILED };
+	sync_msg m = {.type = SYNC_FAILED};
 	int r;
 
 	for (size_t i = 0; i < sizeof(setup_steps) / sizeof(setup_steps[0]); i++) {

@@ -9,13 +9,13 @@
 typedef struct child_ctx {
 	const sc_plan *plan;
 	const ns_source *sources;
-	int sync;             /* our end of the SEQPACKET pair */
-	int exe_fd;           /* the sandcap binary, exec'd as pid 1 */
-	int tty_fd;           /* pty slave replacing host terminals on 0-2, or -1 */
-	int tty_mask;         /* bit n set: fd n was a host terminal */
+	int sync;     /* our end of the SEQPACKET pair */
+	int exe_fd;   /* the sandcap binary, exec'd as pid 1 */
+	int tty_fd;   /* pty slave replacing host terminals on 0-2, or -1 */
+	int tty_mask; /* bit n set: fd n was a host terminal */
 	char *const *init_argv;
 	char *const *envp;
-	const char *what;     /* detail of the failing step */
+	const char *what; /* detail of the failing step */
 } child_ctx;
 
 /* Runs every setup step in order; never returns. */

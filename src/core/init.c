@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
 static int status_to_exit(int status)
 {

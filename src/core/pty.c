@@ -15,15 +15,15 @@
 
 struct pty_relay {
 	int master;
-	int in;             /* host terminal to read from, or -1 */
-	int out;            /* host fd to write the sandbox's output to */
+	int in;	 /* host terminal to read from, or -1 */
+	int out; /* host fd to write the sandbox's output to */
 	bool raw;
 	struct termios saved;
 };
 
 int pty_open_if_tty(pty_relay **ret, int *ret_slave, int *ret_mask)
 {
-	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
+	struct winsize ws = {.ws_row = 24, .ws_col = 80};
 	int mask = 0, master, slave;
 	pty_relay *p;
 
@@ -65,7 +65,7 @@ int pty_open_if_tty(pty_relay **ret, int *ret_slave, int *ret_mask)
 
 int pty_register(pty_relay *p, int ep, uint32_t tag)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 
 	ev.data.u64 = (uint64_t)tag << 32 | (uint32_t)p->master;
 	if (epoll_ctl(ep, EPOLL_CTL_ADD, p->master, &ev) < 0)

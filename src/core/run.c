@@ -41,9 +41,9 @@
 #include "seccomp/seccomp.h"
 
 #define STATE_DIR_DEFAULT "/var/lib/sandcap"
-#define GRACE_NS (3ULL * 1000000000ULL) /* after SIGINT/SIGTERM, before SIGKILL */
-#define MAX_ENV (POLICY_MAX_ENV + 16)
-#define MAX_EVENT_BYTES 65536
+#define GRACE_NS	  (3ULL * 1000000000ULL) /* after SIGINT/SIGTERM, before SIGKILL */
+#define MAX_ENV		  (POLICY_MAX_ENV + 16)
+#define MAX_EVENT_BYTES	  65536
 
 enum { EV_SYNC = 1, EV_PIDFD, EV_SIGNAL, EV_WALL, EV_GRACE, EV_NOTIFY, EV_PROXY, EV_PTY };
 
@@ -62,7 +62,7 @@ typedef struct supervisor {
 	pid_t pid, proxy_pid;
 	uid_t id_base;
 
-	bool started;            /* sandbox.start written */
+	bool started; /* sandbox.start written */
 	bool setup_failed;
 	bool exited;
 	int wait_status;
@@ -80,7 +80,7 @@ static uint64_t now_ns(void)
 }
 
 static int fail(sc_diag *d, int err, const char *step, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static int fail(sc_diag *d, int err, const char *step, const char *fmt, ...)
 {
 	va_list ap;
@@ -117,12 +117,16 @@ static int audit_open(supervisor *s)
 
 		snprintf(dir, sizeof(dir), "%s/audit", state && *state ? state : STATE_DIR_DEFAULT);
 		if (mkdir(state && *state ? state : STATE_DIR_DEFAULT, 0700) < 0 && errno != EEXIST)
-			return fail(s->diag, -errno, "audit", "cannot create state directory: %s", strerror(errno));
+			return fail(s->diag, -errno, "audit", "cannot create state directory: %s",
+				    strerror(errno));
 		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return fail(s->diag, -errno, "audit", "cannot create %s: %s", dir, strerror(errno));
-		if ((size_t)snprintf(s->res->audit_path, sizeof(s->res->audit_path), "%.4000s/%s.jsonl", dir,
+			return fail(s->diag, -errno, "audit", "cannot create %s: %s", dir,
+				    strerror(errno));
+		if ((size_t)snprintf(s->res->audit_path, sizeof(s->res->audit_path),
+				     "%.4000s/%s.jsonl", dir,
 				     s->res->sandbox_id) >= sizeof(s->res->audit_path))
-			return fail(s->diag, -ENAMETOOLONG, "audit", "state directory path too long");
+			return fail(s->diag, -ENAMETOOLONG, "audit",
+				    "state directory path too long");
 	} else {
 		snprintf(s->res->audit_path, sizeof(s->res->audit_path), "%s", path);
 	}
@@ -135,7 +139,8 @@ static int audit_open(supervisor *s)
 	else
 		snprintf(dir, sizeof(dir), ".");
 	if (!realpath(dir, real))
-		return fail(s->diag, -errno, "audit", "audit log directory %s: %s", dir, strerror(errno));
+		return fail(s->diag, -errno, "audit", "audit log directory %s: %s", dir,
+			    strerror(errno));
 	for (size_t i = 0; i < p->n_grants; i++) {
 		char g[PATH_MAX];
 
@@ -170,27 +175,28 @@ static void emit_start(supervisor *s)
 		return;
 	s->started = true;
 	plan_json = plan_to_json(s->plan);
-	layers = json_pack("{s:s, s:s, s:s, s:{s:i, s:s}, s:s, s:s}",
-			   "namespaces", "user mount pid net ipc uts cgroup",
-			   "mounts", "tmpfs root, pivot_root, read-only runtime, nosuid nodev grants",
-			   "cgroup", s->res->cgroup,
-			   "landlock", "abi", s->landlock_abi, "status", s->landlock[0] ? s->landlock : "not reached",
-			   "seccomp", sf_probe(seccomp, sizeof(seccomp)) >= 0 ? "active" : seccomp,
-			   "proxy", s->plan->n_egress ? "active" : "no network");
-	data = json_pack("{s:o, s:s, s:s, s:o, s:o}",
-			 "plan", plan_json ? json_loads(plan_json, 0, NULL) : json_null(),
-			 "policy_source", s->o->policy_source ? s->o->policy_source : "",
-			 "policy_digest", s->o->policy_digest ? s->o->policy_digest : "",
-			 "token", s->o->token_id ? json_pack("{s:s, s:i}", "id", s->o->token_id, "caveats",
-							     (int)s->o->token_caveats)
-						 : json_null(),
+	layers = json_pack("{s:s, s:s, s:s, s:{s:i, s:s}, s:s, s:s}", "namespaces",
+			   "user mount pid net ipc uts cgroup", "mounts",
+			   "tmpfs root, pivot_root, read-only runtime, nosuid nodev grants",
+			   "cgroup", s->res->cgroup, "landlock", "abi", s->landlock_abi, "status",
+			   s->landlock[0] ? s->landlock : "not reached", "seccomp",
+			   sf_probe(seccomp, sizeof(seccomp)) >= 0 ? "active" : seccomp, "proxy",
+			   s->plan->n_egress ? "active" : "no network");
+	data = json_pack("{s:o, s:s, s:s, s:o, s:o}", "plan",
+			 plan_json ? json_loads(plan_json, 0, NULL) : json_null(), "policy_source",
+			 s->o->policy_source ? s->o->policy_source : "", "policy_digest",
+			 s->o->policy_digest ? s->o->policy_digest : "", "token",
+			 s->o->token_id ? json_pack("{s:s, s:i}", "id", s->o->token_id, "caveats",
+						    (int)s->o->token_caveats)
+					: json_null(),
 			 "layers", layers);
 	emit(s, "sandbox.start", data);
 	for (size_t i = 0; i < s->plan->n_grants; i++) {
 		const plan_grant *g = &s->plan->grants[i];
 
-		emit(s, "fs.grant", json_pack("{s:s, s:s, s:s}", "path", g->path, "at", g->at, "mode",
-					      g->mode == GRANT_RW ? "rw" : "ro"));
+		emit(s, "fs.grant",
+		     json_pack("{s:s, s:s, s:s}", "path", g->path, "at", g->at, "mode",
+			       g->mode == GRANT_RW ? "rw" : "ro"));
 	}
 	(void)au_sync(s->audit);
 }
@@ -206,7 +212,7 @@ static void on_event(const char *event, json_t *data, void *userdata)
 
 static int ep_add(supervisor *s, int fd, uint32_t tag)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)tag << 32 | (uint32_t)fd };
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)tag << 32 | (uint32_t)fd};
 
 	return epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
@@ -221,8 +227,8 @@ static void kill_sandbox(supervisor *s)
 
 static void arm(int tfd, uint64_t ns)
 {
-	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(ns / 1000000000ULL),
-						.tv_nsec = (long)(ns % 1000000000ULL) } };
+	struct itimerspec its = {.it_value = {.tv_sec = (time_t)(ns / 1000000000ULL),
+					      .tv_nsec = (long)(ns % 1000000000ULL)}};
 
 	(void)timerfd_settime(tfd, 0, &its, NULL);
 }
@@ -252,10 +258,10 @@ static void handle_sync(supervisor *s)
 	case SYNC_USERNS: {
 		char um[64], gm[64];
 
-		snprintf(um, sizeof(um), "0 %u 1\n%u %u 1\n", (unsigned)s->id_base, (unsigned)NS_AGENT_UID,
-			 (unsigned)s->id_base + 1);
-		snprintf(gm, sizeof(gm), "0 %u 1\n%u %u 1\n", (unsigned)s->id_base, (unsigned)NS_AGENT_GID,
-			 (unsigned)s->id_base + 1);
+		snprintf(um, sizeof(um), "0 %u 1\n%u %u 1\n", (unsigned)s->id_base,
+			 (unsigned)NS_AGENT_UID, (unsigned)s->id_base + 1);
+		snprintf(gm, sizeof(gm), "0 %u 1\n%u %u 1\n", (unsigned)s->id_base,
+			 (unsigned)NS_AGENT_GID, (unsigned)s->id_base + 1);
 		r = ns_write_id_maps(s->pid, um, gm);
 		if (r < 0) {
 			s->setup_failed = true;
@@ -263,7 +269,7 @@ static void handle_sync(supervisor *s)
 			kill_sandbox(s);
 			break;
 		}
-		m = (sync_msg){ .type = SYNC_MAPPED };
+		m = (sync_msg){.type = SYNC_MAPPED};
 		(void)sync_send(s->sync, &m, -1);
 		break;
 	}
@@ -273,7 +279,8 @@ static void handle_sync(supervisor *s)
 		r = px_spawn(s->plan, TAKE_FD(fd), &s->proxy_pid, &s->proxy_fd);
 		if (r < 0) {
 			s->setup_failed = true;
-			fail(s->diag, r, "proxy", "cannot start the egress proxy: %s", strerror(-r));
+			fail(s->diag, r, "proxy", "cannot start the egress proxy: %s",
+			     strerror(-r));
 			kill_sandbox(s);
 			break;
 		}
@@ -293,7 +300,8 @@ static void handle_sync(supervisor *s)
 	case SYNC_FAILED:
 		s->setup_failed = true;
 		m.err = m.err > 0 && m.err < 4096 ? m.err : EPROTO;
-		fail(s->diag, -m.err, m.step, "%s%s%s", m.what, m.what[0] ? ": " : "", strerror(m.err));
+		fail(s->diag, -m.err, m.step, "%s%s%s", m.what, m.what[0] ? ": " : "",
+		     strerror(m.err));
 		break;
 	case SYNC_GO:
 	case SYNC_MAPPED:
@@ -326,7 +334,8 @@ static void handle_proxy(supervisor *s)
 		s->res->bytes_out += out > 0 ? (uint64_t)out : 0;
 		s->res->bytes_in += in > 0 ? (uint64_t)in : 0;
 		/* A refused request also comes as net.denied, counted there. */
-		if (strcmp(event, "net.request") == 0 && !(decision && strcmp(decision, "deny") == 0))
+		if (strcmp(event, "net.request") == 0 &&
+		    !(decision && strcmp(decision, "deny") == 0))
 			s->res->requests_allowed++;
 	} else if (strcmp(event, "net.denied") == 0) {
 		s->res->requests_denied++;
@@ -372,12 +381,14 @@ static int event_loop(supervisor *s)
 					handle_sync(s);
 				break;
 			case EV_PIDFD: {
-				siginfo_t si = { 0 };
+				siginfo_t si = {0};
 
-				if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid) {
+				if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) == 0 &&
+				    si.si_pid) {
 					s->exited = true;
-					s->wait_status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
-										  : (si.si_status & 0x7f);
+					s->wait_status = si.si_code == CLD_EXITED
+							     ? (si.si_status & 0xff) << 8
+							     : (si.si_status & 0x7f);
 				}
 				break;
 			}
@@ -404,7 +415,8 @@ static int event_loop(supervisor *s)
 				break;
 			case EV_PTY:
 				if (pty_pump(s->pty, (int)(uint32_t)evs[i].data.u64) < 0)
-					(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, (int)(uint32_t)evs[i].data.u64, NULL);
+					(void)epoll_ctl(s->ep, EPOLL_CTL_DEL,
+							(int)(uint32_t)evs[i].data.u64, NULL);
 				break;
 			default:
 				break;
@@ -420,7 +432,7 @@ static int open_init(int *reterr)
 {
 	char self[PATH_MAX], path[PATH_MAX + 32];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	const char *dirs[2] = { NULL, SANDCAP_LIBEXECDIR };
+	const char *dirs[2] = {NULL, SANDCAP_LIBEXECDIR};
 
 	*reterr = -ENOENT;
 	if (n > 0) {
@@ -443,7 +455,8 @@ static int open_init(int *reterr)
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+		    (st.st_mode & 022)) {
 			*reterr = -EPERM;
 			(void)close(fd);
 			continue;
@@ -455,13 +468,14 @@ static int open_init(int *reterr)
 
 static bool plan_has_limits(const sc_plan *p)
 {
-	return p->memory != PLAN_UNLIMITED || p->cpu_millis != PLAN_UNLIMITED || p->pids != PLAN_UNLIMITED;
+	return p->memory != PLAN_UNLIMITED || p->cpu_millis != PLAN_UNLIMITED ||
+	       p->pids != PLAN_UNLIMITED;
 }
 
 static int build_env(const sc_plan *p, char **env, size_t cap)
 {
-	static const char *const proxy_vars[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
-						  "https_proxy", "all_proxy" };
+	static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+						 "http_proxy", "https_proxy", "all_proxy"};
 	size_t n = 0;
 
 	if (p->n_env + 16 > cap)
@@ -474,7 +488,8 @@ static int build_env(const sc_plan *p, char **env, size_t cap)
 		static char proxy[6][64];
 
 		for (size_t i = 0; i < ELEMENTSOF(proxy_vars); i++) {
-			snprintf(proxy[i], sizeof(proxy[i]), "%s=http://127.0.0.1:%d", proxy_vars[i], PX_LISTEN_PORT);
+			snprintf(proxy[i], sizeof(proxy[i]), "%s=http://127.0.0.1:%d",
+				 proxy_vars[i], PX_LISTEN_PORT);
 			env[n++] = proxy[i];
 		}
 		env[n++] = (char *)"NO_PROXY=localhost,127.0.0.1";
@@ -509,7 +524,9 @@ static void collect(supervisor *s)
 	} else if (WIFEXITED(status)) {
 		/* init exits with the command's status, 128+N for signal N */
 		res->exit_status = WEXITSTATUS(status);
-		res->signal = res->exit_status > 128 && res->exit_status < 128 + 65 ? res->exit_status - 128 : 0;
+		res->signal = res->exit_status > 128 && res->exit_status < 128 + 65
+				  ? res->exit_status - 128
+				  : 0;
 	} else {
 		res->signal = WTERMSIG(status);
 		res->exit_status = 128 + res->signal;
@@ -521,23 +538,32 @@ static void emit_exit(supervisor *s)
 	const sc_run_result *r = s->res;
 
 	if (r->timed_out)
-		emit(s, "limit.hit", json_pack("{s:s, s:s}", "limit", "wall", "detail", "wall-clock limit reached"));
+		emit(
+		    s, "limit.hit",
+		    json_pack("{s:s, s:s}", "limit", "wall", "detail", "wall-clock limit reached"));
 	if (r->oom_killed)
-		emit(s, "limit.hit", json_pack("{s:s, s:s}", "limit", "memory", "detail", "OOM kill in the sandbox cgroup"));
+		emit(s, "limit.hit",
+		     json_pack("{s:s, s:s}", "limit", "memory", "detail",
+			       "OOM kill in the sandbox cgroup"));
 	if (r->pids_limited)
-		emit(s, "limit.hit", json_pack("{s:s, s:s}", "limit", "pids", "detail", "fork refused by pids limit"));
+		emit(s, "limit.hit",
+		     json_pack("{s:s, s:s}", "limit", "pids", "detail",
+			       "fork refused by pids limit"));
 	if (r->cpu_throttled)
-		emit(s, "limit.hit", json_pack("{s:s, s:s}", "limit", "cpu_throttled", "detail", "CPU quota throttled"));
+		emit(s, "limit.hit",
+		     json_pack("{s:s, s:s}", "limit", "cpu_throttled", "detail",
+			       "CPU quota throttled"));
 	emit(s, "sandbox.exit",
-	     json_pack("{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "status",
-		       r->exit_status, "signal", r->signal, "timed_out", r->timed_out, "oom_killed", r->oom_killed,
-		       "cpu_ns", (json_int_t)r->cpu_ns, "throttled_ns", (json_int_t)r->throttled_ns,
-		       "memory_peak", r->memory_peak == UINT64_MAX ? (json_int_t)-1 : (json_int_t)r->memory_peak,
+	     json_pack("{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		       "status", r->exit_status, "signal", r->signal, "timed_out", r->timed_out,
+		       "oom_killed", r->oom_killed, "cpu_ns", (json_int_t)r->cpu_ns, "throttled_ns",
+		       (json_int_t)r->throttled_ns, "memory_peak",
+		       r->memory_peak == UINT64_MAX ? (json_int_t)-1 : (json_int_t)r->memory_peak,
 		       "oom_kills", (json_int_t)r->oom_kills, "wall_ns", (json_int_t)r->wall_ns,
 		       "bytes_out", (json_int_t)r->bytes_out, "bytes_in", (json_int_t)r->bytes_in,
-		       "requests_allowed", (json_int_t)r->requests_allowed,
-		       "requests_denied", (json_int_t)r->requests_denied,
-		       "syscalls_denied", (json_int_t)r->syscalls_denied));
+		       "requests_allowed", (json_int_t)r->requests_allowed, "requests_denied",
+		       (json_int_t)r->requests_denied, "syscalls_denied",
+		       (json_int_t)r->syscalls_denied));
 }
 
 static void teardown(supervisor *s)
@@ -555,7 +581,8 @@ static void teardown(supervisor *s)
 	s->sources = NULL;
 	if (s->audit) {
 		(void)au_seal(s->audit);
-		snprintf(s->res->audit_hash, sizeof(s->res->audit_hash), "%s", au_last_hash(s->audit));
+		snprintf(s->res->audit_hash, sizeof(s->res->audit_hash), "%s",
+			 au_last_hash(s->audit));
 		s->audit = au_close(s->audit);
 	}
 	(void)safe_close(s->notify_fd);
@@ -570,15 +597,24 @@ static void teardown(supervisor *s)
 
 int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 {
-	supervisor s = { .o = o, .plan = o->plan, .res = res, .diag = diag, .ep = -1, .sync = -1,
-			 .pidfd = -1, .sigfd = -1, .wallfd = -1, .gracefd = -1, .notify_fd = -1,
-			 .proxy_fd = -1 };
+	supervisor s = {.o = o,
+			.plan = o->plan,
+			.res = res,
+			.diag = diag,
+			.ep = -1,
+			.sync = -1,
+			.pidfd = -1,
+			.sigfd = -1,
+			.wallfd = -1,
+			.gracefd = -1,
+			.notify_fd = -1,
+			.proxy_fd = -1};
 	const sc_plan *p = o->plan;
 	char *env[MAX_ENV];
 	char **init_argv = NULL;
 	size_t argc = 0;
 	_cleanup_close_ int exe_fd = -1;
-	int pair[2] = { -1, -1 }, tty_fd = -1, tty_mask = 0;
+	int pair[2] = {-1, -1}, tty_fd = -1, tty_mask = 0;
 	sigset_t mask, old;
 	uint8_t rnd[8];
 	cg_version cgv;
@@ -588,14 +624,15 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	res->memory_peak = UINT64_MAX;
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
 		return fail(diag, -EIO, "id", "no randomness for the sandbox id");
-	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "sc-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0],
-		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "sc-%02x%02x%02x%02x%02x%02x%02x%02x",
+		 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	snprintf(res->cgroup, sizeof(res->cgroup), "none");
 
 	if (geteuid() != 0)
-		return fail(diag, -EPERM, "privileges",
-			    "sandcap run needs root (it maps the sandbox to an unprivileged host id range "
-			    "and creates idmapped mounts); run it as root");
+		return fail(
+		    diag, -EPERM, "privileges",
+		    "sandcap run needs root (it maps the sandbox to an unprivileged host id range "
+		    "and creates idmapped mounts); run it as root");
 	while (o->argv[argc])
 		argc++;
 	if (argc == 0)
@@ -632,12 +669,14 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 
 		(void)cg_detect(&cgv, why, sizeof(why));
 		if (plan_has_limits(p) && !p->best_effort) {
-			r = fail(diag, r, "cgroup", "cannot create the sandbox cgroup (%s): %s", strerror(-r), why);
+			r = fail(diag, r, "cgroup", "cannot create the sandbox cgroup (%s): %s",
+				 strerror(-r), why);
 			goto out;
 		}
 		s.cg = NULL;
 	} else {
-		snprintf(res->cgroup, sizeof(res->cgroup), "%s", cg_handle_version(s.cg) == CG_V2 ? "v2" : "v1");
+		snprintf(res->cgroup, sizeof(res->cgroup), "%s",
+			 cg_handle_version(s.cg) == CG_V2 ? "v2" : "v1");
 	}
 
 	s.id_base = ns_host_id_base(getpid());
@@ -670,10 +709,10 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 
 	{
 		struct sc_clone_args ca = {
-			.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-				 CLONE_PIDFD,
-			.pidfd = (uint64_t)(uintptr_t)&s.pidfd,
-			.exit_signal = SIGCHLD,
+		    .flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+			     CLONE_NEWUTS | CLONE_PIDFD,
+		    .pidfd = (uint64_t)(uintptr_t)&s.pidfd,
+		    .exit_signal = SIGCHLD,
 		};
 		int cfd = s.cg ? cg_clone_fd(s.cg) : -1;
 
@@ -685,12 +724,19 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		s.pid = sys_clone3(&ca);
 	}
 	if (s.pid < 0) {
-		r = fail(diag, -errno, "clone", "cannot create the sandbox namespaces: %s", strerror(errno));
+		r = fail(diag, -errno, "clone", "cannot create the sandbox namespaces: %s",
+			 strerror(errno));
 		goto out_sig;
 	}
 	if (s.pid == 0) {
-		child_ctx c = { .plan = p, .sources = s.sources, .sync = pair[1], .exe_fd = exe_fd,
-				.tty_fd = tty_fd, .tty_mask = tty_mask, .init_argv = init_argv, .envp = env };
+		child_ctx c = {.plan = p,
+			       .sources = s.sources,
+			       .sync = pair[1],
+			       .exe_fd = exe_fd,
+			       .tty_fd = tty_fd,
+			       .tty_mask = tty_mask,
+			       .init_argv = init_argv,
+			       .envp = env};
 
 		(void)close(pair[0]);
 		sigprocmask(SIG_SETMASK, &old, NULL);
@@ -704,12 +750,13 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		r = cg_attach(s.cg, s.pid);
 		if (r < 0) {
 			(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);
-			r = fail(diag, r, "cgroup", "cannot move the sandbox into its cgroup: %s", strerror(-r));
+			r = fail(diag, r, "cgroup", "cannot move the sandbox into its cgroup: %s",
+				 strerror(-r));
 			s.setup_failed = true;
 		}
 	}
 	if (!s.setup_failed) {
-		sync_msg go = { .type = SYNC_GO };
+		sync_msg go = {.type = SYNC_GO};
 
 		(void)sync_send(s.sync, &go, -1);
 	}
@@ -732,7 +779,8 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		r = diag->message[0] ? -EINVAL : -EIO;
 		if (!s.started)
 			emit_start(&s);
-		emit(&s, "sandbox.exit", json_pack("{s:s, s:s}", "error", diag->path, "detail", diag->message));
+		emit(&s, "sandbox.exit",
+		     json_pack("{s:s, s:s}", "error", diag->path, "detail", diag->message));
 		goto out_sig;
 	}
 	collect(&s);

@@ -21,35 +21,35 @@ enum {
 
 typedef struct sc_run_opts {
 	const sc_plan *plan;
-	char *const *argv;          /* the command; argv[0] looked up in the agent's PATH */
-	const char *audit_path;     /* NULL: a per-run file under the state directory */
-	const uint8_t *audit_key;   /* may be NULL */
+	char *const *argv;	  /* the command; argv[0] looked up in the agent's PATH */
+	const char *audit_path;	  /* NULL: a per-run file under the state directory */
+	const uint8_t *audit_key; /* may be NULL */
 	size_t audit_key_len;
-	const char *policy_source;  /* file name or "token", for sandbox.start */
-	const char *policy_digest;  /* hex SHA-256 of the policy bytes */
-	const char *token_id;       /* NULL unless run from a token */
+	const char *policy_source; /* file name or "token", for sandbox.start */
+	const char *policy_digest; /* hex SHA-256 of the policy bytes */
+	const char *token_id;	   /* NULL unless run from a token */
 	unsigned token_caveats;
 } sc_run_opts;
 
 typedef struct sc_run_result {
-	int exit_status;            /* what `sandcap run` exits with */
-	int signal;                 /* signal that ended the command, 0 if none */
-	bool timed_out;             /* the wall clock ended it */
+	int exit_status; /* what `sandcap run` exits with */
+	int signal;	 /* signal that ended the command, 0 if none */
+	bool timed_out;	 /* the wall clock ended it */
 	bool oom_killed;
 	bool pids_limited;
 	bool cpu_throttled;
 	uint64_t wall_ns;
 	uint64_t cpu_ns;
 	uint64_t throttled_ns;
-	uint64_t memory_peak;       /* UINT64_MAX when unknown */
+	uint64_t memory_peak; /* UINT64_MAX when unknown */
 	uint64_t oom_kills;
 	uint64_t bytes_out, bytes_in;
 	uint64_t requests_allowed, requests_denied;
 	uint64_t syscalls_denied;
 	char sandbox_id[40];
 	char audit_path[4096];
-	char audit_hash[65];        /* final hash: the external anchor */
-	char cgroup[16];            /* "v1", "v2" or "none" */
+	char audit_hash[65]; /* final hash: the external anchor */
+	char cgroup[16];     /* "v1", "v2" or "none" */
 } sc_run_result;
 
 /* Returns 0 when the command ran (its status is in ret->exit_status), or

@@ -12,8 +12,8 @@ int sync_send(int sock, const sync_msg *m, int fd)
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = { .iov_base = (void *)m, .iov_len = sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof(*m)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 
 	if (fd >= 0) {
 		struct cmsghdr *c;
@@ -44,9 +44,11 @@ int sync_recv(int sock, sync_msg *m, int *ret_fd)
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf) };
+	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
 	ssize_t n;
 
 	if (ret_fd)

@@ -9,20 +9,20 @@
 #include <stddef.h>
 
 typedef enum sync_type {
-	SYNC_GO = 1,        /* supervisor -> child: cgroup joined, proceed */
-	SYNC_USERNS,        /* child -> supervisor: unshared the user ns, write maps */
-	SYNC_MAPPED,        /* supervisor -> child: maps written */
-	SYNC_LISTENER,      /* child -> supervisor: proxy listener fd attached */
-	SYNC_NOTIFY,        /* child -> supervisor: seccomp listener fd attached */
-	SYNC_FAILED,        /* child -> supervisor: step failed, errno, what */
-	SYNC_LAYERS,        /* child -> supervisor: landlock status text in what */
+	SYNC_GO = 1,   /* supervisor -> child: cgroup joined, proceed */
+	SYNC_USERNS,   /* child -> supervisor: unshared the user ns, write maps */
+	SYNC_MAPPED,   /* supervisor -> child: maps written */
+	SYNC_LISTENER, /* child -> supervisor: proxy listener fd attached */
+	SYNC_NOTIFY,   /* child -> supervisor: seccomp listener fd attached */
+	SYNC_FAILED,   /* child -> supervisor: step failed, errno, what */
+	SYNC_LAYERS,   /* child -> supervisor: landlock status text in what */
 	_SYNC_TYPE_MAX,
 } sync_type;
 
 typedef struct sync_msg {
 	int type;
-	int err;            /* positive errno for SYNC_FAILED */
-	int value;          /* e.g. the Landlock ABI */
+	int err;   /* positive errno for SYNC_FAILED */
+	int value; /* e.g. the Landlock ABI */
 	char step[32];
 	char what[256];
 } sync_msg;

@@ -24,22 +24,25 @@
 
 /* Assembled here, in our private mount namespace only; /tmp exists on every
  * host we support and is covered by our own tmpfs, so the host's is untouched. */
-#define NEWROOT "/tmp"
+#define NEWROOT		"/tmp"
 #define ROOT_TMPFS_OPTS "mode=0755,size=4m,nr_inodes=4096"
 
-static const char *const runtime_dirs[] = { "/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32" };
+static const char *const runtime_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"};
 
 /* The generated /etc gets read-only binds of these directories and copies of
  * these small files (a copy costs microseconds, a bind hundreds) — what
  * ordinary programs need, never passwd, shadow, hostname, ssh or anything
  * with host secrets. Links (localtime, os-release) are recreated. */
 static const char *const etc_binds[] = {
-	"/etc/ssl", "/etc/ca-certificates", "/etc/alternatives", "/etc/python3",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/alternatives",
+    "/etc/python3",
 };
 static const char *const etc_copies[] = {
-	"/etc/ld.so.cache", "/etc/localtime", "/etc/os-release", "/etc/mime.types",
-	"/etc/protocols", "/etc/services", "/etc/ld.so.conf", "/etc/inputrc",
-	"/etc/profile", "/etc/bash.bashrc", "/etc/gitconfig",
+    "/etc/ld.so.cache", "/etc/localtime",   "/etc/os-release", "/etc/mime.types",
+    "/etc/protocols",	"/etc/services",    "/etc/ld.so.conf", "/etc/inputrc",
+    "/etc/profile",	"/etc/bash.bashrc", "/etc/gitconfig",
 };
 #define ETC_COPY_MAX (4u << 20)
 
@@ -48,17 +51,18 @@ static const struct {
 	const char *name;
 	unsigned major, minor;
 } dev_nodes[] = {
-	{ "null", 1, 3 }, { "zero", 1, 5 }, { "full", 1, 7 },
-	{ "random", 1, 8 }, { "urandom", 1, 9 }, { "tty", 5, 0 },
+    {"null", 1, 3},   {"zero", 1, 5},	 {"full", 1, 7},
+    {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0},
 };
 
 /* Hidden from the agent's /proc: kernel memory, keys, timers and the like. */
 static const char *const proc_masked[] = {
-	"kcore", "keys", "timer_list", "sched_debug", "latency_stats", "kallsyms",
-	"kpagecount", "kpageflags", "kpagecgroup", "acpi", "scsi", "kmsg", "vmallocinfo",
+    "kcore",	"keys",	      "timer_list",  "sched_debug", "latency_stats",
+    "kallsyms", "kpagecount", "kpageflags",  "kpagecgroup", "acpi",
+    "scsi",	"kmsg",	      "vmallocinfo",
 };
 /* Made read-only in the agent's /proc. */
-static const char *const proc_readonly[] = { "sys", "sysrq-trigger", "irq", "bus", "fs" };
+static const char *const proc_readonly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -114,7 +118,8 @@ static int make_mountpoint(const char *path, bool dir)
 
 static int write_file(const char *path, const char *content)
 {
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	_cleanup_close_ int fd =
+	    open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 
 	if (fd < 0)
 		return -errno;
@@ -125,9 +130,9 @@ static int write_file(const char *path, const char *content)
  * in it, and attaches it at target. Recursive read-only covers submounts. */
 static int bind_tree(int src_fd, const char *target, uint64_t attr, int idmap_fd)
 {
-	struct sc_mount_attr ma = { .attr_set = attr };
-	_cleanup_close_ int tree = sys_open_tree(src_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
-							  AT_EMPTY_PATH | AT_RECURSIVE);
+	struct sc_mount_attr ma = {.attr_set = attr};
+	_cleanup_close_ int tree = sys_open_tree(
+	    src_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 
 	if (tree < 0)
 		return -errno;
@@ -144,7 +149,7 @@ static int bind_tree(int src_fd, const char *target, uint64_t attr, int idmap_fd
 
 static int bind_host_path(const char *host, const char *target, uint64_t attr, bool *ret_skipped)
 {
-	struct sc_open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS };
+	struct sc_open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 	int r;
@@ -239,11 +244,13 @@ static int setup_etc(const sc_plan *plan, const char **what)
 	r = mkdir_p(NEWROOT "/etc", 0755);
 	if (r < 0)
 		return r;
-	r = write_file(NEWROOT "/etc/passwd", "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-					      "agent:x:1000:1000:agent:/tmp:/bin/sh\n"
-					      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	r = write_file(NEWROOT "/etc/passwd",
+		       "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+		       "agent:x:1000:1000:agent:/tmp:/bin/sh\n"
+		       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
 	if (r >= 0)
-		r = write_file(NEWROOT "/etc/group", "root:x:0:\nagent:x:1000:\nnogroup:x:65534:\n");
+		r = write_file(NEWROOT "/etc/group",
+			       "root:x:0:\nagent:x:1000:\nnogroup:x:65534:\n");
 	if (r >= 0)
 		r = write_file(NEWROOT "/etc/nsswitch.conf",
 			       "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
@@ -253,13 +260,15 @@ static int setup_etc(const sc_plan *plan, const char **what)
 		r = write_file(NEWROOT "/etc/hostname", buf);
 	}
 	if (r >= 0) {
-		snprintf(buf, sizeof(buf), "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n127.0.1.1\t%s\n",
+		snprintf(buf, sizeof(buf),
+			 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n127.0.1.1\t%s\n",
 			 plan->hostname);
 		r = write_file(NEWROOT "/etc/hosts", buf);
 	}
 	/* No resolver inside: names are resolved by the proxy, outside. */
 	if (r >= 0)
-		r = write_file(NEWROOT "/etc/resolv.conf", "# names are resolved by the sandcap proxy\n");
+		r = write_file(NEWROOT "/etc/resolv.conf",
+			       "# names are resolved by the sandcap proxy\n");
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(etc_copies); i++) {
@@ -288,12 +297,14 @@ static int setup_dev(const char **what)
 	r = mkdir_p(NEWROOT "/dev", 0755);
 	if (r < 0)
 		return r;
-	if (mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
+	if (mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
+		  "mode=0755,size=64k,nr_inodes=64") < 0)
 		return -errno;
 	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
 		snprintf(target, sizeof(target), NEWROOT "/dev/%s", dev_nodes[i].name);
 		*what = dev_nodes[i].name;
-		if (mknod(target, S_IFCHR | 0666, makedev(dev_nodes[i].major, dev_nodes[i].minor)) < 0 ||
+		if (mknod(target, S_IFCHR | 0666, makedev(dev_nodes[i].major, dev_nodes[i].minor)) <
+			0 ||
 		    chmod(target, 0666) < 0)
 			return -errno;
 	}
@@ -311,7 +322,8 @@ static int setup_dev(const char **what)
 		  "mode=1777,size=16m,nr_inodes=1024") < 0)
 		return -errno;
 	*what = "/dev links";
-	if (symlink("pts/ptmx", NEWROOT "/dev/ptmx") < 0 || symlink("/proc/self/fd", NEWROOT "/dev/fd") < 0 ||
+	if (symlink("pts/ptmx", NEWROOT "/dev/ptmx") < 0 ||
+	    symlink("/proc/self/fd", NEWROOT "/dev/fd") < 0 ||
 	    symlink("/proc/self/fd/0", NEWROOT "/dev/stdin") < 0 ||
 	    symlink("/proc/self/fd/1", NEWROOT "/dev/stdout") < 0 ||
 	    symlink("/proc/self/fd/2", NEWROOT "/dev/stderr") < 0)
@@ -349,7 +361,8 @@ static int setup_proc(const char **what)
 		if (access(path, F_OK) < 0)
 			continue;
 		if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) < 0 ||
-		    mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		    mount(NULL, path, NULL,
+			  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 			  NULL) < 0)
 			return -errno;
 	}
@@ -361,7 +374,8 @@ static int setup_proc(const char **what)
 		if (lstat(path, &st) < 0)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
-			if (mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			if (mount("tmpfs", path, "tmpfs",
+				  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 				  "size=0,nr_inodes=1") < 0)
 				return -errno;
 		} else if (mount("/dev/null", path, NULL, MS_BIND, NULL) < 0) {
@@ -375,7 +389,8 @@ static int setup_proc(const char **what)
 static int cmp_depth(const void *a, const void *b, void *arg)
 {
 	const sc_plan *plan = arg;
-	const char *x = plan->grants[*(const size_t *)a].at, *y = plan->grants[*(const size_t *)b].at;
+	const char *x = plan->grants[*(const size_t *)a].at,
+		   *y = plan->grants[*(const size_t *)b].at;
 	size_t dx = 0, dy = 0;
 
 	for (; *x; x++)
@@ -421,8 +436,8 @@ int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **re
 		goto out;
 	}
 	if (plan->runtime == RUNTIME_ROOTFS) {
-		struct sc_open_how how = { .flags = O_PATH | O_CLOEXEC,
-					   .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+		struct sc_open_how how = {.flags = O_PATH | O_CLOEXEC,
+					  .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 		_cleanup_close_ int fd = sys_openat2(AT_FDCWD, plan->rootfs, &how);
 
 		what = plan->rootfs;
@@ -461,14 +476,15 @@ int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **re
 
 	what = "pivot_root";
 	if (plan->runtime == RUNTIME_HOST &&
-	    mount(NULL, NEWROOT, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
+	    mount(NULL, NEWROOT, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		  NULL) < 0) {
 		r = -errno;
 		goto out;
 	}
 	/* pivot_root(".", ".") stacks the old root under the new one; detaching
 	 * it leaves no path back to the host (see pivot_root(2), NOTES). */
-	if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
-	    chdir("/") < 0) {
+	if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0) {
 		r = -errno;
 		goto out;
 	}

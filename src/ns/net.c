@@ -13,7 +13,7 @@
 int ns_loopback_up(void)
 {
 	_cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct ifreq ifr = { 0 };
+	struct ifreq ifr = {0};
 
 	if (fd < 0)
 		return -errno;
@@ -30,9 +30,9 @@ int ns_proxy_listener(unsigned port)
 {
 	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	struct sockaddr_in sa = {
-		.sin_family = AF_INET,
-		.sin_port = htons((uint16_t)port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	    .sin_family = AF_INET,
+	    .sin_port = htons((uint16_t)port),
+	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 	};
 	int one = 1;
 

@@ -11,14 +11,14 @@
 #include "policy/plan.h"
 
 /* Ids inside the sandbox. Nothing inside maps to host root (DESIGN.md 2). */
-#define NS_ROOT_UID 0
+#define NS_ROOT_UID  0
 #define NS_AGENT_UID 1000
 #define NS_AGENT_GID 1000
 
 /* A grant's host path, opened by the supervisor before the sandbox exists. */
 typedef struct ns_source {
-	int fd;        /* detached, idmapped mount tree of the grant (open_tree) */
-	int idmap_fd;  /* user namespace mapping the grant's owner to the agent, or -1 */
+	int fd;	      /* detached, idmapped mount tree of the grant (open_tree) */
+	int idmap_fd; /* user namespace mapping the grant's owner to the agent, or -1 */
 	bool is_dir;
 } ns_source;
 

@@ -26,8 +26,8 @@ static int diag_grant(sc_diag *d, size_t i, const char *path, int err, const cha
 static int open_no_symlinks(const char *path)
 {
 	struct sc_open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	    .flags = O_PATH | O_CLOEXEC,
+	    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd = sys_openat2(AT_FDCWD, path, &how);
 
@@ -41,11 +41,12 @@ static int open_no_symlinks(const char *path)
 static int detach_tree(ns_source *s, grant_mode mode)
 {
 	struct sc_mount_attr ma = {
-		.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_IDMAP |
-			    (mode == GRANT_RO ? MOUNT_ATTR_RDONLY : 0),
-		.userns_fd = (uint64_t)s->idmap_fd,
+	    .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_IDMAP |
+			(mode == GRANT_RO ? MOUNT_ATTR_RDONLY : 0),
+	    .userns_fd = (uint64_t)s->idmap_fd,
 	};
-	int tree = sys_open_tree(s->fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	int tree = sys_open_tree(
+	    s->fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 
 	if (tree < 0)
 		return -errno;
@@ -121,8 +122,8 @@ int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_
 		for (size_t j = 0; j < i; j++) {
 			struct stat o;
 
-			if (s[j].idmap_fd >= 0 && fstat(s[j].fd, &o) == 0 && o.st_uid == st.st_uid &&
-			    o.st_gid == st.st_gid) {
+			if (s[j].idmap_fd >= 0 && fstat(s[j].fd, &o) == 0 &&
+			    o.st_uid == st.st_uid && o.st_gid == st.st_gid) {
 				s[i].idmap_fd = s[j].idmap_fd;
 				break;
 			}
@@ -130,9 +131,10 @@ int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_
 		if (s[i].idmap_fd < 0) {
 			char um[64], gm[64];
 
-
-			snprintf(um, sizeof(um), "%u %u 1\n", (unsigned)st.st_uid, (unsigned)agent_host_uid);
-			snprintf(gm, sizeof(gm), "%u %u 1\n", (unsigned)st.st_gid, (unsigned)agent_host_gid);
+			snprintf(um, sizeof(um), "%u %u 1\n", (unsigned)st.st_uid,
+				 (unsigned)agent_host_uid);
+			snprintf(gm, sizeof(gm), "%u %u 1\n", (unsigned)st.st_gid,
+				 (unsigned)agent_host_gid);
 			s[i].idmap_fd = ns_userns_fd(um, gm);
 			if (s[i].idmap_fd < 0) {
 				r = diag_grant(reterr_diag, i, g->path, s[i].idmap_fd,
@@ -142,7 +144,10 @@ int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_
 		}
 		r = detach_tree(&s[i], g->mode);
 		if (r < 0) {
-			r = diag_grant(reterr_diag, i, g->path, r, r == -EINVAL ? "its filesystem does not support idmapped mounts, needed for a rw grant" : "cannot create an idmapped bind mount");
+			r = diag_grant(reterr_diag, i, g->path, r,
+				       r == -EINVAL ? "its filesystem does not support idmapped "
+						      "mounts, needed for a rw grant"
+						    : "cannot create an idmapped bind mount");
 			goto fail;
 		}
 	}

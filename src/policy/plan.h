@@ -19,14 +19,14 @@
 
 #define PLAN_UNLIMITED UINT64_MAX
 
-#define POLICY_MAX_BYTES (1u << 20)
-#define POLICY_MAX_GRANTS 256u
-#define POLICY_MAX_EGRESS 256u
-#define POLICY_MAX_PORTS 64u
-#define POLICY_MAX_CIDRS 256u
+#define POLICY_MAX_BYTES       (1u << 20)
+#define POLICY_MAX_GRANTS      256u
+#define POLICY_MAX_EGRESS      256u
+#define POLICY_MAX_PORTS       64u
+#define POLICY_MAX_CIDRS       256u
 #define POLICY_MAX_CREDENTIALS 64u
-#define POLICY_MAX_ENV 256u
-#define POLICY_MAX_STRING 4096u
+#define POLICY_MAX_ENV	       256u
+#define POLICY_MAX_STRING      4096u
 
 typedef enum grant_mode {
 	GRANT_RO,
@@ -36,8 +36,8 @@ typedef enum grant_mode {
 } grant_mode;
 
 typedef struct plan_grant {
-	char *path;      /* absolute, normalised host path (no "." "..", no trailing /) */
-	char *at;        /* absolute path inside the sandbox; equals path when "at" is absent */
+	char *path; /* absolute, normalised host path (no "." "..", no trailing /) */
+	char *at;   /* absolute path inside the sandbox; equals path when "at" is absent */
 	grant_mode mode;
 } plan_grant;
 
@@ -54,59 +54,59 @@ typedef enum http_method {
 #define HTTP_ANY_METHOD 0u /* methods absent: every method */
 
 typedef struct plan_egress {
-	char *host;              /* lower-case; exact name, IP literal, or "*.domain" */
-	bool wildcard;           /* host was "*.domain": subdomains only, not domain itself */
+	char *host;    /* lower-case; exact name, IP literal, or "*.domain" */
+	bool wildcard; /* host was "*.domain": subdomains only, not domain itself */
 	uint16_t ports[POLICY_MAX_PORTS];
-	size_t n_ports;          /* default {80, 443} */
-	uint32_t methods;        /* http_method bits; HTTP_ANY_METHOD = all */
+	size_t n_ports;	  /* default {80, 443} */
+	uint32_t methods; /* http_method bits; HTTP_ANY_METHOD = all */
 } plan_egress;
 
 typedef struct plan_cidr {
-	int family;              /* AF_INET or AF_INET6 */
-	uint8_t addr[16];        /* network byte order; first 4 bytes for AF_INET */
+	int family;	  /* AF_INET or AF_INET6 */
+	uint8_t addr[16]; /* network byte order; first 4 bytes for AF_INET */
 	unsigned prefix;
 } plan_cidr;
 
 typedef struct plan_credential {
 	char *host;
-	char *header;            /* e.g. "Authorization" */
-	char *value_env;         /* name of the supervisor's env var holding the secret, or NULL */
-	char *value_file;        /* file holding the secret, or NULL (exactly one is set) */
-	char *format;            /* printf-like with one %s, default "%s" */
-	bool upstream_https;     /* default true */
+	char *header;	     /* e.g. "Authorization" */
+	char *value_env;     /* name of the supervisor's env var holding the secret, or NULL */
+	char *value_file;    /* file holding the secret, or NULL (exactly one is set) */
+	char *format;	     /* printf-like with one %s, default "%s" */
+	bool upstream_https; /* default true */
 } plan_credential;
 
 typedef struct plan_rate {
-	uint64_t count;          /* 0 = unlimited */
-	uint64_t per_ns;         /* window: 1 s or 60 s */
+	uint64_t count;	 /* 0 = unlimited */
+	uint64_t per_ns; /* window: 1 s or 60 s */
 } plan_rate;
 
 typedef enum fs_runtime {
-	RUNTIME_HOST,            /* read-only /usr etc. of the host plus a generated /etc */
-	RUNTIME_ROOTFS,          /* an unpacked image at plan->rootfs */
+	RUNTIME_HOST,	/* read-only /usr etc. of the host plus a generated /etc */
+	RUNTIME_ROOTFS, /* an unpacked image at plan->rootfs */
 	_FS_RUNTIME_MAX,
 	_FS_RUNTIME_INVALID = -EINVAL,
 } fs_runtime;
 
 typedef enum audit_fsync {
-	AUDIT_FSYNC_BOUNDARIES,  /* start, exit and seal */
-	AUDIT_FSYNC_ALWAYS,      /* every record */
+	AUDIT_FSYNC_BOUNDARIES, /* start, exit and seal */
+	AUDIT_FSYNC_ALWAYS,	/* every record */
 	_AUDIT_FSYNC_MAX,
 	_AUDIT_FSYNC_INVALID = -EINVAL,
 } audit_fsync;
 
 struct sc_plan {
-	int version;             /* 1 */
-	char *name;              /* default "sandbox" */
+	int version; /* 1 */
+	char *name;  /* default "sandbox" */
 
 	/* fs */
 	fs_runtime runtime;
-	char *rootfs;            /* RUNTIME_ROOTFS only */
+	char *rootfs; /* RUNTIME_ROOTFS only */
 	plan_grant *grants;
 	size_t n_grants;
-	uint64_t tmp_size;       /* bytes; default 64 MiB */
-	uint64_t tmp_inodes;     /* default 8192 */
-	char *workdir;           /* absolute path inside; default "/tmp" */
+	uint64_t tmp_size;   /* bytes; default 64 MiB */
+	uint64_t tmp_inodes; /* default 8192 */
+	char *workdir;	     /* absolute path inside; default "/tmp" */
 
 	/* net: egress empty = no network at all, no proxy */
 	plan_egress *egress;
@@ -114,34 +114,34 @@ struct sc_plan {
 	plan_cidr *allow_private;
 	size_t n_allow_private;
 	plan_rate rate;
-	uint64_t bandwidth;          /* bytes/s per direction, PLAN_UNLIMITED default */
-	uint64_t max_request_body;   /* bytes, PLAN_UNLIMITED default */
-	uint64_t max_response_body;  /* bytes, PLAN_UNLIMITED default */
-	uint64_t egress_budget;      /* bytes the agent may send in total, PLAN_UNLIMITED default */
+	uint64_t bandwidth;	    /* bytes/s per direction, PLAN_UNLIMITED default */
+	uint64_t max_request_body;  /* bytes, PLAN_UNLIMITED default */
+	uint64_t max_response_body; /* bytes, PLAN_UNLIMITED default */
+	uint64_t egress_budget;	    /* bytes the agent may send in total, PLAN_UNLIMITED default */
 	plan_credential *credentials;
 	size_t n_credentials;
-	char *upstream_ca;           /* extra CA file for upstream TLS, or NULL */
-	char *dns;                   /* resolver "IP[:port]" for the proxy, or NULL = /etc/resolv.conf */
+	char *upstream_ca; /* extra CA file for upstream TLS, or NULL */
+	char *dns;	   /* resolver "IP[:port]" for the proxy, or NULL = /etc/resolv.conf */
 
 	/* limits; PLAN_UNLIMITED when absent */
-	uint64_t memory;             /* bytes */
-	uint64_t cpu_millis;         /* thousandths of a core: 0.5 -> 500; PLAN_UNLIMITED */
+	uint64_t memory;     /* bytes */
+	uint64_t cpu_millis; /* thousandths of a core: 0.5 -> 500; PLAN_UNLIMITED */
 	uint64_t pids;
 	uint64_t wall_ns;
-	uint64_t nofile;             /* default 1024 */
-	uint64_t fsize;              /* bytes */
+	uint64_t nofile; /* default 1024 */
+	uint64_t fsize;	 /* bytes */
 
 	/* env: "KEY=VALUE" strings, sorted by KEY (names are unique) */
 	char **env;
 	size_t n_env;
 
-	char *hostname;              /* default "sandbox" */
+	char *hostname; /* default "sandbox" */
 
-	bool audit_exec;             /* default true */
-	bool audit_denied_syscalls;  /* default true */
+	bool audit_exec;	    /* default true */
+	bool audit_denied_syscalls; /* default true */
 	audit_fsync audit_fsync;
 
-	bool best_effort;            /* allow degraded layers (recorded in the audit log) */
+	bool best_effort; /* allow degraded layers (recorded in the audit log) */
 
 	/* delegation; max_depth 0 = no spawn socket */
 	unsigned spawn_max_depth;
@@ -151,7 +151,8 @@ struct sc_plan {
 /* Parse the JSON policy in buf. Diagnostics name the JSON path. */
 int plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_diag);
 
-/* Re-serialise the effective plan as canonical JSON (for the audit log, tokens, check). Caller frees. */
+/* Re-serialise the effective plan as canonical JSON (for the audit log, tokens, check). Caller
+ * frees. */
 char *plan_to_json(const sc_plan *p);
 
 /* Prints the blast radius in plain words: every path visible and how,

@@ -88,7 +88,8 @@ int main(int argc, char **argv)
 					struct timespec ts;
 
 					clock_gettime(CLOCK_REALTIME, &ts);
-					snprintf(buf, sizeof(buf), "%lld%09ld\n", (long long)ts.tv_sec, ts.tv_nsec);
+					snprintf(buf, sizeof(buf), "%lld%09ld\n",
+						 (long long)ts.tv_sec, ts.tv_nsec);
 					if (fd >= 0) {
 						(void)!write(fd, buf, strlen(buf));
 						close(fd);
