@@ -8,7 +8,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 B=${1:-$top/build}
-SA=$B/px-standalone
+SA=${PX_STANDALONE:-$B/tests/proxy/px-standalone}
 T=$(mktemp -d /tmp/sandcap-proxy-test.XXXXXX)
 chmod 755 "$T"
 n=0

@@ -1,0 +1,70 @@
+# Real servers on host loopback for tests and the demo: an nginx origin that
+# logs every request (with the Authorization header) and a dnsmasq answering
+# chosen names. Callers define W (a work directory) and PIDS (an array);
+# the servers are killed with the caller's PIDS cleanup.
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# A real origin server on host loopback: nginx logging every request.
+start_origin() { # start_origin PORT
+	local port=$1 d=$W/nginx
+	mkdir -p "$d/html" "$d/tmp"
+	echo '{"answer": 42}' >"$d/html/data.json"
+	cat >"$d/nginx.conf" <<NGINX
+daemon off;
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 64; }
+http {
+  log_format withauth '\$request \$status len=\$request_length auth="\$http_authorization"';
+  access_log $d/access.log withauth;
+  client_body_temp_path $d/tmp;
+  proxy_temp_path $d/tmp;
+  fastcgi_temp_path $d/tmp;
+  uwsgi_temp_path $d/tmp;
+  scgi_temp_path $d/tmp;
+  server {
+    listen 127.0.0.1:$port;
+    root $d/html;
+    client_max_body_size 64m;
+    location /upload { proxy_pass http://127.0.0.1:$((port + 1)); }
+  }
+}
+NGINX
+	# Uploads go on to a sink that counts every body byte it really received.
+	python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        open(sys.argv[2], "a").write("received %d\n" % len(body))
+        self.send_response(200); self.end_headers(); self.wfile.write(b"stored\n")
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+' "$((port + 1))" "$d/received.log" &
+	PIDS+=($!)
+	nginx -c "$d/nginx.conf" -e "$d/error.log" &
+	PIDS+=($!)
+	for _ in $(seq 100); do
+		(echo >/dev/tcp/127.0.0.1/"$port") 2>/dev/null && (echo >/dev/tcp/127.0.0.1/$((port + 1))) 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "origin did not start" >&2
+	return 1
+}
+origin_log() { cat "$W/nginx/access.log" 2>/dev/null; }
+# Body bytes the origin really received on /upload, in total.
+origin_received() { awk '{ n += $2 } END { print n + 0 }' "$W/nginx/received.log" 2>/dev/null || echo 0; }
+
+# A real DNS server on host loopback answering the demo's names.
+start_dns() { # start_dns PORT NAME=IP...
+	local port=$1
+	shift
+	local args=()
+	for a in "$@"; do args+=("--address=/${a%%=*}/${a#*=}"); done
+	dnsmasq --no-daemon --no-resolv --no-hosts --listen-address=127.0.0.1 --bind-interfaces \
+		--port="$port" "${args[@]}" --log-facility=- >"$W/dns.log" 2>&1 &
+	PIDS+=($!)
+	sleep 0.3
+}
