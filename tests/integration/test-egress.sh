@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Egress through the one door, from inside real sandboxes with real clients
+# (curl, python urllib and requests) against real servers on loopback
+# (nginx origin, dnsmasq names, a TLS origin with a CA made here).
+. "$(dirname "$0")/lib.sh"
+need_root
+for tool in nginx dnsmasq curl openssl python3; do
+	command -v $tool >/dev/null || skip_all "$tool not installed"
+done
+W=$T
+PIDS=()
+. "$(dirname "$0")/../../tools/fixtures.sh"
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cleanup_dir' EXIT
+
+port=$(free_port)
+dns=$(free_port)
+tls=$(free_port)
+start_origin "$port" || skip_all "origin did not start"
+start_dns "$dns" api.allowed.test=127.0.0.1 tls.allowed.test=127.0.0.1 other.allowed.test=127.0.0.1 sub.wild.test=127.0.0.1 \
+	wild.test=127.0.0.1 denied.test=127.0.0.1 rebind.test=127.0.0.2 metadata.test=169.254.169.254
+
+# A TLS origin whose CA exists only for this test.
+mkdir -p "$T/ca"
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=sandcap test CA" \
+	-keyout "$T/ca/ca.key" -out "$T/ca/ca.pem" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj "/CN=tls.allowed.test" -keyout "$T/ca/srv.key" \
+	-out "$T/ca/srv.csr" 2>/dev/null
+printf 'subjectAltName=DNS:tls.allowed.test\n' >"$T/ca/ext"
+openssl x509 -req -in "$T/ca/srv.csr" -CA "$T/ca/ca.pem" -CAkey "$T/ca/ca.key" -CAcreateserial \
+	-days 1 -extfile "$T/ca/ext" -out "$T/ca/srv.pem" 2>/dev/null
+openssl s_server -quiet -accept "127.0.0.1:$tls" -cert "$T/ca/srv.pem" -key "$T/ca/srv.key" -www \
+	>/dev/null 2>&1 &
+PIDS+=($!)
+chmod 644 "$T/ca/ca.pem"
+
+policy net "{\"version\": 1,
+  \"fs\": {\"grants\": [{\"path\": \"$T/ca\", \"mode\": \"ro\", \"at\": \"/ca\"}]},
+  \"net\": {\"egress\": [
+      {\"host\": \"api.allowed.test\", \"ports\": [$port, $tls]},
+      {\"host\": \"tls.allowed.test\", \"ports\": [$tls]},
+      {\"host\": \"other.allowed.test\", \"ports\": [$port], \"methods\": [\"GET\"]},
+      {\"host\": \"*.wild.test\", \"ports\": [$port]},
+      {\"host\": \"rebind.test\", \"ports\": [$port]},
+      {\"host\": \"metadata.test\", \"ports\": [80, $port]}],
+    \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\", \"rate\": \"200/s\",
+    \"credentials\": [{\"host\": \"api.allowed.test\", \"header\": \"Authorization\",
+      \"value_env\": \"SANDCAP_TEST_SECRET\", \"format\": \"Bearer %s\", \"upstream\": \"http\"}]}}"
+export SANDCAP_TEST_SECRET=s3cret-never-inside-$$
+A="http://api.allowed.test:$port"
+run_net() { "$SANDCAP" run --quiet --audit "$T/audit-$1.jsonl" --policy "$T/net.json" -- "${@:2}"; }
+
+out=$(run_net curl1 curl -sS "$A/data.json" 2>&1)
+expect_eq "curl through the proxy reaches the allowed host" "$out" '{"answer": 42}'
+out=$(run_net py python3 -c "
+import urllib.request, requests
+print(urllib.request.urlopen('$A/data.json', timeout=10).read().decode().strip())
+print(requests.get('$A/data.json', timeout=10).json()['answer'])" 2>&1)
+expect_eq "python urllib and requests through the proxy" "$out" '{"answer": 42}
+42'
+check "the origin saw the injected credential" grep -q "auth=\"Bearer $SANDCAP_TEST_SECRET\"" "$T/nginx/access.log"
+out=$(run_net leak sh -c 'env; tr "\0" "\n" </proc/1/environ; tr "\0" "\n" </proc/self/environ; grep -rs s3cret /etc /tmp; curl -sS -H "Authorization: mine" '"$A"'/data.json >/dev/null' 2>&1)
+expect_no_match "the credential is nowhere inside the sandbox" "$out" "s3cret"
+check "an agent's own Authorization header is replaced, not merged" bash -c "! grep -q 'auth=\"mine' '$T/nginx/access.log'"
+
+out=$(run_net denied curl -sS -o /dev/null -w '%{http_code}' "http://denied.test:$port/data.json" 2>&1)
+expect_eq "a host outside the allowlist gets 403" "$out" 403
+check "the denial is in the audit log" grep -q '"event":"net.denied".*denied.test' "$T/audit-denied.jsonl"
+out=$(run_net wild sh -c "curl -sS -o /dev/null -w '%{http_code} ' http://sub.wild.test:$port/data.json; curl -sS -o /dev/null -w '%{http_code}' http://wild.test:$port/data.json" 2>&1)
+expect_eq "*.domain allows subdomains only, not the domain itself" "$out" "200 403"
+out=$(run_net port curl -sS -o /dev/null -w '%{http_code}' "http://other.allowed.test:$tls/" 2>&1)
+expect_eq "a port outside the rule gets 403" "$out" 403
+out=$(run_net method curl -sS -o /dev/null -w '%{http_code}' -X DELETE "http://other.allowed.test:$port/data.json" 2>&1)
+expect_eq "a method outside the rule gets 403" "$out" 403
+out=$(run_net rebind curl -sS -o /dev/null -w '%{http_code}' "http://rebind.test:$port/data.json" 2>&1)
+expect_eq "a name resolving to a private address is refused" "$out" 403
+out=$(run_net meta curl -sS -o /dev/null -w '%{http_code}' "http://metadata.test/latest/meta-data/" 2>&1)
+expect_eq "a name resolving to 169.254.169.254 is refused" "$out" 403
+out=$(run_net literal curl -sS --noproxy '' -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/data.json" 2>&1)
+expect_eq "a literal IP not in the allowlist is refused" "$out" 403
+
+out=$(run_net tunnel curl -sS --proxytunnel --cacert /ca/ca.pem "https://tls.allowed.test:$tls/" 2>&1 | head -c 200)
+expect_match "https through a CONNECT tunnel, verified by the agent" "$out" "s_server|HTTP|html|Ciphers"
+check "the tunnel is logged when it closes" grep -q '"event":"net.tunnel.close"' "$T/audit-tunnel.jsonl"
+out=$(run_net credconnect curl -sS -i --proxytunnel "https://api.allowed.test:$tls/" 2>&1)
+expect_match "CONNECT to a credentialed host is refused, pointing to http://" "$out" "403"
+check "... with the reason in the audit log" grep -q 'credentialed-host' "$T/audit-credconnect.jsonl"
+
+out=$(run_net direct python3 -c "
+import socket
+for a in [('127.0.0.1', $port), ('127.0.0.1', $dns)]:
+    try:
+        socket.create_connection(a, timeout=2); print('CONNECTED', a)
+    except OSError as e:
+        print('refused', e.errno)
+try:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1)
+    s.sendto(b'x', ('127.0.0.1', $dns)); print('UDP', s.recv(10))
+except OSError as e:
+    print('udp refused', e.errno)" 2>&1)
+expect_no_match "direct TCP and UDP to host loopback fail" "$out" "CONNECTED|UDP b"
+
+# The proxy worker: unprivileged, no capabilities, filtered.
+run_net worker sleep 3 >/dev/null 2>&1 &
+bg=$!
+sleep 1.5
+wpid=$(pgrep -n -f '^sandcap-proxy' || pgrep -n sandcap-proxy)
+if [ -n "$wpid" ]; then
+	st=$(cat /proc/"$wpid"/status)
+	uid=$(awk '/^Uid:/ {print $2}' <<<"$st")
+	check "proxy worker runs as an unprivileged uid ($uid)" [ "$uid" != 0 ]
+	expect_match "proxy worker has no capabilities" "$st" "CapEff:	0000000000000000"
+	expect_match "proxy worker has a seccomp filter" "$st" "Seccomp:	2"
+	expect_match "proxy worker has no_new_privs" "$st" "NoNewPrivs:	1"
+else
+	not_ok "proxy worker process found"
+fi
+wait $bg
+
+policy nonet '{"version": 1}'
+out=$("$SANDCAP" run --quiet --policy "$T/nonet.json" -- sh -c 'env | grep -i proxy; python3 -c "import socket; socket.create_connection((\"127.0.0.1\", 3128), timeout=2)"' 2>&1)
+expect_no_match "no net.egress: no proxy variables" "$out" "HTTP_PROXY"
+expect_match "no net.egress: no listener" "$out" "Connection refused|Permission denied"
+
+finish
