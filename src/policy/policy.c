@@ -225,28 +225,39 @@ static void describe_json(const json_t *v, char *buf, size_t size)
 	snprintf(buf, size, "an unknown value");
 }
 
-static int fail(pctx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(pctx *c, int err, const char *fmt, ...)
+static void diag_set(pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void diag_set(pctx *c, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (c->diag) {
-		memset(c->diag, 0, sizeof(*c->diag));
-		if (c->plen < sizeof(c->diag->path)) {
-			memcpy(c->diag->path, c->path, c->plen + 1);
-		} else {
-			/* Keep the tail: it names the offending key. */
-			size_t keep = sizeof(c->diag->path) - 4;
+	if (!c->diag)
+		return;
+	memset(c->diag, 0, sizeof(*c->diag));
+	if (c->plen < sizeof(c->diag->path)) {
+		memcpy(c->diag->path, c->path, c->plen + 1);
+	} else {
+		/* Keep the tail: it names the offending key. */
+		size_t keep = sizeof(c->diag->path) - 4;
 
-			memcpy(c->diag->path, "...", 3);
-			memcpy(c->diag->path + 3, c->path + c->plen - keep, keep + 1);
-		}
-		va_start(ap, fmt);
-		(void)vsnprintf(c->diag->message, sizeof(c->diag->message), fmt, ap);
-		va_end(ap);
+		memcpy(c->diag->path, "...", 3);
+		memcpy(c->diag->path + 3, c->path + c->plen - keep, keep + 1);
 	}
-	return err < 0 ? err : -EINVAL; /* callers test r < 0 */
+	va_start(ap, fmt);
+	(void)vsnprintf(c->diag->message, sizeof(c->diag->message), fmt, ap);
+	va_end(ap);
 }
+
+/*
+ * Fills the diagnostic and evaluates to err, which is always negative
+ * (callers test r < 0). A macro so that err is read before the message is
+ * formatted (it may be -errno) and so that analysers see the return value.
+ */
+#define fail(c, err, ...)                                                                          \
+	({                                                                                         \
+		int _e = (err);                                                                    \
+		diag_set((c), __VA_ARGS__);                                                        \
+		_e < 0 ? _e : -EINVAL;                                                             \
+	})
 
 /* "expected WHAT, got FOUND" */
 static int fail_expected(pctx *c, const json_t *v, const char *what)
