@@ -225,28 +225,39 @@ static void describe_json(const json_t *v, char *buf, size_t size)
 	snprintf(buf, size, "an unknown value");
 }
 
-static int fail(pctx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(pctx *c, int err, const char *fmt, ...)
+static void diag_set(pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void diag_set(pctx *c, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (c->diag) {
-		memset(c->diag, 0, sizeof(*c->diag));
-		if (c->plen < sizeof(c->diag->path)) {
-			memcpy(c->diag->path, c->path, c->plen + 1);
-		} else {
-			/* Keep the tail: it names the offending key. */
-			size_t keep = sizeof(c->diag->path) - 4;
+	if (!c->diag)
+		return;
+	memset(c->diag, 0, sizeof(*c->diag));
+	if (c->plen < sizeof(c->diag->path)) {
+		memcpy(c->diag->path, c->path, c->plen + 1);
+	} else {
+		/* Keep the tail: it names the offending key. */
+		size_t keep = sizeof(c->diag->path) - 4;
 
-			memcpy(c->diag->path, "...", 3);
-			memcpy(c->diag->path + 3, c->path + c->plen - keep, keep + 1);
-		}
-		va_start(ap, fmt);
-		(void)vsnprintf(c->diag->message, sizeof(c->diag->message), fmt, ap);
-		va_end(ap);
+		memcpy(c->diag->path, "...", 3);
+		memcpy(c->diag->path + 3, c->path + c->plen - keep, keep + 1);
 	}
-	return err;
+	va_start(ap, fmt);
+	(void)vsnprintf(c->diag->message, sizeof(c->diag->message), fmt, ap);
+	va_end(ap);
 }
+
+/*
+ * Fills the diagnostic and evaluates to err, which is always negative
+ * (callers test r < 0). A macro so that err is read before the message is
+ * formatted (it may be -errno) and so that analysers see the return value.
+ */
+#define fail(c, err, ...)                                                                          \
+	({                                                                                         \
+		int _e = (err);                                                                    \
+		diag_set((c), __VA_ARGS__);                                                        \
+		_e < 0 ? _e : -EINVAL;                                                             \
+	})
 
 /* "expected WHAT, got FOUND" */
 static int fail_expected(pctx *c, const json_t *v, const char *what)
@@ -425,7 +436,7 @@ static bool path_is_under(const char *p, const char *prefix)
 static int want_abs_path(pctx *c, const json_t *v, char **ret)
 {
 	_cleanup_free_ char *out = NULL;
-	const char *s, *p;
+	const char *s = NULL, *p;
 	char q[160];
 	size_t o = 0;
 	int r;
@@ -628,7 +639,7 @@ static int want_host_pattern(pctx *c, const json_t *v, bool allow_wildcard, char
 	_cleanup_free_ char *h = NULL;
 	char addrbuf[INET6_ADDRSTRLEN], q[160];
 	unsigned char bin[16];
-	const char *s, *name, *err;
+	const char *s = NULL, *name, *err;
 	bool wildcard = false;
 	size_t len;
 	int r;
@@ -987,7 +998,7 @@ static int parse_ports(pctx *c, json_t *v, plan_egress *e)
 		return fail(c, -E2BIG, "%zu ports, more than the limit of %u", n, POLICY_MAX_PORTS);
 	for (i = 0; i < n; i++) {
 		size_t s = path_push_index(c, i);
-		uint64_t port;
+		uint64_t port = 0;
 
 		r = want_uint(c, json_array_get(v, i), 1, 65535, &port);
 		if (r < 0)
@@ -1080,7 +1091,7 @@ static int parse_egress_rule(pctx *c, json_t *v, plan_egress *e)
 static int want_cidr(pctx *c, const json_t *v, plan_cidr *ret)
 {
 	char buf[INET6_ADDRSTRLEN + 8], fixed[64];
-	const char *s, *slash, *d;
+	const char *s = NULL, *slash, *d;
 	plan_cidr cidr = {};
 	unsigned prefix = 0, max;
 	int r;
@@ -1139,7 +1150,7 @@ static int want_dns(pctx *c, const json_t *v, char **ret)
 	    "a resolver address \"IP\" or \"IP:port\" (IPv6 with a port as \"[IP]:port\")";
 	char addr[INET6_ADDRSTRLEN + 1];
 	unsigned char bin[16];
-	const char *s, *port = NULL, *colon;
+	const char *s = NULL, *port = NULL, *colon;
 	size_t alen;
 	int r;
 
@@ -1231,7 +1242,7 @@ static int parse_credential(pctx *c, json_t *v, sc_plan *p, plan_credential *cr)
 	static const char *const keys[] = {"host",	 "header", "value_env",
 					   "value_file", "format", "upstream"};
 	static const char *const upstreams[] = {"https", "http"};
-	const char *s, *err;
+	const char *s = NULL, *err;
 	bool wildcard, found = false;
 	char q[160];
 	json_t *x, *ve, *vf;
@@ -1638,7 +1649,7 @@ static int parse_env(pctx *c, json_t *v, sc_plan *p)
 	json_object_foreach(v, key, x)
 	{
 		size_t s = path_push_key(c, key);
-		const char *val;
+		const char *val = NULL;
 		char q[160];
 		int r;
 
@@ -1677,7 +1688,7 @@ static int parse_env(pctx *c, json_t *v, sc_plan *p)
 static int parse_identity(pctx *c, json_t *v, sc_plan *p)
 {
 	static const char *const keys[] = {"hostname"};
-	const char *s, *err;
+	const char *s = NULL, *err;
 	char q[160];
 	json_t *x;
 	size_t sv;
@@ -1748,7 +1759,7 @@ static int parse_audit(pctx *c, json_t *v, sc_plan *p)
 static int parse_spawn(pctx *c, json_t *v, sc_plan *p)
 {
 	static const char *const keys[] = {"max_depth", "max_children"};
-	uint64_t u;
+	uint64_t u = 0;
 	json_t *x;
 	size_t s;
 	int r;
@@ -1779,7 +1790,7 @@ static int parse_spawn(pctx *c, json_t *v, sc_plan *p)
 
 static int parse_name(pctx *c, json_t *v, sc_plan *p)
 {
-	const char *s;
+	const char *s = NULL;
 	int r;
 
 	r = want_string(c, v, &s);

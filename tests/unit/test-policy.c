@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/io.h"
 #include "policy/plan.h"
 
 static unsigned n_test, n_failed;
@@ -1215,6 +1216,57 @@ static void test_describe_rootfs(void)
 	sc_plan_free(p);
 }
 
+/* The shipped examples must stay valid. They are found from this file's
+ * path as compiled (relative to the build directory meson runs tests in). */
+static char *read_example(const char *name, size_t *ret_len)
+{
+	char path[PATH_MAX];
+	const char *slash = strrchr(__FILE__, '/');
+	char *buf = NULL;
+
+	snprintf(path, sizeof(path), "%.*s/../../examples/policies/%s",
+		 slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".", name);
+	if (io_read_file_at(AT_FDCWD, path, POLICY_MAX_BYTES, &buf, ret_len) < 0)
+		return NULL;
+	return buf;
+}
+
+static void test_examples(void)
+{
+	_cleanup_free_ char *minimal = NULL, *research = NULL;
+	bool made_work = false;
+	struct stat st;
+	sc_plan *p = NULL;
+	size_t len = 0;
+	sc_diag d;
+
+	minimal = read_example("minimal.json", &len);
+	if (!minimal) {
+		printf("ok %u # SKIP examples/policies not found from %s\n", ++n_test, __FILE__);
+		return;
+	}
+	ok(sc_plan_parse(minimal, len, &p, &d) == 0 && p && p->n_grants == 0 && p->n_egress == 0,
+	   "examples/policies/minimal.json: no grants, no network");
+	p = sc_plan_free(p);
+
+	research = read_example("research-agent.json", &len);
+	if (!research || stat("/usr/share/doc", &st) < 0) {
+		printf("ok %u # SKIP research-agent.json or /usr/share/doc missing\n", ++n_test);
+		return;
+	}
+	/* The demo creates the agent's work directory; so does this test. */
+	if (mkdir("/tmp/agent-work", 0755) == 0)
+		made_work = true;
+	if (!ok(sc_plan_parse(research, len, &p, &d) == 0 && p && p->n_grants == 2 &&
+		    p->grants[1].mode == GRANT_RW && str_is(p->grants[1].at, "/work") &&
+		    p->n_egress == 2 && p->n_credentials == 1,
+		"examples/policies/research-agent.json"))
+		printf("#   %s: %s\n", d.path, d.message);
+	sc_plan_free(p);
+	if (made_work)
+		(void)rmdir("/tmp/agent-work");
+}
+
 int main(void)
 {
 	make_tree();
@@ -1231,6 +1283,7 @@ int main(void)
 	test_describe();
 	test_describe_rootfs();
 	test_more_errors();
+	test_examples();
 	remove_tree();
 	printf("1..%u\n", n_test);
 	return n_failed ? 1 : 0;
