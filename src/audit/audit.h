@@ -83,6 +83,19 @@ au_log *au_close(au_log *log);		/* NULL-safe, returns NULL; does not seal */
  */
 json_t *au_str(const char *bytes, size_t len, size_t max_bytes);
 
+/* Caps for strings from the sandbox (docs/audit.md, event catalogue): a
+ * record built within them stays far below AU_LINE_MAX. */
+#define AU_STR_MAX_BYTES 4096u /* a path, host or URL path */
+#define AU_ARGV_MAX	 64u   /* argv elements kept */
+#define AU_ARG_MAX_BYTES 1024u /* bytes kept of one argv element */
+
+/*
+ * argv as a JSON array for proc.exec: at most AU_ARGV_MAX elements (then a
+ * last element "...(N more)"), each through au_str(..., AU_ARG_MAX_BYTES).
+ * NULL only when out of memory.
+ */
+json_t *au_argv(const char *const *argv, size_t argc);
+
 /*
  * Reads an HMAC key file: exactly AU_KEY_FILE_BYTES raw bytes, a regular
  * file not readable or writable by group or others (-EACCES otherwise),

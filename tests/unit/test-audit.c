@@ -577,6 +577,28 @@ static void test_untrusted(void)
 	ok(r == 0, "the log verifies (%s)", reason);
 }
 
+static void test_argv(void)
+{
+	const char *argv[100];
+	char *longarg = malloc(5000);
+	json_t *a;
+
+	memset(longarg, 'a', 4999);
+	longarg[4999] = '\0';
+	for (size_t i = 0; i < ELEMENTSOF(argv); i++)
+		argv[i] = i == 1 ? longarg : i == 2 ? "\xff\x1b" : "x";
+	a = au_argv(argv, ELEMENTSOF(argv));
+	ok(a && json_array_size(a) == AU_ARGV_MAX + 1 &&
+	       strcmp(json_string_value(json_array_get(a, AU_ARGV_MAX)), "...(36 more)") == 0,
+	   "au_argv keeps %u elements and counts the rest", AU_ARGV_MAX);
+	ok(a && json_string_length(json_array_get(a, 1)) == AU_ARG_MAX_BYTES + 3,
+	   "au_argv cuts a long element at AU_ARG_MAX_BYTES and marks it");
+	ok(a && strcmp(json_string_value(json_array_get(a, 2)), "\\xff\x1b") == 0,
+	   "invalid UTF-8 becomes \\xNN, a valid control byte is kept for JSON to escape");
+	json_decref(a);
+	free(longarg);
+}
+
 static void test_key_file(void)
 {
 	_cleanup_free_ char *kp = path_in_tmp("key");
@@ -854,6 +876,7 @@ int main(void)
 	test_tamper();
 	test_writer_rules();
 	test_untrusted();
+	test_argv();
 	test_key_file();
 	test_report();
 	test_big();
