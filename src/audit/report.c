@@ -597,6 +597,48 @@ static void text_access(FILE *out, const report *rp)
 		}
 		(void)fputc('\n', out);
 	}
+	if (json_is_object(plan)) {
+		static const char *const shown[] = {"fs", "net", "limits", "version", NULL};
+		bool first = true;
+
+		/* Whatever else the plan holds (env, identity, audit, ...): keys
+		 * of objects only, values of scalars, so nothing long is dumped. */
+		json_object_foreach(plan, k, v)
+		{
+			if (key_is(k, shown))
+				continue;
+			(void)fputs(first ? "  other    " : ",", out);
+			first = false;
+			(void)fputc(' ', out);
+			put_key(out, k);
+			if (json_is_object(v)) {
+				const char *k2;
+				json_t *v2;
+				size_t n = 0;
+
+				(void)fputs(": ", out);
+				json_object_foreach(v, k2, v2)
+				{
+					if (n++ == REPORT_PLAN_ITEMS) {
+						(void)fputs("...", out);
+						break;
+					}
+					if (n > 1)
+						(void)fputc(' ', out);
+					put_key(out, k2);
+					if (!json_is_object(v2) && !json_is_array(v2)) {
+						(void)fputc('=', out);
+						put_value(out, k2, v2);
+					}
+				}
+			} else {
+				(void)fputc('=', out);
+				put_value(out, k, v);
+			}
+		}
+		if (!first)
+			(void)fputc('\n', out);
+	}
 	layers = json_object_get(rp->start, "layers");
 	if (json_is_object(layers)) {
 		(void)fputs("  layers   ", out);
