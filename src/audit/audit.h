@@ -50,10 +50,20 @@ int au_open(const char *path, const uint8_t *key, size_t key_len, const char *sa
  * "bytes": N} instead. -EINVAL (bad event or data), -EBADFD (already
  * sealed), or the write error; after a failed write the file is truncated
  * back to its last complete record, and if that fails too the error sticks.
- * The first record is followed by fsync() of the file and its directory;
- * with AUDIT_FSYNC_ALWAYS every record is.
+ * The first record and sandbox.exit are followed by fsync() (the first
+ * also of the directory); with AUDIT_FSYNC_ALWAYS every record is.
  */
 int au_emit(au_log *log, const char *event, json_t *data);
+/*
+ * Appends an event received from a less-trusted peer (proxy worker, seccomp
+ * listener): msg is one JSON object {"event": NAME, "data": {...}} of at
+ * most AU_PEER_MSG_MAX bytes. allowed is a NULL-terminated list of event
+ * names this peer may emit; an entry ending in '.' allows a family ("net.").
+ * -EMSGSIZE, -EBADMSG (malformed), -EPERM (event not allowed, or
+ * audit.seal), else as au_emit(). The caller still rate-limits its peers.
+ */
+#define AU_PEER_MSG_MAX (64u << 10)
+int au_emit_untrusted(au_log *log, const char *msg, size_t len, const char *const *allowed);
 /* Writes the final audit.seal record: {"final_hash", "hmac" (keyed only),
  * "keyed", "records"}, then fsyncs. Nothing may follow (-EBADFD). */
 int au_seal(au_log *log);
@@ -72,6 +82,19 @@ au_log *au_close(au_log *log);		/* NULL-safe, returns NULL; does not seal */
  * NULL unless out of memory.
  */
 json_t *au_str(const char *bytes, size_t len, size_t max_bytes);
+
+/* Caps for strings from the sandbox (docs/audit.md, event catalogue): a
+ * record built within them stays far below AU_LINE_MAX. */
+#define AU_STR_MAX_BYTES 4096u /* a path, host or URL path */
+#define AU_ARGV_MAX	 64u   /* argv elements kept */
+#define AU_ARG_MAX_BYTES 1024u /* bytes kept of one argv element */
+
+/*
+ * argv as a JSON array for proc.exec: at most AU_ARGV_MAX elements (then a
+ * last element "...(N more)"), each through au_str(..., AU_ARG_MAX_BYTES).
+ * NULL only when out of memory.
+ */
+json_t *au_argv(const char *const *argv, size_t argc);
 
 /*
  * Reads an HMAC key file: exactly AU_KEY_FILE_BYTES raw bytes, a regular

@@ -309,3 +309,29 @@ json_t *au_str(const char *bytes, size_t len, size_t max_bytes)
 	}
 	return json_stringn(out, o);
 }
+
+json_t *au_argv(const char *const *argv, size_t argc)
+{
+	json_t *a = json_array();
+
+	if (!a)
+		return NULL;
+	for (size_t i = 0; i < argc && argv[i]; i++) {
+		json_t *s;
+
+		if (i == AU_ARGV_MAX) {
+			char more[48];
+
+			(void)snprintf(more, sizeof(more), "...(%zu more)", argc - i);
+			s = json_string(more);
+		} else
+			s = au_str(argv[i], strlen(argv[i]), AU_ARG_MAX_BYTES);
+		if (!s || json_array_append_new(a, s) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+		if (i == AU_ARGV_MAX)
+			break;
+	}
+	return a;
+}

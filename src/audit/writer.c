@@ -169,6 +169,7 @@ int au_emit(au_log *log, const char *event, json_t *data)
 {
 	_cleanup_(jsonp) json_t *owned = data;
 	_cleanup_free_ char *dump = NULL;
+	int r;
 
 	if (!log || !event)
 		return -EINVAL;
@@ -186,7 +187,15 @@ int au_emit(au_log *log, const char *event, json_t *data)
 		     : strdup("{}");
 	if (!dump)
 		return owned ? -EINVAL : -ENOMEM;
-	return log_record(log, event, dump);
+	r = log_record(log, event, dump);
+	/* The exit record is a boundary: it carries what the run consumed. */
+	if (r >= 0 && log->mode == AUDIT_FSYNC_BOUNDARIES && strcmp(event, "sandbox.exit") == 0) {
+		int s = log_sync(log);
+
+		if (s < 0)
+			return s;
+	}
+	return r;
 }
 
 int au_seal(au_log *log)

@@ -138,7 +138,8 @@ static int cmd_audit_verify(int argc, char **argv)
 	int c, r;
 
 	optind = 0; /* glibc: reinitialise, argv is a new vector */
-	while ((c = getopt_long(argc, argv, "k:e:h", opts, NULL)) != -1) {
+	opterr = 0; /* errors are reported by cli_error() */
+	while ((c = getopt_long(argc, argv, ":k:e:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k':
 			keyfile = optarg;
@@ -149,8 +150,11 @@ static int cmd_audit_verify(int argc, char **argv)
 		case 'h':
 			verify_usage(stdout);
 			return AUDIT_EXIT_OK;
+		case ':':
+			cli_error("audit verify: option '%s' needs an argument", argv[optind - 1]);
+			return AUDIT_EXIT_USAGE;
 		default:
-			verify_usage(stderr);
+			cli_error("audit verify: bad option '%s' (see --help)", argv[optind - 1]);
 			return AUDIT_EXIT_USAGE;
 		}
 	}
@@ -208,7 +212,8 @@ static int cmd_audit_report(int argc, char **argv)
 	int c, r;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -217,7 +222,7 @@ static int cmd_audit_report(int argc, char **argv)
 			report_usage(stdout);
 			return AUDIT_EXIT_OK;
 		default:
-			report_usage(stderr);
+			cli_error("audit report: bad option '%s' (see --help)", argv[optind - 1]);
 			return AUDIT_EXIT_USAGE;
 		}
 	}

@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: MIT */
+/* The plain-text report: one screen for a typical run. Every string from
+ * the log is printed through put_safe(). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/report.h"
+#include "base/cleanup.h"
+
+/* Bytes from the sandbox: printable ASCII as is, everything else \xNN. */
+static void put_safe(FILE *out, const char *s)
+{
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c >= 0x20 && c < 0x7f)
+			(void)fputc(c, out);
+		else
+			(void)fprintf(out, "\\x%02x", c);
+	}
+}
+
+static void put_scalar(FILE *out, json_t *v)
+{
+	if (json_is_string(v))
+		put_safe(out, json_string_value(v));
+	else if (json_is_integer(v))
+		(void)fprintf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else if (json_is_real(v))
+		(void)fprintf(out, "%g", json_real_value(v));
+	else if (json_is_boolean(v))
+		(void)fputs(json_is_true(v) ? "yes" : "no", out);
+	else if (json_is_null(v))
+		(void)fputs("none", out);
+	else if (json_is_array(v)) {
+		json_t *x;
+		size_t i;
+
+		json_array_foreach(v, i, x)
+		{
+			if (i)
+				(void)fputc(',', out);
+			if (i == REPORT_ARGV_MAX) {
+				(void)fputs("...", out);
+				break;
+			}
+			put_scalar(out, x);
+		}
+	} else
+		(void)fputs("{...}", out);
+}
+
+static void put_size(FILE *out, uint64_t b)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)b;
+	size_t u = 0;
+
+	while (v >= 1024 && u + 1 < ELEMENTSOF(unit)) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		(void)fprintf(out, "%" PRIu64 " B", b);
+	else
+		(void)fprintf(out, "%.1f %s", v, unit[u]);
+}
+
+static void put_secs(FILE *out, uint64_t ns)
+{
+	(void)fprintf(out, "%.2f s", (double)ns / 1e9);
+}
+
+static bool key_is(const char *k, const char *const *set)
+{
+	for (; *set; set++)
+		if (strcmp(k, *set) == 0)
+			return true;
+	return false;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* A plan value, in human units when the key says what it measures. The
+ * plan serialisation may use raw numbers or the policy's own strings. */
+static void put_value(FILE *out, const char *key, json_t *v)
+{
+	static const char *const sizes[] = {
+	    "memory",
+	    "fsize",
+	    "tmp_size",
+	    "bandwidth",
+	    "egress_budget",
+	    "max_request_body",
+	    "max_response_body",
+	    NULL,
+	};
+	uint64_t n;
+
+	if (json_is_integer(v) && json_integer_value(v) >= 0)
+		n = (uint64_t)json_integer_value(v);
+	else if (json_is_real(v) && json_real_value(v) >= 1.8e19)
+		n = PLAN_UNLIMITED;
+	else {
+		put_scalar(out, v);
+		return;
+	}
+	if (n == PLAN_UNLIMITED || (json_is_real(v) && n >= (uint64_t)INT64_MAX))
+		(void)fputs("unlimited", out);
+	else if (key_is(key, sizes))
+		put_size(out, n);
+	else if (ends_with(key, "_ns"))
+		put_secs(out, n);
+	else if (ends_with(key, "_millis"))
+		(void)fprintf(out, "%.3g", (double)n / 1000);
+	else
+		put_scalar(out, v);
+}
+
+/* A plan key without the unit suffix that put_value() turns into a unit. */
+static void put_key(FILE *out, const char *k)
+{
+	size_t n = strlen(k);
+
+	if (ends_with(k, "_ns"))
+		n -= 3;
+	else if (ends_with(k, "_millis"))
+		n -= 7;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)k[i];
+
+		if (c >= 0x20 && c < 0x7f)
+			(void)fputc(c, out);
+		else
+			(void)fprintf(out, "\\x%02x", c);
+	}
+}
+
+static void put_words(FILE *out, json_t *argv)
+{
+	json_t *a;
+	size_t j;
+
+	json_array_foreach(argv, j, a)
+	{
+		if (j)
+			(void)fputc(' ', out);
+		put_scalar(out, a);
+	}
+}
+
+static void put_more(FILE *out, const blist *l)
+{
+	if (l->count > json_array_size(l->items))
+		(void)fprintf(out, "    ...and %" PRIu64 " more\n",
+			      l->count - json_array_size(l->items));
+}
+
+static void text_access(FILE *out, const report *rp)
+{
+	json_t *plan = json_object_get(rp->start, "plan");
+	json_t *fs = json_object_get(plan, "fs"), *net = json_object_get(plan, "net");
+	json_t *grants = json_object_get(fs, "grants"), *egress = json_object_get(net, "egress");
+	json_t *limits = json_object_get(plan, "limits"), *layers, *v, *x;
+	const char *k;
+	size_t i;
+
+	(void)fputs("\nWhat it could access\n", out);
+	if (!rp->start) {
+		(void)fputs("  (no sandbox.start record: the capability set is unknown)\n", out);
+		return;
+	}
+	v = json_object_get(rp->start, "command");
+	if (v) {
+		(void)fputs("  command   ", out);
+		if (json_is_array(v))
+			put_words(out, v);
+		else
+			put_scalar(out, v);
+		(void)fputc('\n', out);
+	}
+	if (!json_is_object(plan))
+		(void)fputs("  (sandbox.start has no plan)\n", out);
+	(void)fputs("  files     ", out);
+	if (json_array_size(grants) == 0)
+		(void)fputs("no grants", out);
+	json_array_foreach(grants, i, x)
+	{
+		const char *at = rp_get_str(x, "at"), *path = rp_get_str(x, "path");
+
+		if (i == REPORT_PLAN_ITEMS) {
+			(void)fprintf(out, "\n            ...and %zu more",
+				      json_array_size(grants) - i);
+			break;
+		}
+		if (i)
+			(void)fputs("\n            ", out);
+		put_scalar(out, json_object_get(x, "mode"));
+		(void)fputs("  ", out);
+		put_safe(out, path);
+		if (at && (!path || strcmp(at, path) != 0)) {
+			(void)fputs(" at ", out);
+			put_safe(out, at);
+		}
+	}
+	(void)fputc('\n', out);
+	if (json_is_object(fs)) {
+		bool first = true;
+
+		json_object_foreach(fs, k, v)
+		{
+			if (strcmp(k, "grants") == 0)
+				continue;
+			(void)fputs(first ? "            " : ", ", out);
+			first = false;
+			put_safe(out, k);
+			(void)fputc(' ', out);
+			if (json_is_object(v)) {
+				const char *k2;
+				json_t *v2;
+
+				json_object_foreach(v, k2, v2)
+				{
+					put_key(out, k2);
+					(void)fputc('=', out);
+					put_value(out, k2, v2);
+					(void)fputc(' ', out);
+				}
+			} else
+				put_value(out, k, v);
+		}
+		if (!first)
+			(void)fputc('\n', out);
+	}
+	(void)fputs("  network   ", out);
+	if (json_array_size(egress) == 0)
+		(void)fputs("none", out);
+	json_array_foreach(egress, i, x)
+	{
+		if (i == REPORT_PLAN_ITEMS) {
+			(void)fprintf(out, "\n            ...and %zu more",
+				      json_array_size(egress) - i);
+			break;
+		}
+		if (i)
+			(void)fputs("\n            ", out);
+		put_safe(out, json_is_string(x) ? json_string_value(x) : rp_get_str(x, "host"));
+		if ((v = json_object_get(x, "ports"))) {
+			(void)fputs(" ports ", out);
+			put_scalar(out, v);
+		}
+		if ((v = json_object_get(x, "methods")) && json_array_size(v) > 0) {
+			(void)fputs(" methods ", out);
+			put_scalar(out, v);
+		}
+	}
+	(void)fputc('\n', out);
+	if (json_is_object(net)) {
+		bool first = true;
+
+		json_object_foreach(net, k, v)
+		{
+			if (strcmp(k, "egress") == 0 || json_is_null(v) ||
+			    (json_is_array(v) && json_array_size(v) == 0))
+				continue;
+			(void)fputs(first ? "            " : ", ", out);
+			first = false;
+			put_safe(out, k);
+			(void)fputc(' ', out);
+			if (strcmp(k, "credentials") == 0 && json_is_array(v)) {
+				/* Names only: hosts that get a header injected. */
+				json_array_foreach(v, i, x)
+				{
+					if (i)
+						(void)fputc(',', out);
+					put_safe(out, rp_get_str(x, "host"));
+				}
+			} else
+				put_value(out, k, v);
+		}
+		if (!first)
+			(void)fputc('\n', out);
+	}
+	if (json_is_object(limits)) {
+		(void)fputs("  limits   ", out);
+		json_object_foreach(limits, k, v)
+		{
+			(void)fputc(' ', out);
+			put_key(out, k);
+			(void)fputc('=', out);
+			put_value(out, k, v);
+		}
+		(void)fputc('\n', out);
+	}
+	if (json_is_object(plan)) {
+		static const char *const shown[] = {"fs", "net", "limits", "version", NULL};
+		bool first = true;
+
+		/* Whatever else the plan holds (env, identity, audit, ...): keys
+		 * of objects only, values of scalars, so nothing long is dumped. */
+		json_object_foreach(plan, k, v)
+		{
+			if (key_is(k, shown))
+				continue;
+			(void)fputs(first ? "  other    " : ",", out);
+			first = false;
+			(void)fputc(' ', out);
+			put_key(out, k);
+			if (json_is_object(v)) {
+				const char *k2;
+				json_t *v2;
+				size_t n = 0;
+
+				(void)fputs(": ", out);
+				json_object_foreach(v, k2, v2)
+				{
+					if (n++ == REPORT_PLAN_ITEMS) {
+						(void)fputs("...", out);
+						break;
+					}
+					if (n > 1)
+						(void)fputc(' ', out);
+					put_key(out, k2);
+					if (!json_is_object(v2) && !json_is_array(v2)) {
+						(void)fputc('=', out);
+						put_value(out, k2, v2);
+					}
+				}
+			} else {
+				(void)fputc('=', out);
+				put_value(out, k, v);
+			}
+		}
+		if (!first)
+			(void)fputc('\n', out);
+	}
+	layers = json_object_get(rp->start, "layers");
+	if (json_is_object(layers)) {
+		(void)fputs("  layers   ", out);
+		json_object_foreach(layers, k, v)
+		{
+			if (json_is_false(v) || json_is_null(v))
+				continue;
+			(void)fputc(' ', out);
+			put_safe(out, k);
+			if (!json_is_true(v)) {
+				(void)fputc('=', out);
+				put_scalar(out, v);
+			}
+		}
+		(void)fputc('\n', out);
+	}
+	v = json_object_get(rp->start, "not_enforced");
+	if (json_array_size(v) > 0) {
+		(void)fputs("  NOT ENFORCED (best effort): ", out);
+		put_scalar(out, v);
+		(void)fputc('\n', out);
+	}
+}
+
+static void text_consumed(FILE *out, const report *rp)
+{
+	json_t *x = rp->exit;
+	uint64_t v, w, limit;
+
+	(void)fputs("\nWhat it consumed\n", out);
+	if (!x) {
+		(void)fputs("  (no sandbox.exit record: the run did not finish cleanly)\n", out);
+	} else {
+		(void)fputs("  exit      ", out);
+		if (json_is_true(json_object_get(x, "timed_out")))
+			(void)fputs("killed by the wall-clock limit", out);
+		else if (json_is_true(json_object_get(x, "oom_killed")))
+			(void)fputs("killed by the memory limit (OOM)", out);
+		else if (rp_get_u64(x, "signal", &v) && v > 0)
+			(void)fprintf(out, "killed by signal %" PRIu64, v);
+		else if (rp_get_u64(x, "status", &v))
+			(void)fprintf(out, "status %" PRIu64, v);
+		else
+			(void)fputs("unknown", out);
+		(void)fputc('\n', out);
+		if (rp_get_u64(x, "cpu_ns", &v)) {
+			(void)fputs("  cpu       ", out);
+			put_secs(out, v);
+			if (rp_get_u64(x, "throttled_ns", &w) && w > 0) {
+				(void)fputs(" (throttled ", out);
+				put_secs(out, w);
+				(void)fputc(')', out);
+			}
+			(void)fputc('\n', out);
+		}
+		if (rp_get_u64(x, "memory_peak", &v)) {
+			json_t *lim = json_object_get(
+			    json_object_get(json_object_get(rp->start, "plan"), "limits"),
+			    "memory");
+
+			(void)fputs("  memory    peak ", out);
+			put_size(out, v);
+			if (rp_get_u64(
+				json_object_get(json_object_get(rp->start, "plan"), "limits"),
+				"memory", &limit) &&
+			    limit != PLAN_UNLIMITED) {
+				(void)fputs(" of ", out);
+				put_size(out, limit);
+			} else if (json_is_string(lim)) {
+				(void)fputs(" of ", out);
+				put_safe(out, json_string_value(lim));
+			}
+			if (rp_get_u64(x, "oom_kills", &w) && w > 0)
+				(void)fprintf(out, ", %" PRIu64 " OOM kill%s", w,
+					      w == 1 ? "" : "s");
+			(void)fputc('\n', out);
+		}
+		if (rp_get_u64(x, "wall_ns", &v)) {
+			(void)fputs("  wall      ", out);
+			put_secs(out, v);
+			(void)fputc('\n', out);
+		}
+	}
+	/* The proxy's own totals when the exit record has them, else ours. */
+	if (!rp_get_u64(x, "bytes_out", &v))
+		v = rp->net_bytes_out;
+	if (!rp_get_u64(x, "bytes_in", &w))
+		w = rp->net_bytes_in;
+	(void)fputs("  network   ", out);
+	put_size(out, v);
+	(void)fputs(" out, ", out);
+	put_size(out, w);
+	(void)fputs(" in", out);
+	if (!rp_get_u64(x, "requests_allowed", &v))
+		v = rp->net.count;
+	if (!rp_get_u64(x, "requests_denied", &w))
+		w = rp->denied.count;
+	(void)fprintf(out, "; %" PRIu64 " request%s allowed, %" PRIu64 " denied\n", v,
+		      v == 1 ? "" : "s", w);
+}
+
+static void text_did(FILE *out, const report *rp)
+{
+	json_t *x;
+	size_t i;
+
+	(void)fputs("\nWhat it did\n", out);
+	(void)fprintf(out, "  processes %" PRIu64 " executed\n", rp->procs.count);
+	json_array_foreach(rp->procs.items, i, x)
+	{
+		(void)fputs("    ", out);
+		if (json_object_get(x, "pid")) {
+			(void)fputc('[', out);
+			put_scalar(out, json_object_get(x, "pid"));
+			(void)fputs("] ", out);
+		}
+		put_safe(out, rp_get_str(x, "path"));
+		if (json_is_array(json_object_get(x, "argv"))) {
+			json_t *a;
+			size_t j;
+
+			(void)fputs(":", out);
+			json_array_foreach(json_object_get(x, "argv"), j, a)
+			{
+				(void)fputc(' ', out);
+				put_scalar(out, a);
+			}
+		}
+		(void)fputc('\n', out);
+	}
+	put_more(out, &rp->procs);
+
+	(void)fprintf(out, "  network   %" PRIu64 " request%s allowed", rp->net.count,
+		      rp->net.count == 1 ? "" : "s");
+	if (rp->tunnels)
+		(void)fprintf(out, ", %" PRIu64 " tunnel%s closed", rp->tunnels,
+			      rp->tunnels == 1 ? "" : "s");
+	(void)fputc('\n', out);
+	for (i = 0; i < rp->hosts.n; i++) {
+		const counter *c = &rp->hosts.e[i];
+
+		(void)fputs("    ", out);
+		put_safe(out, c->key);
+		(void)fprintf(out, ": %" PRIu64 " request%s, ", c->count, c->count == 1 ? "" : "s");
+		put_size(out, c->bytes_out);
+		(void)fputs(" out, ", out);
+		put_size(out, c->bytes_in);
+		(void)fputs(" in\n", out);
+	}
+	if (rp->hosts.other_keys)
+		(void)fprintf(out, "    ...and up to %" PRIu64 " more hosts\n",
+			      rp->hosts.other_keys);
+	json_array_foreach(rp->net.items, i, x)
+	{
+		json_t *v;
+
+		(void)fputs("    ", out);
+		if ((v = json_object_get(x, "method"))) {
+			put_scalar(out, v);
+			(void)fputc(' ', out);
+		}
+		put_safe(out, rp_get_str(x, "host"));
+		if ((v = json_object_get(x, "port"))) {
+			(void)fputc(':', out);
+			put_scalar(out, v);
+		}
+		put_safe(out, rp_get_str(x, "path"));
+		if ((v = json_object_get(x, "status"))) {
+			(void)fputs(" -> ", out);
+			put_scalar(out, v);
+		}
+		if ((v = json_object_get(x, "bytes_out"))) {
+			(void)fputs(", out ", out);
+			put_scalar(out, v);
+		}
+		if ((v = json_object_get(x, "bytes_in"))) {
+			(void)fputs(", in ", out);
+			put_scalar(out, v);
+		}
+		(void)fputc('\n', out);
+	}
+	put_more(out, &rp->net);
+
+	(void)fprintf(out, "  files     %" PRIu64 " written\n", rp->files.count);
+	json_array_foreach(rp->files.items, i, x)
+	{
+		(void)fputs("    ", out);
+		put_safe(out, rp_get_str(x, "path"));
+		if (rp_get_str(x, "op")) {
+			(void)fputs(" (", out);
+			put_safe(out, rp_get_str(x, "op"));
+			(void)fputc(')', out);
+		}
+		(void)fputc('\n', out);
+	}
+	put_more(out, &rp->files);
+	if (rp->other_events.n) {
+		(void)fputs("  other    ", out);
+		for (i = 0; i < rp->other_events.n; i++) {
+			(void)fputc(' ', out);
+			put_safe(out, rp->other_events.e[i].key);
+			(void)fprintf(out, " x%" PRIu64, rp->other_events.e[i].count);
+		}
+		(void)fputc('\n', out);
+	}
+}
+
+static void text_ctable(FILE *out, const ctable *t, bool details)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		(void)fputs(details ? "\n    " : " ", out);
+		put_safe(out, t->e[i].key);
+		(void)fprintf(out, " x%" PRIu64, t->e[i].count);
+		if (details && t->e[i].detail[0]) {
+			(void)fputs(": ", out);
+			put_safe(out, t->e[i].detail);
+		}
+	}
+	if (t->other_count)
+		(void)fprintf(out, "%sand %" PRIu64 " of other kinds", details ? "\n    " : " ",
+			      t->other_count);
+	(void)fputc('\n', out);
+}
+
+static void text_stopped(FILE *out, const report *rp)
+{
+	json_t *x, *v;
+	size_t i;
+
+	(void)fputs("\nWhere it was stopped\n", out);
+	(void)fprintf(out, "  network   %" PRIu64 " request%s denied\n", rp->denied.count,
+		      rp->denied.count == 1 ? "" : "s");
+	json_array_foreach(rp->denied.items, i, x)
+	{
+		(void)fputs("    ", out);
+		if ((v = json_object_get(x, "method"))) {
+			put_scalar(out, v);
+			(void)fputc(' ', out);
+		}
+		put_safe(out, rp_get_str(x, "host"));
+		if ((v = json_object_get(x, "port"))) {
+			(void)fputc(':', out);
+			put_scalar(out, v);
+		}
+		put_safe(out, rp_get_str(x, "path"));
+		if (rp_get_str(x, "reason")) {
+			(void)fputs(" (", out);
+			put_safe(out, rp_get_str(x, "reason"));
+			(void)fputc(')', out);
+		}
+		(void)fputc('\n', out);
+	}
+	put_more(out, &rp->denied);
+	(void)fprintf(out, "  syscalls  %" PRIu64 " denied", rp->syscalls_denied);
+	if (rp->syscalls_denied)
+		(void)fputc(':', out);
+	text_ctable(out, &rp->syscalls, false);
+	(void)fprintf(out, "  limits    %" PRIu64 " hit", rp->limits_hit);
+	text_ctable(out, &rp->limits, true);
+}
+
+void rp_text(FILE *out, const report *rp)
+{
+	char hex[AU_HASH_HEX + 1];
+
+	(void)fputs("Audit report for sandbox ", out);
+	put_safe(out, rp->sandbox[0] ? rp->sandbox : "(unknown)");
+	(void)fprintf(out, ": %" PRIu64 " records", rp->records);
+	if (rp->first_ts[0])
+		(void)fprintf(out, ", %s to %s", rp->first_ts, rp->last_ts);
+	(void)fputc('\n', out);
+	if (rp->chain_ok)
+		(void)fprintf(out, "Chain: intact, sealed%s\n",
+			      rp->keyed ? " with an HMAC (check it: sandcap audit verify --key)"
+					: " without a key");
+	else
+		(void)fprintf(out,
+			      "Chain: BROKEN at line %" PRIu64
+			      ": %s\n       Anything from that line on may be forged.\n",
+			      rp->err_line, rp->err_reason);
+	if (rp->unreadable)
+		(void)fprintf(out, "Unreadable lines: %" PRIu64 " (skipped)\n", rp->unreadable);
+	if (rp->records) {
+		au_hex(rp->last_hash, AU_HASH_BYTES, hex);
+		(void)fprintf(out, "Last hash: %s\n", hex);
+	}
+	text_access(out, rp);
+	text_consumed(out, rp);
+	text_did(out, rp);
+	text_stopped(out, rp);
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* What `sandcap audit report` collects while streaming, shared by the text
+ * and JSON renderers. Internal to src/audit. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "audit/audit-internal.h"
+
+#define REPORT_LIST_MAX	  8u   /* items kept per list */
+#define REPORT_TABLE_MAX  16u  /* keys kept per counting table */
+#define REPORT_STR_MAX	  160u /* bytes kept of one string */
+#define REPORT_ARGV_MAX	  16u  /* argv elements kept per process */
+#define REPORT_PLAN_ITEMS 12u  /* grants / egress rules shown in text */
+#define REPORT_KEY_MAX	  96u
+
+typedef struct blist {
+	json_t *items; /* at most REPORT_LIST_MAX trimmed objects */
+	uint64_t count;
+} blist;
+
+typedef struct counter {
+	char key[REPORT_KEY_MAX];
+	uint64_t count;
+	uint64_t bytes_out;
+	uint64_t bytes_in;
+	char detail[REPORT_STR_MAX];
+} counter;
+
+typedef struct ctable {
+	counter e[REPORT_TABLE_MAX];
+	size_t n;
+	uint64_t other_keys;  /* keys that did not fit */
+	uint64_t other_count; /* their events */
+} ctable;
+
+typedef struct report {
+	uint64_t lines;
+	uint64_t records;    /* lines that parsed as records */
+	uint64_t unreadable; /* lines that did not */
+	au_chain chain;
+	bool chain_ok;
+	uint64_t err_line;
+	char err_reason[256];
+	char sandbox[AU_SANDBOX_ID_MAX + 1];
+	char first_ts[AU_TS_LEN + 1];
+	char last_ts[AU_TS_LEN + 1];
+	uint8_t last_hash[AU_HASH_BYTES];
+	bool sealed, keyed;
+
+	json_t *start; /* sandbox.start data: one line, so bounded by AU_LINE_MAX */
+	json_t *exit;  /* sandbox.exit data */
+	blist grants;  /* fs.grant */
+	blist procs;   /* proc.exec */
+	blist net;     /* net.request, allowed */
+	blist files;   /* fs.write */
+	blist denied;  /* net.denied and denied net.request */
+	ctable hosts;  /* allowed traffic per host */
+	ctable syscalls;
+	ctable limits;
+	ctable other_events;
+	uint64_t net_bytes_out, net_bytes_in, tunnels;
+	uint64_t syscalls_denied, limits_hit;
+} report;
+
+bool rp_get_u64(json_t *obj, const char *key, uint64_t *ret);
+const char *rp_get_str(json_t *obj, const char *key);
+void rp_text(FILE *out, const report *rp);
+int rp_json(FILE *out, const report *rp);
