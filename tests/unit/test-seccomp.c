@@ -204,6 +204,12 @@ static int c_ioctl_ok(void)
 		return 4;
 	return 0;
 }
+static int c_tiocsetd(void)
+{
+	int ldisc = 0;
+
+	return expect_errno(ioctl(-1, TIOCSETD, &ldisc), EPERM);
+}
 static int c_personality(void)
 {
 	return expect_errno(personality(ADDR_NO_RANDOMIZE), EPERM);
@@ -328,6 +334,7 @@ static const check checks[] = {
     {"chroot is EPERM", c_chroot, 0, true},
     {"ioctl TIOCSTI is EPERM", c_tiocsti, 0, true},
     {"ioctl TIOCSTI with upper bits is EPERM", c_tiocsti_high, 0, true},
+    {"ioctl TIOCSETD is EPERM", c_tiocsetd, 0, true},
     {"other ioctls work", c_ioctl_ok, 0, false},
     {"personality(ADDR_NO_RANDOMIZE) is EPERM", c_personality, 0, true},
     {"personality query works", c_personality_query, 0, false},
@@ -556,6 +563,87 @@ static void test_notifications(void)
 	json_decref(ev.list);
 }
 
+/* ---- pure: the complement expansion and the table's shape ---- */
+
+static unsigned matches(const sf_cmp_list *l, uint32_t v)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < l->n; i++)
+		n += ((v & (uint32_t)l->cmp[i].datum_a) == (uint32_t)l->cmp[i].datum_b);
+	return n;
+}
+
+static void test_expand_one(const char *what, sf_arg a)
+{
+	sf_cmp_list l;
+	uint32_t x = 0x12345678u;
+	bool good = sf_expand(&a, &l) == 0 && l.n > 0;
+	unsigned bad_at = 0;
+
+	/* Every value must match exactly one rule if it is not excluded and
+	 * none if it is: the listed values, their neighbours, the extremes and
+	 * pseudo-random ones. */
+	for (unsigned i = 0; good && i < 200000; i++) {
+		uint32_t v;
+		bool excluded = false;
+
+		if (i < a.n * 3)
+			v = a.values[i / 3] + (uint32_t)(i % 3) - 1u;
+		else if (i < a.n * 3 + 2)
+			v = i % 2 ? 0xffffffffu : 0;
+		else
+			v = x = x * 1664525u + 1013904223u;
+		for (unsigned j = 0; j < a.n; j++)
+			excluded = excluded || (v & a.mask) == (a.values[j] & a.mask);
+		if (matches(&l, v) != (excluded ? 0u : 1u)) {
+			good = false;
+			bad_at = v;
+		}
+	}
+	ok(good, "NOT_IN expansion of %s: %u disjoint rules cover the complement exactly%s", what,
+	   l.n, good ? "" : " (wrong)");
+	if (!good)
+		printf("# first wrong value 0x%x\n", bad_at);
+}
+
+static void test_expand(void)
+{
+	test_expand_one("ioctl cmds",
+			(sf_arg){SF_NOT_IN, 1, 0xffffffffu, 3, {TIOCSTI, 0x541C, TIOCSETD}});
+	test_expand_one("personality", (sf_arg){SF_NOT_IN, 0, 0xffffffffu, 2, {0, 0xffffffffu}});
+	test_expand_one("socket families", (sf_arg){SF_NOT_IN, 0, 0xffffffffu, 3, {1, 2, 10}});
+	test_expand_one("clone namespace flags", (sf_arg){SF_NOT_IN, 0, 0x7e020000u, 1, {0}});
+}
+
+/* libseccomp lets an unconditional rule silently override conditional
+ * rules of the same syscall: the table must never mix them. */
+static void test_table_shape(void)
+{
+	bool good = true;
+
+	for (size_t i = 0; i < sf_profile_len; i++) {
+		for (const char *const *n = sf_profile[i].names; *n; n++) {
+			bool uncond =
+			    sf_profile[i].a.how == SF_ANY && sf_profile[i].b.how == SF_ANY;
+
+			for (size_t j = i + 1; j < sf_profile_len; j++) {
+				for (const char *const *m = sf_profile[j].names; *m; m++) {
+					bool u2 = sf_profile[j].a.how == SF_ANY &&
+						  sf_profile[j].b.how == SF_ANY;
+
+					if (strcmp(*n, *m) == 0 && (uncond || u2)) {
+						printf("# %s: unconditional rule next to another\n",
+						       *n);
+						good = false;
+					}
+				}
+			}
+		}
+	}
+	ok(good, "no syscall has an unconditional rule beside other rules");
+}
+
 static void test_filter_size(void)
 {
 	sc_plan plan = plain_plan();
@@ -600,6 +688,8 @@ int main(void)
 			   bare);
 		}
 	}
+	test_expand();
+	test_table_shape();
 	test_filter_size();
 	test_notifications();
 
