@@ -10,9 +10,10 @@
 # inside, or if a probe that should escape outside does not.
 #
 # PROBE (environment) is the probe-escape binary; by default the one next to
-# this script or in build/tests/escape/. POLICY must make it executable inside the sandbox at the
-# same path (e.g. a read-only grant of its directory) and should have no
-# egress, so that the host-side endpoints below are unreachable.
+# this script or in build/tests/escape/. POLICY must make it executable
+# inside the sandbox at the same path (e.g. a read-only grant of its
+# directory) and should have no egress, so that the host-side endpoints
+# below are unreachable.
 #
 # Outside-only exceptions (a HELD outside is reported but not a failure):
 #   ptrace-init     the host's pid 1 may be protected (another user
