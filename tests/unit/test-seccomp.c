@@ -296,6 +296,39 @@ static int c_sh_pipe(void)
 	    "/bin/sh", "-c", "echo hello | tr h j | grep -q jello && test \"$(echo x)\" = x",
 	    NULL});
 }
+static char work_dir[] = "/tmp/test-seccomp-work-XXXXXX";
+
+static int c_gcc(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && printf 'int main(void){return 7;}\\n' > a.c && cc -O2 -o a a.c && "
+		 "{ ./a; test $? = 7; }",
+		 work_dir);
+	return spawn_wait((const char *const[]){"/bin/sh", "-c", cmd, NULL});
+}
+static int c_git(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && HOME=%s && export HOME && git init -q r && cd r && "
+		 "git config user.email a@b && git config user.name n && echo x > f && "
+		 "git add f && git commit -qm m && test \"$(git log --oneline | wc -l)\" = 1",
+		 work_dir, work_dir);
+	return spawn_wait((const char *const[]){"/bin/sh", "-c", cmd, NULL});
+}
+static int c_node(void)
+{
+	return spawn_wait((const char *const[]){
+	    "/usr/bin/node", "-e",
+	    "const {Worker} = require('worker_threads');"
+	    "const cp = require('child_process');"
+	    "if (cp.execSync('echo hi').toString() !== 'hi\\n') process.exit(3);"
+	    "new Worker('process.exit(0)', {eval: true}).on('exit', c => process.exit(c));",
+	    NULL});
+}
 static int c_x32(void)
 {
 	(void)syscall(X32_SYSCALL_BIT | __NR_getpid);
@@ -317,8 +350,9 @@ static int c_int80(void)
 typedef struct check {
 	const char *what;
 	check_fn fn;
-	int want;	  /* exit status wanted under the filter */
-	int differs_bare; /* BARE_*: how the same check fares without the filter */
+	int want;	   /* exit status wanted under the filter */
+	int differs_bare;  /* BARE_*: how the same check fares without the filter */
+	const char *needs; /* a program that must exist, or NULL */
 } check;
 
 static const check checks[] = {
@@ -349,6 +383,9 @@ static const check checks[] = {
     {"fork + exec /bin/true works", c_fork_exec_true, 0, BARE_ANY},
     {"python3 with threads, subprocess, files and sockets works", c_python, 0, BARE_ANY},
     {"sh -c with a pipe and a subshell works", c_sh_pipe, 0, BARE_ANY},
+    {"cc compiles and runs a C program", c_gcc, 0, BARE_ANY, "/usr/bin/cc"},
+    {"git init, add, commit, log", c_git, 0, BARE_ANY, "/usr/bin/git"},
+    {"node with a worker thread and a child process", c_node, 0, BARE_ANY, "/usr/bin/node"},
     {"an x32 syscall kills the process", c_x32, 128 + SIGSYS, BARE_DIFFERS},
     {"an int $0x80 syscall kills the process", c_int80, 128 + SIGSYS, BARE_DIFFERS},
 };
@@ -681,9 +718,19 @@ int main(void)
 		return getenv("SANDCAP_MUST_WORK") ? 1 : 77;
 	}
 	ok(r == 0 && strcmp(reason, "active") == 0, "sf_probe: %s", reason);
+	if (!mkdtemp(work_dir)) {
+		printf("1..0 # SKIP mkdtemp: %s\n", strerror(errno));
+		return 77;
+	}
 
 	for (size_t i = 0; i < ELEMENTSOF(checks); i++) {
-		int got = run_check(&plan, checks[i].fn, true);
+		int got;
+
+		if (checks[i].needs && access(checks[i].needs, X_OK) < 0) {
+			ok(true, "%s # SKIP no %s", checks[i].what, checks[i].needs);
+			continue;
+		}
+		got = run_check(&plan, checks[i].fn, true);
 
 		ok(got == checks[i].want, "%s (got %d)", checks[i].what, got);
 		if (checks[i].differs_bare == BARE_ROOT && geteuid() != 0) {
@@ -700,6 +747,13 @@ int main(void)
 	test_filter_size();
 	test_notifications();
 
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", work_dir);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", work_dir);
+	}
 	printf("1..%u\n", n_test);
 	return n_failed ? 1 : 0;
 }
