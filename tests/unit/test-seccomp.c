@@ -440,14 +440,14 @@ static int recv_fd(int sock)
 
 /* Runs fn in a child under the auditing filter while the parent serves the
  * listener; returns the child's status and fills ev. */
-static int run_notified(check_fn fn, events *ev)
+static int run_notified_as(bool audit_exec, bool audit_denied, check_fn fn, events *ev)
 {
 	sc_plan plan = plain_plan();
 	int sv[2], status = -1, listener, pidfd;
 	pid_t pid;
 
-	plan.audit_exec = true;
-	plan.audit_denied_syscalls = true;
+	plan.audit_exec = audit_exec;
+	plan.audit_denied_syscalls = audit_denied;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -1;
 	fflush(stdout);
@@ -496,6 +496,11 @@ static int run_notified(check_fn fn, events *ev)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+static int run_notified(check_fn fn, events *ev)
+{
+	return run_notified_as(true, true, fn, ev);
+}
+
 static int n_unshare_then_echo(void)
 {
 	int null = open("/dev/null", O_WRONLY);
@@ -528,6 +533,28 @@ static int n_bad_pointers(void)
 	long r = syscall(__NR_execve, "/bin/true", (char **)8, NULL);
 
 	return r < 0 && errno == EFAULT ? 0 : 12;
+}
+
+static int n_long_path(void)
+{
+	static char path[5000];
+
+	memset(path, 'p', sizeof(path) - 1);
+	path[0] = '/';
+	execl(path, path, (char *)NULL);
+	return errno == ENAMETOOLONG ? 0 : 12;
+}
+
+static int n_huge_argv(void)
+{
+	static char big[30000];
+	static const char *argv[5];
+
+	memset(big, 'b', sizeof(big) - 1);
+	argv[0] = "/bin/true";
+	argv[1] = argv[2] = argv[3] = big;
+	execv(argv[0], (char *const *)argv);
+	return 11;
 }
 
 static int n_sh_pipe(void)
@@ -595,6 +622,47 @@ static void test_notifications(void)
 	ok(st == 0 && d && json_is_true(json_object_get(d, "truncated")) &&
 	       json_array_size(json_object_get(d, "argv")) == 0,
 	   "unreadable argv: answered, recorded as truncated (status %d)", st);
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified(n_long_path, &ev);
+	d = find_event(ev.list, "proc.exec", 0);
+	ok(st == 0 && d && strlen(json_string_value(json_object_get(d, "path")) ?: "") == 4096 &&
+	       json_is_true(json_object_get(d, "truncated")),
+	   "a 5000-byte path: 4096 recorded, truncated (status %d)", st);
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified(n_huge_argv, &ev);
+	d = find_event(ev.list, "proc.exec", 0);
+	{
+		json_t *argv = d ? json_object_get(d, "argv") : NULL;
+		size_t total = 0, i;
+		json_t *a;
+
+		/* The budget counts the NUL of every complete argument; the
+		 * truncated last one gets what is left. */
+		json_array_foreach(argv, i, a) total += strlen(json_string_value(a));
+		ok(st == 0 && argv && json_array_size(argv) == 4 &&
+		       total + json_array_size(argv) - 1 == 64 * 1024 &&
+		       json_is_true(json_object_get(d, "truncated")),
+		   "90 KB of argv: 64 KiB recorded in %zu args, truncated (status %d)",
+		   json_array_size(argv), st);
+	}
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified_as(true, false, n_unshare_then_echo, &ev);
+	ok(st == 0 && find_event(ev.list, "proc.exec", 0) &&
+	       !find_event(ev.list, "syscall.denied", 0),
+	   "audit.exec alone: exec recorded, denial not sent to the listener (status %d)", st);
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified_as(false, true, n_unshare_then_echo, &ev);
+	ok(st == 0 && !find_event(ev.list, "proc.exec", 0) &&
+	       find_event(ev.list, "syscall.denied", 0),
+	   "audit.denied_syscalls alone: denial recorded, exec not (status %d)", st);
 	json_decref(ev.list);
 
 	ev.list = json_array();
