@@ -189,8 +189,8 @@ static int sf_read_exec(int memfd, uint64_t path_addr, uint64_t argv_addr, json_
 {
 	_cleanup_free_ char *buf = malloc(SF_EXEC_ARGV_BYTES_MAX + 1);
 	json_t *argv = json_array();
-	size_t budget = SF_EXEC_ARGV_BYTES_MAX, len;
-	bool truncated = false, t;
+	size_t budget = SF_EXEC_ARGV_BYTES_MAX, len = 0;
+	bool truncated = false, t = false;
 	int r;
 
 	if (json_object_set_new(data, "argv", argv) < 0 || !buf)
@@ -208,7 +208,7 @@ static int sf_read_exec(int memfd, uint64_t path_addr, uint64_t argv_addr, json_
 	}
 
 	for (unsigned i = 0; argv_addr != 0; i++) {
-		uint64_t ptr, slot;
+		uint64_t ptr = 0, slot;
 
 		if (i >= SF_EXEC_ARGS_MAX) {
 			/* Only a further non-NULL pointer makes it truncated. */
