@@ -79,6 +79,9 @@ const sf_rule sf_profile[] = {
 	   "mlock2", "munlock", "mlockall", "munlockall", "remap_file_pages", "pkey_alloc",
 	   "pkey_free", "pkey_mprotect", "membarrier", "rseq", "map_shadow_stack", "mseal"),
      .why = "memory; bounded by the cgroup and RLIMIT_MEMLOCK"},
+    {SF_ALLOW, NAMES("get_mempolicy", "set_mempolicy", "mbind"),
+     .why = "NUMA placement of the caller's own memory (procps, numpy, JVMs); "
+	    "migrate_pages/move_pages, which reach other processes, stay out"},
     {SF_ALLOW,
      NAMES("fork", "vfork", "exit", "exit_group", "wait4", "waitid", "kill", "tkill", "tgkill",
 	   "pidfd_open", "pidfd_send_signal", "set_tid_address", "set_robust_list",
