@@ -28,7 +28,8 @@ int sf_apply(const sc_plan *plan, int *ret_notify_fd);
 
 /* Called for each event the handler produces: "proc.exec" with {pid, path,
  * argv:[...], truncated, [syscall: "execveat", dirfd_path]} or
- * "syscall.denied" with {pid, syscall, nr}. data is owned by the callee.
+ * "syscall.denied" with {pid, syscall, nr, args: ["0x..." x 6]}. data is
+ * owned by the callee.
  * proc.exec records an attempt, taken before the kernel runs it: the exec
  * may still fail (ENOENT, EACCES), and what the target asked for is not
  * proven to be what ran (see notify.c on TOCTOU). */

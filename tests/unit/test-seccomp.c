@@ -588,6 +588,9 @@ static void test_notifications(void)
 	ok(d && strcmp(json_string_value(json_object_get(d, "syscall")) ?: "", "unshare") == 0 &&
 	       json_integer_value(json_object_get(d, "nr")) == __NR_unshare,
 	   "syscall.denied names unshare");
+	ok(d && strcmp(json_string_value(json_array_get(json_object_get(d, "args"), 0)) ?: "",
+		       "0x10000000") == 0,
+	   "syscall.denied carries the flags argument (CLONE_NEWUSER)");
 	d = find_event(ev.list, "proc.exec", 0);
 	{
 		json_t *want = json_pack("[s,s,s]", "/bin/echo", "a", "b");
