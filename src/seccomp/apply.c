@@ -119,8 +119,7 @@ static uint32_t sf_action_of(sf_action act, const sc_plan *plan, bool *ret_skip)
 	case _SF_ACTION_INVALID:
 		break;
 	}
-	/* The filter's default already is ENOSYS; libseccomp refuses rules
-	 * whose action equals the default. */
+	/* The filter's default already is ENOSYS: nothing to add. */
 	*ret_skip = true;
 	return SCMP_ACT_ERRNO(ENOSYS);
 }
