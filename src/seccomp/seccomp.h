@@ -22,7 +22,10 @@
  * while nobody serves it, an exec blocks), else -1. A process can carry only
  * one listener: if an outer filter already has one, this fails with -EBUSY.
  * Returns -EOPNOTSUPP when auditing is asked for and user notification is
- * unavailable. Allocates (libseccomp): not async-signal-safe.
+ * unavailable: fail closed. Under plan->best_effort the caller may retry
+ * with a copy of the plan whose audit flags are off, and record that exec
+ * and denial auditing is not enforced. Allocates (libseccomp): not
+ * async-signal-safe.
  */
 int sf_apply(const sc_plan *plan, int *ret_notify_fd);
 
