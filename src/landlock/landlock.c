@@ -109,12 +109,18 @@ static const ll_path_rule ll_rootfs_runtime[] = {
     {"/", LL_RO},
 };
 static const ll_path_rule ll_common[] = {
-    {"/tmp", LL_RW},	      {"/dev", LANDLOCK_ACCESS_FS_READ_DIR},
-    {"/dev/null", LL_DEV},    {"/dev/zero", LL_DEV},
-    {"/dev/full", LL_DEV},    {"/dev/random", LL_DEV},
-    {"/dev/urandom", LL_DEV}, {"/dev/tty", LL_DEV},
-    {"/dev/ptmx", LL_DEV},    {"/dev/pts", LL_DEV | LANDLOCK_ACCESS_FS_READ_DIR},
-    {"/dev/shm", LL_RW},      {"/proc", LL_PROC},
+    {"/tmp", LL_RW},					/* the sandbox's own tmpfs */
+    {"/dev", LANDLOCK_ACCESS_FS_READ_DIR},		/* ls /dev */
+    {"/dev/null", LL_DEV},				/* the usual character devices */
+    {"/dev/zero", LL_DEV},				/* ... */
+    {"/dev/full", LL_DEV},				/* ... */
+    {"/dev/random", LL_DEV},				/* ... */
+    {"/dev/urandom", LL_DEV},				/* ... */
+    {"/dev/tty", LL_DEV},				/* the relay's pty, when there is one */
+    {"/dev/ptmx", LL_DEV},				/* new ptys (script, expect, tmux) */
+    {"/dev/pts", LL_DEV | LANDLOCK_ACCESS_FS_READ_DIR}, /* their slaves */
+    {"/dev/shm", LL_RW},				/* POSIX shm and semaphores */
+    {"/proc", LL_PROC},					/* the sandbox's own procfs */
 };
 
 static void ll_note(ll_status *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

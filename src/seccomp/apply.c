@@ -20,16 +20,6 @@
 #include "seccomp/profile.h"
 #include "seccomp/seccomp.h"
 
-/* The widest expansion: a NOT_IN over 32 bits of two values that differ in
- * the top bit is 62 comparisons. */
-#define SF_MAX_EXPANSION 128u
-
-typedef struct sf_cmp_list {
-	unsigned n;
-	bool none; /* SF_ANY: a single entry without comparison */
-	struct scmp_arg_cmp cmp[SF_MAX_EXPANSION];
-} sf_cmp_list;
-
 static int sf_push(sf_cmp_list *l, unsigned arg, uint32_t mask, uint32_t value)
 {
 	if (l->n >= SF_MAX_EXPANSION)
@@ -78,7 +68,7 @@ static int sf_complement(sf_cmp_list *l, const sf_arg *a, uint32_t bits_left, ui
 	return sf_complement(l, a, bits_left & ~bit, decided | bit, prefix | bit, set1, n1);
 }
 
-static int sf_expand(const sf_arg *a, sf_cmp_list *ret)
+int sf_expand(const sf_arg *a, sf_cmp_list *ret)
 {
 	uint32_t set[SF_MAX_VALUES];
 	unsigned n_set = 0;
@@ -129,8 +119,7 @@ static uint32_t sf_action_of(sf_action act, const sc_plan *plan, bool *ret_skip)
 	case _SF_ACTION_INVALID:
 		break;
 	}
-	/* The filter's default already is ENOSYS; libseccomp refuses rules
-	 * whose action equals the default. */
+	/* The filter's default already is ENOSYS: nothing to add. */
 	*ret_skip = true;
 	return SCMP_ACT_ERRNO(ENOSYS);
 }

@@ -189,8 +189,8 @@ static int sf_read_exec(int memfd, uint64_t path_addr, uint64_t argv_addr, json_
 {
 	_cleanup_free_ char *buf = malloc(SF_EXEC_ARGV_BYTES_MAX + 1);
 	json_t *argv = json_array();
-	size_t budget = SF_EXEC_ARGV_BYTES_MAX, len;
-	bool truncated = false, t;
+	size_t budget = SF_EXEC_ARGV_BYTES_MAX, len = 0;
+	bool truncated = false, t = false;
 	int r;
 
 	if (json_object_set_new(data, "argv", argv) < 0 || !buf)
@@ -208,7 +208,7 @@ static int sf_read_exec(int memfd, uint64_t path_addr, uint64_t argv_addr, json_
 	}
 
 	for (unsigned i = 0; argv_addr != 0; i++) {
-		uint64_t ptr, slot;
+		uint64_t ptr = 0, slot;
 
 		if (i >= SF_EXEC_ARGS_MAX) {
 			/* Only a further non-NULL pointer makes it truncated. */
@@ -314,10 +314,23 @@ static int sf_denied_event(const struct seccomp_notif *req, json_t **ret_data)
 	_cleanup_json_ json_t *data = json_object();
 	_cleanup_free_ char *name = seccomp_syscall_resolve_num_arch(req->data.arch, req->data.nr);
 
+	json_t *args = json_array();
+
 	if (!data || json_object_set_new(data, "pid", json_integer((pid_t)req->pid)) < 0 ||
 	    json_object_set_new(data, "syscall", name ? json_string(name) : json_null()) < 0 ||
-	    json_object_set_new(data, "nr", json_integer(req->data.nr)) < 0)
+	    json_object_set_new(data, "nr", json_integer(req->data.nr)) < 0 ||
+	    json_object_set_new(data, "args", args) < 0)
 		return -ENOMEM;
+	/* The raw registers, as hex strings (they are u64; JSON integers are
+	 * not): the socket family, ioctl command or clone flags that made the
+	 * call dangerous. Pointers are not followed. */
+	for (size_t i = 0; i < ELEMENTSOF(req->data.args); i++) {
+		char hex[sizeof("0x") + 16];
+
+		(void)snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)req->data.args[i]);
+		if (json_array_append_new(args, json_string(hex)) < 0)
+			return -ENOMEM;
+	}
 	*ret_data = TAKE_PTR(data);
 	return 0;
 }

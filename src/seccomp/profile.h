@@ -6,6 +6,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdbool.h>
 #include <seccomp.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,6 +47,23 @@ typedef struct sf_rule {
 	sf_arg a, b;		  /* both must hold */
 	const char *why;
 } sf_rule;
+
+/* The widest expansion of one condition: a NOT_IN over 32 bits of two
+ * values that differ in the top bit is 62 comparisons. */
+#define SF_MAX_EXPANSION 128u
+
+typedef struct sf_cmp_list {
+	unsigned n;
+	bool none; /* SF_ANY: a single entry without comparison */
+	struct scmp_arg_cmp cmp[SF_MAX_EXPANSION];
+} sf_cmp_list;
+
+/* Expands one condition into libseccomp comparisons, any one of which must
+ * hold: SF_IN gives one masked equality per value; SF_NOT_IN gives disjoint
+ * masked equalities that together cover exactly the complement of the
+ * values (libseccomp has no "not equal" it can combine). Returns 0,
+ * -E2BIG past SF_MAX_EXPANSION, -EINVAL for an empty NOT_IN. */
+int sf_expand(const sf_arg *a, sf_cmp_list *ret);
 
 extern const sf_rule sf_profile[];
 extern const size_t sf_profile_len;

@@ -22,13 +22,20 @@
  * while nobody serves it, an exec blocks), else -1. A process can carry only
  * one listener: if an outer filter already has one, this fails with -EBUSY.
  * Returns -EOPNOTSUPP when auditing is asked for and user notification is
- * unavailable. Allocates (libseccomp): not async-signal-safe.
+ * unavailable: fail closed. Under plan->best_effort the caller may retry
+ * with a copy of the plan whose audit flags are off, and record that exec
+ * and denial auditing is not enforced. Allocates (libseccomp): not
+ * async-signal-safe.
  */
 int sf_apply(const sc_plan *plan, int *ret_notify_fd);
 
 /* Called for each event the handler produces: "proc.exec" with {pid, path,
  * argv:[...], truncated, [syscall: "execveat", dirfd_path]} or
- * "syscall.denied" with {pid, syscall, nr}. data is owned by the callee. */
+ * "syscall.denied" with {pid, syscall, nr, args: ["0x..." x 6]}. data is
+ * owned by the callee.
+ * proc.exec records an attempt, taken before the kernel runs it: the exec
+ * may still fail (ENOENT, EACCES), and what the target asked for is not
+ * proven to be what ran (see notify.c on TOCTOU). */
 typedef void (*sf_event_cb)(const char *event, json_t *data, void *userdata);
 
 /*

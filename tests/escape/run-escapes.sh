@@ -9,10 +9,11 @@
 # proves the probe can detect what it looks for. Fails if anything escapes
 # inside, or if a probe that should escape outside does not.
 #
-# PROBE (environment) is the probe-escape binary, default next to this script
-# in the build tree. POLICY must make it executable inside the sandbox at the
-# same path (e.g. a read-only grant of its directory) and should have no
-# egress, so that the host-side endpoints below are unreachable.
+# PROBE (environment) is the probe-escape binary; by default the one next to
+# this script or in build/tests/escape/. POLICY must make it executable
+# inside the sandbox at the same path (e.g. a read-only grant of its
+# directory) and should have no egress, so that the host-side endpoints
+# below are unreachable.
 #
 # Outside-only exceptions (a HELD outside is reported but not a failure):
 #   ptrace-init     the host's pid 1 may be protected (another user
@@ -30,6 +31,11 @@ fi
 SANDCAP=$1
 POLICY=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
+if [ -z "${PROBE:-}" ]; then
+	for p in "$HERE/probe-escape" "$HERE/../../build/tests/escape/probe-escape"; do
+		[ -x "$p" ] && PROBE=$p && break
+	done
+fi
 PROBE=${PROBE:-$HERE/probe-escape}
 [ -x "$PROBE" ] || { echo "no probe binary at $PROBE (set PROBE=)" >&2; exit 2; }
 

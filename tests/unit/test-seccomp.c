@@ -204,6 +204,12 @@ static int c_ioctl_ok(void)
 		return 4;
 	return 0;
 }
+static int c_tiocsetd(void)
+{
+	int ldisc = 0;
+
+	return expect_errno(ioctl(-1, TIOCSETD, &ldisc), EPERM);
+}
 static int c_personality(void)
 {
 	return expect_errno(personality(ADDR_NO_RANDOMIZE), EPERM);
@@ -290,6 +296,39 @@ static int c_sh_pipe(void)
 	    "/bin/sh", "-c", "echo hello | tr h j | grep -q jello && test \"$(echo x)\" = x",
 	    NULL});
 }
+static char work_dir[] = "/tmp/test-seccomp-work-XXXXXX";
+
+static int c_gcc(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && printf 'int main(void){return 7;}\\n' > a.c && cc -O2 -o a a.c && "
+		 "{ ./a; test $? = 7; }",
+		 work_dir);
+	return spawn_wait((const char *const[]){"/bin/sh", "-c", cmd, NULL});
+}
+static int c_git(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && HOME=%s && export HOME && git init -q r && cd r && "
+		 "git config user.email a@b && git config user.name n && echo x > f && "
+		 "git add f && git commit -qm m && test \"$(git log --oneline | wc -l)\" = 1",
+		 work_dir, work_dir);
+	return spawn_wait((const char *const[]){"/bin/sh", "-c", cmd, NULL});
+}
+static int c_node(void)
+{
+	return spawn_wait((const char *const[]){
+	    "/usr/bin/node", "-e",
+	    "const {Worker} = require('worker_threads');"
+	    "const cp = require('child_process');"
+	    "if (cp.execSync('echo hi').toString() !== 'hi\\n') process.exit(3);"
+	    "new Worker('process.exit(0)', {eval: true}).on('exit', c => process.exit(c));",
+	    NULL});
+}
 static int c_x32(void)
 {
 	(void)syscall(X32_SYSCALL_BIT | __NR_getpid);
@@ -303,42 +342,52 @@ static int c_int80(void)
 	return 3;
 }
 
+/* Without the filter, the result must be... */
+#define BARE_ANY     0 /* anything: the check is about things that work */
+#define BARE_DIFFERS 1 /* different: proves the check can see the filter */
+#define BARE_ROOT    2 /* different, when run as root (needs privilege bare) */
+
 typedef struct check {
 	const char *what;
 	check_fn fn;
 	int want;	   /* exit status wanted under the filter */
-	bool differs_bare; /* without the filter the result must differ */
+	int differs_bare;  /* BARE_*: how the same check fares without the filter */
+	const char *needs; /* a program that must exist, or NULL */
 } check;
 
 static const check checks[] = {
-    {"unshare(CLONE_NEWUSER) is EPERM", c_unshare, 0, true},
-    {"mount is EPERM", c_mount, 0, true},
-    {"bpf is EPERM", c_bpf, 0, true},
-    {"keyctl is EPERM", c_keyctl, 0, true},
-    {"ptrace is EPERM", c_ptrace, 0, true},
-    {"io_uring_setup is EPERM", c_io_uring, 0, true},
-    {"socket(AF_PACKET) is EPERM", c_packet, 0, true},
-    {"socket(AF_INET, SOCK_RAW) is EPERM", c_raw, 0, true},
-    {"socket(AF_NETLINK) is EPERM", c_netlink, 0, true},
-    {"socket family with upper bits set is EPERM", c_family_upper_bits, 0, true},
-    {"clone(CLONE_NEWNET) is EPERM", c_clone_newnet, 0, true},
-    {"clone3 is ENOSYS", c_clone3, 0, true},
-    {"a syscall unknown to the profile is ENOSYS", c_unknown, 0, true},
-    {"setns is EPERM", c_setns, 0, true},
-    {"chroot is EPERM", c_chroot, 0, true},
-    {"ioctl TIOCSTI is EPERM", c_tiocsti, 0, true},
-    {"ioctl TIOCSTI with upper bits is EPERM", c_tiocsti_high, 0, true},
-    {"other ioctls work", c_ioctl_ok, 0, false},
-    {"personality(ADDR_NO_RANDOMIZE) is EPERM", c_personality, 0, true},
-    {"personality query works", c_personality_query, 0, false},
-    {"mknod of a char device is EPERM", c_mknod_chr, 0, true},
-    {"mkfifo works", c_mkfifo, 0, false},
-    {"inet, inet6 and unix sockets work", c_sockets_ok, 0, false},
-    {"fork + exec /bin/true works", c_fork_exec_true, 0, false},
-    {"python3 with threads, subprocess, files and sockets works", c_python, 0, false},
-    {"sh -c with a pipe and a subshell works", c_sh_pipe, 0, false},
-    {"an x32 syscall kills the process", c_x32, 128 + SIGSYS, true},
-    {"an int $0x80 syscall kills the process", c_int80, 128 + SIGSYS, true},
+    {"unshare(CLONE_NEWUSER) is EPERM", c_unshare, 0, BARE_ROOT},
+    {"mount is EPERM", c_mount, 0, BARE_DIFFERS},
+    {"bpf is EPERM", c_bpf, 0, BARE_ROOT},
+    {"keyctl is EPERM", c_keyctl, 0, BARE_DIFFERS},
+    {"ptrace is EPERM", c_ptrace, 0, BARE_DIFFERS},
+    {"io_uring_setup is EPERM", c_io_uring, 0, BARE_ROOT},
+    {"socket(AF_PACKET) is EPERM", c_packet, 0, BARE_ROOT},
+    {"socket(AF_INET, SOCK_RAW) is EPERM", c_raw, 0, BARE_ROOT},
+    {"socket(AF_NETLINK) is EPERM", c_netlink, 0, BARE_DIFFERS},
+    {"socket family with upper bits set is EPERM", c_family_upper_bits, 0, BARE_ROOT},
+    {"clone(CLONE_NEWNET) is EPERM", c_clone_newnet, 0, BARE_ROOT},
+    {"clone3 is ENOSYS", c_clone3, 0, BARE_DIFFERS},
+    {"a syscall unknown to the profile is ENOSYS", c_unknown, 0, BARE_DIFFERS},
+    {"setns is EPERM", c_setns, 0, BARE_DIFFERS},
+    {"chroot is EPERM", c_chroot, 0, BARE_ROOT},
+    {"ioctl TIOCSTI is EPERM", c_tiocsti, 0, BARE_DIFFERS},
+    {"ioctl TIOCSTI with upper bits is EPERM", c_tiocsti_high, 0, BARE_DIFFERS},
+    {"ioctl TIOCSETD is EPERM", c_tiocsetd, 0, BARE_DIFFERS},
+    {"other ioctls work", c_ioctl_ok, 0, BARE_ANY},
+    {"personality(ADDR_NO_RANDOMIZE) is EPERM", c_personality, 0, BARE_DIFFERS},
+    {"personality query works", c_personality_query, 0, BARE_ANY},
+    {"mknod of a char device is EPERM", c_mknod_chr, 0, BARE_DIFFERS},
+    {"mkfifo works", c_mkfifo, 0, BARE_ANY},
+    {"inet, inet6 and unix sockets work", c_sockets_ok, 0, BARE_ANY},
+    {"fork + exec /bin/true works", c_fork_exec_true, 0, BARE_ANY},
+    {"python3 with threads, subprocess, files and sockets works", c_python, 0, BARE_ANY},
+    {"sh -c with a pipe and a subshell works", c_sh_pipe, 0, BARE_ANY},
+    {"cc compiles and runs a C program", c_gcc, 0, BARE_ANY, "/usr/bin/cc"},
+    {"git init, add, commit, log", c_git, 0, BARE_ANY, "/usr/bin/git"},
+    {"node with a worker thread and a child process", c_node, 0, BARE_ANY, "/usr/bin/node"},
+    {"an x32 syscall kills the process", c_x32, 128 + SIGSYS, BARE_DIFFERS},
+    {"an int $0x80 syscall kills the process", c_int80, 128 + SIGSYS, BARE_DIFFERS},
 };
 
 /* ---- notifications ---- */
@@ -391,14 +440,14 @@ static int recv_fd(int sock)
 
 /* Runs fn in a child under the auditing filter while the parent serves the
  * listener; returns the child's status and fills ev. */
-static int run_notified(check_fn fn, events *ev)
+static int run_notified_as(bool audit_exec, bool audit_denied, check_fn fn, events *ev)
 {
 	sc_plan plan = plain_plan();
 	int sv[2], status = -1, listener, pidfd;
 	pid_t pid;
 
-	plan.audit_exec = true;
-	plan.audit_denied_syscalls = true;
+	plan.audit_exec = audit_exec;
+	plan.audit_denied_syscalls = audit_denied;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -1;
 	fflush(stdout);
@@ -447,6 +496,11 @@ static int run_notified(check_fn fn, events *ev)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+static int run_notified(check_fn fn, events *ev)
+{
+	return run_notified_as(true, true, fn, ev);
+}
+
 static int n_unshare_then_echo(void)
 {
 	int null = open("/dev/null", O_WRONLY);
@@ -481,6 +535,28 @@ static int n_bad_pointers(void)
 	return r < 0 && errno == EFAULT ? 0 : 12;
 }
 
+static int n_long_path(void)
+{
+	static char path[5000];
+
+	memset(path, 'p', sizeof(path) - 1);
+	path[0] = '/';
+	execl(path, path, (char *)NULL);
+	return errno == ENAMETOOLONG ? 0 : 12;
+}
+
+static int n_huge_argv(void)
+{
+	static char big[30000];
+	static const char *argv[5];
+
+	memset(big, 'b', sizeof(big) - 1);
+	argv[0] = "/bin/true";
+	argv[1] = argv[2] = argv[3] = big;
+	execv(argv[0], (char *const *)argv);
+	return 11;
+}
+
 static int n_sh_pipe(void)
 {
 	return c_sh_pipe();
@@ -512,6 +588,9 @@ static void test_notifications(void)
 	ok(d && strcmp(json_string_value(json_object_get(d, "syscall")) ?: "", "unshare") == 0 &&
 	       json_integer_value(json_object_get(d, "nr")) == __NR_unshare,
 	   "syscall.denied names unshare");
+	ok(d && strcmp(json_string_value(json_array_get(json_object_get(d, "args"), 0)) ?: "",
+		       "0x10000000") == 0,
+	   "syscall.denied carries the flags argument (CLONE_NEWUSER)");
 	d = find_event(ev.list, "proc.exec", 0);
 	{
 		json_t *want = json_pack("[s,s,s]", "/bin/echo", "a", "b");
@@ -549,11 +628,133 @@ static void test_notifications(void)
 	json_decref(ev.list);
 
 	ev.list = json_array();
+	st = run_notified(n_long_path, &ev);
+	d = find_event(ev.list, "proc.exec", 0);
+	ok(st == 0 && d && strlen(json_string_value(json_object_get(d, "path")) ?: "") == 4096 &&
+	       json_is_true(json_object_get(d, "truncated")),
+	   "a 5000-byte path: 4096 recorded, truncated (status %d)", st);
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified(n_huge_argv, &ev);
+	d = find_event(ev.list, "proc.exec", 0);
+	{
+		json_t *argv = d ? json_object_get(d, "argv") : NULL;
+		size_t total = 0, i;
+		json_t *a;
+
+		/* The budget counts the NUL of every complete argument; the
+		 * truncated last one gets what is left. */
+		json_array_foreach(argv, i, a) total += strlen(json_string_value(a));
+		ok(st == 0 && argv && json_array_size(argv) == 4 &&
+		       total + json_array_size(argv) - 1 == 64 * 1024 &&
+		       json_is_true(json_object_get(d, "truncated")),
+		   "90 KB of argv: 64 KiB recorded in %zu args, truncated (status %d)",
+		   json_array_size(argv), st);
+	}
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified_as(true, false, n_unshare_then_echo, &ev);
+	ok(st == 0 && find_event(ev.list, "proc.exec", 0) &&
+	       !find_event(ev.list, "syscall.denied", 0),
+	   "audit.exec alone: exec recorded, denial not sent to the listener (status %d)", st);
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified_as(false, true, n_unshare_then_echo, &ev);
+	ok(st == 0 && !find_event(ev.list, "proc.exec", 0) &&
+	       find_event(ev.list, "syscall.denied", 0),
+	   "audit.denied_syscalls alone: denial recorded, exec not (status %d)", st);
+	json_decref(ev.list);
+
+	ev.list = json_array();
 	st = run_notified(n_sh_pipe, &ev);
 	ok(st == 0 && find_event(ev.list, "proc.exec", 2) != NULL,
 	   "sh pipeline under audit works and its execs are recorded (status %d, %zu events)", st,
 	   json_array_size(ev.list));
 	json_decref(ev.list);
+}
+
+/* ---- pure: the complement expansion and the table's shape ---- */
+
+static unsigned matches(const sf_cmp_list *l, uint32_t v)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < l->n; i++)
+		n += ((v & (uint32_t)l->cmp[i].datum_a) == (uint32_t)l->cmp[i].datum_b);
+	return n;
+}
+
+static void test_expand_one(const char *what, sf_arg a)
+{
+	sf_cmp_list l;
+	uint32_t x = 0x12345678u;
+	bool good = sf_expand(&a, &l) == 0 && l.n > 0;
+	unsigned bad_at = 0;
+
+	/* Every value must match exactly one rule if it is not excluded and
+	 * none if it is: the listed values, their neighbours, the extremes and
+	 * pseudo-random ones. */
+	for (unsigned i = 0; good && i < 200000; i++) {
+		uint32_t v;
+		bool excluded = false;
+
+		if (i < a.n * 3)
+			v = a.values[i / 3] + (uint32_t)(i % 3) - 1u;
+		else if (i < a.n * 3 + 2)
+			v = i % 2 ? 0xffffffffu : 0;
+		else
+			v = x = x * 1664525u + 1013904223u;
+		for (unsigned j = 0; j < a.n; j++)
+			excluded = excluded || (v & a.mask) == (a.values[j] & a.mask);
+		if (matches(&l, v) != (excluded ? 0u : 1u)) {
+			good = false;
+			bad_at = v;
+		}
+	}
+	ok(good, "NOT_IN expansion of %s: %u disjoint rules cover the complement exactly%s", what,
+	   l.n, good ? "" : " (wrong)");
+	if (!good)
+		printf("# first wrong value 0x%x\n", bad_at);
+}
+
+static void test_expand(void)
+{
+	test_expand_one("ioctl cmds",
+			(sf_arg){SF_NOT_IN, 1, 0xffffffffu, 3, {TIOCSTI, 0x541C, TIOCSETD}});
+	test_expand_one("personality", (sf_arg){SF_NOT_IN, 0, 0xffffffffu, 2, {0, 0xffffffffu}});
+	test_expand_one("socket families", (sf_arg){SF_NOT_IN, 0, 0xffffffffu, 3, {1, 2, 10}});
+	test_expand_one("clone namespace flags", (sf_arg){SF_NOT_IN, 0, 0x7e020000u, 1, {0}});
+}
+
+/* libseccomp lets an unconditional rule silently override conditional
+ * rules of the same syscall: the table must never mix them. */
+static void test_table_shape(void)
+{
+	bool good = true;
+
+	for (size_t i = 0; i < sf_profile_len; i++) {
+		for (const char *const *n = sf_profile[i].names; *n; n++) {
+			bool uncond =
+			    sf_profile[i].a.how == SF_ANY && sf_profile[i].b.how == SF_ANY;
+
+			for (size_t j = i + 1; j < sf_profile_len; j++) {
+				for (const char *const *m = sf_profile[j].names; *m; m++) {
+					bool u2 = sf_profile[j].a.how == SF_ANY &&
+						  sf_profile[j].b.how == SF_ANY;
+
+					if (strcmp(*n, *m) == 0 && (uncond || u2)) {
+						printf("# %s: unconditional rule next to another\n",
+						       *n);
+						good = false;
+					}
+				}
+			}
+		}
+	}
+	ok(good, "no syscall has an unconditional rule beside other rules");
 }
 
 static void test_filter_size(void)
@@ -588,21 +789,42 @@ int main(void)
 		return getenv("SANDCAP_MUST_WORK") ? 1 : 77;
 	}
 	ok(r == 0 && strcmp(reason, "active") == 0, "sf_probe: %s", reason);
+	if (!mkdtemp(work_dir)) {
+		printf("1..0 # SKIP mkdtemp: %s\n", strerror(errno));
+		return 77;
+	}
 
 	for (size_t i = 0; i < ELEMENTSOF(checks); i++) {
-		int got = run_check(&plan, checks[i].fn, true);
+		int got;
+
+		if (checks[i].needs && access(checks[i].needs, X_OK) < 0) {
+			ok(true, "%s # SKIP no %s", checks[i].what, checks[i].needs);
+			continue;
+		}
+		got = run_check(&plan, checks[i].fn, true);
 
 		ok(got == checks[i].want, "%s (got %d)", checks[i].what, got);
-		if (checks[i].differs_bare) {
+		if (checks[i].differs_bare == BARE_ROOT && geteuid() != 0) {
+			ok(true, "  ... # SKIP the comparison without the filter needs root");
+		} else if (checks[i].differs_bare != BARE_ANY) {
 			int bare = run_check(&plan, checks[i].fn, false);
 
 			ok(bare != checks[i].want, "  ... and not so without the filter (got %d)",
 			   bare);
 		}
 	}
+	test_expand();
+	test_table_shape();
 	test_filter_size();
 	test_notifications();
 
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", work_dir);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", work_dir);
+	}
 	printf("1..%u\n", n_test);
 	return n_failed ? 1 : 0;
 }
