@@ -5,9 +5,15 @@
  * so each input is also tried re-signed: its last segment replaced by the
  * correct signature over the others, which takes the fuzzer past the
  * signature check into the claims, caveat and intersection code.
+ *
+ * Input that does not start with "sc1." is taken as the JSON of a caveat:
+ * appended, correctly chained, to a token minted here for a rich policy, and
+ * offered to "attenuate" as a fragment. That drives the fragment merge and the
+ * intersection with structured input instead of base64 noise.
  */
 #include <openssl/evp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +43,12 @@ static void b64(const uint8_t *in, size_t len, char *out)
 		out[o++] = alphabet[v >> 6 & 63];
 		out[o++] = alphabet[v & 63];
 	}
-	if (len - i == 2) {
+	if (len - i == 1) {
+		uint32_t v = (uint32_t)in[i] << 16;
+
+		out[o++] = alphabet[v >> 18 & 63];
+		out[o++] = alphabet[v >> 12 & 63];
+	} else if (len - i == 2) {
 		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
 
 		out[o++] = alphabet[v >> 18 & 63];
@@ -80,6 +91,65 @@ static char *resign(const char *tok)
 	return out;
 }
 
+/* Grants only paths every test host has. */
+static const char base_policy[] =
+    "{\"version\":1,\"fs\":{\"grants\":[{\"path\":\"/tmp\",\"mode\":\"rw\",\"at\":\"/work\"},"
+    "{\"path\":\"/usr/share\",\"mode\":\"ro\"},{\"path\":\"/usr/share/doc\",\"mode\":\"rw\","
+    "\"at\":\"/usr/share/doc\"}]},\"net\":{\"egress\":[{\"host\":\"api.example.com\",\"ports\":"
+    "[443],\"methods\":[\"GET\",\"POST\"]},{\"host\":\"*.example.org\"},{\"host\":\"10.0.0.1\"}],"
+    "\"allow_private\":[\"10.0.0.0/8\",\"fd00::/8\"],\"rate\":\"10/s\",\"credentials\":[{\"host\":"
+    "\"api.example.com\",\"header\":\"Authorization\",\"value_env\":\"T\"}]},\"limits\":{"
+    "\"memory\":\"64M\",\"wall\":\"10s\",\"pids\":10},\"env\":{\"A\":\"b\"},\"spawn\":{"
+    "\"max_depth\":2}}";
+
+static sc_plan *base_plan;
+
+static char *base_token(void)
+{
+	static char *tok;
+	sc_diag d;
+
+	if (tok)
+		return tok;
+	if (plan_parse(base_policy, strlen(base_policy), &base_plan, &d) < 0 ||
+	    tk_mint(base_plan, fuzz_key, "fuzz", FUZZ_NOW - 100, 3600, &tok, &d) < 0)
+		abort();
+	return tok;
+}
+
+/* The property tokens exist for: whatever the caveat, nothing wider. */
+static void assert_within_base(const sc_plan *p)
+{
+	char why[512];
+
+	if (plan_check_narrower(base_plan, p, why, sizeof(why)) != 0) {
+		fprintf(stderr, "effective set wider than the token: %s\n", why);
+		abort();
+	}
+}
+
+/* The base token + one caveat holding json, chained with the fuzz key. */
+static char *with_caveat(const char *json, size_t len)
+{
+	const char *base = base_token(), *last = strrchr(base, '.');
+	size_t head = (size_t)(last - base);
+	char *out, *c64;
+
+	c64 = malloc(len / 3 * 4 + 8);
+	out = c64 ? malloc(head + 1 + len / 3 * 4 + 8 + 1 + 64) : NULL;
+	if (!out) {
+		free(c64);
+		return NULL;
+	}
+	b64((const uint8_t *)json, len, c64);
+	memcpy(out, base, head);
+	out[head] = '.';
+	strcpy(out + head + 1, c64);
+	strcat(out, ".x"); /* replaced by resign() */
+	free(c64);
+	return out;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -97,6 +167,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(tok, data, size);
 	tok[size] = '\0';
+
+	if (strncmp(tok, "sc1.", 4) != 0) {
+		_cleanup_free_ char *t = NULL, *signed_tok = NULL, *out = NULL;
+
+		if (size > TK_MAX_CAVEAT_BYTES)
+			return 0;
+		t = with_caveat((const char *)data, size);
+		signed_tok = t ? resign(t) : NULL;
+		if (signed_tok && tk_verify(signed_tok, fuzz_key, FUZZ_NOW, &p, &info, &d) == 0) {
+			assert_within_base(p);
+			p = sc_plan_free(p);
+		}
+		/* The same bytes as the policy of a caveat. */
+		{
+			_cleanup_free_ char *wrapped = NULL, *t2 = NULL, *s2 = NULL;
+
+			if (asprintf(&wrapped, "{\"policy\":%s}", tok) < 0)
+				return 0;
+			t2 = with_caveat(wrapped, strlen(wrapped));
+			s2 = t2 ? resign(t2) : NULL;
+			if (s2 && tk_verify(s2, fuzz_key, FUZZ_NOW, &p, &info, &d) == 0) {
+				assert_within_base(p);
+				p = sc_plan_free(p);
+			}
+		}
+		if (tk_attenuate(base_token(), (const char *)data, size, 0, &out, &d) == 0) {
+			/* What attenuate accepted must verify and stay within the base. */
+			if (tk_verify(out, fuzz_key, FUZZ_NOW, &p, &info, &d) != 0) {
+				fprintf(stderr, "attenuated token refused: %s\n", d.message);
+				abort();
+			}
+			assert_within_base(p);
+			p = sc_plan_free(p);
+		}
+		return 0;
+	}
 
 	if (tk_verify(tok, fuzz_key, FUZZ_NOW, &p, &info, &d) == 0)
 		p = sc_plan_free(p);
