@@ -462,6 +462,7 @@ static void test_attenuate_refuses(void)
 	    {"{'fs':{'grants':[{'path':'@/c','mode':'ro'}]}}", "is not inside the token's grants"},
 	    {"{'fs':{'grants':[{'path':'@/b','mode':'rw'}]}}", "rw is read-only in the token"},
 	    {"{'fs':{'grants':[{'path':'@/a/x','at':'/elsewhere'}]}}", "differs from where"},
+	    {"{'fs':{'grants':[{'path':'@/a/x','at':'@/a/x'}]}}", "differs from where"},
 	    {"{'net':{'egress':[{'host':'evil.example.com'}]}}", "is not allowed by the token"},
 	    {"{'net':{'egress':[{'host':'api.example.com','ports':[80]}]}}",
 	     "port 80 is not allowed"},
