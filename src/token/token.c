@@ -625,6 +625,30 @@ int tk_mint(const sc_plan *plan, const uint8_t key[TK_KEY_LEN], const char *id, 
 	return 0;
 }
 
+/*
+ * A fragment grant with an explicit "at" must name the place the token shows
+ * it: verification always uses the token's mapping (plan_check_narrower()
+ * cannot tell an explicit "at" equal to the path from an absent one).
+ */
+static int check_explicit_at(json_t *frag, const sc_plan *cv, const sc_plan *inter, sc_diag *d)
+{
+	json_t *grants = json_object_get(json_object_get(frag, "fs"), "grants");
+
+	for (size_t i = 0; i < json_array_size(grants) && i < cv->n_grants; i++) {
+		if (!json_object_get(json_array_get(grants, i), "at"))
+			continue;
+		for (size_t j = 0; j < inter->n_grants; j++)
+			if (strcmp(inter->grants[j].path, cv->grants[i].path) == 0 &&
+			    strcmp(inter->grants[j].at, cv->grants[i].at) != 0)
+				return tk_fail(d, -EPERM,
+					       "grant %s: \"at\" %s differs from where the token "
+					       "shows it (%s); omit \"at\"",
+					       cv->grants[i].path, cv->grants[i].at,
+					       inter->grants[j].at);
+	}
+	return 0;
+}
+
 int tk_attenuate(const char *token, const char *fragment, size_t fragment_len, time_t exp,
 		 char **ret_token, sc_diag *reterr_diag)
 {
@@ -712,6 +736,9 @@ int tk_attenuate(const char *token, const char *fragment, size_t fragment_len, t
 			goto out;
 		}
 		r = plan_intersect(cur, cv, &inter);
+		if (r < 0)
+			goto out;
+		r = check_explicit_at(frag, cv, inter, reterr_diag);
 		if (r < 0)
 			goto out;
 		r = revalidate(inter, &next, &pd);

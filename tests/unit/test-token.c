@@ -462,6 +462,7 @@ static void test_attenuate_refuses(void)
 	    {"{'fs':{'grants':[{'path':'@/c','mode':'ro'}]}}", "is not inside the token's grants"},
 	    {"{'fs':{'grants':[{'path':'@/b','mode':'rw'}]}}", "rw is read-only in the token"},
 	    {"{'fs':{'grants':[{'path':'@/a/x','at':'/elsewhere'}]}}", "differs from where"},
+	    {"{'fs':{'grants':[{'path':'@/a/x','at':'@/a/x'}]}}", "differs from where"},
 	    {"{'net':{'egress':[{'host':'evil.example.com'}]}}", "is not allowed by the token"},
 	    {"{'net':{'egress':[{'host':'api.example.com','ports':[80]}]}}",
 	     "port 80 is not allowed"},
@@ -645,6 +646,24 @@ static void test_intersect(void)
 	sc_plan_free(c);
 	sc_plan_free(a);
 
+	/* A host path the parent hides under another mount stays hidden. */
+	a = P("{'version':1,'fs':{'grants':[{'path':'@/a','mode':'rw','at':'/work'},"
+	      "{'path':'@/b','mode':'ro','at':'/work/x'}]}}");
+	c = F(a, "{'fs':{'grants':[{'path':'@/a/x','mode':'rw'},{'path':'@/a/y','mode':'rw'}]}}");
+	o = X(a, c);
+	ok(o->n_grants == 1 && grant(o, "@/a/y") && strcmp(grant(o, "@/a/y")->at, "/work/y") == 0,
+	   "@/a/x, shadowed in the parent by @/b at /work/x, is dropped; @/a/y maps to /work/y");
+	{
+		char why[256] = "";
+
+		ok(plan_check_narrower(a, c, why, sizeof(why)) == -EPERM &&
+		       strstr(why, "is not inside the token's grants"),
+		   "attenuate refuses the shadowed path: %s", why);
+	}
+	sc_plan_free(o);
+	sc_plan_free(c);
+	sc_plan_free(a);
+
 	/* Egress: wildcards, ports, methods. */
 	a = P("{'version':1,'net':{'egress':[{'host':'*.example.com','ports':[443,8443],"
 	      "'methods':['GET','HEAD']},{'host':'api.other.com'},{'host':'10.1.2.3'}]}}");
@@ -727,6 +746,37 @@ static void test_intersect(void)
 	}
 }
 
+static void test_decode_and_mint_args(void)
+{
+	_cleanup_(sc_plan_freep) sc_plan *p = P(base_policy), *v = NULL;
+	_cleanup_free_ char *tok = mint(p), *t2 = NULL, *bad = NULL;
+	tk_decoded *dec = NULL;
+	sc_diag d = {};
+	int r;
+
+	t2 = attenuate(tok, "{'limits':{'pids':8}}", IAT + 600, &r, &d);
+	r = tk_decode(t2, &dec, &d);
+	ok(r == 0 && dec->n_caveats == 1 && dec->info.exp == IAT + 600 &&
+	       strstr(dec->claims_json, "\"id\":\"t1\"") &&
+	       strstr(dec->caveats_json[0], "\"pids\":8") && dec->effective &&
+	       dec->effective->pids == 8,
+	   "decode (unverified): claims, caveat, effective set");
+	ok(verify(t2, IAT + 10, &v, NULL, &d) == 0 && dec && plan_equal(v, dec->effective),
+	   "decode's effective set equals the verified one");
+	dec = tk_decoded_free(dec);
+
+	ok(tk_mint(p, key, "bad id", IAT, TTL, &bad, &d) == -EINVAL && !bad,
+	   "mint refuses id with a space");
+	ok(tk_mint(p, key, NULL, IAT, 0, &bad, &d) == -EINVAL && !bad, "mint refuses ttl 0");
+	ok(tk_mint(p, key, NULL, IAT, TK_MAX_TTL_S + 1, &bad, &d) == -EINVAL && !bad,
+	   "mint refuses ttl above the limit");
+	r = tk_mint(p, key, NULL, IAT, TTL, &bad, &d);
+	r = r == 0 ? tk_decode(bad, &dec, &d) : r;
+	ok(r == 0 && strlen(dec->info.id) == 32 && strspn(dec->info.id, "0123456789abcdef") == 32,
+	   "default id is 128 random bits in hex (%s)", dec ? dec->info.id : "");
+	tk_decoded_free(dec);
+}
+
 static void test_keys(void)
 {
 	_cleanup_free_ char *k = J("@/key"), *k2 = J("@/key2");
@@ -803,6 +853,7 @@ int main(void)
 	test_attenuate_refuses();
 	test_forged_widening();
 	test_intersect();
+	test_decode_and_mint_args();
 	test_keys();
 
 	{
