@@ -73,8 +73,8 @@ int cmd_check(int argc, char **argv)
 			return 125;
 		}
 		tok[strcspn(tok, "\r\n")] = '\0';
-		if (tk_key_load(keyfile, key) < 0) {
-			cli_error("%s: cannot load key", keyfile);
+		if (tk_key_load_diag(keyfile, key, &d) < 0) {
+			cli_report_diag(keyfile, &d);
 			return 125;
 		}
 		if (tk_verify(tok, key, time(NULL), &plan, &info, &d) < 0) {

@@ -239,9 +239,9 @@ int cmd_run(int argc, char **argv)
 			return 125;
 		}
 		tok[strcspn(tok, "\r\n")] = '\0';
-		r = tk_key_load(keyfile, key);
+		r = tk_key_load_diag(keyfile, key, &d);
 		if (r < 0) {
-			cli_error("%s: cannot load key: %s", keyfile, strerror(-r));
+			cli_report_diag(keyfile, &d);
 			return 125;
 		}
 		r = tk_verify(tok, key, time(NULL), &plan, &info, &d);

@@ -170,6 +170,7 @@ static void emit_start(supervisor *s)
 	_cleanup_free_ char *plan_json = NULL;
 	json_t *data, *layers;
 	char seccomp[128];
+	size_t argc;
 
 	if (s->started)
 		return;
@@ -182,8 +183,11 @@ static void emit_start(supervisor *s)
 			   s->landlock[0] ? s->landlock : "not reached", "seccomp",
 			   sf_probe(seccomp, sizeof(seccomp)) >= 0 ? "active" : seccomp, "proxy",
 			   s->plan->n_egress ? "active" : "no network");
-	data = json_pack("{s:o, s:s, s:s, s:o, s:o}", "plan",
-			 plan_json ? json_loads(plan_json, 0, NULL) : json_null(), "policy_source",
+	for (argc = 0; s->o->argv[argc]; argc++)
+		;
+	data = json_pack("{s:o, s:o, s:s, s:s, s:o, s:o}", "plan",
+			 plan_json ? json_loads(plan_json, 0, NULL) : json_null(), "command",
+			 au_argv((const char *const *)s->o->argv, argc), "policy_source",
 			 s->o->policy_source ? s->o->policy_source : "", "policy_digest",
 			 s->o->policy_digest ? s->o->policy_digest : "", "token",
 			 s->o->token_id ? json_pack("{s:s, s:i}", "id", s->o->token_id, "caveats",

@@ -1,10 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # `sandcap audit verify|report` exit codes and messages on real logs.
-# Unprivileged. Usage: test-audit-cli.sh SANDCAP AUDIT_RATE   (TAP output)
+# Unprivileged. Usage: test-audit-cli.sh [SANDCAP [AUDIT_RATE]]   (TAP output)
+# Defaults: $SANDCAP (or build/sandcap) and audit-rate from the same build.
 set -u
-SANDCAP=${1:?path to sandcap}
-RATE=${2:?path to bench audit-rate}
+SANDCAP=${1:-${SANDCAP:-$(cd "$(dirname "$0")/../.." && pwd)/build/sandcap}}
+RATE=${2:-$(dirname "$SANDCAP")/bench/audit-rate}
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
 n=0
