@@ -137,6 +137,11 @@ expect_match "error names file and key" "$out" "badgrant.json: \\\$\\.fs\\.grant
 out=$(echo '{"version": 1, "fs": {"grants": [{"path": "/tmp", "mode": "rwx"}]}}' > "$T/rwx.json"; "$SANDCAP" run --policy "$T/rwx.json" -- true 2>&1)
 expect_eq "bad mode: exact message" "$out" "sandcap: $T/rwx.json: \$.fs.grants[0].mode: expected \"ro\" or \"rw\", got \"rwx\""
 
+policy spawn '{"version": 1, "spawn": {"max_depth": 1}}'
+out=$("$SANDCAP" run --policy "$T/spawn.json" -- true 2>&1); rc=$?
+expect_eq "a capability this build cannot provide is refused (125)" "$rc" 125
+expect_match "... saying which key" "$out" "spawn"
+
 # --- stdio and signals ---
 out=$(echo piped-in | sc base cat)
 expect_eq "stdin and stdout pass through" "$out" "piped-in"
