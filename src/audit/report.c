@@ -170,8 +170,9 @@ static int handle_event(report *rp, const char *event, json_t *data)
 	} else if (strcmp(event, "net.request") == 0) {
 		const char *d = rp_get_str(data, "decision");
 
+		/* Every refusal also comes as net.denied, listed there once. */
 		if (d && strcmp(d, "allow") != 0)
-			return blist_add(&rp->denied, data, denied_keys);
+			return account_traffic(rp, data);
 		(void)account_traffic(rp, data);
 		counter *c = ctable_get(&rp->hosts, rp_get_str(data, "host"));
 		if (c)
