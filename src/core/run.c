@@ -639,9 +639,10 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		    "and creates idmapped mounts); run it as root");
 	/* Never silently ignored: a capability this build cannot provide is an error. */
 	if (p->spawn_max_depth > 0)
-		return fail(diag, -EOPNOTSUPP, "$.spawn",
-			    "delegation to sub-sandboxes from inside is not supported by this "
-			    "sandcap yet; remove \"spawn\" (tokens can be attenuated from outside)");
+		return fail(
+		    diag, -EOPNOTSUPP, "$.spawn",
+		    "delegation to sub-sandboxes from inside is not supported by this "
+		    "sandcap yet; remove \"spawn\" (tokens can be attenuated from outside)");
 	while (o->argv[argc])
 		argc++;
 	if (argc == 0)
