@@ -9,3 +9,29 @@ PROBE=$B/tests/escape/probe-escape
 dir=$(dirname "$PROBE")
 policy escape "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$dir\", \"mode\": \"ro\"}]}}"
 PROBE=$PROBE sh "$(dirname "$0")/../escape/run-escapes.sh" "$SANDCAP" "$T/escape.json"
+rc=$?
+
+# Each refused attempt is also seen: the audit logs of those runs hold the
+# denials (the sandbox's own logs, under $SANDCAP_STATE_DIR).
+seen=$(cat "$SANDCAP_STATE_DIR"/audit/*.jsonl 2>/dev/null | python3 -c '
+import json, sys
+names = set()
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["event"] == "syscall.denied":
+        names.add(r["data"].get("syscall", ""))
+print(" ".join(sorted(names)))')
+echo "# syscall.denied seen: $seen"
+missing=""
+# (the open_by_handle_at probe is stopped at name_to_handle_at, its first step)
+for s in name_to_handle_at mount chroot pivot_root keyctl bpf perf_event_open userfaultfd \
+	io_uring_setup unshare setns ptrace sethostname clock_settime socket ioctl mknodat; do
+	[[ " $seen " == *" $s "* ]] || missing="$missing $s"
+done
+if [ -z "$missing" ]; then
+	echo "ok - every refused dangerous syscall is in the audit log as syscall.denied"
+else
+	echo "not ok - refused but not logged:$missing"
+	rc=1
+fi
+exit $rc
