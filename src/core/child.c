@@ -218,13 +218,15 @@ static const struct setup_step {
 	const char *name;
 	int (*fn)(child_ctx *c);
 } setup_steps[] = {
-    {"wait-go", step_wait_go},	 /* the supervisor has put us in the cgroup */
-    {"cgroupns", step_cgroupns}, /* after joining the cgroup, so it is our root */
-    {"mounts", step_mounts},	 /* host root: idmapped binds need it */
+    {"mounts", step_mounts}, /* host root: idmapped binds need it */
     {"hostname", step_hostname},
     {"network", step_network}, /* listener must be born in this netns */
     {"rlimits", step_rlimits},
     {"terminal", step_terminal}, /* setsid before anything can take a tty */
+    /* Our own setup above overlaps the supervisor's cgroup move (a v1 move
+     * waits for an RCU grace period); nothing of the agent's has run yet. */
+    {"wait-go", step_wait_go},	 /* the supervisor has put us in the cgroup */
+    {"cgroupns", step_cgroupns}, /* after joining the cgroup, so it is our root */
     {"userns", step_userns},	 /* from here on nothing maps to host root */
     {"bounding", step_bounding}, /* needs CAP_SETPCAP: before setuid */
     {"identity", step_identity}, /* setuid to the agent clears caps */

@@ -169,7 +169,6 @@ static void emit_start(supervisor *s)
 {
 	_cleanup_free_ char *plan_json = NULL;
 	json_t *data, *layers;
-	char seccomp[128];
 	size_t argc;
 
 	if (s->started)
@@ -181,8 +180,11 @@ static void emit_start(supervisor *s)
 			   "tmpfs root, pivot_root, read-only runtime, nosuid nodev grants",
 			   "cgroup", s->res->cgroup, "landlock", "abi", s->landlock_abi, "status",
 			   s->landlock[0] ? s->landlock : "not reached", "seccomp",
-			   sf_probe(seccomp, sizeof(seccomp)) >= 0 ? "active" : seccomp, "proxy",
-			   s->plan->n_egress ? "active" : "no network");
+			   /* the child fails closed if the filter cannot be loaded */
+			   s->plan->audit_exec || s->plan->audit_denied_syscalls
+			       ? "active, with user notification"
+			       : "active",
+			   "proxy", s->plan->n_egress ? "active" : "no network");
 	for (argc = 0; s->o->argv[argc]; argc++)
 		;
 	data = json_pack("{s:o, s:o, s:s, s:s, s:o, s:o}", "plan",
