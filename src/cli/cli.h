@@ -30,3 +30,8 @@ int cli_load_policy_sets(const char *file, char *const *sets, size_t n_sets, sc_
 int cli_apply_set(json_t *root, const char *assignment);
 int cli_report_diag(const char *file, const sc_diag *d);
 void cli_sha256_hex(const void *buf, size_t len, char out[65]);
+
+typedef struct tk_info tk_info;
+/* Reads a token file, loads the key, verifies; prints its own errors. */
+int cli_load_token(const char *file, const char *keyfile, sc_plan **ret_plan, tk_info *ret_info,
+		   char ret_digest[65]);

@@ -57,30 +57,10 @@ int cmd_check(int argc, char **argv)
 		return 125;
 	}
 	if (token) {
-		_cleanup_free_ char *tok = NULL;
-		uint8_t key[TK_KEY_LEN];
 		tk_info info;
-		sc_diag d = {0};
-		int r;
 
-		if (!keyfile) {
-			cli_error("check: --token needs --key FILE");
+		if (cli_load_token(token, keyfile, &plan, &info, NULL) < 0)
 			return 125;
-		}
-		r = io_read_file_at(AT_FDCWD, token, 1 << 20, &tok, NULL);
-		if (r < 0) {
-			cli_error("%s: cannot read token: %s", token, strerror(-r));
-			return 125;
-		}
-		tok[strcspn(tok, "\r\n")] = '\0';
-		if (tk_key_load_diag(keyfile, key, &d) < 0) {
-			cli_report_diag(keyfile, &d);
-			return 125;
-		}
-		if (tk_verify(tok, key, time(NULL), &plan, &info, &d) < 0) {
-			cli_report_diag(token, &d);
-			return 125;
-		}
 		printf("token %s: valid, %u caveat(s), expires %s", info.id, info.n_caveats,
 		       ctime(&info.exp));
 	} else if (cli_load_policy(policy, &plan, NULL) < 0) {

@@ -221,35 +221,13 @@ int cmd_run(int argc, char **argv)
 		return 125;
 	}
 	if (token) {
-		_cleanup_free_ char *tok = NULL;
-		uint8_t key[TK_KEY_LEN];
-
-		if (!keyfile) {
-			cli_error("run: --token needs --key FILE");
-			return 125;
-		}
 		if (n_sets) {
 			cli_error("run: --set applies to policies, not tokens (attenuate the token "
 				  "instead)");
 			return 125;
 		}
-		r = io_read_file_at(AT_FDCWD, token, 1 << 20, &tok, NULL);
-		if (r < 0) {
-			cli_error("%s: cannot read token: %s", token, strerror(-r));
+		if (cli_load_token(token, keyfile, &plan, &info, digest) < 0)
 			return 125;
-		}
-		tok[strcspn(tok, "\r\n")] = '\0';
-		r = tk_key_load_diag(keyfile, key, &d);
-		if (r < 0) {
-			cli_report_diag(keyfile, &d);
-			return 125;
-		}
-		r = tk_verify(tok, key, time(NULL), &plan, &info, &d);
-		if (r < 0) {
-			cli_report_diag(token, &d);
-			return 125;
-		}
-		cli_sha256_hex(tok, strlen(tok), digest);
 		o.policy_source = "token";
 		o.token_id = info.id;
 		o.token_caveats = info.n_caveats;

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/cleanup.h"
 #include "base/io.h"
 #include "cli/cli.h"
+#include "token/token.h"
 
 void cli_sha256_hex(const void *buf, size_t len, char out[65])
 {
@@ -122,4 +125,38 @@ int cli_apply_set(json_t *root, const char *assignment)
 	}
 	json_decref(value);
 	return -EINVAL;
+}
+
+int cli_load_token(const char *file, const char *keyfile, sc_plan **ret_plan, tk_info *ret_info,
+		   char ret_digest[65])
+{
+	_cleanup_free_ char *tok = NULL;
+	uint8_t key[TK_KEY_LEN];
+	sc_diag d = {0};
+	int r;
+
+	if (!keyfile) {
+		cli_error("--token needs --key FILE");
+		return -EINVAL;
+	}
+	r = io_read_file_at(AT_FDCWD, file, TK_MAX_TOKEN_BYTES, &tok, NULL);
+	if (r < 0) {
+		cli_error("%s: cannot read token: %s", file, strerror(-r));
+		return r;
+	}
+	tok[strcspn(tok, "\r\n")] = '\0';
+	r = tk_key_load_diag(keyfile, key, &d);
+	if (r < 0) {
+		cli_report_diag(keyfile, &d);
+		return r;
+	}
+	r = tk_verify(tok, key, time(NULL), ret_plan, ret_info, &d);
+	OPENSSL_cleanse(key, sizeof(key));
+	if (r < 0) {
+		cli_report_diag(file, &d);
+		return r;
+	}
+	if (ret_digest)
+		cli_sha256_hex(tok, strlen(tok), ret_digest);
+	return 0;
 }
