@@ -31,6 +31,9 @@
 #define PX_TUNNEL_IDLE_NS   (300ull * 1000000000ull)
 #define PX_REPLY_TIMEOUT_NS (10ull * 1000000000ull)
 #define PX_BW_BURST_MIN	    16384u
+#define PX_ACCEPT_PAUSE_NS  (100ull * 1000000ull)
+#define PX_FDS_PER_CONN	    6u /* client, upstream, two pipes */
+#define PX_NOFILE	    4096u
 
 typedef enum watch_type {
 	W_LISTEN = 1,
@@ -87,6 +90,8 @@ struct px_loop {
 	struct conn *conns;
 	size_t n_conns;
 	px_watch listen_w, event_w;
+	size_t max_conns;
+	uint64_t accept_resume_ns;
 	bool quit;
 };
 
@@ -158,6 +163,7 @@ typedef struct conn {
 /* loop.c */
 uint64_t px_now_ns(void);
 void px_conn_close(conn *c, const char *reason);
+void px_conn_close_upstream(conn *c);
 int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close);
 void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status);
 void px_limit_hit(px_loop *L, const char *limit, const char *detail);

@@ -315,12 +315,12 @@ static bool step(conn *c)
 		if (n > 0) {
 			c->ubuf_len += (size_t)n;
 			moved = true;
-		} else if (n == 0) {
+		} else if (n == 0 || n != -EAGAIN) {
 			c->up_eof = true;
 			moved = true;
-		} else if (n != -EAGAIN) {
-			c->up_eof = true;
-			moved = true;
+			/* nothing more will come; and a closed socket would keep
+			 * reporting EPOLLHUP to the level-triggered loop */
+			px_conn_close_upstream(c);
 		}
 	}
 	while (!c->resp_head_done) {

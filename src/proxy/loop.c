@@ -102,7 +102,7 @@ static void free_conn(conn *c)
 	free(c);
 }
 
-static void close_upstream(conn *c)
+void px_conn_close_upstream(conn *c)
 {
 	if (c->ssl) {
 		SSL_free(c->ssl);
@@ -128,7 +128,7 @@ void px_conn_close(conn *c, const char *reason)
 	c->dead = true;
 	px_dns_cancel(c->query);
 	c->query = NULL;
-	close_upstream(c);
+	px_conn_close_upstream(c);
 	c->cfd = safe_close(c->cfd);
 	free(c->cout);
 	c->cout = NULL;
@@ -158,7 +158,9 @@ int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text
 	c->cout_len += (size_t)n;
 	c->close_after_reply = close;
 	c->status = status;
-	close_upstream(c);
+	c->wake_ns = 0;
+	c->throttled_up = c->throttled_down = false;
+	px_conn_close_upstream(c);
 	c->state = CS_REPLY;
 	set_deadline(c, PX_REPLY_TIMEOUT_NS);
 	return 0;
@@ -186,7 +188,7 @@ static void deny(conn *c, int status, const char *reason, const char *text, bool
 
 void px_conn_reset_for_next(conn *c)
 {
-	close_upstream(c);
+	px_conn_close_upstream(c);
 	free(c->cout);
 	c->cout = NULL;
 	c->cout_len = c->cout_off = 0;
@@ -688,9 +690,17 @@ static void accept_one(px_loop *L)
 	conn *c;
 	int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			/* level-triggered: a listener we cannot drain would spin the loop */
+			struct epoll_event pause = {.events = 0, .data.ptr = &L->listen_w};
+
+			(void)epoll_ctl(L->epfd, EPOLL_CTL_MOD, L->listen_fd, &pause);
+			L->accept_resume_ns = px_now_ns() + PX_ACCEPT_PAUSE_NS;
+		}
 		return;
-	if (L->n_conns >= PX_MAX_CONNS) {
+	}
+	if (L->n_conns >= L->max_conns) {
 		(void)close(fd);
 		return;
 	}
@@ -750,6 +760,8 @@ static int timeout_ms(px_loop *L, uint64_t now)
 		if (c->wake_ns && c->wake_ns < next)
 			next = c->wake_ns;
 	}
+	if (L->accept_resume_ns && L->accept_resume_ns < next)
+		next = L->accept_resume_ns;
 	if (next == UINT64_MAX)
 		ms = 60000;
 	else
@@ -832,6 +844,12 @@ int px_loop_run(px_loop *L)
 		if (px_dns_timeout_ms(L->dns) == 0)
 			px_dns_process_timeouts(L->dns);
 		now = px_now_ns();
+		if (L->accept_resume_ns && L->accept_resume_ns <= now) {
+			L->accept_resume_ns = 0;
+			ev.events = EPOLLIN;
+			ev.data.ptr = &L->listen_w;
+			(void)epoll_ctl(L->epfd, EPOLL_CTL_MOD, L->listen_fd, &ev);
+		}
 		for (conn *c = L->conns; c; c = c->next) {
 			if (c->dead)
 				continue;

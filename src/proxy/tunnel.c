@@ -20,18 +20,23 @@ static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 int px_tunnel_start(conn *c)
 {
-	int r;
+	int r, r2;
 
 	if (pipe2(c->c2u, O_NONBLOCK | O_CLOEXEC) < 0 || pipe2(c->u2c, O_NONBLOCK | O_CLOEXEC) < 0)
 		return px_conn_reply(c, 502, "internal", "cannot create pipes", true);
-	/* a bigger pipe means fewer wake-ups per byte; the default 64 KiB is the fallback */
-	r = fcntl(c->c2u[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
-	c->pipe_cap = r > 0 ? (size_t)r : 65536;
-	r = fcntl(c->u2c[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
-	if (r > 0 && (size_t)r < c->pipe_cap)
-		c->pipe_cap = (size_t)r;
-	else if (r <= 0)
-		c->pipe_cap = 65536;
+	/*
+	 * A bigger pipe means fewer wake-ups per byte. Past the per-user pipe
+	 * quota the kernel keeps the default size, so ask what we really got:
+	 * pipe_cap must be exact or a full pipe would leave the client readable
+	 * forever under level-triggered epoll.
+	 */
+	(void)fcntl(c->c2u[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
+	(void)fcntl(c->u2c[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
+	r = fcntl(c->c2u[1], F_GETPIPE_SZ);
+	r2 = fcntl(c->u2c[1], F_GETPIPE_SZ);
+	if (r <= 0 || r2 <= 0)
+		return px_conn_reply(c, 502, "internal", "cannot size pipes", true);
+	c->pipe_cap = (size_t)(r < r2 ? r : r2);
 	free(c->cout);
 	c->cout = strdup(established);
 	if (!c->cout)

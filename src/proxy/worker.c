@@ -249,8 +249,16 @@ int px_worker_main(int argc, char **argv)
 		return 125;
 	{
 		struct rlimit rl = {0, 0};
+		struct rlimit nofile = {PX_NOFILE, PX_NOFILE};
 
 		(void)setrlimit(RLIMIT_CORE, &rl);
+		/* raise while still privileged; size the connection table to what we got */
+		if (setrlimit(RLIMIT_NOFILE, &nofile) < 0)
+			(void)getrlimit(RLIMIT_NOFILE, &nofile);
+		L.max_conns =
+		    nofile.rlim_cur > 64 ? (size_t)(nofile.rlim_cur - 64) / PX_FDS_PER_CONN : 1;
+		if (L.max_conns > PX_MAX_CONNS)
+			L.max_conns = PX_MAX_CONNS;
 	}
 	if (drop_privileges() < 0)
 		return 125;

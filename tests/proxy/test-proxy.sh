@@ -31,7 +31,7 @@ cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
 	wait 2>/dev/null
-	rm -rf "$T"
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 
@@ -56,7 +56,7 @@ check() { # check DESCRIPTION COMMAND...
 BASE=$((20000 + RANDOM % 20000))
 P_HTTP=$BASE P_HTTP2=$((BASE + 1)) P_TLS=$((BASE + 2)) P_DNS=$((BASE + 3))
 P1=$((BASE + 10)) P2=$((BASE + 11)) P3=$((BASE + 12)) P4=$((BASE + 13)) P5=$((BASE + 14))
-P6=$((BASE + 15))
+P6=$((BASE + 15)) P_SINK=$((BASE + 4))
 
 # --- origins -----------------------------------------------------------------
 mkdir -p "$T/www"
@@ -137,7 +137,7 @@ cat >"$T/p4.json" <<EOF
   "allow_private": ["127.0.0.0/8"], "bandwidth": "1M/s", $DNS }
 EOF
 cat >"$T/p5.json" <<EOF
-{ "egress": [ {"host": "allowed.test", "ports": [$P_HTTP]} ],
+{ "egress": [ {"host": "allowed.test", "ports": [$P_HTTP, $P_SINK]} ],
   "allow_private": ["127.0.0.0/8"], "egress_budget": "1M", $DNS }
 EOF
 echo "s3cr3t-file" >"$T/secret.txt"
@@ -342,11 +342,38 @@ dt=$(echo "$t1 - $t0" | bc)
 ok $? "bandwidth 1M/s paces a 4 MiB tunnel download (${dt}s)"
 
 # --- egress budget -----------------------------------------------------------
-$C -p -x "http://127.0.0.1:$P5" --data-binary @"$T/upload.bin" "http://allowed.test:$P_HTTP/upload" >/dev/null 2>&1
-rc=$?
+# a sink that reads forever and never answers: only the budget can end the upload
+python3 - "$P_SINK" <<'PY' &
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
+while True:
+    c, _ = s.accept()
+    while c.recv(65536):
+        pass
+    c.close()
+PY
+pids+=($!)
 sleep 0.3
-[ $rc != 0 ] && grep -q '"reason":"egress_budget"' "$T/p5.events"
-ok $? "egress budget cuts an upload tunnel"
+out=$(python3 - "$P5" "$P_SINK" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"CONNECT allowed.test:%s HTTP/1.1\r\nHost: allowed.test:%s\r\n\r\n" % (sys.argv[2].encode(), sys.argv[2].encode()))
+head = s.recv(4096)
+sent = 0
+try:
+    while sent < 8 * 1024 * 1024:
+        sent += s.send(b"x" * 65536)
+    print("not-cut", sent)
+except (BrokenPipeError, ConnectionResetError):
+    print("cut", sent)
+PY
+)
+sleep 0.3
+echo "# $out"
+[ "${out%% *}" = cut ] && grep -q '"reason":"egress_budget"' "$T/p5.events" &&
+	grep -q '"bytes_out":1048576,' "$T/p5.events"
+ok $? "egress budget (1M) cuts an upload tunnel at exactly 1 MiB"
 grep -q '"limit":"egress_budget"' "$T/p5.events"
 ok $? "egress budget logged as limit.hit"
 
