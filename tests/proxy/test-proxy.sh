@@ -434,5 +434,11 @@ sleep 0.5
 [ ! -d /proc/$wpid ] || grep -q zombie /proc/$wpid/status
 ok $? "worker exits when the supervisor closes the event socket"
 
+w2=$(awk '/READY/ {print $2}' "$T/p2.out")
+kill -TERM "$w2"
+sleep 0.5
+[ ! -d /proc/$w2 ] || grep -q zombie /proc/$w2/status
+ok $? "worker exits on SIGTERM"
+
 echo "1..$n"
 [ $fails = 0 ]
