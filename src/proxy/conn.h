@@ -21,7 +21,7 @@
 #define PX_MAX_CONNS	    512u
 #define PX_CIN_SIZE	    (PX_MAX_HEAD + 16384u)
 #define PX_UBUF_SIZE	    65536u
-#define PX_PIPE_SIZE	    (256u * 1024u)
+#define PX_PIPE_SIZE        (1024u * 1024u)
 #define PX_LOG_PATH	    1024u
 #define PX_HEAD_TIMEOUT_NS  (10ull * 1000000000ull) /* first request head */
 #define PX_IDLE_TIMEOUT_NS  (30ull * 1000000000ull) /* keep-alive between requests */

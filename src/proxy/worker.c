@@ -173,7 +173,6 @@ static int apply_seccomp(void)
 	    SCMP_SYS(madvise),	      SCMP_SYS(exit_group),	 SCMP_SYS(exit),
 	    SCMP_SYS(rt_sigreturn),   SCMP_SYS(restart_syscall), SCMP_SYS(futex),
 	    SCMP_SYS(getpid),	      SCMP_SYS(gettid),		 SCMP_SYS(poll),
-	    SCMP_SYS(fstat),	      SCMP_SYS(newfstatat),	 SCMP_SYS(lseek),
 	    SCMP_SYS(rt_sigprocmask),
 	};
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
@@ -210,6 +209,13 @@ static int apply_seccomp(void)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 0);
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
+	/* Landlock does not cover stat(): refuse it so paths cannot be probed */
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(newfstatat), 0);
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(statx), 0);
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(fstat), 0);
 	if (r == 0)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);
