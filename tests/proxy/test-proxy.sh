@@ -56,7 +56,7 @@ check() { # check DESCRIPTION COMMAND...
 BASE=$((20000 + RANDOM % 20000))
 P_HTTP=$BASE P_HTTP2=$((BASE + 1)) P_TLS=$((BASE + 2)) P_DNS=$((BASE + 3))
 P1=$((BASE + 10)) P2=$((BASE + 11)) P3=$((BASE + 12)) P4=$((BASE + 13)) P5=$((BASE + 14))
-P6=$((BASE + 15)) P_SINK=$((BASE + 4))
+P6=$((BASE + 15)) P_SINK=$((BASE + 4)) P_RAW=$((BASE + 5))
 
 # --- origins -----------------------------------------------------------------
 mkdir -p "$T/www"
@@ -114,7 +114,7 @@ pids+=($!)
 DNS="\"dns\": \"127.0.0.1:$P_DNS\""
 cat >"$T/p1.json" <<EOF
 { "egress": [
-    {"host": "allowed.test", "ports": [$P_HTTP]},
+    {"host": "allowed.test", "ports": [$P_HTTP, $P_RAW]},
     {"host": "other.allowed.test", "ports": [$P_HTTP]},
     {"host": "*.wild.test", "ports": [$P_HTTP]},
     {"host": "methods.test", "ports": [$P_HTTP], "methods": ["GET"]},
@@ -222,6 +222,67 @@ ok $? "client keep-alive across two requests"
 out=$($C $X1 -H "Connection: X-Foo" -H "X-Foo: 1" "http://allowed.test:$P_HTTP/host")
 [ "$out" = "host=allowed.test" ]
 ok $? "origin sees Host from the request target"
+
+# --- response framing (a raw origin) -----------------------------------------
+python3 - "$P_RAW" <<'PY' &
+import socket, sys, threading
+def serve(c):
+    buf = b""
+    try:
+        while True:
+            while b"\r\n\r\n" not in buf:
+                d = c.recv(65536)
+                if not d:
+                    return
+                buf += d
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            path = head.split(b" ")[1]
+            if path == b"/chunked":
+                c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                          b"3\r\nhel\r\n3;x=y\r\nlo\n\r\n0\r\nX-Trailer: 1\r\n\r\n")
+            elif path == b"/close":
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nbye\n")
+                return
+            elif path == b"/smuggle":
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\nok")
+            else:
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nraw\n")
+    finally:
+        c.close()
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+pids+=($!)
+sleep 0.3
+R="http://allowed.test:$P_RAW"
+out=$($C -v $X1 "$R/chunked" "$R/chunked" 2>&1)
+[ "$(echo "$out" | grep -c '^hello')" = 2 ] && echo "$out" | grep -q "Re-using existing connection"
+ok $? "chunked response relayed, connection kept alive after it"
+out=$($C -v $X1 "$R/close" "$R/plain" 2>&1)
+echo "$out" | grep -q '^bye' && echo "$out" | grep -q '^raw' && ! echo "$out" | grep -q "Re-using existing connection"
+ok $? "close-delimited response relayed, client connection closed after it"
+code=$($C -o /dev/null -w '%{http_code}' $X1 "$R/smuggle")
+[ "$code" = 502 ]
+ok $? "origin response with CL + TE refused with 502"
+out=$(python3 - "$P1" "$P_RAW" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+r = b"GET http://allowed.test:%s/plain HTTP/1.1\r\nHost: allowed.test:%s\r\n\r\n" % (sys.argv[2].encode(), sys.argv[2].encode())
+s.sendall(r + r.replace(b"/plain", b"/chunked"))
+data = b""
+while data.count(b"HTTP/1.1 200") < 2 or not data.endswith(b"\r\n\r\n"):
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+print(data.count(b"HTTP/1.1 200"), b"raw" in data, b"hel" in data)
+PY
+)
+[ "$out" = "2 True True" ]
+ok $? "two pipelined requests answered in order ($out)"
 
 # --- strict parsing (raw bytes) ----------------------------------------------
 raw() { # raw PORT BYTES(printf format) -> first line of the answer
