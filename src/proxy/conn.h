@@ -21,7 +21,7 @@
 #define PX_MAX_CONNS	    512u
 #define PX_CIN_SIZE	    (PX_MAX_HEAD + 16384u)
 #define PX_UBUF_SIZE	    65536u
-#define PX_PIPE_SIZE        (1024u * 1024u)
+#define PX_PIPE_SIZE	    (1024u * 1024u)
 #define PX_LOG_PATH	    1024u
 #define PX_HEAD_TIMEOUT_NS  (10ull * 1000000000ull) /* first request head */
 #define PX_IDLE_TIMEOUT_NS  (30ull * 1000000000ull) /* keep-alive between requests */
@@ -74,7 +74,8 @@ typedef struct px_loop px_loop;
 
 typedef struct px_watch {
 	int type;
-	struct conn *c;
+	struct conn *c;	       /* NULL once the fd it watched is closed */
+	struct px_watch *next; /* graveyard link */
 } px_watch;
 
 struct px_loop {
@@ -91,6 +92,7 @@ struct px_loop {
 	size_t n_conns;
 	px_watch listen_w, event_w;
 	size_t max_conns;
+	px_watch *graveyard; /* upstream watches freed after the current epoll batch */
 	uint64_t accept_resume_ns;
 	bool quit;
 };
@@ -101,7 +103,8 @@ typedef struct conn {
 	conn_state state;
 	bool dead;
 	int cfd, ufd;
-	px_watch cw, uw;
+	px_watch cw;
+	px_watch *uw; /* one per upstream socket: stale reports find c == NULL */
 	uint32_t c_mask, u_mask;
 	bool u_registered;
 	uint64_t deadline_ns, wake_ns, start_ns;
@@ -164,6 +167,8 @@ typedef struct conn {
 uint64_t px_now_ns(void);
 void px_conn_close(conn *c, const char *reason);
 void px_conn_close_upstream(conn *c);
+/* Closes only the upstream socket (and its TLS), keeping the tunnel pipes. */
+void px_conn_drop_ufd(conn *c);
 int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close);
 void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status);
 void px_limit_hit(px_loop *L, const char *limit, const char *detail);

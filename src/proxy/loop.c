@@ -102,7 +102,7 @@ static void free_conn(conn *c)
 	free(c);
 }
 
-void px_conn_close_upstream(conn *c)
+void px_conn_drop_ufd(conn *c)
 {
 	if (c->ssl) {
 		SSL_free(c->ssl);
@@ -114,6 +114,22 @@ void px_conn_close_upstream(conn *c)
 		c->u_registered = false;
 		c->u_mask = 0;
 	}
+	if (c->uw) {
+		/*
+		 * Reports already fetched in this epoll batch may still point at
+		 * this watch; the next upstream socket can get the same fd number.
+		 * Orphan the watch and free it after the batch.
+		 */
+		c->uw->c = NULL;
+		c->uw->next = c->L->graveyard;
+		c->L->graveyard = c->uw;
+		c->uw = NULL;
+	}
+}
+
+void px_conn_close_upstream(conn *c)
+{
+	px_conn_drop_ufd(c);
 	for (int i = 0; i < 2; i++) {
 		c->c2u[i] = safe_close(c->c2u[i]);
 		c->u2c[i] = safe_close(c->u2c[i]);
@@ -325,8 +341,6 @@ static void start_connect(conn *c)
 		len = sizeof(sa.in6);
 	}
 	c->ufd = fd;
-	c->uw.type = W_UPSTREAM;
-	c->uw.c = c;
 	if (connect(fd, &sa.sa, len) < 0 && errno != EINPROGRESS) {
 		deny(c, 502, "connect-failed", "connection refused", false);
 		return;
@@ -672,8 +686,17 @@ static void arm(conn *c)
 			c->c_mask = cm;
 	}
 	if (c->ufd >= 0 && (!c->u_registered || um != c->u_mask)) {
+		if (!c->uw) {
+			c->uw = calloc(1, sizeof(*c->uw));
+			if (!c->uw) {
+				px_conn_close(c, "oom");
+				return;
+			}
+			c->uw->type = W_UPSTREAM;
+			c->uw->c = c;
+		}
 		ev.events = um;
-		ev.data.ptr = &c->uw;
+		ev.data.ptr = c->uw;
 		if (epoll_ctl(c->L->epfd, c->u_registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->ufd,
 			      &ev) == 0) {
 			c->u_registered = true;
@@ -716,8 +739,6 @@ static void accept_one(px_loop *L)
 	c->c2u[0] = c->c2u[1] = c->u2c[0] = c->u2c[1] = -1;
 	c->cw.type = W_CLIENT;
 	c->cw.c = c;
-	c->uw.type = W_UPSTREAM;
-	c->uw.c = c;
 	c->state = CS_READ_HEAD;
 	c->deadline_ns = px_now_ns() + PX_HEAD_TIMEOUT_NS;
 	c->c_mask = EPOLLIN | EPOLLRDHUP;
@@ -740,10 +761,22 @@ static void on_fd_event(px_watch *w, uint32_t e)
 	conn *c = w->c;
 	bool up = w->type == W_UPSTREAM;
 
+	if (!c)
+		return; /* the socket this was about is gone */
+	/*
+	 * One epoll report can carry several conditions. A handler may close
+	 * the fd that reported them (e.g. EPOLLOUT|EPOLLHUP on a failed
+	 * connect: the 502 closes the upstream); the rest then belong to a
+	 * socket that no longer exists and must not reach the new state.
+	 */
 	if (e & (EPOLLIN | EPOLLRDHUP))
 		dispatch(c, up ? EV_U_IN : EV_C_IN);
+	if (c->dead || (up ? c->ufd : c->cfd) < 0)
+		return;
 	if (e & EPOLLOUT)
 		dispatch(c, up ? EV_U_OUT : EV_C_OUT);
+	if (c->dead || (up ? c->ufd : c->cfd) < 0)
+		return;
 	if (e & (EPOLLERR | EPOLLHUP))
 		dispatch(c, up ? EV_U_HUP : EV_C_HUP);
 }
@@ -860,6 +893,12 @@ int px_loop_run(px_loop *L)
 			}
 			if (!c->dead && c->deadline_ns && c->deadline_ns <= now)
 				dispatch(c, EV_TIMEOUT);
+		}
+		while (L->graveyard) {
+			px_watch *w = L->graveyard;
+
+			L->graveyard = w->next;
+			free(w);
 		}
 		for (conn *c = L->conns, *next; c; c = next) {
 			next = c->next;

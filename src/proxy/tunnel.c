@@ -267,11 +267,7 @@ void px_tunnel_hup(conn *c, bool upstream)
 		tunnel_close(c, "upstream-closed");
 		return;
 	}
-	if (c->ufd >= 0) {
-		(void)epoll_ctl(c->L->epfd, EPOLL_CTL_DEL, c->ufd, NULL);
-		c->u_registered = false;
-		c->ufd = safe_close(c->ufd);
-	}
+	px_conn_drop_ufd(c);
 	c->c_eof = true;
 	c->c2u_n = 0;
 	c->framed = 0;

@@ -56,7 +56,7 @@ check() { # check DESCRIPTION COMMAND...
 BASE=$((20000 + RANDOM % 20000))
 P_HTTP=$BASE P_HTTP2=$((BASE + 1)) P_TLS=$((BASE + 2)) P_DNS=$((BASE + 3))
 P1=$((BASE + 10)) P2=$((BASE + 11)) P3=$((BASE + 12)) P4=$((BASE + 13)) P5=$((BASE + 14))
-P6=$((BASE + 15)) P_SINK=$((BASE + 4)) P_RAW=$((BASE + 5))
+P6=$((BASE + 15)) P_SINK=$((BASE + 4)) P_RAW=$((BASE + 5)) P_DEAD=$((BASE + 6))
 
 # --- origins -----------------------------------------------------------------
 mkdir -p "$T/www"
@@ -114,7 +114,8 @@ pids+=($!)
 DNS="\"dns\": \"127.0.0.1:$P_DNS\""
 cat >"$T/p1.json" <<EOF
 { "egress": [
-    {"host": "allowed.test", "ports": [$P_HTTP, $P_RAW]},
+    {"host": "allowed.test", "ports": [$P_HTTP, $P_RAW, $P_DEAD]},
+    {"host": "nx.test", "ports": [$P_HTTP]},
     {"host": "other.allowed.test", "ports": [$P_HTTP]},
     {"host": "*.wild.test", "ports": [$P_HTTP]},
     {"host": "methods.test", "ports": [$P_HTTP], "methods": ["GET"]},
@@ -151,6 +152,14 @@ cat >"$T/p6.json" <<EOF
     {"host": "plain.test", "header": "X-Api-Key", "value_file": "$T/secret.txt",
      "upstream": "http"} ], $DNS }
 EOF
+
+wait_port() { # wait_port PORT: until something accepts on 127.0.0.1:PORT
+	for _ in $(seq 100); do
+		python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $1), timeout=1)" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 start_proxy() { # start_proxy NAME PORT
 	PX_TEST_TOKEN=s3cr3t-env "$SA" "$T/$1.json" "$2" "$T/$1.events" >"$T/$1.out" 2>"$T/$1.err" &
@@ -256,7 +265,7 @@ while True:
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 PY
 pids+=($!)
-sleep 0.3
+wait_port $P_RAW
 R="http://allowed.test:$P_RAW"
 out=$($C -v $X1 "$R/chunked" "$R/chunked" 2>&1)
 [ "$(echo "$out" | grep -c '^hello')" = 2 ] && echo "$out" | grep -q "Re-using existing connection"
@@ -283,6 +292,29 @@ PY
 )
 [ "$out" = "2 True True" ]
 ok $? "two pipelined requests answered in order ($out)"
+
+# --- upstream failures and deadlines ------------------------------------------
+hdr=$($C -i $X1 "http://allowed.test:$P_DEAD/")
+echo "$hdr" | grep -q "^HTTP/1.1 502" && echo "$hdr" | grep -q "X-Sandcap-Deny: connect-failed"
+ok $? "origin refusing the connection: 502"
+hdr=$($C -i $X1 "http://nx.test:$P_HTTP/")
+echo "$hdr" | grep -q "^HTTP/1.1 502" && echo "$hdr" | grep -q "X-Sandcap-Deny: dns-failure"
+ok $? "name that does not resolve: 502"
+out=$(python3 - "$P1" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+s.sendall(b"GET http://allowed.test/ HTTP/1.1\r\nHo")  # and then nothing
+t = time.time()
+try:
+    d = s.recv(4096)
+except Exception:
+    d = b""
+print("closed" if not d else "answered", int(time.time() - t))
+PY
+)
+set -- $out
+[ "$1" = closed ] && [ "$2" -ge 8 ] && [ "$2" -le 20 ]
+ok $? "a client that never finishes its head is dropped at the deadline ($out s)"
 
 # --- strict parsing (raw bytes) ----------------------------------------------
 raw() { # raw PORT BYTES(printf format) -> first line of the answer
@@ -415,7 +447,7 @@ while True:
     c.close()
 PY
 pids+=($!)
-sleep 0.3
+wait_port $P_SINK
 out=$(python3 - "$P5" "$P_SINK" <<'PY'
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
