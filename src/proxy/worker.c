@@ -85,7 +85,7 @@ static int read_config(int fd, px_config **ret)
 	return r;
 }
 
-static int drop_privileges(void)
+static int drop_privileges(int64_t parent_pid)
 {
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2] = {0};
@@ -112,7 +112,7 @@ static int drop_privileges(void)
 	/* cleared by the uid change above: the worker dies with its supervisor */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		return -errno;
-	if (getppid() == 1)
+	if (getppid() != (pid_t)parent_pid)
 		return -ESRCH; /* the supervisor is already gone */
 	return 0;
 }
@@ -266,7 +266,7 @@ int px_worker_main(int argc, char **argv)
 		if (L.max_conns > PX_MAX_CONNS)
 			L.max_conns = PX_MAX_CONNS;
 	}
-	if (drop_privileges() < 0)
+	if (drop_privileges(cfg->parent_pid) < 0)
 		return 125;
 	r = apply_landlock();
 	if (r < 0)
