@@ -159,7 +159,7 @@ typedef struct conn {
 	size_t c2u_n, u2c_n, pipe_cap;
 	bool c_eof, u_eof, c_shut, u_shut;
 
-	bool throttled_up, throttled_down;
+	bool throttled_up, throttled_down, bw_reported;
 	uint64_t bytes_out, bytes_in;
 } conn;
 

@@ -82,6 +82,15 @@ void px_conn_throttle(conn *c, px_bucket *b, bool up, uint64_t want)
 		c->throttled_up = true;
 	else
 		c->throttled_down = true;
+	if (!c->bw_reported) {
+		char detail[PX_MAX_HOST + 16];
+
+		/* once per connection: pacing is continuous, the log should not be */
+		c->bw_reported = true;
+		(void)snprintf(detail, sizeof(detail), "%s %s", up ? "upload" : "download",
+			       c->host);
+		px_limit_hit(c->L, "bandwidth", detail);
+	}
 	if (w == 0)
 		w = 1000000; /* 1 ms: the bucket was drained by another connection */
 	if (c->wake_ns == 0 || now + w < c->wake_ns)

@@ -127,7 +127,7 @@ static bool step(conn *c)
 	}
 	if (c->framed == 0 && !c->c_eof && c->c2u_n < c->pipe_cap && !c->throttled_up) {
 		uint64_t room = c->pipe_cap - c->c2u_n;
-		uint64_t grant = px_bucket_take(&L->bw_up, room, now);
+		uint64_t grant = px_bucket_take_min(&L->bw_up, room, PX_BW_BURST_MIN, now);
 
 		if (grant == 0)
 			px_conn_throttle(c, &L->bw_up, true, room);
@@ -191,7 +191,7 @@ static bool step(conn *c)
 	/* 3. upstream -> client */
 	if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->throttled_down) {
 		uint64_t room = c->pipe_cap - c->u2c_n;
-		uint64_t grant = px_bucket_take(&L->bw_down, room, now);
+		uint64_t grant = px_bucket_take_min(&L->bw_down, room, PX_BW_BURST_MIN, now);
 
 		if (grant == 0)
 			px_conn_throttle(c, &L->bw_down, false, room);

@@ -85,7 +85,7 @@ http {
   client_body_temp_path $T/cbt; proxy_temp_path $T/pt; fastcgi_temp_path $T/ft;
   uwsgi_temp_path $T/ut; scgi_temp_path $T/st;
   server {
-    listen 127.0.0.1:$P_HTTP; listen 127.0.0.1:$P_HTTP2; root $T/www;
+    listen 127.0.0.1:$P_HTTP; listen 127.0.0.1:$P_HTTP2; listen [::1]:$P_HTTP; root $T/www;
     client_max_body_size 64m;
     location /auth { return 200 "auth=\$http_authorization\n"; }
     location /upload { client_body_in_single_buffer off; return 200 "up\n"; }
@@ -121,8 +121,9 @@ cat >"$T/p1.json" <<EOF
     {"host": "methods.test", "ports": [$P_HTTP], "methods": ["GET"]},
     {"host": "metadata.test", "ports": [80, $P_HTTP]},
     {"host": "tls.test", "ports": [$P_TLS]},
-    {"host": "127.0.0.1", "ports": [$P_HTTP]} ],
-  "allow_private": ["127.0.0.1/32"],
+    {"host": "127.0.0.1", "ports": [$P_HTTP]},
+    {"host": "::1", "ports": [$P_HTTP]} ],
+  "allow_private": ["127.0.0.1/32", "::1/128"],
   "max_request_body": "1K", "max_response_body": "100K", $DNS }
 EOF
 cat >"$T/p2.json" <<EOF
@@ -218,6 +219,12 @@ ok $? "listed private IP literal refused without allow_private"
 out=$($C $X1 "http://127.0.0.1:$P_HTTP/index.html")
 [ "$out" = hello ]
 ok $? "listed IP literal inside allow_private allowed"
+out=$($C $X1 "http://[::1]:$P_HTTP/index.html")
+[ "$out" = hello ]
+ok $? "listed IPv6 literal inside allow_private allowed"
+hdr=$($C -i -x "http://127.0.0.1:$P2" "http://[::ffff:127.0.0.1]:$P_HTTP/index.html")
+echo "$hdr" | grep -q "X-Sandcap-Deny: ip-literal"
+ok $? "IPv4-mapped IPv6 literal refused"
 hdr=$($C -i $X1 "http://127.0.0.2:$P_HTTP/index.html")
 echo "$hdr" | grep -q "X-Sandcap-Deny: ip-literal"
 ok $? "unlisted IP literal refused"
@@ -433,6 +440,15 @@ t1=$(date +%s.%N)
 dt=$(echo "$t1 - $t0" | bc)
 [ "$size" = $((4 * 1024 * 1024)) ] && [ "$(echo "$dt >= 3.0" | bc)" = 1 ]
 ok $? "bandwidth 1M/s paces a 4 MiB tunnel download (${dt}s)"
+sleep 0.2
+[ "$(grep -c '"limit":"bandwidth"' "$T/p4.events")" = 2 ]
+ok $? "bandwidth pacing logged once per connection"
+w4=$(awk '/READY/ {print $2}' "$T/p4.out")
+ticks=$(awk '{print $14 + $15}' /proc/$w4/stat)
+hz=$(getconf CLK_TCK)
+# ~8 s of paced transfer: a worker that spins instead of sleeping burns ~8 s of CPU
+[ "$ticks" -lt $((3 * hz)) ]
+ok $? "paced transfers sleep instead of spinning (worker CPU $ticks ticks at $hz Hz)"
 
 # --- egress budget -----------------------------------------------------------
 # a sink that reads forever and never answers: only the budget can end the upload

@@ -200,6 +200,12 @@ static void test_buckets(void)
 	ok(px_bucket_take(&b, 1 << 20, 0) == 1 << 17, "bandwidth: burst capped");
 	ok(px_bucket_take(&b, 1 << 20, s / 2) == 1 << 17, "refill capped at capacity");
 	ok(px_bucket_take(&b, 1 << 20, s / 2 + s / 16) == 1 << 16, "refill by elapsed time");
+	px_bucket_init(&b, 1 << 20, s, 1 << 17, 0);
+	(void)px_bucket_take(&b, 1 << 17, 0);
+	ok(px_bucket_take_min(&b, 1 << 20, 16384, s / 1000) == 0,
+	   "floor: 1 KiB of tokens is not enough for a 16 KiB minimum");
+	ok(px_bucket_take_min(&b, 1 << 20, 16384, s / 50) >= 16384, "floor reached after 20 ms");
+	ok(px_bucket_take_min(&b, 100, 16384, s) == 100, "small wants are not held to the floor");
 	px_bucket_init(&b, 0, s, 1, 0);
 	ok(px_bucket_take(&b, 12345, 0) == 12345, "count 0 = unlimited");
 }
