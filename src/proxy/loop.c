@@ -561,6 +561,30 @@ static void tunnel_ev(conn *c)
 	px_tunnel_io(c);
 }
 
+static void tunnel_c_in(conn *c)
+{
+	c->c_rd = true;
+	px_tunnel_io(c);
+}
+
+static void tunnel_c_out(conn *c)
+{
+	c->c_wr = true;
+	px_tunnel_io(c);
+}
+
+static void tunnel_u_in(conn *c)
+{
+	c->u_rd = true;
+	px_tunnel_io(c);
+}
+
+static void tunnel_u_out(conn *c)
+{
+	c->u_wr = true;
+	px_tunnel_io(c);
+}
+
 static void tunnel_c_hup(conn *c)
 {
 	px_tunnel_hup(c, false);
@@ -611,10 +635,10 @@ static conn_action *const transitions[_CONN_STATE_MAX][_CONN_EVENT_MAX] = {
 		[EV_U_HUP] = on_tls,
 		[EV_C_HUP] = drop,
 		[EV_TIMEOUT] = on_gateway_timeout},
-    [CS_TUNNEL] = {[EV_C_IN] = tunnel_ev,
-		   [EV_C_OUT] = tunnel_ev,
-		   [EV_U_IN] = tunnel_ev,
-		   [EV_U_OUT] = tunnel_ev,
+    [CS_TUNNEL] = {[EV_C_IN] = tunnel_c_in,
+		   [EV_C_OUT] = tunnel_c_out,
+		   [EV_U_IN] = tunnel_u_in,
+		   [EV_U_OUT] = tunnel_u_out,
 		   [EV_WAKE] = tunnel_ev,
 		   [EV_C_HUP] = tunnel_c_hup,
 		   [EV_U_HUP] = tunnel_u_hup,
