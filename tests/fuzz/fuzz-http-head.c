@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static px_request req;
 	px_response resp;
-	px_chunked ch = { 0 };
+	px_chunked ch = {0};
 	const char *buf = (const char *)data;
 	const char *reason;
 	size_t used;
