@@ -178,6 +178,12 @@ static void test_match(void)
 	   "CONNECT listed explicitly");
 	ok(px_allow_match(&cfg, "connect.test", PX_HOST_NAME, 443, HTTP_GET, false, &why) < 0,
 	   "CONNECT-only rule refuses GET");
+	eg[2].host = (char *)"[2001:db8::1]";
+	ok(px_allow_match(&cfg, "2001:db8::1", PX_HOST_IPV6, 80, HTTP_GET, false, &why) == 2,
+	   "bracketed IPv6 rule matches");
+	ok(px_allow_match(&cfg, "2001:db8:0:0::1", PX_HOST_IPV6, 80, HTTP_GET, false, &why) == 2,
+	   "IPv6 literals compare as addresses, not strings");
+	eg[2].host = (char *)"93.184.216.34";
 	ok(px_allow_match(&cfg, "nothing.test", PX_HOST_NAME, 443, HTTP_GET, false, &why) < 0 &&
 	       strcmp(why, "host-not-allowed") == 0,
 	   "unknown host refused");
