@@ -259,6 +259,26 @@ def serve(c):
             elif path == b"/close":
                 c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nbye\n")
                 return
+            elif path == b"/sink":
+                n = 0
+                if b"chunked" in head.lower():
+                    while not buf.endswith(b"\r\n0\r\n\r\n"):
+                        d = c.recv(65536)
+                        if not d:
+                            return
+                        buf += d
+                    n = len(buf)
+                else:
+                    cl = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+                    while len(buf) < cl:
+                        d = c.recv(65536)
+                        if not d:
+                            return
+                        buf += d
+                    n = cl
+                buf = b""
+                body = b"got=%d\n" % n
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
             elif path == b"/smuggle":
                 c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\nok")
             else:
@@ -412,6 +432,22 @@ ok $? "response over max_response_body cut ($size bytes delivered)"
 sleep 0.2
 grep -q '"limit":"max_response_body"' "$T/p1.events"
 ok $? "response cut logged as limit.hit"
+
+cat >"$T/p8.json" <<EOF
+{ "egress": [ {"host": "allowed.test", "ports": [$P_RAW]} ], "allow_private": ["127.0.0.0/8"], $DNS }
+EOF
+start_proxy p8 $((BASE + 17))
+X8="-x http://127.0.0.1:$((BASE + 17))"
+out=$($C -v $X8 --data-binary @"$T/upload.bin" "http://allowed.test:$P_RAW/sink" 2>&1)
+echo "$out" | grep -q "^got=4194304" && echo "$out" | grep -qi "Expect: 100-continue" &&
+	echo "$out" | grep -q "HTTP/1.1 100 Continue"
+ok $? "4 MiB POST with Expect: 100-continue forwarded"
+out=$($C $X8 -H "Transfer-Encoding: chunked" --data-binary @"$T/upload.bin" "http://allowed.test:$P_RAW/sink")
+[ "${out%%=*}" = got ] && [ "${out#got=}" -gt 4194304 ]
+ok $? "4 MiB chunked POST forwarded"
+sleep 0.2
+grep -q '"bytes_out":419[0-9][0-9][0-9][0-9],' "$T/p8.events"
+ok $? "upload bytes counted in net.request"
 
 # --- rate --------------------------------------------------------------------
 codes=""
