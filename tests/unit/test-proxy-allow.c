@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* TAP tests for allowlist matching, the private-address classifier and token buckets. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "proxy/allow.h"
+#include "proxy/events.h"
 #include "proxy/limits.h"
 #include "proxy/proxy.h"
 #include "proxy/px.h"
@@ -328,8 +331,55 @@ static void test_config_roundtrip(void)
 	unsetenv("PX_UNIT_SECRET");
 }
 
+static void test_event_queue(void)
+{
+	int sv[2], sent = 0, got = 0;
+	px_events *e = NULL;
+	char buf[PX_EVENT_MAX_BYTES + 1];
+	int sndbuf = 4096;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    px_events_new(sv[0], &e) < 0) {
+		ok(0, "event socket");
+		return;
+	}
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	/* more than the socket holds: the rest must queue, in order */
+	for (int i = 0; i < 200; i++)
+		if (px_events_emit(e, "limit.hit",
+				   json_pack("{s:s, s:i}", "limit", "rate", "detail", i)) == 0)
+			sent++;
+	ok(sent == 200 && px_events_pending(e), "events beyond the socket buffer are queued");
+	for (;;) {
+		ssize_t n = recv(sv[1], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		char *name = NULL;
+		json_t *data = NULL;
+
+		if (n <= 0) {
+			if (px_events_flush(e) < 0 || !px_events_pending(e)) {
+				n = recv(sv[1], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+				if (n <= 0)
+					break;
+			} else
+				continue;
+		}
+		if (px_event_parse(buf, (size_t)n, &name, &data) == 0 &&
+		    json_integer_value(json_object_get(data, "detail")) == got)
+			got++;
+		free(name);
+		json_decref(data);
+	}
+	ok(got == 200, "every queued event arrives, in order, and validates");
+	close(sv[1]);
+	ok(px_events_emit(e, "limit.hit", json_pack("{s:s}", "limit", "rate")) == -EPIPE,
+	   "emit after the supervisor is gone: -EPIPE");
+	px_events_free(e);
+	close(sv[0]);
+}
+
 int main(void)
 {
+	test_event_queue();
 	test_events();
 	test_config_roundtrip();
 	test_private();
