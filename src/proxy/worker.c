@@ -234,6 +234,13 @@ int px_worker_main(int argc, char **argv)
 	for (int fd = PX_FD_LISTEN; fd <= PX_FD_CONFIG; fd++)
 		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 			return 125;
+	/*
+	 * splice(2) into a socket whose peer has gone, and OpenSSL's write(2),
+	 * raise SIGPIPE (only send() takes MSG_NOSIGNAL): one vanished client
+	 * must not kill the proxy of the whole sandbox.
+	 */
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		return 125;
 	r = read_config(PX_FD_CONFIG, &cfg);
 	(void)close(PX_FD_CONFIG);
 	if (r < 0)

@@ -391,6 +391,15 @@ hdr=$(curl -sS -i --max-time 5 -p $X1 "http://denied.test:$P_HTTP/" 2>&1)
 echo "$hdr" | grep -q "403"
 ok $? "CONNECT to unlisted host refused"
 
+# clients that vanish mid-transfer (SIGPIPE from splice must not kill the worker)
+for _ in 1 2 3 4 5; do
+	curl -s --max-time 20 -p $X1 "http://allowed.test:$P_HTTP/big.bin" 2>/dev/null | head -c 1000 >/dev/null
+	curl -s --max-time 20 --limit-rate 100k -p $X1 "http://allowed.test:$P_HTTP/big.bin" -o /dev/null --max-time 0.3 2>/dev/null
+done
+out=$($C $X1 "http://allowed.test:$P_HTTP/index.html")
+[ "$out" = hello ]
+ok $? "proxy survives clients that disconnect in the middle of a tunnel"
+
 # --- python clients ----------------------------------------------------------
 out=$(python3 - "$P1" "$P_HTTP" <<'EOF'
 import sys, urllib.request
