@@ -185,6 +185,9 @@ int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text
 	c->status = status;
 	c->wake_ns = 0;
 	c->throttled_up = c->throttled_down = false;
+	/* a late answer must never reach a later request on this connection */
+	px_dns_cancel(c->query);
+	c->query = NULL;
 	px_conn_close_upstream(c);
 	c->state = CS_REPLY;
 	set_deadline(c, PX_REPLY_TIMEOUT_NS);
@@ -213,6 +216,8 @@ static void deny(conn *c, int status, const char *reason, const char *text, bool
 
 void px_conn_reset_for_next(conn *c)
 {
+	px_dns_cancel(c->query);
+	c->query = NULL;
 	px_conn_close_upstream(c);
 	free(c->cout);
 	c->cout = NULL;
