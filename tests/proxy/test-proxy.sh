@@ -21,7 +21,7 @@ skip_all() {
 	exit 77
 }
 
-for tool in nginx dnsmasq curl openssl python3; do
+for tool in nginx dnsmasq curl openssl python3 bc; do
 	command -v $tool >/dev/null || skip_all "$tool not installed"
 done
 [ "$(id -u)" = 0 ] || skip_all "needs root (the worker drops to nobody)"
