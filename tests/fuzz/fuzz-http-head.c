@@ -3,12 +3,15 @@
  * libFuzzer target for the proxy's request-head parser, the upstream head
  * rewriter, the response-head parser and the chunked framing tracker: all
  * of them see bytes the sandboxed agent (or an origin it picked) controls.
+ * The same input also goes to px_event_parse(), the supervisor's validator of
+ * datagrams from the (less trusted) worker.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proxy/http.h"
+#include "proxy/proxy.h"
 
 #define FUZZ_MAX_INPUT (PX_MAX_HEAD * 2)
 
@@ -59,5 +62,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	memset(&ch, 0, sizeof(ch));
 	(void)px_chunked_feed(&ch, buf, size, &used, &d);
+	{
+		char *name = NULL;
+		json_t *obj = NULL;
+
+		if (px_event_parse(buf, size, &name, &obj) == 0) {
+			if (!name || !json_is_object(obj))
+				abort();
+			free(name);
+			json_decref(obj);
+		}
+	}
 	return 0;
 }
