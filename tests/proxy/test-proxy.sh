@@ -535,6 +535,9 @@ ok $? "egress budget logged as limit.hit"
 out=$($C -x "http://127.0.0.1:$P6" -H "Authorization: agent-value" "http://secure.test:$P_TLS/auth")
 [ "$out" = "tls-auth=Bearer s3cr3t-env" ]
 ok $? "credential injected over verified upstream TLS, replacing the agent's header"
+size=$($C -x "http://127.0.0.1:$P6" "http://secure.test:$P_TLS/big.bin" | wc -c)
+[ "$size" = $((4 * 1024 * 1024)) ] && cmp -s <($C -x "http://127.0.0.1:$P6" "http://secure.test:$P_TLS/big.bin") "$T/www/big.bin"
+ok $? "4 MiB download over proxy-originated TLS arrives intact"
 out=$($C -x "http://127.0.0.1:$P6" -H "X-Api-Key: mine" "http://plain.test:$P_HTTP/key")
 [ "$out" = "key=s3cr3t-file" ]
 ok $? "plain-http credential from value_file set, the agent's value replaced"
