@@ -140,6 +140,20 @@ bool px_addr_permitted(const px_config *cfg, int family, const uint8_t *addr)
 	return false;
 }
 
+/* A rule's IP literal, with or without the brackets of a URI ("[::1]"). */
+static int parse_rule_ip(const char *h, int *ret_family, uint8_t ret_addr[16])
+{
+	char tmp[64];
+	size_t n = strlen(h);
+
+	if (n >= 2 && h[0] == '[' && h[n - 1] == ']' && n - 2 < sizeof(tmp)) {
+		memcpy(tmp, h + 1, n - 2);
+		tmp[n - 2] = 0;
+		return px_parse_ip(tmp, ret_family, ret_addr);
+	}
+	return px_parse_ip(h, ret_family, ret_addr);
+}
+
 static bool host_matches(const plan_egress *e, const char *host)
 {
 	const char *pat = e->host;
@@ -191,8 +205,8 @@ int px_allow_match(const px_config *cfg, const char *host, px_host_kind kind, ui
 		const plan_egress *e = &cfg->egress[i];
 
 		if (fam) {
-			if (e->wildcard || px_parse_ip(e->host, &rfam, raddr) < 0 || rfam != fam ||
-			    memcmp(addr, raddr, fam == AF_INET ? 4 : 16) != 0)
+			if (e->wildcard || parse_rule_ip(e->host, &rfam, raddr) < 0 ||
+			    rfam != fam || memcmp(addr, raddr, fam == AF_INET ? 4 : 16) != 0)
 				continue;
 		} else if (!host_matches(e, host))
 			continue;

@@ -693,7 +693,8 @@ int px_http_build_upstream_head(const char *buf, const px_request *req, const ch
 		sb_add(&b, buf + req->path.off, req->path.len);
 	} else
 		sb_add(&b, buf + req->path.off, req->path.len);
-	sb_str(&b, " HTTP/1.1\r\nHost: ");
+	/* an HTTP/1.0 client cannot read chunked responses: ask the origin in 1.0 */
+	sb_str(&b, req->minor == 0 ? " HTTP/1.0\r\nHost: " : " HTTP/1.1\r\nHost: ");
 	if (req->host_kind == PX_HOST_IPV6) {
 		sb_str(&b, "[");
 		sb_str(&b, req->host);

@@ -20,18 +20,23 @@ static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 int px_tunnel_start(conn *c)
 {
-	int r;
+	int r, r2;
 
 	if (pipe2(c->c2u, O_NONBLOCK | O_CLOEXEC) < 0 || pipe2(c->u2c, O_NONBLOCK | O_CLOEXEC) < 0)
 		return px_conn_reply(c, 502, "internal", "cannot create pipes", true);
-	/* a bigger pipe means fewer wake-ups per byte; the default 64 KiB is the fallback */
-	r = fcntl(c->c2u[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
-	c->pipe_cap = r > 0 ? (size_t)r : 65536;
-	r = fcntl(c->u2c[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
-	if (r > 0 && (size_t)r < c->pipe_cap)
-		c->pipe_cap = (size_t)r;
-	else if (r <= 0)
-		c->pipe_cap = 65536;
+	/*
+	 * A bigger pipe means fewer wake-ups per byte. Past the per-user pipe
+	 * quota the kernel keeps the default size, so ask what we really got:
+	 * pipe_cap must be exact or a full pipe would leave the client readable
+	 * forever under level-triggered epoll.
+	 */
+	(void)fcntl(c->c2u[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
+	(void)fcntl(c->u2c[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
+	r = fcntl(c->c2u[1], F_GETPIPE_SZ);
+	r2 = fcntl(c->u2c[1], F_GETPIPE_SZ);
+	if (r <= 0 || r2 <= 0)
+		return px_conn_reply(c, 502, "internal", "cannot size pipes", true);
+	c->pipe_cap = (size_t)(r < r2 ? r : r2);
 	free(c->cout);
 	c->cout = strdup(established);
 	if (!c->cout)
@@ -45,6 +50,7 @@ int px_tunnel_start(conn *c)
 	c->req.head_len = 0;
 	c->framed = c->cin_len;
 	c->state = CS_TUNNEL;
+	c->c_rd = c->c_wr = c->u_rd = c->u_wr = true;
 	c->deadline_ns = px_now_ns() + PX_TUNNEL_IDLE_NS;
 	px_conn_emit_request(c, "allow", "", 200);
 	px_tunnel_io(c);
@@ -68,7 +74,12 @@ static bool fatal(int err)
 	return err != EAGAIN && err != EINTR;
 }
 
-/* Returns true when something moved. */
+/*
+ * Returns true when something moved. c_rd/c_wr/u_rd/u_wr say a socket may be
+ * ready: set by epoll reports, cleared by EAGAIN or a short transfer, so an
+ * idle direction costs no syscall. Clearing one wrongly only costs a round
+ * trip: the loop is level-triggered and reports the socket again.
+ */
 static bool step(conn *c)
 {
 	px_loop *L = c->L;
@@ -120,9 +131,9 @@ static bool step(conn *c)
 			moved = true;
 		}
 	}
-	if (c->framed == 0 && !c->c_eof && c->c2u_n < c->pipe_cap && !c->throttled_up) {
+	if (c->framed == 0 && !c->c_eof && c->c2u_n < c->pipe_cap && !c->throttled_up && c->c_rd) {
 		uint64_t room = c->pipe_cap - c->c2u_n;
-		uint64_t grant = px_bucket_take(&L->bw_up, room, now);
+		uint64_t grant = px_bucket_take_min(&L->bw_up, room, PX_BW_BURST_MIN, now);
 
 		if (grant == 0)
 			px_conn_throttle(c, &L->bw_up, true, room);
@@ -156,27 +167,33 @@ static bool step(conn *c)
 				if (n > 0) {
 					c->c2u_n += (size_t)n;
 					moved = true;
+					if ((uint64_t)n < budget)
+						c->c_rd = false;
 				} else if (n == 0) {
 					c->c_eof = true;
 					moved = true;
 				} else if (fatal(errno)) {
 					tunnel_close(c, "client-error");
 					return false;
-				}
+				} else
+					c->c_rd = false;
 			}
 		}
 	}
-	if (c->c2u_n > 0) {
+	if (c->c2u_n > 0 && c->u_wr) {
 		n = splice(c->c2u[0], NULL, c->ufd, NULL, c->c2u_n,
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n > 0) {
+			if ((size_t)n < c->c2u_n)
+				c->u_wr = false;
 			c->c2u_n -= (size_t)n;
 			c->bytes_out += (uint64_t)n;
 			moved = true;
 		} else if (n < 0 && fatal(errno)) {
 			tunnel_close(c, "upstream-error");
 			return false;
-		}
+		} else
+			c->u_wr = false;
 	}
 	if (c->c_eof && c->c2u_n == 0 && c->framed == 0 && !c->u_shut) {
 		(void)shutdown(c->ufd, SHUT_WR);
@@ -184,9 +201,9 @@ static bool step(conn *c)
 	}
 
 	/* 3. upstream -> client */
-	if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->throttled_down) {
+	if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->throttled_down && c->u_rd) {
 		uint64_t room = c->pipe_cap - c->u2c_n;
-		uint64_t grant = px_bucket_take(&L->bw_down, room, now);
+		uint64_t grant = px_bucket_take_min(&L->bw_down, room, PX_BW_BURST_MIN, now);
 
 		if (grant == 0)
 			px_conn_throttle(c, &L->bw_down, false, room);
@@ -200,26 +217,32 @@ static bool step(conn *c)
 			if (n > 0) {
 				c->u2c_n += (size_t)n;
 				moved = true;
+				if ((uint64_t)n < grant)
+					c->u_rd = false;
 			} else if (n == 0) {
 				c->u_eof = true;
 				moved = true;
 			} else if (fatal(errno)) {
 				tunnel_close(c, "upstream-error");
 				return false;
-			}
+			} else
+				c->u_rd = false;
 		}
 	}
-	if (c->u2c_n > 0) {
+	if (c->u2c_n > 0 && c->c_wr) {
 		n = splice(c->u2c[0], NULL, c->cfd, NULL, c->u2c_n,
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n > 0) {
+			if ((size_t)n < c->u2c_n)
+				c->c_wr = false;
 			c->u2c_n -= (size_t)n;
 			c->bytes_in += (uint64_t)n;
 			moved = true;
 		} else if (n < 0 && fatal(errno)) {
 			tunnel_close(c, "client-error");
 			return false;
-		}
+		} else
+			c->c_wr = false;
 	}
 	if (c->u_eof && c->u2c_n == 0 && !c->c_shut) {
 		(void)shutdown(c->cfd, SHUT_WR);
@@ -248,6 +271,7 @@ void px_tunnel_io(conn *c)
 
 void px_tunnel_hup(conn *c, bool upstream)
 {
+	c->c_rd = c->c_wr = c->u_rd = c->u_wr = true;
 	px_tunnel_io(c);
 	if (c->dead)
 		return;
@@ -262,11 +286,7 @@ void px_tunnel_hup(conn *c, bool upstream)
 		tunnel_close(c, "upstream-closed");
 		return;
 	}
-	if (c->ufd >= 0) {
-		(void)epoll_ctl(c->L->epfd, EPOLL_CTL_DEL, c->ufd, NULL);
-		c->u_registered = false;
-		c->ufd = safe_close(c->ufd);
-	}
+	px_conn_drop_ufd(c);
 	c->c_eof = true;
 	c->c2u_n = 0;
 	c->framed = 0;

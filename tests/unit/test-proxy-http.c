@@ -171,6 +171,12 @@ static void test_rewrite(void)
 	   "credential replaces the agent's header");
 	ok(strstr(out, "Connection: close\r\n\r\n") != NULL, "Connection: close upstream");
 	free(out);
+	ok(parse("GET http://h.test/x HTTP/1.0\r\n\r\n", &req) > 0 &&
+	       px_http_build_upstream_head("GET http://h.test/x HTTP/1.0\r\n\r\n", &req, NULL, NULL,
+					   &out, &len) == 0 &&
+	       strncmp(out, "GET /x HTTP/1.0\r\nHost: h.test\r\n", 31) == 0,
+	   "HTTP/1.0 client: HTTP/1.0 upstream");
+	free(out);
 }
 
 static void test_response(void)
