@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@
 #define GRACE_NS	  (3ULL * 1000000000ULL) /* after SIGINT/SIGTERM, before SIGKILL */
 #define MAX_ENV		  (POLICY_MAX_ENV + 16)
 #define MAX_EVENT_BYTES	  65536
+#define PROXY_DRAIN_NS	  (500ULL * 1000000ULL) /* bound on the worker's last reports */
 
 enum { EV_SYNC = 1, EV_PIDFD, EV_SIGNAL, EV_WALL, EV_GRACE, EV_NOTIFY, EV_PROXY, EV_PTY };
 
@@ -317,7 +319,8 @@ static void handle_sync(supervisor *s)
 	(void)safe_close(fd);
 }
 
-static void handle_proxy(supervisor *s)
+/* Returns -EPIPE once the worker has closed its end. */
+static int handle_proxy(supervisor *s)
 {
 	char buf[MAX_EVENT_BYTES];
 	_cleanup_free_ char *event = NULL;
@@ -327,11 +330,12 @@ static void handle_proxy(supervisor *s)
 	if (n <= 0) {
 		if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 			(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, s->proxy_fd, NULL);
+			return -EPIPE;
 		}
-		return;
+		return 0;
 	}
 	if (px_event_parse(buf, (size_t)n, &event, &data) < 0)
-		return; /* a worker that speaks nonsense is ignored, never trusted */
+		return 0; /* a worker that speaks nonsense is ignored, never trusted */
 	if (strcmp(event, "net.request") == 0 || strcmp(event, "net.tunnel.close") == 0) {
 		json_int_t out = json_integer_value(json_object_get(data, "bytes_out"));
 		json_int_t in = json_integer_value(json_object_get(data, "bytes_in"));
@@ -347,6 +351,30 @@ static void handle_proxy(supervisor *s)
 		s->res->requests_denied++;
 	}
 	emit(s, event, data);
+	return 0;
+}
+
+/*
+ * The sandbox is gone: ask the worker to close and report what is still
+ * open (shutdown of our end), and take its last events before sandbox.exit,
+ * bounded so that a stuck worker cannot hold the run.
+ */
+static void drain_proxy(supervisor *s)
+{
+	uint64_t deadline = now_ns() + PROXY_DRAIN_NS;
+
+	if (s->proxy_fd < 0)
+		return;
+	(void)shutdown(s->proxy_fd, SHUT_WR);
+	for (;;) {
+		uint64_t t = now_ns();
+		struct pollfd p = {.fd = s->proxy_fd, .events = POLLIN};
+
+		if (t >= deadline || poll(&p, 1, (int)((deadline - t) / 1000000ULL) + 1) <= 0)
+			break;
+		if (handle_proxy(s) < 0)
+			break;
+	}
 }
 
 static void handle_signal(supervisor *s)
@@ -417,7 +445,7 @@ static int event_loop(supervisor *s)
 				}
 				break;
 			case EV_PROXY:
-				handle_proxy(s);
+				(void)handle_proxy(s);
 				break;
 			case EV_PTY:
 				if (pty_pump(s->pty, (int)(uint32_t)evs[i].data.u64) < 0)
@@ -787,6 +815,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	while (s.sync >= 0)
 		handle_sync(&s);
 	pty_drain(s.pty);
+	drain_proxy(&s);
 	if (s.setup_failed) {
 		r = diag->message[0] ? -EINVAL : -EIO;
 		if (!s.started)

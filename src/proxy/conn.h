@@ -185,6 +185,8 @@ uint64_t px_budget_take(px_loop *L, uint64_t want);
 /* tunnel.c */
 int px_tunnel_start(conn *c);
 void px_tunnel_io(conn *c);
+/* Reports and closes c if it is an open tunnel (the sandbox ended). */
+void px_tunnel_end(conn *c, const char *reason);
 void px_tunnel_hup(conn *c, bool upstream);
 void px_tunnel_interest(conn *c, uint32_t *cmask, uint32_t *umask);
 

@@ -5,7 +5,7 @@
  * Forwarding and tunnelling live in forward.c and tunnel.c.
  */
 #include <errno.h>
-#include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -861,6 +861,26 @@ static void handle_events_fd(px_loop *L, uint32_t e)
 		(void)px_events_flush(L->ev);
 }
 
+/*
+ * The supervisor shut its end when the sandbox ended: every tunnel still
+ * open is closed and reported, and every queued event is delivered before
+ * the worker exits, so the audit log holds the last bytes counted. The
+ * supervisor bounds how long it waits for this.
+ */
+static void drain(px_loop *L)
+{
+	for (conn *c = L->conns; c; c = c->next)
+		px_tunnel_end(c, "sandbox-ended");
+	for (int i = 0; i < 50 && px_events_pending(L->ev); i++) {
+		struct pollfd p = {.fd = L->event_fd, .events = POLLOUT};
+
+		if (poll(&p, 1, 20) < 0 && errno != EINTR)
+			break;
+		if (px_events_flush(L->ev) < 0)
+			break;
+	}
+}
+
 int px_loop_run(px_loop *L)
 {
 	struct epoll_event evs[64];
@@ -952,5 +972,6 @@ int px_loop_run(px_loop *L)
 			(void)epoll_ctl(L->epfd, EPOLL_CTL_MOD, L->event_fd, &ev);
 		}
 	}
+	drain(L);
 	return 0;
 }

@@ -69,6 +69,12 @@ static void tunnel_close(conn *c, const char *reason)
 	px_conn_close(c, reason);
 }
 
+void px_tunnel_end(conn *c, const char *reason)
+{
+	if (!c->dead && c->state == CS_TUNNEL)
+		tunnel_close(c, reason);
+}
+
 static bool fatal(int err)
 {
 	return err != EAGAIN && err != EINTR;

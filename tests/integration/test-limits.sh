@@ -33,8 +33,12 @@ check "cpu 0.5 for 3 s uses 1.5 s +-20% (used $cpu s in $wall s)" python3 -c "im
 expect_match "summary shows throttling" "$out" '"cpu_throttled":true'
 
 # pids: a fork bomb is contained, the host can still fork, nothing survives
-# the sandbox's processes run under host uids from 2^30 up
-sandboxed() { ps -e -o uid= | awk '$1 >= 1073741824' | wc -l; }
+# processes of the sandbox whose supervisor had pid $1: they run under the
+# host uids 2^30 + 2*pid (root inside) and + 1 (the agent)
+sandboxed() {
+	local base=$((1073741824 + 2 * $1))
+	ps -e -o uid= | awk -v a=$base -v b=$((base + 1)) '$1 == a || $1 == b' | wc -l
+}
 "$SANDCAP" run --json --policy "$T/pids.json" -- sh -c '
 b() { b | b & }
 b & sleep 3; echo done' >"$T/pids.out" 2>&1 &
@@ -44,7 +48,7 @@ check "host can still fork during the bomb" /bin/true
 wait $sc_pid
 expect_match "pids limit reported" "$(cat "$T/pids.out")" '"pids_limited":true'
 sleep 0.2
-expect_eq "no process of the bomb survives" "$(sandboxed)" 0
+expect_eq "no process of the bomb survives" "$(sandboxed $sc_pid)" 0
 
 # wall: sleep 1000 under 1 s ends with 124; a double-forked daemon dies too
 start=$(date +%s%N)
