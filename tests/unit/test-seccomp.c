@@ -778,6 +778,36 @@ static void test_filter_size(void)
 		close(fd);
 }
 
+/* A process carries one listener: a second filter that wants one is
+ * refused with EBUSY (seccomp.h), one without a listener still stacks. */
+static void test_second_listener(void)
+{
+	int status = -1;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		sc_plan audit = plain_plan(), quiet = plain_plan();
+		int fd = -1, fd2 = -1;
+
+		audit.audit_exec = audit.audit_denied_syscalls = true;
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || sf_apply(&audit, &fd) < 0 ||
+		    fd < 0)
+			_exit(1);
+		if (sf_apply(&audit, &fd2) != -EBUSY)
+			_exit(2);
+		if (sf_apply(&quiet, &fd2) < 0 || fd2 != -1)
+			_exit(3);
+		_exit(0);
+	}
+	if (pid > 0 && waitpid(pid, &status, 0) < 0)
+		status = -1;
+	ok(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	   "a second listener is refused with EBUSY, a filter without one stacks (status %d)",
+	   status);
+}
+
 /* sandcap loads the programs generated at build time; libseccomp, here and
  * now, must produce exactly the same bytes for every variant, or the two
  * have drifted (a changed table without a rebuild, another libseccomp). */
@@ -803,6 +833,7 @@ static void test_precompiled(void)
 			seccomp_release(ctx);
 	}
 	ok(sf_programs_arch == seccomp_arch_native(), "programs are for this architecture");
+	test_second_listener();
 	ok(sf_build(SF_N_VARIANTS, &(scmp_filter_ctx){NULL}) == -EINVAL,
 	   "sf_build refuses an unknown variant");
 }
