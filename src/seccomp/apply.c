@@ -51,7 +51,7 @@ int sf_apply(const sc_plan *plan, int *ret_notify_fd)
 	flags = p->notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
 
 	/* Required without CAP_SYS_ADMIN; the caller has set it for Landlock
-	 * already, and seccomp_load() set it again too. */
+	 * already; seccomp_load() sets it too, so this keeps its semantics. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
 	r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
