@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The seccomp profile as data: profile.c holds the table, apply.c compiles it
- * with libseccomp. Internal to src/seccomp/.
+ * The seccomp profile as data: profile.c holds the table, compile.c compiles
+ * it with libseccomp (at build time, see sf-gen.c), apply.c loads the result.
+ * Internal to src/seccomp/.
  */
 #pragma once
 
 #include <errno.h>
+#include <linux/filter.h>
 #include <stdbool.h>
 #include <seccomp.h>
 #include <stddef.h>
@@ -68,9 +70,28 @@ int sf_expand(const sf_arg *a, sf_cmp_list *ret);
 extern const sf_rule sf_profile[];
 extern const size_t sf_profile_len;
 
-/* Builds (does not load) the filter for plan: for tests and for inspecting
- * it with seccomp_export_pfc(). The caller releases ret_ctx with
- * seccomp_release(). Returns 0, -EOPNOTSUPP when auditing is asked for and
- * libseccomp lacks user notification, or a libseccomp -errno. */
+/*
+ * The filter depends on nothing but these bits of the plan (and the
+ * architecture): sf_build takes a variant, not a plan, so that it cannot read
+ * anything else, and every variant is compiled once at build time
+ * (sf-gen.c) into the programs sf_apply loads.
+ */
+typedef enum sf_variant {
+	SF_V_AUDIT_EXEC = 1 << 0,   /* plan->audit_exec */
+	SF_V_AUDIT_DENIED = 1 << 1, /* plan->audit_denied_syscalls */
+	SF_N_VARIANTS = 1 << 2,	    /* every combination of the bits above */
+} sf_variant;
 
-int sf_build(const sc_plan *plan, scmp_filter_ctx *ret_ctx);
+unsigned sf_variant_of(const sc_plan *plan);
+
+/* Builds (does not load) the filter of one variant with libseccomp: for the
+ * build-time generator, for tests, and for inspecting it with
+ * seccomp_export_pfc(). The caller releases ret_ctx with seccomp_release().
+ * Returns 0, -EINVAL for a variant >= SF_N_VARIANTS, -EOPNOTSUPP when
+ * auditing is asked for and libseccomp lacks user notification, or a
+ * libseccomp -errno. */
+int sf_build(unsigned variant, scmp_filter_ctx *ret_ctx);
+
+/* The BPF program libseccomp generates for ctx (seccomp_export_bpf), in a
+ * malloc'd array of *ret_len instructions the caller frees. */
+int sf_export(scmp_filter_ctx ctx, struct sock_filter **ret_insns, size_t *ret_len);

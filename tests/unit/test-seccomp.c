@@ -32,6 +32,7 @@
 #include "base/cleanup.h"
 #include "compat/syscalls.h"
 #include "seccomp/profile.h"
+#include "seccomp/programs.h"
 #include "seccomp/seccomp.h"
 
 #ifndef __NR_io_uring_setup
@@ -765,7 +766,7 @@ static void test_filter_size(void)
 	off_t bytes = -1;
 
 	plan.audit_exec = plan.audit_denied_syscalls = true;
-	r = sf_build(&plan, &ctx);
+	r = sf_build(sf_variant_of(&plan), &ctx);
 	fd = memfd_create("bpf", MFD_CLOEXEC);
 	if (r == 0 && fd >= 0 && seccomp_export_bpf(ctx, fd) == 0)
 		bytes = lseek(fd, 0, SEEK_END);
@@ -775,6 +776,66 @@ static void test_filter_size(void)
 		seccomp_release(ctx);
 	if (fd >= 0)
 		close(fd);
+}
+
+/* A process carries one listener: a second filter that wants one is
+ * refused with EBUSY (seccomp.h), one without a listener still stacks. */
+static void test_second_listener(void)
+{
+	int status = -1;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		sc_plan audit = plain_plan(), quiet = plain_plan();
+		int fd = -1, fd2 = -1;
+
+		audit.audit_exec = audit.audit_denied_syscalls = true;
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || sf_apply(&audit, &fd) < 0 ||
+		    fd < 0)
+			_exit(1);
+		if (sf_apply(&audit, &fd2) != -EBUSY)
+			_exit(2);
+		if (sf_apply(&quiet, &fd2) < 0 || fd2 != -1)
+			_exit(3);
+		_exit(0);
+	}
+	if (pid > 0 && waitpid(pid, &status, 0) < 0)
+		status = -1;
+	ok(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	   "a second listener is refused with EBUSY, a filter without one stacks (status %d)",
+	   status);
+}
+
+/* sandcap loads the programs generated at build time; libseccomp, here and
+ * now, must produce exactly the same bytes for every variant, or the two
+ * have drifted (a changed table without a rebuild, another libseccomp). */
+static void test_precompiled(void)
+{
+	for (unsigned v = 0; v < SF_N_VARIANTS; v++) {
+		scmp_filter_ctx ctx = NULL;
+		struct sock_filter *insns = NULL;
+		size_t len = 0;
+		const sf_program *p = &sf_programs[v];
+		int r = sf_build(v, &ctx);
+
+		if (r == 0)
+			r = sf_export(ctx, &insns, &len);
+		ok(r == 0 && len == p->len && memcmp(insns, p->insns, len * sizeof(*insns)) == 0,
+		   "variant %u: precompiled program (%u instructions) is what libseccomp "
+		   "builds now (%zu, r=%d)",
+		   v, p->len, len, r);
+		ok(p->notify == ((v & (SF_V_AUDIT_EXEC | SF_V_AUDIT_DENIED)) != 0),
+		   "variant %u: loaded %s a listener", v, p->notify ? "with" : "without");
+		free(insns);
+		if (ctx)
+			seccomp_release(ctx);
+	}
+	ok(sf_programs_arch == seccomp_arch_native(), "programs are for this architecture");
+	test_second_listener();
+	ok(sf_build(SF_N_VARIANTS, &(scmp_filter_ctx){NULL}) == -EINVAL,
+	   "sf_build refuses an unknown variant");
 }
 
 int main(void)
@@ -816,6 +877,7 @@ int main(void)
 	test_expand();
 	test_table_shape();
 	test_filter_size();
+	test_precompiled();
 	test_notifications();
 
 	{
