@@ -10,13 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/sha256.h"
 #include "audit/audit-internal.h"
 #include "base/cleanup.h"
-
-static void md_ctx_freep(EVP_MD_CTX **c)
-{
-	EVP_MD_CTX_free(*c);
-}
 
 static void mac_freep(EVP_MAC **m)
 {
@@ -72,32 +68,23 @@ bool au_is_hash_hex(const char *s, size_t len)
 	return true;
 }
 
-static int sha256_parts(const void *a, size_t alen, const void *b, size_t blen, const void *c,
-			size_t clen, uint8_t out[AU_HASH_BYTES])
+static int sha256_3(const void *a, size_t alen, const void *b, size_t blen, const void *c,
+		    size_t clen, uint8_t out[AU_HASH_BYTES])
 {
-	_cleanup_(md_ctx_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned int outlen = 0;
-
-	if (!ctx)
-		return -ENOMEM;
-	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
-	    EVP_DigestUpdate(ctx, a, alen) != 1 || EVP_DigestUpdate(ctx, b, blen) != 1 ||
-	    EVP_DigestUpdate(ctx, c, clen) != 1 || EVP_DigestFinal_ex(ctx, out, &outlen) != 1 ||
-	    outlen != AU_HASH_BYTES)
-		return -EIO;
+	sha256_parts(a, alen, b, blen, c, clen, out);
 	return 0;
 }
 
 int au_genesis(const char *sandbox_id, uint8_t out[AU_HASH_BYTES])
 {
-	return sha256_parts(AU_GENESIS_PREFIX, strlen(AU_GENESIS_PREFIX), sandbox_id,
-			    strlen(sandbox_id), "", 0, out);
+	return sha256_3(AU_GENESIS_PREFIX, strlen(AU_GENESIS_PREFIX), sandbox_id,
+			strlen(sandbox_id), "", 0, out);
 }
 
 int au_chain_hash(const uint8_t prev[AU_HASH_BYTES], const char *body, size_t body_len,
 		  uint8_t out[AU_HASH_BYTES])
 {
-	return sha256_parts(prev, AU_HASH_BYTES, body, body_len, "}", 1, out);
+	return sha256_3(prev, AU_HASH_BYTES, body, body_len, "}", 1, out);
 }
 
 int au_hmac(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t msg_len,

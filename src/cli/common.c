@@ -9,15 +9,15 @@
 
 #include "base/cleanup.h"
 #include "base/io.h"
+#include "base/sha256.h"
 #include "cli/cli.h"
 #include "token/token.h"
 
 void cli_sha256_hex(const void *buf, size_t len, char out[65])
 {
-	unsigned char md[32];
-	unsigned int n = 0;
+	uint8_t md[SHA256_BYTES];
 
-	(void)EVP_Digest(buf, len, md, &n, EVP_sha256(), NULL);
+	sha256_parts(buf, len, "", 0, "", 0, md);
 	for (unsigned i = 0; i < 32; i++)
 		snprintf(out + 2 * i, 3, "%02x", md[i]);
 }

@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 
 	/* The system openssl.cnf only selects providers we don't use; parsing it
 	 * costs more than the rest of sandbox start-up together. */
-	(void)OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+	(void)OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ATEXIT, NULL);
 
 	if (argc < 2) {
 		usage(stderr);
