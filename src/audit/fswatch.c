@@ -109,9 +109,15 @@ typedef struct fw_dir {
 	char *host; /* host path of the directory, NULL when it could not be opened */
 } fw_dir;
 
+typedef enum fw_who {
+	FW_HOST,    /* a host process: not reported */
+	FW_SANDBOX, /* alive, and runs as one of the sandbox's host ids */
+	FW_GONE,    /* exited before we looked: judged by place alone */
+} fw_who;
+
 typedef struct fw_pid {
 	pid_t pid;
-	bool ours;
+	fw_who who;
 } fw_pid;
 
 typedef struct fw_recent {
@@ -127,7 +133,7 @@ struct fw_watch {
 	uid_t id_base;
 	pid_t self;
 	char mode[256];
-	uint64_t emitted, dropped, tick, listed;
+	uint64_t emitted, dropped, unplaced, tick, listed;
 	bool overflowed;
 	char *buf; /* FW_READ_BYTES, 8-byte aligned */
 	fw_dir dirs[FW_DIR_CACHE];
@@ -458,36 +464,37 @@ static int diff(fw_watch *w, sf_event_cb cb, void *ud, const fw_grant *g, const 
 
 /* ---- fanotify --------------------------------------------------------- */
 
-/* Is pid one of the sandbox's processes? Unknown (exited) counts as yes. */
-static bool pid_ours(fw_watch *w, pid_t pid)
+/* Whose event is it? The fsuid is what the kernel checked the write with. */
+static fw_who pid_who(fw_watch *w, pid_t pid)
 {
 	char path[64], line[256];
 	_cleanup_fclose_ FILE *f = NULL;
-	bool ours = true, known = false;
+	fw_who who = FW_GONE;
 
 	if (pid == w->self)
-		return false;
+		return FW_HOST;
 	for (size_t i = 0; i < FW_PID_CACHE; i++)
 		if (w->pids[i].pid == pid && pid > 0)
-			return w->pids[i].ours;
+			return w->pids[i].who;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
-		return true;
+		return FW_GONE;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long ruid, euid, suid, fsuid;
 
 		if (sscanf(line, "Uid: %lu %lu %lu %lu", &ruid, &euid, &suid, &fsuid) == 4) {
-			ours = fsuid == w->id_base || fsuid == (unsigned long)w->id_base + 1;
-			known = true;
+			who = fsuid == w->id_base || fsuid == (unsigned long)w->id_base + 1
+				  ? FW_SANDBOX
+				  : FW_HOST;
 			break;
 		}
 	}
-	if (known) {
-		w->pids[w->next_pid] = (fw_pid){.pid = pid, .ours = ours};
+	if (who != FW_GONE) {
+		w->pids[w->next_pid] = (fw_pid){.pid = pid, .who = who};
 		w->next_pid = (w->next_pid + 1) % FW_PID_CACHE;
 	}
-	return ours;
+	return who;
 }
 
 static void dirs_flush(fw_watch *w)
@@ -585,6 +592,7 @@ static void on_fan_event(fw_watch *w, const struct fanotify_event_metadata *m, s
 	const char *name = "", *dir, *rel;
 	_cleanup_free_ char *host = NULL;
 	const fw_grant *g;
+	fw_who who;
 	bool is_dir = m->mask & FAN_ONDIR;
 
 	/* Find the directory record; every length is the kernel's, checked anyway. */
@@ -616,17 +624,20 @@ static void on_fan_event(fw_watch *w, const struct fanotify_event_metadata *m, s
 		if (strcmp(name, ".") == 0)
 			name = "";
 	}
-	if (!pid_ours(w, m->pid))
+	who = pid_who(w, m->pid);
+	if (who == FW_HOST)
 		goto out;
 	dir = dir_path(w, &fid->fsid, fh);
-	if (!dir)
+	host = dir ? path_join(dir, name) : NULL;
+	g = host ? grant_of(w, host, &rel) : NULL;
+	if (!g) {
+		/* The sandbox can write on this filesystem only through its rw
+		 * grants: a write of a living sandbox process we cannot place
+		 * (its directory is gone, or its path too long) is counted. */
+		if (who == FW_SANDBOX)
+			w->unplaced++;
 		goto out;
-	host = path_join(dir, name);
-	if (!host)
-		goto out;
-	g = grant_of(w, host, &rel);
-	if (!g)
-		goto out;
+	}
 	for (size_t i = 0; i < ELEMENTSOF(order); i++)
 		if (m->mask & order[i].bit)
 			emit_op(w, cb, ud, g, rel, order[i].op, is_dir);
@@ -817,6 +828,9 @@ int fw_finish(fw_watch *w, sf_event_cb cb, void *userdata)
 	}
 	if (w->overflowed)
 		emit_truncated(cb, userdata, "fanotify queue overflow", 0);
+	if (w->unplaced)
+		emit_truncated(cb, userdata, "directory gone before the event was read",
+			       w->unplaced);
 	if (w->dropped)
 		emit_truncated(cb, userdata, "event cap", w->dropped);
 	return (int)w->emitted;
