@@ -212,7 +212,7 @@ static bool coalesce(fw_watch *w, const fw_grant *g, const char *rel, const char
 	for (size_t i = 0; i < FW_COALESCE_SLOTS; i++) {
 		fw_recent *r = &w->recent[i];
 
-		if (r->path && r->op == op && strcmp(r->path, key) == 0) {
+		if (r->path && strcmp(r->op, op) == 0 && strcmp(r->path, key) == 0) {
 			if (now - r->t < FW_COALESCE_NS)
 				return true;
 			r->t = now;
@@ -226,11 +226,28 @@ static bool coalesce(fw_watch *w, const fw_grant *g, const char *rel, const char
 	return false;
 }
 
+/* Any other op on a path ends its coalescing window: a file deleted and
+ * created again is a new file, whose first modify is reported. */
+static void forget(fw_watch *w, const fw_grant *g, const char *rel)
+{
+	_cleanup_free_ char *key = path_join(g->g->at, rel);
+
+	for (size_t i = 0; key && i < FW_COALESCE_SLOTS; i++)
+		if (w->recent[i].path && strcmp(w->recent[i].path, key) == 0) {
+			free(w->recent[i].path);
+			w->recent[i].path = NULL;
+		}
+}
+
 static void emit_op(fw_watch *w, sf_event_cb cb, void *ud, const fw_grant *g, const char *rel,
 		    const char *op, bool is_dir)
 {
-	if ((strcmp(op, "modify") == 0 || strcmp(op, "attrib") == 0) && coalesce(w, g, rel, op))
-		return;
+	if (strcmp(op, "modify") == 0 || strcmp(op, "attrib") == 0) {
+		if (coalesce(w, g, rel, op))
+			return;
+	} else {
+		forget(w, g, rel);
+	}
 	emit(w, cb, ud, g, rel, op, is_dir);
 }
 
