@@ -57,11 +57,13 @@
 #include <sys/fanotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
 #include "base/cleanup.h"
+#include "compat/syscalls.h"
 #include "ns/ns.h"
 
 #define FW_READ_BYTES	  65536u /* one read() of the fanotify fd */
@@ -853,6 +855,50 @@ int fw_finish(fw_watch *w, sf_event_cb cb, void *userdata)
 	return (int)w->emitted;
 }
 
+/*
+ * Closing the last fd of a fanotify group that had marks waits for an SRCU
+ * grace period (fsnotify_destroy_group() -> fsnotify_wait_marks_destroyed()):
+ * 15 ms on an idle host, more on a busy one, at the end of every run. So a
+ * grandchild (reparented away, nobody waits for it) inherits the fd, lets go
+ * of every other fd (stdout may be a pipe someone reads to EOF), waits until
+ * we have dropped our copy and then drops the last one. Any failure falls
+ * back to closing here.
+ */
+static void close_group(int fd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (fd < 0)
+		return;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		(void)close(fd);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		char c;
+		int lo = fd < p[0] ? fd : p[0], hi = fd < p[0] ? p[0] : fd;
+
+		if (fork() != 0)
+			_exit(0); /* the intermediate; a failed fork closes at exit */
+		if ((lo > 0 && sys_close_range(0, (unsigned)lo - 1, 0) < 0) ||
+		    (hi > lo + 1 && sys_close_range((unsigned)lo + 1, (unsigned)hi - 1, 0) < 0) ||
+		    sys_close_range((unsigned)hi + 1, ~0U, 0) < 0)
+			_exit(0);
+		while (read(p[0], &c, 1) < 0 && errno == EINTR)
+			;
+		(void)close(fd);
+		_exit(0);
+	}
+	(void)close(p[0]);
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	(void)close(fd);
+	(void)close(p[1]); /* EOF: the grandchild drops the last reference */
+}
+
 fw_watch *fw_free(fw_watch *w)
 {
 	if (!w)
@@ -864,7 +910,7 @@ fw_watch *fw_free(fw_watch *w)
 	dirs_flush(w);
 	for (size_t i = 0; i < FW_COALESCE_SLOTS; i++)
 		free(w->recent[i].path);
-	(void)safe_close(w->fan);
+	close_group(w->fan);
 	free(w->grants);
 	free(w->buf);
 	free(w);
