@@ -20,8 +20,8 @@
  *   - a process that has exited before we read its event can no longer be
  *     identified; its event is kept when it lies in a grant, so a short-lived
  *     host process writing into a grant during the run is attributed to the
- *     sandbox (a living one is not). A pid reused within the run by a host
- *     process is judged by its new owner.
+ *     sandbox (a living one is not). A pid reused within the run may be
+ *     judged by its former owner (verdicts are cached per pid).
  *   - entries of a directory deleted or moved before we read their events
  *     cannot be placed (the handle no longer opens) and are not reported;
  *     the directory's own deletion or move is.

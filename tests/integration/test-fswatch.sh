@@ -88,6 +88,14 @@ expect_match "report lists the files written" "$out" "files +2 written"
 expect_match "report names the path and op" "$out" "/work/agentfile \(create\)"
 expect_match "sandbox.exit counts the files written" "$(grep '"event":"sandbox.exit"' "$log")" '"files_written":2'
 
+# The cap: FW_MAX_EVENTS (4096) records, then one "truncated" with the count.
+run many 'mkdir /work/many && cd /work/many && i=0; while [ $i -lt 4200 ]; do : > f$i; i=$((i + 1)); done'
+expect_eq "at most 4096 fs.write records for files" "$(writes "$log" | grep -c " file$\| dir$")" 4096
+expect_match "then one truncated record with the count left out" \
+	"$(grep '"op":"truncated"' "$log")" '"count":105,.*"reason":"event cap"'
+out=$("$SANDCAP" audit report "$log" 2>&1)
+expect_match "the report says the list is incomplete" "$out" "incomplete: 105 writes not recorded"
+
 # --- listing fallback ---
 reset_rw
 SANDCAP_FSWATCH=listing "$SANDCAP" run --quiet --audit "$T/listing.jsonl" \
