@@ -54,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/fanotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -595,8 +596,11 @@ static const fw_grant *grant_of(const fw_watch *w, const char *host, const char 
 	return best;
 }
 
-static void on_fan_event(fw_watch *w, const struct fanotify_event_metadata *m, sf_event_cb cb,
-			 void *ud)
+/* m: an aligned copy of the record's metadata; rec: the record itself in the
+ * read buffer. Records are only 4-byte aligned (names have any length), so
+ * every structure is copied out before use. */
+static void on_fan_event(fw_watch *w, const struct fanotify_event_metadata *m, const char *rec,
+			 sf_event_cb cb, void *ud)
 {
 	static const struct {
 		uint64_t bit;
@@ -605,9 +609,14 @@ static void on_fan_event(fw_watch *w, const struct fanotify_event_metadata *m, s
 	    {FAN_CREATE, "create"}, {FAN_MOVED_TO, "rename_to"},     {FAN_MODIFY, "modify"},
 	    {FAN_ATTRIB, "attrib"}, {FAN_MOVED_FROM, "rename_from"}, {FAN_DELETE, "delete"},
 	};
-	const char *p = (const char *)m + m->metadata_len, *end = (const char *)m + m->event_len;
-	const struct fanotify_event_info_fid *fid = NULL;
-	const struct file_handle *fh;
+	const char *p = rec + m->metadata_len, *end = rec + m->event_len, *info = NULL;
+	struct fanotify_event_info_header h = {0};
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[FW_HANDLE_MAX];
+	} handle;
+	const size_t fixed = sizeof(struct fanotify_event_info_fid) + sizeof(struct file_handle);
+	fsid_t fsid;
 	const char *name = "", *dir, *rel;
 	_cleanup_free_ char *host = NULL;
 	const fw_grant *g;
@@ -615,29 +624,29 @@ static void on_fan_event(fw_watch *w, const struct fanotify_event_metadata *m, s
 	bool is_dir = m->mask & FAN_ONDIR;
 
 	/* Find the directory record; every length is the kernel's, checked anyway. */
-	while (p + sizeof(struct fanotify_event_info_header) <= end) {
-		const struct fanotify_event_info_header *h = (const void *)p;
-
-		if (h->len < sizeof(*h) || h->len > (size_t)(end - p))
+	while ((size_t)(end - p) >= sizeof(h)) {
+		memcpy(&h, p, sizeof(h));
+		if (h.len < sizeof(h) || h.len > (size_t)(end - p))
 			return;
-		if ((h->info_type == FAN_EVENT_INFO_TYPE_DFID_NAME ||
-		     h->info_type == FAN_EVENT_INFO_TYPE_DFID) &&
-		    h->len >= sizeof(*fid) + sizeof(struct file_handle)) {
-			fid = (const void *)p;
+		if ((h.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME ||
+		     h.info_type == FAN_EVENT_INFO_TYPE_DFID) &&
+		    h.len >= fixed) {
+			info = p;
 			break;
 		}
-		p += h->len;
+		p += h.len;
 	}
-	if (!fid)
+	if (!info)
 		return;
-	fh = (const struct file_handle *)fid->handle;
-	if (fh->handle_bytes > FW_HANDLE_MAX ||
-	    sizeof(*fid) + sizeof(*fh) + fh->handle_bytes > fid->hdr.len)
+	memcpy(&fsid, info + offsetof(struct fanotify_event_info_fid, fsid), sizeof(fsid));
+	memcpy(&handle.fh, info + sizeof(struct fanotify_event_info_fid), sizeof(handle.fh));
+	if (handle.fh.handle_bytes > FW_HANDLE_MAX || fixed + handle.fh.handle_bytes > h.len)
 		return;
-	if (fid->hdr.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME) {
-		size_t room = fid->hdr.len - sizeof(*fid) - sizeof(*fh) - fh->handle_bytes;
+	memcpy(handle.bytes, info + fixed, handle.fh.handle_bytes);
+	if (h.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME) {
+		size_t room = h.len - fixed - handle.fh.handle_bytes;
 
-		name = (const char *)fh->f_handle + fh->handle_bytes;
+		name = info + fixed + handle.fh.handle_bytes;
 		if (strnlen(name, room) == room)
 			return; /* not terminated */
 		if (strcmp(name, ".") == 0)
@@ -646,7 +655,7 @@ static void on_fan_event(fw_watch *w, const struct fanotify_event_metadata *m, s
 	who = pid_who(w, m->pid);
 	if (who == FW_HOST)
 		goto out;
-	dir = dir_path(w, &fid->fsid, fh);
+	dir = dir_path(w, &fsid, &handle.fh);
 	host = dir ? path_join(dir, name) : NULL;
 	g = host ? grant_of(w, host, &rel) : NULL;
 	if (!g) {
@@ -670,8 +679,8 @@ out:
 static int drain(fw_watch *w, sf_event_cb cb, void *ud, unsigned max_reads)
 {
 	for (unsigned i = 0; i < max_reads; i++) {
-		const struct fanotify_event_metadata *m;
 		ssize_t n = read(w->fan, w->buf, FW_READ_BYTES);
+		size_t off = 0;
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -680,17 +689,23 @@ static int drain(fw_watch *w, sf_event_cb cb, void *ud, unsigned max_reads)
 		}
 		if (n == 0)
 			return 0;
-		m = (const void *)w->buf;
-		for (; FAN_EVENT_OK(m, n); m = FAN_EVENT_NEXT(m, n)) {
-			if (m->vers != FANOTIFY_METADATA_VERSION)
+		/* FAN_EVENT_OK/FAN_EVENT_NEXT, on an aligned copy of each record */
+		while ((size_t)n - off >= FAN_EVENT_METADATA_LEN) {
+			struct fanotify_event_metadata m;
+
+			memcpy(&m, w->buf + off, sizeof(m));
+			if (m.event_len < FAN_EVENT_METADATA_LEN || m.event_len > (size_t)n - off ||
+			    m.metadata_len < FAN_EVENT_METADATA_LEN || m.metadata_len > m.event_len)
 				return -EPROTO;
-			if (m->fd >= 0)
-				(void)close(m->fd); /* not in FID mode; be safe */
-			if (m->mask & FAN_Q_OVERFLOW) {
+			if (m.vers != FANOTIFY_METADATA_VERSION)
+				return -EPROTO;
+			if (m.fd >= 0)
+				(void)close(m.fd); /* not in FID mode; be safe */
+			if (m.mask & FAN_Q_OVERFLOW)
 				w->overflowed = true;
-				continue;
-			}
-			on_fan_event(w, m, cb, ud);
+			else
+				on_fan_event(w, &m, w->buf + off, cb, ud);
+			off += m.event_len;
 		}
 	}
 	return 1;
