@@ -96,6 +96,17 @@ expect_match "then one truncated record with the count left out" \
 out=$("$SANDCAP" audit report "$log" 2>&1)
 expect_match "the report says the list is incomplete" "$out" "incomplete: 105 writes not recorded"
 
+# A grant that is one file.
+echo abc > "$T/single.txt" && chown 4321:4321 "$T/single.txt"
+policy file "{\"version\": 1, \"fs\": {\"grants\": [
+  {\"path\": \"$T/single.txt\", \"mode\": \"rw\", \"at\": \"/data/single.txt\"}]}}"
+for mode in fanotify listing; do
+	SANDCAP_FSWATCH=$mode "$SANDCAP" run --quiet --audit "$T/file-$mode.jsonl" --policy "$T/file.json" \
+		-- sh -c 'echo more >> /data/single.txt' >/dev/null 2>&1
+	expect_eq "a file grant is watched too ($mode)" "$(writes "$T/file-$mode.jsonl")" \
+		"modify /data/single.txt file"
+done
+
 # --- listing fallback ---
 reset_rw
 SANDCAP_FSWATCH=listing "$SANDCAP" run --quiet --audit "$T/listing.jsonl" \
