@@ -28,7 +28,9 @@
  *   - the kernel merges events on the same name from the same process that
  *     are still queued; a merged mask is reported in the order create,
  *     rename_to, modify, attrib, rename_from, delete.
- *   - submounts inside a grant that are other filesystems are not watched.
+ *   - other filesystems mounted inside a grant (they are cloned with it) are
+ *     marked too, up to FW_MAX_SUBMOUNTS; those that cannot be marked are
+ *     counted in the mode string ("N submounts not watched").
  *   - when two rw grants nest on the host, a write is reported under the
  *     innermost one.
  * The queue has the kernel's default bound; an overflow is reported as one
@@ -74,6 +76,7 @@
 #define FW_DIR_CACHE	  128u	 /* resolved directory handles */
 #define FW_PID_CACHE	  64u	 /* pids already judged */
 #define FW_COALESCE_SLOTS 256u	 /* recently reported modify/attrib paths */
+#define FW_MAX_SUBMOUNTS  64u	 /* other filesystems mounted inside rw grants */
 #define FW_MARK_MASK                                                                               \
 	(FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_MODIFY | FAN_ATTRIB |       \
 	 FAN_ONDIR)
@@ -102,6 +105,13 @@ typedef struct fw_grant {
 	fsid_t fsid;
 	fw_list before;
 } fw_grant;
+
+/* A filesystem mounted inside a rw grant (the grant tree is cloned with its
+ * submounts, so the agent writes there too). */
+typedef struct fw_sub {
+	fsid_t fsid;
+	int fd;
+} fw_sub;
 
 typedef struct fw_dir {
 	uint64_t used; /* 0: free slot */
@@ -144,6 +154,9 @@ struct fw_watch {
 	size_t next_pid;
 	fw_recent recent[FW_COALESCE_SLOTS];
 	size_t next_recent;
+	fw_sub subs[FW_MAX_SUBMOUNTS];
+	size_t n_subs;
+	unsigned subs_unwatched;
 };
 
 static uint64_t mono_ns(void)
@@ -529,8 +542,7 @@ static void dirs_flush(fw_watch *w)
 static const char *dir_path(fw_watch *w, const void *fsid, const struct file_handle *fh)
 {
 	fw_dir *slot = &w->dirs[0];
-	const fw_grant *g = NULL;
-	int fd;
+	int mount_fd = -1, fd;
 
 	for (size_t i = 0; i < FW_DIR_CACHE; i++) {
 		fw_dir *d = &w->dirs[i];
@@ -543,12 +555,13 @@ static const char *dir_path(fw_watch *w, const void *fsid, const struct file_han
 		if (d->used < slot->used)
 			slot = d;
 	}
-	for (size_t i = 0; i < w->n_grants; i++)
-		if (w->grants[i].fanotify && fsid_eq(&w->grants[i].fsid, fsid)) {
-			g = &w->grants[i];
-			break;
-		}
-	if (!g)
+	for (size_t i = 0; i < w->n_grants && mount_fd < 0; i++)
+		if (w->grants[i].fanotify && fsid_eq(&w->grants[i].fsid, fsid))
+			mount_fd = w->grants[i].fd;
+	for (size_t i = 0; i < w->n_subs && mount_fd < 0; i++)
+		if (fsid_eq(&w->subs[i].fsid, fsid))
+			mount_fd = w->subs[i].fd;
+	if (mount_fd < 0)
 		return NULL; /* a filesystem we did not mark */
 	free(slot->host);
 	*slot = (fw_dir){.used = ++w->tick, .type = fh->handle_type, .len = fh->handle_bytes};
@@ -556,7 +569,7 @@ static const char *dir_path(fw_watch *w, const void *fsid, const struct file_han
 	memcpy(slot->handle, fh->f_handle, fh->handle_bytes);
 	/* The handle is opened against the grant's mount, so /proc/self/fd
 	 * shows the directory's path as the host sees it. */
-	fd = open_by_handle_at(g->fd, (struct file_handle *)fh, O_PATH | O_CLOEXEC);
+	fd = open_by_handle_at(mount_fd, (struct file_handle *)fh, O_PATH | O_CLOEXEC);
 	if (fd >= 0) {
 		char link[64], target[PATH_MAX];
 		ssize_t n;
@@ -760,6 +773,84 @@ static int setup_fanotify(fw_watch *w, fw_grant *g, int *reterr)
 	return 0;
 }
 
+/* mountinfo writes space, tab, newline and backslash as \\ooo. */
+static void unescape_octal(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+static bool fsid_known(const fw_watch *w, const fsid_t *fsid)
+{
+	for (size_t i = 0; i < w->n_grants; i++)
+		if (w->grants[i].fanotify && fsid_eq(&w->grants[i].fsid, fsid))
+			return true;
+	for (size_t i = 0; i < w->n_subs; i++)
+		if (fsid_eq(&w->subs[i].fsid, fsid))
+			return true;
+	return false;
+}
+
+/* Marks the filesystems mounted below the fanotify grants (in our mount
+ * namespace, which is where the grant trees were cloned from). */
+static void mark_submounts(fw_watch *w)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		struct sc_open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC,
+					  .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		char *save = NULL, *mp = strtok_r(line, " ", &save);
+		const char *rel = NULL;
+		struct statfs sfs;
+		fsid_t fsid;
+		int fd;
+
+		/* id parent major:minor root mount-point ... */
+		for (int k = 0; k < 4 && mp; k++)
+			mp = strtok_r(NULL, " ", &save);
+		if (!mp)
+			continue;
+		unescape_octal(mp);
+		if (!grant_of(w, mp, &rel) || !rel[0])
+			continue; /* not strictly below a fanotify grant */
+		fd = sys_openat2(AT_FDCWD, mp, &how);
+		if (fd < 0)
+			continue; /* covered by another mount, or gone */
+		if (fstatfs(fd, &sfs) < 0) {
+			(void)close(fd);
+			continue;
+		}
+		memcpy(&fsid, &sfs.f_fsid, sizeof(fsid));
+		if (fsid_known(w, &fsid)) {
+			(void)close(fd);
+			continue;
+		}
+		if (w->n_subs == FW_MAX_SUBMOUNTS ||
+		    fanotify_mark(w->fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FW_MARK_MASK, fd,
+				  NULL) < 0) {
+			w->subs_unwatched++;
+			(void)close(fd);
+			continue;
+		}
+		w->subs[w->n_subs++] = (fw_sub){.fsid = fsid, .fd = fd};
+	}
+}
+
 int fw_start(const sc_plan *plan, fw_watch **ret, const char **ret_mode)
 {
 	fw_watch *w = calloc(1, sizeof(*w));
@@ -805,12 +896,21 @@ int fw_start(const sc_plan *plan, fw_watch **ret, const char **ret_mode)
 		}
 		n_list++;
 	}
-	if (n_fan && w->fan >= 0)
+	if (n_fan) {
+		mark_submounts(w);
 		*ret_mode = "fanotify";
-	if (n_list) {
-		snprintf(w->mode, sizeof(w->mode), "%slisting%s (%s)", n_fan ? "fanotify, " : "",
-			 n_fan ? " for some grants" : "",
-			 forced ? "forced by SANDCAP_FSWATCH" : why(err));
+	}
+	if (n_list || w->subs_unwatched) {
+		char sub[64] = "";
+
+		if (w->subs_unwatched)
+			snprintf(sub, sizeof(sub), ", %u submounts not watched", w->subs_unwatched);
+		if (n_list)
+			snprintf(w->mode, sizeof(w->mode), "%slisting%s (%s)%s",
+				 n_fan ? "fanotify, " : "", n_fan ? " for some grants" : "",
+				 forced ? "forced by SANDCAP_FSWATCH" : why(err), sub);
+		else
+			snprintf(w->mode, sizeof(w->mode), "fanotify%s", sub);
 		*ret_mode = w->mode;
 	}
 	if (!n_fan)
@@ -925,6 +1025,8 @@ fw_watch *fw_free(fw_watch *w)
 	dirs_flush(w);
 	for (size_t i = 0; i < FW_COALESCE_SLOTS; i++)
 		free(w->recent[i].path);
+	for (size_t i = 0; i < w->n_subs; i++)
+		(void)safe_close(w->subs[i].fd);
 	close_group(w->fan);
 	free(w->grants);
 	free(w->buf);

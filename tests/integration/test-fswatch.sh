@@ -107,6 +107,23 @@ for mode in fanotify listing; do
 		"modify /data/single.txt file"
 done
 
+# Another filesystem mounted inside a rw grant is cloned with it: watched too.
+mkdir -p "$T/rwm/sub"
+if mount -t tmpfs -o size=1M tmpfs "$T/rwm/sub"; then
+	trap 'umount "$T/rwm/sub" 2>/dev/null; cleanup_dir' EXIT
+	chown -R 4321:4321 "$T/rwm"
+	policy sub "{\"version\": 1, \"fs\": {\"grants\": [
+	  {\"path\": \"$T/rwm\", \"mode\": \"rw\", \"at\": \"/work\"}]}}"
+	"$SANDCAP" run --quiet --audit "$T/sub.jsonl" --policy "$T/sub.json" \
+		-- sh -c 'printf x > /work/sub/inside' >/dev/null 2>&1
+	expect_eq "a submount of a rw grant is watched" "$(writes "$T/sub.jsonl")" \
+		"create /work/sub/inside file
+modify /work/sub/inside file"
+	umount "$T/rwm/sub"
+else
+	not_ok "cannot mount a tmpfs for the submount test"
+fi
+
 # --- listing fallback ---
 reset_rw
 SANDCAP_FSWATCH=listing "$SANDCAP" run --quiet --audit "$T/listing.jsonl" \
