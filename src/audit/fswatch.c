@@ -147,6 +147,10 @@ struct fw_watch {
 	pid_t self;
 	char mode[256];
 	uint64_t emitted, dropped, unplaced, tick, listed;
+	/* distinct paths reported, as 64-bit hashes (0 = free): every one took
+	 * a record, so FW_MAX_EVENTS of them at most */
+	uint64_t paths[2 * FW_MAX_EVENTS];
+	uint64_t n_paths;
 	bool overflowed;
 	char *buf; /* FW_READ_BYTES, 8-byte aligned */
 	fw_dir dirs[FW_DIR_CACHE];
@@ -186,6 +190,22 @@ static char *path_join(const char *dir, const char *name)
 	return p;
 }
 
+/* FNV-1a: only to count distinct paths; a collision under-counts by one. */
+static void count_path(fw_watch *w, const char *path)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (; *path; path++)
+		h = (h ^ (unsigned char)*path) * 0x100000001b3ULL;
+	h = h ? h : 1;
+	for (i = h % ELEMENTSOF(w->paths); w->paths[i]; i = (i + 1) % ELEMENTSOF(w->paths))
+		if (w->paths[i] == h)
+			return;
+	w->paths[i] = h;
+	w->n_paths++;
+}
+
 static void emit(fw_watch *w, sf_event_cb cb, void *ud, const fw_grant *g, const char *rel,
 		 const char *op, bool is_dir)
 {
@@ -212,6 +232,7 @@ static void emit(fw_watch *w, sf_event_cb cb, void *ud, const fw_grant *g, const
 		return;
 	}
 	w->emitted++;
+	count_path(w, inside);
 	cb("fs.write", data, ud);
 }
 
@@ -967,7 +988,7 @@ int fw_finish(fw_watch *w, sf_event_cb cb, void *userdata)
 			       w->unplaced);
 	if (w->dropped)
 		emit_truncated(cb, userdata, "event cap", w->dropped);
-	return (int)w->emitted;
+	return (int)w->n_paths;
 }
 
 /*

@@ -55,8 +55,8 @@ int fw_fd(const fw_watch *w);
 int fw_handle(fw_watch *w, sf_event_cb cb, void *userdata);
 
 /* After the sandbox ended: drains the queue, diffs the listing grants, and
- * reports what the caps left out. Returns the number of fs.write records
- * emitted during the whole run (the "truncated" ones excluded). */
+ * reports what the caps left out. Returns the number of distinct paths the
+ * fs.write records of the whole run named (files and directories written). */
 int fw_finish(fw_watch *w, sf_event_cb cb, void *userdata);
 
 fw_watch *fw_free(fw_watch *w); /* NULL-safe, returns NULL */

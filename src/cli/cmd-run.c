@@ -100,7 +100,7 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 	if (r->syscalls_denied)
 		fprintf(f, "  syscalls denied: %" PRIu64 "\n", r->syscalls_denied);
 	if (r->files_written)
-		fprintf(f, "  files written: %" PRIu64 " (fs.write in the audit log)\n",
+		fprintf(f, "  files written: %" PRIu64 " (fs.write records in the audit log)\n",
 			r->files_written);
 	if (r->audit_path[0])
 		fprintf(f, "  audit: %s (final hash %s)\n", r->audit_path, r->audit_hash);

@@ -86,7 +86,7 @@ check "audit log with fs.write records verifies" verify "$log"
 out=$("$SANDCAP" audit report "$log" 2>&1)
 expect_match "report lists the files written" "$out" "files +2 written"
 expect_match "report names the path and op" "$out" "/work/agentfile \(create\)"
-expect_match "sandbox.exit counts the files written" "$(grep '"event":"sandbox.exit"' "$log")" '"files_written":2'
+expect_match "sandbox.exit counts the files written" "$(grep '"event":"sandbox.exit"' "$log")" '"files_written":1[,}]'
 
 # The cap: FW_MAX_EVENTS (4096) records, then one "truncated" with the count.
 run many 'mkdir /work/many && cd /work/many && i=0; while [ $i -lt 4200 ]; do : > f$i; i=$((i + 1)); done'
