@@ -25,6 +25,8 @@
  *   - entries of a directory deleted or moved before we read their events
  *     cannot be placed (the handle no longer opens) and are not reported;
  *     the directory's own deletion or move is.
+ *   - a directory handle is turned into a path when the event is read: an
+ *     entry of a directory renamed in between is reported under the new name.
  *   - the kernel merges events on the same name from the same process that
  *     are still queued; a merged mask is reported in the order create,
  *     rename_to, modify, attrib, rename_from, delete.
@@ -504,6 +506,9 @@ static int diff(fw_watch *w, sf_event_cb cb, void *ud, const fw_grant *g, const 
 			born_used[hit - born] = true;
 			emit(w, cb, ud, g, x->rel, "rename_from", S_ISDIR(x->mode));
 			emit(w, cb, ud, g, (*hit)->rel, "rename_to", S_ISDIR(x->mode));
+			if (!S_ISDIR(x->mode) &&
+			    (x->size != (*hit)->size || ts_ne(x->mtime, (*hit)->mtime)))
+				emit(w, cb, ud, g, (*hit)->rel, "modify", false);
 			gone[i] = NULL;
 		}
 	}
