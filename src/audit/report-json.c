@@ -113,6 +113,8 @@ int rp_json(FILE *out, const report *rp)
 	set(net, "shown", blist_json(&rp->net));
 	set(did, "network", net);
 	set(did, "files", blist_json(&rp->files));
+	set(did, "files_incomplete", json_boolean(rp->files_truncated));
+	set(did, "files_unrecorded", json_integer((json_int_t)rp->files_unrecorded));
 	set(did, "other_events", ctable_json(&rp->other_events, "event", false));
 	set(root, "did", did);
 

@@ -538,6 +538,11 @@ static void text_did(FILE *out, const report *rp)
 		(void)fputc('\n', out);
 	}
 	put_more(out, &rp->files);
+	if (rp->files_truncated)
+		(void)fprintf(out,
+			      "    incomplete: %" PRIu64
+			      " writes not recorded (caps, queue overflow or unplaced)\n",
+			      rp->files_unrecorded);
 	if (rp->other_events.n) {
 		(void)fputs("  other    ", out);
 		for (i = 0; i < rp->other_events.n; i++) {

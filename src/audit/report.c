@@ -190,6 +190,16 @@ static int handle_event(report *rp, const char *event, json_t *data)
 		sat_add(&rp->limits_hit, 1);
 		ctable_count(&rp->limits, rp_get_str(data, "limit"), rp_get_str(data, "detail"));
 	} else if (strcmp(event, "fs.write") == 0) {
+		const char *op = rp_get_str(data, "op");
+		uint64_t n = 0;
+
+		/* Not a file: the watch saying what it left out (docs/audit.md 8). */
+		if (op && strcmp(op, "truncated") == 0) {
+			rp->files_truncated = true;
+			if (rp_get_u64(data, "count", &n))
+				sat_add(&rp->files_unrecorded, n);
+			return 0;
+		}
 		return blist_add(&rp->files, data, file_keys);
 	} else if (strcmp(event, AU_SEAL_EVENT) == 0) {
 		rp->sealed = true;

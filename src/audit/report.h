@@ -64,6 +64,8 @@ typedef struct report {
 	ctable other_events;
 	uint64_t net_bytes_out, net_bytes_in, tunnels;
 	uint64_t syscalls_denied, limits_hit;
+	bool files_truncated;	   /* an fs.write with op "truncated" was seen */
+	uint64_t files_unrecorded; /* the sum of their counts */
 } report;
 
 bool rp_get_u64(json_t *obj, const char *key, uint64_t *ret);

@@ -99,6 +99,9 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 	}
 	if (r->syscalls_denied)
 		fprintf(f, "  syscalls denied: %" PRIu64 "\n", r->syscalls_denied);
+	if (r->files_written)
+		fprintf(f, "  files written: %" PRIu64 " (fs.write records in the audit log)\n",
+			r->files_written);
 	if (r->audit_path[0])
 		fprintf(f, "  audit: %s (final hash %s)\n", r->audit_path, r->audit_hash);
 }
@@ -107,7 +110,7 @@ static void summary_json(const sc_run_result *r)
 {
 	json_t *o = json_pack(
 	    "{s:s, s:i, s:i, s:b, s:b, s:b, s:b, s:f, s:f, s:f, s:o, s:I, s:I, s:I, s:I, s:I, s:I, "
-	    "s:s, s:s, s:s}",
+	    "s:I, s:s, s:s, s:s}",
 	    "sandbox", r->sandbox_id, "exit_status", r->exit_status, "signal", r->signal,
 	    "timed_out", r->timed_out, "oom_killed", r->oom_killed, "pids_limited", r->pids_limited,
 	    "cpu_throttled", r->cpu_throttled, "wall_s", secs(r->wall_ns), "cpu_s", secs(r->cpu_ns),
@@ -116,8 +119,9 @@ static void summary_json(const sc_run_result *r)
 	    "oom_kills", (json_int_t)r->oom_kills, "bytes_out", (json_int_t)r->bytes_out,
 	    "bytes_in", (json_int_t)r->bytes_in, "requests_allowed",
 	    (json_int_t)r->requests_allowed, "requests_denied", (json_int_t)r->requests_denied,
-	    "syscalls_denied", (json_int_t)r->syscalls_denied, "cgroup", r->cgroup, "audit",
-	    r->audit_path, "audit_hash", r->audit_hash);
+	    "syscalls_denied", (json_int_t)r->syscalls_denied, "files_written",
+	    (json_int_t)r->files_written, "cgroup", r->cgroup, "audit", r->audit_path, "audit_hash",
+	    r->audit_hash);
 	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 
 	if (s)

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "audit/fswatch.h"
 #include "base/cleanup.h"
 #include "base/io.h"
 #include "cgroup/cgroup.h"
@@ -47,7 +48,17 @@
 #define MAX_EVENT_BYTES	  65536
 #define PROXY_DRAIN_NS	  (500ULL * 1000000ULL) /* bound on the worker's last reports */
 
-enum { EV_SYNC = 1, EV_PIDFD, EV_SIGNAL, EV_WALL, EV_GRACE, EV_NOTIFY, EV_PROXY, EV_PTY };
+enum {
+	EV_SYNC = 1,
+	EV_PIDFD,
+	EV_SIGNAL,
+	EV_WALL,
+	EV_GRACE,
+	EV_NOTIFY,
+	EV_PROXY,
+	EV_PTY,
+	EV_FSWATCH
+};
 
 typedef struct supervisor {
 	const sc_run_opts *o;
@@ -59,6 +70,8 @@ typedef struct supervisor {
 	cg_handle *cg;
 	ns_source *sources;
 	pty_relay *pty;
+	fw_watch *fw;
+	const char *fw_mode; /* for sandbox.start; owned by fw */
 
 	int ep, sync, pidfd, sigfd, wallfd, gracefd, notify_fd, proxy_fd;
 	pid_t pid, proxy_pid;
@@ -167,6 +180,8 @@ static void emit(supervisor *s, const char *event, json_t *data)
 		json_decref(data);
 }
 
+static int ep_add(supervisor *s, int fd, uint32_t tag);
+
 static void emit_start(supervisor *s)
 {
 	_cleanup_free_ char *plan_json = NULL;
@@ -177,7 +192,7 @@ static void emit_start(supervisor *s)
 		return;
 	s->started = true;
 	plan_json = plan_to_json(s->plan);
-	layers = json_pack("{s:s, s:s, s:s, s:{s:i, s:s}, s:s, s:s}", "namespaces",
+	layers = json_pack("{s:s, s:s, s:s, s:{s:i, s:s}, s:s, s:s, s:s}", "namespaces",
 			   "user mount pid net ipc uts cgroup", "mounts",
 			   "tmpfs root, pivot_root, read-only runtime, nosuid nodev grants",
 			   "cgroup", s->res->cgroup, "landlock", "abi", s->landlock_abi, "status",
@@ -186,7 +201,8 @@ static void emit_start(supervisor *s)
 			   s->plan->audit_exec || s->plan->audit_denied_syscalls
 			       ? "active, with user notification"
 			       : "active",
-			   "proxy", s->plan->n_egress ? "active" : "no network");
+			   "proxy", s->plan->n_egress ? "active" : "no network", "fs_write",
+			   s->fw_mode ? s->fw_mode : "none");
 	for (argc = 0; s->o->argv[argc]; argc++)
 		;
 	data = json_pack("{s:o, s:o, s:s, s:s, s:o, s:o}", "plan",
@@ -207,6 +223,10 @@ static void emit_start(supervisor *s)
 			       g->mode == GRANT_RW ? "rw" : "ro"));
 	}
 	(void)au_sync(s->audit);
+	/* Only now: fs.write records must follow sandbox.start in the log, and
+	 * the kernel keeps the events queued meanwhile. */
+	if (fw_fd(s->fw) >= 0)
+		(void)ep_add(s, fw_fd(s->fw), EV_FSWATCH);
 }
 
 static void on_event(const char *event, json_t *data, void *userdata)
@@ -447,6 +467,10 @@ static int event_loop(supervisor *s)
 			case EV_PROXY:
 				(void)handle_proxy(s);
 				break;
+			case EV_FSWATCH:
+				if (fw_handle(s->fw, on_event, s) < 0)
+					(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, fw_fd(s->fw), NULL);
+				break;
 			case EV_PTY:
 				if (pty_pump(s->pty, (int)(uint32_t)evs[i].data.u64) < 0)
 					(void)epoll_ctl(s->ep, EPOLL_CTL_DEL,
@@ -588,16 +612,17 @@ static void emit_exit(supervisor *s)
 		     json_pack("{s:s, s:s}", "limit", "cpu_throttled", "detail",
 			       "CPU quota throttled"));
 	emit(s, "sandbox.exit",
-	     json_pack("{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-		       "status", r->exit_status, "signal", r->signal, "timed_out", r->timed_out,
-		       "oom_killed", r->oom_killed, "cpu_ns", (json_int_t)r->cpu_ns, "throttled_ns",
-		       (json_int_t)r->throttled_ns, "memory_peak",
-		       r->memory_peak == UINT64_MAX ? (json_int_t)-1 : (json_int_t)r->memory_peak,
-		       "oom_kills", (json_int_t)r->oom_kills, "wall_ns", (json_int_t)r->wall_ns,
-		       "bytes_out", (json_int_t)r->bytes_out, "bytes_in", (json_int_t)r->bytes_in,
-		       "requests_allowed", (json_int_t)r->requests_allowed, "requests_denied",
-		       (json_int_t)r->requests_denied, "syscalls_denied",
-		       (json_int_t)r->syscalls_denied));
+	     json_pack(
+		 "{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		 "status", r->exit_status, "signal", r->signal, "timed_out", r->timed_out,
+		 "oom_killed", r->oom_killed, "cpu_ns", (json_int_t)r->cpu_ns, "throttled_ns",
+		 (json_int_t)r->throttled_ns, "memory_peak",
+		 r->memory_peak == UINT64_MAX ? (json_int_t)-1 : (json_int_t)r->memory_peak,
+		 "oom_kills", (json_int_t)r->oom_kills, "wall_ns", (json_int_t)r->wall_ns,
+		 "bytes_out", (json_int_t)r->bytes_out, "bytes_in", (json_int_t)r->bytes_in,
+		 "requests_allowed", (json_int_t)r->requests_allowed, "requests_denied",
+		 (json_int_t)r->requests_denied, "syscalls_denied", (json_int_t)r->syscalls_denied,
+		 "files_written", (json_int_t)r->files_written));
 }
 
 static void teardown(supervisor *s)
@@ -611,6 +636,7 @@ static void teardown(supervisor *s)
 	}
 	s->cg = cg_destroy(s->cg);
 	s->pty = pty_free(s->pty);
+	s->fw = fw_free(s->fw);
 	ns_sources_free(s->sources, s->plan->n_grants);
 	s->sources = NULL;
 	if (s->audit) {
@@ -724,6 +750,13 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	if (r < 0)
 		goto out;
 
+	/* Before the child exists: the listing fallback snapshots the grants now. */
+	r = fw_start(p, &s.fw, &s.fw_mode);
+	if (r < 0) {
+		r = fail(diag, r, "fswatch", "cannot watch the rw grants: %s", strerror(-r));
+		goto out;
+	}
+
 	r = pty_open_if_tty(&s.pty, &tty_fd, &tty_mask);
 	if (r < 0) {
 		r = fail(diag, r, "terminal", "cannot set up the terminal relay: %s", strerror(-r));
@@ -820,12 +853,15 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		r = diag->message[0] ? -EINVAL : -EIO;
 		if (!s.started)
 			emit_start(&s);
+		(void)fw_finish(s.fw, on_event, &s);
 		emit(&s, "sandbox.exit",
 		     json_pack("{s:s, s:s}", "error", diag->path, "detail", diag->message));
 		goto out_sig;
 	}
 	collect(&s);
 	emit_start(&s);
+	/* The sandbox is gone: every event it caused is queued by now. */
+	res->files_written = (uint64_t)fw_finish(s.fw, on_event, &s);
 	emit_exit(&s);
 	r = 0;
 out_sig:

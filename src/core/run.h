@@ -46,6 +46,7 @@ typedef struct sc_run_result {
 	uint64_t bytes_out, bytes_in;
 	uint64_t requests_allowed, requests_denied;
 	uint64_t syscalls_denied;
+	uint64_t files_written; /* distinct paths in fs.write records: files and dirs changed */
 	char sandbox_id[40];
 	char audit_path[4096];
 	char audit_hash[65]; /* final hash: the external anchor */
