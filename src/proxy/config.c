@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/io.h"
@@ -163,7 +164,9 @@ int px_config_from_plan(const sc_plan *plan, json_t **ret_json)
 	    json_object_set_new(root, "upstream_ca",
 				plan->upstream_ca ? json_string(plan->upstream_ca) : json_null()) <
 		0 ||
-	    json_object_set_new(root, "dns", plan->dns ? json_string(plan->dns) : json_null()) < 0)
+	    json_object_set_new(root, "dns", plan->dns ? json_string(plan->dns) : json_null()) <
+		0 ||
+	    json_object_set_new(root, "parent_pid", json_integer((json_int_t)getpid())) < 0)
 		return -ENOMEM;
 	*ret_json = TAKE_PTR(root);
 	return 0;
@@ -337,6 +340,13 @@ int px_config_parse(const char *buf, size_t len, px_config **ret)
 		return r;
 	if (c->rate.count > 0 && c->rate.per_ns == 0)
 		return -EINVAL;
+	{
+		json_t *pp = json_object_get(root, "parent_pid");
+
+		if (!json_is_integer(pp) || json_integer_value(pp) <= 0)
+			return -EINVAL;
+		c->parent_pid = json_integer_value(pp);
+	}
 	*ret = TAKE_PTR(c);
 	return 0;
 }

@@ -21,7 +21,7 @@
 #define PX_MAX_CONNS	    512u
 #define PX_CIN_SIZE	    (PX_MAX_HEAD + 16384u)
 #define PX_UBUF_SIZE	    65536u
-#define PX_PIPE_SIZE	    (256u * 1024u)
+#define PX_PIPE_SIZE	    (1024u * 1024u)
 #define PX_LOG_PATH	    1024u
 #define PX_HEAD_TIMEOUT_NS  (10ull * 1000000000ull) /* first request head */
 #define PX_IDLE_TIMEOUT_NS  (30ull * 1000000000ull) /* keep-alive between requests */
@@ -31,6 +31,9 @@
 #define PX_TUNNEL_IDLE_NS   (300ull * 1000000000ull)
 #define PX_REPLY_TIMEOUT_NS (10ull * 1000000000ull)
 #define PX_BW_BURST_MIN	    16384u
+#define PX_ACCEPT_PAUSE_NS  (100ull * 1000000ull)
+#define PX_FDS_PER_CONN	    6u /* client, upstream, two pipes */
+#define PX_NOFILE	    4096u
 
 typedef enum watch_type {
 	W_LISTEN = 1,
@@ -71,7 +74,8 @@ typedef struct px_loop px_loop;
 
 typedef struct px_watch {
 	int type;
-	struct conn *c;
+	struct conn *c;	       /* NULL once the fd it watched is closed */
+	struct px_watch *next; /* graveyard link */
 } px_watch;
 
 struct px_loop {
@@ -87,6 +91,9 @@ struct px_loop {
 	struct conn *conns;
 	size_t n_conns;
 	px_watch listen_w, event_w;
+	size_t max_conns;
+	px_watch *graveyard; /* upstream watches freed after the current epoll batch */
+	uint64_t accept_resume_ns;
 	bool quit;
 };
 
@@ -96,7 +103,8 @@ typedef struct conn {
 	conn_state state;
 	bool dead;
 	int cfd, ufd;
-	px_watch cw, uw;
+	px_watch cw;
+	px_watch *uw; /* one per upstream socket: stale reports find c == NULL */
 	uint32_t c_mask, u_mask;
 	bool u_registered;
 	uint64_t deadline_ns, wake_ns, start_ns;
@@ -151,13 +159,16 @@ typedef struct conn {
 	size_t c2u_n, u2c_n, pipe_cap;
 	bool c_eof, u_eof, c_shut, u_shut;
 
-	bool throttled_up, throttled_down;
+	bool throttled_up, throttled_down, bw_reported;
 	uint64_t bytes_out, bytes_in;
 } conn;
 
 /* loop.c */
 uint64_t px_now_ns(void);
 void px_conn_close(conn *c, const char *reason);
+void px_conn_close_upstream(conn *c);
+/* Closes only the upstream socket (and its TLS), keeping the tunnel pipes. */
+void px_conn_drop_ufd(conn *c);
 int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close);
 void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status);
 void px_limit_hit(px_loop *L, const char *limit, const char *detail);

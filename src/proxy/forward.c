@@ -267,7 +267,7 @@ static bool step(conn *c)
 			p = c->cin;
 			len = c->framed;
 		}
-		uint64_t grant = px_bucket_take(&L->bw_up, len, now);
+		uint64_t grant = px_bucket_take_min(&L->bw_up, len, PX_BW_BURST_MIN, now);
 
 		if (grant == 0)
 			px_conn_throttle(c, &L->bw_up, true, len);
@@ -315,12 +315,12 @@ static bool step(conn *c)
 		if (n > 0) {
 			c->ubuf_len += (size_t)n;
 			moved = true;
-		} else if (n == 0) {
+		} else if (n == 0 || n != -EAGAIN) {
 			c->up_eof = true;
 			moved = true;
-		} else if (n != -EAGAIN) {
-			c->up_eof = true;
-			moved = true;
+			/* nothing more will come; and a closed socket would keep
+			 * reporting EPOLLHUP to the level-triggered loop */
+			px_conn_close_upstream(c);
 		}
 	}
 	while (!c->resp_head_done) {
@@ -401,7 +401,8 @@ write_client:
 				cut = true;
 			}
 		}
-		uint64_t grant = len ? px_bucket_take(&L->bw_down, len, now) : 0;
+		uint64_t grant =
+		    len ? px_bucket_take_min(&L->bw_down, len, PX_BW_BURST_MIN, now) : 0;
 
 		if (len > 0 && grant == 0)
 			px_conn_throttle(c, &L->bw_down, false, len);

@@ -46,6 +46,20 @@ uint64_t px_bucket_take(px_bucket *b, uint64_t want, uint64_t now_ns)
 	return want;
 }
 
+uint64_t px_bucket_take_min(px_bucket *b, uint64_t want, uint64_t min_grant, uint64_t now_ns)
+{
+	uint64_t floor = want < min_grant ? want : min_grant;
+
+	if (b->unlimited)
+		return want;
+	if (floor > b->capacity)
+		floor = b->capacity;
+	refill(b, now_ns);
+	if (b->tokens < floor)
+		return 0;
+	return px_bucket_take(b, want, now_ns);
+}
+
 bool px_bucket_take_exact(px_bucket *b, uint64_t n, uint64_t now_ns)
 {
 	if (b->unlimited)

@@ -22,6 +22,12 @@ void px_bucket_init(px_bucket *b, uint64_t count, uint64_t per_ns, uint64_t capa
 		    uint64_t now_ns);
 /* Takes up to want tokens; returns how many were granted (0..want). */
 uint64_t px_bucket_take(px_bucket *b, uint64_t want, uint64_t now_ns);
+/*
+ * Like px_bucket_take(), but grants nothing unless min(want, min_grant) tokens
+ * are there: without a floor a paced stream takes a few bytes per loop turn
+ * as they trickle in and spins the CPU instead of sleeping.
+ */
+uint64_t px_bucket_take_min(px_bucket *b, uint64_t want, uint64_t min_grant, uint64_t now_ns);
 /* Takes exactly n tokens or none; returns whether it did. */
 bool px_bucket_take_exact(px_bucket *b, uint64_t n, uint64_t now_ns);
 /* Nanoseconds until at least n tokens are available (0 = now). */

@@ -82,6 +82,15 @@ void px_conn_throttle(conn *c, px_bucket *b, bool up, uint64_t want)
 		c->throttled_up = true;
 	else
 		c->throttled_down = true;
+	if (!c->bw_reported) {
+		char detail[PX_MAX_HOST + 16];
+
+		/* once per connection: pacing is continuous, the log should not be */
+		c->bw_reported = true;
+		(void)snprintf(detail, sizeof(detail), "%s %s", up ? "upload" : "download",
+			       c->host);
+		px_limit_hit(c->L, "bandwidth", detail);
+	}
 	if (w == 0)
 		w = 1000000; /* 1 ms: the bucket was drained by another connection */
 	if (c->wake_ns == 0 || now + w < c->wake_ns)
@@ -102,7 +111,7 @@ static void free_conn(conn *c)
 	free(c);
 }
 
-static void close_upstream(conn *c)
+void px_conn_drop_ufd(conn *c)
 {
 	if (c->ssl) {
 		SSL_free(c->ssl);
@@ -114,6 +123,22 @@ static void close_upstream(conn *c)
 		c->u_registered = false;
 		c->u_mask = 0;
 	}
+	if (c->uw) {
+		/*
+		 * Reports already fetched in this epoll batch may still point at
+		 * this watch; the next upstream socket can get the same fd number.
+		 * Orphan the watch and free it after the batch.
+		 */
+		c->uw->c = NULL;
+		c->uw->next = c->L->graveyard;
+		c->L->graveyard = c->uw;
+		c->uw = NULL;
+	}
+}
+
+void px_conn_close_upstream(conn *c)
+{
+	px_conn_drop_ufd(c);
 	for (int i = 0; i < 2; i++) {
 		c->c2u[i] = safe_close(c->c2u[i]);
 		c->u2c[i] = safe_close(c->u2c[i]);
@@ -128,7 +153,7 @@ void px_conn_close(conn *c, const char *reason)
 	c->dead = true;
 	px_dns_cancel(c->query);
 	c->query = NULL;
-	close_upstream(c);
+	px_conn_close_upstream(c);
 	c->cfd = safe_close(c->cfd);
 	free(c->cout);
 	c->cout = NULL;
@@ -158,7 +183,9 @@ int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text
 	c->cout_len += (size_t)n;
 	c->close_after_reply = close;
 	c->status = status;
-	close_upstream(c);
+	c->wake_ns = 0;
+	c->throttled_up = c->throttled_down = false;
+	px_conn_close_upstream(c);
 	c->state = CS_REPLY;
 	set_deadline(c, PX_REPLY_TIMEOUT_NS);
 	return 0;
@@ -186,7 +213,7 @@ static void deny(conn *c, int status, const char *reason, const char *text, bool
 
 void px_conn_reset_for_next(conn *c)
 {
-	close_upstream(c);
+	px_conn_close_upstream(c);
 	free(c->cout);
 	c->cout = NULL;
 	c->cout_len = c->cout_off = 0;
@@ -323,8 +350,6 @@ static void start_connect(conn *c)
 		len = sizeof(sa.in6);
 	}
 	c->ufd = fd;
-	c->uw.type = W_UPSTREAM;
-	c->uw.c = c;
 	if (connect(fd, &sa.sa, len) < 0 && errno != EINPROGRESS) {
 		deny(c, 502, "connect-failed", "connection refused", false);
 		return;
@@ -670,8 +695,17 @@ static void arm(conn *c)
 			c->c_mask = cm;
 	}
 	if (c->ufd >= 0 && (!c->u_registered || um != c->u_mask)) {
+		if (!c->uw) {
+			c->uw = calloc(1, sizeof(*c->uw));
+			if (!c->uw) {
+				px_conn_close(c, "oom");
+				return;
+			}
+			c->uw->type = W_UPSTREAM;
+			c->uw->c = c;
+		}
 		ev.events = um;
-		ev.data.ptr = &c->uw;
+		ev.data.ptr = c->uw;
 		if (epoll_ctl(c->L->epfd, c->u_registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->ufd,
 			      &ev) == 0) {
 			c->u_registered = true;
@@ -688,9 +722,17 @@ static void accept_one(px_loop *L)
 	conn *c;
 	int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			/* level-triggered: a listener we cannot drain would spin the loop */
+			struct epoll_event pause = {.events = 0, .data.ptr = &L->listen_w};
+
+			(void)epoll_ctl(L->epfd, EPOLL_CTL_MOD, L->listen_fd, &pause);
+			L->accept_resume_ns = px_now_ns() + PX_ACCEPT_PAUSE_NS;
+		}
 		return;
-	if (L->n_conns >= PX_MAX_CONNS) {
+	}
+	if (L->n_conns >= L->max_conns) {
 		(void)close(fd);
 		return;
 	}
@@ -706,8 +748,6 @@ static void accept_one(px_loop *L)
 	c->c2u[0] = c->c2u[1] = c->u2c[0] = c->u2c[1] = -1;
 	c->cw.type = W_CLIENT;
 	c->cw.c = c;
-	c->uw.type = W_UPSTREAM;
-	c->uw.c = c;
 	c->state = CS_READ_HEAD;
 	c->deadline_ns = px_now_ns() + PX_HEAD_TIMEOUT_NS;
 	c->c_mask = EPOLLIN | EPOLLRDHUP;
@@ -730,10 +770,22 @@ static void on_fd_event(px_watch *w, uint32_t e)
 	conn *c = w->c;
 	bool up = w->type == W_UPSTREAM;
 
+	if (!c)
+		return; /* the socket this was about is gone */
+	/*
+	 * One epoll report can carry several conditions. A handler may close
+	 * the fd that reported them (e.g. EPOLLOUT|EPOLLHUP on a failed
+	 * connect: the 502 closes the upstream); the rest then belong to a
+	 * socket that no longer exists and must not reach the new state.
+	 */
 	if (e & (EPOLLIN | EPOLLRDHUP))
 		dispatch(c, up ? EV_U_IN : EV_C_IN);
+	if (c->dead || (up ? c->ufd : c->cfd) < 0)
+		return;
 	if (e & EPOLLOUT)
 		dispatch(c, up ? EV_U_OUT : EV_C_OUT);
+	if (c->dead || (up ? c->ufd : c->cfd) < 0)
+		return;
 	if (e & (EPOLLERR | EPOLLHUP))
 		dispatch(c, up ? EV_U_HUP : EV_C_HUP);
 }
@@ -750,6 +802,8 @@ static int timeout_ms(px_loop *L, uint64_t now)
 		if (c->wake_ns && c->wake_ns < next)
 			next = c->wake_ns;
 	}
+	if (L->accept_resume_ns && L->accept_resume_ns < next)
+		next = L->accept_resume_ns;
 	if (next == UINT64_MAX)
 		ms = 60000;
 	else
@@ -832,6 +886,12 @@ int px_loop_run(px_loop *L)
 		if (px_dns_timeout_ms(L->dns) == 0)
 			px_dns_process_timeouts(L->dns);
 		now = px_now_ns();
+		if (L->accept_resume_ns && L->accept_resume_ns <= now) {
+			L->accept_resume_ns = 0;
+			ev.events = EPOLLIN;
+			ev.data.ptr = &L->listen_w;
+			(void)epoll_ctl(L->epfd, EPOLL_CTL_MOD, L->listen_fd, &ev);
+		}
 		for (conn *c = L->conns; c; c = c->next) {
 			if (c->dead)
 				continue;
@@ -842,6 +902,12 @@ int px_loop_run(px_loop *L)
 			}
 			if (!c->dead && c->deadline_ns && c->deadline_ns <= now)
 				dispatch(c, EV_TIMEOUT);
+		}
+		while (L->graveyard) {
+			px_watch *w = L->graveyard;
+
+			L->graveyard = w->next;
+			free(w);
 		}
 		for (conn *c = L->conns, *next; c; c = next) {
 			next = c->next;

@@ -16,14 +16,33 @@
 
 #define PX_LISTEN_PORT 3128
 
-/* Supervisor side: starts the worker with listen_fd (consumed). Returns the
- * worker pid and the event socket. Secrets (credential values) are read here,
- * in the supervisor, and passed through a sealed memfd, never via argv/env. */
+/*
+ * Supervisor side: starts the worker with listen_fd (always consumed, also on
+ * failure). Reads the credential secrets here (value_env from this process's
+ * environment, value_file from disk), formats them, and hands the net part of
+ * the plan plus the secrets to the worker through a sealed memfd (fd 5), never
+ * via argv or the environment. The worker is /proc/self/exe re-exec'd as
+ * "sandcap-proxy" with an empty environment and only fds 0-2 (/dev/null),
+ * 3 (listener), 4 (event socket), 5 (config); it dies with the caller
+ * (PR_SET_PDEATHSIG) and exits when *ret_event_fd is closed.
+ *
+ * Returns 0 with the worker's pid (the caller reaps it) and the supervisor's
+ * end of a SOCK_SEQPACKET socketpair carrying one JSON event per message
+ * (validate each with px_event_parse(); ignore ancillary data). Errors:
+ * -ENOKEY a credential secret is missing or empty, -EINVAL a secret or format
+ * that would inject headers, -errno from memfd/socketpair/fork.
+ * Not async-signal-safe (allocates); safe to call from a multi-threaded
+ * process (the child only uses async-signal-safe calls before exec).
+ */
 int px_spawn(const sc_plan *plan, int listen_fd, pid_t *ret_pid, int *ret_event_fd);
 
-/* Worker side: entry point of the exec'd "sandcap-proxy" process. fds 3, 4, 5
- * are the listener, the event socket and the configuration memfd. Returns an
- * exit status. */
+/*
+ * Worker side: entry point of the exec'd "sandcap-proxy" process (dispatched
+ * on argv[0] by main()). Reads the configuration, drops every privilege (see
+ * worker.c) and serves until the event socket reaches EOF or SIGTERM.
+ * Returns 0 on a clean stop, 125 when setup or sandboxing failed, 1 on a
+ * fatal loop error.
+ */
 int px_worker_main(int argc, char **argv);
 
 #define PX_EVENT_MAX_BYTES  8192u /* one event datagram */

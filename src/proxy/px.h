@@ -37,6 +37,7 @@ typedef struct px_config {
 	size_t n_creds;
 	char *upstream_ca;
 	char *dns;
+	int64_t parent_pid; /* the supervisor, to notice it is gone before PDEATHSIG was armed */
 } px_config;
 
 /* config.c */

@@ -20,18 +20,23 @@ static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 int px_tunnel_start(conn *c)
 {
-	int r;
+	int r, r2;
 
 	if (pipe2(c->c2u, O_NONBLOCK | O_CLOEXEC) < 0 || pipe2(c->u2c, O_NONBLOCK | O_CLOEXEC) < 0)
 		return px_conn_reply(c, 502, "internal", "cannot create pipes", true);
-	/* a bigger pipe means fewer wake-ups per byte; the default 64 KiB is the fallback */
-	r = fcntl(c->c2u[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
-	c->pipe_cap = r > 0 ? (size_t)r : 65536;
-	r = fcntl(c->u2c[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
-	if (r > 0 && (size_t)r < c->pipe_cap)
-		c->pipe_cap = (size_t)r;
-	else if (r <= 0)
-		c->pipe_cap = 65536;
+	/*
+	 * A bigger pipe means fewer wake-ups per byte. Past the per-user pipe
+	 * quota the kernel keeps the default size, so ask what we really got:
+	 * pipe_cap must be exact or a full pipe would leave the client readable
+	 * forever under level-triggered epoll.
+	 */
+	(void)fcntl(c->c2u[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
+	(void)fcntl(c->u2c[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
+	r = fcntl(c->c2u[1], F_GETPIPE_SZ);
+	r2 = fcntl(c->u2c[1], F_GETPIPE_SZ);
+	if (r <= 0 || r2 <= 0)
+		return px_conn_reply(c, 502, "internal", "cannot size pipes", true);
+	c->pipe_cap = (size_t)(r < r2 ? r : r2);
 	free(c->cout);
 	c->cout = strdup(established);
 	if (!c->cout)
@@ -122,7 +127,7 @@ static bool step(conn *c)
 	}
 	if (c->framed == 0 && !c->c_eof && c->c2u_n < c->pipe_cap && !c->throttled_up) {
 		uint64_t room = c->pipe_cap - c->c2u_n;
-		uint64_t grant = px_bucket_take(&L->bw_up, room, now);
+		uint64_t grant = px_bucket_take_min(&L->bw_up, room, PX_BW_BURST_MIN, now);
 
 		if (grant == 0)
 			px_conn_throttle(c, &L->bw_up, true, room);
@@ -186,7 +191,7 @@ static bool step(conn *c)
 	/* 3. upstream -> client */
 	if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->throttled_down) {
 		uint64_t room = c->pipe_cap - c->u2c_n;
-		uint64_t grant = px_bucket_take(&L->bw_down, room, now);
+		uint64_t grant = px_bucket_take_min(&L->bw_down, room, PX_BW_BURST_MIN, now);
 
 		if (grant == 0)
 			px_conn_throttle(c, &L->bw_down, false, room);
@@ -262,11 +267,7 @@ void px_tunnel_hup(conn *c, bool upstream)
 		tunnel_close(c, "upstream-closed");
 		return;
 	}
-	if (c->ufd >= 0) {
-		(void)epoll_ctl(c->L->epfd, EPOLL_CTL_DEL, c->ufd, NULL);
-		c->u_registered = false;
-		c->ufd = safe_close(c->ufd);
-	}
+	px_conn_drop_ufd(c);
 	c->c_eof = true;
 	c->c2u_n = 0;
 	c->framed = 0;

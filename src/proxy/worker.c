@@ -85,7 +85,7 @@ static int read_config(int fd, px_config **ret)
 	return r;
 }
 
-static int drop_privileges(void)
+static int drop_privileges(int64_t parent_pid)
 {
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2] = {0};
@@ -112,7 +112,7 @@ static int drop_privileges(void)
 	/* cleared by the uid change above: the worker dies with its supervisor */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		return -errno;
-	if (getppid() == 1)
+	if (getppid() != (pid_t)parent_pid)
 		return -ESRCH; /* the supervisor is already gone */
 	return 0;
 }
@@ -173,7 +173,6 @@ static int apply_seccomp(void)
 	    SCMP_SYS(madvise),	      SCMP_SYS(exit_group),	 SCMP_SYS(exit),
 	    SCMP_SYS(rt_sigreturn),   SCMP_SYS(restart_syscall), SCMP_SYS(futex),
 	    SCMP_SYS(getpid),	      SCMP_SYS(gettid),		 SCMP_SYS(poll),
-	    SCMP_SYS(fstat),	      SCMP_SYS(newfstatat),	 SCMP_SYS(lseek),
 	    SCMP_SYS(rt_sigprocmask),
 	};
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
@@ -210,6 +209,13 @@ static int apply_seccomp(void)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 0);
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
+	/* Landlock does not cover stat(): refuse it so paths cannot be probed */
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(newfstatat), 0);
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(statx), 0);
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(fstat), 0);
 	if (r == 0)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);
@@ -249,10 +255,18 @@ int px_worker_main(int argc, char **argv)
 		return 125;
 	{
 		struct rlimit rl = {0, 0};
+		struct rlimit nofile = {PX_NOFILE, PX_NOFILE};
 
 		(void)setrlimit(RLIMIT_CORE, &rl);
+		/* raise while still privileged; size the connection table to what we got */
+		if (setrlimit(RLIMIT_NOFILE, &nofile) < 0)
+			(void)getrlimit(RLIMIT_NOFILE, &nofile);
+		L.max_conns =
+		    nofile.rlim_cur > 64 ? (size_t)(nofile.rlim_cur - 64) / PX_FDS_PER_CONN : 1;
+		if (L.max_conns > PX_MAX_CONNS)
+			L.max_conns = PX_MAX_CONNS;
 	}
-	if (drop_privileges() < 0)
+	if (drop_privileges(cfg->parent_pid) < 0)
 		return 125;
 	r = apply_landlock();
 	if (r < 0)

@@ -31,6 +31,22 @@
 #include "policy/plan.h"
 #include "proxy/proxy.h"
 
+/*
+ * Under ASan the worker cannot be given ASAN_OPTIONS (its environment is
+ * empty) and LeakSanitizer's thread-stopping would trip its seccomp filter:
+ * set the defaults in the binary. Unused without the sanitizers.
+ */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "detect_leaks=0:abort_on_error=1";
+}
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void)
+{
+	return "halt_on_error=1:abort_on_error=1";
+}
+
 static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)

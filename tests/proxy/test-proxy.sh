@@ -31,7 +31,7 @@ cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
 	wait 2>/dev/null
-	rm -rf "$T"
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 
@@ -56,7 +56,7 @@ check() { # check DESCRIPTION COMMAND...
 BASE=$((20000 + RANDOM % 20000))
 P_HTTP=$BASE P_HTTP2=$((BASE + 1)) P_TLS=$((BASE + 2)) P_DNS=$((BASE + 3))
 P1=$((BASE + 10)) P2=$((BASE + 11)) P3=$((BASE + 12)) P4=$((BASE + 13)) P5=$((BASE + 14))
-P6=$((BASE + 15))
+P6=$((BASE + 15)) P_SINK=$((BASE + 4)) P_RAW=$((BASE + 5)) P_DEAD=$((BASE + 6))
 
 # --- origins -----------------------------------------------------------------
 mkdir -p "$T/www"
@@ -85,7 +85,7 @@ http {
   client_body_temp_path $T/cbt; proxy_temp_path $T/pt; fastcgi_temp_path $T/ft;
   uwsgi_temp_path $T/ut; scgi_temp_path $T/st;
   server {
-    listen 127.0.0.1:$P_HTTP; listen 127.0.0.1:$P_HTTP2; root $T/www;
+    listen 127.0.0.1:$P_HTTP; listen 127.0.0.1:$P_HTTP2; listen [::1]:$P_HTTP; root $T/www;
     client_max_body_size 64m;
     location /auth { return 200 "auth=\$http_authorization\n"; }
     location /upload { client_body_in_single_buffer off; return 200 "up\n"; }
@@ -114,14 +114,16 @@ pids+=($!)
 DNS="\"dns\": \"127.0.0.1:$P_DNS\""
 cat >"$T/p1.json" <<EOF
 { "egress": [
-    {"host": "allowed.test", "ports": [$P_HTTP]},
+    {"host": "allowed.test", "ports": [$P_HTTP, $P_RAW, $P_DEAD]},
+    {"host": "nx.test", "ports": [$P_HTTP]},
     {"host": "other.allowed.test", "ports": [$P_HTTP]},
     {"host": "*.wild.test", "ports": [$P_HTTP]},
     {"host": "methods.test", "ports": [$P_HTTP], "methods": ["GET"]},
     {"host": "metadata.test", "ports": [80, $P_HTTP]},
     {"host": "tls.test", "ports": [$P_TLS]},
-    {"host": "127.0.0.1", "ports": [$P_HTTP]} ],
-  "allow_private": ["127.0.0.1/32"],
+    {"host": "127.0.0.1", "ports": [$P_HTTP]},
+    {"host": "::1", "ports": [$P_HTTP]} ],
+  "allow_private": ["127.0.0.1/32", "::1/128"],
   "max_request_body": "1K", "max_response_body": "100K", $DNS }
 EOF
 cat >"$T/p2.json" <<EOF
@@ -137,7 +139,7 @@ cat >"$T/p4.json" <<EOF
   "allow_private": ["127.0.0.0/8"], "bandwidth": "1M/s", $DNS }
 EOF
 cat >"$T/p5.json" <<EOF
-{ "egress": [ {"host": "allowed.test", "ports": [$P_HTTP]} ],
+{ "egress": [ {"host": "allowed.test", "ports": [$P_HTTP, $P_SINK]} ],
   "allow_private": ["127.0.0.0/8"], "egress_budget": "1M", $DNS }
 EOF
 echo "s3cr3t-file" >"$T/secret.txt"
@@ -151,6 +153,14 @@ cat >"$T/p6.json" <<EOF
     {"host": "plain.test", "header": "X-Api-Key", "value_file": "$T/secret.txt",
      "upstream": "http"} ], $DNS }
 EOF
+
+wait_port() { # wait_port PORT: until something accepts on 127.0.0.1:PORT
+	for _ in $(seq 100); do
+		python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $1), timeout=1)" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 start_proxy() { # start_proxy NAME PORT
 	PX_TEST_TOKEN=s3cr3t-env "$SA" "$T/$1.json" "$2" "$T/$1.events" >"$T/$1.out" 2>"$T/$1.err" &
@@ -209,6 +219,12 @@ ok $? "listed private IP literal refused without allow_private"
 out=$($C $X1 "http://127.0.0.1:$P_HTTP/index.html")
 [ "$out" = hello ]
 ok $? "listed IP literal inside allow_private allowed"
+out=$($C $X1 "http://[::1]:$P_HTTP/index.html")
+[ "$out" = hello ]
+ok $? "listed IPv6 literal inside allow_private allowed"
+hdr=$($C -i -x "http://127.0.0.1:$P2" "http://[::ffff:127.0.0.1]:$P_HTTP/index.html")
+echo "$hdr" | grep -q "X-Sandcap-Deny: ip-literal"
+ok $? "IPv4-mapped IPv6 literal refused"
 hdr=$($C -i $X1 "http://127.0.0.2:$P_HTTP/index.html")
 echo "$hdr" | grep -q "X-Sandcap-Deny: ip-literal"
 ok $? "unlisted IP literal refused"
@@ -222,6 +238,90 @@ ok $? "client keep-alive across two requests"
 out=$($C $X1 -H "Connection: X-Foo" -H "X-Foo: 1" "http://allowed.test:$P_HTTP/host")
 [ "$out" = "host=allowed.test" ]
 ok $? "origin sees Host from the request target"
+
+# --- response framing (a raw origin) -----------------------------------------
+python3 - "$P_RAW" <<'PY' &
+import socket, sys, threading
+def serve(c):
+    buf = b""
+    try:
+        while True:
+            while b"\r\n\r\n" not in buf:
+                d = c.recv(65536)
+                if not d:
+                    return
+                buf += d
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            path = head.split(b" ")[1]
+            if path == b"/chunked":
+                c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                          b"3\r\nhel\r\n3;x=y\r\nlo\n\r\n0\r\nX-Trailer: 1\r\n\r\n")
+            elif path == b"/close":
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nbye\n")
+                return
+            elif path == b"/smuggle":
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\nok")
+            else:
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nraw\n")
+    finally:
+        c.close()
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+pids+=($!)
+wait_port $P_RAW
+R="http://allowed.test:$P_RAW"
+out=$($C -v $X1 "$R/chunked" "$R/chunked" 2>&1)
+[ "$(echo "$out" | grep -c '^hello')" = 2 ] && echo "$out" | grep -q "Re-using existing connection"
+ok $? "chunked response relayed, connection kept alive after it"
+out=$($C -v $X1 "$R/close" "$R/plain" 2>&1)
+echo "$out" | grep -q '^bye' && echo "$out" | grep -q '^raw' && ! echo "$out" | grep -q "Re-using existing connection"
+ok $? "close-delimited response relayed, client connection closed after it"
+code=$($C -o /dev/null -w '%{http_code}' $X1 "$R/smuggle")
+[ "$code" = 502 ]
+ok $? "origin response with CL + TE refused with 502"
+out=$(python3 - "$P1" "$P_RAW" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+r = b"GET http://allowed.test:%s/plain HTTP/1.1\r\nHost: allowed.test:%s\r\n\r\n" % (sys.argv[2].encode(), sys.argv[2].encode())
+s.sendall(r + r.replace(b"/plain", b"/chunked"))
+data = b""
+while not data.endswith(b"X-Trailer: 1\r\n\r\n"):
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+print(data.count(b"HTTP/1.1 200"), b"raw" in data, b"hel" in data)
+PY
+)
+[ "$out" = "2 True True" ]
+ok $? "two pipelined requests answered in order ($out)"
+
+# --- upstream failures and deadlines ------------------------------------------
+hdr=$($C -i $X1 "http://allowed.test:$P_DEAD/")
+echo "$hdr" | grep -q "^HTTP/1.1 502" && echo "$hdr" | grep -q "X-Sandcap-Deny: connect-failed"
+ok $? "origin refusing the connection: 502"
+hdr=$($C -i $X1 "http://nx.test:$P_HTTP/")
+echo "$hdr" | grep -q "^HTTP/1.1 502" && echo "$hdr" | grep -q "X-Sandcap-Deny: dns-failure"
+ok $? "name that does not resolve: 502"
+out=$(python3 - "$P1" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+s.sendall(b"GET http://allowed.test/ HTTP/1.1\r\nHo")  # and then nothing
+t = time.time()
+try:
+    d = s.recv(4096)
+except Exception:
+    d = b""
+print("closed" if not d else "answered", int(time.time() - t))
+PY
+)
+set -- $out
+[ "$1" = closed ] && [ "$2" -ge 8 ] && [ "$2" -le 20 ]
+ok $? "a client that never finishes its head is dropped at the deadline ($out s)"
 
 # --- strict parsing (raw bytes) ----------------------------------------------
 raw() { # raw PORT BYTES(printf format) -> first line of the answer
@@ -340,13 +440,49 @@ t1=$(date +%s.%N)
 dt=$(echo "$t1 - $t0" | bc)
 [ "$size" = $((4 * 1024 * 1024)) ] && [ "$(echo "$dt >= 3.0" | bc)" = 1 ]
 ok $? "bandwidth 1M/s paces a 4 MiB tunnel download (${dt}s)"
+sleep 0.2
+[ "$(grep -c '"limit":"bandwidth"' "$T/p4.events")" = 2 ]
+ok $? "bandwidth pacing logged once per connection"
+w4=$(awk '/READY/ {print $2}' "$T/p4.out")
+ticks=$(awk '{print $14 + $15}' /proc/$w4/stat)
+hz=$(getconf CLK_TCK)
+# ~8 s of paced transfer: a worker that spins instead of sleeping burns ~8 s of CPU
+[ "$ticks" -lt $((3 * hz)) ]
+ok $? "paced transfers sleep instead of spinning (worker CPU $ticks ticks at $hz Hz)"
 
 # --- egress budget -----------------------------------------------------------
-$C -p -x "http://127.0.0.1:$P5" --data-binary @"$T/upload.bin" "http://allowed.test:$P_HTTP/upload" >/dev/null 2>&1
-rc=$?
+# a sink that reads forever and never answers: only the budget can end the upload
+python3 - "$P_SINK" <<'PY' &
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
+while True:
+    c, _ = s.accept()
+    while c.recv(65536):
+        pass
+    c.close()
+PY
+pids+=($!)
+wait_port $P_SINK
+out=$(python3 - "$P5" "$P_SINK" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"CONNECT allowed.test:%s HTTP/1.1\r\nHost: allowed.test:%s\r\n\r\n" % (sys.argv[2].encode(), sys.argv[2].encode()))
+head = s.recv(4096)
+sent = 0
+try:
+    while sent < 8 * 1024 * 1024:
+        sent += s.send(b"x" * 65536)
+    print("not-cut", sent)
+except (BrokenPipeError, ConnectionResetError):
+    print("cut", sent)
+PY
+)
 sleep 0.3
-[ $rc != 0 ] && grep -q '"reason":"egress_budget"' "$T/p5.events"
-ok $? "egress budget cuts an upload tunnel"
+echo "# $out"
+[ "${out%% *}" = cut ] && grep -q '"reason":"egress_budget"' "$T/p5.events" &&
+	grep -q '"bytes_out":1048576,' "$T/p5.events"
+ok $? "egress budget (1M) cuts an upload tunnel at exactly 1 MiB"
 grep -q '"limit":"egress_budget"' "$T/p5.events"
 ok $? "egress budget logged as limit.hit"
 
@@ -406,6 +542,12 @@ kill "${pids[1]}" # p1's launcher: closes the event socket
 sleep 0.5
 [ ! -d /proc/$wpid ] || grep -q zombie /proc/$wpid/status
 ok $? "worker exits when the supervisor closes the event socket"
+
+w2=$(awk '/READY/ {print $2}' "$T/p2.out")
+kill -TERM "$w2"
+sleep 0.5
+[ ! -d /proc/$w2 ] || grep -q zombie /proc/$w2/status
+ok $? "worker exits on SIGTERM"
 
 echo "1..$n"
 [ $fails = 0 ]

@@ -8,6 +8,7 @@
 
 #include "proxy/allow.h"
 #include "proxy/limits.h"
+#include "proxy/proxy.h"
 #include "proxy/px.h"
 
 static int n_test, n_fail;
@@ -199,6 +200,12 @@ static void test_buckets(void)
 	ok(px_bucket_take(&b, 1 << 20, 0) == 1 << 17, "bandwidth: burst capped");
 	ok(px_bucket_take(&b, 1 << 20, s / 2) == 1 << 17, "refill capped at capacity");
 	ok(px_bucket_take(&b, 1 << 20, s / 2 + s / 16) == 1 << 16, "refill by elapsed time");
+	px_bucket_init(&b, 1 << 20, s, 1 << 17, 0);
+	(void)px_bucket_take(&b, 1 << 17, 0);
+	ok(px_bucket_take_min(&b, 1 << 20, 16384, s / 1000) == 0,
+	   "floor: 1 KiB of tokens is not enough for a 16 KiB minimum");
+	ok(px_bucket_take_min(&b, 1 << 20, 16384, s / 50) >= 16384, "floor reached after 20 ms");
+	ok(px_bucket_take_min(&b, 100, 16384, s) == 100, "small wants are not held to the floor");
 	px_bucket_init(&b, 0, s, 1, 0);
 	ok(px_bucket_take(&b, 12345, 0) == 12345, "count 0 = unlimited");
 }
@@ -217,8 +224,108 @@ static void test_format(void)
 	ok(px_format_secret("%s", "a\r\nX-Injected: 1", &v) < 0, "CRLF in secret refused");
 }
 
+static int ev(const char *s)
+{
+	char *name = NULL;
+	json_t *data = NULL;
+	int r = px_event_parse(s, strlen(s), &name, &data);
+
+	free(name);
+	json_decref(data);
+	return r;
+}
+
+static void test_events(void)
+{
+	char big[PX_EVENT_MAX_BYTES + 64];
+
+	ok(ev("{\"event\":\"net.request\",\"data\":{\"method\":\"GET\",\"host\":\"a.test\","
+	      "\"port\":80,\"decision\":\"allow\",\"bytes_out\":1}}") == 0,
+	   "net.request accepted");
+	ok(ev("{\"event\":\"limit.hit\",\"data\":{\"limit\":\"rate\",\"detail\":\"5/s\"}}") == 0,
+	   "limit.hit accepted");
+	ok(ev("{\"event\":\"sandbox.exit\",\"data\":{}}") < 0, "foreign event name refused");
+	ok(ev("{\"event\":\"net.denied\",\"data\":{\"evil\":1}}") < 0, "unknown key refused");
+	ok(ev("{\"event\":\"net.denied\",\"data\":{\"host\":{\"a\":1}}}") < 0,
+	   "nested value refused");
+	ok(ev("{\"event\":\"net.denied\",\"data\":{\"port\":-1}}") < 0, "negative number refused");
+	ok(ev("{\"event\":\"net.denied\",\"data\":{\"host\":\"a\",\"host\":\"b\"}}") < 0,
+	   "duplicate key refused");
+	ok(ev("{\"event\":\"net.denied\",\"data\":[]}") < 0, "non-object data refused");
+	ok(ev("{\"event\":\"net.denied\",\"data\":{},\"x\":1}") < 0, "extra top-level key refused");
+	ok(ev("{\"event\":\"net.denied\",\"data\":{\"host\":\"a\\u0000b\"}}") < 0,
+	   "NUL inside a string refused");
+	{
+		static const char pre[] = "{\"event\":\"net.denied\",\"data\":{\"host\":\"";
+
+		memset(big, 'a', sizeof(big));
+		memcpy(big, pre, strlen(pre));
+		strcpy(big + 200, "\"}}");
+		ok(ev(big) == 0, "the same datagram, short, is accepted");
+		memset(big + 200, 'a', 4);
+		strcpy(big + sizeof(big) - 4, "\"}}");
+	}
+	ok(ev(big) < 0, "oversized datagram refused");
+}
+
+static void test_config_roundtrip(void)
+{
+	plan_egress eg = {.host = (char *)"*.a.test",
+			  .wildcard = true,
+			  .ports = {8080},
+			  .n_ports = 1,
+			  .methods = HTTP_GET};
+	plan_cidr cs = cidr("127.0.0.0", 8);
+	plan_credential cr = {.host = (char *)"a.test",
+			      .header = (char *)"Authorization",
+			      .value_env = (char *)"PX_UNIT_SECRET",
+			      .format = (char *)"Bearer %s",
+			      .upstream_https = true};
+	sc_plan plan = {.egress = &eg,
+			.n_egress = 1,
+			.allow_private = &cs,
+			.n_allow_private = 1,
+			.rate = {5, 1000000000ull},
+			.bandwidth = PLAN_UNLIMITED,
+			.max_request_body = 1024,
+			.max_response_body = PLAN_UNLIMITED,
+			.egress_budget = 1 << 20,
+			.credentials = &cr,
+			.n_credentials = 1,
+			.dns = (char *)"127.0.0.1:53"};
+	json_t *j = NULL;
+	px_config *c = NULL;
+	char *s;
+
+	unsetenv("PX_UNIT_SECRET");
+	ok(px_config_from_plan(&plan, &j) == -ENOKEY, "missing secret: -ENOKEY");
+	setenv("PX_UNIT_SECRET", "tok", 1);
+	ok(px_config_from_plan(&plan, &j) == 0, "config serialised");
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	ok(s && px_config_parse(s, strlen(s), &c) == 0, "config parsed back");
+	ok(c && c->n_egress == 1 && c->egress[0].wildcard && c->egress[0].ports[0] == 8080 &&
+	       c->egress[0].methods == HTTP_GET,
+	   "egress round-trips");
+	ok(c && c->n_allow_private == 1 && c->allow_private[0].prefix == 8, "CIDR round-trips");
+	ok(c && c->rate.count == 5 && c->bandwidth == PLAN_UNLIMITED &&
+	       c->max_request_body == 1024 && c->egress_budget == 1 << 20,
+	   "limits round-trip");
+	ok(c && c->n_creds == 1 && strcmp(c->creds[0].value, "Bearer tok") == 0 &&
+	       c->creds[0].upstream_https,
+	   "credential value formatted by the supervisor");
+	ok(c && c->dns && strcmp(c->dns, "127.0.0.1:53") == 0, "dns round-trips");
+	px_config_free(c);
+	free(s);
+	c = NULL;
+	ok(px_config_parse("{\"egress\":[]}", 12, &c) < 0, "incomplete config refused");
+	unsetenv("PX_UNIT_SECRET");
+}
+
 int main(void)
 {
+	test_events();
+	test_config_roundtrip();
 	test_private();
 	test_cidr();
 	test_match();

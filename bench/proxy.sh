@@ -1,0 +1,128 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Egress proxy benchmark on loopback: bulk CONNECT-tunnel throughput and
+# small-request rate/latency through the forward proxy, each against direct
+# access and tinyproxy measured in the same run. Reports figures and ratios;
+# never fails on wall-clock numbers (exit 77 when a tool is missing).
+#
+#   bench/proxy.sh [BUILDDIR]     env: BENCH_SIZE (default 1G), BENCH_SECS (default 5)
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+B=${1:-$top/build}
+SA=$B/px-standalone
+SIZE=${BENCH_SIZE:-1G}
+SECS=${BENCH_SECS:-5}
+T=$(mktemp -d /tmp/sandcap-proxy-bench.XXXXXX)
+chmod 755 "$T"
+pids=()
+
+for tool in nginx curl wrk tinyproxy bc; do
+	command -v $tool >/dev/null || { echo "bench: $tool not installed, skipping"; exit 77; }
+done
+[ -x "$SA" ] || "$top/tests/proxy/build.sh" "$B" || exit 77
+
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+BASE=$((40000 + RANDOM % 10000))
+P_HTTP=$BASE
+P_SC=$((BASE + 1))
+P_TP=$((BASE + 2))
+
+mkdir -p "$T/www"
+truncate -s "$SIZE" "$T/www/bulk.bin" # sparse: the origin is not the bottleneck
+echo hello >"$T/www/index.html"
+cat >"$T/nginx.conf" <<NGINX
+daemon on; pid $T/nginx.pid; error_log $T/nginx-error.log; worker_processes 1;
+events { worker_connections 1024; }
+http { access_log off; sendfile on; keepalive_requests 1000000;
+  client_body_temp_path $T/cbt; proxy_temp_path $T/pt; fastcgi_temp_path $T/ft;
+  uwsgi_temp_path $T/ut; scgi_temp_path $T/st;
+  server { listen 127.0.0.1:$P_HTTP backlog=1024; root $T/www; } }
+NGINX
+nginx -c "$T/nginx.conf" -p "$T" || exit 77
+
+cat >"$T/sc.json" <<JSON
+{ "egress": [ {"host": "127.0.0.1", "ports": [$P_HTTP]} ], "allow_private": ["127.0.0.1/32"] }
+JSON
+"$SA" "$T/sc.json" $P_SC /dev/null >"$T/sc.out" 2>&1 &
+pids+=($!)
+cat >"$T/tinyproxy.conf" <<TP
+Port $P_TP
+Listen 127.0.0.1
+MaxClients 200
+LogLevel Critical
+ConnectPort $P_HTTP
+Allow 127.0.0.1
+TP
+tinyproxy -d -c "$T/tinyproxy.conf" >"$T/tinyproxy.log" 2>&1 &
+pids+=($!)
+sleep 0.7
+
+URL="http://127.0.0.1:$P_HTTP"
+mib() { echo "scale=1; $1 / 1048576" | bc; }
+ratio() { [ "${2%.*}" -gt 0 ] 2>/dev/null && echo "scale=2; $1 / $2" | bc || echo n/a; }
+bulk1() { curl -s -o /dev/null -w '%{speed_download} %{size_download}' "$@" "$URL/bulk.bin"; }
+bulk() { # best of two runs: the machine is shared and noisy
+	local a b
+	a=$(bulk1 "$@")
+	b=$(bulk1 "$@")
+	if [ "$(echo "${a%% *} >= ${b%% *}" | bc)" = 1 ]; then echo "$a"; else echo "$b"; fi
+}
+
+echo "== bulk download of $SIZE (curl, one stream, best of 2) =="
+read -r d_speed d_size <<<"$(bulk)"
+read -r s_speed s_size <<<"$(bulk -p -x "http://127.0.0.1:$P_SC")"
+read -r t_speed t_size <<<"$(bulk -p -x "http://127.0.0.1:$P_TP")"
+printf "direct             %8s MiB/s  (%s bytes)\n" "$(mib "$d_speed")" "$d_size"
+printf "sandcap CONNECT    %8s MiB/s  (%s bytes)  %sx direct (target >= 0.8)\n" \
+	"$(mib "$s_speed")" "$s_size" "$(ratio "$s_speed" "$d_speed")"
+printf "tinyproxy CONNECT  %8s MiB/s  (%s bytes)  %sx direct\n" \
+	"$(mib "$t_speed")" "$t_size" "$(ratio "$t_speed" "$d_speed")"
+
+# wrk cannot CONNECT: send absolute-form targets to the proxy instead
+cat >"$T/abs.lua" <<LUA
+request = function()
+  return wrk.format("GET", "$URL/index.html", { Host = "127.0.0.1:$P_HTTP" })
+end
+LUA
+to_us() { # wrk prints 123.45us / 1.23ms / 1.00s
+	case "$1" in
+	*us) echo "${1%us}" ;;
+	*ms) echo "scale=2; ${1%ms} * 1000" | bc ;;
+	*s) echo "scale=2; ${1%s} * 1000000" | bc ;;
+	*) echo 0 ;;
+	esac
+}
+wrk_run() { # wrk_run URL [SCRIPT] -> "req/s p50_us p99_us"
+	local out rps p50 p99
+	if [ $# -gt 1 ]; then
+		out=$(wrk -t1 -c16 -d"${SECS}s" --latency -s "$2" "$1" 2>&1)
+	else
+		out=$(wrk -t1 -c16 -d"${SECS}s" --latency "$1" 2>&1)
+	fi
+	rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+	p50=$(echo "$out" | awk '$1 == "50%" {print $2}')
+	p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
+	echo "${rps:-0} $(to_us "$p50") $(to_us "$p99")"
+}
+
+echo "== small requests (wrk -t1 -c16 ${SECS}s, GET /index.html) =="
+read -r d_rps d_p50 d_p99 <<<"$(wrk_run "$URL/index.html")"
+read -r s_rps s_p50 s_p99 <<<"$(wrk_run "http://127.0.0.1:$P_SC" "$T/abs.lua")"
+read -r t_rps t_p50 t_p99 <<<"$(wrk_run "http://127.0.0.1:$P_TP" "$T/abs.lua")"
+printf "direct             %10s req/s  p50 %8s us  p99 %8s us\n" "$d_rps" "$d_p50" "$d_p99"
+for who in s t; do
+	name="sandcap forward  "
+	[ $who = t ] && name="tinyproxy forward"
+	rps=${who}_rps p50=${who}_p50 p99=${who}_p99
+	printf "%s  %10s req/s  p50 %8s us  p99 %8s us  (%sx direct; added p50 %s us, p99 %s us)\n" \
+		"$name" "${!rps}" "${!p50}" "${!p99}" "$(ratio "${!rps}" "$d_rps")" \
+		"$(echo "${!p50} - $d_p50" | bc)" "$(echo "${!p99} - $d_p99" | bc)"
+done
+exit 0

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target for the proxy's request-head parser, the upstream head
+ * rewriter, the response-head parser and the chunked framing tracker: all
+ * of them see bytes the sandboxed agent (or an origin it picked) controls.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/http.h"
+
+#define FUZZ_MAX_INPUT (PX_MAX_HEAD * 2)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static px_request req;
+	px_response resp;
+	px_chunked ch = { 0 };
+	const char *buf = (const char *)data;
+	const char *reason;
+	size_t used;
+	uint64_t d;
+	int r;
+
+	if (size > FUZZ_MAX_INPUT)
+		return 0;
+	r = px_http_parse_request(buf, size, &req, &reason);
+	if (r > 0) {
+		char *head = NULL;
+		size_t len;
+
+		if ((size_t)r > size || req.head_len != (size_t)r)
+			abort();
+		if (px_http_build_upstream_head(buf, &req, "Authorization", "Bearer x", &head,
+						&len) == 0) {
+			/* the rewritten head must itself be a valid origin-form head */
+			if (len < 4 || memcmp(head + len - 4, "\r\n\r\n", 4) != 0)
+				abort();
+			free(head);
+		}
+		/* whatever follows the head is fed to the body framer */
+		used = 0;
+		if (px_chunked_feed(&ch, buf + r, size - (size_t)r, &used, &d) >= 0 &&
+		    used > size - (size_t)r)
+			abort();
+	} else if (r < 0 && r != -400 && r != -414 && r != -417 && r != -431 && r != -501 &&
+		   r != -505)
+		abort();
+	r = px_http_parse_response(buf, size, size & 1, &resp, &reason);
+	if (r > 0) {
+		char *head = NULL;
+		size_t len;
+
+		if (px_http_build_client_response_head(buf, &resp, true, &head, &len) == 0)
+			free(head);
+	}
+	memset(&ch, 0, sizeof(ch));
+	(void)px_chunked_feed(&ch, buf, size, &used, &d);
+	return 0;
+}
