@@ -32,23 +32,31 @@ if [ "$got" -lt "$N" ]; then
 	exit 1
 fi
 
-if ! hyperfine -N --warmup 1 --runs "$RUNS" --export-json "$T/r.json" \
-	-n host "/bin/sh -c '$LOOP'" \
-	-n sandbox-audit-off "$S run --quiet --policy $T/off.json -- /bin/sh -c '$LOOP'" \
-	-n sandbox-audit-on "$S run --quiet --policy $T/on.json -- /bin/sh -c '$LOOP'" \
-	>"$T/hf.log" 2>&1; then
-	cat "$T/hf.log" >&2
-	exit 1
-fi
-python3 - "$T/r.json" "$N" "${BENCH_RESULTS:-}" <<'PY'
-import json, statistics, sys
-path, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-res = json.load(open(path))["results"]
-r = {x["command"]: statistics.median(x["times"]) for x in res}
-lo = {x["command"]: min(x["times"]) for x in res}
+# One run of each command per round, alternating: the load of a shared
+# machine moves between batches.
+for round in $(seq "$RUNS"); do
+	if ! hyperfine -N --warmup "$([ "$round" = 1 ] && echo 1 || echo 0)" --runs 1 --export-json "$T/r.$round.json" \
+		-n host "/bin/sh -c '$LOOP'" \
+		-n sandbox-audit-off "$S run --quiet --policy $T/off.json -- /bin/sh -c '$LOOP'" \
+		-n sandbox-audit-on "$S run --quiet --policy $T/on.json -- /bin/sh -c '$LOOP'" \
+		>"$T/hf.log" 2>&1; then
+		cat "$T/hf.log" >&2
+		exit 1
+	fi
+done
+python3 - "$T" "$N" "${BENCH_RESULTS:-}" <<'PY'
+import glob, json, statistics, sys
+d, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+times = {}
+for path in glob.glob(d + "/r.*.json"):
+    for x in json.load(open(path))["results"]:
+        times.setdefault(x["command"], []).extend(x["times"])
+r = {k: statistics.median(t) for k, t in times.items()}
+lo = {k: min(t) for k, t in times.items()}
 print(f"{n} x execve(/bin/true) in a shell loop (median and fastest of runs)")
 rows = []
-for name, s in r.items():
+for name in ("host", "sandbox-audit-off", "sandbox-audit-on"):
+    s = r[name]
     print(f"  {name:20s} {s * 1000:8.1f} ms   {s / n * 1e6:7.1f} us per exec   fastest {lo[name] / n * 1e6:7.1f} us")
     rows.append((name, s / n * 1e6, "us/exec"))
 # The difference of two noisy medians can even come out negative on a busy

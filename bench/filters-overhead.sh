@@ -15,7 +15,7 @@
 #  - an exec-heavy one (200 x /bin/true), where every exec makes a round trip
 #    through the listener.
 # Needs hyperfine and python3. Prints each median and its ratio to the bare run.
-# env: RUNS (default 10), BENCH_RESULTS (append
+# env: RUNS (default 10), ROUNDS (default 5), BENCH_RESULTS (append
 # "filters<TAB>WORKLOAD<TAB>NAME<TAB>MS<TAB>RATIO" lines).
 set -eu
 
@@ -25,16 +25,38 @@ command -v hyperfine >/dev/null || { echo "hyperfine missing (apt-get install hy
 WORK='find /usr -type f 2>/dev/null | wc -l'
 OUT=$(mktemp)
 LOG=$(mktemp)
-trap 'rm -f "$OUT" "$LOG"' EXIT
+trap 'rm -f "$OUT" "$OUT".* "$LOG"' EXIT
 # hyperfine's own warnings (outliers on a shared machine) go to a log shown
 # only when it fails.
 hf() { hyperfine "$@" >"$LOG" 2>&1 || { cat "$LOG" >&2; exit 1; }; }
+# hyperfine runs one command's batch after the other; on a shared machine the
+# load moves between batches, so the runs are split into ROUNDS rounds that
+# alternate between all commands, and pooled. hfr RUNS HYPERFINE-ARGS...
+ROUNDS=${ROUNDS:-5}
+hfr() {
+	hfr_runs=$(((${1} + ROUNDS - 1) / ROUNDS))
+	shift
+	rm -f "$OUT".*
+	for hfr_round in $(seq "$ROUNDS"); do
+		hf --runs "$hfr_runs" --export-json "$OUT.$hfr_round" "$@"
+	done
+}
 
 report() { # WORKLOAD-LABEL
 python3 - "$OUT" "$1" "${BENCH_RESULTS:-}" <<'PY'
-import json, sys
-path, label, out = sys.argv[1:4]
-r = {x["command"]: x for x in json.load(open(path))["results"]}
+import glob, json, statistics, sys
+prefix, label, out = sys.argv[1:4]
+r = {}
+for path in sorted(glob.glob(prefix + ".*")):
+    for x in json.load(open(path))["results"]:
+        a = r.setdefault(x["command"], {"times": [], "user": [], "system": []})
+        a["times"] += x["times"]
+        a["user"].append(x["user"])
+        a["system"].append(x["system"])
+for a in r.values():
+    a["median"] = statistics.median(a["times"])
+    a["user"] = statistics.mean(a["user"])
+    a["system"] = statistics.mean(a["system"])
 base = r["bare"]["median"]
 cbase = r["bare"]["user"] + r["bare"]["system"]
 rows = []
@@ -49,7 +71,7 @@ if out:
 PY
 }
 
-hf -N --warmup 10 --runs "$((${RUNS:-10} * 10))" --style basic --export-json "$OUT" \
+hfr "$((${RUNS:-10} * 10))" -N --warmup 10 --style basic \
 	-n bare "$WRAP --no-ns --no-landlock --no-seccomp -- /bin/true" \
 	-n seccomp "$WRAP --no-ns --no-landlock -- /bin/true" \
 	-n landlock+seccomp "$WRAP --no-ns -- /bin/true" \
@@ -63,7 +85,7 @@ if [ "$bare" != "$filtered" ]; then
 	echo "find saw $bare files bare but $filtered under the filters: not comparable" >&2
 	exit 1
 fi
-hf --warmup 2 --runs "${RUNS:-10}" --style basic --export-json "$OUT" \
+hfr "${RUNS:-10}" --warmup 1 --style basic \
 	-n bare "/bin/sh -c '$WORK'" \
 	-n seccomp "$WRAP --no-ns --no-landlock -- /bin/sh -c '$WORK'" \
 	-n landlock+seccomp "$WRAP --no-ns -- /bin/sh -c '$WORK'" \
@@ -73,7 +95,7 @@ report find
 
 # shellcheck disable=SC2016 # expanded by the inner shell
 EXECS='i=0; while [ $i -lt 200 ]; do /bin/true; i=$((i+1)); done'
-hf --warmup 2 --runs "${RUNS:-10}" --style basic --export-json "$OUT" \
+hfr "${RUNS:-10}" --warmup 1 --style basic \
 	-n bare "/bin/sh -c '$EXECS'" \
 	-n landlock+seccomp "$WRAP --no-ns -- /bin/sh -c '$EXECS'" \
 	-n landlock+seccomp+audit "$WRAP --no-ns --audit -- /bin/sh -c '$EXECS' 2>/dev/null"

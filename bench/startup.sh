@@ -4,11 +4,12 @@
 # from hyperfine; a noisy machine moves absolute numbers, so read the ratios.
 #
 #   bench/startup.sh [SANDCAP_BINARY]   (as root)
-#   env: RUNS (default 100), BENCH_RESULTS (append "startup<TAB>WORKLOAD<TAB>NAME<TAB>MS" lines)
+#   env: RUNS (default 100), ROUNDS (default 5), BENCH_RESULTS (append "startup<TAB>WORKLOAD<TAB>NAME<TAB>MS" lines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${1:-$(pwd)/build/sandcap}
 RUNS=${RUNS:-100}
+ROUNDS=${ROUNDS:-5}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export SANDCAP_STATE_DIR=$T/state
@@ -81,18 +82,28 @@ bench_one() { # LABEL ARGV-AS-STRING BUNDLE-ARGS...
 	fi
 	local args=() c
 	for c in "${cmds[@]}"; do args+=(-n "${c%%|*}" "${c#*|}"); done
-	if ! hyperfine -N --warmup 10 --runs "$RUNS" --export-json "$T/$label.json" "${args[@]}" \
-		>"$T/hyperfine.log" 2>&1; then
-		cat "$T/hyperfine.log" >&2
-		return 1
-	fi
-	python3 - "$T/$label.json" "$label" "$argv" "${BENCH_RESULTS:-}" <<'PY'
-import json, statistics, sys
-path, label, argv, out = sys.argv[1:5]
-res = {r["command"]: statistics.median(r["times"]) * 1000 for r in json.load(open(path))["results"]}
+	# hyperfine runs one command's batch after the other; on a shared machine
+	# the load moves between batches, so the runs are split into rounds that
+	# alternate between all commands, and pooled.
+	local round per=$(((RUNS + ROUNDS - 1) / ROUNDS))
+	for round in $(seq "$ROUNDS"); do
+		if ! hyperfine -N --warmup "$([ "$round" = 1 ] && echo 10 || echo 2)" --runs "$per" \
+			--export-json "$T/$label.$round.json" "${args[@]}" >"$T/hyperfine.log" 2>&1; then
+			cat "$T/hyperfine.log" >&2
+			return 1
+		fi
+	done
+	python3 - "$T/$label" "$label" "$argv" "${BENCH_RESULTS:-}" <<'PY'
+import glob, json, statistics, sys
+prefix, label, argv, out = sys.argv[1:5]
+times = {}
+for path in sorted(glob.glob(prefix + ".*.json")):
+    for r in json.load(open(path))["results"]:
+        times.setdefault(r["command"], []).extend(r["times"])
+res = {name: statistics.median(t) * 1000 for name, t in times.items()}
 if "crun-limits" in res and "crun-wrapper" in res:
     res["crun-limits"] -= res.pop("crun-wrapper")
-print(f"start-up to exit of {argv} (median of runs, ms)")
+print(f"start-up to exit of {argv} (median of {len(times['plain'])} runs in {len(glob.glob(prefix + '.*.json'))} rounds, ms)")
 for name, ms in res.items():
     note = "  (minus the unshare wrapper)" if name == "crun-limits" else ""
     print(f"  {name:18s} {ms:7.2f} ms{note}")
