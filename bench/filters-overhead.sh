@@ -16,7 +16,8 @@
 #    through the listener.
 # Needs hyperfine and python3. Prints each median and its ratio to the bare run.
 # env: RUNS (default 10), ROUNDS (default 5), BENCH_RESULTS (append
-# "filters<TAB>WORKLOAD<TAB>NAME<TAB>MS<TAB>RATIO" lines).
+# "filters<TAB>WORKLOAD<TAB>NAME<TAB>MS<TAB>RATIO<TAB>CPU_MS<TAB>CPU_RATIO" lines;
+# on a loaded machine the CPU time, user + system, is the steadier figure).
 set -eu
 
 WRAP=${1:-$(dirname "$0")/../build/tests/escape/filter-wrap}
@@ -64,7 +65,8 @@ for name, x in r.items():
     cpu = x["user"] + x["system"]
     print(f"{name:24s} wall {x['median'] * 1000:8.2f} ms (median) ratio {x['median'] / base:5.3f}"
           f"   cpu {cpu * 1000:8.1f} ms ratio {cpu / cbase:5.3f}")
-    rows.append(f"filters\t{label}\t{name}\t{x['median'] * 1000:.3f}\t{x['median'] / base:.3f}\n")
+    rows.append(f"filters\t{label}\t{name}\t{x['median'] * 1000:.3f}\t{x['median'] / base:.3f}"
+                f"\t{cpu * 1000:.3f}\t{cpu / cbase:.3f}\n")
 if out:
     with open(out, "a") as f:
         f.writelines(rows)
