@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Start-up latency of a sandbox running /bin/true (and a Python print), for
-# sandcap and its peers measured in the same run, with ratios. Medians from
-# hyperfine; a noisy machine moves absolute numbers, so read the ratios.
-# Usage: bench/startup.sh [SANDCAP_BINARY]   (as root)
+# Start-up latency of a sandbox running /bin/true and `python3 -c 'print(1)'`,
+# for sandcap and its peers measured in the same run, with ratios. Medians
+# from hyperfine; a noisy machine moves absolute numbers, so read the ratios.
+#
+#   bench/startup.sh [SANDCAP_BINARY]   (as root)
+#   env: RUNS (default 100), ROUNDS (default 5), BENCH_RESULTS (append "startup<TAB>WORKLOAD<TAB>NAME<TAB>MS" lines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${1:-$(pwd)/build/sandcap}
 RUNS=${RUNS:-100}
+ROUNDS=${ROUNDS:-5}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export SANDCAP_STATE_DIR=$T/state
@@ -17,6 +20,7 @@ JSON
 cat >"$T/limits.json" <<'JSON'
 { "version": 1, "limits": { "memory": "256M", "cpu": 1, "pids": 64 }, "audit": { "exec": false } }
 JSON
+# The full default policy: limits, a wall clock and exec auditing (the default).
 cat >"$T/full.json" <<'JSON'
 { "version": 1, "limits": { "memory": "256M", "cpu": 1, "pids": 64, "wall": "30s" } }
 JSON
@@ -25,25 +29,19 @@ BWRAP=(bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr
 	--symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin
 	--symlink usr/sbin /sbin --proc /proc --dev /dev --tmpfs /tmp)
 
-cmds=(
-	"plain|/bin/true"
-	"bwrap|${BWRAP[*]} /bin/true"
-	"sandcap-minimal|$S run --quiet --policy $T/minimal.json -- /bin/true"
-	"sandcap-limits|$S run --quiet --policy $T/limits.json -- /bin/true"
-	"sandcap-full|$S run --quiet --policy $T/full.json -- /bin/true"
-)
-if command -v firejail >/dev/null; then
-	cmds+=("firejail|firejail --quiet --noprofile --net=none /bin/true")
-fi
-if command -v crun >/dev/null; then
-	# crun refuses cgroup v1 hybrid hosts whose cgroup2 mount lists a
-	# controller; inside a private mount namespace without that mount it runs.
-	mkdir -p "$T/bundle/rootfs"
-	(cd "$T/bundle" && crun spec --rootless >/dev/null 2>&1 || crun spec >/dev/null)
-	python3 - "$T/bundle/config.json" <<'PY'
+# crun: an OCI bundle with the same binds and limits, in every namespace but
+# the user one (crun runs as root here, like sandcap's supervisor).
+crun_bundle() { # DIR ARG...
+	local dir=$1
+	shift
+	mkdir -p "$dir/rootfs"
+	(cd "$dir" && crun spec >/dev/null)
+	python3 - "$dir/config.json" "$@" <<'PY'
 import json, sys
 p = sys.argv[1]; c = json.load(open(p))
-c["process"]["args"] = ["/bin/true"]; c["process"]["terminal"] = False
+c["process"]["args"] = sys.argv[2:]; c["process"]["terminal"] = False
+c["process"]["env"] = ["PATH=/usr/bin:/bin", "HOME=/tmp"]
+c["process"]["cwd"] = "/tmp"
 c["root"] = {"path": "rootfs", "readonly": True}
 c["mounts"] = [m for m in c["mounts"] if m["destination"] in ("/proc", "/dev", "/dev/pts", "/dev/shm")]
 for d in ("/usr", "/lib", "/lib64", "/bin", "/sbin"):
@@ -56,35 +54,78 @@ lin.pop("uidMappings", None); lin.pop("gidMappings", None)
 c["process"]["user"] = {"uid": 0, "gid": 0}
 json.dump(c, open(p, "w"))
 PY
-	for d in usr lib lib64 bin sbin proc dev tmp; do mkdir -p "$T/bundle/rootfs/$d"; done
-	cmds+=("crun-limits|unshare -m sh -c 'umount /sys/fs/cgroup/unified 2>/dev/null; exec crun run --bundle $T/bundle bench-\$\$'")
-	cmds+=("unshare-wrapper|unshare -m sh -c 'umount /sys/fs/cgroup/unified 2>/dev/null; exec /bin/true'")
-fi
-
-args=()
-for c in "${cmds[@]}"; do args+=(-n "${c%%|*}" "${c#*|}"); done
-hyperfine -N --warmup 10 --runs "$RUNS" --export-json "$T/startup.json" "${args[@]}" >"$T/hyperfine.log" 2>&1 || {
-	cat "$T/hyperfine.log"
-	exit 1
+	for d in usr lib lib64 bin sbin proc dev tmp; do mkdir -p "$dir/rootfs/$d"; done
 }
-python3 - "$T/startup.json" <<'PY'
-import json, statistics, sys
-res = {r["command"]: statistics.median(r["times"]) * 1000 for r in json.load(open(sys.argv[1]))["results"]}
-print("start-up to exit of /bin/true (median of runs, ms)")
+
+# crun 1.8 refuses cgroup v1 hybrid hosts whose cgroup2 mount lists a
+# controller; inside a private mount namespace without that mount it runs.
+# The wrapper's own cost is measured alone and subtracted.
+CRUN_PRE="unshare -m sh -c 'umount /sys/fs/cgroup/unified 2>/dev/null; exec"
+
+bench_one() { # LABEL ARGV-AS-STRING BUNDLE-ARGS...
+	local label=$1 argv=$2
+	shift 2
+	local cmds=(
+		"plain|$argv"
+		"bwrap|${BWRAP[*]} $argv"
+		"sandcap-minimal|$S run --quiet --policy $T/minimal.json -- $argv"
+		"sandcap-limits|$S run --quiet --policy $T/limits.json -- $argv"
+		"sandcap-full|$S run --quiet --policy $T/full.json -- $argv"
+	)
+	if command -v firejail >/dev/null; then
+		cmds+=("firejail|firejail --quiet --noprofile --net=none $argv")
+	fi
+	if command -v crun >/dev/null; then
+		crun_bundle "$T/bundle-$label" "$@"
+		cmds+=("crun-limits|$CRUN_PRE crun run --bundle $T/bundle-$label bench-\$\$'")
+		cmds+=("crun-wrapper|$CRUN_PRE /bin/true'")
+	fi
+	local args=() c
+	for c in "${cmds[@]}"; do args+=(-n "${c%%|*}" "${c#*|}"); done
+	# hyperfine runs one command's batch after the other; on a shared machine
+	# the load moves between batches, so the runs are split into rounds that
+	# alternate between all commands, and pooled.
+	local round per=$(((RUNS + ROUNDS - 1) / ROUNDS))
+	for round in $(seq "$ROUNDS"); do
+		if ! hyperfine -N --warmup "$([ "$round" = 1 ] && echo 10 || echo 2)" --runs "$per" \
+			--export-json "$T/$label.$round.json" "${args[@]}" >"$T/hyperfine.log" 2>&1; then
+			cat "$T/hyperfine.log" >&2
+			return 1
+		fi
+	done
+	python3 - "$T/$label" "$label" "$argv" "${BENCH_RESULTS:-}" <<'PY'
+import glob, json, statistics, sys
+prefix, label, argv, out = sys.argv[1:5]
+times = {}
+for path in sorted(glob.glob(prefix + ".*.json")):
+    for r in json.load(open(path))["results"]:
+        times.setdefault(r["command"], []).extend(r["times"])
+res = {name: statistics.median(t) * 1000 for name, t in times.items()}
+if "crun-limits" in res and "crun-wrapper" in res:
+    res["crun-limits"] -= res.pop("crun-wrapper")
+print(f"start-up to exit of {argv} (median of {len(times['plain'])} runs in {len(glob.glob(prefix + '.*.json'))} rounds, ms)")
 for name, ms in res.items():
-    print(f"  {name:18s} {ms:7.2f} ms")
+    note = "  (minus the unshare wrapper)" if name == "crun-limits" else ""
+    print(f"  {name:18s} {ms:7.2f} ms{note}")
 def ratio(a, b):
     if a in res and b in res:
-        print(f"  {a} / {b}: {res[a] / res[b]:.2f}x")
+        print(f"  {a + ' / ' + b + ':':36s} {res[a] / res[b]:5.2f}x")
 print("ratios (lower is faster)")
 ratio("sandcap-minimal", "bwrap")
-ratio("sandcap-minimal", "plain")
-ratio("sandcap-limits", "bwrap")
-if "crun-limits" in res and "unshare-wrapper" in res:
-    crun = res["crun-limits"] - res["unshare-wrapper"]
-    print(f"  crun-limits without its wrapper: {crun:.2f} ms")
-    if "sandcap-limits" in res:
-        print(f"  sandcap-limits / crun-limits: {res['sandcap-limits'] / crun:.2f}x")
+ratio("sandcap-limits", "crun-limits")
+ratio("sandcap-full", "crun-limits")
 ratio("sandcap-full", "bwrap")
-ratio("firejail", "sandcap-full")
+ratio("sandcap-full", "firejail")
+ratio("sandcap-full", "sandcap-minimal")
+if out:
+    with open(out, "a") as f:
+        for name, ms in res.items():
+            f.write(f"startup\t{label}\t{name}\t{ms:.3f}\n")
 PY
+}
+
+bench_one true /bin/true /bin/true
+echo
+# /usr/bin/python3 by its full path: the host's PATH may name another Python
+# (pyenv, a venv) that the sandboxes, which see only /usr, could not run.
+bench_one python "/usr/bin/python3 -c print(1)" /usr/bin/python3 -c 'print(1)'

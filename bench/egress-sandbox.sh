@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Egress throughput through a real sandbox: curl inside `sandcap run`
+# downloads SIZE from an nginx origin on the host's loopback through the
+# sandbox's egress proxy (the only way out of its network namespace), as a
+# plain-HTTP forward request and as a CONNECT tunnel, against curl on the
+# host fetching the same file directly. Best of two downloads each (the
+# machine is shared); the byte count must be the full SIZE.
+#
+#   bench/egress-sandbox.sh [SANDCAP_BINARY]   (as root)
+#   env: BENCH_SIZE (default 1G), BENCH_RESULTS (append
+#   "egress-sandbox<TAB>NAME<TAB>MIB_PER_S<TAB>RATIO" lines)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+S=${1:-$(pwd)/build/sandcap}
+SIZE=${BENCH_SIZE:-1G}
+for tool in nginx curl python3; do
+	command -v $tool >/dev/null || { echo "egress-sandbox: $tool not installed" >&2; exit 77; }
+done
+T=$(mktemp -d /tmp/sandcap-egress-bench.XXXXXX)
+chmod 755 "$T"
+cleanup() {
+	[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+export SANDCAP_STATE_DIR=$T/state
+
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$T/www"
+truncate -s "$SIZE" "$T/www/bulk.bin" # sparse: the origin is not the bottleneck
+want=$(stat -c %s "$T/www/bulk.bin")
+cat >"$T/nginx.conf" <<NGINX
+daemon on; pid $T/nginx.pid; error_log $T/nginx-error.log; worker_processes 1;
+events { worker_connections 64; }
+http { access_log off; sendfile on;
+  client_body_temp_path $T/cbt; proxy_temp_path $T/pt; fastcgi_temp_path $T/ft;
+  uwsgi_temp_path $T/ut; scgi_temp_path $T/st;
+  server { listen 127.0.0.1:$PORT; root $T/www; } }
+NGINX
+nginx -c "$T/nginx.conf" -p "$T"
+cat >"$T/policy.json" <<JSON
+{ "version": 1, "audit": { "exec": false },
+  "net": { "egress": [ { "host": "127.0.0.1", "ports": [$PORT] } ],
+           "allow_private": [ "127.0.0.1/32" ] } }
+JSON
+
+URL="http://127.0.0.1:$PORT/bulk.bin"
+# Inside, NO_PROXY lists 127.0.0.1; --noproxy '' makes curl use the proxy for
+# it anyway (there is no other route out of the sandbox).
+# shellcheck disable=SC2016 # expanded inside the sandbox
+CURL='curl -sS -o /dev/null -w "%{speed_download} %{size_download}\n" --noproxy "" -x "$HTTP_PROXY"'
+once() { # MODE -> "bytes_per_s bytes"
+	case $1 in
+	host) curl -sS -o /dev/null -w '%{speed_download} %{size_download}\n' "$URL" ;;
+	forward) "$S" run --quiet --policy "$T/policy.json" -- /bin/sh -c "$CURL '$URL'" ;;
+	connect) "$S" run --quiet --policy "$T/policy.json" -- /bin/sh -c "$CURL -p '$URL'" ;;
+	esac
+}
+best() { # MODE -> "bytes_per_s bytes" of the faster of two complete downloads
+	local a b
+	a=$(once "$1")
+	b=$(once "$1")
+	for x in "$a" "$b"; do
+		[ "${x#* }" = "$want" ] || { echo "egress-sandbox: $1 fetched ${x#* } bytes, not $want" >&2; exit 1; }
+	done
+	python3 -c 'import sys; a, b = sys.argv[1:]; print(a if float(a.split()[0]) >= float(b.split()[0]) else b)' "$a" "$b"
+}
+host=$(best host)
+fwd=$(best forward)
+con=$(best connect)
+python3 - "$SIZE" "$host" "$fwd" "$con" "${BENCH_RESULTS:-}" <<'PY'
+import sys
+size, host, fwd, con, out = sys.argv[1:6]
+h = float(host.split()[0])
+print(f"download of {size} from nginx on loopback (curl, best of 2)")
+rows = []
+for name, v in (("host-direct", host), ("sandbox-forward", fwd), ("sandbox-connect", con)):
+    bps = float(v.split()[0])
+    print(f"  {name:16s} {bps / 2**20:8.1f} MiB/s  {bps / h:5.2f}x host direct")
+    rows.append(f"egress-sandbox\t{name}\t{bps / 2**20:.1f}\t{bps / h:.3f}\n")
+if out:
+    with open(out, "a") as f:
+        f.writelines(rows)
+PY
