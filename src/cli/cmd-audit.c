@@ -19,7 +19,7 @@ static void audit_usage(FILE *out)
 	fputs("Usage: sandcap audit verify FILE [--key KEYFILE] [--expect-hash HEX]\n"
 	      "       sandcap audit report FILE [--json]\n"
 	      "\n"
-	      "Check and read the hash-chained audit log written by 'sandcap run --audit'.\n"
+	      "Check and read the hash-chained audit log that every 'sandcap run' writes.\n"
 	      "FILE may be - for standard input.\n"
 	      "\n"
 	      "Commands:\n"

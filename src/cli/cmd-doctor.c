@@ -51,9 +51,11 @@ int cmd_doctor(int argc, char **argv)
 	int abi;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		puts("Usage: sandcap doctor\n\nShows which isolation layers this host can enforce "
-		     "and\n"
-		     "whether `sandcap run` can enforce a full policy here. Exit 0 when it can.");
+		puts("Usage: sandcap doctor\n\n"
+		     "Shows which isolation layers this host can enforce and whether\n"
+		     "`sandcap run` can enforce a full policy here.\n\n"
+		     "Exit status: 0 when every layer is available, 1 when some is not\n"
+		     "(policies may then set \"best_effort\": true to run degraded).");
 		return 0;
 	}
 	printf("sandcap doctor: what this host can enforce\n\n");
