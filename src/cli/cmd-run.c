@@ -12,6 +12,7 @@
 #include "base/cleanup.h"
 #include "base/io.h"
 #include "cli/cli.h"
+#include "audit/audit.h"
 #include "core/run.h"
 #include "token/token.h"
 
@@ -135,22 +136,16 @@ static void summary_json(const sc_run_result *r)
 
 static int read_key(const char *file, uint8_t *key, size_t *len)
 {
-	_cleanup_free_ char *buf = NULL;
-	size_t n = 0;
-	int r = io_read_file_at(AT_FDCWD, file, 4096, &buf, &n);
+	int r = au_key_load(file, key);
 
 	if (r < 0) {
-		cli_error("%s: cannot read key: %s", file, strerror(-r));
+		cli_error("%s: cannot use as an audit key: %s", file,
+			  r == -EACCES	 ? "readable or writable by group or others (chmod 600 it)"
+			  : r == -EINVAL ? "a key file holds exactly 32 raw bytes"
+					 : strerror(-r));
 		return r;
 	}
-	if (n < 16) {
-		cli_error("%s: a key needs at least 16 bytes", file);
-		return -EINVAL;
-	}
-	if (n > 64)
-		n = 64;
-	memcpy(key, buf, n);
-	*len = n;
+	*len = AU_KEY_FILE_BYTES;
 	return 0;
 }
 
