@@ -4,7 +4,7 @@
  * records every exec and every refused dangerous syscall of the sandbox.
  *
  * The target is hostile. Every pointer it passed is read through
- * /proc/PID/mem with pread() and a bound; a read that fails just ends the
+ * with process_vm_readv() and a bound; a read that fails just ends the
  * record (truncated: true); whatever happens, the notification is answered
  * so that the target never hangs on us: CONTINUE for exec, -EPERM for the
  * rest.
@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -122,7 +123,20 @@ static json_t *sf_json_bytes(const char *s, size_t len)
  * buf has room for max + 1. Returns 0 with *ret_truncated when no NUL came
  * within max bytes, or -errno when the memory is unreadable.
  */
-static int sf_read_string(int memfd, uint64_t addr, char *buf, size_t max, size_t *ret_len,
+/*
+ * Reads len bytes at addr of the target with process_vm_readv(2): no
+ * /proc/PID/mem to open per exec (a path walk and a proc inode each time).
+ * Short reads stop at the first unmapped page, like pread on /proc/PID/mem.
+ */
+static ssize_t sf_peek(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = {.iov_base = buf, .iov_len = len};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
+
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0);
+}
+
+static int sf_read_string(pid_t pid, uint64_t addr, char *buf, size_t max, size_t *ret_len,
 			  bool *ret_truncated)
 {
 	size_t len = 0;
@@ -138,7 +152,7 @@ static int sf_read_string(int memfd, uint64_t addr, char *buf, size_t max, size_
 		chunk = SF_READ_CHUNK - (size_t)(a % SF_READ_CHUNK);
 		if (chunk > max - len)
 			chunk = max - len;
-		n = pread(memfd, buf + len, chunk, (off_t)a);
+		n = sf_peek(pid, a, buf + len, chunk);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -160,7 +174,7 @@ static int sf_read_string(int memfd, uint64_t addr, char *buf, size_t max, size_
 	return 0;
 }
 
-static int sf_read_u64(int memfd, uint64_t addr, uint64_t *ret)
+static int sf_read_u64(pid_t pid, uint64_t addr, uint64_t *ret)
 {
 	uint64_t v;
 	ssize_t n;
@@ -168,7 +182,7 @@ static int sf_read_u64(int memfd, uint64_t addr, uint64_t *ret)
 	if (addr > INT64_MAX - sizeof(v))
 		return -EFAULT;
 	do
-		n = pread(memfd, &v, sizeof(v), (off_t)addr);
+		n = sf_peek(pid, addr, &v, sizeof(v));
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
@@ -185,18 +199,19 @@ static bool sf_id_valid(int notify_fd, uint64_t id)
 
 /* Fills path and argv of the exec; gives up (truncated) at the first
  * unreadable byte. */
-static int sf_read_exec(int memfd, uint64_t path_addr, uint64_t argv_addr, json_t *data)
+static int sf_read_exec(pid_t pid, uint64_t path_addr, uint64_t argv_addr, json_t *data)
 {
-	_cleanup_free_ char *buf = malloc(SF_EXEC_ARGV_BYTES_MAX + 1);
+	/* One listener per supervisor, one notification at a time. */
+	static char buf[SF_EXEC_ARGV_BYTES_MAX + 1];
 	json_t *argv = json_array();
 	size_t budget = SF_EXEC_ARGV_BYTES_MAX, len = 0;
 	bool truncated = false, t = false;
 	int r;
 
-	if (json_object_set_new(data, "argv", argv) < 0 || !buf)
+	if (json_object_set_new(data, "argv", argv) < 0)
 		return -ENOMEM;
 
-	r = sf_read_string(memfd, path_addr, buf, SF_EXEC_PATH_MAX, &len, &t);
+	r = sf_read_string(pid, path_addr, buf, SF_EXEC_PATH_MAX, &len, &t);
 	if (r < 0) {
 		truncated = true;
 		if (json_object_set_new(data, "path", json_null()) < 0)
@@ -214,13 +229,13 @@ static int sf_read_exec(int memfd, uint64_t path_addr, uint64_t argv_addr, json_
 			/* Only a further non-NULL pointer makes it truncated. */
 			if (__builtin_mul_overflow((uint64_t)i, sizeof(uint64_t), &slot) ||
 			    __builtin_add_overflow(argv_addr, slot, &slot) ||
-			    sf_read_u64(memfd, slot, &ptr) < 0 || ptr != 0)
+			    sf_read_u64(pid, slot, &ptr) < 0 || ptr != 0)
 				truncated = true;
 			break;
 		}
 		if (__builtin_mul_overflow((uint64_t)i, sizeof(uint64_t), &slot) ||
 		    __builtin_add_overflow(argv_addr, slot, &slot) ||
-		    sf_read_u64(memfd, slot, &ptr) < 0) {
+		    sf_read_u64(pid, slot, &ptr) < 0) {
 			truncated = true;
 			break;
 		}
@@ -230,7 +245,7 @@ static int sf_read_exec(int memfd, uint64_t path_addr, uint64_t argv_addr, json_
 			truncated = true;
 			break;
 		}
-		r = sf_read_string(memfd, ptr, buf, budget, &len, &t);
+		r = sf_read_string(pid, ptr, buf, budget, &len, &t);
 		if (r < 0) {
 			truncated = true;
 			break;
@@ -270,8 +285,6 @@ static int sf_dirfd_path(pid_t pid, int dirfd, json_t *data)
 static int sf_exec_event(int notify_fd, const struct seccomp_notif *req, bool at, json_t **ret_data)
 {
 	_cleanup_json_ json_t *data = json_object();
-	_cleanup_close_ int memfd = -1;
-	char proc[SF_PROC_PATH_MAX];
 	pid_t pid = (pid_t)req->pid;
 	int r;
 
@@ -281,23 +294,12 @@ static int sf_exec_event(int notify_fd, const struct seccomp_notif *req, bool at
 	if (at && json_object_set_new(data, "syscall", json_string("execveat")) < 0)
 		return -ENOMEM;
 
-	(void)snprintf(proc, sizeof(proc), "/proc/%d/mem", pid);
-	memfd = open(proc, O_RDONLY | O_CLOEXEC);
-	/* The pid may have been reused between RECV and open: only after
-	 * ID_VALID succeeds does memfd certainly belong to the target. */
-	if (!sf_id_valid(notify_fd, req->id))
-		return 0;
-	if (memfd < 0) {
-		if (json_object_set_new(data, "path", json_null()) < 0 ||
-		    json_object_set_new(data, "argv", json_array()) < 0 ||
-		    json_object_set_new(data, "truncated", json_true()) < 0)
-			return -ENOMEM;
-	} else {
-		r = sf_read_exec(memfd, at ? req->data.args[1] : req->data.args[0],
-				 at ? req->data.args[2] : req->data.args[1], data);
-		if (r < 0)
-			return r;
-	}
+	/* The pid may be reused between RECV and the reads: only when ID_VALID
+	 * succeeds after them did they certainly read the target. */
+	r = sf_read_exec(pid, at ? req->data.args[1] : req->data.args[0],
+			 at ? req->data.args[2] : req->data.args[1], data);
+	if (r < 0)
+		return r;
 	if (at && (int)req->data.args[0] != AT_FDCWD) {
 		r = sf_dirfd_path(pid, (int)req->data.args[0], data);
 		if (r < 0)
@@ -384,8 +386,12 @@ int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata)
 	}
 
 	if (req->data.arch == native) {
-		int execve_nr = seccomp_syscall_resolve_name("execve");
-		int execveat_nr = seccomp_syscall_resolve_name("execveat");
+		static int execve_nr = -1, execveat_nr = -1;
+
+		if (execve_nr < 0) {
+			execve_nr = seccomp_syscall_resolve_name("execve");
+			execveat_nr = seccomp_syscall_resolve_name("execveat");
+		}
 
 		is_exec = req->data.nr == execve_nr || req->data.nr == execveat_nr;
 		at = req->data.nr == execveat_nr;
