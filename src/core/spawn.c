@@ -51,6 +51,7 @@ typedef struct spawn_slot {
 	int sock; /* to the sub-supervisor, -1 when none */
 	pid_t pid;
 	bool answered;
+	char child_id[40]; /* the child's sandbox id, once it said it */
 } spawn_slot;
 
 struct spawn_server {
@@ -185,11 +186,94 @@ static void refuse(spawn_server *srv, spawn_slot *sl, bool denied, const char *r
 				    json_is_array(argv) ? argv : NULL, "policy",
 				    json_is_object(policy) ? policy : NULL),
 			  srv->userdata);
+	} else if (sl->child_id[0]) {
+		srv->emit("spawn.error",
+			  json_pack("{s:s, s:s, s:s}", "reason", reason, "child", sl->child_id,
+				    "parent", srv->parent_id),
+			  srv->userdata);
 	} else {
 		srv->emit("spawn.error", json_pack("{s:s}", "reason", reason), srv->userdata);
 	}
 	reply(srv, sl,
 	      json_pack("{s:b, s:b, s:s}", "ok", false, "denied", denied, "error", reason));
+}
+
+/* Lexically inside dir: absolute, no "." or ".." component, dir or below. */
+static bool path_below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (path[0] != '/' || strstr(path, "/./") || strstr(path, "/../") || strstr(path, "//"))
+		return false;
+	n = strlen(path);
+	if ((n >= 2 && strcmp(path + n - 2, "/.") == 0) ||
+	    (n >= 3 && strcmp(path + n - 3, "/..") == 0))
+		return false;
+	n = strlen(dir);
+	if (n == 1)
+		return true;
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+static bool under_some_grant(const sc_plan *parent, const char *path)
+{
+	for (size_t i = 0; i < parent->n_grants; i++)
+		if (path_below(path, parent->grants[i].path))
+			return true;
+	return false;
+}
+
+/*
+ * The fragment goes through the policy parser, which looks at the host (a
+ * grant, a CA or a secret file must exist). A host path the parent cannot
+ * reach is refused before that, always with the same words, so that a
+ * refusal says nothing about what exists on the host.
+ */
+static int check_host_paths(const sc_plan *parent, json_t *frag, const char **reason)
+{
+	json_t *fs = json_object_get(frag, "fs"), *net = json_object_get(frag, "net");
+	json_t *grants = json_object_get(fs, "grants"), *v, *x;
+	size_t i;
+
+	json_array_foreach(grants, i, v)
+	{
+		const char *path = json_string_value(json_object_get(v, "path"));
+
+		if (path && !under_some_grant(parent, path)) {
+			*reason = "a grant's path must lie inside one of the parent's grants";
+			return -EPERM;
+		}
+	}
+	x = json_object_get(fs, "runtime");
+	if (x && !json_is_string(x)) {
+		/* the intersection keeps the parent's runtime whatever is asked */
+		const char *rootfs = json_string_value(json_object_get(x, "rootfs"));
+
+		if (!(rootfs && parent->rootfs && strcmp(parent->rootfs, rootfs) == 0)) {
+			*reason = "fs.runtime may only name the parent's rootfs";
+			return -EPERM;
+		}
+	}
+	x = json_object_get(net, "upstream_ca");
+	if (json_is_string(x) &&
+	    !(parent->upstream_ca && strcmp(parent->upstream_ca, json_string_value(x)) == 0)) {
+		*reason = "net.upstream_ca may only name the parent's CA";
+		return -EPERM;
+	}
+	json_array_foreach(json_object_get(net, "credentials"), i, v)
+	{
+		const char *vf = json_string_value(json_object_get(v, "value_file"));
+		bool known = !vf;
+
+		for (size_t k = 0; vf && k < parent->n_credentials; k++)
+			known |= parent->credentials[k].value_file &&
+				 strcmp(parent->credentials[k].value_file, vf) == 0;
+		if (!known) {
+			*reason = "net.credentials may only name the parent's secret files";
+			return -EPERM;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -208,6 +292,8 @@ static int child_fragment(const spawn_server *srv, json_t *req, char **ret, cons
 		*reason = "\"policy\" must be an object";
 		return -EINVAL;
 	}
+	if (frag && check_host_paths(srv->plan, frag, reason) < 0)
+		return -EPERM;
 	copy = frag ? json_deep_copy(frag) : json_object();
 	if (!copy)
 		return -ENOMEM;
@@ -504,7 +590,8 @@ static void forward_event(spawn_server *srv, json_t *msg)
 	srv->emit(event, json_incref(data), srv->userdata);
 }
 
-static void handle_sub(spawn_server *srv, spawn_slot *sl)
+/* 1: a message was handled; 0: nothing to read now; -1: the slot is gone. */
+static int handle_sub(spawn_server *srv, spawn_slot *sl)
 {
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_(json_decrefp) json_t *msg = NULL;
@@ -512,32 +599,35 @@ static void handle_sub(spawn_server *srv, spawn_slot *sl)
 	size_t len = 0;
 	int r = recv_msg(sl->sock, SPAWN_MAX_MSG, &buf, &len);
 
-	if (r == -EAGAIN || r == -EINTR || r == -EMSGSIZE)
-		return;
+	if (r == -EAGAIN || r == -EINTR)
+		return 0;
+	if (r == -EMSGSIZE)
+		return 1;
 	if (r <= 0) {
 		if (!sl->answered)
 			refuse(srv, sl, false,
-			       "the sub-supervisor ended without a result (killed, e.g. by the "
-			       "parent's memory limit?)",
+			       "the child ended without a result (killed with its parent, or by "
+			       "the parent's memory limit)",
 			       NULL);
 		slot_release(srv, sl, false);
-		return;
+		return -1;
 	}
 	msg = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
 	if (!json_is_object(msg))
-		return;
+		return 1;
+	res = json_object_get(msg, "result");
+	if (!sl->child_id[0] && json_is_string(json_object_get(msg, "sandbox")))
+		snprintf(sl->child_id, sizeof(sl->child_id), "%s",
+			 json_string_value(json_object_get(msg, "sandbox")));
 	if (json_object_get(msg, "event")) {
 		forward_event(srv, msg);
-		return;
-	}
-	res = json_object_get(msg, "result");
-	if (json_is_object(res) && !sl->answered) {
+	} else if (json_is_object(res) && !sl->answered) {
 		(void)json_object_set_new(res, "ok", json_true());
 		reply(srv, sl, json_incref(res));
-		return;
-	}
-	if (json_is_string(json_object_get(msg, "error")) && !sl->answered)
+	} else if (json_is_string(json_object_get(msg, "error")) && !sl->answered) {
 		refuse(srv, sl, false, json_string_value(json_object_get(msg, "error")), NULL);
+	}
+	return 1;
 }
 
 static void handle_listen(spawn_server *srv)
@@ -586,7 +676,7 @@ void spawn_server_dispatch(spawn_server *srv)
 		else if (tag == TAG_CONN && sl && sl->used && sl->conn >= 0)
 			handle_request(srv, sl);
 		else if (tag == TAG_SUB && sl && sl->used && sl->sock >= 0)
-			handle_sub(srv, sl);
+			(void)handle_sub(srv, sl);
 	}
 }
 
@@ -676,9 +766,20 @@ spawn_server *spawn_server_free(spawn_server *srv)
 {
 	if (!srv)
 		return NULL;
-	for (size_t i = 0; i < SPAWN_MAX_SLOTS; i++)
-		if (srv->slots[i].used)
-			slot_release(srv, &srv->slots[i], true);
+	for (size_t i = 0; i < SPAWN_MAX_SLOTS; i++) {
+		spawn_slot *sl = &srv->slots[i];
+
+		if (!sl->used)
+			continue;
+		/* A child still running ends with its parent. Once its
+		 * supervisor is gone, what it had sent is still queued: into
+		 * the log, then the end of the socket says it ended. */
+		slot_reap(sl, true);
+		while (sl->used && sl->sock >= 0 && handle_sub(srv, sl) > 0)
+			;
+		if (sl->used)
+			slot_release(srv, sl, true);
+	}
 	if (srv->path[0])
 		(void)unlink(srv->path);
 	if (srv->dir[0])
