@@ -476,7 +476,7 @@ static void handle_request(spawn_server *srv, spawn_slot *sl)
 		return;
 	}
 	if (r == -EMSGSIZE) {
-		refuse(srv, sl, true, "request larger than 256 KiB", NULL);
+		refuse(srv, sl, true, "request larger than 128 KiB", NULL);
 		slot_release(srv, sl, false);
 		return;
 	}

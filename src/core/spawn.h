@@ -18,7 +18,7 @@
 #include "cgroup/cgroup.h"
 #include "policy/plan.h"
 
-#define SPAWN_MAX_REQUEST (256u << 10) /* one request message from the agent */
+#define SPAWN_MAX_REQUEST (128u << 10) /* one request message from the agent */
 #define SPAWN_MAX_STDIN	  (64u << 10)  /* its "stdin" string */
 #define SPAWN_MAX_ARGV	  256u
 #define SPAWN_MAX_ARG	  4096u
