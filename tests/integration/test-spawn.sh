@@ -191,17 +191,29 @@ check "the child's wall clock is what is left of the parent's ($wall ms of 20 s,
 	test "$wall" -le 19000 -a "$wall" -ge 15000
 
 # --- the parent ends while a child runs ---
-before=$(find /sys/fs/cgroup -maxdepth 4 -type d -name 'sandcap-*' 2>/dev/null | wc -l)
-run p1 sh -c "$(sp -- sleep 300) & sleep 1; exit 0"
+# Only this run's processes and cgroups are counted: other sandboxes may be
+# running on the host. A unique sleep duration names the child's process.
+nap="299.$$$RANDOM"
+left_behind() { # left_behind LOG: cgroups of the log's sandboxes that still exist
+	python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    print(r["sandbox"]); print(r["data"].get("child", ""))' "$1" | sort -u | while read -r id; do
+		[ -n "$id" ] && find /sys/fs/cgroup -maxdepth 6 -type d -name "sandcap-$id"
+	done | wc -l
+}
+run p1 sh -c "$(sp -- sleep "$nap") & sleep 1; exit 0"
 expect_eq "the parent's exit ends the run" "$rc" "0"
 expect_match "the unfinished child is logged as ended with its parent" "$(events "$LOG" spawn.error)" "killed with its parent"
 check "audit verify passes" verify_log "$LOG"
+check "the child had started" grep -qF "\"command\": [\"sleep\", \"$nap\"]" <(events "$LOG" spawn.start)
 sleep 0.2
-expect_eq "no child process survives" "$(pgrep -fc 'sleep 300' || true)" "0"
-expect_eq "no cgroup is left behind" "$(find /sys/fs/cgroup -maxdepth 4 -type d -name 'sandcap-*' 2>/dev/null | wc -l)" "$before"
+expect_eq "no child process survives" "$(pgrep -fc "sleep $nap" || true)" "0"
+expect_eq "no cgroup of the parent or the child is left behind" "$(left_behind "$LOG")" "0"
 parent pw 1 4 128M 2s
-run pw python3 /agents/spawn.py -- sleep 300
+run pw python3 /agents/spawn.py -- sleep "$nap"
 expect_eq "the parent's wall clock ends its child too" "$rc" "124"
-expect_eq "no child process survives the wall clock" "$(pgrep -fc 'sleep 300' || true)" "0"
-
+expect_eq "no child process survives the wall clock" "$(pgrep -fc "sleep $nap" || true)" "0"
+expect_eq "...nor any of their cgroups" "$(left_behind "$LOG")" "0"
 finish
