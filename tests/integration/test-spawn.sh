@@ -119,6 +119,36 @@ s.send(b"{\"argv\": [\"true\"], \"stdin\": \"" + b"x" * 150000 + b"\"}")
 print(s.recv(65536).decode())'
 expect_match "an oversized request is refused" "$out" '"denied":true.*larger than 128 KiB'
 
+# --- a parent started from a token ---
+"$SANDCAP" token keygen --out "$T/root.key" >/dev/null
+"$SANDCAP" token mint --key "$T/root.key" --policy "$T/p1.json" --ttl 10m >"$T/p1.tok"
+out=$("$SANDCAP" run --quiet --token "$T/p1.tok" --key "$T/root.key" -- python3 /agents/spawn.py --policy "$grant_a" -- sh -c "cat $T/a/fa; cat $T/b/fb 2>&1" 2>/dev/null)
+expect_match "a parent run from a token delegates the same way" "$(field "$out" stdout)" "^in-a.*No such file"
+
+# --- a child with less network: its own proxy, the parent's log ---
+if command -v curl >/dev/null; then
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	mkdir -p "$T/www" && echo hello-web >"$T/www/index.html"
+	python3 -m http.server "$port" --bind 127.0.0.1 --directory "$T/www" >/dev/null 2>&1 &
+	web=$!
+	sleep 0.5
+	policy pn "{\"version\": 1,
+	 \"fs\": {\"grants\": [{\"path\": \"$AGENTS\", \"mode\": \"ro\", \"at\": \"/agents\"}]},
+	 \"net\": {\"egress\": [{\"host\": \"127.0.0.1\", \"ports\": [$port]}, {\"host\": \"localhost.test\", \"ports\": [$port]}],
+	         \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:9\"},
+	 \"limits\": {\"memory\": \"256M\", \"wall\": \"30s\"}, \"spawn\": {\"max_depth\": 1}}"
+	get='curl -s --noproxy "" -x "$HTTP_PROXY" -o /dev/null -w "%{http_code} "'
+	run pn python3 /agents/spawn.py --policy "{\"net\": {\"egress\": [{\"host\": \"127.0.0.1\", \"ports\": [$port]}]}}" -- \
+		sh -c "$get http://127.0.0.1:$port/index.html; $get http://localhost.test:$port/"
+	expect_eq "the child reaches the host it kept and is refused the one it dropped" "$(field "$out" stdout)" "200 403 "
+	expect_match "the child's request is in the parent's log, with child and parent" "$(events "$LOG" net.request)" "\"child\": \"sc-.*\"parent\": \"sc-.*\"status\": 200"
+	expect_match "the child's refusal too" "$(events "$LOG" net.denied)" "\"child\": \"sc-.*localhost.test.*\"parent\": \"sc-"
+	kill "$web" 2>/dev/null
+	wait "$web" 2>/dev/null
+else
+	ok "# SKIP curl not installed: network delegation not tested"
+fi
+
 # --- depth ---
 run p1 python3 /agents/spawn.py --policy "$grant_a" -- sh -c 'ls /run/sandcap/spawn.sock 2>&1'
 expect_match "max_depth 1: the child (depth 0) has no socket" "$(field "$out" stdout)" "No such file"
