@@ -402,7 +402,7 @@ static int validate_request(json_t *req, const char **reason)
 
 /* fork + exec of our own binary: the sub-supervisor starts fresh, with none
  * of this process's memory (the key included). */
-static int start_sub(spawn_server *srv, spawn_slot *sl, pid_t *ret_pid, int *ret_sock)
+static int start_sub(const spawn_server *srv, pid_t *ret_pid, int *ret_sock)
 {
 	int pair[2];
 	pid_t pid;
@@ -425,7 +425,6 @@ static int start_sub(spawn_server *srv, spawn_slot *sl, pid_t *ret_pid, int *ret
 		sigset_t none;
 		int null;
 
-		(void)sl;
 		/* It dies with us; the parent's cgroup kill takes its sandbox. */
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		sigemptyset(&none);
@@ -524,7 +523,7 @@ static void handle_request(spawn_server *srv, spawn_slot *sl)
 		slot_release(srv, sl, false);
 		return;
 	}
-	r = start_sub(srv, sl, &pid, &sock);
+	r = start_sub(srv, &pid, &sock);
 	if (r < 0) {
 		json_decref(msg);
 		snprintf(reason, sizeof(reason), "cannot start the sub-supervisor: %s",
