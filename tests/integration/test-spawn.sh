@@ -178,6 +178,14 @@ run pc sh -c "$(sp -- true); $(sp -- true); $(sp -- true)"
 expect_match "the third child of max_children 2 is refused" "$out" 'max_children 2 reached'
 expect_eq "...two ran" "$(events "$LOG" spawn.exit | wc -l)" "2"
 
+# --- children run at the same time ---
+run p1 sh -c "$(sp -- sh -c "'echo one; sleep 1'") & $(sp -- sh -c "'echo two; sleep 1'") & wait"
+expect_eq "two children at once both answer" "$(grep -c '"ok": true' <<<"$out")" "2"
+order=$(python3 -c '
+import json, sys
+print(" ".join(json.loads(l)["event"] for l in open(sys.argv[1]) if json.loads(l)["event"].startswith("spawn.")))' "$LOG")
+expect_eq "...and overlap: both started before either ended" "$order" "spawn.start spawn.start spawn.exit spawn.exit"
+
 # --- the parent's memory limit covers parent + children ---
 run p1 python3 /agents/spawn.py --policy '{"limits": {"memory": "100M"}}' -- python3 "$T/a/mem.py" 90
 expect_eq "alone, a child allocates 90M under its 100M" "$(field "$out" stdout)" "allocated 90"
