@@ -853,11 +853,15 @@ int spawn_child_main(int fd)
 	sc_diag d = {0};
 	bool t_out, t_err;
 	size_t len = 0, i;
-	int r;
+	socklen_t tlen = sizeof(int);
+	int r, type = 0;
 
-	/* Blocking: the supervisor sends the request once we sit in its cgroup. */
-	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+	/* Only ever started by a supervisor, with its end of a SEQPACKET pair:
+	 * this is no way to run a sandbox without a log. */
+	if (fd < 3 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) < 0 ||
+	    type != SOCK_SEQPACKET || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 		return 125;
+	/* Blocking: the supervisor sends the request once we sit in its cgroup. */
 	for (;;) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 
