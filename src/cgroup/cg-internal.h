@@ -18,6 +18,7 @@
 #define CG_MAX_FILE_BYTES (1u << 20)
 #define CG_MAX_PATH_DEPTH 64u
 #define CG_NAME_MAX	  255u
+#define CG_MAX_NEST	  16u /* sub-sandbox cgroups nested in a sandbox's */
 /* How long cg_kill_all() waits for the killed processes to leave. */
 #define CG_DESTROY_WAIT_MS 2000u
 #define CG_POLL_STEP_MS	   10u
@@ -98,6 +99,11 @@ int cg_write_procs(int dirfd, pid_t pid);
  * is pinned by a pidfd, then only those still listed are signalled.
  * ret_seen: how many processes were listed. Needs pidfd_open (5.3). */
 int cg_procs_kill(int dirfd, size_t *ret_seen);
+/* The same over dirfd and every cgroup nested in it (a sub-sandbox's
+ * cgroup inside ours), at most CG_MAX_NEST levels; adds to *ret_seen. */
+int cg_tree_kill(int dirfd, size_t *ret_seen);
+/* Removes the (empty) cgroups nested in dirfd, deepest first. */
+void cg_tree_rmdir_children(int dirfd);
 /* Sleeps CG_POLL_STEP_MS. */
 void cg_poll_sleep(void);
 /* The mount that a directory fd lives on, from /proc/self/mountinfo:

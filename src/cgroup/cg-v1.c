@@ -324,7 +324,7 @@ static int v1_kill_all(cg_handle *h)
 
 			if (h->dirs[i].dirfd < 0)
 				continue;
-			r = cg_procs_kill(h->dirs[i].dirfd, &seen);
+			r = cg_tree_kill(h->dirs[i].dirfd, &seen);
 			if (r < 0)
 				return r;
 			total += seen;

@@ -357,7 +357,7 @@ static int v2_kill_all(cg_handle *h)
 		return r;
 	for (waited = 0; waited <= CG_DESTROY_WAIT_MS; waited += CG_POLL_STEP_MS) {
 		if (r == -ENOENT) {
-			int k = cg_procs_kill(fd, &seen);
+			int k = cg_tree_kill(fd, &seen);
 
 			if (k < 0)
 				return k;

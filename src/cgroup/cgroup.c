@@ -7,6 +7,7 @@
  */
 #include "cgroup/cgroup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -401,6 +402,95 @@ int cg_strip_mount_root(const char *mount_root, const char *path, const char **r
 	return 0;
 }
 
+/* Calls fn for every child cgroup directory of dirfd (names never start
+ * with a dot; interface files are not directories). */
+static int cg_foreach_child(int dirfd, int (*fn)(int parentfd, const char *name, void *ud),
+			    void *ud)
+{
+	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	DIR *dir;
+	struct dirent *de;
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	dir = fdopendir(fd);
+	if (!dir) {
+		r = -errno;
+		(void)close(fd);
+		return r;
+	}
+	rewinddir(dir);
+	while ((de = readdir(dir))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		r = fn(dirfd, de->d_name, ud);
+		if (r < 0)
+			break;
+	}
+	closedir(dir);
+	return r;
+}
+
+typedef struct cg_tree_walk {
+	size_t *seen;
+	unsigned depth;
+} cg_tree_walk;
+
+static int cg_tree_kill_at(int dirfd, unsigned depth, size_t *seen);
+
+static int cg_tree_kill_one(int parentfd, const char *name, void *ud)
+{
+	const cg_tree_walk *w = ud;
+	_cleanup_close_ int fd =
+	    openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (w->depth >= CG_MAX_NEST)
+		return -ELOOP;
+	return cg_tree_kill_at(fd, w->depth + 1, w->seen);
+}
+
+static int cg_tree_kill_at(int dirfd, unsigned depth, size_t *seen)
+{
+	cg_tree_walk w = {.seen = seen, .depth = depth};
+	size_t n = 0;
+	int r = cg_procs_kill(dirfd, &n);
+
+	if (r < 0)
+		return r;
+	*seen += n;
+	return cg_foreach_child(dirfd, cg_tree_kill_one, &w);
+}
+
+int cg_tree_kill(int dirfd, size_t *ret_seen)
+{
+	return cg_tree_kill_at(dirfd, 0, ret_seen);
+}
+
+static int cg_tree_rmdir_one(int parentfd, const char *name, void *ud)
+{
+	unsigned *depth = ud;
+	_cleanup_close_ int fd =
+	    openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd >= 0 && *depth < CG_MAX_NEST) {
+		(*depth)++;
+		(void)cg_foreach_child(fd, cg_tree_rmdir_one, depth);
+		(*depth)--;
+	}
+	(void)unlinkat(parentfd, name, AT_REMOVEDIR);
+	return 0;
+}
+
+void cg_tree_rmdir_children(int dirfd)
+{
+	unsigned depth = 0;
+
+	(void)cg_foreach_child(dirfd, cg_tree_rmdir_one, &depth);
+}
+
 void cg_dirs_release(cg_handle *h)
 {
 	size_t i;
@@ -408,6 +498,10 @@ void cg_dirs_release(cg_handle *h)
 	for (i = 0; i < ELEMENTSOF(h->dirs); i++) {
 		cg_dir *d = &h->dirs[i];
 
+		/* A sub-sandbox's cgroup nested in ours was left by a
+		 * supervisor that was killed: ours cannot go before it. */
+		if (d->created && d->dirfd >= 0)
+			cg_tree_rmdir_children(d->dirfd);
 		d->dirfd = safe_close(d->dirfd);
 		if (d->created && d->parentfd >= 0 && h->name)
 			(void)unlinkat(d->parentfd, h->name, AT_REMOVEDIR);

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "audit/audit.h"
 #include "core/run.h"
+#include "core/spawn.h"
 #include "token/token.h"
 
 #define MAX_SETS 64
@@ -160,6 +161,8 @@ int cmd_run(int argc, char **argv)
 					     {"json", no_argument, NULL, 'j'},
 					     {"quiet", no_argument, NULL, 'q'},
 					     {"help", no_argument, NULL, 'h'},
+					     /* internal: a sub-sandbox's supervisor */
+					     {"spawned-by", required_argument, NULL, 'S'},
 					     {}};
 	const char *policy = NULL, *token = NULL, *keyfile = NULL, *audit = NULL, *audit_key = NULL;
 	char *sets[MAX_SETS];
@@ -209,6 +212,10 @@ int cmd_run(int argc, char **argv)
 		case 'h':
 			run_usage(stdout);
 			return 0;
+		case 'S':
+			/* Started by a supervisor for a request on its spawn socket:
+			 * everything else comes over that socket (core/spawn.h). */
+			return spawn_child_main(atoi(optarg));
 		default:
 			run_usage(stderr);
 			return 125;

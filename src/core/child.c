@@ -44,7 +44,7 @@ static int step_cgroupns(child_ctx *c)
 
 static int step_mounts(child_ctx *c)
 {
-	return ns_setup_root(c->plan, c->sources, &c->what);
+	return ns_setup_root_spawn(c->plan, c->sources, c->spawn_sock, &c->what);
 }
 
 static int step_hostname(child_ctx *c)

@@ -15,7 +15,8 @@ typedef struct child_ctx {
 	int tty_mask; /* bit n set: fd n was a host terminal */
 	char *const *init_argv;
 	char *const *envp;
-	const char *what; /* detail of the failing step */
+	const char *spawn_sock; /* host path of the delegation socket, or NULL */
+	const char *what;	/* detail of the failing step */
 } child_ctx;
 
 /* Runs every setup step in order; never returns. */

@@ -37,6 +37,7 @@
 #include "core/child.h"
 #include "core/init.h"
 #include "core/pty.h"
+#include "core/spawn.h"
 #include "core/sync.h"
 #include "ns/ns.h"
 #include "proxy/proxy.h"
@@ -57,7 +58,8 @@ enum {
 	EV_NOTIFY,
 	EV_PROXY,
 	EV_PTY,
-	EV_FSWATCH
+	EV_FSWATCH,
+	EV_SPAWN
 };
 
 typedef struct supervisor {
@@ -72,6 +74,7 @@ typedef struct supervisor {
 	pty_relay *pty;
 	fw_watch *fw;
 	const char *fw_mode; /* for sandbox.start; owned by fw */
+	spawn_server *spawn; /* delegation socket, when the plan allows spawn */
 
 	int ep, sync, pidfd, sigfd, wallfd, gracefd, notify_fd, proxy_fd;
 	pid_t pid, proxy_pid;
@@ -174,7 +177,9 @@ static int audit_open(supervisor *s)
 
 static void emit(supervisor *s, const char *event, json_t *data)
 {
-	if (s->audit)
+	if (s->o->event_sink)
+		s->o->event_sink(s->res->sandbox_id, event, data, s->o->event_sink_data);
+	else if (s->audit)
 		(void)au_emit(s->audit, event, data);
 	else
 		json_decref(data);
@@ -471,6 +476,9 @@ static int event_loop(supervisor *s)
 				if (fw_handle(s->fw, on_event, s) < 0)
 					(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, fw_fd(s->fw), NULL);
 				break;
+			case EV_SPAWN:
+				spawn_server_dispatch(s->spawn);
+				break;
 			case EV_PTY:
 				if (pty_pump(s->pty, (int)(uint32_t)evs[i].data.u64) < 0)
 					(void)epoll_ctl(s->ep, EPOLL_CTL_DEL,
@@ -634,6 +642,7 @@ static void teardown(supervisor *s)
 		while (waitpid(s->proxy_pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
+	s->spawn = spawn_server_free(s->spawn); /* before the cgroup: they live in it */
 	s->cg = cg_destroy(s->cg);
 	s->pty = pty_free(s->pty);
 	s->fw = fw_free(s->fw);
@@ -653,6 +662,22 @@ static void teardown(supervisor *s)
 	(void)safe_close(s->wallfd);
 	(void)safe_close(s->gracefd);
 	(void)safe_close(s->ep);
+}
+
+/* Events of the server itself (spawn.denied, spawn.error) and of every
+ * child, already tagged with its id: into our log like our own. */
+static void spawn_emit(const char *event, json_t *data, void *userdata)
+{
+	emit(userdata, event, data);
+}
+
+/* Delegation (core/spawn.h): the socket must exist before the child binds it. */
+static int start_spawn_server(supervisor *s)
+{
+	if (s->plan->spawn_max_depth == 0)
+		return 0;
+	return spawn_server_new(s->plan, s->res->sandbox_id, s->cg, spawn_emit, s, &s->spawn,
+				s->diag);
 }
 
 int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
@@ -693,12 +718,6 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		    diag, -EPERM, "privileges",
 		    "sandcap run needs root (it maps the sandbox to an unprivileged host id range "
 		    "and creates idmapped mounts); run it as root");
-	/* Never silently ignored: a capability this build cannot provide is an error. */
-	if (p->spawn_max_depth > 0)
-		return fail(
-		    diag, -EOPNOTSUPP, "$.spawn",
-		    "delegation to sub-sandboxes from inside is not supported by this "
-		    "sandcap yet; remove \"spawn\" (tokens can be attenuated from outside)");
 	while (o->argv[argc])
 		argc++;
 	if (argc == 0)
@@ -719,7 +738,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			 SANDCAP_LIBEXECDIR, strerror(-r));
 		goto out;
 	}
-	r = audit_open(&s);
+	r = o->event_sink ? 0 : audit_open(&s);
 	if (r < 0)
 		goto out;
 
@@ -744,6 +763,10 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		snprintf(res->cgroup, sizeof(res->cgroup), "%s",
 			 cg_handle_version(s.cg) == CG_V2 ? "v2" : "v1");
 	}
+
+	r = start_spawn_server(&s);
+	if (r < 0)
+		goto out;
 
 	s.id_base = ns_host_id_base(getpid());
 	r = ns_open_sources(p, s.id_base + 1, s.id_base + 1, &s.sources, diag);
@@ -809,7 +832,8 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			       .tty_fd = tty_fd,
 			       .tty_mask = tty_mask,
 			       .init_argv = init_argv,
-			       .envp = env};
+			       .envp = env,
+			       .spawn_sock = spawn_server_socket(s.spawn)};
 
 		(void)close(pair[0]);
 		sigprocmask(SIG_SETMASK, &old, NULL);
@@ -842,6 +866,8 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	(void)ep_add(&s, s.gracefd, EV_GRACE);
 	if (s.pty)
 		(void)pty_register(s.pty, s.ep, EV_PTY);
+	if (s.spawn)
+		(void)ep_add(&s, spawn_server_fd(s.spawn), EV_SPAWN);
 
 	r = event_loop(&s);
 	/* Drain what the child said before dying (e.g. SYNC_FAILED). */

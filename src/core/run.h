@@ -19,6 +19,11 @@ enum {
 	SC_EXIT_NOTFOUND = 127,
 };
 
+struct json_t;
+/* Receives every event instead of a log file; owns data. */
+typedef void (*sc_event_sink)(const char *sandbox_id, const char *event, struct json_t *data,
+			      void *userdata);
+
 typedef struct sc_run_opts {
 	const sc_plan *plan;
 	char *const *argv;	  /* the command; argv[0] looked up in the agent's PATH */
@@ -29,6 +34,10 @@ typedef struct sc_run_opts {
 	const char *policy_digest; /* hex SHA-256 of the policy bytes */
 	const char *token_id;	   /* NULL unless run from a token */
 	unsigned token_caveats;
+	/* A sub-sandbox's supervisor (core/spawn.h): no log of its own, every
+	 * event goes to its parent's supervisor, the only writer of the log. */
+	sc_event_sink event_sink;
+	void *event_sink_data;
 } sc_run_opts;
 
 typedef struct sc_run_result {

@@ -425,7 +425,36 @@ static int setup_grants(const sc_plan *plan, const ns_source *src, const char **
 	return 0;
 }
 
+/* The only socket from outside: the supervisor's delegation endpoint. After
+ * the grants, so that no grant can cover it. A rootfs is read-only, so its
+ * /run (which must exist) is covered by a small tmpfs first. */
+static int setup_spawn_socket(const sc_plan *plan, const char *host_sock, const char **what)
+{
+	const char *target = NEWROOT NS_SPAWN_SOCKET;
+	int r;
+
+	*what = NS_SPAWN_SOCKET;
+	if (plan->runtime == RUNTIME_ROOTFS &&
+	    mount("tmpfs", NEWROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "mode=0755,size=16k,nr_inodes=16") < 0)
+		return -errno;
+	r = make_mountpoint(target, false);
+	if (r < 0)
+		return r;
+	if (mount(host_sock, target, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, target, NULL,
+		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
 int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **reterr_what)
+{
+	return ns_setup_root_spawn(plan, sources, NULL, reterr_what);
+}
+
+int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const char *spawn_sock,
+			const char **reterr_what)
 {
 	const char *what = "/";
 	int r;
@@ -463,6 +492,8 @@ int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **re
 		r = setup_tmp(plan, &what);
 	if (r >= 0)
 		r = setup_grants(plan, sources, &what);
+	if (r >= 0 && spawn_sock)
+		r = setup_spawn_socket(plan, spawn_sock, &what);
 	if (r >= 0 && plan->workdir) {
 		char wd[4096];
 

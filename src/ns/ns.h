@@ -42,6 +42,14 @@ int ns_write_id_maps(pid_t pid, const char *uid_map, const char *gid_map);
  * and pivots into it. On failure *reterr_what names the mount. */
 int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **reterr_what);
 
+/* Where the delegation socket appears inside (docs/tokens.md, "Delegation"). */
+#define NS_SPAWN_SOCKET "/run/sandcap/spawn.sock"
+/* ns_setup_root() that also binds the host socket spawn_sock (a path only
+ * root can reach) at NS_SPAWN_SOCKET, read-only, nosuid, nodev, noexec.
+ * spawn_sock NULL: the same as ns_setup_root(). */
+int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const char *spawn_sock,
+			const char **reterr_what);
+
 /* Child: brings lo up in the new network namespace. */
 int ns_loopback_up(void);
 /* Child: a TCP listener on 127.0.0.1:port inside the sandbox netns. */

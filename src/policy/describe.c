@@ -222,10 +222,13 @@ int plan_describe(const sc_plan *p, FILE *out)
 	if (p->spawn_max_depth == 0)
 		fprintf(out, "  none: the agent cannot start sub-sandboxes\n");
 	else
-		fprintf(
-		    out,
-		    "  sub-sandboxes with at most this plan, %u level%s deep, %u children each\n",
-		    p->spawn_max_depth, p->spawn_max_depth == 1 ? "" : "s", p->spawn_max_children);
+		fprintf(out,
+			"  through /run/sandcap/spawn.sock: sub-sandboxes with at most this plan,\n"
+			"  %u level%s deep, at most %u children started over its life (each child "
+			"no more),\n"
+			"  inside this sandbox's memory, CPU and pids limits\n",
+			p->spawn_max_depth, p->spawn_max_depth == 1 ? "" : "s",
+			p->spawn_max_children);
 
 	fprintf(out, "\nAudit:\n");
 	fprintf(out, "  executed programs:     %s\n", p->audit_exec ? "logged" : "not logged");

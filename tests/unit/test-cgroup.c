@@ -632,6 +632,48 @@ static void test_v2_shared_cgroup(void)
 	ok(rmdir(shared) == 0, "shared cgroup removed after the check");
 }
 
+/* The nested cgroup a sub-sandbox's supervisor makes inside ours: this
+ * child creates one under its own cgroup and moves itself into it, so the
+ * outer cgroup holds no process directly. */
+static int nest_ready[2] = {-1, -1};
+
+static int child_nest(void)
+{
+	sc_plan plan = test_plan(PLAN_UNLIMITED, PLAN_UNLIMITED, PLAN_UNLIMITED);
+	cg_handle *inner = NULL;
+	char c = 1;
+
+	if (cg_create(&plan, "nested", &inner) < 0 || cg_attach(inner, getpid()) < 0)
+		return 3;
+	(void)!write(nest_ready[1], &c, 1);
+	for (;;)
+		pause();
+}
+
+static void test_nested_v1(void)
+{
+	sc_plan plan = test_plan(PLAN_UNLIMITED, PLAN_UNLIMITED, PLAN_UNLIMITED);
+	cg_handle *h = NULL;
+	cg_paths paths = {.n = 0};
+	char name[64], c = 0;
+	pid_t pid;
+	int r;
+
+	test_name(name, sizeof(name), "nest");
+	r = cg_create(&plan, name, &h);
+	ok(r == 0, "cg_create for nesting (%s)", strerror(-r));
+	if (r < 0 || pipe2(nest_ready, O_CLOEXEC) < 0)
+		return;
+	pid = spawn_in(h, child_nest, false, name, &paths);
+	ok(pid > 0 && read(nest_ready[0], &c, 1) == 1 && c == 1,
+	   "a process in the cgroup creates a nested one and moves into it");
+	h = cg_destroy(h);
+	ok(pid > 0 && WIFSIGNALED(wait_child(pid)) && none_exist(&paths),
+	   "cg_destroy kills the process of the nested cgroup and removes both");
+	(void)close(nest_ready[0]);
+	(void)close(nest_ready[1]);
+}
+
 int main(void)
 {
 	char reason[1024];
@@ -659,6 +701,8 @@ int main(void)
 	test_oom(v);
 	test_pids();
 	test_cpu();
+	if (v == CG_V1)
+		test_nested_v1();
 	if (v == CG_V2) {
 		test_v2_clone_with_namespaces();
 		test_v2_shared_cgroup();

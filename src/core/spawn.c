@@ -1,0 +1,931 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Delegation from inside: the supervisor's side (a server on the sandbox's
+ * spawn socket) and the sub-supervisor's side (spawn_child_main). Protocol
+ * and decisions: docs/tokens.md, "Delegation".
+ *
+ * Everything the agent sends is hostile. The authority of a child is never
+ * computed here from the request: the request only becomes a caveat on a
+ * token of the parent's effective plan, and the child runs with what
+ * tk_verify() makes of that token, under a key only this process holds.
+ */
+#include "core/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "base/cleanup.h"
+#include "base/io.h"
+#include "compat/syscalls.h"
+#include "core/run.h"
+#include "token/token.h"
+
+#define SPAWN_RUN_DIR	"/run/sandcap"
+#define SPAWN_SNDBUF	(4 << 20) /* room for one SPAWN_MAX_MSG message and more */
+#define SPAWN_REPLY_BUF (1 << 20)
+
+extern char **environ;
+
+enum { TAG_LISTEN = 1, TAG_CONN, TAG_SUB };
+
+typedef struct spawn_slot {
+	bool used;
+	int conn; /* the agent's connection, -1 once answered */
+	int sock; /* to the sub-supervisor, -1 when none */
+	pid_t pid;
+	bool answered;
+	char child_id[40]; /* the child's sandbox id, once it said it */
+} spawn_slot;
+
+struct spawn_server {
+	const sc_plan *plan;
+	char parent_id[40];
+	cg_handle *cg;
+	spawn_emit_fn emit;
+	void *userdata;
+	int ep, listen_fd, exe_fd;
+	char dir[64];
+	char path[96];
+	uint8_t key[TK_KEY_LEN]; /* signs the per-run token; never leaves this process */
+	uint64_t t0_ns;
+	unsigned started; /* children started over the sandbox's life */
+	spawn_slot slots[SPAWN_MAX_SLOTS];
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int set_sndbuf(int fd, int bytes)
+{
+	/* FORCE: past wmem_max, we are root; messages are bounded above. */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof(bytes)) < 0 &&
+	    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* One whole SEQPACKET message of at most max bytes, NUL-terminated.
+ * 0 with *ret NULL on EOF; -EMSGSIZE (message consumed) when too large. */
+static int recv_msg(int fd, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_free_ char *buf = NULL;
+	ssize_t n = recv(fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+
+	*ret = NULL;
+	if (n < 0)
+		return -errno;
+	if (n == 0) {
+		/* EOF, or an empty message: consume it either way. */
+		char c;
+
+		n = recv(fd, &c, 1, MSG_DONTWAIT);
+		return n < 0 ? -errno : (n == 0 ? 0 : -EBADMSG);
+	}
+	if ((size_t)n > max) {
+		char c;
+
+		(void)recv(fd, &c, 1, MSG_DONTWAIT | MSG_TRUNC);
+		return -EMSGSIZE;
+	}
+	buf = malloc((size_t)n + 1);
+	if (!buf)
+		return -ENOMEM;
+	n = recv(fd, buf, (size_t)n, MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	*ret_len = (size_t)n;
+	*ret = TAKE_PTR(buf);
+	return 1;
+}
+
+static int send_json(int fd, json_t *o)
+{
+	_cleanup_free_ char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	ssize_t n;
+
+	json_decref(o);
+	if (!s)
+		return -ENOMEM;
+	n = send(fd, s, strlen(s), MSG_NOSIGNAL);
+	return n < 0 ? -errno : 0;
+}
+
+/* ---- supervisor side ---------------------------------------------------- */
+
+static void slot_close_conn(spawn_server *srv, spawn_slot *sl)
+{
+	if (sl->conn >= 0)
+		(void)epoll_ctl(srv->ep, EPOLL_CTL_DEL, sl->conn, NULL);
+	sl->conn = safe_close(sl->conn);
+}
+
+static void slot_reap(spawn_slot *sl, bool force)
+{
+	if (sl->pid <= 0)
+		return;
+	if (force)
+		(void)kill(sl->pid, SIGKILL);
+	/* EOF on its socket means it is exiting: this does not wait long. */
+	while (waitpid(sl->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	sl->pid = 0;
+}
+
+static void slot_release(spawn_server *srv, spawn_slot *sl, bool force)
+{
+	slot_close_conn(srv, sl);
+	if (sl->sock >= 0)
+		(void)epoll_ctl(srv->ep, EPOLL_CTL_DEL, sl->sock, NULL);
+	sl->sock = safe_close(sl->sock);
+	slot_reap(sl, force);
+	*sl = (spawn_slot){.conn = -1, .sock = -1};
+}
+
+static void reply(spawn_server *srv, spawn_slot *sl, json_t *o)
+{
+	if (sl->conn >= 0)
+		(void)send_json(sl->conn, o);
+	else
+		json_decref(o);
+	sl->answered = true;
+	slot_close_conn(srv, sl);
+}
+
+static void refuse(spawn_server *srv, spawn_slot *sl, bool denied, const char *reason, json_t *req)
+{
+	json_t *argv = req ? json_object_get(req, "argv") : NULL;
+	json_t *policy = req ? json_object_get(req, "policy") : NULL;
+
+	if (denied) {
+		/* What was asked is part of the record: it shows intent. */
+		srv->emit("spawn.denied",
+			  json_pack("{s:s, s:O?, s:O?}", "reason", reason, "argv",
+				    json_is_array(argv) ? argv : NULL, "policy",
+				    json_is_object(policy) ? policy : NULL),
+			  srv->userdata);
+	} else if (sl->child_id[0]) {
+		srv->emit("spawn.error",
+			  json_pack("{s:s, s:s, s:s}", "reason", reason, "child", sl->child_id,
+				    "parent", srv->parent_id),
+			  srv->userdata);
+	} else {
+		srv->emit("spawn.error", json_pack("{s:s}", "reason", reason), srv->userdata);
+	}
+	reply(srv, sl,
+	      json_pack("{s:b, s:b, s:s}", "ok", false, "denied", denied, "error", reason));
+}
+
+/* Lexically inside dir: absolute, no "." or ".." component, dir or below. */
+static bool path_below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (path[0] != '/' || strstr(path, "/./") || strstr(path, "/../") || strstr(path, "//"))
+		return false;
+	n = strlen(path);
+	if ((n >= 2 && strcmp(path + n - 2, "/.") == 0) ||
+	    (n >= 3 && strcmp(path + n - 3, "/..") == 0))
+		return false;
+	n = strlen(dir);
+	if (n == 1)
+		return true;
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+static bool under_some_grant(const sc_plan *parent, const char *path)
+{
+	for (size_t i = 0; i < parent->n_grants; i++)
+		if (path_below(path, parent->grants[i].path))
+			return true;
+	return false;
+}
+
+/*
+ * The fragment goes through the policy parser, which looks at the host (a
+ * grant, a CA or a secret file must exist). A host path the parent cannot
+ * reach is refused before that, always with the same words, so that a
+ * refusal says nothing about what exists on the host.
+ */
+static int check_host_paths(const sc_plan *parent, json_t *frag, const char **reason)
+{
+	json_t *fs = json_object_get(frag, "fs"), *net = json_object_get(frag, "net");
+	json_t *grants = json_object_get(fs, "grants"), *v, *x;
+	size_t i;
+
+	json_array_foreach(grants, i, v)
+	{
+		const char *path = json_string_value(json_object_get(v, "path"));
+
+		if (path && !under_some_grant(parent, path)) {
+			*reason = "a grant's path must lie inside one of the parent's grants";
+			return -EPERM;
+		}
+	}
+	x = json_object_get(fs, "runtime");
+	if (x && !json_is_string(x)) {
+		/* the intersection keeps the parent's runtime whatever is asked */
+		const char *rootfs = json_string_value(json_object_get(x, "rootfs"));
+
+		if (!(rootfs && parent->rootfs && strcmp(parent->rootfs, rootfs) == 0)) {
+			*reason = "fs.runtime may only name the parent's rootfs";
+			return -EPERM;
+		}
+	}
+	x = json_object_get(net, "upstream_ca");
+	if (json_is_string(x) &&
+	    !(parent->upstream_ca && strcmp(parent->upstream_ca, json_string_value(x)) == 0)) {
+		*reason = "net.upstream_ca may only name the parent's CA";
+		return -EPERM;
+	}
+	json_array_foreach(json_object_get(net, "credentials"), i, v)
+	{
+		const char *vf = json_string_value(json_object_get(v, "value_file"));
+		bool known = !vf;
+
+		for (size_t k = 0; vf && k < parent->n_credentials; k++)
+			known |= parent->credentials[k].value_file &&
+				 strcmp(parent->credentials[k].value_file, vf) == 0;
+		if (!known) {
+			*reason = "net.credentials may only name the parent's secret files";
+			return -EPERM;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The request's policy fragment, with the child's spawn depth forced below
+ * ours. A depth the parent does not have is left as asked so that
+ * attenuation refuses it as a widening, with the reason.
+ */
+static int child_fragment(const spawn_server *srv, json_t *req, char **ret, const char **reason)
+{
+	json_t *frag = json_object_get(req, "policy");
+	json_t *sp, *md;
+	json_int_t depth = (json_int_t)srv->plan->spawn_max_depth - 1;
+	_cleanup_(json_decrefp) json_t *copy = NULL;
+
+	if (frag && !json_is_object(frag)) {
+		*reason = "\"policy\" must be an object";
+		return -EINVAL;
+	}
+	if (frag && check_host_paths(srv->plan, frag, reason) < 0)
+		return -EPERM;
+	copy = frag ? json_deep_copy(frag) : json_object();
+	if (!copy)
+		return -ENOMEM;
+	sp = json_object_get(copy, "spawn");
+	if (!sp) {
+		sp = json_object();
+		if (json_object_set_new(copy, "spawn", sp) < 0)
+			return -ENOMEM;
+	}
+	if (!json_is_object(sp)) {
+		*reason = "\"policy.spawn\" must be an object";
+		return -EINVAL;
+	}
+	md = json_object_get(sp, "max_depth");
+	if (md && !json_is_integer(md)) {
+		*reason = "\"policy.spawn.max_depth\" must be an integer";
+		return -EINVAL;
+	}
+	if (!md || (json_integer_value(md) >= depth &&
+		    json_integer_value(md) <= (json_int_t)srv->plan->spawn_max_depth))
+		if (json_object_set_new(sp, "max_depth", json_integer(depth)) < 0)
+			return -ENOMEM;
+	*ret = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* The child's effective plan: attenuate a token of ours, then verify it. */
+static int child_plan(spawn_server *srv, const char *fragment, sc_plan **ret_plan,
+		      tk_info *ret_info, char *reason, size_t reason_size)
+{
+	_cleanup_free_ char *parent_tok = NULL, *child_tok = NULL;
+	int64_t ttl = TK_MAX_TTL_S;
+	sc_diag d = {0};
+	time_t now = time(NULL);
+	int r;
+
+	/* A child never outlives its parent: the token's lifetime is what is
+	 * left of the parent's wall clock, and verification caps the child's
+	 * wall clock by it. */
+	if (srv->plan->wall_ns != PLAN_UNLIMITED) {
+		uint64_t used = mono_ns() - srv->t0_ns;
+		uint64_t left = srv->plan->wall_ns > used ? srv->plan->wall_ns - used : 0;
+
+		ttl = (int64_t)((left + 999999999ULL) / 1000000000ULL);
+		if (ttl < 1)
+			ttl = 1;
+	}
+	r = tk_mint(srv->plan, srv->key, srv->parent_id, now, ttl, &parent_tok, &d);
+	if (r < 0) {
+		snprintf(reason, reason_size, "cannot mint the parent's token: %s",
+			 d.message[0] ? d.message : strerror(-r));
+		return r;
+	}
+	d = (sc_diag){0};
+	r = tk_attenuate(parent_tok, fragment, strlen(fragment), 0, &child_tok, &d);
+	if (r < 0) {
+		snprintf(reason, reason_size, "%s%s%s", d.path[0] ? d.path : "",
+			 d.path[0] ? ": " : "", d.message[0] ? d.message : strerror(-r));
+		return r == -ENOMEM ? r : -EPERM;
+	}
+	d = (sc_diag){0};
+	/* The chain must lead back to our key: whatever was computed above,
+	 * the child gets what verification makes of the signed bytes. */
+	r = tk_verify(child_tok, srv->key, now, ret_plan, ret_info, &d);
+	if (r < 0) {
+		snprintf(reason, reason_size, "the child's token does not verify: %s",
+			 d.message[0] ? d.message : strerror(-r));
+		return r == -ENOMEM ? r : -EPERM;
+	}
+	return 0;
+}
+
+static int validate_request(json_t *req, const char **reason)
+{
+	json_t *argv = json_object_get(req, "argv"), *in = json_object_get(req, "stdin"), *v;
+	const char *k;
+	size_t i;
+
+	json_object_foreach(req, k, v)
+	{
+		if (strcmp(k, "policy") != 0 && strcmp(k, "argv") != 0 && strcmp(k, "stdin") != 0) {
+			*reason = "unknown key in the request (expected policy, argv, stdin)";
+			return -EINVAL;
+		}
+	}
+	if (!json_is_array(argv) || json_array_size(argv) == 0 ||
+	    json_array_size(argv) > SPAWN_MAX_ARGV) {
+		*reason = "\"argv\" must be a non-empty array of at most 256 strings";
+		return -EINVAL;
+	}
+	json_array_foreach(argv, i, v)
+	{
+		if (!json_is_string(v) || json_string_length(v) > SPAWN_MAX_ARG ||
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			*reason = "\"argv\" elements must be strings without NUL of at most 4096 "
+				  "bytes";
+			return -EINVAL;
+		}
+	}
+	if (in && (!json_is_string(in) || json_string_length(in) > SPAWN_MAX_STDIN)) {
+		*reason = "\"stdin\" must be a string of at most 65536 bytes";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* fork + exec of our own binary: the sub-supervisor starts fresh, with none
+ * of this process's memory (the key included). */
+static int start_sub(const spawn_server *srv, pid_t *ret_pid, int *ret_sock)
+{
+	int pair[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+		return -errno;
+	(void)set_sndbuf(pair[0], SPAWN_SNDBUF);
+	(void)set_sndbuf(pair[1], SPAWN_SNDBUF);
+	pid = fork();
+	if (pid < 0) {
+		int r = -errno;
+
+		(void)close(pair[0]);
+		(void)close(pair[1]);
+		return r;
+	}
+	if (pid == 0) {
+		static char *const argv[] = {(char *)"sandcap", (char *)"run",
+					     (char *)"--spawned-by", (char *)"3", NULL};
+		sigset_t none;
+		int null;
+
+		/* It dies with us; the parent's cgroup kill takes its sandbox. */
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		/* In the parent's memory cgroup, the OOM killer must pick the
+		 * agents, not the process that reports on them. */
+		null = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+		if (null >= 0) {
+			(void)!write(null, "-1000", 5);
+			(void)close(null);
+		}
+		null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null < 0 || dup2(pair[1], 3) < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+		    dup2(null, 2) < 0)
+			_exit(125);
+		if (sys_close_range(4, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+			_exit(125);
+		syscall(SYS_execveat, srv->exe_fd, "", argv, environ, AT_EMPTY_PATH);
+		_exit(125);
+	}
+	(void)close(pair[1]);
+	*ret_pid = pid;
+	*ret_sock = pair[0];
+	return 0;
+}
+
+static void handle_request(spawn_server *srv, spawn_slot *sl)
+{
+	_cleanup_free_ char *buf = NULL, *fragment = NULL;
+	_cleanup_(json_decrefp) json_t *req = NULL;
+	_cleanup_(sc_plan_freep) sc_plan *plan = NULL;
+	_cleanup_free_ char *plan_json = NULL;
+	const char *why = NULL;
+	char reason[1024];
+	tk_info info = {0};
+	json_error_t jerr;
+	json_t *msg;
+	size_t len = 0;
+	int r, sock = -1;
+	pid_t pid = 0;
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	r = recv_msg(sl->conn, SPAWN_MAX_REQUEST, &buf, &len);
+	if (r == -EAGAIN || r == -EINTR)
+		return;
+	if (r == 0 || (r < 0 && r != -EMSGSIZE)) {
+		slot_release(srv, sl, false); /* hung up before asking */
+		return;
+	}
+	if (r == -EMSGSIZE) {
+		refuse(srv, sl, true, "request larger than 128 KiB", NULL);
+		slot_release(srv, sl, false);
+		return;
+	}
+	req = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!req || !json_is_object(req)) {
+		snprintf(reason, sizeof(reason), "request is not a JSON object%s%s",
+			 req ? "" : ": ", req ? "" : jerr.text);
+		refuse(srv, sl, true, reason, NULL);
+		slot_release(srv, sl, false);
+		return;
+	}
+	if (validate_request(req, &why) < 0) {
+		refuse(srv, sl, true, why, req);
+		slot_release(srv, sl, false);
+		return;
+	}
+	if (srv->started >= srv->plan->spawn_max_children) {
+		snprintf(reason, sizeof(reason),
+			 "spawn.max_children %u reached: no more children may be started",
+			 srv->plan->spawn_max_children);
+		refuse(srv, sl, true, reason, req);
+		slot_release(srv, sl, false);
+		return;
+	}
+	r = child_fragment(srv, req, &fragment, &why);
+	if (r < 0) {
+		refuse(srv, sl, r != -ENOMEM, why ? why : strerror(-r), req);
+		slot_release(srv, sl, false);
+		return;
+	}
+	r = child_plan(srv, fragment, &plan, &info, reason, sizeof(reason));
+	if (r < 0) {
+		refuse(srv, sl, r != -ENOMEM, reason, req);
+		slot_release(srv, sl, false);
+		return;
+	}
+	plan_json = plan_to_json(plan);
+	msg = json_pack("{s:o, s:O, s:O?, s:s, s:{s:s, s:i}}", "plan",
+			plan_json ? json_loads(plan_json, 0, NULL) : NULL, "argv",
+			json_object_get(req, "argv"), "stdin", json_object_get(req, "stdin"),
+			"parent", srv->parent_id, "token", "id", info.id, "caveats",
+			(int)info.n_caveats);
+	if (!msg) {
+		refuse(srv, sl, false, "out of memory", req);
+		slot_release(srv, sl, false);
+		return;
+	}
+	r = start_sub(srv, &pid, &sock);
+	if (r < 0) {
+		json_decref(msg);
+		snprintf(reason, sizeof(reason), "cannot start the sub-supervisor: %s",
+			 strerror(-r));
+		refuse(srv, sl, false, reason, req);
+		slot_release(srv, sl, false);
+		return;
+	}
+	sl->pid = pid;
+	sl->sock = sock;
+	srv->started++;
+	/* Into the parent sandbox's cgroup before it reads its request (and
+	 * creates the child's cgroup under its own): the parent's memory, CPU
+	 * and pids limits then cover the child too. */
+	if (srv->cg) {
+		r = cg_attach(srv->cg, pid);
+		if (r < 0) {
+			json_decref(msg);
+			snprintf(reason, sizeof(reason),
+				 "cannot move the sub-supervisor into the parent's cgroup: %s",
+				 strerror(-r));
+			refuse(srv, sl, false, reason, req);
+			slot_release(srv, sl, true);
+			return;
+		}
+	}
+	r = send_json(sock, msg);
+	if (r < 0) {
+		snprintf(reason, sizeof(reason), "cannot reach the sub-supervisor: %s",
+			 strerror(-r));
+		refuse(srv, sl, false, reason, req);
+		slot_release(srv, sl, true);
+		return;
+	}
+	/* The answer comes when the child ends; the agent just waits. */
+	(void)epoll_ctl(srv->ep, EPOLL_CTL_DEL, sl->conn, NULL);
+	ev.data.u64 = (uint64_t)TAG_SUB << 32 | (uint64_t)(sl - srv->slots);
+	if (epoll_ctl(srv->ep, EPOLL_CTL_ADD, sock, &ev) < 0) {
+		refuse(srv, sl, false, "cannot watch the sub-supervisor", req);
+		slot_release(srv, sl, true);
+	}
+}
+
+/* An event of the child (or of a grandchild, already tagged by its own
+ * parent): into our log, with the child's and our ids. */
+static void forward_event(spawn_server *srv, json_t *msg)
+{
+	const char *sandbox = json_string_value(json_object_get(msg, "sandbox"));
+	const char *event = json_string_value(json_object_get(msg, "event"));
+	json_t *data = json_object_get(msg, "data");
+
+	if (!sandbox || !event || !json_is_object(data))
+		return;
+	/* The child's life is not ours: keep sandbox.* for the parent's own. */
+	if (strcmp(event, "sandbox.start") == 0)
+		event = "spawn.start";
+	else if (strcmp(event, "sandbox.exit") == 0)
+		event = "spawn.exit";
+	if (!json_object_get(data, "child")) {
+		(void)json_object_set_new(data, "child", json_string(sandbox));
+		(void)json_object_set_new(data, "parent", json_string(srv->parent_id));
+	}
+	srv->emit(event, json_incref(data), srv->userdata);
+}
+
+/* 1: a message was handled; 0: nothing to read now; -1: the slot is gone. */
+static int handle_sub(spawn_server *srv, spawn_slot *sl)
+{
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_(json_decrefp) json_t *msg = NULL;
+	json_t *res;
+	size_t len = 0;
+	int r = recv_msg(sl->sock, SPAWN_MAX_MSG, &buf, &len);
+
+	if (r == -EAGAIN || r == -EINTR)
+		return 0;
+	if (r == -EMSGSIZE)
+		return 1;
+	if (r <= 0) {
+		if (!sl->answered)
+			refuse(srv, sl, false,
+			       "the child ended without a result (killed with its parent, or by "
+			       "the parent's memory limit)",
+			       NULL);
+		slot_release(srv, sl, false);
+		return -1;
+	}
+	msg = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(msg))
+		return 1;
+	res = json_object_get(msg, "result");
+	if (!sl->child_id[0] && json_is_string(json_object_get(msg, "sandbox")))
+		snprintf(sl->child_id, sizeof(sl->child_id), "%s",
+			 json_string_value(json_object_get(msg, "sandbox")));
+	if (json_object_get(msg, "event")) {
+		forward_event(srv, msg);
+	} else if (json_is_object(res) && !sl->answered) {
+		(void)json_object_set_new(res, "ok", json_true());
+		reply(srv, sl, json_incref(res));
+	} else if (json_is_string(json_object_get(msg, "error")) && !sl->answered) {
+		refuse(srv, sl, false, json_string_value(json_object_get(msg, "error")), NULL);
+	}
+	return 1;
+}
+
+static void handle_listen(spawn_server *srv)
+{
+	for (;;) {
+		int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct epoll_event ev = {.events = EPOLLIN};
+		spawn_slot *sl = NULL;
+
+		if (fd < 0)
+			return;
+		for (size_t i = 0; i < SPAWN_MAX_SLOTS; i++)
+			if (!srv->slots[i].used) {
+				sl = &srv->slots[i];
+				break;
+			}
+		if (!sl) {
+			(void)send_json(fd, json_pack("{s:b, s:b, s:s}", "ok", false, "denied",
+						      false, "error", "too many requests at once"));
+			(void)close(fd);
+			continue;
+		}
+		(void)set_sndbuf(fd, SPAWN_REPLY_BUF);
+		*sl = (spawn_slot){.used = true, .conn = fd, .sock = -1};
+		ev.data.u64 = (uint64_t)TAG_CONN << 32 | (uint64_t)(sl - srv->slots);
+		if (epoll_ctl(srv->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+			slot_release(srv, sl, false);
+	}
+}
+
+void spawn_server_dispatch(spawn_server *srv)
+{
+	struct epoll_event evs[16];
+	int n;
+
+	if (!srv)
+		return;
+	n = epoll_wait(srv->ep, evs, 16, 0);
+	for (int i = 0; i < n; i++) {
+		uint32_t tag = (uint32_t)(evs[i].data.u64 >> 32);
+		uint32_t idx = (uint32_t)evs[i].data.u64;
+		spawn_slot *sl = idx < SPAWN_MAX_SLOTS ? &srv->slots[idx] : NULL;
+
+		if (tag == TAG_LISTEN)
+			handle_listen(srv);
+		else if (tag == TAG_CONN && sl && sl->used && sl->conn >= 0)
+			handle_request(srv, sl);
+		else if (tag == TAG_SUB && sl && sl->used && sl->sock >= 0)
+			(void)handle_sub(srv, sl);
+	}
+}
+
+int spawn_server_new(const sc_plan *plan, const char *sandbox_id, cg_handle *cg, spawn_emit_fn emit,
+		     void *userdata, spawn_server **ret, sc_diag *d)
+{
+	_cleanup_free_ spawn_server *srv = calloc(1, sizeof(*srv));
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)TAG_LISTEN << 32};
+	int r;
+
+	if (!srv)
+		return -ENOMEM;
+	if (cg && cg_handle_version(cg) == CG_V2) {
+		snprintf(d->path, sizeof(d->path), "$.spawn");
+		snprintf(d->message, sizeof(d->message),
+			 "delegation needs the child's cgroup nested in the sandbox's, which "
+			 "cgroup v2 allows only for a cgroup without processes; this sandcap "
+			 "supports spawn on cgroup v1 only");
+		return -EOPNOTSUPP;
+	}
+	srv->plan = plan;
+	snprintf(srv->parent_id, sizeof(srv->parent_id), "%s", sandbox_id);
+	srv->cg = cg;
+	srv->emit = emit;
+	srv->userdata = userdata;
+	srv->ep = srv->listen_fd = srv->exe_fd = -1;
+	srv->t0_ns = mono_ns();
+	for (size_t i = 0; i < SPAWN_MAX_SLOTS; i++)
+		srv->slots[i] = (spawn_slot){.conn = -1, .sock = -1};
+	if (getrandom(srv->key, sizeof(srv->key), 0) != (ssize_t)sizeof(srv->key)) {
+		r = -EIO;
+		goto fail;
+	}
+	/* The binary we re-exec for each child, pinned now. */
+	srv->exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (srv->exe_fd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	/* A fresh directory only root can enter: nobody on the host can
+	 * connect, and the sandbox reaches the socket only through its bind. */
+	if (mkdir(SPAWN_RUN_DIR, 0700) < 0 && errno != EEXIST) {
+		r = -errno;
+		goto fail;
+	}
+	snprintf(srv->dir, sizeof(srv->dir), SPAWN_RUN_DIR "/spawn-XXXXXX");
+	if (!mkdtemp(srv->dir)) {
+		srv->dir[0] = '\0';
+		r = -errno;
+		goto fail;
+	}
+	snprintf(srv->path, sizeof(srv->path), "%s/spawn.sock", srv->dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", srv->path);
+	srv->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (srv->listen_fd < 0 || bind(srv->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    chmod(srv->path, 0666) < 0 || listen(srv->listen_fd, SPAWN_MAX_SLOTS) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	srv->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (srv->ep < 0 || epoll_ctl(srv->ep, EPOLL_CTL_ADD, srv->listen_fd, &ev) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	*ret = TAKE_PTR(srv);
+	return 0;
+fail:
+	snprintf(d->path, sizeof(d->path), "spawn");
+	snprintf(d->message, sizeof(d->message), "cannot create the spawn socket: %s",
+		 strerror(-r));
+	spawn_server_free(TAKE_PTR(srv));
+	return r;
+}
+
+const char *spawn_server_socket(const spawn_server *srv)
+{
+	return srv ? srv->path : NULL;
+}
+
+int spawn_server_fd(const spawn_server *srv)
+{
+	return srv ? srv->ep : -1;
+}
+
+spawn_server *spawn_server_free(spawn_server *srv)
+{
+	if (!srv)
+		return NULL;
+	for (size_t i = 0; i < SPAWN_MAX_SLOTS; i++) {
+		spawn_slot *sl = &srv->slots[i];
+
+		if (!sl->used)
+			continue;
+		/* A child still running ends with its parent. Once its
+		 * supervisor is gone, what it had sent is still queued: into
+		 * the log, then the end of the socket says it ended. */
+		slot_reap(sl, true);
+		while (sl->used && sl->sock >= 0 && handle_sub(srv, sl) > 0)
+			;
+		if (sl->used)
+			slot_release(srv, sl, true);
+	}
+	if (srv->path[0])
+		(void)unlink(srv->path);
+	if (srv->dir[0])
+		(void)rmdir(srv->dir);
+	(void)safe_close(srv->listen_fd);
+	(void)safe_close(srv->exe_fd);
+	(void)safe_close(srv->ep);
+	explicit_bzero(srv->key, sizeof(srv->key));
+	free(srv);
+	return NULL;
+}
+
+/* ---- sub-supervisor side ------------------------------------------------ */
+
+static void sink(const char *sandbox_id, const char *event, json_t *data, void *userdata)
+{
+	int fd = *(int *)userdata;
+
+	(void)send_json(
+	    fd, json_pack("{s:s, s:s, s:o}", "sandbox", sandbox_id, "event", event, "data", data));
+}
+
+static int memfd_with(const char *name, const char *content, size_t len)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if ((len && io_write_all(fd, content, len) < 0) || lseek(fd, 0, SEEK_SET) < 0) {
+		(void)close(fd);
+		return -EIO;
+	}
+	return fd;
+}
+
+/* What the child wrote, at most SPAWN_MAX_OUTPUT bytes of it. */
+static json_t *output(int fd, bool *ret_truncated)
+{
+	_cleanup_free_ char *buf = malloc(SPAWN_MAX_OUTPUT);
+	struct stat st;
+	ssize_t n;
+
+	*ret_truncated = false;
+	if (!buf || fstat(fd, &st) < 0)
+		return json_string("");
+	n = pread(fd, buf, SPAWN_MAX_OUTPUT, 0);
+	if (n < 0)
+		n = 0;
+	*ret_truncated = st.st_size > n;
+	return au_str(buf, (size_t)n, SPAWN_MAX_OUTPUT + 16);
+}
+
+static int child_fail(int fd, const char *what, const char *detail)
+{
+	char msg[1024];
+
+	snprintf(msg, sizeof(msg), "%s%s%s", what, detail[0] ? ": " : "", detail);
+	(void)send_json(fd, json_pack("{s:s}", "error", msg));
+	return 125;
+}
+
+int spawn_child_main(int fd)
+{
+	_cleanup_free_ char *buf = NULL, *plan_text = NULL;
+	_cleanup_(json_decrefp) json_t *req = NULL;
+	_cleanup_(sc_plan_freep) sc_plan *plan = NULL;
+	_cleanup_free_ char **argv = NULL;
+	_cleanup_close_ int in = -1, out = -1, err = -1;
+	json_t *jargv, *jin, *v;
+	sc_run_opts o = {0};
+	sc_run_result res;
+	sc_diag d = {0};
+	bool t_out, t_err;
+	size_t len = 0, i;
+	socklen_t tlen = sizeof(int);
+	int r, type = 0;
+
+	/* Only ever started by a supervisor, with its end of a SEQPACKET pair:
+	 * this is no way to run a sandbox without a log. */
+	if (fd < 3 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) < 0 ||
+	    type != SOCK_SEQPACKET || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return 125;
+	/* Blocking: the supervisor sends the request once we sit in its cgroup. */
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+		if (poll(&pfd, 1, -1) >= 0 || errno != EINTR)
+			break;
+	}
+	r = recv_msg(fd, SPAWN_MAX_MSG, &buf, &len);
+	if (r <= 0)
+		return 125;
+	req = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	jargv = json_object_get(req, "argv");
+	jin = json_object_get(req, "stdin");
+	plan_text = json_dumps(json_object_get(req, "plan"), JSON_COMPACT);
+	if (!json_is_array(jargv) || !plan_text)
+		return child_fail(fd, "malformed request from the supervisor", "");
+	r = plan_parse(plan_text, strlen(plan_text), &plan, &d);
+	if (r < 0)
+		return child_fail(fd, "the child's plan does not validate", d.message);
+	argv = calloc(json_array_size(jargv) + 1, sizeof(char *));
+	if (!argv)
+		return 125;
+	json_array_foreach(jargv, i, v)
+	{
+		if (!json_is_string(v))
+			return child_fail(fd, "malformed argv", "");
+		argv[i] = (char *)json_string_value(v);
+	}
+	/* The child's 0-2: its stdin, and two files for what it writes. memfd
+	 * pages are charged to the writer's memory cgroup, so the child's (and
+	 * the parent's) memory limit bounds them. */
+	in = memfd_with("spawn-stdin", jin ? json_string_value(jin) : "",
+			jin ? json_string_length(jin) : 0);
+	out = memfd_with("spawn-stdout", NULL, 0);
+	err = memfd_with("spawn-stderr", NULL, 0);
+	if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		return child_fail(fd, "cannot set up the child's standard files", "");
+
+	o.plan = plan;
+	o.argv = argv;
+	o.policy_source = "spawn";
+	o.policy_digest = "";
+	o.token_id = json_string_value(json_object_get(json_object_get(req, "token"), "id"));
+	o.token_caveats =
+	    (unsigned)json_integer_value(json_object_get(json_object_get(req, "token"), "caveats"));
+	o.event_sink = sink;
+	o.event_sink_data = &fd;
+	r = sc_run(&o, &res, &d);
+	if (r < 0) {
+		char what[sizeof(d.path) + sizeof(d.message) + 4];
+
+		snprintf(what, sizeof(what), "%s%s%s", d.path, d.path[0] ? ": " : "",
+			 d.message[0] ? d.message : strerror(-r));
+		return child_fail(fd, "cannot set up the child sandbox", what);
+	}
+	{
+		json_t *so = output(out, &t_out), *se = output(err, &t_err);
+
+		(void)send_json(
+		    fd, json_pack("{s:{s:s, s:i, s:i, s:b, s:b, s:o, s:b, s:o, s:b, s:I}}",
+				  "result", "sandbox", res.sandbox_id, "status", res.exit_status,
+				  "signal", res.signal, "timed_out", res.timed_out, "oom_killed",
+				  res.oom_killed, "stdout", so, "stdout_truncated", t_out, "stderr",
+				  se, "stderr_truncated", t_err, "wall_ms",
+				  (json_int_t)(res.wall_ns / 1000000)));
+	}
+	return 0;
+}
