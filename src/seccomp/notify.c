@@ -197,6 +197,46 @@ static bool sf_id_valid(int notify_fd, uint64_t id)
 	return ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
 }
 
+/*
+ * argv[i] of the target, read 32 pointers (at most up to a page end) at a
+ * time: one process_vm_readv per batch rather than per argument.
+ */
+typedef struct sf_ptrs {
+	uint64_t base;	/* address of vals[0] */
+	unsigned count; /* valid entries */
+	uint64_t vals[32];
+} sf_ptrs;
+
+static int sf_argv_ptr(pid_t pid, sf_ptrs *c, uint64_t argv_addr, unsigned i, uint64_t *ret)
+{
+	uint64_t slot;
+	size_t want;
+	ssize_t n;
+
+	if (__builtin_mul_overflow((uint64_t)i, sizeof(uint64_t), &slot) ||
+	    __builtin_add_overflow(argv_addr, slot, &slot) || slot > INT64_MAX - sizeof(c->vals))
+		return -EFAULT;
+	if (c->count && slot >= c->base && (slot - c->base) / 8 < c->count &&
+	    (slot - c->base) % 8 == 0) {
+		*ret = c->vals[(slot - c->base) / 8];
+		return 0;
+	}
+	want = SF_READ_CHUNK - (size_t)(slot % SF_READ_CHUNK);
+	if (want > sizeof(c->vals))
+		want = sizeof(c->vals);
+	if (want < sizeof(uint64_t))
+		return sf_read_u64(pid, slot, ret); /* a pointer straddling two pages */
+	do
+		n = sf_peek(pid, slot, c->vals, want);
+	while (n < 0 && errno == EINTR);
+	if (n < (ssize_t)sizeof(uint64_t))
+		return n < 0 ? -errno : -EIO;
+	c->base = slot;
+	c->count = (unsigned)((size_t)n / sizeof(uint64_t));
+	*ret = c->vals[0];
+	return 0;
+}
+
 /* Fills path and argv of the exec; gives up (truncated) at the first
  * unreadable byte. */
 static int sf_read_exec(pid_t pid, uint64_t path_addr, uint64_t argv_addr, json_t *data)
@@ -222,20 +262,18 @@ static int sf_read_exec(pid_t pid, uint64_t path_addr, uint64_t argv_addr, json_
 			return -ENOMEM;
 	}
 
+	sf_ptrs ptrs = {0};
+
 	for (unsigned i = 0; argv_addr != 0; i++) {
-		uint64_t ptr = 0, slot;
+		uint64_t ptr = 0;
 
 		if (i >= SF_EXEC_ARGS_MAX) {
 			/* Only a further non-NULL pointer makes it truncated. */
-			if (__builtin_mul_overflow((uint64_t)i, sizeof(uint64_t), &slot) ||
-			    __builtin_add_overflow(argv_addr, slot, &slot) ||
-			    sf_read_u64(pid, slot, &ptr) < 0 || ptr != 0)
+			if (sf_argv_ptr(pid, &ptrs, argv_addr, i, &ptr) < 0 || ptr != 0)
 				truncated = true;
 			break;
 		}
-		if (__builtin_mul_overflow((uint64_t)i, sizeof(uint64_t), &slot) ||
-		    __builtin_add_overflow(argv_addr, slot, &slot) ||
-		    sf_read_u64(pid, slot, &ptr) < 0) {
+		if (sf_argv_ptr(pid, &ptrs, argv_addr, i, &ptr) < 0) {
 			truncated = true;
 			break;
 		}
