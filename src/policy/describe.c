@@ -74,9 +74,10 @@ static void describe_fs(const sc_plan *p, FILE *out)
 		    out,
 		    "  %-22s generated (passwd and group with the agent user, hosts, "
 		    "nsswitch.conf),\n"
-		    "  %-22s with read-only binds of the host's /etc/ssl, /etc/ca-certificates,\n"
-		    "  %-22s /etc/alternatives, /etc/ld.so.cache and /etc/localtime only\n",
-		    "/etc", "", "");
+		    "  %-22s read-only binds of the host's /etc/ssl, /etc/ca-certificates,\n"
+		    "  %-22s /etc/alternatives and /etc/python3, and copies of ld.so.cache,\n"
+		    "  %-22s localtime, services, protocols and a few such files; nothing else\n",
+		    "/etc", "", "", "");
 	} else {
 		fprintf(out,
 			"  %-22s the unpacked image at %s on the host, read-only, nosuid, nodev;\n"

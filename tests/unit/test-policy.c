@@ -1036,7 +1036,7 @@ static void test_describe(void)
 	    "/usr                   read-only",
 	    "/lib64",
 	    "/etc/ssl, /etc/ca-certificates",
-	    "/etc/ld.so.cache and /etc/localtime",
+	    "copies of ld.so.cache",
 	    "read-only (recursively), nosuid, nodev: the host's @/a",
 	    "/work                  READ-WRITE, nosuid, nodev: the host's @/b",
 	    "/tmp                   private tmpfs of 32 MiB, 8192 inodes",
