@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -644,6 +645,10 @@ static void teardown(supervisor *s)
 	}
 	s->spawn = spawn_server_free(s->spawn); /* before the cgroup: they live in it */
 	s->cg = cg_destroy(s->cg);
+	/* We are the subreaper of everything we started: no zombie of ours is
+	 * left to the host's init. */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
 	s->pty = pty_free(s->pty);
 	s->fw = fw_free(s->fw);
 	ns_sources_free(s->sources, s->plan->n_grants);
@@ -713,6 +718,9 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	snprintf(res->cgroup, sizeof(res->cgroup), "none");
 
+	/* Orphans of our own children (a sub-supervisor's sandbox, helpers) come
+	 * back to us rather than to the host's init, and are reaped at teardown. */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (geteuid() != 0)
 		return fail(
 		    diag, -EPERM, "privileges",
