@@ -268,6 +268,33 @@ static int fail_expected(pctx *c, const json_t *v, const char *what)
 	return fail(c, -EINVAL, "expected %s, got %s", what, got);
 }
 
+/*
+ * An array of at most max items, each elem_size bytes: checks the type and
+ * the limit and allocates zeroed storage (NULL for an empty array).
+ */
+static int want_array(pctx *c, json_t *x, const char *items, size_t max, size_t elem_size,
+		      void **ret, size_t *ret_n)
+{
+	char what[64];
+	size_t n;
+
+	if (!json_is_array(x)) {
+		(void)snprintf(what, sizeof(what), "an array of %s", items);
+		return fail_expected(c, x, what);
+	}
+	n = json_array_size(x);
+	if (n > max)
+		return fail(c, -E2BIG, "%zu %s, more than the limit of %zu", n, items, max);
+	*ret = NULL;
+	if (n) {
+		*ret = calloc(n, elem_size);
+		if (!*ret)
+			return -ENOMEM;
+	}
+	*ret_n = n;
+	return 0;
+}
+
 /* ---- primitive values ---- */
 
 static int check_keys(pctx *c, json_t *obj, const char *const *allowed, size_t n)
@@ -936,19 +963,13 @@ static int parse_fs(pctx *c, json_t *v, sc_plan *p)
 	x = json_object_get(v, "grants");
 	if (x) {
 		size_t n, i;
+		void *arr;
 
 		s = path_push_key(c, "grants");
-		if (!json_is_array(x))
-			return fail_expected(c, x, "an array of grants");
-		n = json_array_size(x);
-		if (n > POLICY_MAX_GRANTS)
-			return fail(c, -E2BIG, "%zu grants, more than the limit of %u", n,
-				    POLICY_MAX_GRANTS);
-		if (n) {
-			p->grants = calloc(n, sizeof(*p->grants));
-			if (!p->grants)
-				return -ENOMEM;
-		}
+		r = want_array(c, x, "grants", POLICY_MAX_GRANTS, sizeof(*p->grants), &arr, &n);
+		if (r < 0)
+			return r;
+		p->grants = arr;
 		for (i = 0; i < n; i++) {
 			size_t s2 = path_push_index(c, i);
 
@@ -1378,6 +1399,7 @@ static int parse_net(pctx *c, json_t *v, sc_plan *p)
 	};
 	json_t *x;
 	size_t s, n, i;
+	void *arr;
 	int r;
 
 	r = want_object(c, v, keys, ELEMENTSOF(keys));
@@ -1387,17 +1409,11 @@ static int parse_net(pctx *c, json_t *v, sc_plan *p)
 	x = json_object_get(v, "egress");
 	if (x) {
 		s = path_push_key(c, "egress");
-		if (!json_is_array(x))
-			return fail_expected(c, x, "an array of egress rules");
-		n = json_array_size(x);
-		if (n > POLICY_MAX_EGRESS)
-			return fail(c, -E2BIG, "%zu egress rules, more than the limit of %u", n,
-				    POLICY_MAX_EGRESS);
-		if (n) {
-			p->egress = calloc(n, sizeof(*p->egress));
-			if (!p->egress)
-				return -ENOMEM;
-		}
+		r = want_array(c, x, "egress rules", POLICY_MAX_EGRESS, sizeof(*p->egress), &arr,
+			       &n);
+		if (r < 0)
+			return r;
+		p->egress = arr;
 		for (i = 0; i < n; i++) {
 			size_t s2 = path_push_index(c, i);
 
@@ -1413,17 +1429,11 @@ static int parse_net(pctx *c, json_t *v, sc_plan *p)
 	x = json_object_get(v, "allow_private");
 	if (x) {
 		s = path_push_key(c, "allow_private");
-		if (!json_is_array(x))
-			return fail_expected(c, x, "an array of CIDRs");
-		n = json_array_size(x);
-		if (n > POLICY_MAX_CIDRS)
-			return fail(c, -E2BIG, "%zu CIDRs, more than the limit of %u", n,
-				    POLICY_MAX_CIDRS);
-		if (n) {
-			p->allow_private = calloc(n, sizeof(*p->allow_private));
-			if (!p->allow_private)
-				return -ENOMEM;
-		}
+		r = want_array(c, x, "CIDRs", POLICY_MAX_CIDRS, sizeof(*p->allow_private), &arr,
+			       &n);
+		if (r < 0)
+			return r;
+		p->allow_private = arr;
 		for (i = 0; i < n; i++) {
 			size_t s2 = path_push_index(c, i);
 			plan_cidr *cd = &p->allow_private[i];
@@ -1510,17 +1520,11 @@ static int parse_net(pctx *c, json_t *v, sc_plan *p)
 	x = json_object_get(v, "credentials");
 	if (x) {
 		s = path_push_key(c, "credentials");
-		if (!json_is_array(x))
-			return fail_expected(c, x, "an array of credentials");
-		n = json_array_size(x);
-		if (n > POLICY_MAX_CREDENTIALS)
-			return fail(c, -E2BIG, "%zu credentials, more than the limit of %u", n,
-				    POLICY_MAX_CREDENTIALS);
-		if (n) {
-			p->credentials = calloc(n, sizeof(*p->credentials));
-			if (!p->credentials)
-				return -ENOMEM;
-		}
+		r = want_array(c, x, "credentials", POLICY_MAX_CREDENTIALS, sizeof(*p->credentials),
+			       &arr, &n);
+		if (r < 0)
+			return r;
+		p->credentials = arr;
 		for (i = 0; i < n; i++) {
 			size_t s2 = path_push_index(c, i);
 			plan_credential tmp = {};
