@@ -56,6 +56,10 @@ struct cg_handle {
 	cg_dir dirs[_CG_V1_CTRL_MAX];
 	size_t n_dirs;
 	int alias[_CG_V1_CTRL_MAX]; /* index of the dir that serves this one, or -1 */
+	/* v2 with delegation: <name>/agent, the leaf the sandbox's own
+	 * processes live in (the children's cgroups are its siblings); -1 when
+	 * the sandbox lives in <name> itself. */
+	int leaffd;
 };
 
 struct cg_ops {
@@ -66,6 +70,11 @@ struct cg_ops {
 	int (*create)(cg_handle *h, const sc_plan *plan);
 	int (*clone_fd)(const cg_handle *h);
 	int (*attach)(cg_handle *h, pid_t pid);
+	/* Places a sub-supervisor so that the cgroup it creates is nested in
+	 * the sandbox's (slot: a number unique over the handle's life). */
+	int (*delegate)(cg_handle *h, unsigned slot, pid_t pid);
+	/* Removes what delegate made for slot, once it is empty. */
+	void (*undelegate)(cg_handle *h, unsigned slot);
 	int (*read_stats)(cg_handle *h, cg_stats *ret);
 	/* SIGKILLs everything, returns when empty or after CG_DESTROY_WAIT_MS. */
 	int (*kill_all)(cg_handle *h);

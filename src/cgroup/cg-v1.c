@@ -248,6 +248,21 @@ static int v1_attach(cg_handle *h, pid_t pid)
 	return 0;
 }
 
+/* v1 allows processes beside child cgroups: the sub-supervisor joins the
+ * sandbox cgroup, and the child's cgroup, created under its own, is nested. */
+static int v1_delegate(cg_handle *h, unsigned slot, pid_t pid)
+{
+	(void)slot;
+	return v1_attach(h, pid);
+}
+
+static void v1_undelegate(cg_handle *h, unsigned slot)
+{
+	/* The child's cgroup is removed by its own supervisor, or with ours. */
+	(void)h;
+	(void)slot;
+}
+
 /* Reads one value where the controller is available; 0 when it is not. */
 static int v1_read(const cg_handle *h, cg_v1_ctrl c, const char *file, const char *key,
 		   uint64_t *ret)
@@ -342,6 +357,8 @@ const cg_ops cg_v1_ops = {
     .create = v1_create,
     .clone_fd = v1_clone_fd,
     .attach = v1_attach,
+    .delegate = v1_delegate,
+    .undelegate = v1_undelegate,
     .read_stats = v1_read_stats,
     .kill_all = v1_kill_all,
 };

@@ -23,6 +23,10 @@
 /* The leaf the supervisor moves into when its own cgroup must become an
  * inner node (see v2_enable_controllers). */
 #define CG_V2_SUPERVISOR_LEAF "supervisor"
+/* With delegation: the leaf of the sandbox's own processes, and the prefix
+ * of its children's cgroups, all three siblings under the sandbox's. */
+#define CG_V2_AGENT_LEAF   "agent"
+#define CG_V2_CHILD_PREFIX "child-"
 
 static const char *const v2_controllers[] = {"memory", "cpu", "pids"};
 
@@ -152,25 +156,35 @@ static int v2_move_self_to_leaf(int ownfd)
  * with Delegate=yes). The move is not undone at exit: the parent keeps its
  * controllers enabled, so it could not hold us again anyway.
  */
-static int v2_enable_controllers(int ownfd)
+/* "+memory +cpu +pids", less what subtree_control of dirfd already has. */
+static int v2_missing_controllers(int dirfd, char *want, size_t want_len)
 {
 	_cleanup_free_ char *sub = NULL;
-	char want[64] = "";
 	size_t i;
 	int r;
 
-	r = io_read_file_at(ownfd, "cgroup.subtree_control", CG_MAX_FILE_BYTES, &sub, NULL);
+	want[0] = '\0';
+	r = io_read_file_at(dirfd, "cgroup.subtree_control", CG_MAX_FILE_BYTES, &sub, NULL);
 	if (r < 0)
 		return r;
 	for (i = 0; i < ELEMENTSOF(v2_controllers); i++)
 		if (!cg_has_token(sub, v2_controllers[i])) {
 			if (want[0])
-				(void)strncat(want, " ", sizeof(want) - strlen(want) - 1);
-			(void)strncat(want, "+", sizeof(want) - strlen(want) - 1);
-			(void)strncat(want, v2_controllers[i], sizeof(want) - strlen(want) - 1);
+				(void)strncat(want, " ", want_len - strlen(want) - 1);
+			(void)strncat(want, "+", want_len - strlen(want) - 1);
+			(void)strncat(want, v2_controllers[i], want_len - strlen(want) - 1);
 		}
-	if (!want[0])
-		return 0;
+	return 0;
+}
+
+static int v2_enable_controllers(int ownfd)
+{
+	char want[64];
+	int r;
+
+	r = v2_missing_controllers(ownfd, want, sizeof(want));
+	if (r < 0 || !want[0])
+		return r;
 	r = io_write_file_at(ownfd, "cgroup.subtree_control", want);
 	if (r != -EBUSY)
 		return r;
@@ -178,6 +192,18 @@ static int v2_enable_controllers(int ownfd)
 	if (r < 0)
 		return r;
 	return io_write_file_at(ownfd, "cgroup.subtree_control", want);
+}
+
+/* In a cgroup that holds no process yet: nothing to move. */
+static int v2_enable_in_empty(int dirfd)
+{
+	char want[64];
+	int r;
+
+	r = v2_missing_controllers(dirfd, want, sizeof(want));
+	if (r < 0 || !want[0])
+		return r;
+	return io_write_file_at(dirfd, "cgroup.subtree_control", want);
 }
 
 /*
@@ -223,7 +249,19 @@ static int v2_open_base(int *ret_basefd)
 	return 0;
 }
 
-static int v2_write_limits(int dirfd, const sc_plan *plan)
+/* OOM policy: on OOM, kill the whole of the cgroup rather than one
+ * process of it: a half-killed agent is an inconsistent one
+ * (cgroup-v2.rst). Absent before 4.19. */
+static int v2_oom_group(int dirfd)
+{
+	return cg_optional(io_write_file_at(dirfd, "memory.oom.group", "1"));
+}
+
+/* oom_group: false when the sandbox's processes live in a leaf below
+ * dirfd, which then gets it: set here, an OOM kill caused by a child would
+ * take the parent with it (mem_cgroup_get_oom_group() picks the highest
+ * cgroup with oom.group up to the one whose limit was hit). */
+static int v2_write_limits(int dirfd, const sc_plan *plan, bool oom_group)
 {
 	int r;
 
@@ -238,10 +276,7 @@ static int v2_write_limits(int dirfd, const sc_plan *plan)
 		if (r < 0)
 			return r;
 	}
-	/* On OOM, kill the whole sandbox rather than one process of it: a
-	 * half-killed agent is an inconsistent one (cgroup-v2.rst). Absent
-	 * before 4.19. */
-	r = cg_optional(io_write_file_at(dirfd, "memory.oom.group", "1"));
+	r = oom_group ? v2_oom_group(dirfd) : 0;
 	if (r < 0)
 		return r;
 	if (plan->cpu_millis != PLAN_UNLIMITED) {
@@ -267,6 +302,7 @@ static int v2_write_limits(int dirfd, const sc_plan *plan)
 static int v2_create(cg_handle *h, const sc_plan *plan)
 {
 	cg_dir *d = &h->dirs[0];
+	bool delegating;
 	int r;
 
 	r = v2_open_base(&d->parentfd);
@@ -279,17 +315,102 @@ static int v2_create(cg_handle *h, const sc_plan *plan)
 	r = cg_mkdir_open(d->parentfd, h->name, d);
 	if (r < 0)
 		return r;
-	return v2_write_limits(d->dirfd, plan);
+	delegating = plan->spawn_max_depth > 0;
+	r = v2_write_limits(d->dirfd, plan, !delegating);
+	if (r < 0 || !delegating)
+		return r;
+	/*
+	 * Children's cgroups must be nested in ours for our limits to bound
+	 * them, and v2 lets a non-root cgroup distribute controllers only
+	 * while it holds no process ("no internal process" rule): our
+	 * processes go to the leaf <name>/agent, each child's supervisor to
+	 * <name>/child-N (v2_delegate). Controllers first: the cgroup is
+	 * still empty.
+	 */
+	r = v2_enable_in_empty(d->dirfd);
+	if (r < 0)
+		return r;
+	if (mkdirat(d->dirfd, CG_V2_AGENT_LEAF, 0755) < 0)
+		return -errno;
+	h->leaffd =
+	    openat(d->dirfd, CG_V2_AGENT_LEAF, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (h->leaffd < 0)
+		return -errno;
+	return v2_oom_group(h->leaffd);
+}
+
+/* Where the sandbox's own processes live. */
+static int v2_procs_fd(const cg_handle *h)
+{
+	return h->leaffd >= 0 ? h->leaffd : h->dirs[0].dirfd;
 }
 
 static int v2_clone_fd(const cg_handle *h)
 {
-	return h->dirs[0].dirfd;
+	return v2_procs_fd(h);
 }
 
 static int v2_attach(cg_handle *h, pid_t pid)
 {
-	return cg_write_procs(h->dirs[0].dirfd, pid);
+	return cg_write_procs(v2_procs_fd(h), pid);
+}
+
+/*
+ * <name>/child-<slot>, with the controllers enabled, and the sub-supervisor
+ * in its leaf <name>/child-<slot>/supervisor: v2_open_base() of the
+ * sub-supervisor then picks <name>/child-<slot>, and the child sandbox's
+ * cgroup lands beside that leaf, inside our limits.
+ */
+static int v2_delegate(cg_handle *h, unsigned slot, pid_t pid)
+{
+	_cleanup_close_ int childfd = -1, leaffd = -1;
+	char name[32];
+	int r;
+
+	if (h->leaffd < 0)
+		return -EOPNOTSUPP; /* created for a plan without spawn */
+	(void)snprintf(name, sizeof(name), CG_V2_CHILD_PREFIX "%u", slot);
+	if (mkdirat(h->dirs[0].dirfd, name, 0755) < 0)
+		return -errno;
+	childfd = openat(h->dirs[0].dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (childfd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	r = v2_enable_in_empty(childfd);
+	if (r < 0)
+		goto fail;
+	if (mkdirat(childfd, CG_V2_SUPERVISOR_LEAF, 0755) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	leaffd =
+	    openat(childfd, CG_V2_SUPERVISOR_LEAF, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	r = leaffd < 0 ? -errno : cg_write_procs(leaffd, pid);
+	if (r >= 0)
+		return 0;
+fail:
+	if (childfd >= 0)
+		cg_tree_rmdir_children(childfd);
+	(void)unlinkat(h->dirs[0].dirfd, name, AT_REMOVEDIR);
+	return r;
+}
+
+static void v2_undelegate(cg_handle *h, unsigned slot)
+{
+	_cleanup_close_ int childfd = -1;
+	char name[32];
+
+	if (h->leaffd < 0)
+		return;
+	(void)snprintf(name, sizeof(name), CG_V2_CHILD_PREFIX "%u", slot);
+	childfd = openat(h->dirs[0].dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (childfd < 0)
+		return;
+	/* A directory still populated stays (EBUSY): cg_destroy kills and
+	 * removes the whole tree. */
+	cg_tree_rmdir_children(childfd);
+	(void)unlinkat(h->dirs[0].dirfd, name, AT_REMOVEDIR);
 }
 
 static uint64_t us_to_ns(uint64_t us)
@@ -322,7 +443,12 @@ static int v2_read_stats(cg_handle *h, cg_stats *ret)
 	r = cg_optional(cg_read_u64(fd, "memory.peak", &ret->memory_peak));
 	if (r < 0)
 		return r;
-	r = cg_optional(cg_read_keyed(fd, "memory.events", "oom_kill", &ret->oom_kills));
+	/* CPU, the peak and limit hits are the whole sandbox's, children
+	 * included (the limits are on this cgroup). OOM kills are those of
+	 * the sandbox's own processes, in its leaf: a child's OOM kill is
+	 * reported as the child's, as on v1, where the counter is local. */
+	r = cg_optional(
+	    cg_read_keyed(v2_procs_fd(h), "memory.events", "oom_kill", &ret->oom_kills));
 	if (r < 0)
 		return r;
 	r = cg_optional(cg_read_keyed(fd, "memory.events", "max", &ret->memory_max_hits));
@@ -378,6 +504,8 @@ const cg_ops cg_v2_ops = {
     .create = v2_create,
     .clone_fd = v2_clone_fd,
     .attach = v2_attach,
+    .delegate = v2_delegate,
+    .undelegate = v2_undelegate,
     .read_stats = v2_read_stats,
     .kill_all = v2_kill_all,
 };

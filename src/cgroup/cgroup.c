@@ -495,6 +495,7 @@ void cg_dirs_release(cg_handle *h)
 {
 	size_t i;
 
+	h->leaffd = safe_close(h->leaffd);
 	for (i = 0; i < ELEMENTSOF(h->dirs); i++) {
 		cg_dir *d = &h->dirs[i];
 
@@ -602,6 +603,7 @@ static cg_handle *cg_handle_new(const char *name)
 		h->dirs[i].dirfd = -1;
 		h->alias[i] = -1;
 	}
+	h->leaffd = -1;
 	h->name = strdup(name);
 	if (!h->name) {
 		free(h);
@@ -661,6 +663,19 @@ int cg_attach(cg_handle *h, pid_t pid)
 	if (!h || pid <= 0)
 		return -EINVAL;
 	return h->ops->attach(h, pid);
+}
+
+int cg_attach_delegate(cg_handle *h, unsigned slot, pid_t pid)
+{
+	if (!h || pid <= 0)
+		return -EINVAL;
+	return h->ops->delegate(h, slot, pid);
+}
+
+void cg_release_delegate(cg_handle *h, unsigned slot)
+{
+	if (h)
+		h->ops->undelegate(h, slot);
 }
 
 int cg_read_stats(cg_handle *h, cg_stats *ret)

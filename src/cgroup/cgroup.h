@@ -50,6 +50,9 @@ int cg_detect(cg_version *ret_version, char *reason, size_t reason_len);
  * of that name exists (never shared). v2: if our own cgroup holds us and
  * cannot distribute controllers, this process moves itself into the leaf
  * <own>/supervisor first; -EBUSY if other processes share our cgroup.
+ * When the plan allows spawn, the v2 sandbox's processes live in the leaf
+ * <name>/agent and its children's cgroups beside it (cg_attach_delegate);
+ * limits are on <name>, so they bound parent and children together.
  * On failure nothing created is left behind. *ret is owned by the caller:
  * free with cg_destroy(). */
 int cg_create(const sc_plan *plan, const char *name, cg_handle **ret);
@@ -59,6 +62,17 @@ int cg_clone_fd(const cg_handle *h);
 /* Moves pid into the cgroup (every controller on v1). Call before the
  * child runs anything of the sandbox (v1 has no CLONE_INTO_CGROUP). */
 int cg_attach(cg_handle *h, pid_t pid);
+/* Delegation (docs/tokens.md): moves pid, a sub-supervisor about to create
+ * a child sandbox's cgroup under its own, to where that cgroup ends up
+ * nested in this sandbox's, under its limits. v1: the sandbox cgroup
+ * itself. v2, which forbids processes beside child cgroups with
+ * controllers: <sandbox>/child-<slot>/supervisor, created here, a sibling
+ * of the leaf the sandbox's own processes live in (cg_create made it when
+ * the plan allows spawn). slot: unique over the handle's life. */
+int cg_attach_delegate(cg_handle *h, unsigned slot, pid_t pid);
+/* Removes what cg_attach_delegate made for slot once the sub-supervisor
+ * has exited; what is still busy is left to cg_destroy. Never fails. */
+void cg_release_delegate(cg_handle *h, unsigned slot);
 /* Counters accumulate over the cgroup's life: compare two readings for an
  * interval. A file this kernel lacks leaves its field UINT64_MAX. */
 int cg_read_stats(cg_handle *h, cg_stats *ret);

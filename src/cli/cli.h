@@ -32,6 +32,7 @@ int cli_report_diag(const char *file, const sc_diag *d);
 void cli_sha256_hex(const void *buf, size_t len, char out[65]);
 
 typedef struct tk_info tk_info;
-/* Reads a token file, loads the key, verifies; prints its own errors. */
+/* Reads a token file, loads the key, verifies; prints its own errors.
+ * ret_token (may be NULL): the token's text, for the caller to free. */
 int cli_load_token(const char *file, const char *keyfile, sc_plan **ret_plan, tk_info *ret_info,
-		   char ret_digest[65]);
+		   char ret_digest[65], char **ret_token);

@@ -59,7 +59,7 @@ int cmd_check(int argc, char **argv)
 	if (token) {
 		tk_info info;
 
-		if (cli_load_token(token, keyfile, &plan, &info, NULL) < 0)
+		if (cli_load_token(token, keyfile, &plan, &info, NULL, NULL) < 0)
 			return 125;
 		printf("token %s: valid, %u caveat(s), expires %s", info.id, info.n_caveats,
 		       ctime(&info.exp));

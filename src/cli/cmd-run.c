@@ -169,6 +169,7 @@ int cmd_run(int argc, char **argv)
 	size_t n_sets = 0;
 	bool json = false, quiet = false;
 	sc_plan *plan = NULL;
+	_cleanup_free_ char *token_text = NULL;
 	char digest[65] = "";
 	uint8_t akey[64];
 	size_t akey_len = 0;
@@ -235,8 +236,9 @@ int cmd_run(int argc, char **argv)
 				  "instead)");
 			return 125;
 		}
-		if (cli_load_token(token, keyfile, &plan, &info, digest) < 0)
+		if (cli_load_token(token, keyfile, &plan, &info, digest, &token_text) < 0)
 			return 125;
+		o.token = token_text;
 		o.policy_source = "token";
 		o.token_id = info.id;
 		o.token_caveats = info.n_caveats;

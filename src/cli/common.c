@@ -128,7 +128,7 @@ int cli_apply_set(json_t *root, const char *assignment)
 }
 
 int cli_load_token(const char *file, const char *keyfile, sc_plan **ret_plan, tk_info *ret_info,
-		   char ret_digest[65])
+		   char ret_digest[65], char **ret_token)
 {
 	_cleanup_free_ char *tok = NULL;
 	uint8_t key[TK_KEY_LEN];
@@ -158,5 +158,7 @@ int cli_load_token(const char *file, const char *keyfile, sc_plan **ret_plan, tk
 	}
 	if (ret_digest)
 		cli_sha256_hex(tok, strlen(tok), ret_digest);
+	if (ret_token)
+		*ret_token = TAKE_PTR(tok);
 	return 0;
 }

@@ -669,6 +669,19 @@ static void teardown(supervisor *s)
 	(void)safe_close(s->ep);
 }
 
+/* Written with our privilege, this also resets the floor the sandbox could
+ * lower itself to without it (oom_score_adj_min, fs/proc/base.c), so a
+ * child cannot make itself unkillable as its sub-supervisor is. Before the
+ * sandbox runs anything: its processes inherit the value. */
+static int set_oom_score_adj(pid_t pid, int value)
+{
+	char path[64], num[16];
+
+	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
+	snprintf(num, sizeof(num), "%d", value);
+	return io_write_file_at(AT_FDCWD, path, num);
+}
+
 /* Events of the server itself (spawn.denied, spawn.error) and of every
  * child, already tagged with its id: into our log like our own. */
 static void spawn_emit(const char *event, json_t *data, void *userdata)
@@ -681,8 +694,8 @@ static int start_spawn_server(supervisor *s)
 {
 	if (s->plan->spawn_max_depth == 0)
 		return 0;
-	return spawn_server_new(s->plan, s->res->sandbox_id, s->cg, spawn_emit, s, &s->spawn,
-				s->diag);
+	return spawn_server_new(s->plan, s->res->sandbox_id, s->o->token, s->cg, spawn_emit, s,
+				&s->spawn, s->diag);
 }
 
 int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
@@ -851,7 +864,12 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	tty_fd = safe_close(tty_fd);
 	s.sync = pair[0];
 
-	if (s.cg && cg_clone_fd(s.cg) < 0) {
+	if (o->set_oom_score_adj && set_oom_score_adj(s.pid, o->oom_score_adj) < 0) {
+		(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);
+		r = fail(diag, -EPERM, "oom_score_adj", "cannot reset the sandbox's oom_score_adj");
+		s.setup_failed = true;
+	}
+	if (!s.setup_failed && s.cg && cg_clone_fd(s.cg) < 0) {
 		r = cg_attach(s.cg, s.pid);
 		if (r < 0) {
 			(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);

@@ -38,6 +38,14 @@ typedef struct sc_run_opts {
 	 * event goes to its parent's supervisor, the only writer of the log. */
 	sc_event_sink event_sink;
 	void *event_sink_data;
+	/* A sub-supervisor runs with oom_score_adj -1000 (so that it reports
+	 * on its child): the sandbox gets this value back before it runs. */
+	bool set_oom_score_adj;
+	int oom_score_adj;
+	/* The token the plan was verified from (the parent's, extended, for a
+	 * sub-sandbox), NULL when run from a policy: a child's token extends it
+	 * (docs/tokens.md, "Delegation"). */
+	const char *token;
 } sc_run_opts;
 
 typedef struct sc_run_result {

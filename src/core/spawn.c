@@ -5,9 +5,9 @@
  * and decisions: docs/tokens.md, "Delegation".
  *
  * Everything the agent sends is hostile. The authority of a child is never
- * computed here from the request: the request only becomes a caveat on a
- * token of the parent's effective plan, and the child runs with what
- * tk_verify() makes of that token, under a key only this process holds.
+ * computed here from the request: the request only becomes a caveat on the
+ * parent's token, and the child runs with what tk_verify_extension() makes
+ * of the result, which must extend the parent's token byte for byte.
  */
 #include "core/spawn.h"
 
@@ -51,6 +51,7 @@ typedef struct spawn_slot {
 	int sock; /* to the sub-supervisor, -1 when none */
 	pid_t pid;
 	bool answered;
+	unsigned cg_slot;  /* its place in the parent's cgroup, 0 when none */
 	char child_id[40]; /* the child's sandbox id, once it said it */
 } spawn_slot;
 
@@ -63,7 +64,8 @@ struct spawn_server {
 	int ep, listen_fd, exe_fd;
 	char dir[64];
 	char path[96];
-	uint8_t key[TK_KEY_LEN]; /* signs the per-run token; never leaves this process */
+	char *base;	       /* the token every child's token extends */
+	unsigned base_caveats; /* how many caveats it has */
 	uint64_t t0_ns;
 	unsigned started; /* children started over the sandbox's life */
 	spawn_slot slots[SPAWN_MAX_SLOTS];
@@ -161,6 +163,8 @@ static void slot_release(spawn_server *srv, spawn_slot *sl, bool force)
 		(void)epoll_ctl(srv->ep, EPOLL_CTL_DEL, sl->sock, NULL);
 	sl->sock = safe_close(sl->sock);
 	slot_reap(sl, force);
+	if (sl->cg_slot)
+		cg_release_delegate(srv->cg, sl->cg_slot);
 	*sl = (spawn_slot){.conn = -1, .sock = -1};
 }
 
@@ -320,49 +324,76 @@ static int child_fragment(const spawn_server *srv, json_t *req, char **ret, cons
 	return *ret ? 0 : -ENOMEM;
 }
 
-/* The child's effective plan: attenuate a token of ours, then verify it. */
-static int child_plan(spawn_server *srv, const char *fragment, sc_plan **ret_plan,
-		      tk_info *ret_info, char *reason, size_t reason_size)
+/*
+ * A token the agent attenuated itself (macaroon-style, no key needed): it
+ * must extend ours. Host paths in the caveats it added are checked as a
+ * request's are, before anything looks at the host, so that a refusal says
+ * nothing about what exists there.
+ */
+static int agent_token(spawn_server *srv, const char *tok, sc_plan **ret_plan, char *reason,
+		       size_t reason_size)
 {
-	_cleanup_free_ char *parent_tok = NULL, *child_tok = NULL;
-	int64_t ttl = TK_MAX_TTL_S;
+	_cleanup_(tk_decoded_freep) tk_decoded *dec = NULL;
+	const char *why = NULL;
 	sc_diag d = {0};
-	time_t now = time(NULL);
 	int r;
 
-	/* A child never outlives its parent: the token's lifetime is what is
-	 * left of the parent's wall clock, and verification caps the child's
-	 * wall clock by it. */
-	if (srv->plan->wall_ns != PLAN_UNLIMITED) {
-		uint64_t used = mono_ns() - srv->t0_ns;
-		uint64_t left = srv->plan->wall_ns > used ? srv->plan->wall_ns - used : 0;
-
-		ttl = (int64_t)((left + 999999999ULL) / 1000000000ULL);
-		if (ttl < 1)
-			ttl = 1;
-	}
-	r = tk_mint(srv->plan, srv->key, srv->parent_id, now, ttl, &parent_tok, &d);
+	r = tk_decode(tok, &dec, &d);
 	if (r < 0) {
-		snprintf(reason, reason_size, "cannot mint the parent's token: %s",
-			 d.message[0] ? d.message : strerror(-r));
-		return r;
-	}
-	d = (sc_diag){0};
-	r = tk_attenuate(parent_tok, fragment, strlen(fragment), 0, &child_tok, &d);
-	if (r < 0) {
-		snprintf(reason, reason_size, "%s%s%s", d.path[0] ? d.path : "",
-			 d.path[0] ? ": " : "", d.message[0] ? d.message : strerror(-r));
+		snprintf(reason, reason_size, "%s", d.message[0] ? d.message : strerror(-r));
 		return r == -ENOMEM ? r : -EPERM;
 	}
+	for (size_t i = srv->base_caveats; i < dec->n_caveats; i++) {
+		_cleanup_(json_decrefp) json_t *cav = json_loads(dec->caveats_json[i], 0, NULL);
+		json_t *pol = json_object_get(cav, "policy");
+
+		if (json_is_object(pol) && check_host_paths(srv->plan, pol, &why) < 0) {
+			snprintf(reason, reason_size, "token caveat %zu: %s", i + 1, why);
+			return -EPERM;
+		}
+	}
 	d = (sc_diag){0};
-	/* The chain must lead back to our key: whatever was computed above,
-	 * the child gets what verification makes of the signed bytes. */
-	r = tk_verify(child_tok, srv->key, now, ret_plan, ret_info, &d);
+	r = tk_verify_extension(srv->base, tok, time(NULL), ret_plan, NULL, &d);
+	if (r < 0) {
+		snprintf(reason, reason_size, "%s", d.message[0] ? d.message : strerror(-r));
+		return r == -ENOMEM ? r : -EPERM;
+	}
+	return 0;
+}
+
+/*
+ * The child's token and effective plan: from our token (or the agent's
+ * extension of it), the request's fragment appended as a caveat, then the
+ * whole verified as an extension of our token. Whatever was computed on
+ * the way, the child gets what verification makes of the signed bytes.
+ */
+static int child_plan(spawn_server *srv, const char *from, const char *fragment, char **ret_token,
+		      sc_plan **ret_plan, tk_info *ret_info, char *reason, size_t reason_size)
+{
+	_cleanup_free_ char *child_tok = NULL;
+	sc_diag d = {0};
+	int r;
+
+	if (fragment) {
+		r = tk_attenuate(from, fragment, strlen(fragment), 0, &child_tok, &d);
+		if (r < 0) {
+			snprintf(reason, reason_size, "%s%s%s", d.path[0] ? d.path : "",
+				 d.path[0] ? ": " : "", d.message[0] ? d.message : strerror(-r));
+			return r == -ENOMEM ? r : -EPERM;
+		}
+	} else {
+		child_tok = strdup(from);
+		if (!child_tok)
+			return -ENOMEM;
+	}
+	d = (sc_diag){0};
+	r = tk_verify_extension(srv->base, child_tok, time(NULL), ret_plan, ret_info, &d);
 	if (r < 0) {
 		snprintf(reason, reason_size, "the child's token does not verify: %s",
 			 d.message[0] ? d.message : strerror(-r));
 		return r == -ENOMEM ? r : -EPERM;
 	}
+	*ret_token = TAKE_PTR(child_tok);
 	return 0;
 }
 
@@ -374,10 +405,18 @@ static int validate_request(json_t *req, const char **reason)
 
 	json_object_foreach(req, k, v)
 	{
-		if (strcmp(k, "policy") != 0 && strcmp(k, "argv") != 0 && strcmp(k, "stdin") != 0) {
-			*reason = "unknown key in the request (expected policy, argv, stdin)";
+		if (strcmp(k, "policy") != 0 && strcmp(k, "argv") != 0 && strcmp(k, "stdin") != 0 &&
+		    strcmp(k, "token") != 0) {
+			*reason =
+			    "unknown key in the request (expected policy, argv, stdin, token)";
 			return -EINVAL;
 		}
+	}
+	v = json_object_get(req, "token");
+	if (v && (!json_is_string(v) || json_string_length(v) > TK_MAX_TOKEN_BYTES ||
+		  strlen(json_string_value(v)) != json_string_length(v))) {
+		*reason = "\"token\" must be a token string";
+		return -EINVAL;
 	}
 	if (!json_is_array(argv) || json_array_size(argv) == 0 ||
 	    json_array_size(argv) > SPAWN_MAX_ARGV) {
@@ -398,6 +437,18 @@ static int validate_request(json_t *req, const char **reason)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* What the sandboxes of a sub-supervisor get back: ours. */
+static int own_oom_score_adj(void)
+{
+	_cleanup_free_ char *buf = NULL;
+	long v;
+
+	if (io_read_file_at(AT_FDCWD, "/proc/self/oom_score_adj", 32, &buf, NULL) < 0)
+		return 0;
+	v = strtol(buf, NULL, 10);
+	return v >= -1000 && v <= 1000 ? (int)v : 0;
 }
 
 /* fork + exec of our own binary: the sub-supervisor starts fresh, with none
@@ -455,9 +506,10 @@ static void handle_request(spawn_server *srv, spawn_slot *sl)
 {
 	_cleanup_free_ char *buf = NULL, *fragment = NULL;
 	_cleanup_(json_decrefp) json_t *req = NULL;
-	_cleanup_(sc_plan_freep) sc_plan *plan = NULL;
-	_cleanup_free_ char *plan_json = NULL;
-	const char *why = NULL;
+	_cleanup_(sc_plan_freep) sc_plan *plan = NULL, *agent_plan = NULL;
+	_cleanup_free_ char *plan_json = NULL, *child_tok = NULL;
+	const char *why = NULL, *from;
+	json_t *jtok;
 	char reason[1024];
 	tk_info info = {0};
 	json_error_t jerr;
@@ -487,6 +539,13 @@ static void handle_request(spawn_server *srv, spawn_slot *sl)
 		slot_release(srv, sl, false);
 		return;
 	}
+	if (json_object_size(req) == 1 && json_is_string(json_object_get(req, "get")) &&
+	    strcmp(json_string_value(json_object_get(req, "get")), "token") == 0) {
+		/* The agent's own token, to attenuate itself (docs/tokens.md). */
+		reply(srv, sl, json_pack("{s:b, s:s}", "ok", true, "token", srv->base));
+		slot_release(srv, sl, false);
+		return;
+	}
 	if (validate_request(req, &why) < 0) {
 		refuse(srv, sl, true, why, req);
 		slot_release(srv, sl, false);
@@ -500,24 +559,43 @@ static void handle_request(spawn_server *srv, spawn_slot *sl)
 		slot_release(srv, sl, false);
 		return;
 	}
-	r = child_fragment(srv, req, &fragment, &why);
-	if (r < 0) {
-		refuse(srv, sl, r != -ENOMEM, why ? why : strerror(-r), req);
-		slot_release(srv, sl, false);
-		return;
+	from = srv->base;
+	jtok = json_object_get(req, "token");
+	if (jtok) {
+		r = agent_token(srv, json_string_value(jtok), &agent_plan, reason, sizeof(reason));
+		if (r < 0) {
+			refuse(srv, sl, r != -ENOMEM, reason, req);
+			slot_release(srv, sl, false);
+			return;
+		}
+		from = json_string_value(jtok);
 	}
-	r = child_plan(srv, fragment, &plan, &info, reason, sizeof(reason));
+	/* Our caveat: the request's fragment and the child's depth below ours,
+	 * unless the agent's own caveats already said all of it. */
+	if (!jtok || json_object_get(req, "policy") ||
+	    agent_plan->spawn_max_depth >= srv->plan->spawn_max_depth) {
+		r = child_fragment(srv, req, &fragment, &why);
+		if (r < 0) {
+			refuse(srv, sl, r != -ENOMEM, why ? why : strerror(-r), req);
+			slot_release(srv, sl, false);
+			return;
+		}
+	}
+	r = child_plan(srv, from, fragment, &child_tok, &plan, &info, reason, sizeof(reason));
 	if (r < 0) {
 		refuse(srv, sl, r != -ENOMEM, reason, req);
 		slot_release(srv, sl, false);
 		return;
 	}
 	plan_json = plan_to_json(plan);
-	msg = json_pack("{s:o, s:O, s:O?, s:s, s:{s:s, s:i}}", "plan",
-			plan_json ? json_loads(plan_json, 0, NULL) : NULL, "argv",
-			json_object_get(req, "argv"), "stdin", json_object_get(req, "stdin"),
-			"parent", srv->parent_id, "token", "id", info.id, "caveats",
-			(int)info.n_caveats);
+	/* The token's id is the root's: the chain leads back to the token the
+	 * outermost sandbox was started with (or its per-run token). */
+	msg =
+	    json_pack("{s:o, s:O, s:O?, s:s, s:{s:s, s:i, s:s}, s:i}", "plan",
+		      plan_json ? json_loads(plan_json, 0, NULL) : NULL, "argv",
+		      json_object_get(req, "argv"), "stdin", json_object_get(req, "stdin"),
+		      "parent", srv->parent_id, "token", "id", info.id, "caveats",
+		      (int)info.n_caveats, "text", child_tok, "oom_score_adj", own_oom_score_adj());
 	if (!msg) {
 		refuse(srv, sl, false, "out of memory", req);
 		slot_release(srv, sl, false);
@@ -539,7 +617,9 @@ static void handle_request(spawn_server *srv, spawn_slot *sl)
 	 * creates the child's cgroup under its own): the parent's memory, CPU
 	 * and pids limits then cover the child too. */
 	if (srv->cg) {
-		r = cg_attach(srv->cg, pid);
+		r = cg_attach_delegate(srv->cg, srv->started, pid);
+		if (r >= 0)
+			sl->cg_slot = srv->started;
 		if (r < 0) {
 			json_decref(msg);
 			snprintf(reason, sizeof(reason),
@@ -679,8 +759,55 @@ void spawn_server_dispatch(spawn_server *srv)
 	}
 }
 
-int spawn_server_new(const sc_plan *plan, const char *sandbox_id, cg_handle *cg, spawn_emit_fn emit,
-		     void *userdata, spawn_server **ret, sc_diag *d)
+/*
+ * The token every child's token extends. A parent started from a token:
+ * that token (verified by whoever started us), plus a caveat binding what
+ * the parent runs with when that is less (the wall clock as an expiry, a
+ * plan narrower than the token's). A parent started from a policy: a token
+ * of its plan minted under a key drawn here and forgotten at once, since
+ * checking an extension needs only the token's own signature.
+ */
+static int make_base(spawn_server *srv, const char *token, sc_diag *d)
+{
+	_cleanup_(tk_decoded_freep) tk_decoded *dec = NULL;
+	_cleanup_free_ char *pj = NULL;
+	int64_t life = TK_MAX_TTL_S;
+	time_t now = time(NULL), exp = 0;
+	bool same;
+	int r;
+
+	if (srv->plan->wall_ns != PLAN_UNLIMITED) {
+		uint64_t s = (srv->plan->wall_ns + 999999999ULL) / 1000000000ULL;
+
+		life = s < 1 ? 1 : (s > (uint64_t)TK_MAX_TTL_S ? TK_MAX_TTL_S : (int64_t)s);
+	}
+	if (!token) {
+		uint8_t key[TK_KEY_LEN];
+
+		if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key))
+			return -EIO;
+		r = tk_mint(srv->plan, key, srv->parent_id, now, life, &srv->base, d);
+		explicit_bzero(key, sizeof(key));
+		return r;
+	}
+	r = tk_decode(token, &dec, d);
+	if (r < 0)
+		return r;
+	if (srv->plan->wall_ns != PLAN_UNLIMITED && now + life < dec->info.exp)
+		exp = now + life;
+	same = dec->effective && plan_equal(dec->effective, srv->plan);
+	if (same && exp == 0) {
+		srv->base = strdup(token);
+		return srv->base ? 0 : -ENOMEM;
+	}
+	pj = same ? NULL : plan_to_json(srv->plan);
+	if (!same && !pj)
+		return -ENOMEM;
+	return tk_attenuate(token, pj, pj ? strlen(pj) : 0, exp, &srv->base, d);
+}
+
+int spawn_server_new(const sc_plan *plan, const char *sandbox_id, const char *token, cg_handle *cg,
+		     spawn_emit_fn emit, void *userdata, spawn_server **ret, sc_diag *d)
 {
 	_cleanup_free_ spawn_server *srv = calloc(1, sizeof(*srv));
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -689,14 +816,6 @@ int spawn_server_new(const sc_plan *plan, const char *sandbox_id, cg_handle *cg,
 
 	if (!srv)
 		return -ENOMEM;
-	if (cg && cg_handle_version(cg) == CG_V2) {
-		snprintf(d->path, sizeof(d->path), "$.spawn");
-		snprintf(d->message, sizeof(d->message),
-			 "delegation needs the child's cgroup nested in the sandbox's, which "
-			 "cgroup v2 allows only for a cgroup without processes; this sandcap "
-			 "supports spawn on cgroup v1 only");
-		return -EOPNOTSUPP;
-	}
 	srv->plan = plan;
 	snprintf(srv->parent_id, sizeof(srv->parent_id), "%s", sandbox_id);
 	srv->cg = cg;
@@ -706,9 +825,21 @@ int spawn_server_new(const sc_plan *plan, const char *sandbox_id, cg_handle *cg,
 	srv->t0_ns = mono_ns();
 	for (size_t i = 0; i < SPAWN_MAX_SLOTS; i++)
 		srv->slots[i] = (spawn_slot){.conn = -1, .sock = -1};
-	if (getrandom(srv->key, sizeof(srv->key), 0) != (ssize_t)sizeof(srv->key)) {
-		r = -EIO;
-		goto fail;
+	{
+		_cleanup_(tk_decoded_freep) tk_decoded *dec = NULL;
+		sc_diag td = {0};
+
+		r = make_base(srv, token, &td);
+		if (r >= 0)
+			r = tk_decode(srv->base, &dec, &td);
+		if (r < 0) {
+			snprintf(d->path, sizeof(d->path), "spawn");
+			snprintf(d->message, sizeof(d->message), "the children's token: %.400s",
+				 td.message[0] ? td.message : strerror(-r));
+			spawn_server_free(TAKE_PTR(srv));
+			return r;
+		}
+		srv->base_caveats = (unsigned)dec->n_caveats;
 	}
 	/* The binary we re-exec for each child, pinned now. */
 	srv->exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
@@ -786,7 +917,7 @@ spawn_server *spawn_server_free(spawn_server *srv)
 	(void)safe_close(srv->listen_fd);
 	(void)safe_close(srv->exe_fd);
 	(void)safe_close(srv->ep);
-	explicit_bzero(srv->key, sizeof(srv->key));
+	free(srv->base);
 	free(srv);
 	return NULL;
 }
@@ -906,6 +1037,11 @@ int spawn_child_main(int fd)
 	o.token_id = json_string_value(json_object_get(json_object_get(req, "token"), "id"));
 	o.token_caveats =
 	    (unsigned)json_integer_value(json_object_get(json_object_get(req, "token"), "caveats"));
+	o.token = json_string_value(json_object_get(json_object_get(req, "token"), "text"));
+	o.set_oom_score_adj = true;
+	o.oom_score_adj = (int)json_integer_value(json_object_get(req, "oom_score_adj"));
+	if (!o.token || o.oom_score_adj < -1000 || o.oom_score_adj > 1000)
+		return child_fail(fd, "malformed request from the supervisor", "");
 	o.event_sink = sink;
 	o.event_sink_data = &fd;
 	r = sc_run(&o, &res, &d);

@@ -3,9 +3,9 @@
  * Delegation from inside (docs/tokens.md, "Delegation"): a sandbox whose plan
  * has spawn.max_depth > 0 gets one unix socket, NS_SPAWN_SOCKET, through
  * which it asks its supervisor to run a sub-agent with a narrower capability
- * set. The supervisor attenuates a per-run token of the parent's effective
- * plan with the requested fragment, verifies the result and runs it in a
- * sub-supervisor (our own binary, exec'd fresh) placed in the parent's
+ * set. The supervisor appends the requested fragment as a caveat to the
+ * parent's token, verifies that the result extends the parent's token and
+ * runs its effective plan in a sub-supervisor (our own binary, exec'd fresh) placed in the parent's
  * cgroup, so the parent's limits bound the children too. Every event of the
  * child reaches the parent's audit log through the parent supervisor.
  *
@@ -32,12 +32,13 @@ typedef struct spawn_server spawn_server;
 typedef void (*spawn_emit_fn)(const char *event, json_t *data, void *userdata);
 
 /* Creates the listening socket in a fresh root-only directory under /run and
- * a per-run token key. cg (may be NULL) is the parent sandbox's cgroup, in
- * which every sub-supervisor is placed; on cgroup v2 it is refused
- * (-EOPNOTSUPP), since a cgroup holding the sandbox's processes cannot hold
- * the child's cgroup as well. plan, cg and userdata must outlive the server. */
-int spawn_server_new(const sc_plan *plan, const char *sandbox_id, cg_handle *cg, spawn_emit_fn emit,
-		     void *userdata, spawn_server **ret, sc_diag *reterr_diag);
+ * the token every child's token extends: token (the verified token plan
+ * came from, NULL when it came from a policy) with a caveat for what plan
+ * runs with, or a per-run token of plan. cg (may be NULL) is the parent
+ * sandbox's cgroup, under which every sub-supervisor is placed
+ * (cg_attach_delegate). plan, cg and userdata must outlive the server. */
+int spawn_server_new(const sc_plan *plan, const char *sandbox_id, const char *token, cg_handle *cg,
+		     spawn_emit_fn emit, void *userdata, spawn_server **ret, sc_diag *reterr_diag);
 /* Host path of the socket, to be bound at NS_SPAWN_SOCKET. */
 const char *spawn_server_socket(const spawn_server *srv);
 /* An epoll fd: readable when spawn_server_dispatch() has work. */

@@ -467,31 +467,18 @@ static int effective(const tk_parsed *t, size_t n_caveats, sc_plan **ret, sc_dia
 
 /* ---- public ---- */
 
-int tk_verify(const char *token, const uint8_t key[TK_KEY_LEN], time_t now, sc_plan **ret_plan,
-	      tk_info *ret_info, sc_diag *reterr_diag)
+/* After the chain is checked: schema, expiry, the effective set, the wall
+ * clock capped by the remaining lifetime. */
+static int verify_signed(const tk_split *s, time_t now, sc_plan **ret_plan, tk_info *ret_info,
+			 sc_diag *reterr_diag)
 {
 	_cleanup_(sc_plan_freep) sc_plan *p = NULL, *capped = NULL;
-	uint8_t want[TK_SIG_LEN];
 	tk_parsed t = {};
-	tk_split s;
 	sc_diag pd = {};
 	char when[64];
 	int r;
 
-	if (!key || !ret_plan)
-		return -EINVAL;
-	r = split(token, &s, reterr_diag);
-	if (r < 0)
-		return r;
-	r = chain(&s, key, s.n - 1, want);
-	if (r < 0)
-		return tk_fail(reterr_diag, r, "cannot compute HMAC-SHA256");
-	r = CRYPTO_memcmp(want, s.sig, TK_SIG_LEN);
-	OPENSSL_cleanse(want, sizeof(want));
-	if (r != 0)
-		return tk_fail(reterr_diag, -EKEYREJECTED, "token signature invalid");
-
-	r = parse_segments(&s, &t, reterr_diag);
+	r = parse_segments(s, &t, reterr_diag);
 	if (r < 0)
 		goto out;
 	if (now >= t.info.exp) {
@@ -524,6 +511,79 @@ int tk_verify(const char *token, const uint8_t key[TK_KEY_LEN], time_t now, sc_p
 out:
 	tk_parsed_done(&t);
 	return r;
+}
+
+int tk_verify(const char *token, const uint8_t key[TK_KEY_LEN], time_t now, sc_plan **ret_plan,
+	      tk_info *ret_info, sc_diag *reterr_diag)
+{
+	uint8_t want[TK_SIG_LEN];
+	tk_split s;
+	int r;
+
+	if (!key || !ret_plan)
+		return -EINVAL;
+	r = split(token, &s, reterr_diag);
+	if (r < 0)
+		return r;
+	r = chain(&s, key, s.n - 1, want);
+	if (r < 0)
+		return tk_fail(reterr_diag, r, "cannot compute HMAC-SHA256");
+	r = CRYPTO_memcmp(want, s.sig, TK_SIG_LEN);
+	OPENSSL_cleanse(want, sizeof(want));
+	if (r != 0)
+		return tk_fail(reterr_diag, -EKEYREJECTED, "token signature invalid");
+	return verify_signed(&s, now, ret_plan, ret_info, reterr_diag);
+}
+
+int tk_verify_extension(const char *base, const char *token, time_t now, sc_plan **ret_plan,
+			tk_info *ret_info, sc_diag *reterr_diag)
+{
+	uint8_t cur[TK_SIG_LEN];
+	tk_split bs, s;
+	size_t nb;
+	int r = 0;
+
+	if (!ret_plan)
+		return -EINVAL;
+	r = split(base, &bs, NULL);
+	if (r < 0)
+		return r == -ENOMEM ? r : -EINVAL; /* ours: the caller's bug */
+	r = split(token, &s, reterr_diag);
+	if (r < 0)
+		return r;
+	/* Every segment of base but its signature, byte for byte (the
+	 * encoding is canonical, so equal segments are equal bytes), then at
+	 * least one caveat of the extension. */
+	nb = bs.n - 1;
+	if (s.n < bs.n + 1)
+		return tk_fail(reterr_diag, -EKEYREJECTED,
+			       "the token does not extend the parent's token: it has %zu "
+			       "caveat(s), the parent's %zu",
+			       s.n - 2, bs.n - 2);
+	for (size_t i = 0; i < nb; i++)
+		if (s.len[i] != bs.len[i] || memcmp(s.seg[i], bs.seg[i], s.len[i]) != 0) {
+			if (i == 0)
+				return tk_fail(reterr_diag, -EKEYREJECTED,
+					       "the token does not extend the parent's token: "
+					       "the claims differ");
+			return tk_fail(reterr_diag, -EKEYREJECTED,
+				       "the token does not extend the parent's token: caveat %zu "
+				       "differs",
+				       i);
+		}
+	/* sig_i = HMAC(sig_{i-1}, caveat_i) from base's signature on: what
+	 * only a holder of base could compute. */
+	memcpy(cur, bs.sig, TK_SIG_LEN);
+	for (size_t i = nb; r == 0 && i < s.n - 1; i++)
+		r = hmac(cur, sizeof(cur), s.seg[i], s.len[i], cur);
+	if (r == 0)
+		r = CRYPTO_memcmp(cur, s.sig, TK_SIG_LEN) != 0 ? -EKEYREJECTED : 0;
+	OPENSSL_cleanse(cur, sizeof(cur));
+	if (r == -EKEYREJECTED)
+		return tk_fail(reterr_diag, r, "token signature invalid");
+	if (r < 0)
+		return tk_fail(reterr_diag, r, "cannot compute HMAC-SHA256");
+	return verify_signed(&s, now, ret_plan, ret_info, reterr_diag);
 }
 
 static int random_id(char out[33])

@@ -60,6 +60,20 @@ int tk_key_generate(const char *path);
 int tk_verify(const char *token, const uint8_t key[TK_KEY_LEN], time_t now, sc_plan **ret_plan,
 	      tk_info *ret_info, sc_diag *reterr_diag);
 
+/*
+ * Verifies token as an extension of base without the root key
+ * (macaroon-style): token must be base's text without its signature, byte
+ * for byte, followed by one or more caveats chained from base's signature,
+ * which only holders of base know. base must already be trusted (verified
+ * with the key, or minted by the caller). The effective plan and info are
+ * then computed from the whole chain as tk_verify() does (info.id is the
+ * root's id, info.n_caveats counts every caveat). Errors as tk_verify();
+ * -EKEYREJECTED "the token does not extend the parent's token" when the
+ * prefix differs or nothing was appended; -EINVAL for a malformed base.
+ */
+int tk_verify_extension(const char *base, const char *token, time_t now, sc_plan **ret_plan,
+			tk_info *ret_info, sc_diag *reterr_diag);
+
 /* Mints a token for plan: claims {"v":1,"id","iat","exp","policy"} with
  * exp = iat + ttl_s. id NULL = 128 random bits in hex. -EINVAL for a bad id
  * (1..63 of [A-Za-z0-9._-]) or ttl outside 1 s .. TK_MAX_TTL_S. */
