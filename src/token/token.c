@@ -555,22 +555,22 @@ int tk_verify_extension(const char *base, const char *token, time_t now, sc_plan
 	 * encoding is canonical, so equal segments are equal bytes), then at
 	 * least one caveat of the extension. */
 	nb = bs.n - 1;
+	for (size_t i = 0; i < nb && i < s.n - 1; i++) {
+		if (s.len[i] == bs.len[i] && memcmp(s.seg[i], bs.seg[i], s.len[i]) == 0)
+			continue;
+		if (i == 0)
+			return tk_fail(reterr_diag, -EKEYREJECTED,
+				       "the token does not extend the parent's token: the claims "
+				       "differ");
+		return tk_fail(reterr_diag, -EKEYREJECTED,
+			       "the token does not extend the parent's token: caveat %zu differs",
+			       i);
+	}
 	if (s.n < bs.n + 1)
 		return tk_fail(reterr_diag, -EKEYREJECTED,
-			       "the token does not extend the parent's token: it has %zu "
-			       "caveat(s), the parent's %zu",
-			       s.n - 2, bs.n - 2);
-	for (size_t i = 0; i < nb; i++)
-		if (s.len[i] != bs.len[i] || memcmp(s.seg[i], bs.seg[i], s.len[i]) != 0) {
-			if (i == 0)
-				return tk_fail(reterr_diag, -EKEYREJECTED,
-					       "the token does not extend the parent's token: "
-					       "the claims differ");
-			return tk_fail(reterr_diag, -EKEYREJECTED,
-				       "the token does not extend the parent's token: caveat %zu "
-				       "differs",
-				       i);
-		}
+			       "the token does not extend the parent's token: it adds no caveat to "
+			       "the parent's %zu",
+			       bs.n - 2);
 	/* sig_i = HMAC(sig_{i-1}, caveat_i) from base's signature on: what
 	 * only a holder of base could compute. */
 	memcpy(cur, bs.sig, TK_SIG_LEN);

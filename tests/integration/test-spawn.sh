@@ -125,6 +125,73 @@ expect_match "an oversized request is refused" "$out" '"denied":true.*larger tha
 out=$("$SANDCAP" run --quiet --token "$T/p1.tok" --key "$T/root.key" -- python3 /agents/spawn.py --policy "$grant_a" -- sh -c "cat $T/a/fa; cat $T/b/fb 2>&1" 2>/dev/null)
 expect_match "a parent run from a token delegates the same way" "$(field "$out" stdout)" "^in-a.*No such file"
 
+# --- the token chain back to the root token ---
+# parent (root token, depth 2) -> child (drops grant b, memory 100M) ->
+# grandchild (pids 32): each level narrows, the grandchild has all of it.
+"$SANDCAP" token mint --key "$T/root.key" --policy "$T/p2.json" --ttl 10m --id root-tok-2 >"$T/p2.tok"
+cat >"$T/a/level1.sh" <<LEVEL1
+python3 /agents/spawn.py --get-token
+python3 /agents/spawn.py --policy '{"limits": {"pids": 32}}' -- sh -c "cat $T/a/fa; ls $T/b 2>&1"
+LEVEL1
+lvl1="{\"fs\": {\"grants\": [{\"path\": \"$T/a\", \"mode\": \"ro\"}, {\"path\": \"$AGENTS\", \"mode\": \"ro\"}]}, \"limits\": {\"memory\": \"100M\"}}"
+LOG="$T/logs/chain.jsonl"
+out=$("$SANDCAP" run --quiet --token "$T/p2.tok" --key "$T/root.key" --audit "$LOG" -- python3 /agents/spawn.py --policy "$lvl1" -- sh "$T/a/level1.sh" 2>/dev/null)
+childtok=$(field "$out" stdout | sed -n 1p)
+inner=$(field "$out" stdout | sed -n 2p)
+roottok=$(cat "$T/p2.tok")
+check "the child's token is the root token, byte for byte, plus caveats" \
+	test -n "$childtok" -a "${childtok#"${roottok%.*}".}" != "$childtok"
+expect_match "sandcap token inspect of the child's token shows the root token's id" \
+	"$("$SANDCAP" token inspect "$childtok" 2>&1)" "id: *root-tok-2"
+expect_eq "the grandchild runs" "$(field "$inner" ok)" "true"
+expect_match "...sees the grant both levels kept, not the one the child dropped" "$(field "$inner" stdout)" "^in-a.*$T/b.*No such file"
+levels=$(events "$LOG" spawn.start | python3 -c '
+import json, sys
+for l in sys.stdin:
+    d = json.loads(l)
+    p = d["plan"]
+    print(d["token"]["id"], d["token"]["caveats"], p["limits"]["memory"], p["limits"]["pids"],
+          ",".join(sorted(g["path"] for g in p["fs"]["grants"])), p["spawn"]["max_depth"])')
+kept=$(printf '%s\n' "$AGENTS" "$T/a" | LC_ALL=C sort | paste -sd,)
+expect_eq "the child's spawn.start: the root token's id, 2 caveats (the parent's run, the request), memory 100M, no grant b" \
+	"$(sed -n 1p <<<"$levels")" "root-tok-2 2 104857600 128 $kept 1"
+expect_match "the grandchild's: the root token's id, more caveats, the intersection of every level" \
+	"$(sed -n 2p <<<"$levels")" "^root-tok-2 [34] 104857600 32 $kept 0\$"
+check "audit verify passes on the chained log" verify_log "$LOG"
+
+# The agent attenuates its own token (no key) and hands it over.
+cat >"$T/a/own.sh" <<OWN
+tok=\$(python3 /agents/spawn.py --get-token --attenuate "\$1") || exit 1
+python3 /agents/spawn.py --token "\$tok" -- sh -c "cat $T/a/fa; ls $T/b 2>&1"
+OWN
+run p1 sh "$T/a/own.sh" "$grant_a"
+expect_eq "a token the agent attenuated itself is accepted" "$(field "$out" ok)" "true"
+expect_match "...and its caveat holds: grant b is gone" "$(field "$out" stdout)" "^in-a.*$T/b.*No such file"
+expect_match "...spawn.start counts its caveat and ours" "$(events "$LOG" spawn.start)" '"token": \{"caveats": 2, "id": "sc-'
+run p1 python3 -c '
+import sys
+sys.path.insert(0, "/agents")
+import spawn
+t = spawn.get_token()
+x = spawn.attenuate(t, {"limits": {"memory": "64M"}})
+print(spawn.spawn(["true"], token=x.rsplit(".", 1)[0] + "." + t.rsplit(".", 1)[1]))'
+expect_match "an extension whose chain is wrong is refused" "$out" "'denied': True.*token signature invalid"
+run p1 sh "$T/a/own.sh" '{"fs": {"grants": [{"path": "/no/such/dir", "mode": "ro"}]}}'
+expect_eq "a host path outside the parent's grants in the agent's caveat: the same words as in a request" \
+	"$(field "$out" error)" "token caveat 1: a grant's path must lie inside one of the parent's grants"
+
+# A token valid under the root key but not an extension of the parent's.
+printf '%s\n' '{"limits": {"memory": "100M"}}' >"$T/narrow.json"
+"$SANDCAP" token attenuate "$T/p2.tok" --policy "$T/narrow.json" >"$T/a/forged.tok"
+verifies() { "$SANDCAP" check --token "$1" --key "$T/root.key" >/dev/null 2>&1; }
+check "the forged-prefix token verifies under the root key on its own" verifies "$T/a/forged.tok"
+LOG="$T/logs/forged.jsonl"
+out=$("$SANDCAP" run --quiet --token "$T/p2.tok" --key "$T/root.key" --audit "$LOG" -- sh -c "python3 /agents/spawn.py --token \"\$(cat $T/a/forged.tok)\" -- true" 2>/dev/null)
+expect_eq "...but a child may not run with it: refused" "$(field "$out" ok):$(field "$out" denied)" "false:true"
+expect_match "...because its first caveat differs from the parent's" "$(field "$out" error)" "does not extend the parent's token: caveat 1 differs"
+expect_match "...and logged" "$(events "$LOG" spawn.denied)" "does not extend the parent's token"
+expect_eq "...nothing started" "$(events "$LOG" spawn.start)" ""
+
 # --- a child with less network: its own proxy, the parent's log ---
 if command -v curl >/dev/null; then
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

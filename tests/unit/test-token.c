@@ -777,6 +777,58 @@ static void test_decode_and_mint_args(void)
 	tk_decoded_free(dec);
 }
 
+/* Checking an extension needs base's signature, never the key. */
+static void test_extension(void)
+{
+	_cleanup_(sc_plan_freep) sc_plan *p = P(base_policy), *got = NULL;
+	_cleanup_free_ char *root = mint(p), *base = NULL, *child = NULL, *grand = NULL,
+			    *other = NULL, *forged = NULL, *cut = NULL;
+	tk_info info = {};
+	sc_diag d = {};
+	int r;
+
+	base = attenuate(root, "{'limits':{'memory':'128M'}}", 0, &r, &d);
+	child = attenuate(base, "{'fs':{'grants':[{'path':'@/b','mode':'ro'}]}}", 0, &r, &d);
+	grand = attenuate(child, "{'limits':{'pids':8}}", 0, &r, &d);
+	other = attenuate(root, "{'limits':{'memory':'100M'}}", 0, &r, &d);
+	forged = other ? attenuate(other, "{'limits':{'pids':8}}", 0, &r, &d) : NULL;
+	if (!base || !child || !grand || !forged) {
+		ok(false, "extension: attenuate: %s", d.message);
+		return;
+	}
+	r = tk_verify_extension(base, child, IAT + 10, &got, &info, &d);
+	ok(r == 0 && got && got->n_grants == 1 && got->memory == 128u << 20 &&
+	       strcmp(info.id, "t1") == 0 && info.n_caveats == 2,
+	   "an extension verifies without the key: the root's id, every caveat counted (%s)",
+	   d.message);
+	got = sc_plan_free(got);
+	r = tk_verify_extension(base, grand, IAT + 10, &got, &info, &d);
+	ok(r == 0 && got && got->pids == 8 && got->n_grants == 1 && info.n_caveats == 3,
+	   "two levels down: the intersection of every caveat");
+	got = sc_plan_free(got);
+	r = tk_verify_extension(child, grand, IAT + 10, &got, NULL, &d);
+	ok(r == 0, "an extension of an extension verifies against the nearer base");
+	got = sc_plan_free(got);
+	r = tk_verify_extension(base, forged, IAT + 10, &got, NULL, &d);
+	ok(r == -EKEYREJECTED && strstr(d.message, "caveat 1 differs"),
+	   "a prefix that differs is refused, though the root key signed it (%s)", d.message);
+	ok(verify(forged, IAT + 10, NULL, NULL, NULL) == 0, "...which tk_verify accepts");
+	r = tk_verify_extension(base, base, IAT + 10, &got, NULL, &d);
+	ok(r == -EKEYREJECTED && strstr(d.message, "does not extend"),
+	   "the base itself is not an extension (%s)", d.message);
+	r = tk_verify_extension(child, base, IAT + 10, &got, NULL, &d);
+	ok(r == -EKEYREJECTED, "a shorter token is not an extension (%s)", d.message);
+	/* The grandchild's caveats under the child's signature as base's. */
+	cut = strdup(grand);
+	memcpy(strrchr(cut, '.') + 1, strrchr(base, '.') + 1, strlen(strrchr(base, '.') + 1));
+	r = tk_verify_extension(base, cut, IAT + 10, &got, NULL, &d);
+	ok(r == -EKEYREJECTED && strcmp(d.message, "token signature invalid") == 0,
+	   "a wrong chain is refused: %s", d.message);
+	r = tk_verify_extension(base, child, IAT + TTL, &got, NULL, &d);
+	ok(r == -EKEYEXPIRED, "an expired extension is refused");
+	ok(!got, "no plan on failure");
+}
+
 static void test_keys(void)
 {
 	_cleanup_free_ char *k = J("@/key"), *k2 = J("@/key2");
@@ -854,6 +906,7 @@ int main(void)
 	test_forged_widening();
 	test_intersect();
 	test_decode_and_mint_args();
+	test_extension();
 	test_keys();
 
 	{
