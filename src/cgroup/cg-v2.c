@@ -3,7 +3,9 @@
  * cgroup v2 (Documentation/admin-guide/cgroup-v2.rst). One directory,
  * <own>/<name>, where <own> is the supervisor's cgroup from
  * /proc/self/cgroup. Its fd serves clone3(CLONE_INTO_CGROUP), so the
- * sandbox starts inside its limits without a window.
+ * sandbox starts inside its limits without a window. A plan with spawn
+ * adds the leaf <name>/agent for the sandbox's processes and, per child,
+ * <name>/child-N (docs/cgroups.md).
  */
 #include <fcntl.h>
 #include <inttypes.h>
