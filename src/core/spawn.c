@@ -66,18 +66,9 @@ struct spawn_server {
 	char path[96];
 	char *base;	       /* the token every child's token extends */
 	unsigned base_caveats; /* how many caveats it has */
-	uint64_t t0_ns;
-	unsigned started; /* children started over the sandbox's life */
+	unsigned started;      /* children started over the sandbox's life */
 	spawn_slot slots[SPAWN_MAX_SLOTS];
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static int set_sndbuf(int fd, int bytes)
 {
@@ -452,7 +443,7 @@ static int own_oom_score_adj(void)
 }
 
 /* fork + exec of our own binary: the sub-supervisor starts fresh, with none
- * of this process's memory (the key included). */
+ * of this process's memory (parsed hostile input, the log's state). */
 static int start_sub(const spawn_server *srv, pid_t *ret_pid, int *ret_sock)
 {
 	int pair[2];
@@ -822,7 +813,6 @@ int spawn_server_new(const sc_plan *plan, const char *sandbox_id, const char *to
 	srv->emit = emit;
 	srv->userdata = userdata;
 	srv->ep = srv->listen_fd = srv->exe_fd = -1;
-	srv->t0_ns = mono_ns();
 	for (size_t i = 0; i < SPAWN_MAX_SLOTS; i++)
 		srv->slots[i] = (spawn_slot){.conn = -1, .sock = -1};
 	{

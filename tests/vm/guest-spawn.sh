@@ -91,5 +91,31 @@ check "v2: the parent's memory peak counts parent + child (${peak:-?} bytes > 10
 check "v2: audit verify passes" sandcap audit verify /tmp/l4.jsonl
 sleep 0.2
 check "v2: no cgroup left behind ($(sandboxes_left))" [ -z "$(sandboxes_left)" ]
+# --- two levels: the child's cgroup is laid out like its parent's ---
+echo "{\"version\": 1, $grant, \"limits\": {\"memory\": \"128M\", \"pids\": 64, \"wall\": \"60s\"},
+ \"spawn\": {\"max_depth\": 2, \"max_children\": 8}}" >/tmp/parent2.json
+outer='{"argv": ["/opt/hog/hog", "spawn", "{\"argv\": [\"/opt/hog/hog\", \"sleep\", \"4\"]}"]}'
+sandcap run --quiet --policy /tmp/parent2.json --audit /tmp/l5.jsonl -- $H spawn "$outer" >/tmp/o5 2>/dev/null &
+run=$!
+gcg=""
+for _ in $(seq 200); do
+	gcg=$(find /sys/fs/cgroup -mindepth 5 -maxdepth 5 -type d -path '*/sandcap-sc-*/child-1/sandcap-sc-*/child-1/sandcap-sc-*' | head -1)
+	[ -n "$gcg" ] && break
+	sleep 0.1
+done
+child=${gcg%/child-1/*}
+check "v2: the grandchild's cgroup is <parent>/child-1/<child>/child-1/<grandchild> ($gcg)" [ -n "$gcg" ]
+check "v2: the child (depth 1) has its own processes in its leaf, none beside" \
+	[ -n "$(cat "$child/agent/cgroup.procs" 2>/dev/null)" -a -z "$(cat "$child/cgroup.procs" 2>&1)" ]
+check "v2: the grandchild (depth 0) has no leaf: its processes are in its cgroup" \
+	[ -n "$(cat "$gcg/cgroup.procs" 2>/dev/null)" -a ! -e "$gcg/agent" ]
+wait $run
+cat /tmp/o5
+check "v2: the grandchild ran and its reply came back through the child" grep -q '"ok":true.*\\"ok\\":true.*\\"status\\":0' /tmp/o5
+check "v2: two spawn.start, two spawn.exit in the root's log" \
+	[ "$(grep -c '"event":"spawn\.\(start\|exit\)"' /tmp/l5.jsonl)" = 4 ]
+check "v2: audit verify passes on the three-level log" sandcap audit verify /tmp/l5.jsonl
+sleep 0.2
+check "v2: no cgroup left behind ($(sandboxes_left))" [ -z "$(sandboxes_left)" ]
 echo "1..$n"
 exit $fail
