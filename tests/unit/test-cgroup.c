@@ -170,6 +170,20 @@ static bool none_exist(const cg_paths *p)
 	return true;
 }
 
+/* Does dir/cgroup.procs list any process? */
+static bool file_is_dir_with_procs(const char *dir)
+{
+	char file[800], *buf = NULL;
+	bool any;
+
+	(void)snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
+	if (io_read_file_at(AT_FDCWD, file, 1 << 16, &buf, NULL) < 0)
+		return true;
+	any = buf[0] != '\0';
+	free(buf);
+	return any;
+}
+
 typedef int (*child_fn)(void);
 
 /*
@@ -674,6 +688,139 @@ static void test_nested_v1(void)
 	(void)close(nest_ready[1]);
 }
 
+/*
+ * Delegation (cg_attach_delegate): a sub-supervisor placed by the sandbox's
+ * supervisor creates its child's cgroup under its own, which must end up
+ * nested in the sandbox's. v2 keeps the sandbox's processes in <name>/agent
+ * and the sub-supervisor in <name>/child-N/supervisor.
+ */
+static int deleg_gate[2] = {-1, -1}, deleg_ready[2] = {-1, -1}, deleg_go[2] = {-1, -1};
+
+static int child_sub(void)
+{
+	sc_plan plan = test_plan(PLAN_UNLIMITED, PLAN_UNLIMITED, PLAN_UNLIMITED);
+	cg_handle *inner = NULL;
+	char c = 0;
+	pid_t gc;
+
+	if (read(deleg_gate[0], &c, 1) != 1)
+		return 2;
+	if (cg_create(&plan, "inner", &inner) < 0)
+		return 3;
+	gc = fork();
+	if (gc == 0) {
+		for (;;)
+			pause();
+	}
+	if (gc < 0 || cg_attach(inner, gc) < 0)
+		return 4;
+	if (write(deleg_ready[1], &gc, sizeof(gc)) != sizeof(gc))
+		return 5;
+	if (read(deleg_go[0], &c, 1) != 1)
+		return 6;
+	inner = cg_destroy(inner); /* kills gc, removes inner */
+	(void)wait_child(gc);
+	return 0;
+}
+
+/* /proc/PID/cgroup holds a line ending in suffix. */
+static bool in_cgroup(pid_t pid, const char *suffix)
+{
+	char file[64], want[300], *buf = NULL;
+	bool found;
+
+	(void)snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+	(void)snprintf(want, sizeof(want), "%s\n", suffix);
+	if (io_read_file_at(AT_FDCWD, file, 1 << 16, &buf, NULL) < 0)
+		return false;
+	found = strstr(buf, want) != NULL;
+	if (!found)
+		printf("# pid %d not in ...%s:\n%s", (int)pid, suffix, buf);
+	free(buf);
+	return found;
+}
+
+static void test_delegate(cg_version v)
+{
+	sc_plan plan = test_plan(TEST_MEMORY, PLAN_UNLIMITED, 4 * TEST_PIDS);
+	cg_handle *h = NULL;
+	cg_paths paths = {.n = 0};
+	char name[64], want[200], dir[700] = "";
+	cg_stats st;
+	pid_t agent, sub, gc = 0;
+	int r, status;
+
+	plan.spawn_max_depth = 1;
+	test_name(name, sizeof(name), "deleg");
+	r = cg_create(&plan, name, &h);
+	ok(r == 0, "cg_create for a plan with spawn (%s)", strerror(-r));
+	if (r < 0)
+		return;
+	agent = spawn_in(h, child_pause, v == CG_V2, name, &paths);
+	(void)snprintf(want, sizeof(want), "/%s%s", name, v == CG_V2 ? "/agent" : "");
+	ok(agent > 0 && in_cgroup(agent, want), "the sandbox's processes are in ...%s", want);
+	if (v == CG_V2) {
+		char *own = NULL;
+
+		/* Our own path, or <own>/supervisor's parent after a move. */
+		if (cg_self_path(NULL, &own) == 0) {
+			size_t n = strlen(own);
+
+			if (n > 11 && strcmp(own + n - 11, "/supervisor") == 0)
+				own[n - 11] = '\0';
+			(void)snprintf(dir, sizeof(dir), "%s%s/%s", CG_ROOT,
+				       strcmp(own, "/") == 0 ? "" : own, name);
+			free(own);
+		}
+		ok(access(dir, F_OK) == 0 && !file_is_dir_with_procs(dir),
+		   "v2: %s itself holds no process", dir);
+	}
+	if (pipe2(deleg_gate, O_CLOEXEC) < 0 || pipe2(deleg_ready, O_CLOEXEC) < 0 ||
+	    pipe2(deleg_go, O_CLOEXEC) < 0) {
+		ok(false, "pipes");
+		h = cg_destroy(h);
+		return;
+	}
+	sub = fork();
+	if (sub == 0)
+		_exit(child_sub());
+	r = sub > 0 ? cg_attach_delegate(h, 1, sub) : -ECHILD;
+	ok(r == 0, "cg_attach_delegate (%s)", strerror(-r));
+	(void)!write(deleg_gate[1], "g", 1);
+	if (r == 0 && read(deleg_ready[0], &gc, sizeof(gc)) == sizeof(gc)) {
+		(void)snprintf(want, sizeof(want), "/%s%s", name,
+			       v == CG_V2 ? "/child-1/supervisor" : "");
+		ok(in_cgroup(sub, want), "the sub-supervisor is in ...%s", want);
+		(void)snprintf(want, sizeof(want), "/%s%s/inner", name,
+			       v == CG_V2 ? "/child-1" : "");
+		ok(in_cgroup(gc, want), "the cgroup it creates is nested: ...%s", want);
+		ok(cg_read_stats(h, &st) == 0 && st.memory_peak != 0,
+		   "the sandbox's stats read with a child nested");
+	} else
+		ok(false, "the sub-supervisor made its child's cgroup");
+	(void)!write(deleg_go[1], "g", 1);
+	status = sub > 0 ? wait_child(sub) : -1;
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	   "the sub-supervisor removed its child's cgroup (status 0x%x)", (unsigned)status);
+	cg_release_delegate(h, 1);
+	if (v == CG_V2) {
+		char child[800];
+
+		(void)snprintf(child, sizeof(child), "%s/child-1", dir);
+		ok(access(child, F_OK) < 0 && errno == ENOENT, "v2: cg_release_delegate removes %s",
+		   child);
+	}
+	h = cg_destroy(h);
+	ok(agent > 0 && WIFSIGNALED(wait_child(agent)) && none_exist(&paths) &&
+	       (!dir[0] || (access(dir, F_OK) < 0 && errno == ENOENT)),
+	   "cg_destroy kills the sandbox and removes its cgroup");
+	for (int i = 0; i < 2; i++) {
+		(void)close(deleg_gate[i]);
+		(void)close(deleg_ready[i]);
+		(void)close(deleg_go[i]);
+	}
+}
+
 int main(void)
 {
 	char reason[1024];
@@ -703,6 +850,7 @@ int main(void)
 	test_cpu();
 	if (v == CG_V1)
 		test_nested_v1();
+	test_delegate(v);
 	if (v == CG_V2) {
 		test_v2_clone_with_namespaces();
 		test_v2_shared_cgroup();
