@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for capability tokens: the decoder, verification with a
- * fixed key, and attenuation. Random bytes almost never carry a valid HMAC,
+ * fixed key, verification as an extension of a token minted here (no key),
+ * and attenuation. Random bytes almost never carry a valid HMAC,
  * so each input is also tried re-signed: its last segment replaced by the
  * correct signature over the others, which takes the fuzzer past the
  * signature check into the claims, caveat and intersection code.
@@ -175,8 +176,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		t = with_caveat((const char *)data, size);
 		signed_tok = t ? resign(t) : NULL;
-		if (signed_tok && tk_verify(signed_tok, fuzz_key, FUZZ_NOW, &p, &info, &d) == 0) {
-			assert_within_base(p);
+		if (signed_tok) {
+			int rv = tk_verify(signed_tok, fuzz_key, FUZZ_NOW, &p, &info, &d);
+
+			if (rv == 0) {
+				assert_within_base(p);
+				p = sc_plan_free(p);
+			}
+			/* Chained from the base's signature, it is an extension of
+			 * the base: checked without the key, the same verdict. */
+			if ((tk_verify_extension(base_token(), signed_tok, FUZZ_NOW, &p, &info,
+						 &d) == 0) != (rv == 0)) {
+				fprintf(stderr, "tk_verify and tk_verify_extension disagree\n");
+				abort();
+			}
 			p = sc_plan_free(p);
 		}
 		/* The same bytes as the policy of a caveat. */
@@ -208,6 +221,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		p = sc_plan_free(p);
 	if (tk_decode(tok, &dec, &d) == 0)
 		dec = tk_decoded_free(dec);
+	/* Hostile bytes offered as an extension of the base, as an agent may. */
+	if (tk_verify_extension(base_token(), tok, FUZZ_NOW, &p, &info, &d) == 0) {
+		assert_within_base(p);
+		p = sc_plan_free(p);
+	}
 	re = resign(tok);
 	if (re && tk_verify(re, fuzz_key, FUZZ_NOW, &p, &info, &d) == 0) {
 		/* A verified plan must serialise and must be the policy parser's. */
