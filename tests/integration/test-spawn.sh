@@ -2,7 +2,8 @@
 # Delegation from inside: an agent asks its supervisor, through
 # /run/sandcap/spawn.sock, for a sub-agent with strictly less. Checked for
 # the real effect: what the child sees, what is refused and logged, the
-# parent's memory limit covering parent + child, depth, the combined log.
+# parent's memory limit covering parent + child, depth, the token chain back
+# to the root token (and tokens that do not extend it), the combined log.
 . "$(dirname "$0")/lib.sh"
 need_root
 command -v python3 >/dev/null || skip_all "needs python3"
