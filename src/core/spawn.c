@@ -794,7 +794,16 @@ static int make_base(spawn_server *srv, const char *token, sc_diag *d)
 	pj = same ? NULL : plan_to_json(srv->plan);
 	if (!same && !pj)
 		return -ENOMEM;
-	return tk_attenuate(token, pj, pj ? strlen(pj) : 0, exp, &srv->base, d);
+	r = tk_attenuate(token, pj, pj ? strlen(pj) : 0, exp, &srv->base, d);
+	if (r != -EINVAL || !pj)
+		return r;
+	/* "Narrows nothing": our plan is the token's set in another
+	 * representation. Bind the expiry alone, if any. */
+	if (exp == 0) {
+		srv->base = strdup(token);
+		return srv->base ? 0 : -ENOMEM;
+	}
+	return tk_attenuate(token, NULL, 0, exp, &srv->base, d);
 }
 
 int spawn_server_new(const sc_plan *plan, const char *sandbox_id, const char *token, cg_handle *cg,
