@@ -465,10 +465,12 @@ static int event_loop(supervisor *s)
 				kill_sandbox(s);
 				break;
 			case EV_NOTIFY:
-				if (sf_notify_handle(s->notify_fd, on_event, s) == -ENOENT) {
-					/* every filter user is gone */
+				if (evs[i].events & EPOLLIN)
+					(void)sf_notify_handle(s->notify_fd, on_event, s);
+				else if (evs[i].events & (EPOLLHUP | EPOLLERR))
+					/* Every process under the filter is gone; the
+					 * hangup would otherwise wake us until the end. */
 					(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, s->notify_fd, NULL);
-				}
 				break;
 			case EV_PROXY:
 				(void)handle_proxy(s);
