@@ -66,6 +66,7 @@ struct cg_ops {
 	int (*create)(cg_handle *h, const sc_plan *plan);
 	int (*clone_fd)(const cg_handle *h);
 	int (*attach)(cg_handle *h, pid_t pid);
+	int (*enter_self)(const cg_handle *h);
 	int (*read_stats)(cg_handle *h, cg_stats *ret);
 	/* SIGKILLs everything, returns when empty or after CG_DESTROY_WAIT_MS. */
 	int (*kill_all)(cg_handle *h);

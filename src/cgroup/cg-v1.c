@@ -249,6 +249,28 @@ static int v1_attach(cg_handle *h, pid_t pid)
 }
 
 /* Reads one value where the controller is available; 0 when it is not. */
+/*
+ * "0" written to a hierarchy's tasks file moves only the calling thread;
+ * the kernel then takes no cgroup_threadgroup_rwsem (cgroup_procs_write_start:
+ * a single thread that is current cannot exit or exec under it), so the
+ * move needs no RCU grace period. The caller is single-threaded, so its
+ * whole process moves.
+ */
+static int v1_enter_self(const cg_handle *h)
+{
+	size_t i;
+	int r;
+
+	for (i = 0; i < _CG_V1_CTRL_MAX; i++) {
+		if (h->dirs[i].dirfd < 0)
+			continue;
+		r = io_write_file_at(h->dirs[i].dirfd, "tasks", "0");
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int v1_read(const cg_handle *h, cg_v1_ctrl c, const char *file, const char *key,
 		   uint64_t *ret)
 {
@@ -339,6 +361,7 @@ static int v1_kill_all(cg_handle *h)
 const cg_ops cg_v1_ops = {
     .version = CG_V1,
     .probe = v1_probe,
+    .enter_self = v1_enter_self,
     .create = v1_create,
     .clone_fd = v1_clone_fd,
     .attach = v1_attach,

@@ -299,6 +299,12 @@ static uint64_t us_to_ns(uint64_t us)
 	return __builtin_mul_overflow(us, 1000u, &ns) ? UINT64_MAX - 1 : ns;
 }
 
+static int v2_enter_self(const cg_handle *h)
+{
+	(void)h; /* clone3(CLONE_INTO_CGROUP) placed the process */
+	return 0;
+}
+
 static int v2_read_stats(cg_handle *h, cg_stats *ret)
 {
 	int fd = h->dirs[0].dirfd;
@@ -375,6 +381,7 @@ static int v2_kill_all(cg_handle *h)
 const cg_ops cg_v2_ops = {
     .version = CG_V2,
     .probe = v2_probe,
+    .enter_self = v2_enter_self,
     .create = v2_create,
     .clone_fd = v2_clone_fd,
     .attach = v2_attach,

@@ -725,6 +725,13 @@ int cg_attach(cg_handle *h, pid_t pid)
 	return h->ops->attach(h, pid);
 }
 
+int cg_enter_self(const cg_handle *h)
+{
+	if (!h)
+		return -EINVAL;
+	return h->ops->enter_self(h);
+}
+
 int cg_read_stats(cg_handle *h, cg_stats *ret)
 {
 	if (!h || !ret)

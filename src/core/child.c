@@ -20,25 +20,21 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "compat/syscalls.h"
 #include "core/sync.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
 
-static int step_wait_go(child_ctx *c)
+static int step_cgroup(child_ctx *c)
 {
-	sync_msg m;
-	int r = sync_recv(c->sync, &m, NULL);
-
-	if (r < 0)
-		return r;
-	return m.type == SYNC_GO ? 0 : -EPROTO;
+	return c->cg ? cg_enter_self(c->cg) : 0;
 }
 
 static int step_cgroupns(child_ctx *c)
 {
 	(void)c;
-	/* After the supervisor moved us into the sandbox cgroup: it becomes our root. */
+	/* In the sandbox cgroup by now: it becomes our root. */
 	return unshare(CLONE_NEWCGROUP) < 0 ? -errno : 0;
 }
 
@@ -218,14 +214,12 @@ static const struct setup_step {
 	const char *name;
 	int (*fn)(child_ctx *c);
 } setup_steps[] = {
+    {"cgroup", step_cgroup}, /* first: everything after is charged and limited */
     {"mounts", step_mounts}, /* host root: idmapped binds need it */
     {"hostname", step_hostname},
     {"network", step_network}, /* listener must be born in this netns */
     {"rlimits", step_rlimits},
     {"terminal", step_terminal}, /* setsid before anything can take a tty */
-    /* Our own setup above overlaps the supervisor's cgroup move (a v1 move
-     * waits for an RCU grace period); nothing of the agent's has run yet. */
-    {"wait-go", step_wait_go},	 /* the supervisor has put us in the cgroup */
     {"cgroupns", step_cgroupns}, /* after joining the cgroup, so it is our root */
     {"userns", step_userns},	 /* from here on nothing maps to host root */
     {"bounding", step_bounding}, /* needs CAP_SETPCAP: before setuid */

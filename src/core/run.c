@@ -337,7 +337,6 @@ static void handle_sync(supervisor *s)
 		fail(s->diag, -m.err, m.step, "%s%s%s", m.what, m.what[0] ? ": " : "",
 		     strerror(m.err));
 		break;
-	case SYNC_GO:
 	case SYNC_MAPPED:
 	case _SYNC_TYPE_MAX:
 		break;
@@ -843,7 +842,8 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			       .tty_mask = tty_mask,
 			       .init_argv = init_argv,
 			       .envp = env,
-			       .spawn_sock = spawn_server_socket(s.spawn)};
+			       .spawn_sock = spawn_server_socket(s.spawn),
+			       .cg = s.cg && cg_clone_fd(s.cg) < 0 ? s.cg : NULL};
 
 		(void)close(pair[0]);
 		sigprocmask(SIG_SETMASK, &old, NULL);
@@ -853,20 +853,6 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	tty_fd = safe_close(tty_fd);
 	s.sync = pair[0];
 
-	if (s.cg && cg_clone_fd(s.cg) < 0) {
-		r = cg_attach(s.cg, s.pid);
-		if (r < 0) {
-			(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);
-			r = fail(diag, r, "cgroup", "cannot move the sandbox into its cgroup: %s",
-				 strerror(-r));
-			s.setup_failed = true;
-		}
-	}
-	if (!s.setup_failed) {
-		sync_msg go = {.type = SYNC_GO};
-
-		(void)sync_send(s.sync, &go, -1);
-	}
 	if (p->wall_ns != PLAN_UNLIMITED)
 		arm(s.wallfd, p->wall_ns);
 	(void)ep_add(&s, s.sync, EV_SYNC);
