@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -183,18 +184,16 @@ static int bind_host_path(const char *host, const char *target, uint64_t attr, b
 	return bind_tree(fd, target, attr, -1);
 }
 
-/* Copies a small host file (or recreates a link) into the new root. */
+/* Copies a small host file (or recreates a link) into the new root, in
+ * the kernel (sendfile): ten of these run on every start. */
 static int copy_host_file(const char *host, const char *target)
 {
-	_cleanup_free_ char *buf = NULL;
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int src = -1, dst = -1;
 	struct stat st;
-	size_t len = 0;
-	int r;
+	off_t left;
 
-	if (lstat(host, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (S_ISLNK(st.st_mode)) {
+	src = open(host, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (src < 0 && errno == ELOOP) {
 		char link[4096];
 		ssize_t n = readlink(host, link, sizeof(link) - 1);
 
@@ -203,15 +202,29 @@ static int copy_host_file(const char *host, const char *target)
 		link[n] = '\0';
 		return symlink(link, target) < 0 && errno != EEXIST ? -errno : 0;
 	}
+	if (src < 0)
+		return errno == ENOENT || errno == EACCES ? 0 : -errno;
+	if (fstat(src, &st) < 0)
+		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return 0;
-	r = io_read_file_at(AT_FDCWD, host, ETC_COPY_MAX, &buf, &len);
-	if (r < 0)
-		return r == -EACCES ? 0 : r;
-	fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
+	if (st.st_size > (off_t)ETC_COPY_MAX)
+		return -EFBIG;
+	dst = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (dst < 0)
 		return -errno;
-	return io_write_all(fd, buf, len); /* binary files too (ld.so.cache) */
+	for (left = st.st_size; left > 0;) {
+		ssize_t n = sendfile(dst, src, NULL, (size_t)left);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break; /* the host file shrank meanwhile: keep what was read */
+		left -= n;
+	}
+	return 0;
 }
 
 #define RO_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
