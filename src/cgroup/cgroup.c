@@ -546,6 +546,76 @@ void cg_tree_rmdir_children(int dirfd)
 	(void)cg_foreach_child(dirfd, cg_tree_rmdir_one, &depth);
 }
 
+/* 1 if a process is in dirfd or any cgroup below it, 0 if none. */
+static int cg_tree_populated_at(int dirfd, unsigned depth);
+
+static int cg_tree_populated_one(int parentfd, const char *name, void *ud)
+{
+	const unsigned *depth = ud;
+	_cleanup_close_ int fd =
+	    openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	int r;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	r = *depth >= CG_MAX_NEST ? -ELOOP : cg_tree_populated_at(fd, *depth + 1);
+	/* Stops the walk at the first process found. */
+	return r == 0 ? 0 : (r > 0 ? -EEXIST : r);
+}
+
+static int cg_tree_populated_at(int dirfd, unsigned depth)
+{
+	_cleanup_free_ char *procs = NULL;
+	int r;
+
+	r = io_read_file_at(dirfd, "cgroup.procs", CG_MAX_FILE_BYTES, &procs, NULL);
+	if (r < 0)
+		return r;
+	if (procs[strspn(procs, "\n")] != '\0')
+		return 1;
+	r = cg_foreach_child(dirfd, cg_tree_populated_one, &depth);
+	return r == -EEXIST ? 1 : r;
+}
+
+typedef struct cg_sweep {
+	const char *prefix;
+	const char *own;
+	time_t now;
+	unsigned removed;
+} cg_sweep;
+
+static int cg_sweep_one(int parentfd, const char *name, void *ud)
+{
+	cg_sweep *sw = ud;
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (strncmp(name, sw->prefix, strlen(sw->prefix)) != 0 || strcmp(name, sw->own) == 0)
+		return 0;
+	fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) < 0 || sw->now - st.st_mtime < (time_t)CG_STALE_S)
+		return 0;
+	if (cg_tree_populated_at(fd, 0) != 0)
+		return 0; /* in use, or unreadable: not ours to judge */
+	cg_tree_rmdir_children(fd);
+	if (unlinkat(parentfd, name, AT_REMOVEDIR) == 0)
+		sw->removed++;
+	return 0;
+}
+
+unsigned cg_sweep_stale(const cg_handle *h, const char *prefix)
+{
+	cg_sweep sw = {.prefix = prefix, .own = h ? h->name : NULL, .now = time(NULL)};
+	size_t i;
+
+	if (!h || !prefix || !prefix[0])
+		return 0;
+	for (i = 0; i < ELEMENTSOF(h->dirs); i++)
+		if (h->dirs[i].parentfd >= 0)
+			(void)cg_foreach_child(h->dirs[i].parentfd, cg_sweep_one, &sw);
+	return sw.removed;
+}
+
 void cg_dirs_release(cg_handle *h)
 {
 	size_t i;

@@ -66,6 +66,13 @@ int cg_attach(cg_handle *h, pid_t pid);
  * threadgroup lock, whose first writer waits for an RCU grace period
  * (1-20 ms on a busy host). 0 on v2, where clone3 placed it already. */
 int cg_enter_self(const cg_handle *h);
+/*
+ * Removes the sibling cgroups named prefix* that a supervisor killed with
+ * SIGKILL left behind: those without a process in them or below, unchanged
+ * for a minute (a live sandbox's cgroup is never empty once its first
+ * process entered, milliseconds after the mkdir). Returns how many went.
+ */
+unsigned cg_sweep_stale(const cg_handle *h, const char *prefix);
 /* Counters accumulate over the cgroup's life: compare two readings for an
  * interval. A file this kernel lacks leaves its field UINT64_MAX. */
 int cg_read_stats(cg_handle *h, cg_stats *ret);

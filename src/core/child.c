@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -162,6 +164,21 @@ static int step_caps(child_ctx *c)
 	return 0;
 }
 
+/* A sandbox must not outlive its supervisor: nothing would enforce its
+ * wall clock or record what it does. When pid 1 dies the kernel kills the
+ * whole pid namespace. Set after the last credential change, which clears
+ * it; then the supervisor's end of the pair tells whether it died before. */
+static int step_parent_death(child_ctx *c)
+{
+	struct pollfd pfd = {.fd = c->sync, .events = POLLIN};
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return -errno;
+	if (poll(&pfd, 1, 0) < 0)
+		return -errno;
+	return pfd.revents & (POLLHUP | POLLERR) ? -ESRCH : 0;
+}
+
 static int step_nnp(child_ctx *c)
 {
 	(void)c;
@@ -219,13 +236,14 @@ static const struct setup_step {
     {"hostname", step_hostname},
     {"network", step_network}, /* listener must be born in this netns */
     {"rlimits", step_rlimits},
-    {"terminal", step_terminal}, /* setsid before anything can take a tty */
-    {"cgroupns", step_cgroupns}, /* after joining the cgroup, so it is our root */
-    {"userns", step_userns},	 /* from here on nothing maps to host root */
-    {"bounding", step_bounding}, /* needs CAP_SETPCAP: before setuid */
-    {"identity", step_identity}, /* setuid to the agent clears caps */
-    {"caps", step_caps},	 /* inheritable and ambient too */
-    {"no-new-privs", step_nnp},	 /* must precede Landlock and seccomp */
+    {"terminal", step_terminal},	 /* setsid before anything can take a tty */
+    {"cgroupns", step_cgroupns},	 /* after joining the cgroup, so it is our root */
+    {"userns", step_userns},		 /* from here on nothing maps to host root */
+    {"bounding", step_bounding},	 /* needs CAP_SETPCAP: before setuid */
+    {"identity", step_identity},	 /* setuid to the agent clears caps */
+    {"caps", step_caps},		 /* inheritable and ambient too */
+    {"parent-death", step_parent_death}, /* after the last credential change */
+    {"no-new-privs", step_nnp},		 /* must precede Landlock and seccomp */
     {"workdir", step_workdir},
     {"landlock", step_landlock}, /* paths are sandbox paths now */
     {"fds", step_fds},

@@ -45,6 +45,7 @@
 #include "seccomp/seccomp.h"
 
 #define STATE_DIR_DEFAULT "/var/lib/sandcap"
+#define CGROUP_PREFIX	  "sandcap-"		 /* + the sandbox id */
 #define GRACE_NS	  (3ULL * 1000000000ULL) /* after SIGINT/SIGTERM, before SIGKILL */
 #define MAX_ENV		  (POLICY_MAX_ENV + 16)
 #define MAX_EVENT_BYTES	  65536
@@ -755,7 +756,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	{
 		char cgname[64];
 
-		snprintf(cgname, sizeof(cgname), "sandcap-%s", res->sandbox_id);
+		snprintf(cgname, sizeof(cgname), CGROUP_PREFIX "%s", res->sandbox_id);
 		r = cg_create(p, cgname, &s.cg);
 	}
 	if (r < 0) {
@@ -852,6 +853,9 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	(void)close(pair[1]);
 	tty_fd = safe_close(tty_fd);
 	s.sync = pair[0];
+	/* While the child sets up: cgroups of supervisors that were SIGKILLed
+	 * (their sandboxes died with them, see step_parent_death). */
+	(void)cg_sweep_stale(s.cg, CGROUP_PREFIX);
 
 	if (p->wall_ns != PLAN_UNLIMITED)
 		arm(s.wallfd, p->wall_ns);
