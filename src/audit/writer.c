@@ -27,7 +27,7 @@ struct au_log {
 	off_t size; /* bytes of complete records in the file */
 	bool sealed;
 	bool unsynced; /* records written since the last fsync */
-	int error; /* sticky: the file could not be brought back to a record boundary */
+	int error;     /* sticky: the file could not be brought back to a record boundary */
 };
 
 static void jsonp(json_t **j)
