@@ -187,6 +187,25 @@ static int v1_write_limits(cg_handle *h, const sc_plan *plan)
 	return 0;
 }
 
+/* memory and cpuacct account every run (peak memory, CPU time); cpu and
+ * pids only serve a limit, and each v1 directory costs a mkdir and rmdir
+ * of about 0.1 ms on every start. */
+static bool v1_needed(cg_v1_ctrl c, const sc_plan *plan)
+{
+	switch (c) {
+	case CG_V1_CPU:
+		return plan->cpu_millis != PLAN_UNLIMITED;
+	case CG_V1_PIDS:
+		return plan->pids != PLAN_UNLIMITED;
+	case CG_V1_MEMORY:
+	case CG_V1_CPUACCT:
+	case _CG_V1_CTRL_MAX:
+	case _CG_V1_CTRL_INVALID:
+		break;
+	}
+	return true;
+}
+
 static int v1_create(cg_handle *h, const sc_plan *plan)
 {
 	dev_t devs[_CG_V1_CTRL_MAX] = {0};
@@ -197,6 +216,8 @@ static int v1_create(cg_handle *h, const sc_plan *plan)
 		_cleanup_close_ int ownfd = -1;
 		struct stat st;
 
+		if (!v1_needed((cg_v1_ctrl)i, plan))
+			continue;
 		r = v1_open_own((cg_v1_ctrl)i, &ownfd, NULL, NULL, 0);
 		if (r < 0) {
 			if (!v1_ctrls[i].required)
