@@ -263,6 +263,9 @@ int cmd_run(int argc, char **argv)
 		sc_plan_free(plan);
 		return 125;
 	}
+	/* Even with --quiet: a degraded run is something that went wrong. */
+	if (res.not_enforced[0])
+		cli_error("warning: not enforced (best_effort): %s", res.not_enforced);
 	if (json)
 		summary_json(&res);
 	else if (!quiet || res.exit_status >= 124 || res.oom_killed || res.timed_out)

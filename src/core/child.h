@@ -17,6 +17,7 @@ typedef struct child_ctx {
 	char *const *envp;
 	const char *spawn_sock; /* host path of the delegation socket, or NULL */
 	const char *what;	/* detail of the failing step */
+	bool unpriv;		/* cloned with its user namespace, ids already mapped */
 } child_ctx;
 
 /* Runs every setup step in order; never returns. */
