@@ -850,17 +850,19 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	}
 	if (r < 0) {
 		char why[256] = "";
+		bool v1 = cg_detect(&cgv, why, sizeof(why)) >= 0 && cgv == CG_V1;
 
-		(void)cg_detect(&cgv, why, sizeof(why));
 		if (plan_has_limits(p) && !p->best_effort) {
 			if (s.unpriv)
-				r = fail(diag, r, "cgroup",
-					 "the policy sets limits and, without root, sandcap can "
-					 "enforce them only in a delegated cgroup it may write; "
-					 "there is none here (%s; %s). Start it in one (e.g. "
-					 "systemd-run --user --scope -p Delegate=yes sandcap run "
-					 "...) or set \"best_effort\": true",
-					 strerror(-r), why);
+				r = fail(
+				    diag, r, "cgroup",
+				    "the policy sets limits and, without root, sandcap "
+				    "enforces them only in a delegated cgroup v2 subtree it may "
+				    "write; there is none here (%s%s). Start sandcap in one "
+				    "(e.g. systemd-run --user --scope -p Delegate=yes sandcap "
+				    "run ...) or set \"best_effort\": true to run without limits",
+				    strerror(-r),
+				    v1 ? "; this host uses cgroup v1, which is not delegated" : "");
 			else
 				r = fail(diag, r, "cgroup",
 					 "cannot create the sandbox cgroup (%s): %s", strerror(-r),
@@ -868,8 +870,16 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			goto out;
 		}
 		if (plan_has_limits(p)) {
-			snprintf(s.not_enforced, sizeof(s.not_enforced),
-				 "limits.memory, limits.cpu, limits.pids: no %scgroup (%s)",
+			char *q = s.not_enforced, *end = q + sizeof(s.not_enforced);
+
+			if (p->memory != PLAN_UNLIMITED)
+				q += snprintf(q, (size_t)(end - q), "limits.memory, ");
+			if (p->cpu_millis != PLAN_UNLIMITED)
+				q += snprintf(q, (size_t)(end - q), "limits.cpu, ");
+			if (p->pids != PLAN_UNLIMITED)
+				q += snprintf(q, (size_t)(end - q), "limits.pids, ");
+			q -= 2; /* plan_has_limits: at least one was written */
+			snprintf(q, (size_t)(end - q), ": no %scgroup (%s)",
 				 s.unpriv ? "delegated " : "", strerror(-r));
 			snprintf(res->not_enforced, sizeof(res->not_enforced), "%s",
 				 s.not_enforced);
