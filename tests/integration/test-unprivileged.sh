@@ -14,7 +14,7 @@ HOMEDIR=$T/home
 STATE=$HOMEDIR/.local/state/sandcap/audit
 
 cleanup_user() {
-	pkill -KILL -u "$U" 2>/dev/null
+	for p in $(pgrep -u "$U" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
 	sleep 0.2
 	userdel "$U" 2>/dev/null
 	getent group "$U" >/dev/null && groupdel "$U" 2>/dev/null
@@ -35,9 +35,13 @@ chmod 755 "$B"
 chown "$U:$U" "$HOMEDIR"
 cd "$T" || exit 1
 
-# as_user CMD...: CMD as $U, with nothing of root's environment.
+# as_user CMD...: CMD as $U, with nothing of root's environment but the
+# sanitizers' options (the ASan build runs this test too).
+san_env=()
+[ -n "${ASAN_OPTIONS:-}" ] && san_env+=("ASAN_OPTIONS=$ASAN_OPTIONS")
+[ -n "${UBSAN_OPTIONS:-}" ] && san_env+=("UBSAN_OPTIONS=$UBSAN_OPTIONS")
 as_user() {
-	env -i HOME="$HOMEDIR" PATH=/usr/local/bin:/usr/bin:/bin \
+	env -i "${san_env[@]}" HOME="$HOMEDIR" PATH=/usr/local/bin:/usr/bin:/bin \
 		setpriv --reuid="$U" --regid="$U" --init-groups -- "$@"
 }
 usc() { # usc POLICYNAME CMD...
@@ -172,7 +176,7 @@ if unshare --user --map-user="$(id -u "$U")" --map-group="$(id -g "$U")" --keep-
 	sh -c 'echo 0 > /proc/sys/user/max_user_namespaces' 2>/dev/null; then
 	out=$(unshare --user --map-user="$(id -u "$U")" --map-group="$(id -g "$U")" --keep-caps \
 		sh -c "echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --inh-caps=-all \
-		--ambient-caps=-all --bounding-set=-all env -i HOME=$HOMEDIR $B/sandcap run \
+		--ambient-caps=-all --bounding-set=-all env -i ${san_env[*]} HOME=$HOMEDIR $B/sandcap run \
 		--policy $T/base.json -- true" 2>&1)
 	expect_eq "no user namespaces: 125" "$?" 125
 	expect_match "in one clear line" "$out" \
@@ -201,7 +205,7 @@ expect_match "by the listing fallback (no fanotify marks without CAP_SYS_ADMIN)"
 	"$(head -1 "$rw_log" 2>/dev/null)" '"fs_write":"listing \(fanotify not permitted'
 mkdir -p "$T/xdg"
 chown "$U:$U" "$T/xdg"
-env -i HOME="$HOMEDIR" XDG_STATE_HOME="$T/xdg" PATH=/usr/bin:/bin \
+env -i "${san_env[@]}" HOME="$HOMEDIR" XDG_STATE_HOME="$T/xdg" PATH=/usr/bin:/bin \
 	setpriv --reuid="$U" --regid="$U" --init-groups -- "$B/sandcap" run --quiet \
 	--policy "$T/base.json" -- true
 check "XDG_STATE_HOME is honoured" [ -n "$(ls "$T/xdg/sandcap/audit/"*.jsonl 2>/dev/null)" ]
@@ -210,7 +214,7 @@ check "XDG_STATE_HOME is honoured" [ -n "$(ls "$T/xdg/sandcap/audit/"*.jsonl 2>/
 if [ -x "$B/probe-escape" ]; then
 	cat >"$B/as-user" <<EOF
 #!/bin/sh
-exec env -i HOME="$HOMEDIR" PATH=/usr/bin:/bin setpriv --reuid="$U" --regid="$U" --init-groups -- "$B/sandcap" "\$@"
+exec env -i ${san_env[*]} HOME="$HOMEDIR" PATH=/usr/bin:/bin setpriv --reuid="$U" --regid="$U" --init-groups -- "$B/sandcap" "\$@"
 EOF
 	chmod 755 "$B/as-user"
 	policy escape "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$B\", \"mode\": \"ro\"}]}}"
