@@ -75,6 +75,14 @@ expect_eq "with the content written inside" "$(cat "$T/rw/out" 2>&1)" "written"
 out=$(usc base cat "$T/outside/secret" 2>&1)
 expect_match "a host file outside the grants is invisible" "$out" "No such file or directory"
 expect_eq "only the grants are left of the host's tree" "$(usc base ls "$T" 2>&1 | tr '\n' ' ')" "ro rw "
+policy at "{\"version\": 1, \"fs\": {\"grants\": [
+	{\"path\": \"$T/rw\", \"mode\": \"rw\", \"at\": \"/work\"},
+	{\"path\": \"$T/ro/file\", \"mode\": \"ro\", \"at\": \"/data/file\"}], \"workdir\": \"/work\"}}"
+out=$(usc at sh -c 'cat /data/file && echo moved > here && pwd' 2>&1)
+expect_eq "grants appear at their \"at\" (a file grant too), workdir inside one" "$out" \
+	"granted-ro
+/work"
+expect_eq "written through the moved grant" "$(cat "$T/rw/here" 2>&1)" "moved"
 usc base test -e /etc/shadow
 expect_eq "/etc/shadow is invisible" "$?" 1
 out=$(usc base id 2>&1)
