@@ -193,6 +193,12 @@ else
 	ok "# SKIP cannot disable user namespaces in a namespace of our own here"
 fi
 
+# --- doctor says which mode run would use ---
+out=$(as_user "$B/sandcap" doctor 2>&1)
+expect_match "doctor as the user: unprivileged mode" "$out" "run mode +yes +unprivileged \(uid $(id -u "$U")\)"
+expect_match "doctor as the user: user namespaces available" "$out" "unprivileged userns +yes"
+expect_match "doctor as root: root mode" "$("$B/sandcap" doctor 2>&1)" "run mode +yes +root"
+
 # --- the audit log: the user's state directory, verifiable ---
 logs=$(ls "$STATE"/*.jsonl 2>/dev/null | wc -l)
 check "audit logs are written under ~/.local/state/sandcap/audit" [ "$logs" -ge 10 ]
