@@ -388,3 +388,30 @@ const cg_ops cg_v2_ops = {
     .read_stats = v2_read_stats,
     .kill_all = v2_kill_all,
 };
+
+int cg_delegated(char *reason, size_t reason_len)
+{
+	_cleanup_close_ int ownfd = -1;
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	r = v2_probe(reason, reason_len);
+	if (r < 0)
+		return r;
+	r = v2_open_own(&ownfd, &path, reason, reason_len);
+	if (r < 0)
+		return r;
+	/* What cg_create() writes: a directory below ours, our controllers
+	 * for it, and (on EBUSY) ourselves into a leaf. */
+	if (faccessat(ownfd, ".", W_OK, AT_EACCESS) < 0 ||
+	    faccessat(ownfd, "cgroup.subtree_control", W_OK, AT_EACCESS) < 0 ||
+	    faccessat(ownfd, "cgroup.procs", W_OK, AT_EACCESS) < 0) {
+		r = -errno;
+		v2_reason(reason, reason_len,
+			  "cgroup v2: our cgroup %s is not delegated to us (we may not write it)",
+			  path);
+		return r;
+	}
+	v2_reason(reason, reason_len, "cgroup v2: our cgroup %s is delegated to us", path);
+	return 0;
+}

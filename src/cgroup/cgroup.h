@@ -43,6 +43,11 @@ typedef struct cg_handle cg_handle;
  * why each hierarchy was refused. -ENOENT (or the probe's -errno) when no
  * hierarchy offers memory, cpu and pids to us. */
 int cg_detect(cg_version *ret_version, char *reason, size_t reason_len);
+/* For a supervisor without root: 0 when our own cgroup is a cgroup v2
+ * directory delegated to us (we may create cgroups in it, enable its
+ * controllers and move ourselves), as systemd's Delegate=yes gives; else
+ * -errno, and reason says why. Never changes anything. */
+int cg_delegated(char *reason, size_t reason_len);
 
 /* Creates the sandbox cgroup named `name` under the caller's own cgroup and
  * writes the plan's limits. -EPERM/-EACCES/-ENOENT/-EROFS when it cannot.

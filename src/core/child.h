@@ -19,6 +19,7 @@ typedef struct child_ctx {
 	const char *spawn_sock; /* host path of the delegation socket, or NULL */
 	const cg_handle *cg;	/* to enter when clone3 could not place us, or NULL */
 	const char *what;	/* detail of the failing step */
+	bool unpriv;		/* cloned with its user namespace, ids already mapped */
 } child_ctx;
 
 /* Runs every setup step in order; never returns. */

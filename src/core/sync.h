@@ -9,12 +9,13 @@
 #include <stddef.h>
 
 typedef enum sync_type {
-	SYNC_USERNS = 1, /* child -> supervisor: unshared the user ns, write maps */
-	SYNC_MAPPED,	 /* supervisor -> child: maps written */
-	SYNC_LISTENER,	 /* child -> supervisor: proxy listener fd attached */
-	SYNC_NOTIFY,	 /* child -> supervisor: seccomp listener fd attached */
-	SYNC_FAILED,	 /* child -> supervisor: step failed, errno, what */
-	SYNC_LAYERS,	 /* child -> supervisor: landlock status text in what */
+	SYNC_GO = 1,   /* supervisor -> child (unprivileged): maps written, proceed */
+	SYNC_USERNS,   /* child -> supervisor: unshared the user ns, write maps */
+	SYNC_MAPPED,   /* supervisor -> child: maps written */
+	SYNC_LISTENER, /* child -> supervisor: proxy listener fd attached */
+	SYNC_NOTIFY,   /* child -> supervisor: seccomp listener fd attached */
+	SYNC_FAILED,   /* child -> supervisor: step failed, errno, what */
+	SYNC_LAYERS,   /* child -> supervisor: landlock status text in what */
 	_SYNC_TYPE_MAX,
 } sync_type;
 

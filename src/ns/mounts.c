@@ -5,6 +5,11 @@
  * initial user namespace: nothing inside can ever mount, even with caps in
  * its own user namespace). Everything is assembled in a tmpfs and entered
  * with pivot_root; the host's tree is detached afterwards.
+ *
+ * Unprivileged (ns_setup_root_unpriv), the child builds the same view inside
+ * the user namespace it was cloned with, which owns its mount namespace:
+ * device nodes become binds and grants plain binds; the agent has no
+ * capability left to mount with once setup is over.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -301,7 +306,34 @@ static int setup_etc(const sc_plan *plan, const char **what)
 	return 0;
 }
 
-static int setup_dev(const char **what)
+/* mknod is refused in a user namespace (it needs CAP_MKNOD in the initial
+ * one), so an unprivileged sandbox binds the host's node instead, after
+ * checking that the host's is the device it should be and not something
+ * else put at that name. nodev is left off: these binds are the devices. */
+static int bind_dev_node(const char *name, unsigned major, unsigned minor, const char *target)
+{
+	struct sc_open_how how = {.flags = O_PATH | O_CLOEXEC,
+				  .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int fd = -1;
+	char host[64];
+	struct stat st;
+	int r;
+
+	snprintf(host, sizeof(host), "/dev/%s", name);
+	fd = sys_openat2(AT_FDCWD, host, &how);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(major, minor))
+		return -ENODEV;
+	r = touch(target);
+	if (r < 0)
+		return r;
+	return bind_tree(fd, target, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, -1);
+}
+
+static int setup_dev(bool unpriv, const char **what)
 {
 	char target[128];
 	int r;
@@ -316,6 +348,13 @@ static int setup_dev(const char **what)
 	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
 		snprintf(target, sizeof(target), NEWROOT "/dev/%s", dev_nodes[i].name);
 		*what = dev_nodes[i].name;
+		if (unpriv) {
+			r = bind_dev_node(dev_nodes[i].name, dev_nodes[i].major, dev_nodes[i].minor,
+					  target);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		if (mknod(target, S_IFCHR | 0666, makedev(dev_nodes[i].major, dev_nodes[i].minor)) <
 			0 ||
 		    chmod(target, 0666) < 0)
@@ -413,7 +452,39 @@ static int cmp_depth(const void *a, const void *b, void *arg)
 	return dx < dy ? -1 : dx > dy;
 }
 
-static int setup_grants(const sc_plan *plan, const ns_source *src, const char **what)
+/*
+ * Unprivileged: the supervisor's fd names a mount of the host's mount
+ * namespace, which open_tree(2) cannot clone from ours, so the grant is
+ * opened again here, in our copy of that namespace, without following any
+ * symlink, and must be the very inode the supervisor opened and checked (a
+ * path renamed or replaced since then is refused, -ESTALE). Done before our
+ * tmpfs covers NEWROOT, where grants may lie. The grant is then a plain
+ * bind: files the agent writes are the invoking user's, as they would be.
+ */
+static int open_grants_again(const sc_plan *plan, const ns_source *src, int *fds, const char **what)
+{
+	struct sc_open_how how = {.flags = O_PATH | O_CLOEXEC,
+				  .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+
+	for (size_t i = 0; i < plan->n_grants; i++) {
+		struct stat st;
+
+		*what = plan->grants[i].path;
+		fds[i] = sys_openat2(AT_FDCWD, plan->grants[i].path, &how);
+		if (fds[i] < 0)
+			return -errno;
+		if (fstat(fds[i], &st) < 0)
+			return -errno;
+		if (st.st_dev != src[i].dev || st.st_ino != src[i].ino)
+			return -ESTALE;
+	}
+	return 0;
+}
+
+/* fds: unprivileged, the grants opened again (open_grants_again); else NULL
+ * and src holds the detached trees the supervisor made. */
+static int setup_grants(const sc_plan *plan, const ns_source *src, const int *fds,
+			const char **what)
 {
 	size_t order[POLICY_MAX_GRANTS];
 	char target[4096];
@@ -432,6 +503,15 @@ static int setup_grants(const sc_plan *plan, const ns_source *src, const char **
 		r = make_mountpoint(target, s->is_dir);
 		if (r < 0)
 			return r;
+		if (fds) {
+			r = bind_tree(fds[order[k]], target,
+				      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					  (g->mode == GRANT_RO ? MOUNT_ATTR_RDONLY : 0),
+				      -1);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		if (sys_move_mount(s->fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			return -errno;
 	}
@@ -461,21 +541,24 @@ static int setup_spawn_socket(const sc_plan *plan, const char *host_sock, const 
 	return 0;
 }
 
-int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **reterr_what)
+static int setup_root(const sc_plan *plan, const ns_source *sources, const char *spawn_sock,
+		      bool unpriv, const char **reterr_what)
 {
-	return ns_setup_root_spawn(plan, sources, NULL, reterr_what);
-}
-
-int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const char *spawn_sock,
-			const char **reterr_what)
-{
+	int grant_fds[POLICY_MAX_GRANTS];
 	const char *what = "/";
 	int r;
 
+	for (size_t i = 0; i < ELEMENTSOF(grant_fds); i++)
+		grant_fds[i] = -1;
 	/* Nothing we mount may propagate back to the host. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
 		r = -errno;
 		goto out;
+	}
+	if (unpriv) {
+		r = open_grants_again(plan, sources, grant_fds, &what);
+		if (r < 0)
+			goto out;
 	}
 	if (plan->runtime == RUNTIME_ROOTFS) {
 		struct sc_open_how how = {.flags = O_PATH | O_CLOEXEC,
@@ -498,13 +581,13 @@ int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const cha
 	if (r >= 0 && plan->runtime == RUNTIME_HOST)
 		r = setup_etc(plan, &what);
 	if (r >= 0)
-		r = setup_dev(&what);
+		r = setup_dev(unpriv, &what);
 	if (r >= 0)
 		r = setup_proc(&what);
 	if (r >= 0)
 		r = setup_tmp(plan, &what);
 	if (r >= 0)
-		r = setup_grants(plan, sources, &what);
+		r = setup_grants(plan, sources, unpriv ? grant_fds : NULL, &what);
 	if (r >= 0 && spawn_sock)
 		r = setup_spawn_socket(plan, spawn_sock, &what);
 	if (r >= 0 && plan->workdir) {
@@ -534,7 +617,25 @@ int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const cha
 	}
 	r = 0;
 out:
+	for (size_t i = 0; i < plan->n_grants; i++)
+		(void)safe_close(grant_fds[i]);
 	if (r < 0 && reterr_what)
 		*reterr_what = what;
 	return r;
+}
+
+int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **reterr_what)
+{
+	return setup_root(plan, sources, NULL, false, reterr_what);
+}
+
+int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const char *spawn_sock,
+			const char **reterr_what)
+{
+	return setup_root(plan, sources, spawn_sock, false, reterr_what);
+}
+
+int ns_setup_root_unpriv(const sc_plan *plan, const ns_source *sources, const char **reterr_what)
+{
+	return setup_root(plan, sources, NULL, true, reterr_what);
 }
