@@ -50,8 +50,10 @@ int au_open(const char *path, const uint8_t *key, size_t key_len, const char *sa
  * "bytes": N} instead. -EINVAL (bad event or data), -EBADFD (already
  * sealed), or the write error; after a failed write the file is truncated
  * back to its last complete record, and if that fails too the error sticks.
- * The first record and sandbox.exit are followed by fsync() (the first
- * also of the directory); with AUDIT_FSYNC_ALWAYS every record is.
+ * With AUDIT_FSYNC_ALWAYS every record is followed by fsync(); otherwise
+ * the caller marks boundaries with au_sync() (the first also fsyncs the
+ * directory), and au_seal() or au_close() make the last records durable:
+ * sandbox.exit is followed directly by the seal, so one fsync serves both.
  */
 int au_emit(au_log *log, const char *event, json_t *data);
 /*
@@ -73,7 +75,8 @@ int au_sync(au_log *log);
  * the run's summary; `sandcap audit verify` prints the same value. */
 const char *au_last_hash(const au_log *log);
 uint64_t au_records(const au_log *log); /* records written so far */
-au_log *au_close(au_log *log);		/* NULL-safe, returns NULL; does not seal */
+/* NULL-safe, returns NULL; does not seal, but fsyncs unsynced records. */
+au_log *au_close(au_log *log);
 
 /*
  * A JSON string for bytes that come from the sandbox (argv, paths): valid

@@ -758,7 +758,7 @@ static const char *why(int err)
 	case ENOSYS:
 		return "fanotify not in this kernel";
 	case EPERM:
-		return "fanotify not permitted";
+		return "fanotify not permitted: filesystem marks need CAP_SYS_ADMIN";
 	case EINVAL:
 		return "fanotify lacks FAN_REPORT_DFID_NAME";
 	case ENODEV:

@@ -16,7 +16,7 @@
 
 struct au_log {
 	int fd;
-	int dirfd; /* fsync'ed once after the first record: the file's name is durable too */
+	int dirfd; /* fsync'ed with the first boundary: the file's name is durable too */
 	audit_fsync mode;
 	uint64_t seq;
 	uint8_t prev[AU_HASH_BYTES];
@@ -26,7 +26,8 @@ struct au_log {
 	size_t key_len;
 	off_t size; /* bytes of complete records in the file */
 	bool sealed;
-	int error; /* sticky: the file could not be brought back to a record boundary */
+	bool unsynced; /* records written since the last fsync */
+	int error;     /* sticky: the file could not be brought back to a record boundary */
 };
 
 static void jsonp(json_t **j)
@@ -103,6 +104,7 @@ static int log_sync(au_log *log)
 {
 	if (fsync(log->fd) < 0)
 		return -errno;
+	log->unsynced = false;
 	if (log->dirfd >= 0) {
 		if (fsync(log->dirfd) < 0)
 			return -errno;
@@ -130,8 +132,9 @@ static int log_append(au_log *log, const char *line, size_t len, const uint8_t h
 	log->seq++;
 	memcpy(log->prev, hash, AU_HASH_BYTES);
 	au_hex(hash, AU_HASH_BYTES, log->prev_hex);
-	if (log->seq == 1 || log->mode == AUDIT_FSYNC_ALWAYS)
+	if (log->mode == AUDIT_FSYNC_ALWAYS)
 		return log_sync(log);
+	log->unsynced = true;
 	return 0;
 }
 
@@ -169,7 +172,6 @@ int au_emit(au_log *log, const char *event, json_t *data)
 {
 	_cleanup_(jsonp) json_t *owned = data;
 	_cleanup_free_ char *dump = NULL;
-	int r;
 
 	if (!log || !event)
 		return -EINVAL;
@@ -187,15 +189,7 @@ int au_emit(au_log *log, const char *event, json_t *data)
 		     : strdup("{}");
 	if (!dump)
 		return owned ? -EINVAL : -ENOMEM;
-	r = log_record(log, event, dump);
-	/* The exit record is a boundary: it carries what the run consumed. */
-	if (r >= 0 && log->mode == AUDIT_FSYNC_BOUNDARIES && strcmp(event, "sandbox.exit") == 0) {
-		int s = log_sync(log);
-
-		if (s < 0)
-			return s;
-	}
-	return r;
+	return log_record(log, event, dump);
 }
 
 int au_seal(au_log *log)
@@ -262,6 +256,9 @@ au_log *au_close(au_log *log)
 		explicit_bzero(log->key, log->key_len);
 		free(log->key);
 	}
+	/* An unsealed log still gets its last boundary (sandbox.exit). */
+	if (log->unsynced && !log->error)
+		(void)log_sync(log);
 	(void)safe_close(log->fd);
 	(void)safe_close(log->dirfd);
 	free(log);

@@ -22,6 +22,9 @@
 /* How long cg_kill_all() waits for the killed processes to leave. */
 #define CG_DESTROY_WAIT_MS 2000u
 #define CG_POLL_STEP_MS	   10u
+/* A sandbox cgroup unchanged this long and empty was left by a supervisor
+ * that was killed (cg_sweep_stale). */
+#define CG_STALE_S 60u
 /* cpu.max / cfs period: the kernel's default, in microseconds. */
 #define CG_CPU_PERIOD_US 100000u
 /* The kernel refuses quotas below 1 ms (kernel/sched/core.c, min_cfs_quota_period). */
@@ -75,6 +78,7 @@ struct cg_ops {
 	int (*delegate)(cg_handle *h, unsigned slot, pid_t pid);
 	/* Removes what delegate made for slot, once it is empty. */
 	void (*undelegate)(cg_handle *h, unsigned slot);
+	int (*enter_self)(const cg_handle *h);
 	int (*read_stats)(cg_handle *h, cg_stats *ret);
 	/* SIGKILLs everything, returns when empty or after CG_DESTROY_WAIT_MS. */
 	int (*kill_all)(cg_handle *h);

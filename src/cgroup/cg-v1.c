@@ -187,6 +187,25 @@ static int v1_write_limits(cg_handle *h, const sc_plan *plan)
 	return 0;
 }
 
+/* memory and cpuacct account every run (peak memory, CPU time); cpu and
+ * pids only serve a limit, and each v1 directory costs a mkdir and rmdir
+ * of about 0.1 ms on every start. */
+static bool v1_needed(cg_v1_ctrl c, const sc_plan *plan)
+{
+	switch (c) {
+	case CG_V1_CPU:
+		return plan->cpu_millis != PLAN_UNLIMITED;
+	case CG_V1_PIDS:
+		return plan->pids != PLAN_UNLIMITED;
+	case CG_V1_MEMORY:
+	case CG_V1_CPUACCT:
+	case _CG_V1_CTRL_MAX:
+	case _CG_V1_CTRL_INVALID:
+		break;
+	}
+	return true;
+}
+
 static int v1_create(cg_handle *h, const sc_plan *plan)
 {
 	dev_t devs[_CG_V1_CTRL_MAX] = {0};
@@ -197,6 +216,8 @@ static int v1_create(cg_handle *h, const sc_plan *plan)
 		_cleanup_close_ int ownfd = -1;
 		struct stat st;
 
+		if (!v1_needed((cg_v1_ctrl)i, plan))
+			continue;
 		r = v1_open_own((cg_v1_ctrl)i, &ownfd, NULL, NULL, 0);
 		if (r < 0) {
 			if (!v1_ctrls[i].required)
@@ -264,6 +285,28 @@ static void v1_undelegate(cg_handle *h, unsigned slot)
 }
 
 /* Reads one value where the controller is available; 0 when it is not. */
+/*
+ * "0" written to a hierarchy's tasks file moves only the calling thread;
+ * the kernel then takes no cgroup_threadgroup_rwsem (cgroup_procs_write_start:
+ * a single thread that is current cannot exit or exec under it), so the
+ * move needs no RCU grace period. The caller is single-threaded, so its
+ * whole process moves.
+ */
+static int v1_enter_self(const cg_handle *h)
+{
+	size_t i;
+	int r;
+
+	for (i = 0; i < _CG_V1_CTRL_MAX; i++) {
+		if (h->dirs[i].dirfd < 0)
+			continue;
+		r = io_write_file_at(h->dirs[i].dirfd, "tasks", "0");
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int v1_read(const cg_handle *h, cg_v1_ctrl c, const char *file, const char *key,
 		   uint64_t *ret)
 {
@@ -354,6 +397,7 @@ static int v1_kill_all(cg_handle *h)
 const cg_ops cg_v1_ops = {
     .version = CG_V1,
     .probe = v1_probe,
+    .enter_self = v1_enter_self,
     .create = v1_create,
     .clone_fd = v1_clone_fd,
     .attach = v1_attach,

@@ -145,19 +145,6 @@ static int v2_move_self_to_leaf(int ownfd)
 	return cg_write_procs(leaffd, getpid());
 }
 
-/*
- * The sandbox cgroup needs memory, cpu and pids enabled in the parent's
- * cgroup.subtree_control. cgroup v2 forbids processes in a non-root cgroup
- * that distributes controllers to children ("no internal process" rule,
- * cgroup-v2.rst), so writing it fails with EBUSY while the supervisor
- * itself lives there. We then move the supervisor into a leaf sibling,
- * <own>/supervisor, and enable the controllers; the sandbox cgroups become
- * its siblings. We move only ourselves: other processes sharing our cgroup
- * (a login shell, say) are not ours to relocate, so then EBUSY stands and
- * the caller must start us in a cgroup of our own (e.g. a systemd scope
- * with Delegate=yes). The move is not undone at exit: the parent keeps its
- * controllers enabled, so it could not hold us again anyway.
- */
 /* "+memory +cpu +pids", less what subtree_control of dirfd already has. */
 static int v2_missing_controllers(int dirfd, char *want, size_t want_len)
 {
@@ -179,6 +166,19 @@ static int v2_missing_controllers(int dirfd, char *want, size_t want_len)
 	return 0;
 }
 
+/*
+ * The sandbox cgroup needs memory, cpu and pids enabled in the parent's
+ * cgroup.subtree_control. cgroup v2 forbids processes in a non-root cgroup
+ * that distributes controllers to children ("no internal process" rule,
+ * cgroup-v2.rst), so writing it fails with EBUSY while the supervisor
+ * itself lives there. We then move the supervisor into a leaf sibling,
+ * <own>/supervisor, and enable the controllers; the sandbox cgroups become
+ * its siblings. We move only ourselves: other processes sharing our cgroup
+ * (a login shell, say) are not ours to relocate, so then EBUSY stands and
+ * the caller must start us in a cgroup of our own (e.g. a systemd scope
+ * with Delegate=yes). The move is not undone at exit: the parent keeps its
+ * controllers enabled, so it could not hold us again anyway.
+ */
 static int v2_enable_controllers(int ownfd)
 {
 	char want[64];
@@ -422,6 +422,12 @@ static uint64_t us_to_ns(uint64_t us)
 	return __builtin_mul_overflow(us, 1000u, &ns) ? UINT64_MAX - 1 : ns;
 }
 
+static int v2_enter_self(const cg_handle *h)
+{
+	(void)h; /* clone3(CLONE_INTO_CGROUP) placed the process */
+	return 0;
+}
+
 static int v2_read_stats(cg_handle *h, cg_stats *ret)
 {
 	int fd = h->dirs[0].dirfd;
@@ -503,6 +509,7 @@ static int v2_kill_all(cg_handle *h)
 const cg_ops cg_v2_ops = {
     .version = CG_V2,
     .probe = v2_probe,
+    .enter_self = v2_enter_self,
     .create = v2_create,
     .clone_fd = v2_clone_fd,
     .attach = v2_attach,
@@ -511,3 +518,30 @@ const cg_ops cg_v2_ops = {
     .read_stats = v2_read_stats,
     .kill_all = v2_kill_all,
 };
+
+int cg_delegated(char *reason, size_t reason_len)
+{
+	_cleanup_close_ int ownfd = -1;
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	r = v2_probe(reason, reason_len);
+	if (r < 0)
+		return r;
+	r = v2_open_own(&ownfd, &path, reason, reason_len);
+	if (r < 0)
+		return r;
+	/* What cg_create() writes: a directory below ours, our controllers
+	 * for it, and (on EBUSY) ourselves into a leaf. */
+	if (faccessat(ownfd, ".", W_OK, AT_EACCESS) < 0 ||
+	    faccessat(ownfd, "cgroup.subtree_control", W_OK, AT_EACCESS) < 0 ||
+	    faccessat(ownfd, "cgroup.procs", W_OK, AT_EACCESS) < 0) {
+		r = -errno;
+		v2_reason(reason, reason_len,
+			  "cgroup v2: our cgroup %s is not delegated to us (we may not write it)",
+			  path);
+		return r;
+	}
+	v2_reason(reason, reason_len, "cgroup v2: our cgroup %s is delegated to us", path);
+	return 0;
+}

@@ -32,6 +32,56 @@
 /* Set by the first successful cg_select(). */
 static const cg_ops *cg_chosen;
 
+/*
+ * /proc/self/mountinfo and /proc/self/cgroup as read once for one probe or
+ * create: the kernel formats every mount on each read of mountinfo (tens of
+ * microseconds), and a v1 probe needs it once per controller. Outside a
+ * scope every call reads afresh; moving ourselves drops the cgroup text.
+ */
+static _Thread_local struct {
+	unsigned depth;
+	char *mountinfo;
+	char *cgroup;
+} cg_snap;
+
+static void cg_snapshot_begin(void)
+{
+	cg_snap.depth++;
+}
+
+static void cg_snapshot_end(void)
+{
+	if (--cg_snap.depth > 0)
+		return;
+	free(cg_snap.mountinfo);
+	free(cg_snap.cgroup);
+	cg_snap.mountinfo = cg_snap.cgroup = NULL;
+}
+
+/* path's text, from the snapshot when a scope is open. *ret_owned is
+ * what the caller must free (NULL when the snapshot keeps it). */
+static int cg_proc_text(const char *path, size_t max, char **slot, const char **ret,
+			char **ret_owned)
+{
+	char *buf = NULL;
+	int r;
+
+	*ret_owned = NULL;
+	if (cg_snap.depth > 0 && *slot) {
+		*ret = *slot;
+		return 0;
+	}
+	r = io_read_file_at(AT_FDCWD, path, max, &buf, NULL);
+	if (r < 0)
+		return r;
+	if (cg_snap.depth > 0)
+		*slot = buf;
+	else
+		*ret_owned = buf;
+	*ret = buf;
+	return 0;
+}
+
 /* Preference order: v2 first, the hierarchy the kernel develops. */
 static const cg_ops *const cg_backends[] = {
     &cg_v2_ops,
@@ -118,11 +168,11 @@ bool cg_has_token(const char *list, const char *word)
 
 int cg_self_path(const char *ctrl, char **ret_path)
 {
-	_cleanup_free_ char *buf = NULL;
-	const char *line;
+	_cleanup_free_ char *owned = NULL;
+	const char *buf, *line;
 	int r;
 
-	r = io_read_file_at(AT_FDCWD, "/proc/self/cgroup", CG_MAX_FILE_BYTES, &buf, NULL);
+	r = cg_proc_text("/proc/self/cgroup", CG_MAX_FILE_BYTES, &cg_snap.cgroup, &buf, &owned);
 	if (r < 0)
 		return r;
 	/* "hierarchy-id:controller-list:path", see cgroups(7). */
@@ -224,6 +274,10 @@ int cg_write_procs(int dirfd, pid_t pid)
 	if (pid < 0)
 		return -EINVAL;
 	(void)snprintf(num, sizeof(num), "%d", (int)pid);
+	if (pid == getpid() || pid == 0) {
+		free(cg_snap.cgroup);
+		cg_snap.cgroup = NULL;
+	}
 	return io_write_file_at(dirfd, "cgroup.procs", num);
 }
 
@@ -332,14 +386,15 @@ void cg_poll_sleep(void)
 
 int cg_mount_of(int fd, char **ret_root, char **ret_super_opts)
 {
-	_cleanup_free_ char *buf = NULL;
+	_cleanup_free_ char *owned = NULL;
 	struct stat st;
-	const char *line;
+	const char *buf, *line;
 	int r;
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	r = io_read_file_at(AT_FDCWD, "/proc/self/mountinfo", CG_MOUNTINFO_MAX_BYTES, &buf, NULL);
+	r = cg_proc_text("/proc/self/mountinfo", CG_MOUNTINFO_MAX_BYTES, &cg_snap.mountinfo, &buf,
+			 &owned);
 	if (r < 0)
 		return r;
 	/* proc(5): "id parent major:minor root mountpoint opts [optional...] -
@@ -491,6 +546,76 @@ void cg_tree_rmdir_children(int dirfd)
 	(void)cg_foreach_child(dirfd, cg_tree_rmdir_one, &depth);
 }
 
+/* 1 if a process is in dirfd or any cgroup below it, 0 if none. */
+static int cg_tree_populated_at(int dirfd, unsigned depth);
+
+static int cg_tree_populated_one(int parentfd, const char *name, void *ud)
+{
+	const unsigned *depth = ud;
+	_cleanup_close_ int fd =
+	    openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	int r;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	r = *depth >= CG_MAX_NEST ? -ELOOP : cg_tree_populated_at(fd, *depth + 1);
+	/* Stops the walk at the first process found. */
+	return r == 0 ? 0 : (r > 0 ? -EEXIST : r);
+}
+
+static int cg_tree_populated_at(int dirfd, unsigned depth)
+{
+	_cleanup_free_ char *procs = NULL;
+	int r;
+
+	r = io_read_file_at(dirfd, "cgroup.procs", CG_MAX_FILE_BYTES, &procs, NULL);
+	if (r < 0)
+		return r;
+	if (procs[strspn(procs, "\n")] != '\0')
+		return 1;
+	r = cg_foreach_child(dirfd, cg_tree_populated_one, &depth);
+	return r == -EEXIST ? 1 : r;
+}
+
+typedef struct cg_sweep {
+	const char *prefix;
+	const char *own;
+	time_t now;
+	unsigned removed;
+} cg_sweep;
+
+static int cg_sweep_one(int parentfd, const char *name, void *ud)
+{
+	cg_sweep *sw = ud;
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (strncmp(name, sw->prefix, strlen(sw->prefix)) != 0 || strcmp(name, sw->own) == 0)
+		return 0;
+	fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) < 0 || sw->now - st.st_mtime < (time_t)CG_STALE_S)
+		return 0;
+	if (cg_tree_populated_at(fd, 0) != 0)
+		return 0; /* in use, or unreadable: not ours to judge */
+	cg_tree_rmdir_children(fd);
+	if (unlinkat(parentfd, name, AT_REMOVEDIR) == 0)
+		sw->removed++;
+	return 0;
+}
+
+unsigned cg_sweep_stale(const cg_handle *h, const char *prefix)
+{
+	cg_sweep sw = {.prefix = prefix, .own = h ? h->name : NULL, .now = time(NULL)};
+	size_t i;
+
+	if (!h || !prefix || !prefix[0])
+		return 0;
+	for (i = 0; i < ELEMENTSOF(h->dirs); i++)
+		if (h->dirs[i].parentfd >= 0)
+			(void)cg_foreach_child(h->dirs[i].parentfd, cg_sweep_one, &sw);
+	return sw.removed;
+}
+
 void cg_dirs_release(cg_handle *h)
 {
 	size_t i;
@@ -529,6 +654,7 @@ static int cg_select(const cg_ops **ret_ops, char *reason, size_t reason_len)
 
 	if (reason_len > 0)
 		reason[0] = '\0';
+	cg_snapshot_begin();
 	for (i = 0; i < ELEMENTSOF(cg_backends); i++) {
 		why[0] = '\0';
 		r = cg_backends[i]->probe(why, sizeof(why));
@@ -549,6 +675,7 @@ static int cg_select(const cg_ops **ret_ops, char *reason, size_t reason_len)
 			}
 			*ret_ops = cg_backends[i];
 			__atomic_store_n(&cg_chosen, cg_backends[i], __ATOMIC_RELEASE);
+			cg_snapshot_end();
 			return 0;
 		}
 		if (reason_len > 0) {
@@ -557,6 +684,7 @@ static int cg_select(const cg_ops **ret_ops, char *reason, size_t reason_len)
 			cg_append(reason, reason_len, why);
 		}
 	}
+	cg_snapshot_end();
 	return r;
 }
 
@@ -632,17 +760,21 @@ int cg_create(const sc_plan *plan, const char *name, cg_handle **ret)
 	/* The backend is chosen once per process (STYLE.md rule 10): the
 	 * hierarchy a kernel offers does not change under a running
 	 * supervisor. Racing first calls both pick the same table. */
+	cg_snapshot_begin();
 	ops = __atomic_load_n(&cg_chosen, __ATOMIC_ACQUIRE);
-	if (!ops) {
-		r = cg_select(&ops, NULL, 0);
-		if (r < 0)
-			return r;
+	r = ops ? 0 : cg_select(&ops, NULL, 0);
+	if (r < 0) {
+		cg_snapshot_end();
+		return r;
 	}
 	h = cg_handle_new(name);
-	if (!h)
+	if (!h) {
+		cg_snapshot_end();
 		return -ENOMEM;
+	}
 	h->ops = ops;
 	r = ops->create(h, plan);
+	cg_snapshot_end();
 	if (r < 0) {
 		cg_handle_free(h);
 		return r;
@@ -676,6 +808,13 @@ void cg_release_delegate(cg_handle *h, unsigned slot)
 {
 	if (h)
 		h->ops->undelegate(h, slot);
+}
+
+int cg_enter_self(const cg_handle *h)
+{
+	if (!h)
+		return -EINVAL;
+	return h->ops->enter_self(h);
 }
 
 int cg_read_stats(cg_handle *h, cg_stats *ret)

@@ -43,6 +43,11 @@ typedef struct cg_handle cg_handle;
  * why each hierarchy was refused. -ENOENT (or the probe's -errno) when no
  * hierarchy offers memory, cpu and pids to us. */
 int cg_detect(cg_version *ret_version, char *reason, size_t reason_len);
+/* For a supervisor without root: 0 when our own cgroup is a cgroup v2
+ * directory delegated to us (we may create cgroups in it, enable its
+ * controllers and move ourselves), as systemd's Delegate=yes gives; else
+ * -errno, and reason says why. Never changes anything. */
+int cg_delegated(char *reason, size_t reason_len);
 
 /* Creates the sandbox cgroup named `name` under the caller's own cgroup and
  * writes the plan's limits. -EPERM/-EACCES/-ENOENT/-EROFS when it cannot.
@@ -73,6 +78,20 @@ int cg_attach_delegate(cg_handle *h, unsigned slot, pid_t pid);
 /* Removes what cg_attach_delegate made for slot once the sub-supervisor
  * has exited; what is still busy is left to cg_destroy. Never fails. */
 void cg_release_delegate(cg_handle *h, unsigned slot);
+/* For the sandbox's first process itself, single-threaded, before it runs
+ * anything of the sandbox, when cg_clone_fd() gave no fd: moves the calling
+ * thread into the cgroup (every controller on v1). Cheaper than cg_attach()
+ * from outside: a thread moving itself skips the kernel's global
+ * threadgroup lock, whose first writer waits for an RCU grace period
+ * (1-20 ms on a busy host). 0 on v2, where clone3 placed it already. */
+int cg_enter_self(const cg_handle *h);
+/*
+ * Removes the sibling cgroups named prefix* that a supervisor killed with
+ * SIGKILL left behind: those without a process in them or below, unchanged
+ * for a minute (a live sandbox's cgroup is never empty once its first
+ * process entered, milliseconds after the mkdir). Returns how many went.
+ */
+unsigned cg_sweep_stale(const cg_handle *h, const char *prefix);
 /* Counters accumulate over the cgroup's life: compare two readings for an
  * interval. A file this kernel lacks leaves its field UINT64_MAX. */
 int cg_read_stats(cg_handle *h, cg_stats *ret);

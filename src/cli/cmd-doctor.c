@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,8 +14,10 @@
 #include "cgroup/cgroup.h"
 #include "cli/cli.h"
 #include "landlock/landlock.h"
+#include "ns/ns.h"
 #include "seccomp/seccomp.h"
 
+/* In a child: as run would, so without root together with a user namespace. */
 static bool can_unshare(int flags)
 {
 	pid_t pid = fork();
@@ -23,7 +26,28 @@ static bool can_unshare(int flags)
 	if (pid < 0)
 		return false;
 	if (pid == 0)
-		_exit(unshare(flags) == 0 ? 0 : 1);
+		_exit(unshare(flags | (geteuid() != 0 ? CLONE_NEWUSER : 0)) == 0 ? 0 : 1);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* Whether an ordinary user may create a user namespace here: tried for
+ * real, as ourselves or, when root, as nobody (65534). */
+static bool can_userns_unprivileged(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		if (geteuid() == 0 &&
+		    (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+		     setresuid(65534, 65534, 65534) < 0))
+			_exit(1);
+		_exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -45,31 +69,55 @@ int cmd_doctor(int argc, char **argv)
 	    {"ipc namespace", CLONE_NEWIPC},	   {"uts namespace", CLONE_NEWUTS},
 	    {"cgroup namespace", CLONE_NEWCGROUP},
 	};
-	char reason[512] = "", buf[64];
-	bool all = true, ok;
+	char reason[512] = "", buf[64], mode[128], userns_why[256];
+	bool all = true, ok, unpriv, userns_ok;
 	cg_version v;
 	int abi;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		puts("Usage: sandcap doctor\n\n"
 		     "Shows which isolation layers this host can enforce and whether\n"
-		     "`sandcap run` can enforce a full policy here.\n\n"
+		     "`sandcap run` can enforce a full policy here, in the mode it would\n"
+		     "use: as root, or unprivileged (a user namespace mapping you to the\n"
+		     "agent; limits then need a delegated cgroup v2 subtree).\n\n"
 		     "Exit status: 0 when every layer is available, 1 when some is not\n"
 		     "(policies may then set \"best_effort\": true to run degraded).");
 		return 0;
 	}
 	printf("sandcap doctor: what this host can enforce\n\n");
 	printf("  %-22s %-9s %s\n", "layer", "available", "detail");
-	ok = geteuid() == 0;
-	line("running as root", ok, ok ? "" : "sandcap run needs root");
-	all &= ok;
+	unpriv = geteuid() != 0;
+	snprintf(mode, sizeof(mode),
+		 unpriv ? "unprivileged (uid %u): the agent is you; limits need a delegated cgroup"
+			: "root: a host id range per sandbox, idmapped grants",
+		 (unsigned)geteuid());
+	line("run mode", true, mode);
+	/* The sysctls say why; the attempt says whether. */
+	userns_ok = ns_unpriv_userns_check(userns_why, sizeof(userns_why)) >= 0;
+	if (userns_ok && !can_userns_unprivileged()) {
+		userns_ok = false;
+		snprintf(userns_why, sizeof(userns_why),
+			 "the sysctls allow it, but creating one as an ordinary user was refused");
+	}
+	line("unprivileged userns", userns_ok, userns_why);
+	if (unpriv)
+		all &= userns_ok;
 	for (size_t i = 0; i < ELEMENTSOF(nss); i++) {
 		ok = can_unshare(nss[i].flag);
 		line(nss[i].name, ok, NULL);
 		all &= ok;
 	}
 	ok = cg_detect(&v, reason, sizeof(reason)) >= 0;
-	line(ok ? (v == CG_V2 ? "cgroup v2" : "cgroup v1") : "cgroups", ok, reason);
+	if (ok && unpriv) {
+		/* The hierarchy is there; without root only a delegated one is ours. */
+		ok = cg_delegated(reason, sizeof(reason)) >= 0;
+		if (v == CG_V1)
+			snprintf(reason, sizeof(reason),
+				 "this host uses cgroup v1, which is not delegated to users");
+		line("delegated cgroup", ok, reason);
+	} else {
+		line(ok ? (v == CG_V2 ? "cgroup v2" : "cgroup v1") : "cgroups", ok, reason);
+	}
 	all &= ok;
 	abi = ll_abi();
 	snprintf(buf, sizeof(buf), abi > 0 ? "ABI %d%s" : "not available", abi,
@@ -82,6 +130,9 @@ int cmd_doctor(int argc, char **argv)
 	ok = sf_probe(reason, sizeof(reason)) >= 0;
 	line("seccomp + user notif", ok, reason);
 	all &= ok;
+	if (unpriv && !userns_ok)
+		fprintf(stderr, "sandcap: error: %s: sandcap run cannot work without root here\n",
+			userns_why);
 	printf("\n%s\n", all ? "run can enforce a full policy on this host."
 			     : "run cannot enforce every layer here: see the NO lines above "
 			       "(policies may set \"best_effort\": true to run degraded, recorded "

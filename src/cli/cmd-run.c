@@ -27,12 +27,15 @@ static void run_usage(FILE *out)
 	    "                   [--json] [--quiet] [--set KEY=VALUE]... [--] COMMAND [ARG]...\n"
 	    "\n"
 	    "Runs COMMAND inside a sandbox that holds exactly the capabilities of the policy.\n"
+	    "Without root the sandbox maps its agent to you; limits then need a delegated\n"
+	    "cgroup v2 subtree (see `sandcap doctor`).\n"
 	    "\n"
 	    "  --policy FILE      the capability set, as JSON (see README, \"Policy reference\")\n"
 	    "  --token FILE       a capability token instead of a policy; needs --key\n"
 	    "  --key FILE         the token root key (32 bytes, mode 0600 or stricter)\n"
 	    "  --audit FILE       write the audit log here (default: a new file under\n"
-	    "                     $SANDCAP_STATE_DIR/audit, /var/lib/sandcap/audit when unset)\n"
+	    "                     $SANDCAP_STATE_DIR/audit; when unset /var/lib/sandcap/audit\n"
+	    "                     for root, ~/.local/state/sandcap/audit for other users)\n"
 	    "  --audit-key FILE   seal the log with an HMAC under this key\n"
 	    "  --set KEY=VALUE    override one policy key, e.g. --set limits.wall=10s; VALUE is\n"
 	    "                     read as JSON when it is valid JSON (64, true, [80]) and as a\n"
@@ -265,6 +268,9 @@ int cmd_run(int argc, char **argv)
 		sc_plan_free(plan);
 		return 125;
 	}
+	/* Even with --quiet: a degraded run is something that went wrong. */
+	if (res.not_enforced[0])
+		cli_error("warning: not enforced (best_effort): %s", res.not_enforced);
 	if (json)
 		summary_json(&res);
 	else if (!quiet || res.exit_status >= 124 || res.oom_killed || res.timed_out)

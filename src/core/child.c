@@ -3,7 +3,8 @@
  * Setup is an ordered table and fails closed: a failing step reports
  * {step, errno} over the sync socket and the child exits. Until the "userns"
  * step the child is host root in its new mount/pid/net/ipc/uts namespaces;
- * from there on privileges only go down.
+ * from there on privileges only go down. Under an unprivileged supervisor
+ * the child is born in its own user namespace instead (setup_steps_unpriv).
  */
 #include "core/child.h"
 
@@ -11,7 +12,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -20,6 +23,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
+#include "cgroup/cgroup.h"
 #include "compat/syscalls.h"
 #include "core/sync.h"
 #include "proxy/proxy.h"
@@ -35,16 +40,26 @@ static int step_wait_go(child_ctx *c)
 	return m.type == SYNC_GO ? 0 : -EPROTO;
 }
 
+static int step_cgroup(child_ctx *c)
+{
+	return c->cg ? cg_enter_self(c->cg) : 0;
+}
+
 static int step_cgroupns(child_ctx *c)
 {
 	(void)c;
-	/* After the supervisor moved us into the sandbox cgroup: it becomes our root. */
+	/* In the sandbox cgroup by now: it becomes our root. */
 	return unshare(CLONE_NEWCGROUP) < 0 ? -errno : 0;
 }
 
 static int step_mounts(child_ctx *c)
 {
 	return ns_setup_root_spawn(c->plan, c->sources, c->spawn_sock, &c->what);
+}
+
+static int step_mounts_unpriv(child_ctx *c)
+{
+	return ns_setup_root_unpriv(c->plan, c->sources, &c->what);
 }
 
 static int step_hostname(child_ctx *c)
@@ -153,6 +168,18 @@ static int step_identity(child_ctx *c)
 	return 0;
 }
 
+/* Unprivileged: we already are the agent inside (the only mapped ids), and
+ * with setgroups denied the supplementary groups cannot be dropped. The
+ * calls still fail closed if the ids are not what the map says. */
+static int step_identity_unpriv(child_ctx *c)
+{
+	(void)c;
+	if (setresgid(NS_AGENT_GID, NS_AGENT_GID, NS_AGENT_GID) < 0 ||
+	    setresuid(NS_AGENT_UID, NS_AGENT_UID, NS_AGENT_UID) < 0)
+		return -errno;
+	return 0;
+}
+
 static int step_caps(child_ctx *c)
 {
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
@@ -164,6 +191,21 @@ static int step_caps(child_ctx *c)
 	if (syscall(SYS_capset, &h, d) < 0)
 		return -errno;
 	return 0;
+}
+
+/* A sandbox must not outlive its supervisor: nothing would enforce its
+ * wall clock or record what it does. When pid 1 dies the kernel kills the
+ * whole pid namespace. Set after the last credential change, which clears
+ * it; then the supervisor's end of the pair tells whether it died before. */
+static int step_parent_death(child_ctx *c)
+{
+	struct pollfd pfd = {.fd = c->sync, .events = POLLIN};
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return -errno;
+	if (poll(&pfd, 1, 0) < 0)
+		return -errno;
+	return pfd.revents & (POLLHUP | POLLERR) ? -ESRCH : 0;
 }
 
 static int step_nnp(child_ctx *c)
@@ -218,20 +260,44 @@ static const struct setup_step {
 	const char *name;
 	int (*fn)(child_ctx *c);
 } setup_steps[] = {
+    {"cgroup", step_cgroup}, /* first: everything after is charged and limited */
     {"mounts", step_mounts}, /* host root: idmapped binds need it */
     {"hostname", step_hostname},
     {"network", step_network}, /* listener must be born in this netns */
     {"rlimits", step_rlimits},
+    {"terminal", step_terminal},	 /* setsid before anything can take a tty */
+    {"cgroupns", step_cgroupns},	 /* after joining the cgroup, so it is our root */
+    {"userns", step_userns},		 /* from here on nothing maps to host root */
+    {"bounding", step_bounding},	 /* needs CAP_SETPCAP: before setuid */
+    {"identity", step_identity},	 /* setuid to the agent clears caps */
+    {"caps", step_caps},		 /* inheritable and ambient too */
+    {"parent-death", step_parent_death}, /* after the last credential change */
+    {"no-new-privs", step_nnp},		 /* must precede Landlock and seccomp */
+    {"workdir", step_workdir},
+    {"landlock", step_landlock}, /* paths are sandbox paths now */
+    {"fds", step_fds},
+    {"seccomp", step_seccomp}, /* last: the filter need not allow setup */
+};
+
+/*
+ * Unprivileged supervisor: the child was cloned with its user namespace
+ * (which therefore owns the mount, pid, net, ipc and uts namespaces) and
+ * holds every capability in it, and none outside. The supervisor writes
+ * the id maps before "go", so everything here runs as the agent's ids.
+ */
+static const struct setup_step setup_steps_unpriv[] = {
+    {"wait-go", step_wait_go},	    /* maps written, cgroup joined */
+    {"mounts", step_mounts_unpriv}, /* files we create need mapped ids */
+    {"hostname", step_hostname},
+    {"network", step_network}, /* listener must be born in this netns */
+    {"rlimits", step_rlimits},
     {"terminal", step_terminal}, /* setsid before anything can take a tty */
-    /* Our own setup above overlaps the supervisor's cgroup move (a v1 move
-     * waits for an RCU grace period); nothing of the agent's has run yet. */
-    {"wait-go", step_wait_go},	 /* the supervisor has put us in the cgroup */
     {"cgroupns", step_cgroupns}, /* after joining the cgroup, so it is our root */
-    {"userns", step_userns},	 /* from here on nothing maps to host root */
-    {"bounding", step_bounding}, /* needs CAP_SETPCAP: before setuid */
-    {"identity", step_identity}, /* setuid to the agent clears caps */
-    {"caps", step_caps},	 /* inheritable and ambient too */
-    {"no-new-privs", step_nnp},	 /* must precede Landlock and seccomp */
+    {"bounding", step_bounding}, /* needs CAP_SETPCAP in our user namespace */
+    {"identity", step_identity_unpriv},
+    {"caps", step_caps},		 /* no uid change clears them: capset does */
+    {"parent-death", step_parent_death}, /* after the last credential change */
+    {"no-new-privs", step_nnp},		 /* must precede Landlock and seccomp */
     {"workdir", step_workdir},
     {"landlock", step_landlock}, /* paths are sandbox paths now */
     {"fds", step_fds},
@@ -240,15 +306,17 @@ static const struct setup_step {
 
 _Noreturn void child_main(child_ctx *c)
 {
+	const struct setup_step *steps = c->unpriv ? setup_steps_unpriv : setup_steps;
+	size_t n = c->unpriv ? ELEMENTSOF(setup_steps_unpriv) : ELEMENTSOF(setup_steps);
 	sync_msg m = {.type = SYNC_FAILED};
 	int r;
 
-	for (size_t i = 0; i < sizeof(setup_steps) / sizeof(setup_steps[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		c->what = NULL;
-		r = setup_steps[i].fn(c);
+		r = steps[i].fn(c);
 		if (r < 0) {
 			m.err = -r;
-			snprintf(m.step, sizeof(m.step), "%s", setup_steps[i].name);
+			snprintf(m.step, sizeof(m.step), "%s", steps[i].name);
 			snprintf(m.what, sizeof(m.what), "%s", c->what ? c->what : "");
 			(void)sync_send(c->sync, &m, -1);
 			_exit(125);

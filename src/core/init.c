@@ -7,6 +7,7 @@
 #include "core/init.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +15,80 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* A script without "#!" gets at most this many arguments through /bin/sh. */
+#define INIT_SHELL_ARGS_MAX 4096
+
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+
+/* The default search path of execvp() when PATH is unset (glibc, musl). */
+#define INIT_DEFAULT_PATH "/bin:/usr/bin"
+#define INIT_PATH_MAX	  4096
+
+/* execve(), and for a file the kernel cannot execute (no "#!"), /bin/sh
+ * with the file as its script, as shells and glibc's execvp() do. Returns
+ * only on failure, with errno set. */
+static void exec_file(const char *file, char **argv, char **envp)
+{
+	char *sh_argv[INIT_SHELL_ARGS_MAX + 2];
+	size_t argc = 0;
+
+	execve(file, argv, envp);
+	if (errno != ENOEXEC)
+		return;
+	while (argv[argc])
+		argc++;
+	if (argc > INIT_SHELL_ARGS_MAX) {
+		errno = E2BIG;
+		return;
+	}
+	sh_argv[0] = (char *)"sh";
+	sh_argv[1] = (char *)file;
+	memcpy(sh_argv + 2, argv + 1, argc * sizeof(char *)); /* with the NULL */
+	execve("/bin/sh", sh_argv, envp);
+	errno = ENOEXEC;
+}
+
+/*
+ * execvp() written out, so that its behaviour does not depend on the libc
+ * init is linked with: a name with a '/' is used as it is; otherwise each
+ * PATH entry is tried in order (an empty one is the working directory); an
+ * EACCES is reported if nothing else is found. Returns only on failure.
+ */
+static void exec_command(char **argv, char **envp)
+{
+	const char *name = argv[0], *path = NULL, *p;
+	size_t nlen = strlen(name);
+	bool eacces = false;
+
+	if (strchr(name, '/')) {
+		exec_file(name, argv, envp);
+		return;
+	}
+	for (char **e = envp; *e; e++)
+		if (strncmp(*e, "PATH=", 5) == 0)
+			path = *e + 5;
+	for (p = path ? path : INIT_DEFAULT_PATH;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dlen = end > p ? (size_t)(end - p) : 1;
+		char file[INIT_PATH_MAX];
+
+		if (dlen + 1 + nlen < sizeof(file)) {
+			memcpy(file, end > p ? p : ".", dlen);
+			file[dlen] = '/';
+			memcpy(file + dlen + 1, name, nlen + 1);
+			exec_file(file, argv, envp);
+			if (errno == EACCES)
+				eacces = true;
+			else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP &&
+				 errno != ENAMETOOLONG)
+				return;
+		}
+		p = end;
+		if (!*p)
+			break;
+	}
+	errno = eacces ? EACCES : ENOENT;
+}
 
 static int status_to_exit(int status)
 {
@@ -47,7 +121,7 @@ int init_main(int argc, char **argv)
 	}
 	if (child == 0) {
 		(void)sigprocmask(SIG_SETMASK, &none, NULL);
-		execvp(argv[2], argv + 2);
+		exec_command(argv + 2, environ);
 		int err = errno;
 		fprintf(stderr, "sandcap: %s: %s\n", argv[2],
 			err == ENOENT ? "command not found" : strerror(err));

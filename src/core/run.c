@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,6 +46,7 @@
 #include "seccomp/seccomp.h"
 
 #define STATE_DIR_DEFAULT "/var/lib/sandcap"
+#define CGROUP_PREFIX	  "sandcap-"		 /* + the sandbox id */
 #define GRACE_NS	  (3ULL * 1000000000ULL) /* after SIGINT/SIGTERM, before SIGKILL */
 #define MAX_ENV		  (POLICY_MAX_ENV + 16)
 #define MAX_EVENT_BYTES	  65536
@@ -80,6 +82,8 @@ typedef struct supervisor {
 	int ep, sync, pidfd, sigfd, wallfd, gracefd, notify_fd, proxy_fd;
 	pid_t pid, proxy_pid;
 	uid_t id_base;
+	bool unpriv;		/* no root: one user namespace mapping us to the agent */
+	char not_enforced[320]; /* what best_effort let go, for sandbox.start */
 
 	bool started; /* sandbox.start written */
 	bool setup_failed;
@@ -122,22 +126,79 @@ static bool path_inside(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
+/* mkdir -p, each directory we create 0700 (the XDG base directory
+ * specification asks that of the state directory). */
+static int mkdir_parents(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *q = buf + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*q = '/';
+	}
+	return mkdir(buf, 0700) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+/*
+ * Where per-run logs go without --audit: SANDCAP_STATE_DIR, else root's
+ * /var/lib/sandcap, else a user's XDG state directory ($XDG_STATE_HOME, or
+ * ~/.local/state), which only that user can write.
+ */
+static int state_dir(bool unpriv, char *buf, size_t len)
+{
+	const char *state = getenv("SANDCAP_STATE_DIR");
+	const char *xdg = getenv("XDG_STATE_HOME");
+	const char *home = getenv("HOME");
+	int n;
+
+	if (state && *state)
+		n = snprintf(buf, len, "%s", state);
+	else if (!unpriv)
+		n = snprintf(buf, len, "%s", STATE_DIR_DEFAULT);
+	else if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/sandcap", xdg);
+	else {
+		if (!home || home[0] != '/') {
+			struct passwd *pw = getpwuid(geteuid());
+
+			home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+		}
+		if (!home)
+			return -ENOENT;
+		n = snprintf(buf, len, "%s/.local/state/sandcap", home);
+	}
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 /* The log must be unreachable from inside: refuse a path in any grant. */
 static int audit_open(supervisor *s)
 {
 	const sc_plan *p = s->plan;
-	char dir[PATH_MAX], real[PATH_MAX];
+	char dir[PATH_MAX], real[PATH_MAX], state[PATH_MAX - 16];
 	const char *path = s->o->audit_path;
 	char *slash;
 	int r;
 
 	if (!path) {
-		const char *state = getenv("SANDCAP_STATE_DIR");
-
-		snprintf(dir, sizeof(dir), "%s/audit", state && *state ? state : STATE_DIR_DEFAULT);
-		if (mkdir(state && *state ? state : STATE_DIR_DEFAULT, 0700) < 0 && errno != EEXIST)
-			return fail(s->diag, -errno, "audit", "cannot create state directory: %s",
-				    strerror(errno));
+		r = state_dir(s->unpriv, state, sizeof(state));
+		if (r < 0)
+			return fail(s->diag, r, "audit",
+				    "no state directory for the audit log (set HOME, "
+				    "XDG_STATE_HOME or SANDCAP_STATE_DIR, or give --audit FILE)");
+		snprintf(dir, sizeof(dir), "%s/audit", state);
+		/* A user's ~/.local/state may not exist yet; root's parent does. */
+		r = s->unpriv ? mkdir_parents(state) : (mkdir(state, 0700) < 0 ? -errno : 0);
+		if (r < 0 && r != -EEXIST)
+			return fail(s->diag, r, "audit", "cannot create state directory %s: %s",
+				    state, strerror(-r));
 		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 			return fail(s->diag, -errno, "audit", "cannot create %s: %s", dir,
 				    strerror(errno));
@@ -209,6 +270,16 @@ static void emit_start(supervisor *s)
 			       : "active",
 			   "proxy", s->plan->n_egress ? "active" : "no network", "fs_write",
 			   s->fw_mode ? s->fw_mode : "none");
+	if (s->unpriv && layers) {
+		char id[160];
+
+		snprintf(id, sizeof(id),
+			 "unprivileged: the agent (%u:%u inside) is the invoking user %u:%u, "
+			 "plain bind grants",
+			 (unsigned)NS_AGENT_UID, (unsigned)NS_AGENT_GID, (unsigned)geteuid(),
+			 (unsigned)getegid());
+		(void)json_object_set_new(layers, "identity", json_string(id));
+	}
 	for (argc = 0; s->o->argv[argc]; argc++)
 		;
 	data = json_pack("{s:o, s:o, s:s, s:s, s:o, s:o}", "plan",
@@ -220,6 +291,8 @@ static void emit_start(supervisor *s)
 						    (int)s->o->token_caveats)
 					: json_null(),
 			 "layers", layers);
+	if (data && s->not_enforced[0])
+		(void)json_object_set_new(data, "not_enforced", json_pack("[s]", s->not_enforced));
 	emit(s, "sandbox.start", data);
 	for (size_t i = 0; i < s->plan->n_grants; i++) {
 		const plan_grant *g = &s->plan->grants[i];
@@ -291,6 +364,9 @@ static void handle_sync(supervisor *s)
 	switch ((sync_type)m.type) {
 	case SYNC_USERNS: {
 		char um[64], gm[64];
+
+		if (s->unpriv)
+			break; /* mapped before "go"; a second request is not ours to grant */
 
 		snprintf(um, sizeof(um), "0 %u 1\n%u %u 1\n", (unsigned)s->id_base,
 			 (unsigned)NS_AGENT_UID, (unsigned)s->id_base + 1);
@@ -465,10 +541,12 @@ static int event_loop(supervisor *s)
 				kill_sandbox(s);
 				break;
 			case EV_NOTIFY:
-				if (sf_notify_handle(s->notify_fd, on_event, s) == -ENOENT) {
-					/* every filter user is gone */
+				if (evs[i].events & EPOLLIN)
+					(void)sf_notify_handle(s->notify_fd, on_event, s);
+				else if (evs[i].events & (EPOLLHUP | EPOLLERR))
+					/* Every process under the filter is gone; the
+					 * hangup would otherwise wake us until the end. */
 					(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, s->notify_fd, NULL);
-				}
 				break;
 			case EV_PROXY:
 				(void)handle_proxy(s);
@@ -494,12 +572,15 @@ static int event_loop(supervisor *s)
 }
 
 /* pid 1's binary: next to ours (build tree, relocated installs), else the
- * configured libexecdir. It must be a regular file only root can change. */
+ * configured libexecdir. It must be a regular file only root can change, or,
+ * for an unprivileged supervisor, root or the invoking user (whose own build
+ * it may be: whoever can change it can already act as that user). */
 static int open_init(int *reterr)
 {
 	char self[PATH_MAX], path[PATH_MAX + 32];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	const char *dirs[2] = {NULL, SANDCAP_LIBEXECDIR};
+	uid_t euid = geteuid();
 
 	*reterr = -ENOENT;
 	if (n > 0) {
@@ -522,8 +603,8 @@ static int open_init(int *reterr)
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
-		    (st.st_mode & 022)) {
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    (st.st_uid != 0 && st.st_uid != euid) || (st.st_mode & 022)) {
 			*reterr = -EPERM;
 			(void)close(fd);
 			continue;
@@ -734,11 +815,24 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	/* Orphans of our own children (a sub-supervisor's sandbox, helpers) come
 	 * back to us rather than to the host's init, and are reaped at teardown. */
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-	if (geteuid() != 0)
-		return fail(
-		    diag, -EPERM, "privileges",
-		    "sandcap run needs root (it maps the sandbox to an unprivileged host id range "
-		    "and creates idmapped mounts); run it as root");
+	/* Not root: the unprivileged mode (docs/decisions.md), refused up front
+	 * where the host forbids what it needs. */
+	s.unpriv = geteuid() != 0;
+	res->unprivileged = s.unpriv;
+	if (s.unpriv) {
+		char why[256];
+
+		r = ns_unpriv_userns_check(why, sizeof(why));
+		if (r < 0)
+			return fail(diag, r, "userns",
+				    "%s: sandcap run without root needs them (or run it as root)",
+				    why);
+		if (p->spawn_max_depth > 0)
+			return fail(diag, -EPERM, "spawn",
+				    "delegation (\"spawn\") needs root: without it sandcap "
+				    "cannot nest a child's cgroup or id range; drop \"spawn\" or "
+				    "run as root");
+	}
 	while (o->argv[argc])
 		argc++;
 	if (argc == 0)
@@ -767,17 +861,44 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	{
 		char cgname[64];
 
-		snprintf(cgname, sizeof(cgname), "sandcap-%s", res->sandbox_id);
+		snprintf(cgname, sizeof(cgname), CGROUP_PREFIX "%s", res->sandbox_id);
 		r = cg_create(p, cgname, &s.cg);
 	}
 	if (r < 0) {
 		char why[256] = "";
+		bool v1 = cg_detect(&cgv, why, sizeof(why)) >= 0 && cgv == CG_V1;
 
-		(void)cg_detect(&cgv, why, sizeof(why));
 		if (plan_has_limits(p) && !p->best_effort) {
-			r = fail(diag, r, "cgroup", "cannot create the sandbox cgroup (%s): %s",
-				 strerror(-r), why);
+			if (s.unpriv)
+				r = fail(
+				    diag, r, "cgroup",
+				    "the policy sets limits and, without root, sandcap "
+				    "enforces them only in a delegated cgroup v2 subtree it may "
+				    "write; there is none here (%s%s). Start sandcap in one "
+				    "(e.g. systemd-run --user --scope -p Delegate=yes sandcap "
+				    "run ...) or set \"best_effort\": true to run without limits",
+				    strerror(-r),
+				    v1 ? "; this host uses cgroup v1, which is not delegated" : "");
+			else
+				r = fail(diag, r, "cgroup",
+					 "cannot create the sandbox cgroup (%s): %s", strerror(-r),
+					 why);
 			goto out;
+		}
+		if (plan_has_limits(p)) {
+			char *q = s.not_enforced, *end = q + sizeof(s.not_enforced);
+
+			if (p->memory != PLAN_UNLIMITED)
+				q += snprintf(q, (size_t)(end - q), "limits.memory, ");
+			if (p->cpu_millis != PLAN_UNLIMITED)
+				q += snprintf(q, (size_t)(end - q), "limits.cpu, ");
+			if (p->pids != PLAN_UNLIMITED)
+				q += snprintf(q, (size_t)(end - q), "limits.pids, ");
+			q -= 2; /* plan_has_limits: at least one was written */
+			snprintf(q, (size_t)(end - q), ": no %scgroup (%s)",
+				 s.unpriv ? "delegated " : "", strerror(-r));
+			snprintf(res->not_enforced, sizeof(res->not_enforced), "%s",
+				 s.not_enforced);
 		}
 		s.cg = NULL;
 	} else {
@@ -790,7 +911,8 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		goto out;
 
 	s.id_base = ns_host_id_base(getpid());
-	r = ns_open_sources(p, s.id_base + 1, s.id_base + 1, &s.sources, diag);
+	r = s.unpriv ? ns_open_sources_unpriv(p, &s.sources, diag)
+		     : ns_open_sources(p, s.id_base + 1, s.id_base + 1, &s.sources, diag);
 	if (r < 0)
 		goto out;
 
@@ -833,6 +955,10 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		};
 		int cfd = s.cg ? cg_clone_fd(s.cg) : -1;
 
+		/* Unprivileged, the user namespace must come first so that it
+		 * owns the others: clone(2) creates it before them. */
+		if (s.unpriv)
+			ca.flags |= CLONE_NEWUSER;
 		if (cfd >= 0) {
 			ca.flags |= CLONE_INTO_CGROUP;
 			ca.cgroup = (uint64_t)cfd;
@@ -841,8 +967,14 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		s.pid = sys_clone3(&ca);
 	}
 	if (s.pid < 0) {
-		r = fail(diag, -errno, "clone", "cannot create the sandbox namespaces: %s",
-			 strerror(errno));
+		if (s.unpriv && (errno == EPERM || errno == ENOSPC || errno == EUSERS))
+			r = fail(diag, -errno, "clone",
+				 "this host does not let an unprivileged user create a user "
+				 "namespace (%s); sandcap run without root needs one",
+				 strerror(errno));
+		else
+			r = fail(diag, -errno, "clone", "cannot create the sandbox namespaces: %s",
+				 strerror(errno));
 		goto out_sig;
 	}
 	if (s.pid == 0) {
@@ -854,7 +986,9 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			       .tty_mask = tty_mask,
 			       .init_argv = init_argv,
 			       .envp = env,
-			       .spawn_sock = spawn_server_socket(s.spawn)};
+			       .spawn_sock = spawn_server_socket(s.spawn),
+			       .cg = !s.unpriv && s.cg && cg_clone_fd(s.cg) < 0 ? s.cg : NULL,
+			       .unpriv = s.unpriv};
 
 		(void)close(pair[0]);
 		sigprocmask(SIG_SETMASK, &old, NULL);
@@ -863,25 +997,40 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	(void)close(pair[1]);
 	tty_fd = safe_close(tty_fd);
 	s.sync = pair[0];
+	/* While the child sets up: cgroups of supervisors that were SIGKILLed
+	 * (their sandboxes died with them, see step_parent_death). */
+	(void)cg_sweep_stale(s.cg, CGROUP_PREFIX);
 
 	if (o->set_oom_score_adj && set_oom_score_adj(s.pid, o->oom_score_adj) < 0) {
 		(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);
 		r = fail(diag, -EPERM, "oom_score_adj", "cannot reset the sandbox's oom_score_adj");
 		s.setup_failed = true;
 	}
-	if (!s.setup_failed && s.cg && cg_clone_fd(s.cg) < 0) {
-		r = cg_attach(s.cg, s.pid);
+	/* Unprivileged, the child waits for "go": its next step needs mapped
+	 * ids. (As root it maps itself through SYNC_USERNS and enters its
+	 * cgroup itself.) */
+	if (s.unpriv && !s.setup_failed) {
+		r = ns_write_id_maps_unpriv(s.pid, NS_AGENT_UID, NS_AGENT_GID);
 		if (r < 0) {
 			(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);
-			r = fail(diag, r, "cgroup", "cannot move the sandbox into its cgroup: %s",
-				 strerror(-r));
+			r = fail(diag, r, "userns", "cannot write the id maps: %s", strerror(-r));
 			s.setup_failed = true;
 		}
-	}
-	if (!s.setup_failed) {
-		sync_msg go = {.type = SYNC_GO};
+		if (!s.setup_failed && s.cg && cg_clone_fd(s.cg) < 0) {
+			r = cg_attach(s.cg, s.pid);
+			if (r < 0) {
+				(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);
+				r = fail(diag, r, "cgroup",
+					 "cannot move the sandbox into its cgroup: %s",
+					 strerror(-r));
+				s.setup_failed = true;
+			}
+		}
+		if (!s.setup_failed) {
+			sync_msg go = {.type = SYNC_GO};
 
-		(void)sync_send(s.sync, &go, -1);
+			(void)sync_send(s.sync, &go, -1);
+		}
 	}
 	if (p->wall_ns != PLAN_UNLIMITED)
 		arm(s.wallfd, p->wall_ns);

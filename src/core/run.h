@@ -66,8 +66,10 @@ typedef struct sc_run_result {
 	uint64_t files_written; /* distinct paths in fs.write records: files and dirs changed */
 	char sandbox_id[40];
 	char audit_path[4096];
-	char audit_hash[65]; /* final hash: the external anchor */
-	char cgroup[16];     /* "v1", "v2" or "none" */
+	char audit_hash[65];	/* final hash: the external anchor */
+	char cgroup[16];	/* "v1", "v2" or "none" */
+	bool unprivileged;	/* ran without root (docs/decisions.md) */
+	char not_enforced[320]; /* what best_effort let go, "" when nothing */
 } sc_run_result;
 
 /* Returns 0 when the command ran (its status is in ret->exit_status), or

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 typedef enum sync_type {
-	SYNC_GO = 1,   /* supervisor -> child: cgroup joined, proceed */
+	SYNC_GO = 1,   /* supervisor -> child (unprivileged): maps written, proceed */
 	SYNC_USERNS,   /* child -> supervisor: unshared the user ns, write maps */
 	SYNC_MAPPED,   /* supervisor -> child: maps written */
 	SYNC_LISTENER, /* child -> supervisor: proxy listener fd attached */

@@ -5,6 +5,11 @@
  * initial user namespace: nothing inside can ever mount, even with caps in
  * its own user namespace). Everything is assembled in a tmpfs and entered
  * with pivot_root; the host's tree is detached afterwards.
+ *
+ * Unprivileged (ns_setup_root_unpriv), the child builds the same view inside
+ * the user namespace it was cloned with, which owns its mount namespace:
+ * device nodes become binds and grants plain binds; the agent has no
+ * capability left to mount with once setup is over.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -183,18 +189,16 @@ static int bind_host_path(const char *host, const char *target, uint64_t attr, b
 	return bind_tree(fd, target, attr, -1);
 }
 
-/* Copies a small host file (or recreates a link) into the new root. */
+/* Copies a small host file (or recreates a link) into the new root, in
+ * the kernel (sendfile): ten of these run on every start. */
 static int copy_host_file(const char *host, const char *target)
 {
-	_cleanup_free_ char *buf = NULL;
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int src = -1, dst = -1;
 	struct stat st;
-	size_t len = 0;
-	int r;
+	off_t left;
 
-	if (lstat(host, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (S_ISLNK(st.st_mode)) {
+	src = open(host, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (src < 0 && errno == ELOOP) {
 		char link[4096];
 		ssize_t n = readlink(host, link, sizeof(link) - 1);
 
@@ -203,15 +207,29 @@ static int copy_host_file(const char *host, const char *target)
 		link[n] = '\0';
 		return symlink(link, target) < 0 && errno != EEXIST ? -errno : 0;
 	}
+	if (src < 0)
+		return errno == ENOENT || errno == EACCES ? 0 : -errno;
+	if (fstat(src, &st) < 0)
+		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return 0;
-	r = io_read_file_at(AT_FDCWD, host, ETC_COPY_MAX, &buf, &len);
-	if (r < 0)
-		return r == -EACCES ? 0 : r;
-	fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
+	if (st.st_size > (off_t)ETC_COPY_MAX)
+		return -EFBIG;
+	dst = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (dst < 0)
 		return -errno;
-	return io_write_all(fd, buf, len); /* binary files too (ld.so.cache) */
+	for (left = st.st_size; left > 0;) {
+		ssize_t n = sendfile(dst, src, NULL, (size_t)left);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break; /* the host file shrank meanwhile: keep what was read */
+		left -= n;
+	}
+	return 0;
 }
 
 #define RO_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
@@ -288,7 +306,34 @@ static int setup_etc(const sc_plan *plan, const char **what)
 	return 0;
 }
 
-static int setup_dev(const char **what)
+/* mknod is refused in a user namespace (it needs CAP_MKNOD in the initial
+ * one), so an unprivileged sandbox binds the host's node instead, after
+ * checking that the host's is the device it should be and not something
+ * else put at that name. nodev is left off: these binds are the devices. */
+static int bind_dev_node(const char *name, unsigned major, unsigned minor, const char *target)
+{
+	struct sc_open_how how = {.flags = O_PATH | O_CLOEXEC,
+				  .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int fd = -1;
+	char host[64];
+	struct stat st;
+	int r;
+
+	snprintf(host, sizeof(host), "/dev/%s", name);
+	fd = sys_openat2(AT_FDCWD, host, &how);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(major, minor))
+		return -ENODEV;
+	r = touch(target);
+	if (r < 0)
+		return r;
+	return bind_tree(fd, target, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, -1);
+}
+
+static int setup_dev(bool unpriv, const char **what)
 {
 	char target[128];
 	int r;
@@ -303,6 +348,13 @@ static int setup_dev(const char **what)
 	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
 		snprintf(target, sizeof(target), NEWROOT "/dev/%s", dev_nodes[i].name);
 		*what = dev_nodes[i].name;
+		if (unpriv) {
+			r = bind_dev_node(dev_nodes[i].name, dev_nodes[i].major, dev_nodes[i].minor,
+					  target);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		if (mknod(target, S_IFCHR | 0666, makedev(dev_nodes[i].major, dev_nodes[i].minor)) <
 			0 ||
 		    chmod(target, 0666) < 0)
@@ -400,7 +452,39 @@ static int cmp_depth(const void *a, const void *b, void *arg)
 	return dx < dy ? -1 : dx > dy;
 }
 
-static int setup_grants(const sc_plan *plan, const ns_source *src, const char **what)
+/*
+ * Unprivileged: the supervisor's fd names a mount of the host's mount
+ * namespace, which open_tree(2) cannot clone from ours, so the grant is
+ * opened again here, in our copy of that namespace, without following any
+ * symlink, and must be the very inode the supervisor opened and checked (a
+ * path renamed or replaced since then is refused, -ESTALE). Done before our
+ * tmpfs covers NEWROOT, where grants may lie. The grant is then a plain
+ * bind: files the agent writes are the invoking user's, as they would be.
+ */
+static int open_grants_again(const sc_plan *plan, const ns_source *src, int *fds, const char **what)
+{
+	struct sc_open_how how = {.flags = O_PATH | O_CLOEXEC,
+				  .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+
+	for (size_t i = 0; i < plan->n_grants; i++) {
+		struct stat st;
+
+		*what = plan->grants[i].path;
+		fds[i] = sys_openat2(AT_FDCWD, plan->grants[i].path, &how);
+		if (fds[i] < 0)
+			return -errno;
+		if (fstat(fds[i], &st) < 0)
+			return -errno;
+		if (st.st_dev != src[i].dev || st.st_ino != src[i].ino)
+			return -ESTALE;
+	}
+	return 0;
+}
+
+/* fds: unprivileged, the grants opened again (open_grants_again); else NULL
+ * and src holds the detached trees the supervisor made. */
+static int setup_grants(const sc_plan *plan, const ns_source *src, const int *fds,
+			const char **what)
 {
 	size_t order[POLICY_MAX_GRANTS];
 	char target[4096];
@@ -419,6 +503,15 @@ static int setup_grants(const sc_plan *plan, const ns_source *src, const char **
 		r = make_mountpoint(target, s->is_dir);
 		if (r < 0)
 			return r;
+		if (fds) {
+			r = bind_tree(fds[order[k]], target,
+				      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					  (g->mode == GRANT_RO ? MOUNT_ATTR_RDONLY : 0),
+				      -1);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		if (sys_move_mount(s->fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			return -errno;
 	}
@@ -448,21 +541,24 @@ static int setup_spawn_socket(const sc_plan *plan, const char *host_sock, const 
 	return 0;
 }
 
-int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **reterr_what)
+static int setup_root(const sc_plan *plan, const ns_source *sources, const char *spawn_sock,
+		      bool unpriv, const char **reterr_what)
 {
-	return ns_setup_root_spawn(plan, sources, NULL, reterr_what);
-}
-
-int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const char *spawn_sock,
-			const char **reterr_what)
-{
+	int grant_fds[POLICY_MAX_GRANTS];
 	const char *what = "/";
 	int r;
 
+	for (size_t i = 0; i < ELEMENTSOF(grant_fds); i++)
+		grant_fds[i] = -1;
 	/* Nothing we mount may propagate back to the host. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
 		r = -errno;
 		goto out;
+	}
+	if (unpriv) {
+		r = open_grants_again(plan, sources, grant_fds, &what);
+		if (r < 0)
+			goto out;
 	}
 	if (plan->runtime == RUNTIME_ROOTFS) {
 		struct sc_open_how how = {.flags = O_PATH | O_CLOEXEC,
@@ -485,13 +581,13 @@ int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const cha
 	if (r >= 0 && plan->runtime == RUNTIME_HOST)
 		r = setup_etc(plan, &what);
 	if (r >= 0)
-		r = setup_dev(&what);
+		r = setup_dev(unpriv, &what);
 	if (r >= 0)
 		r = setup_proc(&what);
 	if (r >= 0)
 		r = setup_tmp(plan, &what);
 	if (r >= 0)
-		r = setup_grants(plan, sources, &what);
+		r = setup_grants(plan, sources, unpriv ? grant_fds : NULL, &what);
 	if (r >= 0 && spawn_sock)
 		r = setup_spawn_socket(plan, spawn_sock, &what);
 	if (r >= 0 && plan->workdir) {
@@ -521,7 +617,25 @@ int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const cha
 	}
 	r = 0;
 out:
+	for (size_t i = 0; i < plan->n_grants; i++)
+		(void)safe_close(grant_fds[i]);
 	if (r < 0 && reterr_what)
 		*reterr_what = what;
 	return r;
+}
+
+int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **reterr_what)
+{
+	return setup_root(plan, sources, NULL, false, reterr_what);
+}
+
+int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const char *spawn_sock,
+			const char **reterr_what)
+{
+	return setup_root(plan, sources, spawn_sock, false, reterr_what);
+}
+
+int ns_setup_root_unpriv(const sc_plan *plan, const ns_source *sources, const char **reterr_what)
+{
+	return setup_root(plan, sources, NULL, true, reterr_what);
 }

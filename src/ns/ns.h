@@ -17,9 +17,12 @@
 
 /* A grant's host path, opened by the supervisor before the sandbox exists. */
 typedef struct ns_source {
-	int fd;	      /* detached, idmapped mount tree of the grant (open_tree) */
+	int fd;	      /* root: detached, idmapped mount tree of the grant (open_tree);
+		       * unprivileged: the grant opened O_PATH, never followed a link */
 	int idmap_fd; /* user namespace mapping the grant's owner to the agent, or -1 */
 	bool is_dir;
+	dev_t dev; /* unprivileged: what the child must find again at the path */
+	ino_t ino;
 } ns_source;
 
 /* Host uid/gid base of this sandbox: inside 0 -> base, inside 1000 -> base + 1.
@@ -33,10 +36,29 @@ int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_
 		    ns_source **ret_sources, sc_diag *reterr_diag);
 void ns_sources_free(ns_source *s, size_t n);
 
+/* Unprivileged supervisor: opens every grant without following symlinks and
+ * checks that the invoking user may use it as the policy says (read, and
+ * write for rw). Nothing is cloned: a mount namespace we do not own cannot
+ * be copied from, so the child binds the grant itself inside its own user
+ * namespace and must find the same inode there (ns_setup_root_unpriv). */
+int ns_open_sources_unpriv(const sc_plan *plan, ns_source **ret_sources, sc_diag *reterr_diag);
+
+/* Whether this host lets an unprivileged process create a user namespace,
+ * from the sysctls that forbid it: 0, or -EPERM/-ENOSPC with why (always
+ * NUL-terminated) naming the sysctl. Reads /proc only; a host that passes
+ * can still refuse at clone time (a security module), so callers must also
+ * handle that. */
+int ns_unpriv_userns_check(char *why, size_t why_len);
+
 /* Creates a user namespace with the given maps and returns an fd to it. */
 int ns_userns_fd(const char *uid_map, const char *gid_map);
 /* Supervisor: writes /proc/PID/{uid_map,gid_map}. */
 int ns_write_id_maps(pid_t pid, const char *uid_map, const char *gid_map);
+/* Unprivileged supervisor: maps inside_uid/gid of PID's user namespace to
+ * our own euid/egid, nothing else, after writing "deny" to
+ * /proc/PID/setgroups (user_namespaces(7): required before an unprivileged
+ * gid_map, and it keeps the agent from dropping groups that deny it). */
+int ns_write_id_maps_unpriv(pid_t pid, uid_t inside_uid, gid_t inside_gid);
 
 /* Child (host root in a fresh mount namespace): builds the sandbox's root
  * and pivots into it. On failure *reterr_what names the mount. */
@@ -49,6 +71,14 @@ int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **re
  * spawn_sock NULL: the same as ns_setup_root(). */
 int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const char *spawn_sock,
 			const char **reterr_what);
+
+/* Child of an unprivileged supervisor, in the user namespace it was cloned
+ * with (owning its mount namespace), with the ids mapped: the same view as
+ * ns_setup_root(), but /dev holds binds of the host's device nodes (mknod
+ * is refused in a user namespace) and grants are plain binds, found again
+ * by path without following symlinks and refused (-ESTALE) unless they are
+ * the inodes the supervisor opened. */
+int ns_setup_root_unpriv(const sc_plan *plan, const ns_source *sources, const char **reterr_what);
 
 /* Child: brings lo up in the new network namespace. */
 int ns_loopback_up(void);

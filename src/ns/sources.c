@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "compat/syscalls.h"
@@ -148,6 +150,68 @@ int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_
 				       r == -EINVAL ? "its filesystem does not support idmapped "
 						      "mounts, needed for a rw grant"
 						    : "cannot create an idmapped bind mount");
+			goto fail;
+		}
+	}
+	*ret_sources = s;
+	return 0;
+fail:
+	ns_sources_free(s, plan->n_grants);
+	return r;
+}
+
+/* faccessat2(2) with the effective ids on the fd itself: the question is
+ * whether we (the invoking user) may, not whether the path still leads to
+ * it. */
+static int may_access(int fd, int mode)
+{
+	return syscall(SYS_faccessat2, fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) < 0 ? -errno : 0;
+}
+
+int ns_open_sources_unpriv(const sc_plan *plan, ns_source **ret_sources, sc_diag *reterr_diag)
+{
+	ns_source *s = calloc(plan->n_grants ? plan->n_grants : 1, sizeof(*s));
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < plan->n_grants; i++)
+		s[i].fd = s[i].idmap_fd = -1;
+
+	for (size_t i = 0; i < plan->n_grants; i++) {
+		const plan_grant *g = &plan->grants[i];
+		struct stat st;
+		int mode;
+
+		s[i].fd = open_no_symlinks(g->path);
+		if (s[i].fd < 0) {
+			r = diag_grant(reterr_diag, i, g->path, s[i].fd,
+				       s[i].fd == -EACCES
+					   ? "the invoking user cannot reach it"
+					   : "cannot open grant without following symlinks");
+			goto fail;
+		}
+		if (fstat(s[i].fd, &st) < 0) {
+			r = diag_grant(reterr_diag, i, g->path, -errno, "cannot stat grant");
+			goto fail;
+		}
+		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+			r = diag_grant(reterr_diag, i, g->path, -EINVAL,
+				       "a grant must be a directory or a regular file");
+			goto fail;
+		}
+		s[i].is_dir = S_ISDIR(st.st_mode);
+		s[i].dev = st.st_dev;
+		s[i].ino = st.st_ino;
+		/* No idmapped mount makes the agent the owner here: it is the
+		 * invoking user, so it gets exactly that user's access. */
+		mode = R_OK | (s[i].is_dir ? X_OK : 0) | (g->mode == GRANT_RW ? W_OK : 0);
+		r = may_access(s[i].fd, mode);
+		if (r < 0) {
+			r = diag_grant(reterr_diag, i, g->path, r,
+				       g->mode == GRANT_RW
+					   ? "the invoking user may not read and write it"
+					   : "the invoking user may not read it");
 			goto fail;
 		}
 	}

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
@@ -32,6 +34,59 @@ int ns_write_id_maps(pid_t pid, const char *uid_map, const char *gid_map)
 		return r;
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
 	return io_write_file_at(AT_FDCWD, path, gid_map);
+}
+
+int ns_write_id_maps_unpriv(pid_t pid, uid_t inside_uid, gid_t inside_gid)
+{
+	char path[64], um[64], gm[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+	r = io_write_file_at(AT_FDCWD, path, "deny");
+	if (r < 0)
+		return r;
+	snprintf(um, sizeof(um), "%u %u 1\n", (unsigned)inside_uid, (unsigned)geteuid());
+	snprintf(gm, sizeof(gm), "%u %u 1\n", (unsigned)inside_gid, (unsigned)getegid());
+	return ns_write_id_maps(pid, um, gm);
+}
+
+/* A sysctl holding one decimal number; -ENOENT when this kernel has none. */
+static int read_sysctl(const char *path, long *ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	char *end;
+	int r = io_read_file_at(AT_FDCWD, path, 64, &buf, NULL);
+
+	if (r < 0)
+		return r;
+	errno = 0;
+	*ret = strtol(buf, &end, 10);
+	if (errno || end == buf)
+		return -EINVAL;
+	return 0;
+}
+
+int ns_unpriv_userns_check(char *why, size_t why_len)
+{
+	long v;
+
+	if (why_len > 0)
+		why[0] = '\0';
+	/* Debian's and Ubuntu's older kernels: off means only root may. */
+	if (read_sysctl("/proc/sys/kernel/unprivileged_userns_clone", &v) == 0 && v == 0) {
+		snprintf(why, why_len,
+			 "unprivileged user namespaces are disabled on this host "
+			 "(kernel.unprivileged_userns_clone = 0)");
+		return -EPERM;
+	}
+	if (read_sysctl("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0) {
+		snprintf(
+		    why, why_len,
+		    "user namespaces are disabled on this host (user.max_user_namespaces = 0)");
+		return -ENOSPC;
+	}
+	snprintf(why, why_len, "unprivileged user namespaces are available");
+	return 0;
 }
 
 int ns_userns_fd(const char *uid_map, const char *gid_map)

@@ -128,6 +128,11 @@ sc base sh -c 'exit 3'; expect_eq "exit 3 passes through" "$?" 3
 sc base sh -c 'kill -TERM $$'; expect_eq "signal N gives 128+N" "$?" 143
 sc base /etc/hosts 2>/dev/null; expect_eq "not executable gives 126" "$?" 126
 sc base /no/such/binary 2>/dev/null; expect_eq "not found gives 127" "$?" 127
+sc base no-such-command 2>/dev/null; expect_eq "a name not on PATH gives 127" "$?" 127
+printf 'echo "plain script: $1"\n' > "$T/ro/noshebang"
+chmod +x "$T/ro/noshebang"
+out=$(sc grants "$T/ro/noshebang" arg 2>&1)
+expect_eq "a script without #! runs through /bin/sh, as in a shell" "$out" "plain script: arg"
 "$SANDCAP" run --quiet --policy "$T/missing.json" -- true 2>/dev/null; expect_eq "missing policy gives 125" "$?" 125
 "$SANDCAP" run --quiet --policy "$T/base.json" 2>/dev/null; expect_eq "missing command gives 125" "$?" 125
 policy badgrant "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$T/nope\", \"mode\": \"ro\"}]}}"

@@ -33,11 +33,13 @@ check "cpu 0.5 for 3 s uses 1.5 s +-20% (used $cpu s in $wall s)" python3 -c "im
 expect_match "summary shows throttling" "$out" '"cpu_throttled":true'
 
 # pids: a fork bomb is contained, the host can still fork, nothing survives
-# processes of the sandbox whose supervisor had pid $1: they run under the
-# host uids 2^30 + 2*pid (root inside) and + 1 (the agent)
+# live processes of the sandbox whose supervisor had pid $1: they run under
+# the host uids 2^30 + 2*pid (root inside) and + 1 (the agent). Zombies are
+# not counted: when a supervisor is killed, its sandbox's pid 1 is left to
+# the host's init to reap.
 sandboxed() {
 	local base=$((1073741824 + 2 * $1))
-	ps -e -o uid= | awk -v a=$base -v b=$((base + 1)) '$1 == a || $1 == b' | wc -l
+	ps -e -o uid=,stat= | awk -v a=$base -v b=$((base + 1)) '($1 == a || $1 == b) && $2 !~ /^Z/' | wc -l
 }
 "$SANDCAP" run --json --policy "$T/pids.json" -- sh -c '
 b() { b | b & }
@@ -78,6 +80,25 @@ expect_eq "nofile, fsize (512-byte blocks) and core limits" "$out" "64
 0"
 out=$(sc files sh -c 'dd if=/dev/zero of=/tmp/big bs=1M count=4 2>&1; ls -l /tmp/big' 2>&1)
 expect_match "fsize limit stops a large file" "$out" "File size limit exceeded|1048576"
+
+# a SIGKILLed supervisor takes its sandbox with it; the cgroups it left are
+# removed by a later run once they are a minute old and empty
+"$SANDCAP" run --quiet --policy "$T/pids.json" -- sh -c 'sleep 977 & exec sleep 978' 2>/dev/null &
+sc_pid=$!
+for _ in $(seq 50); do [ "$(sandboxed $sc_pid)" -ge 2 ] && break; sleep 0.1; done
+victim=$(ps -e -o pid=,args= | awk '$2 == "sleep" && $3 == "977" {print $1; exit}')
+name=$(grep -o 'sandcap-sc-[0-9a-f]*' "/proc/$victim/cgroup" 2>/dev/null | head -1)
+kill -9 $sc_pid
+wait $sc_pid 2>/dev/null
+sleep 0.5
+expect_eq "SIGKILL of the supervisor ends every process of its sandbox" "$(sandboxed $sc_pid)" 0
+left=$(find /sys/fs/cgroup -maxdepth 6 -type d -name "${name:-none}" 2>/dev/null)
+check "its cgroups are still there" [ -n "$left" ]
+for d in $left; do touch -d '2 minutes ago' "$d"; done
+"$SANDCAP" run --quiet --policy "$T/pids.json" -- true
+gone=yes
+for d in $left; do [ -d "$d" ] && gone=no; done
+expect_eq "the next run removes the stale cgroups" "$gone" yes
 
 # fail closed: limits on a host without cgroup access
 if command -v unshare >/dev/null; then

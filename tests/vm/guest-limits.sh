@@ -61,6 +61,29 @@ check "v2: wall limit ends the run in about 1 s ($took s)" [ "$took" -le 3 ]
 sleep 0.2
 check "v2: the double-forked daemon died with the sandbox" [ "$(sandboxed)" = 0 ]
 
+# Without root: a cgroup v2 subtree delegated to an ordinary user, as
+# systemd's Delegate=yes makes one (the directory and its cgroup.procs,
+# cgroup.threads and cgroup.subtree_control owned by the user), with the
+# supervisor started in it. The sandbox cgroup is then the user's own.
+echo "sc:x:1000:1000:sc:/tmp/sc-home:/bin/sh" >>/etc/passwd
+echo "sc:x:1000:" >>/etc/group
+mkdir -p /tmp/sc-home && chown 1000:1000 /tmp/sc-home
+echo "+memory +cpu +pids" >/sys/fs/cgroup/cgroup.subtree_control
+mkdir /sys/fs/cgroup/deleg
+for f in . cgroup.procs cgroup.threads cgroup.subtree_control; do
+	chown 1000:1000 "/sys/fs/cgroup/deleg/$f"
+done
+sh -c 'echo $$ >/sys/fs/cgroup/deleg/cgroup.procs &&
+	exec su -s /bin/sh sc -c "SANDCAP_STATE_DIR=/tmp/sc-home/state /sandcap/bin/sandcap run \
+	--json --policy /tmp/mem.json -- /opt/hog/hog mem"' >/dev/null 2>/tmp/umem.out
+rc=$?
+tail -3 /tmp/umem.out
+check "v2 without root, delegated cgroup: memory bomb killed (exit $rc)" [ "$rc" = 137 ]
+check "v2 without root: OOM kill read back from memory.events" grep -q '"oom_killed":true' /tmp/umem.out
+check "v2 without root: the sandbox had a cgroup v2 of its own" grep -q '"cgroup":"v2"' /tmp/umem.out
+check "v2 without root: the audit log is the user's" [ -n "$(find /tmp/sc-home/state/audit -user 1000 -name '*.jsonl')" ]
+rmdir /sys/fs/cgroup/deleg/supervisor /sys/fs/cgroup/deleg 2>/dev/null
+
 left=$(find /sys/fs/cgroup -name 'sandcap-*' -type d | head -3)
 check "v2: no sandbox cgroup left behind ($left)" [ -z "$left" ]
 echo "1..$n"
