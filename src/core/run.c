@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The supervisor: host namespaces, owns the cgroup, the audit log, the wall
- * clock and the proxy worker. One epoll loop; every byte from the child, the
- * seccomp listener and the proxy worker is treated as hostile.
+ * clock and the proxy worker. One epoll loop, and one thread that serves the
+ * seccomp listener (emit() serialises the two); every byte from the child,
+ * the seccomp listener and the proxy worker is treated as hostile.
  */
 #include "core/run.h"
 
