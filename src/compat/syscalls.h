@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -207,3 +208,11 @@ static inline int sys_execveat(int dirfd, const char *path, char *const argv[], 
 {
 	return (int)syscall(__NR_execveat, dirfd, path, argv, envp, flags);
 }
+
+/* seccomp user notification: the listener's flags (Linux 6.6). */
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS _IOW('!', 4, uint64_t)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The supervisor: host namespaces, owns the cgroup, the audit log, the wall
- * clock and the proxy worker. One epoll loop; every byte from the child, the
- * seccomp listener and the proxy worker is treated as hostile.
+ * clock and the proxy worker. One epoll loop, and one thread that serves the
+ * seccomp listener (emit() serialises the two); every byte from the child,
+ * the seccomp listener and the proxy worker is treated as hostile.
  */
 #include "core/run.h"
 
@@ -11,6 +12,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <pty.h>
 #include <signal.h>
@@ -80,6 +82,9 @@ typedef struct supervisor {
 	spawn_server *spawn; /* delegation socket, when the plan allows spawn */
 
 	int ep, sync, pidfd, sigfd, wallfd, gracefd, notify_fd, proxy_fd;
+	sf_listener *listener;	   /* the seccomp listener's thread */
+	bool sync_wakeup;	   /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP is set */
+	pthread_mutex_t emit_lock; /* the listener thread emits too */
 	pid_t pid, proxy_pid;
 	uid_t id_base;
 	bool unpriv;		/* no root: one user namespace mapping us to the agent */
@@ -237,7 +242,7 @@ static int audit_open(supervisor *s)
 	return 0;
 }
 
-static void emit(supervisor *s, const char *event, json_t *data)
+static void emit_locked(supervisor *s, const char *event, json_t *data)
 {
 	if (s->o->event_sink)
 		s->o->event_sink(s->res->sandbox_id, event, data, s->o->event_sink_data);
@@ -247,7 +252,19 @@ static void emit(supervisor *s, const char *event, json_t *data)
 		json_decref(data);
 }
 
+static void emit(supervisor *s, const char *event, json_t *data)
+{
+	pthread_mutex_lock(&s->emit_lock);
+	emit_locked(s, event, data);
+	pthread_mutex_unlock(&s->emit_lock);
+}
+
 static int ep_add(supervisor *s, int fd, uint32_t tag);
+
+static bool plan_notifies(const sc_plan *p)
+{
+	return p->audit_exec || p->audit_denied_syscalls;
+}
 
 static void emit_start(supervisor *s)
 {
@@ -265,9 +282,9 @@ static void emit_start(supervisor *s)
 			   "cgroup", s->res->cgroup, "landlock", "abi", s->landlock_abi, "status",
 			   s->landlock[0] ? s->landlock : "not reached", "seccomp",
 			   /* the child fails closed if the filter cannot be loaded */
-			   s->plan->audit_exec || s->plan->audit_denied_syscalls
-			       ? "active, with user notification"
-			       : "active",
+			   !plan_notifies(s->plan) ? "active"
+			   : s->sync_wakeup ? "active, with user notification, synchronous wake-up"
+					    : "active, with user notification",
 			   "proxy", s->plan->n_egress ? "active" : "no network", "fs_write",
 			   s->fw_mode ? s->fw_mode : "none");
 	if (s->unpriv && layers) {
@@ -301,7 +318,9 @@ static void emit_start(supervisor *s)
 		     json_pack("{s:s, s:s, s:s}", "path", g->path, "at", g->at, "mode",
 			       g->mode == GRANT_RW ? "rw" : "ro"));
 	}
+	pthread_mutex_lock(&s->emit_lock);
 	(void)au_sync(s->audit);
+	pthread_mutex_unlock(&s->emit_lock);
 	/* Only now: fs.write records must follow sandbox.start in the log, and
 	 * the kernel keeps the events queued meanwhile. */
 	if (fw_fd(s->fw) >= 0)
@@ -312,9 +331,11 @@ static void on_event(const char *event, json_t *data, void *userdata)
 {
 	supervisor *s = userdata;
 
+	pthread_mutex_lock(&s->emit_lock);
 	if (strcmp(event, "syscall.denied") == 0)
 		s->res->syscalls_denied++;
-	emit(s, event, data);
+	emit_locked(s, event, data);
+	pthread_mutex_unlock(&s->emit_lock);
 }
 
 static int ep_add(supervisor *s, int fd, uint32_t tag)
@@ -338,6 +359,21 @@ static void arm(int tfd, uint64_t ns)
 					      .tv_nsec = (long)(ns % 1000000000ULL)}};
 
 	(void)timerfd_settime(tfd, 0, &its, NULL);
+}
+
+/*
+ * The seccomp listener gets a thread of its own, blocked in NOTIF_RECV: with
+ * Linux 6.6's synchronous wake-up (sf_notify_sync_wakeup) the kernel then
+ * switches from the target to that thread and back on one CPU, and the
+ * exec's round trip costs two context switches and no trip through our
+ * event loop. Without a thread, the event loop serves it.
+ */
+static void start_listener(supervisor *s, int fd)
+{
+	if (sf_listener_start(fd, on_event, s, &s->listener) < 0) {
+		s->notify_fd = fd;
+		(void)ep_add(s, s->notify_fd, EV_NOTIFY);
+	}
 }
 
 static void handle_sync(supervisor *s)
@@ -399,13 +435,18 @@ static void handle_sync(supervisor *s)
 	case SYNC_LAYERS:
 		s->landlock_abi = m.value;
 		snprintf(s->landlock, sizeof(s->landlock), "%s", m.what);
-		emit_start(s);
+		/* With a listener, seccomp's step comes next and sends it. */
+		if (!plan_notifies(s->plan))
+			emit_start(s);
 		break;
 	case SYNC_NOTIFY:
-		if (fd < 0 || s->notify_fd >= 0)
+		if (fd < 0 || s->notify_fd >= 0 || s->listener)
 			break;
-		s->notify_fd = TAKE_FD(fd);
-		(void)ep_add(s, s->notify_fd, EV_NOTIFY);
+		/* sandbox.start says how the listener runs, and goes first:
+		 * pid 1's exec is the listener's first record. */
+		s->sync_wakeup = sf_notify_sync_wakeup(fd) >= 0;
+		emit_start(s);
+		start_listener(s, TAKE_FD(fd));
 		break;
 	case SYNC_FAILED:
 		s->setup_failed = true;
@@ -715,8 +756,30 @@ static void emit_exit(supervisor *s)
 		 "files_written", (json_int_t)r->files_written));
 }
 
+/* The listener's last records go in before anything that follows the
+ * sandbox's end. Its thread returns once no process carries the filter:
+ * pid 1 reaped (its death took the whole pid namespace with it). */
+static void stop_listener(supervisor *s)
+{
+	if (!s->listener)
+		return;
+	if (!s->exited) {
+		siginfo_t si = {0};
+
+		kill_sandbox(s);
+		while (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+			;
+		s->exited = true;
+		s->wait_status =
+		    si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : (si.si_status & 0x7f);
+	}
+	(void)sf_listener_stop(s->listener);
+	s->listener = NULL;
+}
+
 static void teardown(supervisor *s)
 {
+	stop_listener(s);
 	if (s->proxy_pid > 0) {
 		/* EOF on its event socket ends the worker; make sure. */
 		s->proxy_fd = safe_close(s->proxy_fd);
@@ -792,7 +855,8 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			.wallfd = -1,
 			.gracefd = -1,
 			.notify_fd = -1,
-			.proxy_fd = -1};
+			.proxy_fd = -1,
+			.emit_lock = PTHREAD_MUTEX_INITIALIZER};
 	const sc_plan *p = o->plan;
 	char *env[MAX_ENV];
 	char **init_argv = NULL;
@@ -1045,6 +1109,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		(void)ep_add(&s, spawn_server_fd(s.spawn), EV_SPAWN);
 
 	r = event_loop(&s);
+	stop_listener(&s);
 	/* Drain what the child said before dying (e.g. SYNC_FAILED). */
 	while (s.sync >= 0)
 		handle_sync(&s);

@@ -14,7 +14,11 @@
  * target's memory, which another thread of the target may have rewritten
  * in between (seccomp_unotify(2), "Caveats"). What is enforced is enforced
  * by the mount tree, Landlock and the filter itself; this log says what a
- * process asked to run, which is what an honest process runs.
+ * process asked to run, which is what an honest process runs. Because it is
+ * a record, an exec is answered as soon as what it asked for is copied out
+ * and confirmed (ID_VALID); the JSON, the hash and the write follow while
+ * the exec goes on. The copy is taken before the answer, so answering early
+ * changes when the record is written, not what it says.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +27,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -31,6 +38,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "compat/syscalls.h"
 #include "seccomp/seccomp.h"
 
 #define SF_EXEC_PATH_MAX       4096u
@@ -41,6 +49,8 @@
  * multiple of it. */
 #define SF_READ_CHUNK	 4096u
 #define SF_PROC_PATH_MAX 64u
+/* Pages of the target kept during one notification. */
+#define SF_MEM_PAGES 4u
 
 /* json_decrefp() comes with jansson >= 2.9. */
 #define _cleanup_json_ _cleanup_(json_decrefp)
@@ -119,76 +129,148 @@ static json_t *sf_json_bytes(const char *s, size_t len)
 }
 
 /*
+ * The target's memory, read a page at a time with process_vm_readv(2) (no
+ * /proc/PID/mem to open per exec: a path walk and a proc inode each time)
+ * and kept for the rest of the notification: the path, the argv array and
+ * the argument strings mostly share a page or two (a shell's heap, a
+ * program's stack), so a typical exec costs one or two reads in all.
+ */
+typedef struct sf_page {
+	uint64_t base; /* target address of bytes[0], a multiple of SF_READ_CHUNK */
+	size_t len;    /* bytes read; 0: empty slot */
+	char bytes[SF_READ_CHUNK];
+} sf_page;
+
+typedef struct sf_mem {
+	pid_t pid;
+	unsigned next; /* slot to refill next, round robin */
+	sf_page page[SF_MEM_PAGES];
+} sf_mem;
+
+static void sf_mem_reset(sf_mem *m, pid_t pid)
+{
+	m->pid = pid;
+	m->next = 0;
+	for (size_t i = 0; i < SF_MEM_PAGES; i++)
+		m->page[i].len = 0;
+}
+
+/* The cached page holding addr, read when missing. A short read keeps what
+ * came (a page is mapped or not, but the kernel may stop early). */
+static int sf_mem_page(sf_mem *m, uint64_t addr, const sf_page **ret)
+{
+	uint64_t base = addr - addr % SF_READ_CHUNK;
+	struct iovec local, remote;
+	sf_page *pg;
+	ssize_t n;
+
+	if (addr > INT64_MAX)
+		return -EFAULT;
+	for (size_t i = 0; i < SF_MEM_PAGES; i++) {
+		if (m->page[i].len && m->page[i].base == base) {
+			*ret = &m->page[i];
+			return 0;
+		}
+	}
+	pg = &m->page[m->next];
+	m->next = (m->next + 1) % SF_MEM_PAGES;
+	pg->len = 0;
+	local = (struct iovec){.iov_base = pg->bytes, .iov_len = SF_READ_CHUNK};
+	remote = (struct iovec){.iov_base = (void *)(uintptr_t)base, .iov_len = SF_READ_CHUNK};
+	do
+		n = process_vm_readv(m->pid, &local, 1, &remote, 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -EIO;
+	pg->base = base;
+	pg->len = (size_t)n;
+	*ret = pg;
+	return 0;
+}
+
+/* The bytes at addr and how many follow them in the same page. */
+static int sf_mem_at(sf_mem *m, uint64_t addr, const char **ret, size_t *ret_avail)
+{
+	const sf_page *pg;
+	size_t off;
+	int r = sf_mem_page(m, addr, &pg);
+
+	if (r < 0)
+		return r;
+	off = (size_t)(addr - pg->base);
+	if (off >= pg->len)
+		return -EIO; /* beyond a short read */
+	*ret = pg->bytes + off;
+	*ret_avail = pg->len - off;
+	return 0;
+}
+
+static int sf_read_u64(sf_mem *m, uint64_t addr, uint64_t *ret)
+{
+	uint8_t v[sizeof(uint64_t)];
+	size_t got = 0;
+
+	/* A hostile target may place a pointer across two pages. */
+	while (got < sizeof(v)) {
+		const char *p;
+		size_t avail;
+		uint64_t a;
+		int r;
+
+		if (__builtin_add_overflow(addr, (uint64_t)got, &a))
+			return -EFAULT;
+		r = sf_mem_at(m, a, &p, &avail);
+		if (r < 0)
+			return r;
+		if (avail > sizeof(v) - got)
+			avail = sizeof(v) - got;
+		memcpy(v + got, p, avail);
+		got += avail;
+	}
+	memcpy(ret, v, sizeof(v));
+	return 0;
+}
+
+/*
  * Reads a NUL-terminated string of at most max bytes at addr in the target.
  * buf has room for max + 1. Returns 0 with *ret_truncated when no NUL came
  * within max bytes, or -errno when the memory is unreadable.
  */
-/*
- * Reads len bytes at addr of the target with process_vm_readv(2): no
- * /proc/PID/mem to open per exec (a path walk and a proc inode each time).
- * Short reads stop at the first unmapped page, like pread on /proc/PID/mem.
- */
-static ssize_t sf_peek(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = {.iov_base = buf, .iov_len = len};
-	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-
-	return process_vm_readv(pid, &local, 1, &remote, 1, 0);
-}
-
-static int sf_read_string(pid_t pid, uint64_t addr, char *buf, size_t max, size_t *ret_len,
+static int sf_read_string(sf_mem *m, uint64_t addr, char *buf, size_t max, size_t *ret_len,
 			  bool *ret_truncated)
 {
 	size_t len = 0;
 
 	while (len < max) {
+		const char *p, *nul;
+		size_t avail;
 		uint64_t a;
-		size_t chunk;
-		ssize_t n;
-		char *nul;
+		int r;
 
-		if (__builtin_add_overflow(addr, (uint64_t)len, &a) || a > INT64_MAX)
+		if (__builtin_add_overflow(addr, (uint64_t)len, &a))
 			return -EFAULT;
-		chunk = SF_READ_CHUNK - (size_t)(a % SF_READ_CHUNK);
-		if (chunk > max - len)
-			chunk = max - len;
-		n = sf_peek(pid, a, buf + len, chunk);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		nul = memchr(buf + len, '\0', (size_t)n);
+		r = sf_mem_at(m, a, &p, &avail);
+		if (r < 0)
+			return r;
+		if (avail > max - len)
+			avail = max - len;
+		nul = memchr(p, '\0', avail);
 		if (nul) {
-			*ret_len = (size_t)(nul - buf);
+			memcpy(buf + len, p, (size_t)(nul - p));
+			len += (size_t)(nul - p);
+			buf[len] = '\0';
+			*ret_len = len;
 			*ret_truncated = false;
 			return 0;
 		}
-		len += (size_t)n;
+		memcpy(buf + len, p, avail);
+		len += avail;
 	}
 	buf[max] = '\0';
 	*ret_len = max;
 	*ret_truncated = true;
-	return 0;
-}
-
-static int sf_read_u64(pid_t pid, uint64_t addr, uint64_t *ret)
-{
-	uint64_t v;
-	ssize_t n;
-
-	if (addr > INT64_MAX - sizeof(v))
-		return -EFAULT;
-	do
-		n = sf_peek(pid, addr, &v, sizeof(v));
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	if (n != (ssize_t)sizeof(v))
-		return -EIO;
-	*ret = v;
 	return 0;
 }
 
@@ -197,156 +279,149 @@ static bool sf_id_valid(int notify_fd, uint64_t id)
 	return ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
 }
 
-/*
- * argv[i] of the target, read 32 pointers (at most up to a page end) at a
- * time: one process_vm_readv per batch rather than per argument.
- */
-typedef struct sf_ptrs {
-	uint64_t base;	/* address of vals[0] */
-	unsigned count; /* valid entries */
-	uint64_t vals[32];
-} sf_ptrs;
-
-static int sf_argv_ptr(pid_t pid, sf_ptrs *c, uint64_t argv_addr, unsigned i, uint64_t *ret)
+static int sf_argv_ptr(sf_mem *m, uint64_t argv_addr, unsigned i, uint64_t *ret)
 {
 	uint64_t slot;
-	size_t want;
-	ssize_t n;
 
 	if (__builtin_mul_overflow((uint64_t)i, sizeof(uint64_t), &slot) ||
-	    __builtin_add_overflow(argv_addr, slot, &slot) || slot > INT64_MAX - sizeof(c->vals))
+	    __builtin_add_overflow(argv_addr, slot, &slot))
 		return -EFAULT;
-	if (c->count && slot >= c->base && (slot - c->base) / 8 < c->count &&
-	    (slot - c->base) % 8 == 0) {
-		*ret = c->vals[(slot - c->base) / 8];
-		return 0;
-	}
-	want = SF_READ_CHUNK - (size_t)(slot % SF_READ_CHUNK);
-	if (want > sizeof(c->vals))
-		want = sizeof(c->vals);
-	if (want < sizeof(uint64_t))
-		return sf_read_u64(pid, slot, ret); /* a pointer straddling two pages */
-	do
-		n = sf_peek(pid, slot, c->vals, want);
-	while (n < 0 && errno == EINTR);
-	if (n < (ssize_t)sizeof(uint64_t))
-		return n < 0 ? -errno : -EIO;
-	c->base = slot;
-	c->count = (unsigned)((size_t)n / sizeof(uint64_t));
-	*ret = c->vals[0];
-	return 0;
+	return sf_read_u64(m, slot, ret);
 }
+
+/*
+ * What one exec asked for, copied out of the target while it waits: the
+ * JSON record is built from this only after the answer (sf_exec_json).
+ * Arguments are stored back to back with their NULs.
+ */
+typedef struct sf_exec {
+	bool at;
+	pid_t pid;
+	bool truncated;
+	bool have_path;
+	size_t path_len;
+	unsigned argc;
+	size_t argv_len;   /* bytes used in argv */
+	int dirfd;	   /* execveat's dirfd, AT_FDCWD for none */
+	ssize_t dirfd_len; /* < 0: not known */
+	char path[SF_EXEC_PATH_MAX + 1];
+	char dirfd_path[SF_EXEC_PATH_MAX];
+	char argv[SF_EXEC_ARGV_BYTES_MAX + 1];
+} sf_exec;
 
 /* Fills path and argv of the exec; gives up (truncated) at the first
  * unreadable byte. */
-static int sf_read_exec(pid_t pid, uint64_t path_addr, uint64_t argv_addr, json_t *data)
+static void sf_read_exec(sf_mem *m, uint64_t path_addr, uint64_t argv_addr, sf_exec *x)
 {
-	/* One listener per supervisor, one notification at a time. */
-	static char buf[SF_EXEC_ARGV_BYTES_MAX + 1];
-	json_t *argv = json_array();
 	size_t budget = SF_EXEC_ARGV_BYTES_MAX, len = 0;
-	bool truncated = false, t = false;
-	int r;
+	bool t = false;
 
-	if (json_object_set_new(data, "argv", argv) < 0)
-		return -ENOMEM;
-
-	r = sf_read_string(pid, path_addr, buf, SF_EXEC_PATH_MAX, &len, &t);
-	if (r < 0) {
-		truncated = true;
-		if (json_object_set_new(data, "path", json_null()) < 0)
-			return -ENOMEM;
-	} else {
-		truncated = truncated || t;
-		if (json_object_set_new(data, "path", sf_json_bytes(buf, len)) < 0)
-			return -ENOMEM;
-	}
-
-	sf_ptrs ptrs = {0};
+	x->truncated = false;
+	x->have_path = sf_read_string(m, path_addr, x->path, SF_EXEC_PATH_MAX, &len, &t) >= 0;
+	x->path_len = x->have_path ? len : 0;
+	x->truncated = !x->have_path || t;
+	x->argc = 0;
+	x->argv_len = 0;
 
 	for (unsigned i = 0; argv_addr != 0; i++) {
 		uint64_t ptr = 0;
 
 		if (i >= SF_EXEC_ARGS_MAX) {
 			/* Only a further non-NULL pointer makes it truncated. */
-			if (sf_argv_ptr(pid, &ptrs, argv_addr, i, &ptr) < 0 || ptr != 0)
-				truncated = true;
+			if (sf_argv_ptr(m, argv_addr, i, &ptr) < 0 || ptr != 0)
+				x->truncated = true;
 			break;
 		}
-		if (sf_argv_ptr(pid, &ptrs, argv_addr, i, &ptr) < 0) {
-			truncated = true;
+		if (sf_argv_ptr(m, argv_addr, i, &ptr) < 0) {
+			x->truncated = true;
 			break;
 		}
 		if (ptr == 0)
 			break;
 		if (budget == 0) {
-			truncated = true;
+			x->truncated = true;
 			break;
 		}
-		r = sf_read_string(pid, ptr, buf, budget, &len, &t);
-		if (r < 0) {
-			truncated = true;
+		/* budget + 1 bytes are left in x->argv for this one and its NUL. */
+		if (sf_read_string(m, ptr, x->argv + x->argv_len, budget, &len, &t) < 0) {
+			x->truncated = true;
 			break;
 		}
-		if (json_array_append_new(argv, sf_json_bytes(buf, len)) < 0)
-			return -ENOMEM;
+		x->argc++;
+		x->argv_len += len + 1;
 		if (t) {
-			truncated = true;
+			x->truncated = true;
 			break;
 		}
 		budget -= len + 1 > budget ? budget : len + 1;
 	}
-	if (json_object_set_new(data, "truncated", json_boolean(truncated)) < 0)
-		return -ENOMEM;
-	return 0;
 }
 
 /* For execveat(dirfd, ...): where dirfd points, read from the link text of
- * /proc/PID/fd/N (readlink never follows it). */
-static int sf_dirfd_path(pid_t pid, int dirfd, json_t *data)
+ * /proc/PID/fd/N (readlink never follows it). Only execveat with a dirfd
+ * pays for it; a closed or odd fd leaves the record without it. */
+static void sf_dirfd_path(pid_t pid, sf_exec *x)
 {
-	char proc[SF_PROC_PATH_MAX], target[SF_EXEC_PATH_MAX];
+	char proc[SF_PROC_PATH_MAX];
 	ssize_t n;
 
-	(void)snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", pid, dirfd);
-	n = readlink(proc, target, sizeof(target));
-	if (n < 0 || (size_t)n >= sizeof(target))
-		return 0; /* closed or odd fd: the record simply lacks it */
-	if (json_object_set_new(data, "dirfd_path", sf_json_bytes(target, (size_t)n)) < 0)
-		return -ENOMEM;
-	return 0;
+	x->dirfd_len = -1;
+	if (!x->at || x->dirfd == AT_FDCWD)
+		return;
+	(void)snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", pid, x->dirfd);
+	n = readlink(proc, x->dirfd_path, sizeof(x->dirfd_path));
+	if (n >= 0 && (size_t)n < sizeof(x->dirfd_path))
+		x->dirfd_len = n;
 }
 
-/* Builds proc.exec. Returns 0 with *ret_data = NULL when the notification
- * went stale (target died or the syscall was interrupted and will be
- * retried, i.e. notified again): then there is nothing true to record. */
-static int sf_exec_event(int notify_fd, const struct seccomp_notif *req, bool at, json_t **ret_data)
+/*
+ * Copies what the exec asked for out of the target. Returns false when the
+ * notification went stale (the target died, or its syscall was interrupted
+ * and will be notified again): then there is nothing true to record. The
+ * pid may be reused between RECV and the reads: only when ID_VALID succeeds
+ * after them did they certainly read the target.
+ */
+static bool sf_exec_read(int notify_fd, sf_mem *m, const struct seccomp_notif *req, bool at,
+			 sf_exec *x)
+{
+	x->pid = (pid_t)req->pid;
+	x->at = at;
+	x->dirfd = at ? (int)req->data.args[0] : AT_FDCWD;
+	sf_mem_reset(m, x->pid);
+	sf_read_exec(m, at ? req->data.args[1] : req->data.args[0],
+		     at ? req->data.args[2] : req->data.args[1], x);
+	sf_dirfd_path(x->pid, x);
+	return sf_id_valid(notify_fd, req->id);
+}
+
+/* proc.exec from what sf_exec_read copied. */
+static json_t *sf_exec_json(const sf_exec *x)
 {
 	_cleanup_json_ json_t *data = json_object();
-	pid_t pid = (pid_t)req->pid;
-	int r;
+	json_t *argv = json_array();
+	const char *a = x->argv;
 
-	*ret_data = NULL;
-	if (!data || json_object_set_new(data, "pid", json_integer(pid)) < 0)
-		return -ENOMEM;
-	if (at && json_object_set_new(data, "syscall", json_string("execveat")) < 0)
-		return -ENOMEM;
+	if (!data || json_object_set_new(data, "argv", argv) < 0 ||
+	    json_object_set_new(data, "pid", json_integer(x->pid)) < 0 ||
+	    json_object_set_new(data, "path",
+				x->have_path ? sf_json_bytes(x->path, x->path_len) : json_null()) <
+		0 ||
+	    json_object_set_new(data, "truncated", json_boolean(x->truncated)) < 0)
+		return NULL;
+	for (unsigned i = 0; i < x->argc; i++) {
+		size_t len = strlen(a);
 
-	/* The pid may be reused between RECV and the reads: only when ID_VALID
-	 * succeeds after them did they certainly read the target. */
-	r = sf_read_exec(pid, at ? req->data.args[1] : req->data.args[0],
-			 at ? req->data.args[2] : req->data.args[1], data);
-	if (r < 0)
-		return r;
-	if (at && (int)req->data.args[0] != AT_FDCWD) {
-		r = sf_dirfd_path(pid, (int)req->data.args[0], data);
-		if (r < 0)
-			return r;
+		if (json_array_append_new(argv, sf_json_bytes(a, len)) < 0)
+			return NULL;
+		a += len + 1;
 	}
-	if (!sf_id_valid(notify_fd, req->id))
-		return 0;
-	*ret_data = TAKE_PTR(data);
-	return 0;
+	if (x->at && json_object_set_new(data, "syscall", json_string("execveat")) < 0)
+		return NULL;
+	if (x->dirfd_len >= 0 &&
+	    json_object_set_new(data, "dirfd_path",
+				sf_json_bytes(x->dirfd_path, (size_t)x->dirfd_len)) < 0)
+		return NULL;
+	return TAKE_PTR(data);
 }
 
 static int sf_denied_event(const struct seccomp_notif *req, json_t **ret_data)
@@ -375,6 +450,15 @@ static int sf_denied_event(const struct seccomp_notif *req, json_t **ret_data)
 	return 0;
 }
 
+int sf_notify_sync_wakeup(int notify_fd)
+{
+	unsigned long flags = SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP;
+
+	if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, flags) < 0)
+		return errno == ENOTTY || errno == EINVAL ? -EOPNOTSUPP : -errno;
+	return 0;
+}
+
 static int sf_respond(int notify_fd, struct seccomp_notif_resp *resp)
 {
 	for (;;) {
@@ -387,73 +471,210 @@ static int sf_respond(int notify_fd, struct seccomp_notif_resp *resp)
 	}
 }
 
-int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata)
-{
-	_cleanup_free_ struct seccomp_notif *req = NULL;
-	_cleanup_free_ struct seccomp_notif_resp *resp = NULL;
-	struct seccomp_notif_sizes sizes = {0};
-	json_t *data = NULL;
-	const char *event;
-	bool is_exec = false, at = false;
-	uint32_t native = seccomp_arch_native();
+/* Everything one notification needs, allocated once per listener: the
+ * kernel's structures (their sizes are the kernel's, seccomp(2),
+ * SECCOMP_GET_NOTIF_SIZES) and the copy of the exec's strings. */
+typedef struct sf_ctx {
+	struct seccomp_notif *req;
+	struct seccomp_notif_resp *resp;
 	size_t req_size, resp_size;
-	int r, r_event;
+	int execve_nr, execveat_nr;
+	uint32_t native;
+	sf_mem mem;
+	sf_exec exec;
+} sf_ctx;
 
-	r = sf_notif_sizes(&sizes);
+static sf_ctx *sf_ctx_free(sf_ctx *c)
+{
+	if (c) {
+		free(c->req);
+		free(c->resp);
+		free(c);
+	}
+	return NULL;
+}
+
+static int sf_ctx_new(sf_ctx **ret)
+{
+	struct seccomp_notif_sizes sizes = {0};
+	sf_ctx *c;
+	int r = sf_notif_sizes(&sizes);
+
 	if (r < 0)
 		return r;
-	/* The kernel's structures may be larger than our headers' (seccomp(2),
-	 * SECCOMP_GET_NOTIF_SIZES); allocate the larger of the two. */
-	req_size = sizes.seccomp_notif > sizeof(*req) ? sizes.seccomp_notif : sizeof(*req);
-	resp_size =
-	    sizes.seccomp_notif_resp > sizeof(*resp) ? sizes.seccomp_notif_resp : sizeof(*resp);
-	req = calloc(1, req_size);
-	resp = calloc(1, resp_size);
-	if (!req || !resp)
+	c = calloc(1, sizeof(*c));
+	if (!c)
 		return -ENOMEM;
+	/* The kernel's structures may be larger than our headers': allocate
+	 * the larger of the two. */
+	c->req_size = sizes.seccomp_notif > sizeof(*c->req) ? sizes.seccomp_notif : sizeof(*c->req);
+	c->resp_size = sizes.seccomp_notif_resp > sizeof(*c->resp) ? sizes.seccomp_notif_resp
+								   : sizeof(*c->resp);
+	c->req = calloc(1, c->req_size);
+	c->resp = calloc(1, c->resp_size);
+	if (!c->req || !c->resp) {
+		sf_ctx_free(c);
+		return -ENOMEM;
+	}
+	c->execve_nr = seccomp_syscall_resolve_name("execve");
+	c->execveat_nr = seccomp_syscall_resolve_name("execveat");
+	c->native = seccomp_arch_native();
+	*ret = c;
+	return 0;
+}
+
+/*
+ * Receives (blocking) and answers one notification. Returns 1 when one was
+ * handled, 0 when RECV found none (ENOENT: it was withdrawn, or no process
+ * uses the filter any more), -errno when the listener itself failed.
+ *
+ * An exec is answered as soon as its strings are copied out and ID_VALID
+ * confirmed them: building, hashing and writing the record (cb) happen while
+ * the exec goes on. What is recorded is the same; only the time the target
+ * waits changes. The record is still delivered before the next notification
+ * is received, so records keep the order of the execs.
+ */
+static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
+{
+	struct seccomp_notif *req = c->req;
+	struct seccomp_notif_resp *resp = c->resp;
+	json_t *data = NULL;
+	bool is_exec = false, at = false, valid;
+	int r, r_event = 0;
 
 	for (;;) {
+		memset(req, 0, c->req_size); /* RECV wants a zeroed buffer */
 		if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_RECV, req) == 0)
 			break;
-		if (errno == EINTR) {
-			memset(req, 0, req_size); /* RECV wants a zeroed buffer */
+		if (errno == EINTR)
 			continue;
-		}
-		/* ENOENT: the target went away between poll and RECV. */
 		return errno == ENOENT ? 0 : -errno;
 	}
-
-	if (req->data.arch == native) {
-		static int execve_nr = -1, execveat_nr = -1;
-
-		if (execve_nr < 0) {
-			execve_nr = seccomp_syscall_resolve_name("execve");
-			execveat_nr = seccomp_syscall_resolve_name("execveat");
-		}
-
-		is_exec = req->data.nr == execve_nr || req->data.nr == execveat_nr;
-		at = req->data.nr == execveat_nr;
+	if (req->data.arch == c->native) {
+		is_exec = req->data.nr == c->execve_nr || req->data.nr == c->execveat_nr;
+		at = req->data.nr == c->execveat_nr;
 	}
 
+	memset(resp, 0, c->resp_size);
 	resp->id = req->id;
-	if (is_exec) {
-		event = "proc.exec";
-		r_event = sf_exec_event(notify_fd, req, at, &data);
-		resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-	} else {
-		event = "syscall.denied";
+	if (!is_exec) {
+		/* Record first, then refuse: the denial is enforced here. */
 		r_event = sf_denied_event(req, &data);
+		if (data)
+			cb ? cb("syscall.denied", data, userdata) : json_decref(data);
 		resp->error = -EPERM;
+		r = sf_respond(notify_fd, resp);
+		if (r < 0)
+			return r;
+		return r_event < 0 ? r_event : 1;
 	}
-	/* Record first, then let the syscall proceed (or fail). */
-	if (data) {
-		if (cb)
-			cb(event, data, userdata);
-		else
-			json_decref(data);
-	}
+
+	valid = sf_exec_read(notify_fd, &c->mem, req, at, &c->exec);
+	resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 	r = sf_respond(notify_fd, resp);
 	if (r < 0)
 		return r;
-	return r_event < 0 ? r_event : 0;
+	if (!valid)
+		return 1;
+	data = sf_exec_json(&c->exec);
+	if (!data)
+		return -ENOMEM;
+	cb ? cb("proc.exec", data, userdata) : json_decref(data);
+	return 1;
+}
+
+int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata)
+{
+	/* One caller at a time (the listener's owner): the context is kept
+	 * between calls, so a notification costs no allocation. */
+	static sf_ctx *ctx;
+	int r;
+
+	if (!ctx) {
+		r = sf_ctx_new(&ctx);
+		if (r < 0)
+			return r;
+	}
+	r = sf_handle(ctx, notify_fd, cb, userdata);
+	return r < 0 ? r : 0;
+}
+
+struct sf_listener {
+	sf_ctx *ctx;
+	int fd;
+	sf_event_cb cb;
+	void *userdata;
+	pthread_t thread;
+	int error;
+};
+
+static void *sf_listener_main(void *arg)
+{
+	sf_listener *l = arg;
+
+	for (;;) {
+		int r = sf_handle(l->ctx, l->fd, l->cb, l->userdata);
+
+		if (r == 0) {
+			/* RECV returns at once when nobody uses the filter any
+			 * more; poll then says POLLHUP (seccomp_notify_poll()). */
+			struct pollfd p = {.fd = l->fd, .events = POLLIN};
+
+			if (poll(&p, 1, 0) > 0 && (p.revents & POLLHUP) && !(p.revents & POLLIN))
+				break;
+			continue;
+		}
+		if (r == -ENOMEM)
+			continue; /* answered; only the record is missing */
+		if (r < 0) {
+			/* A broken listener: closing it makes every pending and
+			 * future notified syscall fail with ENOSYS rather than
+			 * wait for an answer that cannot come. */
+			l->error = r;
+			l->fd = safe_close(l->fd);
+			break;
+		}
+	}
+	return NULL;
+}
+
+int sf_listener_start(int notify_fd, sf_event_cb cb, void *userdata, sf_listener **ret)
+{
+	_cleanup_free_ sf_listener *l = calloc(1, sizeof(*l));
+	sigset_t all, old;
+	int r;
+
+	if (!l)
+		return -ENOMEM;
+	r = sf_ctx_new(&l->ctx);
+	if (r < 0)
+		return r;
+	l->fd = notify_fd;
+	l->cb = cb;
+	l->userdata = userdata;
+	/* Signals stay with the caller's thread (its signalfd). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = -pthread_create(&l->thread, NULL, sf_listener_main, l);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r < 0) {
+		l->ctx = sf_ctx_free(l->ctx);
+		return r;
+	}
+	*ret = TAKE_PTR(l);
+	return 0;
+}
+
+int sf_listener_stop(sf_listener *l)
+{
+	int r;
+
+	if (!l)
+		return 0;
+	(void)pthread_join(l->thread, NULL);
+	r = l->error;
+	(void)safe_close(l->fd);
+	sf_ctx_free(l->ctx);
+	free(l);
+	return r;
 }

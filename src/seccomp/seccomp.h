@@ -41,15 +41,48 @@ typedef void (*sf_event_cb)(const char *event, json_t *data, void *userdata);
 
 /*
  * Handles one pending notification on notify_fd (call when readable;
- * blocks otherwise). Treats the target as hostile: reads /proc/PID/mem with
- * bounds (path 4096 bytes, 256 args, 64 KiB of argv) and always answers,
- * CONTINUE for exec and -EPERM otherwise, even when reading fails. A record
- * is emitted before the answer; none when the notification went stale (the
- * target died or will retry). cb may be NULL. Returns 0, or -errno when the
- * listener itself fails (the caller should then close it: pending and future
- * notified syscalls of the sandbox fail with ENOSYS).
+ * blocks otherwise). Treats the target as hostile: reads its memory with
+ * process_vm_readv and bounds (path 4096 bytes, 256 args, 64 KiB of argv)
+ * and always answers, CONTINUE for exec and -EPERM otherwise, even when
+ * reading fails. A denial is recorded before it is answered; an exec is
+ * answered once its path and argv are copied out and ID_VALID confirmed
+ * the copy, and recorded right after (the exec may already be running
+ * then). No record when the notification went stale (the target died or
+ * will retry). cb may be NULL. One caller at a time. Returns 0, or -errno
+ * when the listener itself fails (the caller should then close it: pending
+ * and future notified syscalls of the sandbox fail with ENOSYS).
  */
 int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata);
+
+/*
+ * A thread that serves notify_fd until no process uses the filter any more
+ * (the sandbox has ended), blocked in SECCOMP_IOCTL_NOTIF_RECV between
+ * notifications: no trip through the caller's event loop. Takes notify_fd.
+ * cb runs on that thread, one call at a time and in the order of the
+ * notifications: the caller serialises it with its own use of whatever cb
+ * touches. The thread blocks every signal. An exec is answered once its
+ * path and argv are copied out and ID_VALID held, and recorded (cb) right
+ * after, before the next notification is taken.
+ */
+typedef struct sf_listener sf_listener;
+int sf_listener_start(int notify_fd, sf_event_cb cb, void *userdata, sf_listener **ret);
+
+/*
+ * Waits for the thread (call only once the sandbox has ended: every process
+ * that carried the filter is reaped, else this blocks), closes the listener
+ * and frees l. Returns 0, or the -errno that made the listener stop early
+ * (it then closed the fd: notified syscalls failed with ENOSYS after that).
+ * NULL-safe.
+ */
+int sf_listener_stop(sf_listener *l);
+
+/*
+ * Asks the kernel (Linux 6.6) to hand over on the current CPU between a
+ * notifying target and a listener blocked in SECCOMP_IOCTL_NOTIF_RECV, and
+ * back on SECCOMP_IOCTL_NOTIF_SEND: a synchronous round trip, no cross-CPU
+ * wake-up. Returns 0, -EOPNOTSUPP on older kernels, or -errno.
+ */
+int sf_notify_sync_wakeup(int notify_fd);
 
 /*
  * Whether seccomp filters and user notification (with CONTINUE) really

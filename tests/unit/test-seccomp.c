@@ -439,6 +439,20 @@ static int recv_fd(int sock)
 	return fd;
 }
 
+/* How the parent serves the listener: sf_notify_handle from a poll loop, or
+ * the listener thread (sf_listener_start) with the synchronous wake-up. */
+static bool serve_with_thread;
+
+static int wait_child(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 /* Runs fn in a child under the auditing filter while the parent serves the
  * listener; returns the child's status and fills ev. */
 static int run_notified_as(bool audit_exec, bool audit_denied, check_fn fn, events *ev)
@@ -469,6 +483,27 @@ static int run_notified_as(bool audit_exec, bool audit_denied, check_fn fn, even
 	close(sv[1]);
 	listener = recv_fd(sv[0]);
 	close(sv[0]);
+	if (serve_with_thread && listener >= 0) {
+		sf_listener *l = NULL;
+		int r, st;
+
+		r = sf_notify_sync_wakeup(listener);
+		if (r < 0 && r != -EOPNOTSUPP)
+			printf("# sf_notify_sync_wakeup: %s\n", strerror(-r));
+		r = sf_listener_start(listener, collect, ev, &l);
+		if (r < 0) {
+			printf("# sf_listener_start: %s\n", strerror(-r));
+			close(listener);
+			(void)wait_child(pid);
+			return -1;
+		}
+		/* The thread ends by itself once the child is reaped. */
+		st = wait_child(pid);
+		r = sf_listener_stop(l);
+		if (r < 0)
+			printf("# sf_listener_stop: %s\n", strerror(-r));
+		return r < 0 ? -1 : st;
+	}
 	pidfd = sys_pidfd_open(pid, 0);
 	for (;;) {
 		struct pollfd p[2] = {{.fd = listener, .events = POLLIN},
@@ -561,6 +596,47 @@ static int n_huge_argv(void)
 static int n_sh_pipe(void)
 {
 	return c_sh_pipe();
+}
+
+/* The argv array straddles a page boundary (its first pointer half in each
+ * page, misaligned) and an argument runs across the next one. */
+static int n_page_edges(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, (size_t)(3 * pg), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	char *ptrs[3];
+
+	if (m == MAP_FAILED)
+		return 13;
+	strcpy(m + 100, "/bin/true");
+	strcpy(m + 2 * pg - 3, "edge-arg");
+	ptrs[0] = m + 100;
+	ptrs[1] = m + 2 * pg - 3;
+	ptrs[2] = NULL;
+	memcpy(m + pg - 4, ptrs, sizeof(ptrs));
+	syscall(__NR_execve, m + 100, (char **)(m + pg - 4), NULL);
+	return 11;
+}
+
+/* Each argument on a page of its own: more pages than the listener keeps. */
+#define SPREAD_ARGS 11
+static int n_spread_args(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, (size_t)(SPREAD_ARGS * pg), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *argv[SPREAD_ARGS + 1];
+
+	if (m == MAP_FAILED)
+		return 13;
+	for (int i = 0; i < SPREAD_ARGS; i++) {
+		argv[i] = m + i * pg + 8 * i;
+		snprintf(argv[i], 32, i == 0 ? "/bin/true" : "arg-%d", i);
+	}
+	argv[SPREAD_ARGS] = NULL;
+	execv(argv[0], argv);
+	return 11;
 }
 
 static json_t *find_event(json_t *list, const char *event, size_t nth)
@@ -667,6 +743,39 @@ static void test_notifications(void)
 	ok(st == 0 && !find_event(ev.list, "proc.exec", 0) &&
 	       find_event(ev.list, "syscall.denied", 0),
 	   "audit.denied_syscalls alone: denial recorded, exec not (status %d)", st);
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified(n_page_edges, &ev);
+	d = find_event(ev.list, "proc.exec", 0);
+	{
+		json_t *want = json_pack("[s,s]", "/bin/true", "edge-arg");
+
+		ok(st == 0 && d && json_equal(json_object_get(d, "argv"), want) &&
+		       json_is_false(json_object_get(d, "truncated")),
+		   "argv array and an argument across page boundaries: read whole (status %d)", st);
+		json_decref(want);
+	}
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified(n_spread_args, &ev);
+	d = find_event(ev.list, "proc.exec", 0);
+	{
+		json_t *argv = d ? json_object_get(d, "argv") : NULL;
+		bool good = json_array_size(argv) == SPREAD_ARGS;
+
+		for (int i = 1; good && i < SPREAD_ARGS; i++) {
+			char want[32];
+
+			snprintf(want, sizeof(want), "arg-%d", i);
+			good = strcmp(json_string_value(json_array_get(argv, (size_t)i)) ?: "",
+				      want) == 0;
+		}
+		ok(st == 0 && good && json_is_false(json_object_get(d, "truncated")),
+		   "%d arguments on %d pages: all recorded in order (status %d)", SPREAD_ARGS,
+		   SPREAD_ARGS, st);
+	}
 	json_decref(ev.list);
 
 	ev.list = json_array();
@@ -879,6 +988,37 @@ int main(void)
 	test_filter_size();
 	test_precompiled();
 	test_notifications();
+	printf("# the same, served by the listener thread\n");
+	serve_with_thread = true;
+	test_notifications();
+	{
+		/* Any listener will do: the flag is the listener's. */
+		sc_plan p = plain_plan();
+		int sv[2], fd = -1, sr = -1;
+		pid_t pid;
+
+		p.audit_exec = true;
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0) {
+			fflush(stdout);
+			pid = fork();
+			if (pid == 0) {
+				if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+				    sf_apply(&p, &fd) < 0 || send_fd(sv[1], fd) < 0)
+					_exit(1);
+				_exit(0);
+			}
+			fd = recv_fd(sv[0]);
+			if (fd >= 0)
+				sr = sf_notify_sync_wakeup(fd);
+			(void)wait_child(pid);
+			close(sv[0]);
+			close(sv[1]);
+			if (fd >= 0)
+				close(fd);
+		}
+		ok(sr == 0 || sr == -EOPNOTSUPP, "sf_notify_sync_wakeup: %s",
+		   sr == 0 ? "set" : strerror(-sr));
+	}
 
 	{
 		char cmd[128];
