@@ -22,6 +22,7 @@
 #define PX_CIN_SIZE	    (PX_MAX_HEAD + 16384u)
 #define PX_UBUF_SIZE	    65536u
 #define PX_PIPE_SIZE	    (1024u * 1024u)
+#define PX_PIPE_SLACK	    65536u /* see drained() in tunnel.c */
 #define PX_LOG_PATH	    1024u
 #define PX_HEAD_TIMEOUT_NS  (10ull * 1000000000ull) /* first request head */
 #define PX_IDLE_TIMEOUT_NS  (30ull * 1000000000ull) /* keep-alive between requests */
@@ -94,6 +95,7 @@ struct px_loop {
 	size_t max_conns;
 	px_watch *graveyard; /* upstream watches freed after the current epoll batch */
 	uint64_t accept_resume_ns;
+	uint64_t now_ns; /* when the last epoll_wait(2) returned */
 	bool quit;
 };
 

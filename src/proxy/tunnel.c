@@ -81,6 +81,19 @@ static bool fatal(int err)
 }
 
 /*
+ * Whether a splice into a pipe that moved n of the room bytes it was offered
+ * left the socket drained. A pipe holds pipe_cap bytes only in whole pages,
+ * and received data is not page-aligned, so a splice that nearly fills the
+ * pipe stops short while the socket still holds data: that one is not
+ * drained, and the next turn drains the pipe and reads again instead of
+ * going back to epoll_wait(2) for a report it would get at once.
+ */
+static bool drained(size_t room, uint64_t asked, ssize_t n)
+{
+	return (uint64_t)n < asked && room - (size_t)n >= PX_PIPE_SLACK;
+}
+
+/*
  * Returns true when something moved. c_rd/c_wr/u_rd/u_wr say a socket may be
  * ready: set by epoll reports, cleared by EAGAIN or a short transfer, so an
  * idle direction costs no syscall. Clearing one wrongly only costs a round
@@ -89,7 +102,8 @@ static bool fatal(int err)
 static bool step(conn *c)
 {
 	px_loop *L = c->L;
-	uint64_t now = px_now_ns();
+	/* the clock is needed only for pacing */
+	uint64_t now = L->bw_up.unlimited && L->bw_down.unlimited ? 0 : px_now_ns();
 	bool moved = false;
 	ssize_t n;
 
@@ -173,7 +187,7 @@ static bool step(conn *c)
 				if (n > 0) {
 					c->c2u_n += (size_t)n;
 					moved = true;
-					if ((uint64_t)n < budget)
+					if (drained(room, budget, n))
 						c->c_rd = false;
 				} else if (n == 0) {
 					c->c_eof = true;
@@ -223,7 +237,7 @@ static bool step(conn *c)
 			if (n > 0) {
 				c->u2c_n += (size_t)n;
 				moved = true;
-				if ((uint64_t)n < grant)
+				if (drained(room, grant, n))
 					c->u_rd = false;
 			} else if (n == 0) {
 				c->u_eof = true;
@@ -272,7 +286,7 @@ void px_tunnel_io(conn *c)
 		any = true;
 	}
 	if (any && !c->dead)
-		c->deadline_ns = px_now_ns() + PX_TUNNEL_IDLE_NS;
+		c->deadline_ns = c->L->now_ns + PX_TUNNEL_IDLE_NS;
 }
 
 void px_tunnel_hup(conn *c, bool upstream)
