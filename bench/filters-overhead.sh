@@ -94,7 +94,9 @@ report startup
 # (user + system of the process and everything it waited for, from wait4)
 # is the figure to read: a loaded machine delays a run but does not bill it
 # CPU time. Medians over the rounds; the CPU ratio is also given per round
-# (each command against the bare run of the same round).
+# (each command against the bare run of the same round) and between the
+# fastest runs (another load only ever adds CPU time: cache misses, stolen
+# cycles).
 # interleave LABEL ROUNDS NAME=COMMAND...
 interleave() {
 python3 - "${BENCH_RESULTS:-}" "$@" <<'PY'
@@ -121,8 +123,9 @@ rows = []
 for n, _ in cmds:
     w, c = med(wall[n]), med(cpu[n])
     paired = med([x / y for x, y in zip(cpu[n], cpu["bare"])])
+    lo = min(cpu[n]) / min(cpu["bare"])
     print(f"{n:24s} wall {w * 1000:8.2f} ms ratio {w / bw:5.3f}   cpu {c * 1000:8.2f} ms ratio {c / bc:5.3f}"
-          f" (per round {paired:5.3f})")
+          f" (per round {paired:5.3f}, fastest {lo:5.3f})")
     rows.append(f"filters\t{label}\t{n}\t{w * 1000:.3f}\t{w / bw:.3f}\t{c * 1000:.3f}\t{c / bc:.3f}\n")
 if out:
     with open(out, "a") as f:
@@ -184,6 +187,8 @@ names = [n for n, _ in cmds]
 print(f"{'ns per call (walk: ms)':24s}" + "".join(f"{n:>24s}" for n in names))
 rows = []
 for op in ops:
+    # each figure already is the fastest batch of its run; the median over
+    # the rounds drops the runs another load slowed throughout
     base = statistics.median(res[("bare", op)])
     line = f"{op:24s}"
     for n in names:

@@ -161,6 +161,7 @@ typedef struct conn {
 	size_t c2u_n, u2c_n, pipe_cap;
 	bool c_eof, u_eof, c_shut, u_shut;
 	bool c_rd, c_wr, u_rd, u_wr; /* readiness hints, see tunnel.c */
+	bool c2u_full, u2c_full;     /* the pipe refused more: full in pages, not bytes */
 
 	bool throttled_up, throttled_down, bw_reported;
 	uint64_t bytes_out, bytes_in;

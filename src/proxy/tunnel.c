@@ -26,9 +26,12 @@ int px_tunnel_start(conn *c)
 		return px_conn_reply(c, 502, "internal", "cannot create pipes", true);
 	/*
 	 * A bigger pipe means fewer wake-ups per byte. Past the per-user pipe
-	 * quota the kernel keeps the default size, so ask what we really got:
-	 * pipe_cap must be exact or a full pipe would leave the client readable
-	 * forever under level-triggered epoll.
+	 * quota the kernel keeps the default size, so ask what we really got.
+	 * pipe_cap bounds the bytes; a pipe can also be full with fewer bytes
+	 * (one page per buffer, and socket data is not page-aligned): splice
+	 * then says EAGAIN, and c2u_full/u2c_full stop asking epoll about the
+	 * readable socket until the pipe has drained, or level-triggered epoll
+	 * would report it at once, again and again.
 	 */
 	(void)fcntl(c->c2u[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
 	(void)fcntl(c->u2c[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
@@ -151,7 +154,8 @@ static bool step(conn *c)
 			moved = true;
 		}
 	}
-	if (c->framed == 0 && !c->c_eof && c->c2u_n < c->pipe_cap && !c->throttled_up && c->c_rd) {
+	if (c->framed == 0 && !c->c_eof && c->c2u_n < c->pipe_cap && !c->c2u_full &&
+	    !c->throttled_up && c->c_rd) {
 		uint64_t room = c->pipe_cap - c->c2u_n;
 		uint64_t grant = px_bucket_take_min(&L->bw_up, room, PX_BW_BURST_MIN, now);
 
@@ -195,8 +199,10 @@ static bool step(conn *c)
 				} else if (fatal(errno)) {
 					tunnel_close(c, "client-error");
 					return false;
-				} else
+				} else {
 					c->c_rd = false;
+					c->c2u_full = c->c2u_n > 0;
+				}
 			}
 		}
 	}
@@ -206,6 +212,7 @@ static bool step(conn *c)
 		if (n > 0) {
 			if ((size_t)n < c->c2u_n)
 				c->u_wr = false;
+			c->c2u_full = false;
 			c->c2u_n -= (size_t)n;
 			c->bytes_out += (uint64_t)n;
 			moved = true;
@@ -221,7 +228,7 @@ static bool step(conn *c)
 	}
 
 	/* 3. upstream -> client */
-	if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->throttled_down && c->u_rd) {
+	if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->u2c_full && !c->throttled_down && c->u_rd) {
 		uint64_t room = c->pipe_cap - c->u2c_n;
 		uint64_t grant = px_bucket_take_min(&L->bw_down, room, PX_BW_BURST_MIN, now);
 
@@ -245,8 +252,10 @@ static bool step(conn *c)
 			} else if (fatal(errno)) {
 				tunnel_close(c, "upstream-error");
 				return false;
-			} else
+			} else {
 				c->u_rd = false;
+				c->u2c_full = c->u2c_n > 0;
+			}
 		}
 	}
 	if (c->u2c_n > 0 && c->c_wr) {
@@ -255,6 +264,7 @@ static bool step(conn *c)
 		if (n > 0) {
 			if ((size_t)n < c->u2c_n)
 				c->c_wr = false;
+			c->u2c_full = false;
 			c->u2c_n -= (size_t)n;
 			c->bytes_in += (uint64_t)n;
 			moved = true;
@@ -322,14 +332,15 @@ void px_tunnel_interest(conn *c, uint32_t *cm, uint32_t *um)
 		*cm = EPOLLOUT;
 		return;
 	}
-	if (!c->c_eof && c->framed == 0 && c->c2u_n < c->pipe_cap && !c->throttled_up)
+	if (!c->c_eof && c->framed == 0 && c->c2u_n < c->pipe_cap && !c->c2u_full &&
+	    !c->throttled_up)
 		*cm |= EPOLLIN | EPOLLRDHUP;
 	if (c->u2c_n > 0)
 		*cm |= EPOLLOUT;
 	if (c->ufd >= 0) {
 		if (c->c2u_n > 0 || c->framed > 0)
 			*um |= EPOLLOUT;
-		if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->throttled_down)
+		if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->u2c_full && !c->throttled_down)
 			*um |= EPOLLIN | EPOLLRDHUP;
 	}
 }
