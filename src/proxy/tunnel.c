@@ -302,6 +302,7 @@ void px_tunnel_io(conn *c)
 void px_tunnel_hup(conn *c, bool upstream)
 {
 	c->c_rd = c->c_wr = c->u_rd = c->u_wr = true;
+	c->c2u_full = c->u2c_full = false; /* take what still fits */
 	px_tunnel_io(c);
 	if (c->dead)
 		return;
