@@ -103,7 +103,7 @@ printf "sandcap CONNECT    %8s MiB/s  (%s bytes)  %sx direct (target >= 0.8; per
 	"$(mib "$s_speed")" "$(size_of sandcap)" "$(ratio "$s_speed" "$d_speed")" "$(paired sandcap)"
 printf "tinyproxy CONNECT  %8s MiB/s  (%s bytes)  %sx direct (per round %.2fx)\n" \
 	"$(mib "$t_speed")" "$(size_of tinyproxy)" "$(ratio "$t_speed" "$d_speed")" "$(paired tinyproxy)"
-[ "${BENCH_SECS}" = 0 ] && exit 0
+[ "$SECS" = 0 ] && exit 0
 
 # wrk cannot CONNECT: send absolute-form targets to the proxy instead
 cat >"$T/abs.lua" <<LUA
