@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +22,7 @@ static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 int px_tunnel_start(conn *c)
 {
-	int r, r2;
+	int r, r2, lowat;
 
 	if (pipe2(c->c2u, O_NONBLOCK | O_CLOEXEC) < 0 || pipe2(c->u2c, O_NONBLOCK | O_CLOEXEC) < 0)
 		return px_conn_reply(c, 502, "internal", "cannot create pipes", true);
@@ -40,6 +42,15 @@ int px_tunnel_start(conn *c)
 	if (r <= 0 || r2 <= 0)
 		return px_conn_reply(c, 502, "internal", "cannot size pipes", true);
 	c->pipe_cap = (size_t)(r < r2 ? r : r2);
+	/*
+	 * The client is a process on this machine. Unsent data queued in its
+	 * socket is sent later, by pacing timers and by the client's own ACKs,
+	 * in the client's time: megabytes of it made the client, the slowest
+	 * stage of a download, do the proxy's TCP work. With a short unsent
+	 * queue the worker sends the data itself, within its splice.
+	 */
+	lowat = PX_CLIENT_NOTSENT_LOWAT;
+	(void)setsockopt(c->cfd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
 	free(c->cout);
 	c->cout = strdup(established);
 	if (!c->cout)
