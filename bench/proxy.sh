@@ -5,7 +5,8 @@
 # access and tinyproxy measured in the same run. Reports figures and ratios;
 # never fails on wall-clock numbers (exit 77 when a tool is missing).
 #
-#   bench/proxy.sh [BUILDDIR]     env: BENCH_SIZE (default 1G), BENCH_SECS (default 5)
+#   bench/proxy.sh [BUILDDIR]     env: BENCH_SIZE (default 1G), BENCH_ROUNDS (default 5),
+#                                 BENCH_SECS (default 5; 0 skips the small requests)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-$top/build}
@@ -67,23 +68,42 @@ sleep 0.7
 URL="http://127.0.0.1:$P_HTTP"
 mib() { echo "scale=1; $1 / 1048576" | bc; }
 ratio() { [ "${2%.*}" -gt 0 ] 2>/dev/null && echo "scale=2; $1 / $2" | bc || echo n/a; }
-bulk1() { curl -s -o /dev/null -w '%{speed_download} %{size_download}' "$@" "$URL/bulk.bin"; }
-bulk() { # best of two runs: the machine is shared and noisy
-	local a b
-	a=$(bulk1 "$@")
-	b=$(bulk1 "$@")
-	if [ "$(echo "${a%% *} >= ${b%% *}" | bc)" = 1 ]; then echo "$a"; else echo "$b"; fi
+median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# The same curl fetches the same file for every contender: the proxies add
+# only -p (CONNECT) and -x.
+bulk1() { curl -s -o /dev/null -w '%{speed_download} %{size_download}\n' "$@" "$URL/bulk.bin"; }
+ROUNDS=${BENCH_ROUNDS:-5}
+names=(direct sandcap tinyproxy)
+args=("" "-p -x http://127.0.0.1:$P_SC" "-p -x http://127.0.0.1:$P_TP")
+: >"$T/bulk"
+bulk1 >/dev/null # fills the page cache: the first read of the file is slower
+# A shared machine's load moves over seconds: every round runs each
+# contender once, starting with a different one each round, and each proxy
+# is also compared with the direct run of its own round.
+for round in $(seq "$ROUNDS"); do
+	for k in 0 1 2; do
+		i=$(((k + round) % 3))
+		# shellcheck disable=SC2086 # args are words
+		read -r speed size <<<"$(bulk1 ${args[$i]})"
+		echo "$round ${names[$i]} ${speed:-0} ${size:-0}" >>"$T/bulk"
+	done
+done
+col() { awk -v n="$1" '$2 == n {print $3}' "$T/bulk" | median; }
+# the smallest size seen: a short download must show
+size_of() { awk -v n="$1" '$2 == n {print $4}' "$T/bulk" | sort -n | head -1; }
+# the median over rounds of (proxy / direct of the same round)
+paired() {
+	awk -v n="$1" '$2 == "direct" {d[$1] = $3} $2 == n {p[$1] = $3}
+		END {for (r in p) if (d[r] > 0) print p[r] / d[r]}' "$T/bulk" | median
 }
-
-echo "== bulk download of $SIZE (curl, one stream, best of 2) =="
-read -r d_speed d_size <<<"$(bulk)"
-read -r s_speed s_size <<<"$(bulk -p -x "http://127.0.0.1:$P_SC")"
-read -r t_speed t_size <<<"$(bulk -p -x "http://127.0.0.1:$P_TP")"
-printf "direct             %8s MiB/s  (%s bytes)\n" "$(mib "$d_speed")" "$d_size"
-printf "sandcap CONNECT    %8s MiB/s  (%s bytes)  %sx direct (target >= 0.8)\n" \
-	"$(mib "$s_speed")" "$s_size" "$(ratio "$s_speed" "$d_speed")"
-printf "tinyproxy CONNECT  %8s MiB/s  (%s bytes)  %sx direct\n" \
-	"$(mib "$t_speed")" "$t_size" "$(ratio "$t_speed" "$d_speed")"
+d_speed=$(col direct) s_speed=$(col sandcap) t_speed=$(col tinyproxy)
+echo "== bulk download of $SIZE (curl, one stream, median of $ROUNDS interleaved rounds) =="
+printf "direct             %8s MiB/s  (%s bytes)\n" "$(mib "$d_speed")" "$(size_of direct)"
+printf "sandcap CONNECT    %8s MiB/s  (%s bytes)  %sx direct (target >= 0.8; per round %.2fx)\n" \
+	"$(mib "$s_speed")" "$(size_of sandcap)" "$(ratio "$s_speed" "$d_speed")" "$(paired sandcap)"
+printf "tinyproxy CONNECT  %8s MiB/s  (%s bytes)  %sx direct (per round %.2fx)\n" \
+	"$(mib "$t_speed")" "$(size_of tinyproxy)" "$(ratio "$t_speed" "$d_speed")" "$(paired tinyproxy)"
+[ "$SECS" = 0 ] && exit 0
 
 # wrk cannot CONNECT: send absolute-form targets to the proxy instead
 cat >"$T/abs.lua" <<LUA

@@ -18,22 +18,24 @@
 #include "proxy/limits.h"
 #include "proxy/px.h"
 
-#define PX_MAX_CONNS	    512u
-#define PX_CIN_SIZE	    (PX_MAX_HEAD + 16384u)
-#define PX_UBUF_SIZE	    65536u
-#define PX_PIPE_SIZE	    (1024u * 1024u)
-#define PX_LOG_PATH	    1024u
-#define PX_HEAD_TIMEOUT_NS  (10ull * 1000000000ull) /* first request head */
-#define PX_IDLE_TIMEOUT_NS  (30ull * 1000000000ull) /* keep-alive between requests */
-#define PX_DNS_TIMEOUT_NS   (10ull * 1000000000ull)
-#define PX_CONN_TIMEOUT_NS  (10ull * 1000000000ull) /* TCP connect + TLS handshake */
-#define PX_FWD_IDLE_NS	    (60ull * 1000000000ull) /* no progress on a forwarded request */
-#define PX_TUNNEL_IDLE_NS   (300ull * 1000000000ull)
-#define PX_REPLY_TIMEOUT_NS (10ull * 1000000000ull)
-#define PX_BW_BURST_MIN	    16384u
-#define PX_ACCEPT_PAUSE_NS  (100ull * 1000000ull)
-#define PX_FDS_PER_CONN	    6u /* client, upstream, two pipes */
-#define PX_NOFILE	    4096u
+#define PX_MAX_CONNS		512u
+#define PX_CIN_SIZE		(PX_MAX_HEAD + 16384u)
+#define PX_UBUF_SIZE		65536u
+#define PX_PIPE_SIZE		(1024u * 1024u)
+#define PX_PIPE_SLACK		65536u /* see drained() in tunnel.c */
+#define PX_CLIENT_NOTSENT_LOWAT 32768u /* see px_tunnel_start() */
+#define PX_LOG_PATH		1024u
+#define PX_HEAD_TIMEOUT_NS	(10ull * 1000000000ull) /* first request head */
+#define PX_IDLE_TIMEOUT_NS	(30ull * 1000000000ull) /* keep-alive between requests */
+#define PX_DNS_TIMEOUT_NS	(10ull * 1000000000ull)
+#define PX_CONN_TIMEOUT_NS	(10ull * 1000000000ull) /* TCP connect + TLS handshake */
+#define PX_FWD_IDLE_NS		(60ull * 1000000000ull) /* no progress on a forwarded request */
+#define PX_TUNNEL_IDLE_NS	(300ull * 1000000000ull)
+#define PX_REPLY_TIMEOUT_NS	(10ull * 1000000000ull)
+#define PX_BW_BURST_MIN		16384u
+#define PX_ACCEPT_PAUSE_NS	(100ull * 1000000ull)
+#define PX_FDS_PER_CONN		6u /* client, upstream, two pipes */
+#define PX_NOFILE		4096u
 
 typedef enum watch_type {
 	W_LISTEN = 1,
@@ -94,6 +96,7 @@ struct px_loop {
 	size_t max_conns;
 	px_watch *graveyard; /* upstream watches freed after the current epoll batch */
 	uint64_t accept_resume_ns;
+	uint64_t now_ns; /* when the last epoll_wait(2) returned */
 	bool quit;
 };
 
@@ -159,6 +162,7 @@ typedef struct conn {
 	size_t c2u_n, u2c_n, pipe_cap;
 	bool c_eof, u_eof, c_shut, u_shut;
 	bool c_rd, c_wr, u_rd, u_wr; /* readiness hints, see tunnel.c */
+	bool c2u_full, u2c_full;     /* the pipe refused more: full in pages, not bytes */
 
 	bool throttled_up, throttled_down, bw_reported;
 	uint64_t bytes_out, bytes_in;

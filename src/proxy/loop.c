@@ -902,6 +902,7 @@ int px_loop_run(px_loop *L)
 		uint64_t now = px_now_ns();
 		int n = epoll_wait(L->epfd, evs, (int)ELEMENTSOF(evs), timeout_ms(L, now));
 
+		L->now_ns = px_now_ns();
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -934,7 +935,7 @@ int px_loop_run(px_loop *L)
 		}
 		if (px_dns_timeout_ms(L->dns) == 0)
 			px_dns_process_timeouts(L->dns);
-		now = px_now_ns();
+		now = L->now_ns = px_now_ns();
 		if (L->accept_resume_ns && L->accept_resume_ns <= now) {
 			L->accept_resume_ns = 0;
 			ev.events = EPOLLIN;

@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +22,18 @@ static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 int px_tunnel_start(conn *c)
 {
-	int r, r2;
+	int r, r2, lowat;
 
 	if (pipe2(c->c2u, O_NONBLOCK | O_CLOEXEC) < 0 || pipe2(c->u2c, O_NONBLOCK | O_CLOEXEC) < 0)
 		return px_conn_reply(c, 502, "internal", "cannot create pipes", true);
 	/*
 	 * A bigger pipe means fewer wake-ups per byte. Past the per-user pipe
-	 * quota the kernel keeps the default size, so ask what we really got:
-	 * pipe_cap must be exact or a full pipe would leave the client readable
-	 * forever under level-triggered epoll.
+	 * quota the kernel keeps the default size, so ask what we really got.
+	 * pipe_cap bounds the bytes; a pipe can also be full with fewer bytes
+	 * (one page per buffer, and socket data is not page-aligned): splice
+	 * then says EAGAIN, and c2u_full/u2c_full stop asking epoll about the
+	 * readable socket until the pipe has drained, or level-triggered epoll
+	 * would report it at once, again and again.
 	 */
 	(void)fcntl(c->c2u[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
 	(void)fcntl(c->u2c[1], F_SETPIPE_SZ, PX_PIPE_SIZE);
@@ -37,6 +42,15 @@ int px_tunnel_start(conn *c)
 	if (r <= 0 || r2 <= 0)
 		return px_conn_reply(c, 502, "internal", "cannot size pipes", true);
 	c->pipe_cap = (size_t)(r < r2 ? r : r2);
+	/*
+	 * The client is a process on this machine. Unsent data queued in its
+	 * socket is sent later, by pacing timers and by the client's own ACKs,
+	 * in the client's time: megabytes of it made the client, the slowest
+	 * stage of a download, do the proxy's TCP work. With a short unsent
+	 * queue the worker sends the data itself, within its splice.
+	 */
+	lowat = PX_CLIENT_NOTSENT_LOWAT;
+	(void)setsockopt(c->cfd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
 	free(c->cout);
 	c->cout = strdup(established);
 	if (!c->cout)
@@ -81,6 +95,19 @@ static bool fatal(int err)
 }
 
 /*
+ * Whether a splice into a pipe that moved n of the room bytes it was offered
+ * left the socket drained. A pipe holds pipe_cap bytes only in whole pages,
+ * and received data is not page-aligned, so a splice that nearly fills the
+ * pipe stops short while the socket still holds data: that one is not
+ * drained, and the next turn drains the pipe and reads again instead of
+ * going back to epoll_wait(2) for a report it would get at once.
+ */
+static bool drained(size_t room, uint64_t asked, ssize_t n)
+{
+	return (uint64_t)n < asked && room - (size_t)n >= PX_PIPE_SLACK;
+}
+
+/*
  * Returns true when something moved. c_rd/c_wr/u_rd/u_wr say a socket may be
  * ready: set by epoll reports, cleared by EAGAIN or a short transfer, so an
  * idle direction costs no syscall. Clearing one wrongly only costs a round
@@ -89,7 +116,8 @@ static bool fatal(int err)
 static bool step(conn *c)
 {
 	px_loop *L = c->L;
-	uint64_t now = px_now_ns();
+	/* the clock is needed only for pacing */
+	uint64_t now = L->bw_up.unlimited && L->bw_down.unlimited ? 0 : px_now_ns();
 	bool moved = false;
 	ssize_t n;
 
@@ -137,7 +165,8 @@ static bool step(conn *c)
 			moved = true;
 		}
 	}
-	if (c->framed == 0 && !c->c_eof && c->c2u_n < c->pipe_cap && !c->throttled_up && c->c_rd) {
+	if (c->framed == 0 && !c->c_eof && c->c2u_n < c->pipe_cap && !c->c2u_full &&
+	    !c->throttled_up && c->c_rd) {
 		uint64_t room = c->pipe_cap - c->c2u_n;
 		uint64_t grant = px_bucket_take_min(&L->bw_up, room, PX_BW_BURST_MIN, now);
 
@@ -173,7 +202,7 @@ static bool step(conn *c)
 				if (n > 0) {
 					c->c2u_n += (size_t)n;
 					moved = true;
-					if ((uint64_t)n < budget)
+					if (drained(room, budget, n))
 						c->c_rd = false;
 				} else if (n == 0) {
 					c->c_eof = true;
@@ -181,8 +210,10 @@ static bool step(conn *c)
 				} else if (fatal(errno)) {
 					tunnel_close(c, "client-error");
 					return false;
-				} else
+				} else {
 					c->c_rd = false;
+					c->c2u_full = c->c2u_n > 0;
+				}
 			}
 		}
 	}
@@ -192,6 +223,7 @@ static bool step(conn *c)
 		if (n > 0) {
 			if ((size_t)n < c->c2u_n)
 				c->u_wr = false;
+			c->c2u_full = false;
 			c->c2u_n -= (size_t)n;
 			c->bytes_out += (uint64_t)n;
 			moved = true;
@@ -207,7 +239,7 @@ static bool step(conn *c)
 	}
 
 	/* 3. upstream -> client */
-	if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->throttled_down && c->u_rd) {
+	if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->u2c_full && !c->throttled_down && c->u_rd) {
 		uint64_t room = c->pipe_cap - c->u2c_n;
 		uint64_t grant = px_bucket_take_min(&L->bw_down, room, PX_BW_BURST_MIN, now);
 
@@ -223,7 +255,7 @@ static bool step(conn *c)
 			if (n > 0) {
 				c->u2c_n += (size_t)n;
 				moved = true;
-				if ((uint64_t)n < grant)
+				if (drained(room, grant, n))
 					c->u_rd = false;
 			} else if (n == 0) {
 				c->u_eof = true;
@@ -231,8 +263,10 @@ static bool step(conn *c)
 			} else if (fatal(errno)) {
 				tunnel_close(c, "upstream-error");
 				return false;
-			} else
+			} else {
 				c->u_rd = false;
+				c->u2c_full = c->u2c_n > 0;
+			}
 		}
 	}
 	if (c->u2c_n > 0 && c->c_wr) {
@@ -241,6 +275,7 @@ static bool step(conn *c)
 		if (n > 0) {
 			if ((size_t)n < c->u2c_n)
 				c->c_wr = false;
+			c->u2c_full = false;
 			c->u2c_n -= (size_t)n;
 			c->bytes_in += (uint64_t)n;
 			moved = true;
@@ -272,12 +307,13 @@ void px_tunnel_io(conn *c)
 		any = true;
 	}
 	if (any && !c->dead)
-		c->deadline_ns = px_now_ns() + PX_TUNNEL_IDLE_NS;
+		c->deadline_ns = c->L->now_ns + PX_TUNNEL_IDLE_NS;
 }
 
 void px_tunnel_hup(conn *c, bool upstream)
 {
 	c->c_rd = c->c_wr = c->u_rd = c->u_wr = true;
+	c->c2u_full = c->u2c_full = false; /* take what still fits */
 	px_tunnel_io(c);
 	if (c->dead)
 		return;
@@ -308,14 +344,15 @@ void px_tunnel_interest(conn *c, uint32_t *cm, uint32_t *um)
 		*cm = EPOLLOUT;
 		return;
 	}
-	if (!c->c_eof && c->framed == 0 && c->c2u_n < c->pipe_cap && !c->throttled_up)
+	if (!c->c_eof && c->framed == 0 && c->c2u_n < c->pipe_cap && !c->c2u_full &&
+	    !c->throttled_up)
 		*cm |= EPOLLIN | EPOLLRDHUP;
 	if (c->u2c_n > 0)
 		*cm |= EPOLLOUT;
 	if (c->ufd >= 0) {
 		if (c->c2u_n > 0 || c->framed > 0)
 			*um |= EPOLLOUT;
-		if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->throttled_down)
+		if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->u2c_full && !c->throttled_down)
 			*um |= EPOLLIN | EPOLLRDHUP;
 	}
 }

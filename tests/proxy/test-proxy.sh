@@ -63,6 +63,7 @@ mkdir -p "$T/www"
 echo hello >"$T/www/index.html"
 head -c $((4 * 1024 * 1024)) /dev/urandom >"$T/www/big.bin"
 head -c $((200 * 1024)) /dev/urandom >"$T/www/mid.bin"
+truncate -s 64M "$T/www/huge.bin" # sparse
 head -c $((4 * 1024 * 1024)) /dev/urandom >"$T/upload.bin"
 head -c 2048 /dev/zero | tr '\0' a >"$T/2k.txt"
 
@@ -91,6 +92,9 @@ http {
     location /upload { client_body_in_single_buffer off; return 200 "up\n"; }
     location /host { return 200 "host=\$host\n"; }
     location /key { return 200 "key=\$http_x_api_key\n"; }
+    # pages of the page cache, cut at segment boundaries: the tunnel's pipe
+    # fills up in pages before it does in bytes
+    location = /huge.bin { sendfile on; }
   }
   server {
     listen 127.0.0.1:$P_TLS ssl; root $T/www;
@@ -399,6 +403,35 @@ done
 out=$($C $X1 "http://allowed.test:$P_HTTP/index.html")
 [ "$out" = hello ]
 ok $? "proxy survives clients that disconnect in the middle of a tunnel"
+
+# A client that stops reading fills the tunnel's pipe: the worker must wait
+# for it to drain, not be told again and again that the origin is readable.
+w1=$(awk '/READY/ {print $2}' "$T/p1.out")
+out=$(python3 - "$P1" "$P_HTTP" "$w1" <<'EOF'
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+s.connect(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"CONNECT allowed.test:%s HTTP/1.1\r\n\r\n" % sys.argv[2].encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+s.sendall(b"GET /huge.bin HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+time.sleep(1)  # every buffer on the way fills up
+def ticks():  # utime + stime of the worker
+    return sum(int(x) for x in open("/proc/%s/stat" % sys.argv[3]).read().rsplit(")", 1)[1].split()[11:13])
+t0 = ticks()
+time.sleep(2)
+used = ticks() - t0
+got = 0
+while got < 1 << 20:
+    got += len(s.recv(65536))
+print(used, got >= 1 << 20)
+EOF
+)
+hz=$(getconf CLK_TCK)
+[ "${out#* }" = True ] && [ "${out%% *}" -lt $((hz / 5)) ]
+ok $? "a tunnel whose client stops reading leaves the worker idle ($out: CPU ticks in 2 s at $hz Hz, then it reads on)"
 
 # --- python clients ----------------------------------------------------------
 out=$(python3 - "$P1" "$P_HTTP" <<'EOF'

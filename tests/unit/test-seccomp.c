@@ -7,11 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/keyctl.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -867,6 +869,110 @@ static void test_table_shape(void)
 	ok(good, "no syscall has an unconditional rule beside other rules");
 }
 
+/*
+ * The kernel (5.11+) runs the filter once per syscall number when it is
+ * loaded, with only the number and the architecture known, and keeps a
+ * bitmap of the numbers that reach RET_ALLOW that way: those never run the
+ * filter again (kernel/seccomp.c, seccomp_is_const_allow). This is that
+ * emulation; an argument load or an unknown instruction makes the outcome
+ * depend on more than the number, and the syscall is evaluated every time.
+ */
+#define SF_CONST_UNKNOWN UINT32_MAX
+
+static uint32_t const_action(const sf_program *p, uint32_t nr)
+{
+	uint32_t a = 0;
+
+	for (unsigned pc = 0; pc < p->len; pc++) {
+		const struct sock_filter *in = &p->insns[pc];
+		bool taken;
+
+		switch (in->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			if (in->k == offsetof(struct seccomp_data, nr))
+				a = nr;
+			else if (in->k == offsetof(struct seccomp_data, arch))
+				a = sf_programs_arch;
+			else
+				return SF_CONST_UNKNOWN;
+			break;
+		case BPF_RET | BPF_K:
+			return in->k;
+		case BPF_JMP | BPF_JA:
+			pc += in->k;
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+		case BPF_JMP | BPF_JGE | BPF_K:
+		case BPF_JMP | BPF_JGT | BPF_K:
+		case BPF_JMP | BPF_JSET | BPF_K:
+			switch (BPF_OP(in->code)) {
+			case BPF_JEQ:
+				taken = a == in->k;
+				break;
+			case BPF_JGE:
+				taken = a >= in->k;
+				break;
+			case BPF_JGT:
+				taken = a > in->k;
+				break;
+			default:
+				taken = (a & in->k) != 0;
+				break;
+			}
+			pc += taken ? in->jt : in->jf;
+			break;
+		case BPF_ALU | BPF_AND | BPF_K:
+			a &= in->k;
+			break;
+		default:
+			return SF_CONST_UNKNOWN;
+		}
+	}
+	return SF_CONST_UNKNOWN;
+}
+
+/* Every syscall the table allows without a condition must be in the
+ * kernel's cache, in every variant: the cost of the filter on a
+ * syscall-heavy program is then the kernel's entry work alone, not a run
+ * of the BPF program. Refused ones must never be. */
+static void test_cacheable(void)
+{
+	for (unsigned v = 0; v < SF_N_VARIANTS; v++) {
+		unsigned n_allow = 0, bad = 0;
+
+		for (size_t i = 0; i < sf_profile_len; i++) {
+			const sf_rule *rule = &sf_profile[i];
+			bool uncond = rule->a.how == SF_ANY && rule->b.how == SF_ANY;
+			bool allows = rule->action == SF_ALLOW ||
+				      (rule->action == SF_EXEC && !(v & SF_V_AUDIT_EXEC));
+
+			for (const char *const *name = rule->names; *name; name++) {
+				int nr = seccomp_syscall_resolve_name(*name);
+				uint32_t act;
+
+				if (nr == __NR_SCMP_ERROR || nr < 0)
+					continue;
+				act = const_action(&sf_programs[v], (uint32_t)nr);
+				if (allows && uncond) {
+					n_allow++;
+					if (act != SECCOMP_RET_ALLOW) {
+						printf("# variant %u: %s is not cached (0x%x)\n", v,
+						       *name, act);
+						bad++;
+					}
+				} else if (act == SECCOMP_RET_ALLOW) {
+					printf("# variant %u: %s is cached as allowed\n", v, *name);
+					bad++;
+				}
+			}
+		}
+		ok(bad == 0 && n_allow > 200,
+		   "variant %u: the %u unconditionally allowed syscalls skip the filter "
+		   "(kernel action cache), no refused one does",
+		   v, n_allow);
+	}
+}
+
 static void test_filter_size(void)
 {
 	sc_plan plan = plain_plan();
@@ -986,6 +1092,7 @@ int main(void)
 	test_expand();
 	test_table_shape();
 	test_filter_size();
+	test_cacheable();
 	test_precompiled();
 	test_notifications();
 	printf("# the same, served by the listener thread\n");
