@@ -366,7 +366,10 @@ static void arm(int tfd, uint64_t ns)
  * Linux 6.6's synchronous wake-up (sf_notify_sync_wakeup) the kernel then
  * switches from the target to that thread and back on one CPU, and the
  * exec's round trip costs two context switches and no trip through our
- * event loop. Without a thread, the event loop serves it.
+ * event loop. Only then: before 6.6, NOTIF_RECV keeps waiting after the last
+ * process under the filter is gone (6.6 made it return ENOENT), so the thread
+ * could never end. Otherwise the event loop serves the listener, and sees
+ * the hang-up with poll.
  */
 static void start_listener(supervisor *s, int fd)
 {

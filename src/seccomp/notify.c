@@ -646,6 +646,11 @@ int sf_listener_start(int notify_fd, sf_event_cb cb, void *userdata, sf_listener
 
 	if (!l)
 		return -ENOMEM;
+	/* The flag and NOTIF_RECV's return on an orphaned filter came in the
+	 * same release (6.6): the flag is how we tell. */
+	r = sf_notify_sync_wakeup(notify_fd);
+	if (r < 0)
+		return r;
 	r = sf_ctx_new(&l->ctx);
 	if (r < 0)
 		return r;

@@ -62,7 +62,10 @@ int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata);
  * notifications: the caller serialises it with its own use of whatever cb
  * touches. The thread blocks every signal. An exec is answered once its
  * path and argv are copied out and ID_VALID held, and recorded (cb) right
- * after, before the next notification is taken.
+ * after, before the next notification is taken. Needs Linux 6.6, where
+ * NOTIF_RECV returns once the filter's last user is gone (before, it waits
+ * for a notification that cannot come, and the thread would never end):
+ * sets the synchronous wake-up and returns -EOPNOTSUPP without it.
  */
 typedef struct sf_listener sf_listener;
 int sf_listener_start(int notify_fd, sf_event_cb cb, void *userdata, sf_listener **ret);
