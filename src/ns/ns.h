@@ -44,7 +44,9 @@ void ns_sources_free(ns_source *s, size_t n);
 int ns_open_sources_unpriv(const sc_plan *plan, ns_source **ret_sources, sc_diag *reterr_diag);
 
 /* Whether this host lets an unprivileged process create a user namespace,
- * from the sysctls that forbid it: 0, or -EPERM/-ENOSPC with why (always
+ * from the sysctls that forbid or restrict it (kernel.unprivileged_userns_clone,
+ * user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns):
+ * 0, or -EPERM/-ENOSPC with why (always
  * NUL-terminated) naming the sysctl. Reads /proc only; a host that passes
  * can still refuse at clone time (a security module), so callers must also
  * handle that. */

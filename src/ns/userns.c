@@ -85,6 +85,17 @@ int ns_unpriv_userns_check(char *why, size_t why_len)
 		    "user namespaces are disabled on this host (user.max_user_namespaces = 0)");
 		return -ENOSPC;
 	}
+	/* Ubuntu 23.10+: the namespace is created, but without capabilities
+	 * in it unless an AppArmor profile allows it, so the first mount would
+	 * fail with a bare EPERM. */
+	if (read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 &&
+	    v != 0) {
+		snprintf(why, why_len,
+			 "AppArmor restricts unprivileged user namespaces on this host "
+			 "(kernel.apparmor_restrict_unprivileged_userns = 1; an AppArmor profile "
+			 "for sandcap with \"userns,\" lifts it)");
+		return -EPERM;
+	}
 	snprintf(why, why_len, "unprivileged user namespaces are available");
 	return 0;
 }

@@ -193,6 +193,20 @@ else
 	ok "# SKIP cannot disable user namespaces in a namespace of our own here"
 fi
 
+# A host where AppArmor restricts unprivileged user namespaces (Ubuntu 23.10+)
+# would refuse the first mount with a bare EPERM: the sysctl, faked in a mount
+# namespace of our own, must give one clear line and 125 before anything runs.
+if out=$(unshare -m sh -c "mount -t tmpfs none /proc/sys/kernel &&
+	echo 1 > /proc/sys/kernel/apparmor_restrict_unprivileged_userns &&
+	exec env -i ${san_env[*]} HOME=$HOMEDIR setpriv --reuid=$U --regid=$U --init-groups -- \
+	$B/sandcap run --policy $T/base.json -- true" 2>&1); then rc=0; else rc=$?; fi
+if [ "$rc" = 125 ] || [ "$rc" = 0 ]; then
+	expect_eq "AppArmor's userns restriction: 125" "$rc" 125
+	expect_match "naming the sysctl" "$out" "kernel.apparmor_restrict_unprivileged_userns = 1"
+else
+	ok "# SKIP cannot fake the AppArmor sysctl here ($rc)"
+fi
+
 # --- doctor says which mode run would use ---
 out=$(as_user "$B/sandcap" doctor 2>&1)
 expect_match "doctor as the user: unprivileged mode" "$out" "run mode +yes +unprivileged \(uid $(id -u "$U")\)"
