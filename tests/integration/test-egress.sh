@@ -100,10 +100,11 @@ except OSError as e:
 expect_no_match "direct TCP and UDP to host loopback fail" "$out" "CONNECTED|UDP b"
 
 # The proxy worker: unprivileged, no capabilities, filtered.
-run_net worker sleep 3 >/dev/null 2>&1 &
+# Our own worker: the child of this supervisor (other runs may share the host).
+"$SANDCAP" run --quiet --audit "$T/audit-worker.jsonl" --policy "$T/net.json" -- sleep 3 >/dev/null 2>&1 &
 bg=$!
 sleep 1.5
-wpid=$(pgrep -n -f '^sandcap-proxy' || pgrep -n sandcap-proxy)
+wpid=$(pgrep -n -P "$bg" -f '^sandcap-proxy')
 if [ -n "$wpid" ]; then
 	st=$(cat /proc/"$wpid"/status)
 	uid=$(awk '/^Uid:/ {print $2}' <<<"$st")
