@@ -36,6 +36,25 @@ static int open_no_symlinks(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
+/* Opens grant i without following symlinks (src->fd, src->is_dir, *st): a
+ * directory or a regular file, else -errno with the diagnostic. */
+static int open_grant(const plan_grant *g, size_t i, ns_source *src, struct stat *st, sc_diag *d)
+{
+	src->fd = open_no_symlinks(g->path);
+	if (src->fd < 0)
+		return diag_grant(d, i, g->path, src->fd,
+				  src->fd == -EACCES
+				      ? "the invoking user cannot reach it"
+				      : "cannot open grant without following symlinks");
+	if (fstat(src->fd, st) < 0)
+		return diag_grant(d, i, g->path, -errno, "cannot stat grant");
+	if (!S_ISDIR(st->st_mode) && !S_ISREG(st->st_mode))
+		return diag_grant(d, i, g->path, -EINVAL,
+				  "a grant must be a directory or a regular file");
+	src->is_dir = S_ISDIR(st->st_mode);
+	return 0;
+}
+
 /* The tree is cloned here, in the supervisor's mount namespace: open_tree(2)
  * only clones mounts of the caller's namespace, and idmapping needs
  * CAP_SYS_ADMIN in the initial user namespace. The child attaches the
@@ -102,22 +121,9 @@ int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_
 		const plan_grant *g = &plan->grants[i];
 		struct stat st;
 
-		s[i].fd = open_no_symlinks(g->path);
-		if (s[i].fd < 0) {
-			r = diag_grant(reterr_diag, i, g->path, s[i].fd,
-				       "cannot open grant without following symlinks");
+		r = open_grant(g, i, &s[i], &st, reterr_diag);
+		if (r < 0)
 			goto fail;
-		}
-		if (fstat(s[i].fd, &st) < 0) {
-			r = diag_grant(reterr_diag, i, g->path, -errno, "cannot stat grant");
-			goto fail;
-		}
-		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-			r = diag_grant(reterr_diag, i, g->path, -EINVAL,
-				       "a grant must be a directory or a regular file");
-			goto fail;
-		}
-		s[i].is_dir = S_ISDIR(st.st_mode);
 
 		/* The grant's owner on disk is the agent inside, both ways: files
 		 * the agent creates land on the host owned by that owner. */
@@ -183,24 +189,9 @@ int ns_open_sources_unpriv(const sc_plan *plan, ns_source **ret_sources, sc_diag
 		struct stat st;
 		int mode;
 
-		s[i].fd = open_no_symlinks(g->path);
-		if (s[i].fd < 0) {
-			r = diag_grant(reterr_diag, i, g->path, s[i].fd,
-				       s[i].fd == -EACCES
-					   ? "the invoking user cannot reach it"
-					   : "cannot open grant without following symlinks");
+		r = open_grant(g, i, &s[i], &st, reterr_diag);
+		if (r < 0)
 			goto fail;
-		}
-		if (fstat(s[i].fd, &st) < 0) {
-			r = diag_grant(reterr_diag, i, g->path, -errno, "cannot stat grant");
-			goto fail;
-		}
-		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-			r = diag_grant(reterr_diag, i, g->path, -EINVAL,
-				       "a grant must be a directory or a regular file");
-			goto fail;
-		}
-		s[i].is_dir = S_ISDIR(st.st_mode);
 		s[i].dev = st.st_dev;
 		s[i].ino = st.st_ino;
 		/* No idmapped mount makes the agent the owner here: it is the
