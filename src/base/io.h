@@ -16,3 +16,8 @@ int io_read_exact(int fd, void *buf, size_t len);
 int io_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
 /* Writes a short string to a file (e.g. cgroup or /proc knobs). */
 int io_write_file_at(int dirfd, const char *path, const char *s);
+/* Passes one fd over a unix socket (SCM_RIGHTS, with one byte of data).
+ * io_recv_fd returns the fd (O_CLOEXEC), or -EPROTO for anything but
+ * exactly one byte and one fd. */
+int io_send_fd(int sock, int fd);
+int io_recv_fd(int sock);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/io.h"
 #include "seccomp/seccomp.h"
 
 #define SF_PROBE_TIMEOUT_MS 2000
@@ -42,56 +43,6 @@ enum {
 	PROBE_SEND,
 	PROBE_RESULT,
 };
-
-static int sf_send_fd(int sock, int fd)
-{
-	char c = 0;
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u = {0};
-	struct msghdr msg = {
-	    .msg_iov = &iov,
-	    .msg_iovlen = 1,
-	    .msg_control = u.buf,
-	    .msg_controllen = sizeof(u.buf),
-	};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
-}
-
-static int sf_recv_fd(int sock)
-{
-	char c;
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct msghdr msg = {
-	    .msg_iov = &iov,
-	    .msg_iovlen = 1,
-	    .msg_control = u.buf,
-	    .msg_controllen = sizeof(u.buf),
-	};
-	struct cmsghdr *cm;
-	int fd;
-
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
-		return -EPROTO;
-	cm = CMSG_FIRSTHDR(&msg);
-	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-	    cm->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -EPROTO;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
 
 static __attribute__((noreturn)) void sf_probe_child(int sock, uint32_t arch, pid_t parent)
 {
@@ -113,7 +64,7 @@ static __attribute__((noreturn)) void sf_probe_child(int sock, uint32_t arch, pi
 	    syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
 	if (fd < 0)
 		_exit(errno == EBUSY ? PROBE_LISTENER : PROBE_FILTER);
-	if (sf_send_fd(sock, (int)fd) < 0)
+	if (io_send_fd(sock, (int)fd) < 0)
 		_exit(PROBE_SEND);
 	(void)close((int)fd);
 	/* Blocks until the parent answers; ENOSYS if it closed the listener. */
@@ -159,7 +110,7 @@ int sf_probe(char *reason, size_t reason_len)
 
 	pfd = (struct pollfd){.fd = sock_parent, .events = POLLIN};
 	if (poll(&pfd, 1, SF_PROBE_TIMEOUT_MS) == 1)
-		listener = sf_recv_fd(sock_parent);
+		listener = io_recv_fd(sock_parent);
 	if (listener >= 0) {
 		got_listener = true;
 		pfd = (struct pollfd){.fd = listener, .events = POLLIN};

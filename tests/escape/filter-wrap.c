@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/io.h"
 #include "compat/syscalls.h"
 #include "landlock/landlock.h"
 #include "seccomp/seccomp.h"
@@ -62,41 +63,6 @@ static int lo_up(void)
 	}
 	close(fd);
 	return 0;
-}
-
-static int send_fd(int sock, int fd)
-{
-	char c = 0;
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
-	char buf[CMSG_SPACE(sizeof(int))] = {0};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -errno;
-}
-
-static int recv_fd(int sock)
-{
-	char c;
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
-	char buf[CMSG_SPACE(sizeof(int))];
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
-	struct cmsghdr *cm;
-	int fd;
-
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&msg);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
 }
 
 /* Serves the listener until the child exits; returns its wait status. */
@@ -191,7 +157,7 @@ int main(int argc, char **argv)
 			int listener, status;
 
 			close(sv[1]);
-			listener = recv_fd(sv[0]);
+			listener = io_recv_fd(sv[0]);
 			if (listener < 0) {
 				(void)waitpid(child, &status, 0);
 				return 125;
@@ -225,7 +191,7 @@ int main(int argc, char **argv)
 			return 125;
 		}
 		if (fd >= 0) {
-			if (send_fd(sv[1], fd) < 0)
+			if (io_send_fd(sv[1], fd) < 0)
 				return 125;
 			close(fd);
 			close(sv[1]);

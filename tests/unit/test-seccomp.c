@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/io.h"
 #include "compat/syscalls.h"
 #include "seccomp/profile.h"
 #include "seccomp/programs.h"
@@ -406,41 +407,6 @@ static void collect(const char *event, json_t *data, void *userdata)
 	json_array_append_new(ev->list, json_pack("{s:s, s:o}", "event", event, "data", data));
 }
 
-static int send_fd(int sock, int fd)
-{
-	char c = 0;
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
-	char buf[CMSG_SPACE(sizeof(int))] = {0};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char c;
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
-	char buf[CMSG_SPACE(sizeof(int))];
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
-	struct cmsghdr *cm;
-	int fd;
-
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&msg);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
-
 /* How the parent serves the listener: sf_notify_handle from a poll loop, or
  * the listener thread (sf_listener_start) with the synchronous wake-up. */
 static bool serve_with_thread;
@@ -477,13 +443,13 @@ static int run_notified_as(bool audit_exec, bool audit_denied, check_fn fn, even
 			_exit(120);
 		if (sf_apply(&plan, &fd) < 0 || fd < 0)
 			_exit(121);
-		if (send_fd(sv[1], fd) < 0)
+		if (io_send_fd(sv[1], fd) < 0)
 			_exit(122);
 		close(fd);
 		_exit(fn());
 	}
 	close(sv[1]);
-	listener = recv_fd(sv[0]);
+	listener = io_recv_fd(sv[0]);
 	close(sv[0]);
 	if (serve_with_thread && listener >= 0) {
 		sf_listener *l = NULL;
@@ -1110,11 +1076,11 @@ int main(void)
 			pid = fork();
 			if (pid == 0) {
 				if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-				    sf_apply(&p, &fd) < 0 || send_fd(sv[1], fd) < 0)
+				    sf_apply(&p, &fd) < 0 || io_send_fd(sv[1], fd) < 0)
 					_exit(1);
 				_exit(0);
 			}
-			fd = recv_fd(sv[0]);
+			fd = io_recv_fd(sv[0]);
 			if (fd >= 0)
 				sr = sf_notify_sync_wakeup(fd);
 			(void)wait_child(pid);
