@@ -2,8 +2,12 @@
 # SPDX-License-Identifier: MIT
 # Egress proxy benchmark on loopback: bulk CONNECT-tunnel throughput and
 # small-request rate/latency through the forward proxy, each against direct
-# access and tinyproxy measured in the same run. Reports figures and ratios;
-# never fails on wall-clock numbers (exit 77 when a tool is missing).
+# access and tinyproxy measured in the same run. The bulk download is also
+# relayed by HAProxy in TCP mode with splice(2) both ways: no CONNECT, no
+# policy, no limits, one thread, the fastest user-space relay Debian ships,
+# and so the ceiling for any relay on this machine. Reports figures and
+# ratios; never fails on wall-clock numbers (exit 77 when a tool is missing;
+# without haproxy its row is left out).
 #
 #   bench/proxy.sh [BUILDDIR]     env: BENCH_SIZE (default 1G), BENCH_ROUNDS (default 5),
 #                                 BENCH_SECS (default 5; 0 skips the small requests)
@@ -34,6 +38,7 @@ BASE=$((40000 + RANDOM % 10000))
 P_HTTP=$BASE
 P_SC=$((BASE + 1))
 P_TP=$((BASE + 2))
+P_HA=$((BASE + 3))
 
 mkdir -p "$T/www"
 truncate -s "$SIZE" "$T/www/bulk.bin" # sparse: the origin is not the bottleneck
@@ -63,6 +68,30 @@ Allow 127.0.0.1
 TP
 tinyproxy -d -c "$T/tinyproxy.conf" >"$T/tinyproxy.log" 2>&1 &
 pids+=($!)
+# HAProxy as a plain TCP relay to the origin (curl talks to it as if it were
+# the origin): splice in both directions, a single thread like the worker.
+have_haproxy=0
+if command -v haproxy >/dev/null; then
+	cat >"$T/haproxy.cfg" <<HA
+global
+  nbthread 1
+  maxconn 100
+  maxpipes 100
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  option splice-request
+  option splice-response
+listen relay
+  bind 127.0.0.1:$P_HA
+  server origin 127.0.0.1:$P_HTTP
+HA
+	haproxy -db -f "$T/haproxy.cfg" >"$T/haproxy.log" 2>&1 &
+	pids+=($!)
+	have_haproxy=1
+fi
 sleep 0.7
 
 URL="http://127.0.0.1:$P_HTTP"
@@ -70,21 +99,32 @@ mib() { echo "scale=1; $1 / 1048576" | bc; }
 ratio() { [ "${2%.*}" -gt 0 ] 2>/dev/null && echo "scale=2; $1 / $2" | bc || echo n/a; }
 median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 # The same curl fetches the same file for every contender: the proxies add
-# only -p (CONNECT) and -x.
-bulk1() { curl -s -o /dev/null -w '%{speed_download} %{size_download}\n' "$@" "$URL/bulk.bin"; }
+# only -p (CONNECT) and -x; the relay is just another address.
+bulk1() { # BASE-URL [CURL-ARGS]
+	local base=$1
+	shift
+	curl -s -o /dev/null -w '%{speed_download} %{size_download}\n' "$@" "$base/bulk.bin"
+}
 ROUNDS=${BENCH_ROUNDS:-5}
 names=(direct sandcap tinyproxy)
 args=("" "-p -x http://127.0.0.1:$P_SC" "-p -x http://127.0.0.1:$P_TP")
+urls=("$URL" "$URL" "$URL")
+if [ $have_haproxy = 1 ]; then
+	names+=(haproxy)
+	args+=("")
+	urls+=("http://127.0.0.1:$P_HA")
+fi
+n_names=${#names[@]}
 : >"$T/bulk"
-bulk1 >/dev/null # fills the page cache: the first read of the file is slower
+bulk1 "$URL" >/dev/null # fills the page cache: the first read of the file is slower
 # A shared machine's load moves over seconds: every round runs each
 # contender once, starting with a different one each round, and each proxy
 # is also compared with the direct run of its own round.
 for round in $(seq "$ROUNDS"); do
-	for k in 0 1 2; do
-		i=$(((k + round) % 3))
+	for k in $(seq 0 $((n_names - 1))); do
+		i=$(((k + round) % n_names))
 		# shellcheck disable=SC2086 # args are words
-		read -r speed size <<<"$(bulk1 ${args[$i]})"
+		read -r speed size <<<"$(bulk1 "${urls[$i]}" ${args[$i]})"
 		echo "$round ${names[$i]} ${speed:-0} ${size:-0}" >>"$T/bulk"
 	done
 done
@@ -103,6 +143,12 @@ printf "sandcap CONNECT    %8s MiB/s  (%s bytes)  %sx direct (target >= 0.8; per
 	"$(mib "$s_speed")" "$(size_of sandcap)" "$(ratio "$s_speed" "$d_speed")" "$(paired sandcap)"
 printf "tinyproxy CONNECT  %8s MiB/s  (%s bytes)  %sx direct (per round %.2fx)\n" \
 	"$(mib "$t_speed")" "$(size_of tinyproxy)" "$(ratio "$t_speed" "$d_speed")" "$(paired tinyproxy)"
+if [ $have_haproxy = 1 ]; then
+	h_speed=$(col haproxy)
+	printf "haproxy TCP relay  %8s MiB/s  (%s bytes)  %sx direct (per round %.2fx; sandcap/haproxy %sx)\n" \
+		"$(mib "$h_speed")" "$(size_of haproxy)" "$(ratio "$h_speed" "$d_speed")" "$(paired haproxy)" \
+		"$(ratio "$s_speed" "$h_speed")"
+fi
 [ "$SECS" = 0 ] && exit 0
 
 # wrk cannot CONNECT: send absolute-form targets to the proxy instead
