@@ -14,6 +14,11 @@
 #    hid files and the timing means nothing);
 #  - an exec-heavy one (200 x /bin/true), where every exec makes a round trip
 #    through the listener;
+#  - the floor: a seccomp filter of one instruction that allows everything
+#    (filter-wrap --seccomp-allow-all), in the find workload and per call.
+#    It is what any seccomp filter costs on this kernel, before a single
+#    rule: each syscall of a filtered task takes the kernel's slow entry
+#    path. A profile cannot cost less than it;
 #  - the CPU each filter adds per syscall, measured inside one process
 #    (build/bench/syscall-cost): a syscall seccomp's cache allows, one the
 #    filter evaluates, stat, open (Landlock's path walk), a find-like walk.
@@ -142,6 +147,7 @@ fi
 echo "== find /usr -type f | wc -l ($bare files; ${FIND_ROUNDS:=$((${RUNS:-10} * 2))} interleaved rounds)"
 interleave find "$FIND_ROUNDS" \
 	"bare=/bin/sh -c '$WORK'" \
+	"seccomp-allow-all=$WRAP --no-ns --no-landlock --seccomp-allow-all -- /bin/sh -c '$WORK'" \
 	"seccomp=$WRAP --no-ns --no-landlock -- /bin/sh -c '$WORK'" \
 	"landlock=$WRAP --no-ns --no-seccomp -- /bin/sh -c '$WORK'" \
 	"landlock+seccomp=$WRAP --no-ns -- /bin/sh -c '$WORK'" \
@@ -163,6 +169,7 @@ COST=$(cd "$(dirname "$WRAP")/../../bench" 2>/dev/null && pwd)/syscall-cost || C
 if [ -n "$COST" ] && [ -x "$COST" ]; then
 	echo "== CPU per operation in one process (bench/syscall-cost, ${COST_ROUNDS:=5} interleaved rounds)"
 	python3 - "$COST_ROUNDS" "${BENCH_RESULTS:-}" "bare=$COST" \
+		"seccomp-allow-all=$WRAP --no-ns --no-landlock --seccomp-allow-all -- $COST" \
 		"seccomp=$WRAP --no-ns --no-landlock -- $COST" \
 		"landlock=$WRAP --no-ns --no-seccomp -- $COST" \
 		"landlock+seccomp=$WRAP --no-ns -- $COST" \
@@ -201,4 +208,30 @@ if out:
     with open(out, "a") as f:
         f.writelines(rows)
 PY
+fi
+
+# The floor (syscall-cost -F): two threads on one CPU taking turns, one
+# under a one-instruction allow-all filter. Whatever a profile allows, a
+# filtered task pays at least this.
+if [ -n "$COST" ] && [ -x "$COST" ]; then
+	echo "== seccomp's floor: a one-instruction allow-all filter, same CPU, alternating batches ($COST_ROUNDS runs)"
+	for _ in $(seq "$COST_ROUNDS"); do "$COST" -F || exit 1; done | python3 -c '
+import statistics, sys
+out = sys.argv[1]
+r = {}
+for line in sys.stdin:
+    name, bare, filtered = line.split()
+    r.setdefault(name, []).append((float(bare), float(filtered)))
+rows = []
+for name, v in r.items():
+    bare = statistics.median(b for b, _ in v)
+    filt = statistics.median(f for _, f in v)
+    ratio = statistics.median(f / b for b, f in v)
+    scale, unit = (1e6, "ms") if name == "floor-walk" else (1, "ns")
+    print(f"{name:24s} bare {bare / scale:10.1f} {unit}   allow-all filter {filt / scale:10.1f} {unit}   ratio {ratio:5.3f}")
+    rows.append(f"filters\t{name}\tallow-all\t{filt / scale:.3f}\t{ratio:.3f}\t{bare / scale:.3f}\t{ratio:.3f}\n")
+if out:
+    with open(out, "a") as f:
+        f.writelines(rows)
+' "${BENCH_RESULTS:-}" || exit 1
 fi

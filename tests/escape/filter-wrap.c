@@ -8,15 +8,21 @@
  * (the policy is ignored) so run-escapes.sh can drive it.
  *
  *   filter-wrap [run] [--policy FILE] [--no-ns] [--no-landlock] [--no-seccomp]
- *               [--audit] [--ro DIR]... [--rw DIR]... [--egress] -- CMD [ARG]...
+ *               [--seccomp-allow-all] [--audit] [--ro DIR]... [--rw DIR]...
+ *               [--egress] -- CMD [ARG]...
  *
  * The directory of CMD is granted read-only so that it can be executed.
  * --audit serves the exec/denied notifications in a parent process and
- * prints each event as one JSON line on stderr.
+ * prints each event as one JSON line on stderr. --seccomp-allow-all installs,
+ * instead of sandcap's profile, a filter of one instruction that allows
+ * everything: what any seccomp filter costs on this kernel (the floor the
+ * benchmarks compare the profile with).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -26,6 +32,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,6 +72,15 @@ static int lo_up(void)
 	return 0;
 }
 
+/* A filter that allows every syscall: the kernel's fixed cost of seccomp. */
+static int seccomp_allow_all(void)
+{
+	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = {.len = 1, .filter = &allow};
+
+	return syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0 ? -errno : 0;
+}
+
 /* Serves the listener until the child exits; returns its wait status. */
 static int serve(pid_t child, int listener)
 {
@@ -98,7 +114,7 @@ int main(int argc, char **argv)
 	plan_grant grants[WRAP_MAX_GRANTS + 1];
 	plan_egress egress = {.host = (char *)"proxy"};
 	sc_plan plan = {.version = 1, .runtime = RUNTIME_HOST};
-	bool ns = true, landlock = true, seccomp = true, audit = false;
+	bool ns = true, landlock = true, seccomp = true, audit = false, allow_all = false;
 	char *cmd_dir;
 	int i = 1, sv[2] = {-1, -1};
 	pid_t child = 0;
@@ -114,6 +130,8 @@ int main(int argc, char **argv)
 			landlock = false;
 		else if (strcmp(argv[i], "--no-seccomp") == 0)
 			seccomp = false;
+		else if (strcmp(argv[i], "--seccomp-allow-all") == 0)
+			allow_all = true;
 		else if (strcmp(argv[i], "--audit") == 0)
 			audit = true;
 		else if (strcmp(argv[i], "--egress") == 0)
@@ -183,7 +201,14 @@ int main(int argc, char **argv)
 			return 125;
 		}
 	}
-	if (seccomp) {
+	if (seccomp && allow_all) {
+		int r = seccomp_allow_all();
+
+		if (r < 0) {
+			fprintf(stderr, "filter-wrap: seccomp: %s\n", strerror(-r));
+			return 125;
+		}
+	} else if (seccomp) {
 		int fd = -1, r = sf_apply(&plan, &fd);
 
 		if (r < 0) {
