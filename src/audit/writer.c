@@ -168,10 +168,14 @@ static int log_record(au_log *log, const char *event, const char *data_json)
 	return log_append(log, line, len, hash);
 }
 
+#define AU_DUMP_FLAGS (JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)
+
 int au_emit(au_log *log, const char *event, json_t *data)
 {
 	_cleanup_(jsonp) json_t *owned = data;
 	_cleanup_free_ char *dump = NULL;
+	char small[2048];
+	size_t n;
 
 	if (!log || !event)
 		return -EINVAL;
@@ -183,12 +187,21 @@ int au_emit(au_log *log, const char *event, json_t *data)
 		return -EINVAL;
 	if (owned && !json_is_object(owned))
 		return -EINVAL;
+	if (!owned)
+		return log_record(log, event, "{}");
 	/* ENSURE_ASCII: the log stays 7-bit; a string that is not valid UTF-8
-	 * (json_stringn_nocheck) makes the dump fail instead of the verifier. */
-	dump = owned ? json_dumps(owned, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)
-		     : strdup("{}");
+	 * (json_stringn_nocheck) makes the dump fail instead of the verifier.
+	 * Most records fit the stack buffer: no growing of a heap one. */
+	n = json_dumpb(owned, small, sizeof(small), AU_DUMP_FLAGS);
+	if (n == 0)
+		return -EINVAL;
+	if (n < sizeof(small)) {
+		small[n] = '\0';
+		return log_record(log, event, small);
+	}
+	dump = json_dumps(owned, AU_DUMP_FLAGS);
 	if (!dump)
-		return owned ? -EINVAL : -ENOMEM;
+		return -EINVAL;
 	return log_record(log, event, dump);
 }
 

@@ -15,10 +15,18 @@
  * in between (seccomp_unotify(2), "Caveats"). What is enforced is enforced
  * by the mount tree, Landlock and the filter itself; this log says what a
  * process asked to run, which is what an honest process runs. Because it is
- * a record, an exec is answered as soon as what it asked for is copied out
- * and confirmed (ID_VALID); the JSON, the hash and the write follow while
- * the exec goes on. The copy is taken before the answer, so answering early
- * changes when the record is written, not what it says.
+ * a record, an exec is answered as soon as what it asked for is copied out;
+ * the JSON, the hash and the write follow while the exec goes on. The copy
+ * is taken before the answer, so answering early changes when the record is
+ * written, not what it says.
+ *
+ * Which process the copy came from: the pid of a notification could be
+ * reused once its target is gone. The answer settles it: NOTIF_SEND
+ * succeeds only while the target still waits in that very syscall, so it
+ * was alive, and its pid its own, through every read made before. A stale
+ * answer (ENOENT: the target died, or a signal interrupted the syscall,
+ * which will be notified again) leaves no record. This is the check
+ * SECCOMP_IOCTL_NOTIF_ID_VALID makes, without a syscall of its own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -105,8 +113,18 @@ static size_t sf_utf8_seq(const unsigned char *p, size_t n)
 static json_t *sf_json_bytes(const char *s, size_t len)
 {
 	_cleanup_free_ char *out = NULL;
-	size_t cap, o = 0;
+	size_t cap, o = 0, valid = 0;
 
+	/* Usually all of it is valid (mostly ASCII): then no copy. */
+	while (valid < len) {
+		size_t k = sf_utf8_seq((const unsigned char *)s + valid, len - valid);
+
+		if (k == 0)
+			break;
+		valid += k;
+	}
+	if (valid == len)
+		return json_stringn_nocheck(s, len);
 	if (__builtin_mul_overflow(len, (size_t)3, &cap) || __builtin_add_overflow(cap, 1, &cap))
 		return NULL;
 	out = malloc(cap);
@@ -274,11 +292,6 @@ static int sf_read_string(sf_mem *m, uint64_t addr, char *buf, size_t max, size_
 	return 0;
 }
 
-static bool sf_id_valid(int notify_fd, uint64_t id)
-{
-	return ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
-}
-
 static int sf_argv_ptr(sf_mem *m, uint64_t argv_addr, unsigned i, uint64_t *ret)
 {
 	uint64_t slot;
@@ -375,14 +388,10 @@ static void sf_dirfd_path(pid_t pid, sf_exec *x)
 }
 
 /*
- * Copies what the exec asked for out of the target. Returns false when the
- * notification went stale (the target died, or its syscall was interrupted
- * and will be notified again): then there is nothing true to record. The
- * pid may be reused between RECV and the reads: only when ID_VALID succeeds
- * after them did they certainly read the target.
+ * Copies what the exec asked for out of the target. Whether it was the
+ * target's memory is known only once the answer is taken (see the top).
  */
-static bool sf_exec_read(int notify_fd, sf_mem *m, const struct seccomp_notif *req, bool at,
-			 sf_exec *x)
+static void sf_exec_read(sf_mem *m, const struct seccomp_notif *req, bool at, sf_exec *x)
 {
 	x->pid = (pid_t)req->pid;
 	x->at = at;
@@ -391,7 +400,6 @@ static bool sf_exec_read(int notify_fd, sf_mem *m, const struct seccomp_notif *r
 	sf_read_exec(m, at ? req->data.args[1] : req->data.args[0],
 		     at ? req->data.args[2] : req->data.args[1], x);
 	sf_dirfd_path(x->pid, x);
-	return sf_id_valid(notify_fd, req->id);
 }
 
 /* proc.exec from what sf_exec_read copied. */
@@ -459,6 +467,8 @@ int sf_notify_sync_wakeup(int notify_fd)
 	return 0;
 }
 
+/* Returns 0 when the answer reached the target, 1 when the notification
+ * was stale (ENOENT: the target died or its syscall was interrupted). */
 static int sf_respond(int notify_fd, struct seccomp_notif_resp *resp)
 {
 	for (;;) {
@@ -466,8 +476,7 @@ static int sf_respond(int notify_fd, struct seccomp_notif_resp *resp)
 			return 0;
 		if (errno == EINTR)
 			continue;
-		/* ENOENT: the target died or its syscall was interrupted. */
-		return errno == ENOENT ? 0 : -errno;
+		return errno == ENOENT ? 1 : -errno;
 	}
 }
 
@@ -528,18 +537,19 @@ static int sf_ctx_new(sf_ctx **ret)
  * handled, 0 when RECV found none (ENOENT: it was withdrawn, or no process
  * uses the filter any more), -errno when the listener itself failed.
  *
- * An exec is answered as soon as its strings are copied out and ID_VALID
- * confirmed them: building, hashing and writing the record (cb) happen while
- * the exec goes on. What is recorded is the same; only the time the target
- * waits changes. The record is still delivered before the next notification
- * is received, so records keep the order of the execs.
+ * An exec is answered as soon as its strings are copied out, and recorded
+ * only when the answer reached the target: building, hashing and writing
+ * the record (cb) happen while the exec goes on. What is recorded is the
+ * same; only the time the target waits changes. The record is still
+ * delivered before the next notification is received, so records keep the
+ * order of the execs.
  */
 static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 {
 	struct seccomp_notif *req = c->req;
 	struct seccomp_notif_resp *resp = c->resp;
 	json_t *data = NULL;
-	bool is_exec = false, at = false, valid;
+	bool is_exec = false, at = false;
 	int r, r_event = 0;
 
 	for (;;) {
@@ -569,13 +579,13 @@ static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 		return r_event < 0 ? r_event : 1;
 	}
 
-	valid = sf_exec_read(notify_fd, &c->mem, req, at, &c->exec);
+	sf_exec_read(&c->mem, req, at, &c->exec);
 	resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 	r = sf_respond(notify_fd, resp);
 	if (r < 0)
 		return r;
-	if (!valid)
-		return 1;
+	if (r == 1)
+		return 1; /* stale: what was read may not be the target's */
 	data = sf_exec_json(&c->exec);
 	if (!data)
 		return -ENOMEM;

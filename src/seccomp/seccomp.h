@@ -45,10 +45,10 @@ typedef void (*sf_event_cb)(const char *event, json_t *data, void *userdata);
  * process_vm_readv and bounds (path 4096 bytes, 256 args, 64 KiB of argv)
  * and always answers, CONTINUE for exec and -EPERM otherwise, even when
  * reading fails. A denial is recorded before it is answered; an exec is
- * answered once its path and argv are copied out and ID_VALID confirmed
- * the copy, and recorded right after (the exec may already be running
- * then). No record when the notification went stale (the target died or
- * will retry). cb may be NULL. One caller at a time. Returns 0, or -errno
+ * answered once its path and argv are copied out, and recorded right
+ * after (the exec may already be running then). No record when the answer
+ * finds the notification stale (the target died or will retry): the copy
+ * may then not be the target's. cb may be NULL. One caller at a time. Returns 0, or -errno
  * when the listener itself fails (the caller should then close it: pending
  * and future notified syscalls of the sandbox fail with ENOSYS).
  */
@@ -61,8 +61,8 @@ int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata);
  * cb runs on that thread, one call at a time and in the order of the
  * notifications: the caller serialises it with its own use of whatever cb
  * touches. The thread blocks every signal. An exec is answered once its
- * path and argv are copied out and ID_VALID held, and recorded (cb) right
- * after, before the next notification is taken. Needs Linux 6.6, where
+ * path and argv are copied out, and recorded (cb) once the answer reached
+ * it, before the next notification is taken. Needs Linux 6.6, where
  * NOTIF_RECV returns once the filter's last user is gone (before, it waits
  * for a notification that cannot come, and the thread would never end):
  * sets the synchronous wake-up and returns -EOPNOTSUPP without it.
