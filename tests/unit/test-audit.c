@@ -249,6 +249,38 @@ static char *forge(const lines *ls, size_t idx, uint64_t seq, const char *sandbo
 	return line;
 }
 
+/* The timestamp is formatted by hand below the second and cached per
+ * second: each field must still come out right, across seconds. */
+static void test_timestamps(void)
+{
+	static const struct {
+		time_t sec;
+		long nsec;
+		const char *want;
+	} cases[] = {
+	    {0, 0, "1970-01-01T00:00:00.000000000Z"},
+	    {1795000000, 5, "2026-11-18T11:06:40.000000005Z"},
+	    {1795000000, 999999999, "2026-11-18T11:06:40.999999999Z"},
+	    {1795000001, 120000000, "2026-11-18T11:06:41.120000000Z"},
+	    {951782400, 1, "2000-02-29T00:00:00.000000001Z"},
+	    {1795000000, 42, "2026-11-18T11:06:40.000000042Z"},
+	};
+	char out[AU_TS_LEN + 1];
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct timespec ts = {.tv_sec = cases[i].sec, .tv_nsec = cases[i].nsec};
+		int r = au_format_ts(&ts, out);
+
+		ok(r == 0 && strcmp(out, cases[i].want) == 0, "timestamp %lld.%09ld is %s (%s)",
+		   (long long)cases[i].sec, cases[i].nsec, cases[i].want, r == 0 ? out : "error");
+	}
+	ok(au_format_ts(&(struct timespec){.tv_sec = 1795000000, .tv_nsec = 1000000000}, out) ==
+	       -ERANGE,
+	   "nanoseconds past 999999999 are refused");
+	ok(au_format_ts(&(struct timespec){.tv_sec = 253402300800, .tv_nsec = 0}, out) == -ERANGE,
+	   "a year past 9999 is refused");
+}
+
 static void test_roundtrip(void)
 {
 	_cleanup_free_ char *path = path_in_tmp("plain.log"), *kpath = path_in_tmp("keyed.log");
@@ -872,6 +904,7 @@ int main(void)
 		printf("1..0 # SKIP cannot create a temporary directory\n");
 		return 77;
 	}
+	test_timestamps();
 	test_roundtrip();
 	test_tamper();
 	test_writer_rules();
