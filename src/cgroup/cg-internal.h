@@ -78,7 +78,8 @@ struct cg_ops {
 	int (*delegate)(cg_handle *h, unsigned slot, pid_t pid);
 	/* Removes what delegate made for slot, once it is empty. */
 	void (*undelegate)(cg_handle *h, unsigned slot);
-	int (*enter_self)(const cg_handle *h);
+	/* Opens the files that move the writing thread into the cgroup. */
+	int (*entry_fds)(const cg_handle *h, int *fds, size_t max);
 	int (*read_stats)(cg_handle *h, cg_stats *ret);
 	/* SIGKILLs everything, returns when empty or after CG_DESTROY_WAIT_MS. */
 	int (*kill_all)(cg_handle *h);
@@ -88,6 +89,9 @@ extern const cg_ops cg_v1_ops;
 extern const cg_ops cg_v2_ops;
 
 /* Helpers in cgroup.c. */
+
+/* Closes fds[0..n). */
+void cg_close_all(int *fds, size_t n);
 
 /* Strict decimal u64: digits only, optional trailing newline. */
 int cg_parse_u64(const char *s, size_t len, uint64_t *ret);

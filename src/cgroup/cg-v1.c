@@ -292,19 +292,28 @@ static void v1_undelegate(cg_handle *h, unsigned slot)
  * move needs no RCU grace period. The caller is single-threaded, so its
  * whole process moves.
  */
-static int v1_enter_self(const cg_handle *h)
+/* "tasks", not "cgroup.procs": a thread moving itself skips the threadgroup lock. */
+static int v1_entry_fds(const cg_handle *h, int *fds, size_t max)
 {
-	size_t i;
-	int r;
+	size_t i, n = 0;
 
 	for (i = 0; i < _CG_V1_CTRL_MAX; i++) {
 		if (h->dirs[i].dirfd < 0)
 			continue;
-		r = io_write_file_at(h->dirs[i].dirfd, "tasks", "0");
-		if (r < 0)
+		if (n == max) {
+			cg_close_all(fds, n);
+			return -ENOBUFS;
+		}
+		fds[n] = openat(h->dirs[i].dirfd, "tasks", O_WRONLY | O_CLOEXEC);
+		if (fds[n] < 0) {
+			int r = -errno;
+
+			cg_close_all(fds, n);
 			return r;
+		}
+		n++;
 	}
-	return 0;
+	return (int)n;
 }
 
 static int v1_read(const cg_handle *h, cg_v1_ctrl c, const char *file, const char *key,
@@ -397,7 +406,7 @@ static int v1_kill_all(cg_handle *h)
 const cg_ops cg_v1_ops = {
     .version = CG_V1,
     .probe = v1_probe,
-    .enter_self = v1_enter_self,
+    .entry_fds = v1_entry_fds,
     .create = v1_create,
     .clone_fd = v1_clone_fd,
     .attach = v1_attach,

@@ -422,10 +422,12 @@ static uint64_t us_to_ns(uint64_t us)
 	return __builtin_mul_overflow(us, 1000u, &ns) ? UINT64_MAX - 1 : ns;
 }
 
-static int v2_enter_self(const cg_handle *h)
+static int v2_entry_fds(const cg_handle *h, int *fds, size_t max)
 {
-	(void)h; /* clone3(CLONE_INTO_CGROUP) placed the process */
-	return 0;
+	if (max < 1)
+		return -ENOBUFS;
+	fds[0] = openat(v2_procs_fd(h), "cgroup.procs", O_WRONLY | O_CLOEXEC);
+	return fds[0] < 0 ? -errno : 1;
 }
 
 static int v2_read_stats(cg_handle *h, cg_stats *ret)
@@ -509,7 +511,7 @@ static int v2_kill_all(cg_handle *h)
 const cg_ops cg_v2_ops = {
     .version = CG_V2,
     .probe = v2_probe,
-    .enter_self = v2_enter_self,
+    .entry_fds = v2_entry_fds,
     .create = v2_create,
     .clone_fd = v2_clone_fd,
     .attach = v2_attach,

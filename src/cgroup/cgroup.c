@@ -10,12 +10,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -688,6 +690,13 @@ static int cg_select(const cg_ops **ret_ops, char *reason, size_t reason_len)
 	return r;
 }
 
+bool cg_clone_into_expected(void)
+{
+	struct statfs sfs;
+
+	return statfs(CG_ROOT, &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC;
+}
+
 int cg_detect(cg_version *ret_version, char *reason, size_t reason_len)
 {
 	const cg_ops *ops = NULL;
@@ -810,11 +819,17 @@ void cg_release_delegate(cg_handle *h, unsigned slot)
 		h->ops->undelegate(h, slot);
 }
 
-int cg_enter_self(const cg_handle *h)
+int cg_entry_fds(const cg_handle *h, int *fds, size_t max)
 {
-	if (!h)
+	if (!h || !fds)
 		return -EINVAL;
-	return h->ops->enter_self(h);
+	return h->ops->entry_fds(h, fds, max);
+}
+
+void cg_close_all(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		(void)close(fds[i]);
 }
 
 int cg_read_stats(cg_handle *h, cg_stats *ret)

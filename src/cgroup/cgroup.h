@@ -49,6 +49,10 @@ int cg_detect(cg_version *ret_version, char *reason, size_t reason_len);
  * -errno, and reason says why. Never changes anything. */
 int cg_delegated(char *reason, size_t reason_len);
 
+/* A guess, for ordering only (one statfs): whether cg_create will give a
+ * cgroup clone3(CLONE_INTO_CGROUP) can place a child in, i.e. the unified
+ * hierarchy alone is mounted at /sys/fs/cgroup. */
+bool cg_clone_into_expected(void);
 /* Creates the sandbox cgroup named `name` under the caller's own cgroup and
  * writes the plan's limits. -EPERM/-EACCES/-ENOENT/-EROFS when it cannot.
  * name: [A-Za-z0-9_-], at most 255 bytes, else -EINVAL; -EEXIST if a cgroup
@@ -78,13 +82,13 @@ int cg_attach_delegate(cg_handle *h, unsigned slot, pid_t pid);
 /* Removes what cg_attach_delegate made for slot once the sub-supervisor
  * has exited; what is still busy is left to cg_destroy. Never fails. */
 void cg_release_delegate(cg_handle *h, unsigned slot);
-/* For the sandbox's first process itself, single-threaded, before it runs
- * anything of the sandbox, when cg_clone_fd() gave no fd: moves the calling
- * thread into the cgroup (every controller on v1). Cheaper than cg_attach()
- * from outside: a thread moving itself skips the kernel's global
- * threadgroup lock, whose first writer waits for an RCU grace period
- * (1-20 ms on a busy host). 0 on v2, where clone3 placed it already. */
-int cg_enter_self(const cg_handle *h);
+/* For a sandbox whose first process moves itself into the cgroup (v1 has
+ * no CLONE_INTO_CGROUP): opens, write-only, the files through which the
+ * thread that writes "0" to each enters the cgroup (one per v1 hierarchy,
+ * "tasks"; v2: "cgroup.procs") into fds. Returns how many, or -errno
+ * (-ENOBUFS when max is too small) with none left open. The permission
+ * check is the opener's: the fds may be written by another process. */
+int cg_entry_fds(const cg_handle *h, int *fds, size_t max);
 /*
  * Removes the sibling cgroups named prefix* that a supervisor killed with
  * SIGKILL left behind: those without a process in them or below, unchanged

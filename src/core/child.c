@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "cgroup/cgroup.h"
 #include "compat/syscalls.h"
 #include "core/sync.h"
 #include "proxy/proxy.h"
@@ -40,9 +39,33 @@ static int step_wait_go(child_ctx *c)
 	return m.type == SYNC_GO ? 0 : -EPROTO;
 }
 
+/*
+ * The supervisor sends the files that move a thread into our cgroup, made
+ * while we built the mounts (none when clone3 placed us, or best_effort let
+ * the cgroup go). We move ourselves: a thread moving itself skips the
+ * kernel's global threadgroup lock, whose first writer waits for an RCU
+ * grace period (1-20 ms on a busy host); a move from outside would take it.
+ */
 static int step_cgroup(child_ctx *c)
 {
-	return c->cg ? cg_enter_self(c->cg) : 0;
+	int fds[SYNC_MAX_FDS];
+	size_t n;
+	sync_msg m;
+	int r;
+
+	if (!c->cg_sync)
+		return 0;
+	r = sync_recv_fds(c->sync, &m, fds, ELEMENTSOF(fds), &n);
+	if (r < 0)
+		return r;
+	if (m.type != SYNC_CGROUP)
+		r = -EPROTO;
+	for (size_t i = 0; i < n; i++) {
+		if (r >= 0 && write(fds[i], "0", 1) != 1)
+			r = -errno;
+		(void)close(fds[i]);
+	}
+	return r;
 }
 
 static int step_cgroupns(child_ctx *c)
@@ -260,12 +283,12 @@ static const struct setup_step {
 	const char *name;
 	int (*fn)(child_ctx *c);
 } setup_steps[] = {
-    {"cgroup", step_cgroup}, /* first: everything after is charged and limited */
     {"mounts", step_mounts}, /* host root: idmapped binds need it */
     {"hostname", step_hostname},
     {"network", step_network}, /* listener must be born in this netns */
     {"rlimits", step_rlimits},
     {"terminal", step_terminal},	 /* setsid before anything can take a tty */
+    {"cgroup", step_cgroup},		 /* everything of the sandbox is charged */
     {"cgroupns", step_cgroupns},	 /* after joining the cgroup, so it is our root */
     {"userns", step_userns},		 /* from here on nothing maps to host root */
     {"bounding", step_bounding},	 /* needs CAP_SETPCAP: before setuid */

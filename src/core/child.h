@@ -2,7 +2,8 @@
 /* The child side of sc_run(): from clone3() to execveat() of pid 1. */
 #pragma once
 
-#include "cgroup/cgroup.h"
+#include <stdbool.h>
+
 #include "landlock/landlock.h"
 #include "ns/ns.h"
 #include "policy/plan.h"
@@ -17,7 +18,7 @@ typedef struct child_ctx {
 	char *const *init_argv;
 	char *const *envp;
 	const char *spawn_sock; /* host path of the delegation socket, or NULL */
-	const cg_handle *cg;	/* to enter when clone3 could not place us, or NULL */
+	bool cg_sync;		/* wait for SYNC_CGROUP before the "cgroup" step */
 	const char *what;	/* detail of the failing step */
 	bool unpriv;		/* cloned with its user namespace, ids already mapped */
 } child_ctx;

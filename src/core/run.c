@@ -88,6 +88,7 @@ typedef struct supervisor {
 	pid_t pid, proxy_pid;
 	uid_t id_base;
 	bool unpriv;		/* no root: one user namespace mapping us to the agent */
+	bool cg_early;		/* cgroup made before clone3, which places the child in it */
 	char not_enforced[320]; /* what best_effort let go, for sandbox.start */
 
 	bool started; /* sandbox.start written */
@@ -459,6 +460,7 @@ static void handle_sync(supervisor *s)
 		break;
 	case SYNC_GO:
 	case SYNC_MAPPED:
+	case SYNC_CGROUP:
 	case _SYNC_TYPE_MAX:
 		break;
 	}
@@ -836,13 +838,97 @@ static void spawn_emit(const char *event, json_t *data, void *userdata)
 	emit(userdata, event, data);
 }
 
+/*
+ * The sandbox's cgroup: fail closed when the policy sets limits
+ * (principle 4); with best_effort, run without and say what was let go.
+ */
+static int make_cgroup(supervisor *s)
+{
+	const sc_plan *p = s->plan;
+	sc_run_result *res = s->res;
+	char cgname[64], why[256] = "";
+	cg_version cgv;
+	bool v1;
+	int r;
+
+	snprintf(cgname, sizeof(cgname), CGROUP_PREFIX "%s", res->sandbox_id);
+	r = cg_create(p, cgname, &s->cg);
+	if (r >= 0) {
+		snprintf(res->cgroup, sizeof(res->cgroup), "%s",
+			 cg_handle_version(s->cg) == CG_V2 ? "v2" : "v1");
+		return 0;
+	}
+	s->cg = NULL;
+	v1 = cg_detect(&cgv, why, sizeof(why)) >= 0 && cgv == CG_V1;
+	if (plan_has_limits(p) && !p->best_effort) {
+		if (s->unpriv)
+			return fail(s->diag, r, "cgroup",
+				    "the policy sets limits and, without root, sandcap "
+				    "enforces them only in a delegated cgroup v2 subtree it may "
+				    "write; there is none here (%s%s). Start sandcap in one "
+				    "(e.g. systemd-run --user --scope -p Delegate=yes sandcap "
+				    "run ...) or set \"best_effort\": true to run without limits",
+				    strerror(-r),
+				    v1 ? "; this host uses cgroup v1, which is not delegated" : "");
+		return fail(s->diag, r, "cgroup", "cannot create the sandbox cgroup (%s): %s",
+			    strerror(-r), why);
+	}
+	if (plan_has_limits(p)) {
+		char *q = s->not_enforced, *end = q + sizeof(s->not_enforced);
+
+		if (p->memory != PLAN_UNLIMITED)
+			q += snprintf(q, (size_t)(end - q), "limits.memory, ");
+		if (p->cpu_millis != PLAN_UNLIMITED)
+			q += snprintf(q, (size_t)(end - q), "limits.cpu, ");
+		if (p->pids != PLAN_UNLIMITED)
+			q += snprintf(q, (size_t)(end - q), "limits.pids, ");
+		q -= 2; /* plan_has_limits: at least one was written */
+		snprintf(q, (size_t)(end - q), ": no %scgroup (%s)", s->unpriv ? "delegated " : "",
+			 strerror(-r));
+		snprintf(res->not_enforced, sizeof(res->not_enforced), "%s", s->not_enforced);
+	}
+	return 0;
+}
+
+/*
+ * As root the child stops before its "cgroup" step until it is sent the
+ * files that move it into its cgroup: none when clone3 placed it there or
+ * best_effort let the cgroup go. Unless made before clone3, the cgroup is
+ * made now, while the child builds its mounts. On failure the caller kills
+ * the child before it runs anything of the sandbox.
+ */
+static int cgroup_to_child(supervisor *s)
+{
+	sync_msg m = {.type = SYNC_CGROUP};
+	int fds[SYNC_MAX_FDS];
+	int r = 0, n = 0;
+
+	if (!s->cg_early)
+		r = make_cgroup(s);
+	if (r >= 0 && s->cg && cg_clone_fd(s->cg) < 0) {
+		n = cg_entry_fds(s->cg, fds, ELEMENTSOF(fds));
+		if (n < 0)
+			r = fail(s->diag, n, "cgroup", "cannot open the sandbox cgroup: %s",
+				 strerror(-n));
+	}
+	if (r >= 0) {
+		r = sync_send_fds(s->sync, &m, fds, (size_t)n);
+		if (r < 0)
+			fail(s->diag, r, "cgroup", "cannot hand the cgroup to the sandbox: %s",
+			     strerror(-r));
+	}
+	for (int i = 0; i < n; i++)
+		(void)close(fds[i]);
+	return r;
+}
+
 /* Delegation (core/spawn.h): the socket must exist before the child binds it. */
 static int start_spawn_server(supervisor *s)
 {
 	if (s->plan->spawn_max_depth == 0)
 		return 0;
-	return spawn_server_new(s->plan, s->res->sandbox_id, s->o->token, s->cg, spawn_emit, s,
-				&s->spawn, s->diag);
+	return spawn_server_new(s->plan, s->res->sandbox_id, s->o->token, spawn_emit, s, &s->spawn,
+				s->diag);
 }
 
 int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
@@ -868,7 +954,6 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	int pair[2] = {-1, -1}, tty_fd = -1, tty_mask = 0;
 	sigset_t mask, old;
 	uint8_t rnd[8];
-	cg_version cgv;
 	int r;
 
 	memset(res, 0, sizeof(*res));
@@ -920,57 +1005,14 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			 SANDCAP_LIBEXECDIR, strerror(-r));
 		goto out;
 	}
-	r = o->event_sink ? 0 : audit_open(&s);
-	if (r < 0)
-		goto out;
-
-	/* cgroup: fail closed when the policy sets limits (principle 4). */
-	{
-		char cgname[64];
-
-		snprintf(cgname, sizeof(cgname), CGROUP_PREFIX "%s", res->sandbox_id);
-		r = cg_create(p, cgname, &s.cg);
-	}
-	if (r < 0) {
-		char why[256] = "";
-		bool v1 = cg_detect(&cgv, why, sizeof(why)) >= 0 && cgv == CG_V1;
-
-		if (plan_has_limits(p) && !p->best_effort) {
-			if (s.unpriv)
-				r = fail(
-				    diag, r, "cgroup",
-				    "the policy sets limits and, without root, sandcap "
-				    "enforces them only in a delegated cgroup v2 subtree it may "
-				    "write; there is none here (%s%s). Start sandcap in one "
-				    "(e.g. systemd-run --user --scope -p Delegate=yes sandcap "
-				    "run ...) or set \"best_effort\": true to run without limits",
-				    strerror(-r),
-				    v1 ? "; this host uses cgroup v1, which is not delegated" : "");
-			else
-				r = fail(diag, r, "cgroup",
-					 "cannot create the sandbox cgroup (%s): %s", strerror(-r),
-					 why);
+	/* Where clone3 can place the child in its cgroup (v2) the cgroup must
+	 * exist first. Elsewhere the child moves itself in, and the cgroup is
+	 * made while the child builds its mounts, like the audit log. */
+	s.cg_early = s.unpriv || cg_clone_into_expected();
+	if (s.cg_early) {
+		r = make_cgroup(&s);
+		if (r < 0)
 			goto out;
-		}
-		if (plan_has_limits(p)) {
-			char *q = s.not_enforced, *end = q + sizeof(s.not_enforced);
-
-			if (p->memory != PLAN_UNLIMITED)
-				q += snprintf(q, (size_t)(end - q), "limits.memory, ");
-			if (p->cpu_millis != PLAN_UNLIMITED)
-				q += snprintf(q, (size_t)(end - q), "limits.cpu, ");
-			if (p->pids != PLAN_UNLIMITED)
-				q += snprintf(q, (size_t)(end - q), "limits.pids, ");
-			q -= 2; /* plan_has_limits: at least one was written */
-			snprintf(q, (size_t)(end - q), ": no %scgroup (%s)",
-				 s.unpriv ? "delegated " : "", strerror(-r));
-			snprintf(res->not_enforced, sizeof(res->not_enforced), "%s",
-				 s.not_enforced);
-		}
-		s.cg = NULL;
-	} else {
-		snprintf(res->cgroup, sizeof(res->cgroup), "%s",
-			 cg_handle_version(s.cg) == CG_V2 ? "v2" : "v1");
 	}
 
 	r = start_spawn_server(&s);
@@ -1054,7 +1096,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			       .init_argv = init_argv,
 			       .envp = env,
 			       .spawn_sock = spawn_server_socket(s.spawn),
-			       .cg = !s.unpriv && s.cg && cg_clone_fd(s.cg) < 0 ? s.cg : NULL,
+			       .cg_sync = !s.unpriv,
 			       .unpriv = s.unpriv};
 
 		(void)close(pair[0]);
@@ -1064,6 +1106,16 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	(void)close(pair[1]);
 	tty_fd = safe_close(tty_fd);
 	s.sync = pair[0];
+	/* The child cannot run anything of the sandbox before these are done:
+	 * it waits for its cgroup (root) or for "go" (unprivileged). */
+	r = s.unpriv ? 0 : cgroup_to_child(&s);
+	if (r >= 0 && !o->event_sink)
+		r = audit_open(&s);
+	if (r < 0) {
+		(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);
+		s.setup_failed = true;
+	}
+	spawn_server_set_cgroup(s.spawn, s.cg);
 	/* While the child sets up: cgroups of supervisors that were SIGKILLed
 	 * (their sandboxes died with them, see step_parent_death). */
 	(void)cg_sweep_stale(s.cg, CGROUP_PREFIX);

@@ -806,7 +806,13 @@ static int make_base(spawn_server *srv, const char *token, sc_diag *d)
 	return tk_attenuate(token, NULL, 0, exp, &srv->base, d);
 }
 
-int spawn_server_new(const sc_plan *plan, const char *sandbox_id, const char *token, cg_handle *cg,
+void spawn_server_set_cgroup(spawn_server *srv, cg_handle *cg)
+{
+	if (srv)
+		srv->cg = cg;
+}
+
+int spawn_server_new(const sc_plan *plan, const char *sandbox_id, const char *token,
 		     spawn_emit_fn emit, void *userdata, spawn_server **ret, sc_diag *d)
 {
 	_cleanup_free_ spawn_server *srv = calloc(1, sizeof(*srv));
@@ -818,7 +824,6 @@ int spawn_server_new(const sc_plan *plan, const char *sandbox_id, const char *to
 		return -ENOMEM;
 	srv->plan = plan;
 	snprintf(srv->parent_id, sizeof(srv->parent_id), "%s", sandbox_id);
-	srv->cg = cg;
 	srv->emit = emit;
 	srv->userdata = userdata;
 	srv->ep = srv->listen_fd = srv->exe_fd = -1;

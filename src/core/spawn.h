@@ -34,11 +34,14 @@ typedef void (*spawn_emit_fn)(const char *event, json_t *data, void *userdata);
 /* Creates the listening socket in a fresh root-only directory under /run and
  * the token every child's token extends: token (the verified token plan
  * came from, NULL when it came from a policy) with a caveat for what plan
- * runs with, or a per-run token of plan. cg (may be NULL) is the parent
- * sandbox's cgroup, under which every sub-supervisor is placed
- * (cg_attach_delegate). plan, cg and userdata must outlive the server. */
-int spawn_server_new(const sc_plan *plan, const char *sandbox_id, const char *token, cg_handle *cg,
+ * runs with, or a per-run token of plan. plan and userdata must outlive
+ * the server. */
+int spawn_server_new(const sc_plan *plan, const char *sandbox_id, const char *token,
 		     spawn_emit_fn emit, void *userdata, spawn_server **ret, sc_diag *reterr_diag);
+/* cg (may be NULL; must outlive the server) is the parent sandbox's cgroup,
+ * under which every sub-supervisor is placed (cg_attach_delegate). Set
+ * before the first dispatch; NULL-safe on srv. */
+void spawn_server_set_cgroup(spawn_server *srv, cg_handle *cg);
 /* Host path of the socket, to be bound at NS_SPAWN_SOCKET. */
 const char *spawn_server_socket(const spawn_server *srv);
 /* An epoll fd: readable when spawn_server_dispatch() has work. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The supervisor <-> child protocol over a SOCK_SEQPACKET pair: one fixed-size
- * message per datagram, optionally carrying one fd (SCM_RIGHTS). The
+ * message per datagram, optionally carrying fds (SCM_RIGHTS). The
  * supervisor treats every message as hostile input: fields are checked.
  */
 #pragma once
@@ -16,6 +16,7 @@ typedef enum sync_type {
 	SYNC_NOTIFY,   /* child -> supervisor: seccomp listener fd attached */
 	SYNC_FAILED,   /* child -> supervisor: step failed, errno, what */
 	SYNC_LAYERS,   /* child -> supervisor: landlock status text in what */
+	SYNC_CGROUP,   /* supervisor -> child: fds that move it into its cgroup (maybe none) */
 	_SYNC_TYPE_MAX,
 } sync_type;
 
@@ -27,6 +28,13 @@ typedef struct sync_msg {
 	char what[256];
 } sync_msg;
 
+#define SYNC_MAX_FDS 4
+
+/* Sends one message carrying fd, or none when fd < 0. */
 int sync_send(int sock, const sync_msg *m, int fd);
+int sync_send_fds(int sock, const sync_msg *m, const int *fds, size_t n_fds);
 /* Receives one message; *ret_fd gets an attached fd or -1. -EPIPE on EOF. */
 int sync_recv(int sock, sync_msg *m, int *ret_fd);
+/* Receives one message and up to max_fds attached fds into fds[0..*ret_n);
+ * any beyond are closed. On error no fd is left open. */
+int sync_recv_fds(int sock, sync_msg *m, int *fds, size_t max_fds, size_t *ret_n);
