@@ -70,6 +70,12 @@ int au_emit_untrusted(au_log *log, const char *msg, size_t len, const char *cons
  * "keyed", "records"}, then fsyncs. Nothing may follow (-EBADFD). */
 int au_seal(au_log *log);
 int au_sync(au_log *log);
+/* A boundary whose fsync the caller makes, so that other threads may append
+ * meanwhile (under the caller's lock): *ret_fd is a dup of the log's fd and,
+ * at the first boundary, *ret_dirfd the directory's fd (else -1). The
+ * caller fsyncs and closes both. Records appended before this call are
+ * durable once those fsyncs return. */
+int au_sync_detach(au_log *log, int *ret_fd, int *ret_dirfd);
 /* Hex of the last record's hash (after au_seal: of the seal record), or of
  * the genesis value before the first record. The external anchor printed in
  * the run's summary; `sandcap audit verify` prints the same value. */

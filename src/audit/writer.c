@@ -251,6 +251,24 @@ int au_sync(au_log *log)
 	return log_sync(log);
 }
 
+int au_sync_detach(au_log *log, int *ret_fd, int *ret_dirfd)
+{
+	int fd;
+
+	*ret_fd = *ret_dirfd = -1;
+	if (!log)
+		return -EINVAL;
+	if (log->error)
+		return log->error;
+	fd = fcntl(log->fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	*ret_dirfd = TAKE_FD(log->dirfd);
+	log->unsynced = false; /* a later append sets it again */
+	return 0;
+}
+
 const char *au_last_hash(const au_log *log)
 {
 	return log ? log->prev_hex : NULL;

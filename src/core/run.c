@@ -267,14 +267,27 @@ static bool plan_notifies(const sc_plan *p)
 	return p->audit_exec || p->audit_denied_syscalls;
 }
 
-static void emit_start(supervisor *s)
+static void start_listener(supervisor *s, int fd);
+
+/*
+ * sandbox.start and the grants, then the first boundary. With listener_fd
+ * (else -1), the seccomp listener starts once they are written, so that
+ * its first record, pid 1's exec, follows them. The fsync happens outside
+ * the lock: the listener answers and records execs meanwhile, and pid 1's
+ * exec does not wait for the disk.
+ */
+static void emit_start(supervisor *s, int listener_fd)
 {
 	_cleanup_free_ char *plan_json = NULL;
 	json_t *data, *layers;
 	size_t argc;
+	int fd, dirfd;
 
-	if (s->started)
+	if (s->started) {
+		if (listener_fd >= 0)
+			start_listener(s, listener_fd);
 		return;
+	}
 	s->started = true;
 	plan_json = plan_to_json(s->plan);
 	layers = json_pack("{s:s, s:s, s:s, s:{s:i, s:s}, s:s, s:s, s:s}", "namespaces",
@@ -311,17 +324,25 @@ static void emit_start(supervisor *s)
 			 "layers", layers);
 	if (data && s->not_enforced[0])
 		(void)json_object_set_new(data, "not_enforced", json_pack("[s]", s->not_enforced));
-	emit(s, "sandbox.start", data);
+	pthread_mutex_lock(&s->emit_lock);
+	emit_locked(s, "sandbox.start", data);
 	for (size_t i = 0; i < s->plan->n_grants; i++) {
 		const plan_grant *g = &s->plan->grants[i];
 
-		emit(s, "fs.grant",
-		     json_pack("{s:s, s:s, s:s}", "path", g->path, "at", g->at, "mode",
-			       g->mode == GRANT_RW ? "rw" : "ro"));
+		emit_locked(s, "fs.grant",
+			    json_pack("{s:s, s:s, s:s}", "path", g->path, "at", g->at, "mode",
+				      g->mode == GRANT_RW ? "rw" : "ro"));
 	}
-	pthread_mutex_lock(&s->emit_lock);
-	(void)au_sync(s->audit);
+	if (listener_fd >= 0)
+		start_listener(s, listener_fd);
+	(void)au_sync_detach(s->audit, &fd, &dirfd);
 	pthread_mutex_unlock(&s->emit_lock);
+	if (fd >= 0)
+		(void)fsync(fd);
+	if (dirfd >= 0)
+		(void)fsync(dirfd);
+	(void)safe_close(fd);
+	(void)safe_close(dirfd);
 	/* Only now: fs.write records must follow sandbox.start in the log, and
 	 * the kernel keeps the events queued meanwhile. */
 	if (fw_fd(s->fw) >= 0)
@@ -441,7 +462,7 @@ static void handle_sync(supervisor *s)
 		snprintf(s->landlock, sizeof(s->landlock), "%s", m.what);
 		/* With a listener, seccomp's step comes next and sends it. */
 		if (!plan_notifies(s->plan))
-			emit_start(s);
+			emit_start(s, -1);
 		break;
 	case SYNC_NOTIFY:
 		if (fd < 0 || s->notify_fd >= 0 || s->listener)
@@ -449,8 +470,7 @@ static void handle_sync(supervisor *s)
 		/* sandbox.start says how the listener runs, and goes first:
 		 * pid 1's exec is the listener's first record. */
 		s->sync_wakeup = sf_notify_sync_wakeup(fd) >= 0;
-		emit_start(s);
-		start_listener(s, TAKE_FD(fd));
+		emit_start(s, TAKE_FD(fd));
 		break;
 	case SYNC_FAILED:
 		s->setup_failed = true;
@@ -1173,14 +1193,14 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	if (s.setup_failed) {
 		r = diag->message[0] ? -EINVAL : -EIO;
 		if (!s.started)
-			emit_start(&s);
+			emit_start(&s, -1);
 		(void)fw_finish(s.fw, on_event, &s);
 		emit(&s, "sandbox.exit",
 		     json_pack("{s:s, s:s}", "error", diag->path, "detail", diag->message));
 		goto out_sig;
 	}
 	collect(&s);
-	emit_start(&s);
+	emit_start(&s, -1);
 	/* The sandbox is gone: every event it caused is queued by now. */
 	res->files_written = (uint64_t)fw_finish(s.fw, on_event, &s);
 	emit_exit(&s);

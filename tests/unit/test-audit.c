@@ -569,6 +569,42 @@ static void test_writer_rules(void)
 	ok(au_close(NULL) == NULL, "au_close(NULL)");
 }
 
+/* A boundary fsynced by the caller while appends go on: the dirfd is handed
+ * over once, and the log stays one valid chain. */
+static void test_sync_detach(void)
+{
+	_cleanup_free_ char *path = path_in_tmp("detach.log");
+	au_log *log = NULL;
+	char reason[256];
+	int fd, dirfd, fd2, dirfd2, r;
+	size_t line;
+	struct stat a, b;
+	FILE *f;
+
+	ok(au_open(path, NULL, 0, "sc-x", AUDIT_FSYNC_BOUNDARIES, &log) == 0, "open");
+	ok(au_emit(log, "sandbox.start", NULL) == 0, "a first record");
+	r = au_sync_detach(log, &fd, &dirfd);
+	ok(r == 0 && fd >= 0 && dirfd >= 0,
+	   "the first boundary hands over the file and its directory");
+	ok(fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino,
+	   "the fd is the log's file");
+	ok(au_emit(log, "proc.exec", NULL) == 0, "records go on before the caller's fsync");
+	ok(fsync(fd) == 0 && fsync(dirfd) == 0, "the caller fsyncs both");
+	close(fd);
+	close(dirfd);
+	r = au_sync_detach(log, &fd2, &dirfd2);
+	ok(r == 0 && fd2 >= 0 && dirfd2 == -1, "a later boundary has no directory to sync");
+	close(fd2);
+	ok(au_sync_detach(NULL, &fd2, &dirfd2) == -EINVAL && fd2 == -1 && dirfd2 == -1,
+	   "NULL log: -EINVAL, no fds");
+	ok(au_seal(log) == 0, "seal");
+	log = au_close(log);
+	f = fopen(path, "r");
+	r = au_verify(f, NULL, 0, &line, reason, sizeof(reason));
+	fclose(f);
+	ok(r == 0, "the log verifies (%s)", r ? reason : "");
+}
+
 static void test_untrusted(void)
 {
 	_cleanup_free_ char *path = path_in_tmp("peer.log");
@@ -908,6 +944,7 @@ int main(void)
 	test_roundtrip();
 	test_tamper();
 	test_writer_rules();
+	test_sync_detach();
 	test_untrusted();
 	test_argv();
 	test_key_file();
