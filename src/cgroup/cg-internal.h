@@ -92,6 +92,13 @@ extern const cg_ops cg_v2_ops;
 
 /* Closes fds[0..n). */
 void cg_close_all(int *fds, size_t n);
+/* Within one probe-and-create scope (cg_create): a probe keeps a dup of
+ * the directory of our own cgroup it opened for slot (a v1 hierarchy), and
+ * the create gets a dup of it back instead of opening it again; -1 outside
+ * a scope or when none was kept. */
+#define CG_SNAPSHOT_OWN_SLOTS _CG_V1_CTRL_MAX
+void cg_snapshot_own_keep(unsigned slot, int fd);
+int cg_snapshot_own_dup(unsigned slot);
 
 /* Strict decimal u64: digits only, optional trailing newline. */
 int cg_parse_u64(const char *s, size_t len, uint64_t *ret);

@@ -125,6 +125,7 @@ static int v1_probe(char *reason, size_t reason_len)
 			have_memsw = faccessat(fd, "memory.memsw.limit_in_bytes", F_OK, 0) == 0;
 			mem_path = TAKE_PTR(path);
 		}
+		cg_snapshot_own_keep((unsigned)i, fd);
 	}
 	if (reason_len > 0)
 		(void)snprintf(reason, reason_len,
@@ -218,7 +219,8 @@ static int v1_create(cg_handle *h, const sc_plan *plan)
 
 		if (!v1_needed((cg_v1_ctrl)i, plan))
 			continue;
-		r = v1_open_own((cg_v1_ctrl)i, &ownfd, NULL, NULL, 0);
+		ownfd = cg_snapshot_own_dup((unsigned)i);
+		r = ownfd >= 0 ? 0 : v1_open_own((cg_v1_ctrl)i, &ownfd, NULL, NULL, 0);
 		if (r < 0) {
 			if (!v1_ctrls[i].required)
 				continue;

@@ -37,18 +37,29 @@ static const cg_ops *cg_chosen;
 /*
  * /proc/self/mountinfo and /proc/self/cgroup as read once for one probe or
  * create: the kernel formats every mount on each read of mountinfo (tens of
- * microseconds), and a v1 probe needs it once per controller. Outside a
- * scope every call reads afresh; moving ourselves drops the cgroup text.
+ * microseconds), and a v1 probe needs it once per controller. Likewise the
+ * directories of our own cgroup that a probe opened, for the create that
+ * follows it in cg_create(). Outside a scope every call reads and opens
+ * afresh; moving ourselves drops the cgroup text and those directories.
  */
 static _Thread_local struct {
 	unsigned depth;
 	char *mountinfo;
 	char *cgroup;
+	int own[CG_SNAPSHOT_OWN_SLOTS]; /* valid while depth > 0 */
 } cg_snap;
+
+static void cg_snapshot_drop_own(void)
+{
+	for (size_t i = 0; i < CG_SNAPSHOT_OWN_SLOTS; i++)
+		cg_snap.own[i] = safe_close(cg_snap.own[i]);
+}
 
 static void cg_snapshot_begin(void)
 {
-	cg_snap.depth++;
+	if (cg_snap.depth++ == 0)
+		for (size_t i = 0; i < CG_SNAPSHOT_OWN_SLOTS; i++)
+			cg_snap.own[i] = -1;
 }
 
 static void cg_snapshot_end(void)
@@ -58,6 +69,21 @@ static void cg_snapshot_end(void)
 	free(cg_snap.mountinfo);
 	free(cg_snap.cgroup);
 	cg_snap.mountinfo = cg_snap.cgroup = NULL;
+	cg_snapshot_drop_own();
+}
+
+void cg_snapshot_own_keep(unsigned slot, int fd)
+{
+	if (cg_snap.depth == 0 || slot >= CG_SNAPSHOT_OWN_SLOTS || cg_snap.own[slot] >= 0)
+		return;
+	cg_snap.own[slot] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
+int cg_snapshot_own_dup(unsigned slot)
+{
+	if (cg_snap.depth == 0 || slot >= CG_SNAPSHOT_OWN_SLOTS || cg_snap.own[slot] < 0)
+		return -1;
+	return fcntl(cg_snap.own[slot], F_DUPFD_CLOEXEC, 3);
 }
 
 /* path's text, from the snapshot when a scope is open. *ret_owned is
@@ -279,6 +305,8 @@ int cg_write_procs(int dirfd, pid_t pid)
 	if (pid == getpid() || pid == 0) {
 		free(cg_snap.cgroup);
 		cg_snap.cgroup = NULL;
+		if (cg_snap.depth > 0)
+			cg_snapshot_drop_own();
 	}
 	return io_write_file_at(dirfd, "cgroup.procs", num);
 }
