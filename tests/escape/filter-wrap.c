@@ -8,7 +8,8 @@
  * (the policy is ignored) so run-escapes.sh can drive it.
  *
  *   filter-wrap [run] [--policy FILE] [--no-ns] [--no-landlock] [--no-seccomp]
- *               [--seccomp-allow-all] [--audit] [--ro DIR]... [--rw DIR]...
+ *               [--seccomp-allow-all] [--audit] [--exec-notify-floor]
+ *               [--exec-notify-read] [--ro DIR]... [--rw DIR]...
  *               [--egress] -- CMD [ARG]...
  *
  * The directory of CMD is granted read-only so that it can be executed.
@@ -17,6 +18,15 @@
  * instead of sandcap's profile, a filter of one instruction that allows
  * everything: what any seccomp filter costs on this kernel (the floor the
  * benchmarks compare the profile with).
+ *
+ * --exec-notify-floor: instead of the profile, a filter that sends only
+ * execve and execveat to a listener in a parent process, which answers each
+ * with "continue" (synchronous wake-up on, as sandcap sets it) and does
+ * nothing else: what the kernel's user-notification round trip alone costs
+ * per exec. --exec-notify-read: the same filter, served by sandcap's own
+ * handler (sf_notify_handle), which also copies the path and argv out of
+ * the target and builds the record, then drops it: exec auditing without
+ * the log's hash and write.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +36,8 @@
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +48,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
 #include "base/io.h"
 #include "compat/syscalls.h"
 #include "landlock/landlock.h"
@@ -81,6 +94,61 @@ static int seccomp_allow_all(void)
 	return syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0 ? -errno : 0;
 }
 
+/* execve and execveat to the listener, everything else allowed. */
+static int seccomp_notify_exec(void)
+{
+	struct sock_filter insns[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 1, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = ELEMENTSOF(insns), .filter = insns};
+	long fd =
+	    syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* --exec-notify-floor and --exec-notify-read: answers until no process
+ * carries the filter any more; returns the child's wait status. */
+static int serve_exec(pid_t child, int listener, bool read)
+{
+	int status = 0;
+
+	if (read) {
+		/* sandcap's listener thread, with no record to write. */
+		sf_listener *l = NULL;
+		int r = sf_listener_start(listener, NULL, NULL, &l);
+
+		if (r < 0) {
+			fprintf(stderr, "filter-wrap: listener: %s\n", strerror(-r));
+			(void)kill(child, SIGKILL);
+		}
+		(void)waitpid(child, &status, 0);
+		(void)sf_listener_stop(l);
+		return status;
+	}
+	(void)sf_notify_sync_wakeup(listener);
+	for (;;) {
+		struct seccomp_notif req;
+		struct seccomp_notif_resp resp;
+
+		memset(&req, 0, sizeof(req));
+		if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		resp = (struct seccomp_notif_resp){.id = req.id,
+						   .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
+		(void)ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	}
+	(void)waitpid(child, &status, 0);
+	return status;
+}
+
 /* Serves the listener until the child exits; returns its wait status. */
 static int serve(pid_t child, int listener)
 {
@@ -115,6 +183,7 @@ int main(int argc, char **argv)
 	plan_egress egress = {.host = (char *)"proxy"};
 	sc_plan plan = {.version = 1, .runtime = RUNTIME_HOST};
 	bool ns = true, landlock = true, seccomp = true, audit = false, allow_all = false;
+	int exec_notify = 0; /* 1: floor, 2: read */
 	char *cmd_dir;
 	int i = 1, sv[2] = {-1, -1};
 	pid_t child = 0;
@@ -134,6 +203,10 @@ int main(int argc, char **argv)
 			allow_all = true;
 		else if (strcmp(argv[i], "--audit") == 0)
 			audit = true;
+		else if (strcmp(argv[i], "--exec-notify-floor") == 0)
+			exec_notify = 1;
+		else if (strcmp(argv[i], "--exec-notify-read") == 0)
+			exec_notify = 2;
 		else if (strcmp(argv[i], "--egress") == 0)
 			plan.egress = &egress, plan.n_egress = 1;
 		else if ((strcmp(argv[i], "--ro") == 0 || strcmp(argv[i], "--rw") == 0) &&
@@ -165,7 +238,7 @@ int main(int argc, char **argv)
 			return 125;
 		}
 	}
-	if (audit) {
+	if (audit || exec_notify) {
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 			return 125;
 		child = fork();
@@ -180,7 +253,8 @@ int main(int argc, char **argv)
 				(void)waitpid(child, &status, 0);
 				return 125;
 			}
-			status = serve(child, listener);
+			status = exec_notify ? serve_exec(child, listener, exec_notify == 2)
+					     : serve(child, listener);
 			if (WIFSIGNALED(status))
 				return 128 + WTERMSIG(status);
 			return WEXITSTATUS(status);
@@ -201,7 +275,18 @@ int main(int argc, char **argv)
 			return 125;
 		}
 	}
-	if (seccomp && allow_all) {
+	if (exec_notify) {
+		int fd = seccomp_notify_exec();
+
+		if (fd < 0) {
+			fprintf(stderr, "filter-wrap: seccomp: %s\n", strerror(-fd));
+			return 125;
+		}
+		if (io_send_fd(sv[1], fd) < 0)
+			return 125;
+		close(fd);
+		close(sv[1]);
+	} else if (seccomp && allow_all) {
 		int r = seccomp_allow_all();
 
 		if (r < 0) {
