@@ -243,6 +243,17 @@ static int audit_open(supervisor *s)
 	return 0;
 }
 
+/* A run refused before its log was open still leaves one, which says how
+ * it ended; the refusal's message stays the one reported. */
+static void audit_open_after_failure(supervisor *s)
+{
+	sc_diag saved = *s->diag;
+
+	if (!s->o->event_sink && audit_open(s) < 0)
+		s->audit = NULL;
+	*s->diag = saved;
+}
+
 static void emit_locked(supervisor *s, const char *event, json_t *data)
 {
 	if (s->o->event_sink)
@@ -1031,8 +1042,10 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	s.cg_early = s.unpriv || cg_clone_into_expected();
 	if (s.cg_early) {
 		r = make_cgroup(&s);
-		if (r < 0)
+		if (r < 0) {
+			audit_open_after_failure(&s);
 			goto out;
+		}
 	}
 
 	r = start_spawn_server(&s);
@@ -1129,7 +1142,9 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	/* The child cannot run anything of the sandbox before these are done:
 	 * it waits for its cgroup (root) or for "go" (unprivileged). */
 	r = s.unpriv ? 0 : cgroup_to_child(&s);
-	if (r >= 0 && !o->event_sink)
+	if (r < 0)
+		audit_open_after_failure(&s);
+	else if (!o->event_sink)
 		r = audit_open(&s);
 	if (r < 0) {
 		(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);

@@ -102,10 +102,15 @@ expect_eq "the next run removes the stale cgroups" "$gone" yes
 
 # fail closed: limits on a host without cgroup access
 if command -v unshare >/dev/null; then
-	out=$(unshare -m sh -c "mount -t tmpfs none /sys/fs/cgroup && '$SANDCAP' run --policy '$T/mem.json' -- true" 2>&1)
+	out=$(unshare -m sh -c "mount -t tmpfs none /sys/fs/cgroup && '$SANDCAP' run --audit '$T/refused.jsonl' --policy '$T/mem.json' -- true" 2>&1)
 	rc=$?
 	expect_eq "limits without cgroups: exit 125" "$rc" 125
 	expect_match "and the reason is given" "$out" "cgroup"
+	# The refused run still leaves a verifiable log that says why.
+	refusal=$(grep '"event":"sandbox.exit"' "$T/refused.jsonl" 2>/dev/null)
+	expect_match "its audit log records the refusal" "$refusal" '"error":"cgroup"'
+	"$SANDCAP" audit verify "$T/refused.jsonl" >/dev/null 2>&1
+	expect_eq "and verifies" "$?" 0
 	policy mem_be '{"version": 1, "best_effort": true, "limits": {"memory": "64M"}}'
 	out=$(unshare -m sh -c "mount -t tmpfs none /sys/fs/cgroup && '$SANDCAP' run --policy '$T/mem_be.json' -- true" 2>&1)
 	expect_eq "best_effort runs degraded" "$?" 0
