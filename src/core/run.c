@@ -726,6 +726,17 @@ static int build_env(const sc_plan *p, char **env, size_t cap)
 	return 0;
 }
 
+/* A run refused during setup: what was set up, the files already written
+ * (if the child got that far), and sandbox.exit with the refusal. */
+static void emit_refusal(supervisor *s)
+{
+	if (!s->started)
+		emit_start(s, -1);
+	(void)fw_finish(s->fw, on_event, s);
+	emit(s, "sandbox.exit",
+	     json_pack("{s:s, s:s}", "error", s->diag->path, "detail", s->diag->message));
+}
+
 static void collect(supervisor *s)
 {
 	sc_run_result *res = s->res;
@@ -1044,6 +1055,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		r = make_cgroup(&s);
 		if (r < 0) {
 			audit_open_after_failure(&s);
+			emit_refusal(&s);
 			goto out;
 		}
 	}
@@ -1207,11 +1219,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	drain_proxy(&s);
 	if (s.setup_failed) {
 		r = diag->message[0] ? -EINVAL : -EIO;
-		if (!s.started)
-			emit_start(&s, -1);
-		(void)fw_finish(s.fw, on_event, &s);
-		emit(&s, "sandbox.exit",
-		     json_pack("{s:s, s:s}", "error", diag->path, "detail", diag->message));
+		emit_refusal(&s);
 		goto out_sig;
 	}
 	collect(&s);
