@@ -172,6 +172,10 @@ policy limits '{"version": 1, "limits": {"memory": "64M", "pids": 32}}'
 out=$(usc limits true 2>&1)
 expect_eq "limits without a delegated cgroup: 125" "$?" 125
 expect_match "saying a delegated cgroup is needed" "$out" "only in a delegated cgroup v2 subtree"
+# shellcheck disable=SC2012 # newest first; names are sandcap's own
+log=$(ls -t "$HOMEDIR"/.local/state/sandcap/audit/*.jsonl 2>/dev/null | head -1)
+expect_match "the refused run's audit log says why" \
+	"$(grep '"event":"sandbox.exit"' "${log:-/nonexistent}" 2>/dev/null)" '"error":"cgroup"'
 policy limits_be '{"version": 1, "best_effort": true, "limits": {"memory": "64M", "pids": 32}}'
 out=$(usc limits_be sh -c 'echo ran' 2>&1)
 expect_eq "with best_effort it runs" "$?" 0
