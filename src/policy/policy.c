@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The policy parser: JSON (DESIGN.md section 4) -> validated, immutable sc_plan.
+ * The policy parser: JSON (docs/policy.md) -> validated, immutable sc_plan.
  *
  * Everything here treats its input as hostile: every count has a named limit,
  * every string a length limit, every key is known or refused. On failure the
@@ -62,7 +62,7 @@ const char *const plan_method_names[] = {
     "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT",
 };
 
-/* Names sandcap sets itself in the agent's environment (DESIGN.md 2 and 5);
+/* Names sandcap sets itself in the agent's environment (docs/architecture.md);
  * compared case-insensitively so "http_proxy" is refused too. */
 static const char *const reserved_env[] = {
     "HOME", "PATH", "USER", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Capability tokens (DESIGN.md section 7, docs/tokens.md): claims + caveats, each link
+ * Capability tokens (docs/tokens.md): claims + caveats, each link
  * sig_i = HMAC-SHA256(sig_{i-1}, caveat_i), sig_0 = HMAC-SHA256(key, claims).
  * The effective plan is the intersection of the claims and every caveat.
  *
