@@ -455,8 +455,8 @@ static void test_fs(void)
 	    "expected \"host\" or {\"rootfs\": \"/path\"}, got \"guest\"");
 	bad("{'version':1,'fs':{'runtime':{}}}", -EINVAL, "$.fs.runtime",
 	    "missing required key \"rootfs\"");
-	bad("{'version':1,'fs':{'runtime':{'rootfs':'@/f'}}}", -EINVAL, "$.fs.runtime.rootfs",
-	    "expected a directory, got \"@/f\"");
+	bad("{'version':1,'fs':{'runtime':{'rootfs':'@/f'}}}", -ENOTDIR, "$.fs.runtime.rootfs",
+	    "\"@/f\" is not a directory");
 	bad("{'version':1,'fs':{'runtime':{'rootfs':'@/link'}}}", -ELOOP, "$.fs.runtime.rootfs",
 	    "\"@/link\" is a symbolic link; symlinks are not followed in grants, name the real "
 	    "path");
