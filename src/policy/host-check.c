@@ -253,8 +253,7 @@ int plan_check_secret(const sc_plan *p, size_t i, sc_diag *reterr_diag)
 	(void)path_push_key(&c, "net");
 	(void)path_push_key(&c, "credentials");
 	(void)path_push_index(&c, i);
-	snprintf(what, sizeof(what), "the secret the proxy sends as the %s header to %s",
-		 cr->header, cr->host);
+	snprintf(what, sizeof(what), "the %s header the proxy adds for %s", cr->header, cr->host);
 	if (cr->value_env) {
 		const char *v = getenv(cr->value_env);
 
