@@ -628,7 +628,7 @@ static const policy_key net_keys[] = {
      .type = KT_CUSTOM,
      .parse = parse_allow_private,
      .doc_type = "CIDR",
-     .doc_default = "none"},
+     .doc_default = "[]"},
     {.name = "rate",
      .type = KT_CUSTOM,
      .flags = KEY_NULLABLE,
@@ -676,6 +676,7 @@ static const policy_key net_keys[] = {
      FIELD(sc_plan, dns),
      .flags = KEY_NULLABLE,
      .check = check_dns,
-     .doc_type = "IP"},
+     .doc_type = "IP",
+     .doc_default = "/etc/resolv.conf"},
 };
 const key_table net_section = {net_keys, ELEMENTSOF(net_keys)};

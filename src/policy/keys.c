@@ -278,7 +278,11 @@ static const policy_key grant_keys[] = {
      .def = GRANT_RO, /* least privilege when absent */
      .names = grant_modes,
      .n_names = ELEMENTSOF(grant_modes)},
-    {.name = "at", .type = KT_PATH, FIELD(plan_grant, at), .check = check_grant_at},
+    {.name = "at",
+     .type = KT_PATH,
+     FIELD(plan_grant, at),
+     .check = check_grant_at,
+     .doc_default = "path"},
 };
 static const key_table grant_table = {grant_keys, ELEMENTSOF(grant_keys), .finish = grant_finish};
 
