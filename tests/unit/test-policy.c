@@ -1277,6 +1277,101 @@ static void test_examples(void)
 		(void)rmdir("/tmp/agent-work");
 }
 
+/* plan_parse_json() looks at nothing but its input; plan_check_host() at the
+ * host; plan_check_secret() at the secrets. */
+static void test_host_check(void)
+{
+	_cleanup_free_ char *s = NULL, *want = NULL;
+	sc_plan *p = NULL;
+	sc_diag d;
+	int r;
+
+	s = J("{'version':1,'fs':{'grants':[{'path':'@/a'},{'path':'@/nope','at':'/n'}]}}");
+	r = plan_parse_json(s, strlen(s), &p, &d);
+	ok(r == 0 && p && p->n_grants == 2, "plan_parse_json accepts a grant that does not exist");
+	if (p) {
+		want = M("\"@/nope\" does not exist");
+		r = plan_check_host(p, &d);
+		ok(r == -ENOENT && strcmp(d.path, "$.fs.grants[1].path") == 0 &&
+		       strcmp(d.message, want) == 0,
+		   "plan_check_host refuses it at its JSON path (%s: %s)", d.path, d.message);
+		p = sc_plan_free(p);
+	}
+	free(s);
+	s = J("{'version':1,'fs':{'runtime':{'rootfs':'@/nope'}},'net':{'upstream_ca':'@/nope'}}");
+	r = plan_parse_json(s, strlen(s), &p, &d);
+	if (ok(r == 0 && p, "plan_parse_json accepts a missing rootfs and CA file")) {
+		r = plan_check_host(p, &d);
+		ok(r == -ENOENT && strcmp(d.path, "$.fs.runtime.rootfs") == 0,
+		   "the rootfs is checked first, in table order (%s)", d.path);
+		p = sc_plan_free(p);
+	}
+	free(s);
+	s = J("{'version':1,'fs':{'grants':[{'path':'@/a','mode':'rwx'}]}}");
+	r = plan_parse_json(s, strlen(s), &p, &d);
+	ok(r == -EINVAL && !p && strcmp(d.path, "$.fs.grants[0].mode") == 0,
+	   "plan_parse_json refuses what the JSON gets wrong");
+	ok(plan_check_host(NULL, &d) == -EINVAL, "plan_check_host(NULL)");
+
+	/* A secret file named through a symlink that leads into a grant. */
+	free(want);
+	want = M("secret file \"@/link/secret\" is \"@/a/secret\", inside a grant, where the "
+		 "sandbox could read it");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a'}]},'net':{'egress':[{'host':'x.org'}],"
+	    "'credentials':[{'host':'x.org','header':'K','value_file':'@/link/secret'}]}}",
+	    -EINVAL, "$.net.credentials[0].value_file", want);
+	free(want);
+	want = NULL;
+
+	/* Secrets. */
+	free(s);
+	s = J("{'version':1,'net':{'egress':[{'host':'x.org'}],'credentials':[{'host':'x.org',"
+	      "'header':'Authorization','value_env':'SANDCAP_UNIT_SECRET'},{'host':'x.org',"
+	      "'header':'X-File','value_file':'@/secret'}]}}");
+	r = sc_plan_parse(s, strlen(s), &p, &d);
+	if (!ok(r == 0 && p && p->n_credentials == 2, "a policy with two credentials"))
+		return;
+	unsetenv("SANDCAP_UNIT_SECRET");
+	r = plan_check_secret(p, 0, &d);
+	ok(r == -ENOKEY && strcmp(d.path, "$.net.credentials[0].value_env") == 0 &&
+	       strcmp(d.message, "environment variable SANDCAP_UNIT_SECRET is not set; it holds "
+				 "the Authorization header the proxy adds for x.org") == 0,
+	   "an unset variable: -ENOKEY naming it, the header and the host (%s)", d.message);
+	setenv("SANDCAP_UNIT_SECRET", "", 1);
+	r = plan_check_secret(p, 0, &d);
+	ok(r == -ENOKEY && strstr(d.message, "SANDCAP_UNIT_SECRET is empty;"),
+	   "an empty variable: -ENOKEY (%s)", d.message);
+	setenv("SANDCAP_UNIT_SECRET", "s3cret", 1);
+	ok(plan_check_secret(p, 0, &d) == 0, "a set variable passes");
+	unsetenv("SANDCAP_UNIT_SECRET");
+
+	want = M("@/secret is empty; it holds the X-File header the proxy adds for x.org");
+	r = plan_check_secret(p, 1, &d);
+	ok(r == -ENOKEY && strcmp(d.path, "$.net.credentials[1].value_file") == 0 &&
+	       strcmp(d.message, want) == 0,
+	   "an empty secret file: -ENOKEY naming it (%s)", d.message);
+	{
+		_cleanup_free_ char *f = M("@/secret");
+		int fd = open(f, O_WRONLY | O_TRUNC | O_CLOEXEC);
+
+		ok(fd >= 0 && write(fd, "\r\n", 2) == 2 && close(fd) == 0, "line ends only");
+		ok(plan_check_secret(p, 1, &d) == -ENOKEY, "a file of line ends is empty too");
+		fd = open(f, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		ok(fd >= 0 && write(fd, "k\n", 2) == 2 && close(fd) == 0, "a secret");
+		ok(plan_check_secret(p, 1, &d) == 0, "a file with a secret passes");
+		fd = open(f, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		(void)close(fd);
+		ok(unlink(f) == 0, "removed");
+		r = plan_check_secret(p, 1, &d);
+		ok(r == -ENOENT && strstr(d.message, "cannot read") && strstr(d.message, "X-File"),
+		   "a file gone since parsing: the error, naming it (%s)", d.message);
+		fd = open(f, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+		(void)close(fd);
+	}
+	ok(plan_check_secret(p, 2, &d) == -EINVAL, "no such credential");
+	sc_plan_free(p);
+}
+
 /* ---- docs/policy.md against the parser's key table ---- */
 
 typedef struct doc_row {
@@ -1536,6 +1631,7 @@ int main(void)
 	test_describe_rootfs();
 	test_more_errors();
 	test_examples();
+	test_host_check();
 	test_reference_doc();
 	remove_tree();
 	printf("1..%u\n", n_test);
