@@ -34,10 +34,13 @@ _testrun_own_dir() { # _testrun_own_dir CONTROLLERS PATH
 }
 
 testrun_cgroup_enter() {
-	local id ctrls path own dir
+	local id ctrls path own dir lines
+	# Read whole before moving: the file changes under a reader as we move.
+	lines=$(cat /proc/self/cgroup)
 	while IFS=: read -r id ctrls path; do
 		if [ "$id" = 0 ]; then
 			own=$(_testrun_own_dir "" "$path") || continue # hybrid: v2 unused
+			own=${own%/}
 			dir=$own/$TESTRUN_CGROUP_NAME
 			# v2 lets only leaves hold processes: the shell sits in a
 			# leaf "supervisor", where sandcap expects one (docs/cgroups.md).
@@ -50,6 +53,7 @@ testrun_cgroup_enter() {
 		else
 			[[ ,$ctrls, =~ ,(memory|cpu|cpuacct|pids), ]] || continue
 			own=$(_testrun_own_dir "$ctrls" "$path") || continue
+			own=${own%/}
 			dir=$own/$TESTRUN_CGROUP_NAME
 			mkdir -p "$dir" && echo $$ >"$dir/cgroup.procs" || {
 				TESTRUN_CGROUP_WHY="cannot move into $dir"
@@ -58,7 +62,7 @@ testrun_cgroup_enter() {
 			}
 		fi
 		TESTRUN_CGROUPS+=("$own $dir")
-	done </proc/self/cgroup
+	done <<<"$lines"
 	[ ${#TESTRUN_CGROUPS[@]} -gt 0 ] || {
 		TESTRUN_CGROUP_WHY="no cgroup hierarchy with memory, cpu or pids here"
 		return 1
