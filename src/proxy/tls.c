@@ -2,18 +2,89 @@
 #include "proxy/tls.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdbool.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <unistd.h>
 
-int px_tls_ctx_new(const char *extra_ca, SSL_CTX **ret)
+/* The hashed directory: $SSL_CERT_DIR is not consulted (the worker's
+ * environment is empty), so this is OpenSSL's compiled-in default. */
+static const char *trust_dir(void)
 {
-	const char *bundle = X509_get_default_cert_file();
+	return X509_get_default_cert_dir();
+}
+
+/* "<8 hex digits>.<digits>": a CA link made by c_rehash / openssl rehash. */
+static bool is_hash_link(const char *n)
+{
+	size_t i;
+
+	for (i = 0; i < 8; i++)
+		if (!isxdigit((unsigned char)n[i]))
+			return false;
+	if (n[8] != '.' || !isdigit((unsigned char)n[9]))
+		return false;
+	for (i = 10; n[i]; i++)
+		if (!isdigit((unsigned char)n[i]))
+			return false;
+	return true;
+}
+
+static int add_dir(char (*dirs)[PATH_MAX], size_t max, size_t n, const char *dir)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(dirs[i], dir) == 0)
+			return (int)n;
+	if (n >= max || strlen(dir) >= PATH_MAX)
+		return (int)n;
+	strcpy(dirs[n], dir);
+	return (int)n + 1;
+}
+
+int px_tls_trust_dirs(char (*dirs)[PATH_MAX], size_t max)
+{
+	char real[PATH_MAX], link[PATH_MAX], path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	if (!realpath(trust_dir(), real))
+		return 0;
+	n = add_dir(dirs, max, (size_t)n, real);
+	d = opendir(real);
+	if (!d)
+		return n;
+	/* Debian's links point into /usr/share/ca-certificates and
+	 * /usr/local/share/ca-certificates; Landlock judges the file reached */
+	while ((de = readdir(d))) {
+		char *slash;
+
+		if (!is_hash_link(de->d_name) ||
+		    (size_t)snprintf(link, sizeof(link), "%s/%s", real, de->d_name) >=
+			sizeof(link) ||
+		    !realpath(link, path))
+			continue;
+		slash = strrchr(path, '/');
+		if (slash && slash != path) {
+			*slash = 0;
+			n = add_dir(dirs, max, (size_t)n, path);
+		}
+	}
+	(void)closedir(d);
+	return n;
+}
+
+int px_tls_ctx_new(const char *extra_ca, bool lazy_system_store, SSL_CTX **ret)
+{
 	SSL_CTX *ctx;
-	int loaded = 0;
 
 	if (OPENSSL_init_ssl(OPENSSL_INIT_LOAD_CONFIG, NULL) != 1)
 		return -ENOMEM;
@@ -22,20 +93,24 @@ int px_tls_ctx_new(const char *extra_ca, SSL_CTX **ret)
 		return -ENOMEM;
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
 		goto fail;
-	if (bundle && access(bundle, R_OK) == 0 && SSL_CTX_load_verify_file(ctx, bundle) == 1)
-		loaded++;
-	if (extra_ca) {
-		if (SSL_CTX_load_verify_file(ctx, extra_ca) != 1) {
-			SSL_CTX_free(ctx);
-			ERR_clear_error();
-			return -EINVAL;
-		}
-		loaded++;
+	if (lazy_system_store) {
+		/* a CA is read when a chain needs it, then cached in the store */
+		(void)SSL_CTX_load_verify_dir(ctx, trust_dir());
+	} else {
+		const char *bundle = X509_get_default_cert_file();
+
+		if (bundle && access(bundle, R_OK) == 0)
+			(void)SSL_CTX_load_verify_file(ctx, bundle);
 	}
+	if (extra_ca && SSL_CTX_load_verify_file(ctx, extra_ca) != 1) {
+		SSL_CTX_free(ctx);
+		ERR_clear_error();
+		return -EINVAL;
+	}
+	/* an empty store fails every handshake: fail closed */
 	ERR_clear_error();
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	(void)loaded; /* an empty store fails every handshake: fail closed */
 	*ret = ctx;
 	return 0;
 fail:
