@@ -564,7 +564,7 @@ static void proxy_lost(supervisor *s)
 	     json_pack("{s:i, s:o, s:i, s:i, s:s}", "pid", (int)dead, "status",
 		       WIFEXITED(status) ? json_integer(WEXITSTATUS(status)) : json_null(),
 		       "signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0, "restarts",
-		       (int)s->res->proxy_restarts + (r >= 0),
+		       (int)s->res->proxy_restarts + (r >= 0), "action",
 		       r >= 0	   ? "restarted on the same listener"
 		       : restart   ? "cannot start another worker: stopping the sandbox"
 		       : s->exited ? "the sandbox had ended"
