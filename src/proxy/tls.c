@@ -49,9 +49,49 @@ static int add_dir(char (*dirs)[PATH_MAX], size_t max, size_t n, const char *dir
 	return (int)n + 1;
 }
 
+/*
+ * The directory holding the file link leads to, after at most 8 links
+ * (readlink(2) on each: about two per CA on Debian, where realpath(3) on
+ * every one costs several milliseconds). Returns 0, or -errno.
+ */
+static int link_target_dir(const char *link, char *ret_dir)
+{
+	char p[PATH_MAX], t[PATH_MAX];
+	char *slash;
+
+	if (strlen(link) >= sizeof(p))
+		return -ENAMETOOLONG;
+	strcpy(p, link);
+	for (int hop = 0; hop < 8; hop++) {
+		ssize_t n = readlink(p, t, sizeof(t) - 1);
+
+		if (n < 0) {
+			if (errno != EINVAL)
+				return -errno;
+			slash = strrchr(p, '/'); /* not a link: the file itself */
+			if (!slash || slash == p)
+				return -EINVAL;
+			*slash = 0;
+			strcpy(ret_dir, p);
+			return 0;
+		}
+		t[n] = 0;
+		if (t[0] == '/') {
+			strcpy(p, t);
+			continue;
+		}
+		slash = strrchr(p, '/');
+		if (!slash || (size_t)(slash - p) + 1 + (size_t)n >= sizeof(p))
+			return -ENAMETOOLONG;
+		strcpy(slash + 1, t);
+	}
+	return -ELOOP;
+}
+
 int px_tls_trust_dirs(char (*dirs)[PATH_MAX], size_t max)
 {
-	char real[PATH_MAX], link[PATH_MAX], path[PATH_MAX];
+	char real[PATH_MAX], link[PATH_MAX], dir[PATH_MAX], seen[PX_TRUST_MAX_DIRS][PATH_MAX];
+	size_t n_seen = 0;
 	struct dirent *de;
 	DIR *d;
 	int n = 0;
@@ -63,20 +103,23 @@ int px_tls_trust_dirs(char (*dirs)[PATH_MAX], size_t max)
 	if (!d)
 		return n;
 	/* Debian's links point into /usr/share/ca-certificates and
-	 * /usr/local/share/ca-certificates; Landlock judges the file reached */
+	 * /usr/local/share/ca-certificates; Landlock judges the file reached,
+	 * so each directory counts with its own links resolved (realpath once) */
 	while ((de = readdir(d))) {
-		char *slash;
+		bool known = false;
 
 		if (!is_hash_link(de->d_name) ||
 		    (size_t)snprintf(link, sizeof(link), "%s/%s", real, de->d_name) >=
 			sizeof(link) ||
-		    !realpath(link, path))
+		    link_target_dir(link, dir) < 0)
 			continue;
-		slash = strrchr(path, '/');
-		if (slash && slash != path) {
-			*slash = 0;
-			n = add_dir(dirs, max, (size_t)n, path);
-		}
+		for (size_t i = 0; i < n_seen && !known; i++)
+			known = strcmp(seen[i], dir) == 0;
+		if (known || n_seen >= PX_TRUST_MAX_DIRS)
+			continue;
+		strcpy(seen[n_seen++], dir);
+		if (realpath(dir, link))
+			n = add_dir(dirs, max, (size_t)n, link);
 	}
 	(void)closedir(d);
 	return n;
