@@ -146,16 +146,16 @@ static void describe_net(const sc_plan *p, FILE *out)
 	} else {
 		/* allow_private opens nothing by itself: it only lets the
 		 * destinations above reach these ranges */
-		fprintf(out,
-			"  private addresses: refused, except that the destinations above may be "
-			"in ");
+		fprintf(out, "  private addresses: refused, except ");
 		for (size_t i = 0; i < p->n_allow_private; i++) {
 			char c[64];
 
 			plan_cidr_format(&p->allow_private[i], c, sizeof(c));
 			fprintf(out, "%s%s", i ? ", " : "", c);
 		}
-		fprintf(out, "\n    (by name after resolving, or by an address a rule names)\n");
+		fprintf(out,
+			"\n    for the destinations above only (a name resolving there, an address "
+			"a rule names)\n");
 	}
 	if (p->rate.count)
 		fprintf(out, "  request rate:          %" PRIu64 " per %s\n", p->rate.count,

@@ -123,7 +123,7 @@ expect_eq "allow_private is no side door: POST http://127.0.0.1:80/ and DELETE h
 check "... as ip-literal in the audit log" bash -c "[ \$(grep -c '\"reason\":\"ip-literal\"' '$T/audit-sidedoor.jsonl') -ge 2 ]"
 out=$("$SANDCAP" check --policy "$T/net.json" 2>&1)
 expect_match "sandcap check says allow_private only widens the listed destinations" "$out" \
-	"private addresses: refused, except that the destinations above may be in 127.0.0.1/32"
+	"private addresses: refused, except 127.0.0.1/32.    for the destinations above only"
 
 # Names from the host's /etc/hosts and localhost. The test's hosts file is
 # bind-mounted over /etc/hosts in a private mount namespace: the real one is

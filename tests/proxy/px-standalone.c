@@ -195,6 +195,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	r = px_seed_new(plan, lfd, &seed);
+	sc_plan_free(plan); /* the seed holds what the worker needs */
 	if (r < 0) {
 		fprintf(stderr, "px-standalone: px_seed_new: %s\n", strerror(-r));
 		return r == -ENOKEY ? 3 : 1;
