@@ -718,8 +718,6 @@ ok $? "upstream TLS verified against the system store's hashed directory, read b
 w10=$(awk '/READY/ {print $2}' "$T/p10.out")
 [ -n "$w10" ] && [ "$(awk '/^Seccomp:/ {print $2}' /proc/$w10/status)" = 2 ]
 ok $? "... which runs under its seccomp filter"
-! ls -l /proc/$w4/fd 2>/dev/null | grep -q ' /etc/ssl'
-ok $? "a worker without upstream TLS holds no CA file"
 
 # --- connections past the worker's maximum ------------------------------------------
 out=$(python3 - "$((BASE + 17))" <<'EOF'
