@@ -7,9 +7,17 @@
 # host fetching the same file directly. Best of two downloads each (the
 # machine is shared); the byte count must be the full SIZE.
 #
+# First, what egress costs at start-up: `sandcap run -- /bin/true` with
+# net.egress against the same run without, both measured by hyperfine in the
+# same invocation, and once more with an "upstream": "https" credential (the
+# only policy whose worker sets up TLS trust). The ratios are printed (the
+# bar is 1.3x); a number never fails the script.
+#
 #   bench/egress-sandbox.sh [SANDCAP_BINARY]   (as root)
-#   env: BENCH_SIZE (default 1G), BENCH_RESULTS (append
-#   "egress-sandbox<TAB>NAME<TAB>MIB_PER_S<TAB>RATIO" lines)
+#   env: BENCH_SIZE (default 1G), BENCH_START_ONLY=1 (skip the downloads),
+#   BENCH_RUNS (hyperfine runs, default 40), BENCH_RESULTS (append
+#   "egress-sandbox<TAB>NAME<TAB>MIB_PER_S<TAB>RATIO" and
+#   "egress-start<TAB>NAME<TAB>MS<TAB>RATIO" lines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${1:-$(pwd)/build/sandcap}
@@ -44,6 +52,47 @@ cat >"$T/policy.json" <<JSON
   "net": { "egress": [ { "host": "127.0.0.1", "ports": [$PORT] } ],
            "allow_private": [ "127.0.0.1/32" ] } }
 JSON
+
+# --- start-up -----------------------------------------------------------------
+if command -v hyperfine >/dev/null; then
+	echo '{ "version": 1, "audit": { "exec": false } }' >"$T/none.json"
+	cat >"$T/egress.json" <<JSON
+{ "version": 1, "audit": { "exec": false },
+  "net": { "egress": [ { "host": "api.example.com" } ] } }
+JSON
+	cat >"$T/egress-tls.json" <<JSON
+{ "version": 1, "audit": { "exec": false },
+  "net": { "egress": [ { "host": "api.example.com" } ],
+           "credentials": [ { "host": "api.example.com", "header": "Authorization",
+                              "value_env": "BENCH_TOKEN", "upstream": "https" } ] } }
+JSON
+	BENCH_TOKEN=bench hyperfine -N --style basic --warmup 5 --runs "${BENCH_RUNS:-40}" \
+		--export-json "$T/start.json" \
+		-n no-egress "$S run --quiet --policy $T/none.json -- /bin/true" \
+		-n egress "$S run --quiet --policy $T/egress.json -- /bin/true" \
+		-n egress-https-credential "$S run --quiet --policy $T/egress-tls.json -- /bin/true" \
+		>"$T/start.txt" 2>&1 || { cat "$T/start.txt" >&2; exit 1; }
+	python3 - "$T/start.json" "${BENCH_RESULTS:-}" <<'PY'
+import json, sys
+res = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
+base = res["no-egress"]
+print("start-up of sandcap run -- /bin/true (hyperfine, mean of %d runs, same invocation)" % len(base["times"]))
+rows = []
+for name in ("no-egress", "egress", "egress-https-credential"):
+    r = res[name]
+    cpu = (r["user"] + r["system"]) * 1e3
+    ratio = r["mean"] / base["mean"]
+    print(f"  {name:24s} {r['mean'] * 1e3:6.1f} ms +- {r['stddev'] * 1e3:4.1f}  cpu {cpu:5.1f} ms  {ratio:4.2f}x no-egress")
+    rows.append(f"egress-start\t{name}\t{r['mean'] * 1e3:.2f}\t{ratio:.3f}\n")
+print("  bar: egress <= 1.30x no-egress")
+if sys.argv[2]:
+    with open(sys.argv[2], "a") as f:
+        f.writelines(rows)
+PY
+else
+	echo "egress-sandbox: hyperfine not installed (tools/install-deps bench): start-up not measured" >&2
+fi
+[ "${BENCH_START_ONLY:-0}" = 1 ] && exit 0
 
 URL="http://127.0.0.1:$PORT/bulk.bin"
 # Inside, NO_PROXY lists 127.0.0.1; --noproxy '' makes curl use the proxy for

@@ -76,6 +76,9 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 	if (r->timed_out)
 		fprintf(f, "stopped by the wall-clock limit after %.3f s (exit 124)\n",
 			secs(r->wall_ns));
+	else if (r->proxy_failed)
+		fprintf(f, "stopped: its egress proxy died %u times (exit %d)\n",
+			r->proxy_restarts + 1, r->exit_status);
 	else if (r->oom_killed)
 		fprintf(f, "OOM-killed: memory limit reached (exit %d)\n", r->exit_status);
 	else if (r->signal)
@@ -105,6 +108,11 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 		fputs(", in ", f);
 		print_size(f, r->bytes_in);
 		fputc('\n', f);
+		if (r->proxy_restarts)
+			fprintf(f,
+				"  egress proxy: died and restarted %u time%s (proxy.exit in the "
+				"audit log)\n",
+				r->proxy_restarts, r->proxy_restarts == 1 ? "" : "s");
 	}
 	if (r->syscalls_denied)
 		fprintf(f, "  syscalls denied: %" PRIu64 "\n", r->syscalls_denied);
@@ -131,7 +139,11 @@ static void summary_json(const sc_run_result *r)
 	    "syscalls_denied", (json_int_t)r->syscalls_denied, "files_written",
 	    (json_int_t)r->files_written, "cgroup", r->cgroup, "audit", r->audit_path, "audit_hash",
 	    r->audit_hash);
-	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	char *s;
+
+	(void)json_object_set_new(o, "proxy_restarts", json_integer(r->proxy_restarts));
+	(void)json_object_set_new(o, "proxy_failed", json_boolean(r->proxy_failed));
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 
 	if (s)
 		fprintf(stderr, "%s\n", s);
@@ -278,9 +290,14 @@ int cmd_run(int argc, char **argv)
 	/* Even with --quiet: a degraded run is something that went wrong. */
 	if (res.not_enforced[0])
 		cli_error("warning: not enforced (best_effort): %s", res.not_enforced);
+	if (res.proxy_restarts && !res.proxy_failed)
+		cli_error("warning: the egress proxy died and was restarted %u time%s "
+			  "(proxy.exit in the audit log)",
+			  res.proxy_restarts, res.proxy_restarts == 1 ? "" : "s");
 	if (json)
 		summary_json(&res);
-	else if (!quiet || res.exit_status >= 124 || res.oom_killed || res.timed_out)
+	else if (!quiet || res.exit_status >= 124 || res.oom_killed || res.timed_out ||
+		 res.proxy_failed)
 		summary_text(plan, &res);
 	sc_plan_free(plan);
 	return res.exit_status;

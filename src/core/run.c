@@ -86,6 +86,7 @@ typedef struct supervisor {
 	bool sync_wakeup;	   /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP is set */
 	pthread_mutex_t emit_lock; /* the listener thread emits too */
 	pid_t pid, proxy_pid;
+	px_seed proxy_seed; /* to start another worker on the same listener */
 	uid_t id_base;
 	bool unpriv;		/* no root: one user namespace mapping us to the agent */
 	bool cg_early;		/* cgroup made before clone3, which places the child in it */
@@ -458,7 +459,9 @@ static void handle_sync(supervisor *s)
 	case SYNC_LISTENER:
 		if (fd < 0 || s->proxy_fd >= 0 || s->plan->n_egress == 0)
 			break;
-		r = px_spawn(s->plan, TAKE_FD(fd), &s->proxy_pid, &s->proxy_fd);
+		r = px_seed_new(s->plan, TAKE_FD(fd), &s->proxy_seed);
+		if (r >= 0)
+			r = px_spawn(&s->proxy_seed, &s->proxy_pid, &s->proxy_fd);
 		if (r < 0) {
 			s->setup_failed = true;
 			fail(s->diag, r, "proxy", "cannot start the egress proxy: %s",
@@ -531,6 +534,50 @@ static int handle_proxy(supervisor *s)
 	}
 	emit(s, event, data);
 	return 0;
+}
+
+/*
+ * The worker closed its event socket while the sandbox runs: it died (or
+ * gave up its socket, which ends it too). Record how, then start another on
+ * the same listener, with the same configuration and the counters the dead
+ * one left (docs/proxy.md, "A worker that dies"); after PX_MAX_RESTARTS,
+ * stop the sandbox: without its proxy it has no network and no record.
+ */
+static void proxy_lost(supervisor *s)
+{
+	int status = 0, r = -ECHILD;
+	pid_t dead = s->proxy_pid;
+	bool restart;
+
+	(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, s->proxy_fd, NULL);
+	s->proxy_fd = safe_close(s->proxy_fd);
+	/* one that lives on without its socket is of no use: the status of
+	 * one already exiting is not changed by this */
+	(void)kill(dead, SIGKILL);
+	while (waitpid(dead, &status, 0) < 0 && errno == EINTR)
+		;
+	s->proxy_pid = 0;
+	restart = !s->exited && s->res->proxy_restarts < PX_MAX_RESTARTS;
+	if (restart)
+		r = px_spawn(&s->proxy_seed, &s->proxy_pid, &s->proxy_fd);
+	emit(s, "proxy.exit",
+	     json_pack("{s:i, s:o, s:i, s:i, s:s}", "pid", (int)dead, "status",
+		       WIFEXITED(status) ? json_integer(WEXITSTATUS(status)) : json_null(),
+		       "signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0, "restarts",
+		       (int)s->res->proxy_restarts + (r >= 0), "action",
+		       r >= 0	   ? "restarted on the same listener"
+		       : restart   ? "cannot start another worker: stopping the sandbox"
+		       : s->exited ? "the sandbox had ended"
+				   : "restart limit reached: stopping the sandbox"));
+	if (r >= 0) {
+		s->res->proxy_restarts++;
+		(void)ep_add(s, s->proxy_fd, EV_PROXY);
+		return;
+	}
+	if (!s->exited) {
+		s->res->proxy_failed = true;
+		kill_sandbox(s);
+	}
 }
 
 /*
@@ -626,7 +673,8 @@ static int event_loop(supervisor *s)
 					(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, s->notify_fd, NULL);
 				break;
 			case EV_PROXY:
-				(void)handle_proxy(s);
+				if (s->proxy_fd >= 0 && handle_proxy(s) == -EPIPE)
+					proxy_lost(s);
 				break;
 			case EV_FSWATCH:
 				if (fw_handle(s->fw, on_event, s) < 0)
@@ -852,6 +900,7 @@ static void teardown(supervisor *s)
 	}
 	(void)safe_close(s->notify_fd);
 	(void)safe_close(s->proxy_fd);
+	px_seed_done(&s->proxy_seed);
 	(void)safe_close(s->sync);
 	(void)safe_close(s->pidfd);
 	(void)safe_close(s->sigfd);
@@ -987,6 +1036,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			.gracefd = -1,
 			.notify_fd = -1,
 			.proxy_fd = -1,
+			.proxy_seed = PX_SEED_NONE,
 			.emit_lock = PTHREAD_MUTEX_INITIALIZER};
 	const sc_plan *p = o->plan;
 	char *env[MAX_ENV];

@@ -63,7 +63,9 @@ typedef struct sc_run_result {
 	uint64_t bytes_out, bytes_in;
 	uint64_t requests_allowed, requests_denied;
 	uint64_t syscalls_denied;
-	uint64_t files_written; /* distinct paths in fs.write records: files and dirs changed */
+	uint64_t files_written;	 /* distinct paths in fs.write records: files and dirs changed */
+	unsigned proxy_restarts; /* egress proxy workers that died and were replaced */
+	bool proxy_failed;	 /* the last one died too: the sandbox was stopped */
 	char sandbox_id[40];
 	char audit_path[4096];
 	char audit_hash[65];	/* final hash: the external anchor */

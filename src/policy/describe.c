@@ -99,6 +99,15 @@ static void describe_fs(const sc_plan *p, FILE *out)
 	fprintf(out, "  working directory      %s\n", p->workdir);
 }
 
+/* Only a credential with upstream https makes the proxy originate TLS. */
+static bool describe_needs_tls(const sc_plan *p)
+{
+	for (size_t i = 0; i < p->n_credentials; i++)
+		if (p->credentials[i].upstream_https)
+			return true;
+	return false;
+}
+
 static void describe_net(const sc_plan *p, FILE *out)
 {
 	char b[64];
@@ -112,7 +121,10 @@ static void describe_net(const sc_plan *p, FILE *out)
 	for (size_t i = 0; i < p->n_egress; i++) {
 		const plan_egress *e = &p->egress[i];
 
-		fprintf(out, "    %s%s, port%s ", e->host, e->wildcard ? " (subdomains only)" : "",
+		fprintf(out, "    %s%s, port%s ", e->host,
+			e->wildcard	       ? " (subdomains only)"
+			: strchr(e->host, '/') ? " (every address in the range)"
+					       : "",
 			e->n_ports == 1 ? "" : "s");
 		for (size_t j = 0; j < e->n_ports && j < POLICY_MAX_PORTS; j++)
 			fprintf(out, "%s%u", j ? ", " : "", e->ports[j]);
@@ -132,6 +144,8 @@ static void describe_net(const sc_plan *p, FILE *out)
 			"link-local\n"
 			"    and cloud metadata, CGNAT, multicast, ULA, and IPv4-mapped forms)\n");
 	} else {
+		/* allow_private opens nothing by itself: it only lets the
+		 * destinations above reach these ranges */
 		fprintf(out, "  private addresses: refused, except ");
 		for (size_t i = 0; i < p->n_allow_private; i++) {
 			char c[64];
@@ -139,7 +153,9 @@ static void describe_net(const sc_plan *p, FILE *out)
 			plan_cidr_format(&p->allow_private[i], c, sizeof(c));
 			fprintf(out, "%s%s", i ? ", " : "", c);
 		}
-		fputc('\n', out);
+		fprintf(out,
+			"\n    for the destinations above only (a name resolving there, an address "
+			"a rule names)\n");
 	}
 	if (p->rate.count)
 		fprintf(out, "  request rate:          %" PRIu64 " per %s\n", p->rate.count,
@@ -159,8 +175,9 @@ static void describe_net(const sc_plan *p, FILE *out)
 		limit_size(p->egress_budget, b, sizeof(b)));
 	fprintf(out, "  DNS:                   %s\n",
 		p->dns ? p->dns : "the host's resolvers (/etc/resolv.conf)");
-	fprintf(out, "  upstream TLS trust:    the system store%s%s\n",
-		p->upstream_ca ? " and " : "", p->upstream_ca ? p->upstream_ca : "");
+	if (describe_needs_tls(p))
+		fprintf(out, "  upstream TLS trust:    the system store%s%s\n",
+			p->upstream_ca ? " and " : "", p->upstream_ca ? p->upstream_ca : "");
 	if (p->n_credentials) {
 		fprintf(out,
 			"  credentials added by the proxy (the values never enter the sandbox):\n");

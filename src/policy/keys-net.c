@@ -71,10 +71,13 @@ const char *dns_name_error(const char *s, size_t max)
 	return NULL;
 }
 
+static int want_cidr(pctx *c, const json_t *v, plan_cidr *ret);
+
 /*
  * An egress host pattern: an exact DNS name, "*.domain" (subdomains of a
- * domain of at least two labels), or an IP literal (IPv6 with or without
- * brackets). Stored lower-case; IP literals in inet_ntop form.
+ * domain of at least two labels), an IP literal (IPv6 with or without
+ * brackets), or, where wildcards are allowed, a CIDR of IP literals. Stored
+ * lower-case; IP literals in inet_ntop form, CIDRs as plan_cidr_format().
  */
 static int want_host_pattern(pctx *c, const json_t *v, bool allow_wildcard, char **ret_host,
 			     bool *ret_wildcard)
@@ -110,6 +113,15 @@ static int want_host_pattern(pctx *c, const json_t *v, bool allow_wildcard, char
 		h = strdup(inet_ntop(AF_INET6, bin, addrbuf, sizeof(addrbuf)));
 	} else if (inet_pton(AF_INET, s, bin) == 1) {
 		h = strdup(inet_ntop(AF_INET, bin, addrbuf, sizeof(addrbuf)));
+	} else if (strchr(s, '/') && allow_wildcard) {
+		plan_cidr cidr;
+		char fmt[64];
+
+		r = want_cidr(c, v, &cidr);
+		if (r < 0)
+			return r;
+		plan_cidr_format(&cidr, fmt, sizeof(fmt));
+		h = strdup(fmt);
 	} else {
 		h = strdup(s);
 		if (!h)

@@ -140,18 +140,41 @@ bool px_addr_permitted(const px_config *cfg, int family, const uint8_t *addr)
 	return false;
 }
 
-/* A rule's IP literal, with or without the brackets of a URI ("[::1]"). */
-static int parse_rule_ip(const char *h, int *ret_family, uint8_t ret_addr[16])
+/*
+ * A rule naming an address: an IP literal (IPv6 with or without the
+ * brackets of a URI) or a CIDR "ADDR/PREFIX". Returns 0 with *ret the
+ * range (prefix 32 or 128 for a literal), -EINVAL for a name.
+ */
+static int parse_rule_range(const char *h, plan_cidr *ret)
 {
 	char tmp[64];
-	size_t n = strlen(h);
+	const char *slash = strchr(h, '/');
+	size_t n = slash ? (size_t)(slash - h) : strlen(h);
+	unsigned prefix = 0;
 
-	if (n >= 2 && h[0] == '[' && h[n - 1] == ']' && n - 2 < sizeof(tmp)) {
-		memcpy(tmp, h + 1, n - 2);
-		tmp[n - 2] = 0;
-		return px_parse_ip(tmp, ret_family, ret_addr);
+	if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+		h++;
+		n -= 2;
 	}
-	return px_parse_ip(h, ret_family, ret_addr);
+	if (n >= sizeof(tmp))
+		return -EINVAL;
+	memcpy(tmp, h, n);
+	tmp[n] = 0;
+	if (px_parse_ip(tmp, &ret->family, ret->addr) < 0)
+		return -EINVAL;
+	if (!slash) {
+		ret->prefix = ret->family == AF_INET ? 32 : 128;
+		return 0;
+	}
+	for (const char *p = slash + 1; *p; p++) {
+		if (*p < '0' || *p > '9' || prefix > 128)
+			return -EINVAL;
+		prefix = prefix * 10 + (unsigned)(*p - '0');
+	}
+	if (slash[1] == 0 || prefix > (ret->family == AF_INET ? 32u : 128u))
+		return -EINVAL;
+	ret->prefix = prefix;
+	return 0;
 }
 
 static bool host_matches(const plan_egress *e, const char *host)
@@ -187,50 +210,57 @@ static bool method_ok(const plan_egress *e, uint32_t method_bit, bool is_connect
 	return method_bit != 0 && (e->methods & method_bit) != 0;
 }
 
+/* How far a rule got, for the reason of a refusal: the nearest miss wins. */
+typedef enum miss {
+	MISS_HOST,
+	MISS_PORT,
+	MISS_METHOD,
+	_MISS_MAX,
+	_MISS_INVALID = -EINVAL,
+} miss;
+
 int px_allow_match(const px_config *cfg, const char *host, px_host_kind kind, uint16_t port,
 		   uint32_t method_bit, bool is_connect, const char **reterr_reason)
 {
-	const char *reason = "host-not-allowed";
-	uint8_t addr[16], raddr[16];
-	int fam = 0, rfam;
+	static const char *const reasons[_MISS_MAX] = {
+	    [MISS_HOST] = "host-not-allowed",
+	    [MISS_PORT] = "port-not-allowed",
+	    [MISS_METHOD] = "method-not-allowed",
+	};
+	miss nearest = MISS_HOST;
+	uint8_t addr[16];
+	int fam = 0;
 
 	if (kind == PX_HOST_IPV4 || kind == PX_HOST_IPV6) {
 		if (px_parse_ip(host, &fam, addr) < 0) {
 			*reterr_reason = "ip-literal";
 			return -EACCES;
 		}
-		reason = "ip-literal";
 	}
 	for (size_t i = 0; i < cfg->n_egress; i++) {
 		const plan_egress *e = &cfg->egress[i];
+		plan_cidr range;
 
 		if (fam) {
-			if (e->wildcard || parse_rule_ip(e->host, &rfam, raddr) < 0 ||
-			    rfam != fam || memcmp(addr, raddr, fam == AF_INET ? 4 : 16) != 0)
+			/* only a rule naming the address or a range around it, in
+			 * the same family: "::ffff:127.0.0.1" is not "127.0.0.1" */
+			if (e->wildcard || parse_rule_range(e->host, &range) < 0 ||
+			    range.family != fam || !px_cidr_contains(&range, fam, addr))
 				continue;
 		} else if (!host_matches(e, host))
 			continue;
 		if (!port_ok(e, port)) {
-			reason = "port-not-allowed";
+			if (nearest < MISS_PORT)
+				nearest = MISS_PORT;
 			continue;
 		}
 		if (!method_ok(e, method_bit, is_connect)) {
-			reason = "method-not-allowed";
+			nearest = MISS_METHOD;
 			continue;
 		}
 		return (int)i;
 	}
-	if (fam) {
-		for (size_t i = 0; i < cfg->n_allow_private; i++)
-			if (px_cidr_contains(&cfg->allow_private[i], fam, addr)) {
-				if (port != 80 && port != 443) {
-					reason = "port-not-allowed";
-					break;
-				}
-				/* rule index past the egress list: "allow_private[i]" */
-				return (int)(cfg->n_egress + i);
-			}
-	}
-	*reterr_reason = reason;
+	/* an address no rule names is an "ip-literal" refusal, as before */
+	*reterr_reason = fam && nearest == MISS_HOST ? "ip-literal" : reasons[nearest];
 	return -EACCES;
 }

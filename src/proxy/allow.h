@@ -14,11 +14,14 @@
  * Is the destination (host as parsed from the request target, port, method)
  * allowed by the egress rules? Returns the index of the matching rule, or
  * -EACCES with *reterr_reason one of "host-not-allowed", "port-not-allowed",
- * "method-not-allowed", "ip-literal".
+ * "method-not-allowed" (the nearest miss: a rule for the host and port that
+ * refuses the method says so, whatever the other rules say), "ip-literal"
+ * (an address no rule names).
  *
  * Host patterns: an exact name; "*.domain" matches strict subdomains only,
  * never "domain" itself. IP-literal targets match only a rule naming the same
- * address, or an allow_private CIDR (then on the default ports 80 and 443).
+ * address or a CIDR containing it. allow_private plays no part here: it only
+ * lifts the private-address check, after this, for what a rule allows.
  * A rule listing methods but not CONNECT refuses CONNECT: a tunnel would hide
  * the methods it carries.
  */

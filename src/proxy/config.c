@@ -72,7 +72,9 @@ static int read_secret(const plan_credential *c, char **ret)
 	if (c->value_env) {
 		const char *v = getenv(c->value_env);
 
-		if (!v)
+		/* The CLI refuses this before the run (plan_check_secret); a
+		 * sub-sandbox started over the spawn socket comes here first. */
+		if (!v || !*v)
 			return -ENOKEY;
 		*ret = strdup(v);
 		return *ret ? 0 : -ENOMEM;

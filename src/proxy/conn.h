@@ -36,6 +36,8 @@
 #define PX_ACCEPT_PAUSE_NS	(100ull * 1000000ull)
 #define PX_FDS_PER_CONN		6u /* client, upstream, two pipes */
 #define PX_NOFILE		4096u
+#define PX_HEAD_HEX_BYTES	32u /* of an unparsable head, in its net.denied record */
+#define PX_CAP_REPORT_NS	(1000000000ull) /* connections refused at the cap */
 
 typedef enum watch_type {
 	W_LISTEN = 1,
@@ -87,16 +89,17 @@ struct px_loop {
 	px_config *cfg;
 	px_events *ev;
 	px_dns *dns;
-	SSL_CTX *tls;
-	px_bucket rate, bw_up, bw_down;
-	uint64_t budget_left; /* PLAN_UNLIMITED = no budget */
+	SSL_CTX *tls;  /* NULL unless a credential has upstream https */
+	px_shared *sh; /* rate, bandwidth, budget_left (PLAN_UNLIMITED = none) */
 	struct conn *conns;
 	size_t n_conns;
 	px_watch listen_w, event_w;
 	size_t max_conns;
 	px_watch *graveyard; /* upstream watches freed after the current epoll batch */
 	uint64_t accept_resume_ns;
-	uint64_t now_ns; /* when the last epoll_wait(2) returned */
+	uint64_t cap_refused;	/* connections refused at max_conns, not yet reported */
+	uint64_t cap_report_ns; /* the next report, see report_refused() */
+	uint64_t now_ns;	/* when the last epoll_wait(2) returned */
 	bool quit;
 };
 
@@ -123,6 +126,8 @@ typedef struct conn {
 	bool is_connect, keep_alive, up_tls;
 	const px_cred *cred;
 	char rule[PX_MAX_HOST + 32];
+	char head_hex[2 * PX_HEAD_HEX_BYTES + 1]; /* of a head that did not parse */
+	unsigned n_requests;			  /* heads received on this connection */
 	px_dns_query *query;
 	int dns_status;
 	px_addr addrs[PX_DNS_MAX_ADDRS];
@@ -176,6 +181,8 @@ void px_conn_close_upstream(conn *c);
 void px_conn_drop_ufd(conn *c);
 int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close);
 void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status);
+/* net.denied for the current request; detail (may be NULL) says more than reason. */
+void px_conn_emit_denied(conn *c, const char *reason, const char *detail);
 void px_limit_hit(px_loop *L, const char *limit, const char *detail);
 void px_conn_throttle(conn *c, px_bucket *b, bool up, uint64_t want);
 void px_conn_reset_for_next(conn *c);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "proxy/dns.h"
 
+#include <fcntl.h>
+
 #include <ares.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,6 +13,9 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "base/io.h"
+#include "proxy/hosts.h"
+
 struct px_dns_query {
 	px_dns_cb cb;
 	void *userdata;
@@ -18,6 +23,7 @@ struct px_dns_query {
 
 struct px_dns {
 	ares_channel ch;
+	px_hosts *hosts;
 	int epfd;
 	int watch_type;
 	px_dns_watch watches[PX_DNS_MAX_SOCKETS];
@@ -74,6 +80,24 @@ static int set_server(px_dns *d, const char *server)
 	return ares_set_servers_ports_csv(d->ch, buf) == ARES_SUCCESS ? 0 : -EINVAL;
 }
 
+/* A host without /etc/hosts resolves with DNS alone, as its programs do. */
+static int read_hosts(const char *path, px_hosts **ret)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int r = io_read_file_at(AT_FDCWD, path, PX_HOSTS_MAX_BYTES, &buf, &len);
+
+	if (r == -ENOENT) {
+		*ret = NULL;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	r = px_hosts_parse(buf, len, ret);
+	free(buf);
+	return r;
+}
+
 int px_dns_new(const char *server, int epfd, int watch_type, px_dns **ret)
 {
 	struct ares_options opts = {0};
@@ -85,6 +109,11 @@ int px_dns_new(const char *server, int epfd, int watch_type, px_dns **ret)
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
+	r = read_hosts(PX_HOSTS_PATH, &d->hosts);
+	if (r < 0) {
+		free(d);
+		return r;
+	}
 	d->epfd = epfd;
 	d->watch_type = watch_type;
 	for (size_t i = 0; i < PX_DNS_MAX_SOCKETS; i++) {
@@ -94,13 +123,16 @@ int px_dns_new(const char *server, int epfd, int watch_type, px_dns **ret)
 	}
 	opts.sock_state_cb = sock_state_cb;
 	opts.sock_state_cb_data = d;
-	opts.lookups = (char *)"b"; /* DNS only: no /etc/hosts after sandboxing */
+	/* c-ares would open /etc/hosts at every query, which the confined
+	 * worker cannot: the copy read above answers first */
+	opts.lookups = (char *)"b";
 	opts.timeout = 2000;
 	opts.tries = 2;
 	r = ares_init_options(&d->ch, &opts,
 			      ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS | ARES_OPT_TIMEOUTMS |
 				  ARES_OPT_TRIES);
 	if (r != ARES_SUCCESS) {
+		px_hosts_free(d->hosts);
 		free(d);
 		return r == ARES_ENOMEM ? -ENOMEM : -EIO;
 	}
@@ -108,6 +140,7 @@ int px_dns_new(const char *server, int epfd, int watch_type, px_dns **ret)
 		r = set_server(d, server);
 		if (r < 0) {
 			ares_destroy(d->ch);
+			px_hosts_free(d->hosts);
 			free(d);
 			return r;
 		}
@@ -116,13 +149,23 @@ int px_dns_new(const char *server, int epfd, int watch_type, px_dns **ret)
 	return 0;
 }
 
-px_dns *px_dns_free(px_dns *d)
+static int ares_errno(int status)
 {
-	if (!d)
-		return NULL;
-	ares_destroy(d->ch);
-	free(d);
-	return NULL;
+	switch (status) {
+	case ARES_SUCCESS:
+	case ARES_ENODATA:
+		return -ENODATA; /* the name exists, without an address */
+	case ARES_ENOTFOUND:
+		return -ENOENT;
+	case ARES_ETIMEOUT:
+		return -ETIMEDOUT;
+	case ARES_ENOMEM:
+		return -ENOMEM;
+	case ARES_EBADNAME:
+		return -EINVAL;
+	default:
+		return -EIO; /* SERVFAIL, REFUSED, no server reachable */
+	}
 }
 
 static void addrinfo_cb(void *arg, int status, int timeouts, struct ares_addrinfo *res)
@@ -157,12 +200,7 @@ static void addrinfo_cb(void *arg, int status, int timeouts, struct ares_addrinf
 		if (status == ARES_SUCCESS && n > 0)
 			q->cb(q->userdata, 0, addrs, n);
 		else
-			q->cb(q->userdata,
-			      status == ARES_ENOTFOUND || status == ARES_ENODATA ||
-				      status == ARES_SUCCESS
-				  ? -ENOENT
-				  : (status == ARES_ETIMEOUT ? -ETIMEDOUT : -EIO),
-			      NULL, 0);
+			q->cb(q->userdata, ares_errno(status), NULL, 0);
 	}
 	free(q);
 }
@@ -171,8 +209,23 @@ int px_dns_resolve(px_dns *d, const char *name, px_dns_cb cb, void *userdata,
 		   px_dns_query **ret_query)
 {
 	struct ares_addrinfo_hints hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-	px_dns_query *q = calloc(1, sizeof(*q));
+	px_addr addrs[PX_DNS_MAX_ADDRS];
+	px_dns_query *q;
+	size_t n;
 
+	/* /etc/hosts first, then RFC 6761 localhost, then DNS */
+	n = px_hosts_lookup(d->hosts, name, addrs, PX_DNS_MAX_ADDRS);
+	if (n == 0 && px_is_localhost(name)) {
+		addrs[0] = (px_addr){.family = AF_INET, .addr = {127, 0, 0, 1}};
+		addrs[1] = (px_addr){.family = AF_INET6, .addr = {[15] = 1}};
+		n = 2;
+	}
+	if (n > 0) {
+		*ret_query = NULL;
+		cb(userdata, 0, addrs, n);
+		return 0;
+	}
+	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
 	q->cb = cb;

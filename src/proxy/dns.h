@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Asynchronous name resolution with c-ares, driven by the worker's epoll loop
- * (ARES_OPT_SOCK_STATE_CB registers c-ares' sockets). Only DNS is consulted,
- * never /etc/hosts: the worker has no filesystem access after setup.
+ * (ARES_OPT_SOCK_STATE_CB registers c-ares' sockets). A name is looked up as
+ * the host's programs do: in the host's /etc/hosts (a copy read at setup: the
+ * worker has no filesystem access afterwards), then RFC 6761 localhost, then
+ * DNS.
  */
 #pragma once
 
@@ -20,7 +22,8 @@ typedef struct px_addr {
 typedef struct px_dns px_dns;
 typedef struct px_dns_query px_dns_query;
 
-/* status 0 and n >= 1 addresses, or a negative errno (-ENOENT: no such name). */
+/* status 0 and n >= 1 addresses, or a negative errno: -ENOENT no such name,
+ * -ENODATA the name has no address, -ETIMEDOUT, -EIO the server failed. */
 typedef void (*px_dns_cb)(void *userdata, int status, const px_addr *addrs, size_t n);
 
 /* Watch registration: the loop's epoll data for a c-ares socket. */
@@ -30,10 +33,12 @@ typedef struct px_dns_watch {
 	int fd;
 } px_dns_watch;
 
-/* server: "IP[:port]" or NULL for /etc/resolv.conf (read now, before any
- * sandboxing). watch_type is stored in each px_dns_watch for the loop. */
+/* server: "IP[:port]" or NULL for /etc/resolv.conf; /etc/hosts and
+ * resolv.conf are read now, before any sandboxing. watch_type is stored in
+ * each px_dns_watch for the loop. The worker keeps it until it exits. */
 int px_dns_new(const char *server, int epfd, int watch_type, px_dns **ret);
-px_dns *px_dns_free(px_dns *d);
+/* Answers from /etc/hosts and for localhost come before this returns (then
+ * *ret_query is NULL), as may errors; DNS answers come later. */
 int px_dns_resolve(px_dns *d, const char *name, px_dns_cb cb, void *userdata,
 		   px_dns_query **ret_query);
 /* The owner is gone: the callback will not be called. */

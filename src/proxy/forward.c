@@ -203,10 +203,7 @@ static void cut_request_body(conn *c)
 	if (!c->resp_head_done && c->cout_off == c->cout_len) {
 		c->keep_alive = false;
 		c->req.has_content_length = true; /* forces close in deny path */
-		(void)px_events_emit(c->L->ev, "net.denied",
-				     json_pack("{s:s, s:s, s:i, s:s, s:s}", "method", c->method,
-					       "host", c->host, "port", (int)c->port, "path",
-					       c->path, "reason", "max-request-body"));
+		px_conn_emit_denied(c, "max-request-body", "request body too large");
 		px_conn_emit_request(c, "deny", "max-request-body", 413);
 		if (px_conn_reply(c, 413, "max-request-body", "request body too large", true) < 0)
 			px_conn_close(c, "oom");
@@ -247,6 +244,8 @@ static bool step(conn *c)
 		return false;
 	}
 	if (r < 0) {
+		/* the head went upstream already; the body that follows it is refused */
+		px_conn_emit_denied(c, "bad-request", "malformed chunked request body");
 		px_conn_emit_request(c, "deny", "bad-chunked-body", 400);
 		if (!c->resp_head_done &&
 		    px_conn_reply(c, 400, "bad-request", "malformed chunked body", true) == 0)
@@ -267,10 +266,10 @@ static bool step(conn *c)
 			p = c->cin;
 			len = c->framed;
 		}
-		uint64_t grant = px_bucket_take_min(&L->bw_up, len, PX_BW_BURST_MIN, now);
+		uint64_t grant = px_bucket_take_min(&L->sh->bw_up, len, PX_BW_BURST_MIN, now);
 
 		if (grant == 0)
-			px_conn_throttle(c, &L->bw_up, true, len);
+			px_conn_throttle(c, &L->sh->bw_up, true, len);
 		else {
 			uint64_t allowed = px_budget_take(L, grant);
 
@@ -283,10 +282,10 @@ static bool step(conn *c)
 			n = up_send(c, p, (size_t)allowed);
 			uint64_t used = n > 0 ? (uint64_t)n : 0;
 
-			if (!L->bw_up.unlimited)
-				L->bw_up.tokens += grant - used;
-			if (L->budget_left != PLAN_UNLIMITED)
-				L->budget_left += allowed - used;
+			if (!L->sh->bw_up.unlimited)
+				L->sh->bw_up.tokens += grant - used;
+			if (L->sh->budget_left != PLAN_UNLIMITED)
+				L->sh->budget_left += allowed - used;
 			if (n > 0) {
 				c->bytes_out += used;
 				moved = true;
@@ -402,16 +401,16 @@ write_client:
 			}
 		}
 		uint64_t grant =
-		    len ? px_bucket_take_min(&L->bw_down, len, PX_BW_BURST_MIN, now) : 0;
+		    len ? px_bucket_take_min(&L->sh->bw_down, len, PX_BW_BURST_MIN, now) : 0;
 
 		if (len > 0 && grant == 0)
-			px_conn_throttle(c, &L->bw_down, false, len);
+			px_conn_throttle(c, &L->sh->bw_down, false, len);
 		else if (grant > 0) {
 			n = send(c->cfd, c->ubuf, (size_t)grant, MSG_NOSIGNAL | MSG_DONTWAIT);
 			uint64_t used = n > 0 ? (uint64_t)n : 0;
 
-			if (!L->bw_down.unlimited)
-				L->bw_down.tokens += grant - used;
+			if (!L->sh->bw_down.unlimited)
+				L->sh->bw_down.tokens += grant - used;
 			if (n > 0) {
 				memmove(c->ubuf, c->ubuf + n, c->ubuf_len - (size_t)n);
 				c->ubuf_len -= (size_t)n;

@@ -6,6 +6,7 @@
  */
 #include "proxy/http.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +165,18 @@ static bool valid_ipv6_chars(const char *s, size_t n)
 	return true;
 }
 
+static bool valid_ipv6(const char *s, size_t n)
+{
+	char tmp[46];
+	unsigned char bin[16];
+
+	if (n >= sizeof(tmp))
+		return false;
+	memcpy(tmp, s, n);
+	tmp[n] = 0;
+	return inet_pton(AF_INET6, tmp, bin) == 1;
+}
+
 /* A DNS name: letters, digits, '-', '_' and dots; no empty label; not all digits. */
 static bool valid_hostname(const char *s, size_t n)
 {
@@ -218,8 +231,8 @@ static int parse_authority(const char *s, size_t n, bool port_required, uint16_t
 			p = close + 2;
 			pn = n - (size_t)(p - s);
 		}
-		if (!valid_ipv6_chars(h, hn))
-			return -EINVAL;
+		if (!valid_ipv6_chars(h, hn) || !valid_ipv6(h, hn))
+			return -EINVAL; /* also "[127.0.0.1]": brackets are for IPv6 only */
 		*kind = PX_HOST_IPV6;
 	} else {
 		const char *colon = memchr(s, ':', n);
@@ -481,6 +494,7 @@ int px_http_parse_request(const char *buf, size_t len, px_request *req, const ch
 	r = parse_request_line(buf, line_end, req, reason);
 	if (r < 0)
 		return r;
+	req->line_ok = true;
 	r = parse_header_lines(buf, line_end + 2, head_end, req->headers, PX_MAX_HEADERS,
 			       &req->n_headers, 400, 431, reason);
 	if (r < 0)
@@ -570,14 +584,6 @@ int px_http_parse_request(const char *buf, size_t len, px_request *req, const ch
 	return (int)head_end;
 }
 
-int px_http_find_header(const char *buf, const px_request *req, const char *name)
-{
-	for (size_t i = 0; i < req->n_headers; i++)
-		if (span_ieq(buf, req->headers[i].name, name))
-			return (int)i;
-	return -1;
-}
-
 static const char *const hop_headers[] = {
     "connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "expect", "host",
 };
@@ -607,17 +613,6 @@ static bool hop_by_hop(const char *buf, const px_header *conn_hdrs[], size_t n_c
 	if (len >= 6 && mem_ieq(name, 6, "proxy-"))
 		return true;
 	return named_in_connection(buf, conn_hdrs, n_conn, name, len);
-}
-
-bool px_http_is_hop_header(const char *buf, const px_request *req, const char *name, size_t len)
-{
-	const px_header *conn[PX_MAX_HEADERS];
-	size_t n = 0;
-
-	for (size_t i = 0; i < req->n_headers; i++)
-		if (span_ieq(buf, req->headers[i].name, "connection"))
-			conn[n++] = &req->headers[i];
-	return hop_by_hop(buf, conn, n, name, len);
 }
 
 typedef struct sbuf {

@@ -53,6 +53,7 @@ typedef struct px_header {
 
 typedef struct px_request {
 	size_t head_len; /* bytes of the head including the final CRLF CRLF */
+	bool line_ok;	 /* the request line parsed: method, target, host, port, path are set */
 	char method[PX_MAX_METHOD + 1];
 	uint32_t method_bit; /* http_method bit from plan.h, 0 for an extension method */
 	px_target_kind target_kind;
@@ -75,16 +76,11 @@ typedef struct px_request {
  *   > 0   the request is complete; *ret filled; value = ret->head_len
  *   0     incomplete, read more (no error seen so far)
  *   < 0   a negative HTTP status to answer with (-400, -414, -431, -501, -505)
- * *reterr_reason points to a static short reason on failure.
+ * *reterr_reason points to a static short reason on failure. After a failure
+ * in the headers ret->line_ok is true and the request line's fields are
+ * valid (what was asked for, to record); ret->method may be set without it.
  */
 int px_http_parse_request(const char *buf, size_t len, px_request *ret, const char **reterr_reason);
-
-/* Case-insensitive lookup of header name; returns the index or -1. */
-int px_http_find_header(const char *buf, const px_request *req, const char *name);
-
-/* True if name is a hop-by-hop or Proxy-* header that must not be forwarded,
- * or is listed in the request's Connection header. */
-bool px_http_is_hop_header(const char *buf, const px_request *req, const char *name, size_t len);
 
 /*
  * Builds the head sent upstream: origin-form request line, a Host header

@@ -85,3 +85,9 @@ uint64_t px_bucket_wait_ns(px_bucket *b, uint64_t n, uint64_t now_ns)
 	ns = (unsigned __int128)(n - b->tokens) * b->per_ns / b->count + 1;
 	return ns > UINT64_MAX / 2 ? UINT64_MAX / 2 : (uint64_t)ns;
 }
+
+void px_bucket_resume(px_bucket *b, const px_bucket *saved, uint64_t now_ns)
+{
+	b->tokens = saved->tokens < b->capacity ? saved->tokens : b->capacity;
+	b->last_ns = saved->last_ns < now_ns ? saved->last_ns : now_ns;
+}

@@ -32,3 +32,9 @@ uint64_t px_bucket_take_min(px_bucket *b, uint64_t want, uint64_t min_grant, uin
 bool px_bucket_take_exact(px_bucket *b, uint64_t n, uint64_t now_ns);
 /* Nanoseconds until at least n tokens are available (0 = now). */
 uint64_t px_bucket_wait_ns(px_bucket *b, uint64_t n, uint64_t now_ns);
+/*
+ * A restarted worker takes over its predecessor's level: b (initialised from
+ * the policy) gets saved's tokens and clock, never more than b's capacity
+ * nor a clock in the future, so that a restart neither refills nor drains.
+ */
+void px_bucket_resume(px_bucket *b, const px_bucket *saved, uint64_t now_ns);

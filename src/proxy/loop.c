@@ -33,11 +33,11 @@ uint64_t px_now_ns(void)
 
 uint64_t px_budget_take(px_loop *L, uint64_t want)
 {
-	if (L->budget_left == PLAN_UNLIMITED)
+	if (L->sh->budget_left == PLAN_UNLIMITED)
 		return want;
-	if (want > L->budget_left)
-		want = L->budget_left;
-	L->budget_left -= want;
+	if (want > L->sh->budget_left)
+		want = L->sh->budget_left;
+	L->sh->budget_left -= want;
 	return want;
 }
 
@@ -47,12 +47,18 @@ void px_limit_hit(px_loop *L, const char *limit, const char *detail)
 			     json_pack("{s:s, s:s}", "limit", limit, "detail", detail));
 }
 
-static void emit_denied(conn *c, const char *reason)
+void px_conn_emit_denied(conn *c, const char *reason, const char *detail)
 {
-	(void)px_events_emit(c->L->ev, "net.denied",
-			     json_pack("{s:s, s:s, s:i, s:s, s:s}", "method", c->method, "host",
-				       c->host, "port", (int)c->port, "path", c->path, "reason",
-				       reason));
+	json_t *d = json_pack("{s:s, s:s, s:i, s:s, s:s}", "method", c->method, "host", c->host,
+			      "port", (int)c->port, "path", c->path, "reason", reason);
+
+	if (d && detail && detail[0])
+		(void)json_object_set_new(d, "detail", json_string(detail));
+	if (d && c->addr_str[0])
+		(void)json_object_set_new(d, "addr", json_string(c->addr_str));
+	if (d && c->head_hex[0])
+		(void)json_object_set_new(d, "head_hex", json_string(c->head_hex));
+	(void)px_events_emit(c->L->ev, "net.denied", d);
 }
 
 void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status)
@@ -199,7 +205,7 @@ static void deny(conn *c, int status, const char *reason, const char *text, bool
 	/* an unread request body makes the connection unusable for another request */
 	if (c->req.has_content_length || c->req.chunked || !c->keep_alive)
 		close = true;
-	emit_denied(c, reason);
+	px_conn_emit_denied(c, reason, text);
 	px_conn_emit_request(c, "deny", reason, status);
 	/* the request is answered: its head leaves the buffer (the forward path
 	 * has already consumed it when req.head_len was reset) */
@@ -242,6 +248,7 @@ void px_conn_reset_for_next(conn *c)
 	c->n_addrs = 0;
 	c->addr_str[0] = 0;
 	c->rule[0] = 0;
+	c->head_hex[0] = 0;
 	memset(&c->req, 0, sizeof(c->req));
 	c->state = CS_READ_HEAD;
 	set_deadline(c, PX_IDLE_TIMEOUT_NS);
@@ -291,12 +298,30 @@ static const px_cred *find_cred(const px_config *cfg, const char *host)
 static void start_connect(conn *c);
 static void dispatch(conn *c, conn_event e);
 
+static const char *dns_error_text(int status)
+{
+	switch (status) {
+	case -ENOENT:
+		return "no such name in the host's /etc/hosts or in DNS";
+	case -ENODATA:
+		return "the name has no IPv4 or IPv6 address";
+	case -ETIMEDOUT:
+		return "the DNS server did not answer in time";
+	case -EINVAL:
+		return "not a name DNS can look up";
+	default:
+		return "the DNS server failed or cannot be reached";
+	}
+}
+
 static void on_resolved(conn *c)
 {
 	if (c->dns_status < 0) {
-		deny(c, 502, "dns-failure",
-		     c->dns_status == -ENOENT ? "name does not resolve" : "name resolution failed",
-		     false);
+		char text[PX_MAX_HOST + 80];
+
+		(void)snprintf(text, sizeof(text), "%s does not resolve: %s", c->host,
+			       dns_error_text(c->dns_status));
+		deny(c, 502, "dns-failure", text, false);
 		return;
 	}
 	/*
@@ -429,6 +454,44 @@ static void copy_trunc(char *dst, size_t size, const char *src, size_t n)
 	dst[n] = 0;
 }
 
+/* What the request line asked for, as the records say it. */
+static void take_request_line(conn *c)
+{
+	copy_trunc(c->method, sizeof(c->method), c->req.method, strlen(c->req.method));
+	copy_trunc(c->host, sizeof(c->host), c->req.host, strlen(c->req.host));
+	if (c->req.path.len)
+		copy_trunc(c->path, sizeof(c->path), c->cin + c->req.path.off, c->req.path.len);
+	else
+		strcpy(c->path, c->req.target_kind == PX_TARGET_ABSOLUTE ? "/" : "");
+	c->port = c->req.port;
+}
+
+/*
+ * A head that cannot be judged: the record keeps what was parsed (the
+ * request line, or at least its method) and, without a request line, the
+ * first bytes in hex, so that an attempt to smuggle a request can be told
+ * from garbage. Bounded: PX_HEAD_HEX_BYTES.
+ */
+static void take_unparsed(conn *c)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = c->cin_len < PX_HEAD_HEX_BYTES ? c->cin_len : PX_HEAD_HEX_BYTES;
+
+	c->method[0] = c->host[0] = c->path[0] = 0;
+	c->port = 0;
+	c->head_hex[0] = 0;
+	if (c->req.line_ok) {
+		take_request_line(c);
+		return;
+	}
+	copy_trunc(c->method, sizeof(c->method), c->req.method, strlen(c->req.method));
+	for (size_t i = 0; i < n; i++) {
+		c->head_hex[2 * i] = hex[(unsigned char)c->cin[i] >> 4];
+		c->head_hex[2 * i + 1] = hex[(unsigned char)c->cin[i] & 15];
+	}
+	c->head_hex[2 * n] = 0;
+}
+
 /* The request head is complete: apply the policy in a fixed order. */
 static void judge_request(conn *c)
 {
@@ -438,18 +501,13 @@ static void judge_request(conn *c)
 	int rule;
 
 	c->start_ns = px_now_ns();
-	copy_trunc(c->method, sizeof(c->method), c->req.method, strlen(c->req.method));
-	copy_trunc(c->host, sizeof(c->host), c->req.host, strlen(c->req.host));
-	if (c->req.path.len)
-		copy_trunc(c->path, sizeof(c->path), c->cin + c->req.path.off, c->req.path.len);
-	else
-		strcpy(c->path, c->req.target_kind == PX_TARGET_ABSOLUTE ? "/" : "");
-	c->port = c->req.port;
+	c->n_requests++;
+	take_request_line(c);
 	c->up_port = c->req.port;
 	c->is_connect = c->req.target_kind == PX_TARGET_AUTHORITY;
 	c->keep_alive = c->req.keep_alive && !c->is_connect;
 
-	if (!px_bucket_take_exact(&L->rate, 1, px_now_ns())) {
+	if (!px_bucket_take_exact(&L->sh->rate, 1, px_now_ns())) {
 		char detail[64];
 
 		(void)snprintf(detail, sizeof(detail), "%llu per %llu ms",
@@ -489,7 +547,7 @@ static void judge_request(conn *c)
 		deny(c, 413, "max-request-body", "request body too large", true);
 		return;
 	}
-	if (L->budget_left == 0) {
+	if (L->sh->budget_left == 0) {
 		px_limit_hit(L, "egress_budget", c->host);
 		deny(c, 403, "egress-budget", "the egress budget is spent", true);
 		return;
@@ -550,15 +608,33 @@ static void on_read_head(conn *c)
 	if (r < 0) {
 		/* no usable target: log what we have */
 		c->start_ns = px_now_ns();
-		strcpy(c->method, "");
-		strcpy(c->host, "");
-		strcpy(c->path, "");
-		c->port = 0;
+		c->n_requests++;
+		take_unparsed(c);
 		c->keep_alive = false;
 		deny(c, -r, "bad-request", reason ? reason : "malformed request", true);
 		return;
 	}
 	judge_request(c);
+}
+
+/*
+ * No complete head in time: a client that is slow to send one (slowloris)
+ * or that never sends a byte holds a connection slot, and is recorded; one
+ * idle between requests on a kept-alive connection is not. At most one
+ * record per connection, each after PX_HEAD_TIMEOUT_NS or more.
+ */
+static void head_timeout(conn *c)
+{
+	char detail[96];
+
+	if (c->cin_len > 0 || c->n_requests == 0) {
+		c->start_ns = px_now_ns();
+		take_unparsed(c);
+		(void)snprintf(detail, sizeof(detail),
+			       "no complete request head in time (%zu bytes received)", c->cin_len);
+		px_conn_emit_denied(c, c->cin_len ? "head-timeout" : "idle-timeout", detail);
+	}
+	px_conn_close(c, "timeout");
 }
 
 static void tunnel_ev(conn *c)
@@ -628,7 +704,7 @@ static void reply_in(conn *c)
 
 /* Anything not listed here drops the connection (docs/architecture.md). */
 static conn_action *const transitions[_CONN_STATE_MAX][_CONN_EVENT_MAX] = {
-    [CS_READ_HEAD] = {[EV_C_IN] = on_read_head, [EV_C_HUP] = drop, [EV_TIMEOUT] = drop},
+    [CS_READ_HEAD] = {[EV_C_IN] = on_read_head, [EV_C_HUP] = drop, [EV_TIMEOUT] = head_timeout},
     [CS_RESOLVING] =
 	{[EV_RESOLVED] = on_resolved, [EV_C_HUP] = drop, [EV_TIMEOUT] = on_gateway_timeout},
     [CS_CONNECTING] = {[EV_U_OUT] = on_connected,
@@ -763,6 +839,7 @@ static void accept_one(px_loop *L)
 	}
 	if (L->n_conns >= L->max_conns) {
 		(void)close(fd);
+		L->cap_refused++;
 		return;
 	}
 	c = calloc(1, sizeof(*c));
@@ -792,6 +869,26 @@ static void accept_one(px_loop *L)
 		L->conns->prev = c;
 	L->conns = c;
 	L->n_conns++;
+}
+
+/*
+ * Connections refused at the cap are counted and reported at most once per
+ * PX_CAP_REPORT_NS, as one limit.hit: a flood of connections must not
+ * become a flood of records.
+ */
+static void report_refused(px_loop *L, uint64_t now, bool now_or_never)
+{
+	char detail[128];
+
+	if (L->cap_refused == 0 || (!now_or_never && now < L->cap_report_ns))
+		return;
+	(void)snprintf(detail, sizeof(detail),
+		       "%llu connection%s refused: %zu open, the most this worker serves",
+		       (unsigned long long)L->cap_refused, L->cap_refused == 1 ? "" : "s",
+		       L->n_conns);
+	px_limit_hit(L, "connections", detail);
+	L->cap_refused = 0;
+	L->cap_report_ns = now + PX_CAP_REPORT_NS;
 }
 
 static void on_fd_event(px_watch *w, uint32_t e)
@@ -833,6 +930,8 @@ static int timeout_ms(px_loop *L, uint64_t now)
 	}
 	if (L->accept_resume_ns && L->accept_resume_ns < next)
 		next = L->accept_resume_ns;
+	if (L->cap_refused && L->cap_report_ns < next)
+		next = L->cap_report_ns;
 	if (next == UINT64_MAX)
 		ms = 60000;
 	else
@@ -869,6 +968,7 @@ static void handle_events_fd(px_loop *L, uint32_t e)
  */
 static void drain(px_loop *L)
 {
+	report_refused(L, px_now_ns(), true);
 	for (conn *c = L->conns; c; c = c->next)
 		px_tunnel_end(c, "sandbox-ended");
 	for (int i = 0; i < 50 && px_events_pending(L->ev); i++) {
@@ -936,6 +1036,7 @@ int px_loop_run(px_loop *L)
 		if (px_dns_timeout_ms(L->dns) == 0)
 			px_dns_process_timeouts(L->dns);
 		now = L->now_ns = px_now_ns();
+		report_refused(L, now, false);
 		if (L->accept_resume_ns && L->accept_resume_ns <= now) {
 			L->accept_resume_ns = 0;
 			ev.events = EPOLLIN;

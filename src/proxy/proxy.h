@@ -17,24 +17,50 @@
 #define PX_LISTEN_PORT 3128
 
 /*
- * Supervisor side: starts the worker with listen_fd (always consumed, also on
- * failure). Reads the credential secrets here (value_env from this process's
- * environment, value_file from disk), formats them, and hands the net part of
- * the plan plus the secrets to the worker through a sealed memfd (fd 5), never
- * via argv or the environment. The worker is /proc/self/exe re-exec'd as
- * "sandcap-proxy" with an empty environment and only fds 0-2 (/dev/null),
- * 3 (listener), 4 (event socket), 5 (config); it dies with the caller
- * (PR_SET_PDEATHSIG) and exits when *ret_event_fd is closed.
+ * What a worker is started from, kept by the supervisor for the whole run so
+ * that a worker that died can be replaced on the same listener: the listener
+ * (in the sandbox's netns), the configuration (a sealed memfd) and the
+ * counters that outlive one worker (budget, rate and bandwidth buckets; a
+ * memfd each worker maps shared, size sealed).
+ */
+typedef struct px_seed {
+	int listen_fd;
+	int config_fd;
+	int state_fd;
+} px_seed;
+#define PX_SEED_NONE ((px_seed){.listen_fd = -1, .config_fd = -1, .state_fd = -1})
+
+/* How many times a run replaces a worker that died before it gives up. */
+#define PX_MAX_RESTARTS 3u
+
+/*
+ * Supervisor side: takes listen_fd (always consumed, also on failure). Reads
+ * the credential secrets here (value_env from this process's environment,
+ * value_file from disk), formats them, and seals the net part of the plan
+ * plus the secrets into the configuration memfd: they reach a worker only
+ * through it, never via argv or the environment. Errors: -ENOKEY a
+ * credential secret is missing or empty, -EINVAL a secret or format that
+ * would inject headers, -errno from memfd.
+ */
+int px_seed_new(const sc_plan *plan, int listen_fd, px_seed *ret);
+/* Closes what px_seed_new() made; the seed is PX_SEED_NONE afterwards. */
+void px_seed_done(px_seed *seed);
+
+/*
+ * Supervisor side: starts a worker from seed (borrowed). The worker is
+ * /proc/self/exe re-exec'd as "sandcap-proxy" with an empty environment and
+ * only fds 0-2 (/dev/null), 3 (listener), 4 (event socket), 5 (config),
+ * 6 (shared counters); it dies with the caller (PR_SET_PDEATHSIG) and exits
+ * when *ret_event_fd is closed.
  *
  * Returns 0 with the worker's pid (the caller reaps it) and the supervisor's
  * end of a SOCK_SEQPACKET socketpair carrying one JSON event per message
- * (validate each with px_event_parse(); ignore ancillary data). Errors:
- * -ENOKEY a credential secret is missing or empty, -EINVAL a secret or format
- * that would inject headers, -errno from memfd/socketpair/fork.
- * Not async-signal-safe (allocates); safe to call from a multi-threaded
- * process (the child only uses async-signal-safe calls before exec).
+ * (validate each with px_event_parse(); ignore ancillary data), or -errno
+ * from socketpair/fork. Not async-signal-safe (allocates); safe to call from
+ * a multi-threaded process (the child only uses async-signal-safe calls
+ * before exec), from the thread that outlives the worker.
  */
-int px_spawn(const sc_plan *plan, int listen_fd, pid_t *ret_pid, int *ret_event_fd);
+int px_spawn(const px_seed *seed, pid_t *ret_pid, int *ret_event_fd);
 
 /*
  * Worker side: entry point of the exec'd "sandcap-proxy" process (dispatched

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "policy/plan.h"
+#include "proxy/limits.h"
 
 #define PX_CONFIG_MAX_BYTES (4u << 20)
 #define PX_MAX_SECRET	    8192u /* a credential value, formatted */
@@ -39,6 +40,18 @@ typedef struct px_config {
 	char *dns;
 	int64_t parent_pid; /* the supervisor, to notice it is gone before PDEATHSIG was armed */
 } px_config;
+
+/*
+ * The counters that outlive one worker, in a memfd the supervisor keeps
+ * (px_seed) and each worker maps shared: a restarted worker goes on with the
+ * budget and buckets its predecessor left, clamped to the policy.
+ */
+#define PX_SHARED_MAGIC UINT64_C(0x73635f7078737431) /* "sc_pxst1" */
+typedef struct px_shared {
+	uint64_t magic; /* set by the first worker */
+	uint64_t budget_left;
+	px_bucket rate, bw_up, bw_down;
+} px_shared;
 
 /* config.c */
 /* Serialises the net part of plan plus the resolved secrets. Supervisor side.

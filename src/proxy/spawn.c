@@ -61,13 +61,54 @@ out:
 	return r;
 }
 
+static int make_state_memfd(int *ret_fd)
+{
+	_cleanup_close_ int fd =
+	    memfd_create("sandcap-proxy-state", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, sizeof(px_shared)) < 0)
+		return -errno;
+	/* a worker may write the counters, never change the size a successor maps */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return -errno;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int px_seed_new(const sc_plan *plan, int listen_fd, px_seed *ret)
+{
+	px_seed s = {.listen_fd = listen_fd, .config_fd = -1, .state_fd = -1};
+	int r;
+
+	if (listen_fd < 0)
+		return -EBADF;
+	r = make_config_memfd(plan, &s.config_fd);
+	if (r >= 0)
+		r = make_state_memfd(&s.state_fd);
+	if (r < 0) {
+		px_seed_done(&s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+void px_seed_done(px_seed *s)
+{
+	s->listen_fd = safe_close(s->listen_fd);
+	s->config_fd = safe_close(s->config_fd);
+	s->state_fd = safe_close(s->state_fd);
+}
+
 /* After fork: async-signal-safe calls only. Never returns. */
-_Noreturn static void child(int listen_fd, int ev_fd, int cfg_fd, int exe_fd)
+_Noreturn static void child(const px_seed *seed, int ev_fd, int exe_fd)
 {
 	static char *const argv[] = {(char *)"sandcap-proxy", NULL};
 	static char *const envp[] = {NULL};
 	sigset_t all;
-	int l, e, c, x, null;
+	int l, e, c, st, x, null;
 
 	(void)sigemptyset(&all);
 	(void)sigprocmask(SIG_SETMASK, &all, NULL);
@@ -79,37 +120,35 @@ _Noreturn static void child(int listen_fd, int ev_fd, int cfg_fd, int exe_fd)
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 
 	/* move everything above the target slots first, so no dup2 clobbers a source */
-	l = fcntl(listen_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
+	l = fcntl(seed->listen_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
 	e = fcntl(ev_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
-	c = fcntl(cfg_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
+	c = fcntl(seed->config_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
+	st = fcntl(seed->state_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
 	x = fcntl(exe_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
-	if (l < 0 || e < 0 || c < 0 || x < 0)
+	if (l < 0 || e < 0 || c < 0 || st < 0 || x < 0)
 		_exit(125);
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
 		_exit(125);
-	if (dup2(l, 3) < 0 || dup2(e, 4) < 0 || dup2(c, 5) < 0 || dup3(x, 6, O_CLOEXEC) < 0)
+	if (dup2(l, 3) < 0 || dup2(e, 4) < 0 || dup2(c, 5) < 0 || dup2(st, 6) < 0 ||
+	    dup3(x, 7, O_CLOEXEC) < 0)
 		_exit(125);
-	if (sys_close_range(7, ~0U, 0) < 0) {
-		for (int fd = 7; fd < 1024; fd++)
+	if (sys_close_range(8, ~0U, 0) < 0) {
+		for (int fd = 8; fd < 1024; fd++)
 			(void)close(fd);
 	}
-	(void)sys_execveat(6, "", argv, envp, AT_EMPTY_PATH);
+	(void)sys_execveat(7, "", argv, envp, AT_EMPTY_PATH);
 	_exit(125);
 }
 
-int px_spawn(const sc_plan *plan, int listen_fd, pid_t *ret_pid, int *ret_event_fd)
+int px_spawn(const px_seed *seed, pid_t *ret_pid, int *ret_event_fd)
 {
-	_cleanup_close_ int lfd = listen_fd, cfg_fd = -1, exe_fd = -1, ev0 = -1, ev1 = -1;
+	_cleanup_close_ int exe_fd = -1, ev0 = -1, ev1 = -1;
 	int sv[2];
 	pid_t pid;
-	int r;
 
-	if (lfd < 0)
+	if (seed->listen_fd < 0 || seed->config_fd < 0 || seed->state_fd < 0)
 		return -EBADF;
-	r = make_config_memfd(plan, &cfg_fd);
-	if (r < 0)
-		return r;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	ev0 = sv[0];
@@ -121,7 +160,7 @@ int px_spawn(const sc_plan *plan, int listen_fd, pid_t *ret_pid, int *ret_event_
 	if (pid < 0)
 		return -errno;
 	if (pid == 0)
-		child(lfd, ev1, cfg_fd, exe_fd);
+		child(seed, ev1, exe_fd);
 	*ret_pid = pid;
 	*ret_event_fd = TAKE_FD(ev0);
 	return 0;

@@ -2,18 +2,132 @@
 #include "proxy/tls.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdbool.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <unistd.h>
 
-int px_tls_ctx_new(const char *extra_ca, SSL_CTX **ret)
+/* The hashed directory: $SSL_CERT_DIR is not consulted (the worker's
+ * environment is empty), so this is OpenSSL's compiled-in default. */
+static const char *trust_dir(void)
 {
-	const char *bundle = X509_get_default_cert_file();
+	return X509_get_default_cert_dir();
+}
+
+/* "<8 hex digits>.<digits>": a CA link made by c_rehash / openssl rehash. */
+static bool is_hash_link(const char *n)
+{
+	size_t i;
+
+	for (i = 0; i < 8; i++)
+		if (!isxdigit((unsigned char)n[i]))
+			return false;
+	if (n[8] != '.' || !isdigit((unsigned char)n[9]))
+		return false;
+	for (i = 10; n[i]; i++)
+		if (!isdigit((unsigned char)n[i]))
+			return false;
+	return true;
+}
+
+static int add_dir(char (*dirs)[PATH_MAX], size_t max, size_t n, const char *dir)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(dirs[i], dir) == 0)
+			return (int)n;
+	if (n >= max || strlen(dir) >= PATH_MAX)
+		return (int)n;
+	strcpy(dirs[n], dir);
+	return (int)n + 1;
+}
+
+/*
+ * The directory holding the file link leads to, after at most 8 links
+ * (readlink(2) on each: about two per CA on Debian, where realpath(3) on
+ * every one costs several milliseconds). Returns 0, or -errno.
+ */
+static int link_target_dir(const char *link, char *ret_dir)
+{
+	char p[PATH_MAX], t[PATH_MAX];
+	char *slash;
+
+	if (strlen(link) >= sizeof(p))
+		return -ENAMETOOLONG;
+	strcpy(p, link);
+	for (int hop = 0; hop < 8; hop++) {
+		ssize_t n = readlink(p, t, sizeof(t) - 1);
+
+		if (n < 0) {
+			if (errno != EINVAL)
+				return -errno;
+			slash = strrchr(p, '/'); /* not a link: the file itself */
+			if (!slash || slash == p)
+				return -EINVAL;
+			*slash = 0;
+			strcpy(ret_dir, p);
+			return 0;
+		}
+		t[n] = 0;
+		if (t[0] == '/') {
+			strcpy(p, t);
+			continue;
+		}
+		slash = strrchr(p, '/');
+		if (!slash || (size_t)(slash - p) + 1 + (size_t)n >= sizeof(p))
+			return -ENAMETOOLONG;
+		strcpy(slash + 1, t);
+	}
+	return -ELOOP;
+}
+
+int px_tls_trust_dirs(char (*dirs)[PATH_MAX], size_t max)
+{
+	char real[PATH_MAX], link[PATH_MAX], dir[PATH_MAX], seen[PX_TRUST_MAX_DIRS][PATH_MAX];
+	size_t n_seen = 0;
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	if (!realpath(trust_dir(), real))
+		return 0;
+	n = add_dir(dirs, max, (size_t)n, real);
+	d = opendir(real);
+	if (!d)
+		return n;
+	/* Debian's links point into /usr/share/ca-certificates and
+	 * /usr/local/share/ca-certificates; Landlock judges the file reached,
+	 * so each directory counts with its own links resolved (realpath once) */
+	while ((de = readdir(d))) {
+		bool known = false;
+
+		if (!is_hash_link(de->d_name) ||
+		    (size_t)snprintf(link, sizeof(link), "%s/%s", real, de->d_name) >=
+			sizeof(link) ||
+		    link_target_dir(link, dir) < 0)
+			continue;
+		for (size_t i = 0; i < n_seen && !known; i++)
+			known = strcmp(seen[i], dir) == 0;
+		if (known || n_seen >= PX_TRUST_MAX_DIRS)
+			continue;
+		strcpy(seen[n_seen++], dir);
+		if (realpath(dir, link))
+			n = add_dir(dirs, max, (size_t)n, link);
+	}
+	(void)closedir(d);
+	return n;
+}
+
+int px_tls_ctx_new(const char *extra_ca, bool lazy_system_store, SSL_CTX **ret)
+{
 	SSL_CTX *ctx;
-	int loaded = 0;
 
 	if (OPENSSL_init_ssl(OPENSSL_INIT_LOAD_CONFIG, NULL) != 1)
 		return -ENOMEM;
@@ -22,20 +136,24 @@ int px_tls_ctx_new(const char *extra_ca, SSL_CTX **ret)
 		return -ENOMEM;
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
 		goto fail;
-	if (bundle && access(bundle, R_OK) == 0 && SSL_CTX_load_verify_file(ctx, bundle) == 1)
-		loaded++;
-	if (extra_ca) {
-		if (SSL_CTX_load_verify_file(ctx, extra_ca) != 1) {
-			SSL_CTX_free(ctx);
-			ERR_clear_error();
-			return -EINVAL;
-		}
-		loaded++;
+	if (lazy_system_store) {
+		/* a CA is read when a chain needs it, then cached in the store */
+		(void)SSL_CTX_load_verify_dir(ctx, trust_dir());
+	} else {
+		const char *bundle = X509_get_default_cert_file();
+
+		if (bundle && access(bundle, R_OK) == 0)
+			(void)SSL_CTX_load_verify_file(ctx, bundle);
 	}
+	if (extra_ca && SSL_CTX_load_verify_file(ctx, extra_ca) != 1) {
+		SSL_CTX_free(ctx);
+		ERR_clear_error();
+		return -EINVAL;
+	}
+	/* an empty store fails every handshake: fail closed */
 	ERR_clear_error();
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	(void)loaded; /* an empty store fails every handshake: fail closed */
 	*ret = ctx;
 	return 0;
 fail:

@@ -117,7 +117,7 @@ static bool step(conn *c)
 {
 	px_loop *L = c->L;
 	/* the clock is needed only for pacing */
-	uint64_t now = L->bw_up.unlimited && L->bw_down.unlimited ? 0 : px_now_ns();
+	uint64_t now = L->sh->bw_up.unlimited && L->sh->bw_down.unlimited ? 0 : px_now_ns();
 	bool moved = false;
 	ssize_t n;
 
@@ -149,15 +149,15 @@ static bool step(conn *c)
 		}
 		n = send(c->ufd, c->cin, (size_t)want, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
-			if (L->budget_left != PLAN_UNLIMITED)
-				L->budget_left += want;
+			if (L->sh->budget_left != PLAN_UNLIMITED)
+				L->sh->budget_left += want;
 			if (fatal(errno)) {
 				tunnel_close(c, "upstream-error");
 				return false;
 			}
 		} else {
-			if (L->budget_left != PLAN_UNLIMITED)
-				L->budget_left += want - (uint64_t)n;
+			if (L->sh->budget_left != PLAN_UNLIMITED)
+				L->sh->budget_left += want - (uint64_t)n;
 			memmove(c->cin, c->cin + n, c->cin_len - (size_t)n);
 			c->cin_len -= (size_t)n;
 			c->framed -= (size_t)n;
@@ -168,17 +168,17 @@ static bool step(conn *c)
 	if (c->framed == 0 && !c->c_eof && c->c2u_n < c->pipe_cap && !c->c2u_full &&
 	    !c->throttled_up && c->c_rd) {
 		uint64_t room = c->pipe_cap - c->c2u_n;
-		uint64_t grant = px_bucket_take_min(&L->bw_up, room, PX_BW_BURST_MIN, now);
+		uint64_t grant = px_bucket_take_min(&L->sh->bw_up, room, PX_BW_BURST_MIN, now);
 
 		if (grant == 0)
-			px_conn_throttle(c, &L->bw_up, true, room);
+			px_conn_throttle(c, &L->sh->bw_up, true, room);
 		else {
 			uint64_t budget = px_budget_take(L, grant);
 
 			if (budget == 0) {
 				char b;
 
-				c->L->bw_up.tokens += grant;
+				c->L->sh->bw_up.tokens += grant;
 				/* the budget is spent: only a clean EOF may still come */
 				n = recv(c->cfd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 				if (n > 0) {
@@ -195,10 +195,10 @@ static bool step(conn *c)
 					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 				uint64_t used = n > 0 ? (uint64_t)n : 0;
 
-				if (L->budget_left != PLAN_UNLIMITED)
-					L->budget_left += budget - used;
-				if (!L->bw_up.unlimited)
-					L->bw_up.tokens += grant - used;
+				if (L->sh->budget_left != PLAN_UNLIMITED)
+					L->sh->budget_left += budget - used;
+				if (!L->sh->bw_up.unlimited)
+					L->sh->bw_up.tokens += grant - used;
 				if (n > 0) {
 					c->c2u_n += (size_t)n;
 					moved = true;
@@ -241,17 +241,17 @@ static bool step(conn *c)
 	/* 3. upstream -> client */
 	if (!c->u_eof && c->u2c_n < c->pipe_cap && !c->u2c_full && !c->throttled_down && c->u_rd) {
 		uint64_t room = c->pipe_cap - c->u2c_n;
-		uint64_t grant = px_bucket_take_min(&L->bw_down, room, PX_BW_BURST_MIN, now);
+		uint64_t grant = px_bucket_take_min(&L->sh->bw_down, room, PX_BW_BURST_MIN, now);
 
 		if (grant == 0)
-			px_conn_throttle(c, &L->bw_down, false, room);
+			px_conn_throttle(c, &L->sh->bw_down, false, room);
 		else {
 			n = splice(c->ufd, NULL, c->u2c[1], NULL, (size_t)grant,
 				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			uint64_t used = n > 0 ? (uint64_t)n : 0;
 
-			if (!L->bw_down.unlimited)
-				L->bw_down.tokens += grant - used;
+			if (!L->sh->bw_down.unlimited)
+				L->sh->bw_down.tokens += grant - used;
 			if (n > 0) {
 				c->u2c_n += (size_t)n;
 				moved = true;

@@ -1,20 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The proxy worker process: "sandcap-proxy", exec'd fresh by px_spawn() with
- * an empty environment and exactly fds 3 (listener), 4 (event socket) and
- * 5 (configuration memfd). It parses hostile HTTP, so before it reads a single
- * byte from the sandbox it gives up everything (docs/architecture.md):
+ * an empty environment and exactly fds 3 (listener), 4 (event socket),
+ * 5 (configuration memfd) and 6 (the counters shared with a successor). It
+ * parses hostile HTTP, so before it reads a single byte from the sandbox it
+ * gives up everything (docs/proxy.md):
  *
  *   1. read the configuration, init c-ares (reads /etc/resolv.conf) and
- *      OpenSSL (loads the CA bundle eagerly): the last file access it makes;
+ *      /etc/hosts; only when a credential has upstream https, OpenSSL: the
+ *      last file access it makes, except the CA files of the system store
+ *      that OpenSSL reads when a chain needs them (step 4);
  *   2. drop the capability bounding set and ambient set (needs CAP_SETPCAP,
  *      so before the uid change), setgroups(0), setresgid/setresuid to
  *      PX_WORKER_UID, then clear any capability left (capset);
  *   3. no_new_privs (required before unprivileged seccomp and Landlock),
  *      not dumpable (no ptrace/core of a process holding credential values);
  *   4. Landlock: every filesystem right handled, no rule added = no file can
- *      be opened; on ABI >= 4 TCP bind is handled too, on ABI >= 6 abstract
- *      unix sockets and signals are scoped;
+ *      be opened, except reading beneath the CA directories when upstream
+ *      TLS is configured; on ABI >= 4 TCP bind is handled too, on ABI >= 6
+ *      abstract unix sockets and signals are scoped;
  *   5. seccomp last, so the filter need not allow the setup syscalls above.
  *
  * PX_WORKER_UID is 65534 ("nobody"). A dedicated uid would keep two workers
@@ -39,6 +43,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <limits.h>
 #include <unistd.h>
 #include <grp.h>
 
@@ -53,6 +58,7 @@
 #define PX_FD_LISTEN  3
 #define PX_FD_EVENTS  4
 #define PX_FD_CONFIG  5
+#define PX_FD_STATE   6
 
 static int read_config(int fd, px_config **ret)
 {
@@ -117,7 +123,7 @@ static int drop_privileges(int64_t parent_pid)
 	return 0;
 }
 
-/* Index: Landlock ABI version (docs/architecture.md). */
+/* Index: Landlock ABI version. */
 static const uint64_t ll_fs_handled[] = {
     [1] = SC_LANDLOCK_FS_V1,
     [2] = SC_LANDLOCK_FS_V1 | SC_LANDLOCK_ACCESS_FS_REFER,
@@ -127,16 +133,37 @@ static const uint64_t ll_fs_handled[] = {
 	  SC_LANDLOCK_ACCESS_FS_IOCTL_DEV,
 };
 
-/* Returns 1 when applied, 0 when the kernel has no Landlock, -errno. */
-static int apply_landlock(void)
+#define PX_LL_RULE_PATH_BENEATH 1
+#define PX_LL_READ_FILE		(1ULL << 2)
+
+struct px_ll_path_beneath {
+	uint64_t allowed_access;
+	int32_t parent_fd;
+} __attribute__((packed));
+
+static int landlock_abi(void)
+{
+	int abi = sys_landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+
+	if (abi < 0)
+		return (errno == ENOSYS || errno == EOPNOTSUPP) ? 0 : -errno;
+	return abi;
+}
+
+/*
+ * Every filesystem right handled; the only rule, when trust_fds are given,
+ * lets the worker read files beneath the CA directories (nothing else: no
+ * directory listing, no write). Returns 1 when applied, 0 when the kernel
+ * has no Landlock, -errno.
+ */
+static int apply_landlock(int abi, const int *trust_fds, size_t n_trust)
 {
 	struct sc_landlock_ruleset_attr attr = {0};
 	size_t size;
-	int abi, fd, r;
+	int fd, r;
 
-	abi = sys_landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-	if (abi < 0)
-		return (errno == ENOSYS || errno == EOPNOTSUPP) ? 0 : -errno;
+	if (abi == 0)
+		return 0;
 	attr.handled_access_fs = ll_fs_handled[abi < 5 ? abi : 5];
 	size = sizeof(attr.handled_access_fs);
 	if (abi >= 4) {
@@ -151,13 +178,28 @@ static int apply_landlock(void)
 	fd = sys_landlock_create_ruleset(&attr, size, 0);
 	if (fd < 0)
 		return -errno;
+	for (size_t i = 0; i < n_trust; i++) {
+		struct px_ll_path_beneath pb = {.allowed_access = PX_LL_READ_FILE,
+						.parent_fd = trust_fds[i]};
+
+		if (syscall(__NR_landlock_add_rule, fd, PX_LL_RULE_PATH_BENEATH, &pb, 0) < 0) {
+			r = -errno;
+			(void)close(fd);
+			return r;
+		}
+	}
 	r = sys_landlock_restrict_self(fd, 0);
 	r = r < 0 ? -errno : 1;
 	(void)close(fd);
 	return r;
 }
 
-static int apply_seccomp(void)
+/*
+ * read_files: the worker reads CA files lazily (only with Landlock applied,
+ * which confines what it can open to the CA directories): openat(2) for
+ * reading and the stat(2) OpenSSL's hashed-directory lookup makes first.
+ */
+static int apply_seccomp(bool read_files)
 {
 	static const int allowed[] = {
 	    SCMP_SYS(read),	      SCMP_SYS(write),		 SCMP_SYS(readv),
@@ -175,11 +217,18 @@ static int apply_seccomp(void)
 	    SCMP_SYS(getpid),	      SCMP_SYS(gettid),		 SCMP_SYS(poll),
 	    SCMP_SYS(rt_sigprocmask),
 	};
+	/* open flags that could create, change or truncate a file */
+	static const uint64_t writing_bits[] = {O_WRONLY, O_RDWR,   O_CREAT,
+						O_TRUNC,  O_APPEND, __O_TMPFILE};
+	uint64_t writing = 0;
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	uint32_t stat_action = read_files ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EACCES);
 	int r = 0;
 
 	if (!ctx)
 		return -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(writing_bits); i++)
+		writing |= writing_bits[i];
 	for (size_t i = 0; i < ELEMENTSOF(allowed) && r == 0; i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0);
 	/* sockets: IPv4 and IPv6 only */
@@ -205,33 +254,108 @@ static int apply_seccomp(void)
 				     SCMP_A1(SCMP_CMP_EQ, FIONREAD));
 	/* libraries that probe files lazily get a clean error, not a kill;
 	 * Landlock would refuse them anyway */
-	if (r == 0)
+	if (r == 0 && read_files)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, writing, 0));
+	for (size_t i = 0; i < ELEMENTSOF(writing_bits) && r == 0 && read_files; i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 1,
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, writing_bits[i], writing_bits[i]));
+	if (r == 0 && !read_files)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 0);
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
-	/* Landlock does not cover stat(): refuse it so paths cannot be probed */
+	/* Landlock does not cover stat(): refuse it so paths cannot be probed,
+	 * unless the CA lookup needs it */
 	if (r == 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(newfstatat), 0);
+		r = seccomp_rule_add(ctx, stat_action, SCMP_SYS(newfstatat), 0);
 	if (r == 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(statx), 0);
+		r = seccomp_rule_add(ctx, stat_action, SCMP_SYS(statx), 0);
 	if (r == 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(fstat), 0);
+		r = seccomp_rule_add(ctx, stat_action, SCMP_SYS(fstat), 0);
 	if (r == 0)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);
 	return r;
 }
 
+static bool needs_tls(const px_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_creds; i++)
+		if (cfg->creds[i].upstream_https)
+			return true;
+	return false;
+}
+
+/*
+ * Upstream TLS, only for a policy that can use it: with Landlock the system
+ * store is read one CA at a time when a chain is verified, from the
+ * directories in *trust_fds (O_PATH, for the ruleset); without it, whole
+ * now. Returns 0 (L->tls NULL when not needed) or -errno.
+ */
+static int setup_tls(px_loop *L, int abi, int *trust_fds, size_t *n_trust)
+{
+	char dirs[PX_TRUST_MAX_DIRS][PATH_MAX];
+	bool lazy = abi > 0;
+	int n;
+
+	*n_trust = 0;
+	if (!needs_tls(L->cfg))
+		return 0;
+	if (lazy) {
+		n = px_tls_trust_dirs(dirs, PX_TRUST_MAX_DIRS);
+		for (int i = 0; i < n; i++) {
+			int fd = open(dirs[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+			if (fd >= 0)
+				trust_fds[(*n_trust)++] = fd;
+		}
+		lazy = *n_trust > 0;
+	}
+	return px_tls_ctx_new(L->cfg->upstream_ca, lazy, &L->tls);
+}
+
+/* The counters a predecessor left (PX_SHARED_MAGIC), or fresh ones. */
+static int map_shared(px_loop *L, int fd)
+{
+	const px_config *cfg = L->cfg;
+	uint64_t now = px_now_ns(), burst;
+	px_shared fresh = {.magic = PX_SHARED_MAGIC}, *sh;
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (sh == MAP_FAILED)
+		return -errno;
+	px_bucket_init(&fresh.rate, cfg->rate.count, cfg->rate.per_ns,
+		       cfg->rate.count ? cfg->rate.count : 1, now);
+	burst = cfg->bandwidth == PLAN_UNLIMITED ? 1 : cfg->bandwidth / 8;
+	if (burst < PX_BW_BURST_MIN)
+		burst = PX_BW_BURST_MIN;
+	px_bucket_init(&fresh.bw_up, cfg->bandwidth, 1000000000ull, burst, now);
+	px_bucket_init(&fresh.bw_down, cfg->bandwidth, 1000000000ull, burst, now);
+	fresh.budget_left = cfg->egress_budget;
+	if (sh->magic == PX_SHARED_MAGIC) {
+		/* a restart: never more than the policy grants */
+		px_bucket_resume(&fresh.rate, &sh->rate, now);
+		px_bucket_resume(&fresh.bw_up, &sh->bw_up, now);
+		px_bucket_resume(&fresh.bw_down, &sh->bw_down, now);
+		if (sh->budget_left < fresh.budget_left)
+			fresh.budget_left = sh->budget_left;
+	}
+	*sh = fresh;
+	L->sh = sh;
+	return 0;
+}
+
 int px_worker_main(int argc, char **argv)
 {
 	px_loop L = {.epfd = -1};
 	px_config *cfg = NULL;
-	uint64_t now, burst;
-	int r, flags;
+	int trust_fds[PX_TRUST_MAX_DIRS];
+	size_t n_trust = 0;
+	int r, flags, abi;
 
 	(void)argc;
 	(void)argv;
-	for (int fd = PX_FD_LISTEN; fd <= PX_FD_CONFIG; fd++)
+	for (int fd = PX_FD_LISTEN; fd <= PX_FD_STATE; fd++)
 		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 			return 125;
 	/*
@@ -248,6 +372,10 @@ int px_worker_main(int argc, char **argv)
 	L.cfg = cfg;
 	L.listen_fd = PX_FD_LISTEN;
 	L.event_fd = PX_FD_EVENTS;
+	r = map_shared(&L, PX_FD_STATE);
+	(void)close(PX_FD_STATE);
+	if (r < 0)
+		return 125;
 	flags = fcntl(L.listen_fd, F_GETFL);
 	if (flags < 0 || fcntl(L.listen_fd, F_SETFL, flags | O_NONBLOCK) < 0)
 		return 125;
@@ -258,7 +386,10 @@ int px_worker_main(int argc, char **argv)
 		return 125;
 	if (px_dns_new(cfg->dns, L.epfd, W_DNS, &L.dns) < 0)
 		return 125;
-	if (px_tls_ctx_new(cfg->upstream_ca, &L.tls) < 0)
+	abi = landlock_abi();
+	if (abi < 0)
+		return 125;
+	if (setup_tls(&L, abi, trust_fds, &n_trust) < 0)
 		return 125;
 	{
 		struct rlimit rl = {0, 0};
@@ -275,21 +406,13 @@ int px_worker_main(int argc, char **argv)
 	}
 	if (drop_privileges(cfg->parent_pid) < 0)
 		return 125;
-	r = apply_landlock();
+	r = apply_landlock(abi, trust_fds, n_trust);
+	for (size_t i = 0; i < n_trust; i++)
+		(void)close(trust_fds[i]);
 	if (r < 0)
 		return 125;
-	if (apply_seccomp() < 0)
+	if (apply_seccomp(n_trust > 0 && r == 1) < 0)
 		return 125;
-
-	now = px_now_ns();
-	px_bucket_init(&L.rate, cfg->rate.count, cfg->rate.per_ns,
-		       cfg->rate.count ? cfg->rate.count : 1, now);
-	burst = cfg->bandwidth == PLAN_UNLIMITED ? 1 : cfg->bandwidth / 8;
-	if (burst < PX_BW_BURST_MIN)
-		burst = PX_BW_BURST_MIN;
-	px_bucket_init(&L.bw_up, cfg->bandwidth, 1000000000ull, burst, now);
-	px_bucket_init(&L.bw_down, cfg->bandwidth, 1000000000ull, burst, now);
-	L.budget_left = cfg->egress_budget;
 
 	r = px_loop_run(&L);
 	return r < 0 ? 1 : 0;

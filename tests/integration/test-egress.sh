@@ -17,7 +17,7 @@ dns=$(free_port)
 tls=$(free_port)
 start_origin "$port" || skip_all "origin did not start"
 start_dns "$dns" api.allowed.test=127.0.0.1 tls.allowed.test=127.0.0.1 other.allowed.test=127.0.0.1 sub.wild.test=127.0.0.1 \
-	wild.test=127.0.0.1 denied.test=127.0.0.1 rebind.test=127.0.0.2 metadata.test=169.254.169.254
+	wild.test=127.0.0.1 denied.test=127.0.0.1 rebind.test=127.0.0.2 metadata.test=169.254.169.254 gone.internal=
 
 # A TLS origin whose CA exists only for this test.
 mkdir -p "$T/ca"
@@ -116,6 +116,81 @@ else
 	not_ok "proxy worker process found"
 fi
 wait $bg
+
+# allow_private lifts the private-address check only for what a rule allows.
+out=$(run_net sidedoor sh -c "curl -sS --noproxy '' -x \"\$HTTP_PROXY\" -o /dev/null -w '%{http_code} ' -X POST --data x http://127.0.0.1:80/; curl -sS --noproxy '' -x \"\$HTTP_PROXY\" -o /dev/null -w '%{http_code}' -X DELETE http://127.0.0.2/" 2>&1)
+expect_eq "allow_private is no side door: POST http://127.0.0.1:80/ and DELETE http://127.0.0.2/ refused" "$out" "403 403"
+check "... as ip-literal in the audit log" bash -c "[ \$(grep -c '\"reason\":\"ip-literal\"' '$T/audit-sidedoor.jsonl') -ge 2 ]"
+out=$("$SANDCAP" check --policy "$T/net.json" 2>&1)
+expect_match "sandcap check says allow_private only widens the listed destinations" "$out" \
+	"private addresses: refused, except 127.0.0.1/32.    for the destinations above only"
+
+# Names from the host's /etc/hosts and localhost. The test's hosts file is
+# bind-mounted over /etc/hosts in a private mount namespace: the real one is
+# never changed.
+hosts_sum=$(sha256sum /etc/hosts)
+printf '127.0.0.1 api.internal\n' >"$T/hosts"
+policy hosts "{\"version\": 1, \"net\": {\"egress\": [
+      {\"host\": \"api.internal\", \"ports\": [$port]}, {\"host\": \"localhost\", \"ports\": [$port]},
+      {\"host\": \"gone.internal\", \"ports\": [$port]}],
+    \"allow_private\": [\"127.0.0.1/32\", \"::1/128\"], \"dns\": \"127.0.0.1:$dns\"}}"
+out=$(unshare -m sh -c 'mount --bind "$1" /etc/hosts && shift && exec "$@"' sh "$T/hosts" \
+	"$SANDCAP" run --quiet --audit "$T/audit-hosts.jsonl" --policy "$T/hosts.json" -- sh -c \
+	"curl -sS http://api.internal:$port/data.json; curl -sS --noproxy '' -x \"\$HTTP_PROXY\" http://localhost:$port/data.json; curl -sS -i http://gone.internal:$port/" 2>&1)
+expect_match "a name from the host's /etc/hosts resolves through the proxy" "$out" '^\{"answer": 42\}'
+expect_match "localhost resolves (RFC 6761)" "$out" '\}.\{"answer": 42\}'
+expect_match "a name that does not resolve gets a body saying why" "$out" \
+	"gone.internal does not resolve: no such name in the host's /etc/hosts or in DNS"
+check "... and a net.denied record with the reason" grep -q '"event":"net.denied".*"detail":"gone.internal does not resolve.*"reason":"dns-failure"' "$T/audit-hosts.jsonl"
+check "the real /etc/hosts is untouched" bash -c "[ \"\$(sha256sum /etc/hosts)\" = '$hosts_sum' ]"
+
+# The worker dying is seen, and repaired: killed mid-run, the agent's next
+# request works (a new worker on the same listener), the log says so, and
+# the budget goes on where it was.
+worker_of() { # worker_of SUPERVISOR-PID [NOT-THIS-PID]: the supervisor's current worker
+	local w
+	for _ in $(seq 60); do
+		w=$(pgrep -n -P "$1" -f '^sandcap-proxy')
+		[ -n "$w" ] && [ "$w" != "${2:-}" ] && { echo "$w"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+policy budget "{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"api.allowed.test\", \"ports\": [$port]}],
+    \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\", \"egress_budget\": \"100K\"}}"
+"$SANDCAP" run --quiet --audit "$T/audit-kill.jsonl" --policy "$T/budget.json" -- sh -c \
+	"head -c 61440 /dev/zero >/tmp/b; curl -sS $A/data.json; sleep 3; curl -sS $A/data.json; curl -sS --data-binary @/tmp/b $A/upload; sleep 3; curl -sS --max-time 5 --data-binary @/tmp/b $A/upload; echo; echo end" \
+	>"$T/kill.out" 2>"$T/kill.err" &
+bg=$!
+w1=$(worker_of $bg) && sleep 1 && kill -9 "$w1"
+w2=$(worker_of $bg "$w1") && sleep 3.2 && kill -9 "$w2"
+wait $bg
+rc=$?
+out=$(cat "$T/kill.out")
+expect_eq "a run whose worker is killed twice ends normally" "$rc" 0
+expect_match "the agent's requests after each kill still work" "$out" '^\{"answer": 42\}.\{"answer": 42\}.stored'
+check "the log has a proxy.exit per kill, with the signal" bash -c "[ \$(grep -c '\"event\":\"proxy.exit\".*\"signal\":9' '$T/audit-kill.jsonl') = 2 ]"
+check "... saying the worker was restarted on the same listener" grep -q '"restarted on the same listener"' "$T/audit-kill.jsonl"
+expect_no_match "the budget is carried over: the second 60 KiB upload (past 100K in total) is cut" "$out" 'stored.*stored'
+check "... and the cut is recorded" grep -q '"limit":"egress_budget"' "$T/audit-kill.jsonl"
+expect_match "the run warns that the proxy was restarted, even with --quiet" "$(cat "$T/kill.err")" \
+	"the egress proxy died and was restarted 2 times"
+check "the log with the proxy.exit records verifies" "$SANDCAP" audit verify "$T/audit-kill.jsonl"
+
+# Past the bound the sandbox is stopped, with the reason.
+"$SANDCAP" run --audit "$T/audit-bound.jsonl" --policy "$T/net.json" -- sleep 30 \
+	>"$T/bound.out" 2>"$T/bound.err" &
+bg=$!
+w=""
+for k in 1 2 3 4; do
+	w=$(worker_of $bg "$w") && kill -9 "$w"
+done
+wait $bg
+rc=$?
+check "after $((4)) deaths (3 restarts) the run stops, not exit 0 ($rc)" [ "$rc" != 0 ]
+expect_match "the summary says why" "$(cat "$T/bound.err")" "stopped: its egress proxy died 4 times"
+check "the log has 4 proxy.exit records, the last one stopping the sandbox" bash -c \
+	"[ \$(grep -c '\"event\":\"proxy.exit\"' '$T/audit-bound.jsonl') = 4 ] && grep '\"event\":\"proxy.exit\"' '$T/audit-bound.jsonl' | tail -1 | grep -q 'restart limit reached: stopping the sandbox'"
 
 policy nonet '{"version": 1}'
 out=$("$SANDCAP" run --quiet --policy "$T/nonet.json" -- sh -c 'env | grep -i proxy; python3 -c "import socket; socket.create_connection((\"127.0.0.1\", 3128), timeout=2)"' 2>&1)

@@ -169,6 +169,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	int one = 1, lfd, evfd, r;
 	FILE *out = stdout;
+	px_seed seed = PX_SEED_NONE;
 	sc_plan *plan;
 	pid_t pid;
 
@@ -193,10 +194,16 @@ int main(int argc, char **argv)
 		perror("px-standalone: listen");
 		return 2;
 	}
-	r = px_spawn(plan, lfd, &pid, &evfd);
+	r = px_seed_new(plan, lfd, &seed);
+	sc_plan_free(plan); /* the seed holds what the worker needs */
+	if (r < 0) {
+		fprintf(stderr, "px-standalone: px_seed_new: %s\n", strerror(-r));
+		return r == -ENOKEY ? 3 : 1;
+	}
+	r = px_spawn(&seed, &pid, &evfd);
 	if (r < 0) {
 		fprintf(stderr, "px-standalone: px_spawn: %s\n", strerror(-r));
-		return r == -ENOKEY ? 3 : 1;
+		return 1;
 	}
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
@@ -229,6 +236,7 @@ int main(int argc, char **argv)
 	}
 	close(evfd); /* EOF: the worker exits */
 	waitpid(pid, &r, 0);
+	px_seed_done(&seed);
 	fprintf(stderr, "px-standalone: worker exited with %d\n",
 		WIFEXITED(r) ? WEXITSTATUS(r) : 128 + WTERMSIG(r));
 	return 0;

@@ -111,7 +111,8 @@ dnsmasq --keep-in-foreground --no-resolv --no-hosts --port=$P_DNS --listen-addre
 	--address=/denied.test/127.0.0.1 --address=/rebind.test/127.0.0.1 \
 	--address=/metadata.test/169.254.169.254 --address=/wild.test/127.0.0.1 \
 	--address=/methods.test/127.0.0.1 --address=/secure.test/127.0.0.1 \
-	--address=/tls.test/127.0.0.1 --address=/plain.test/127.0.0.1 2>"$T/dnsmasq.log" &
+	--address=/tls.test/127.0.0.1 --address=/plain.test/127.0.0.1 \
+	--address=/nx.test/ --address=/nx.internal/ 2>"$T/dnsmasq.log" &
 pids+=($!)
 
 # --- proxies -----------------------------------------------------------------
@@ -182,6 +183,23 @@ done
 sleep 0.3
 
 X1="-x http://127.0.0.1:$P1"
+raw_line() { # raw_line PORT BYTES(printf format) -> first line of the answer
+	python3 - "$1" "$2" <<'EOF'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
+data = b""
+try:
+    while b"\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+except Exception:
+    pass
+print(data.split(b"\r\n")[0].decode("latin-1"))
+EOF
+}
 C="curl -sS --max-time 20"
 
 # --- allowlist ---------------------------------------------------------------
@@ -232,11 +250,26 @@ ok $? "IPv4-mapped IPv6 literal refused"
 hdr=$($C -i $X1 "http://127.0.0.2:$P_HTTP/index.html")
 echo "$hdr" | grep -q "X-Sandcap-Deny: ip-literal"
 ok $? "unlisted IP literal refused"
+# allow_private only lifts the private-address check for what a rule allows:
+# p3 allows one name and 127.0.0.0/8, and no address at all
+X3="-x http://127.0.0.1:$P3"
+hdr=$($C -i $X3 -X POST --data x "http://127.0.0.1:80/")
+echo "$hdr" | grep -q "^HTTP/1.1 403" && echo "$hdr" | grep -q "X-Sandcap-Deny: ip-literal"
+ok $? "allow_private is no side door: POST http://127.0.0.1:80/ refused"
+hdr=$($C -i $X3 -X DELETE "http://127.0.0.2/")
+echo "$hdr" | grep -q "^HTTP/1.1 403" && echo "$hdr" | grep -q "X-Sandcap-Deny: ip-literal"
+ok $? "allow_private is no side door: DELETE http://127.0.0.2/ refused"
+hdr=$($C -i $X3 "http://127.0.0.1:$P_HTTP/index.html")
+echo "$hdr" | grep -q "X-Sandcap-Deny: ip-literal"
+ok $? "allow_private is no side door: not even GET on the allowed name's port"
 
 # keep-alive: two requests, one connection
 out=$($C -v $X1 "http://allowed.test:$P_HTTP/index.html" "http://other.allowed.test:$P_HTTP/index.html" 2>&1)
 [ "$(echo "$out" | grep -c '^hello')" = 2 ] && echo "$out" | grep -q "Re-using existing connection"
 ok $? "client keep-alive across two requests"
+
+[ "$(raw_line $P1 "GET http://[127.0.0.1]:$P_HTTP/index.html HTTP/1.1\r\nHost: [127.0.0.1]:$P_HTTP\r\n\r\n")" = "HTTP/1.1 400 Bad Request" ]
+ok $? "[127.0.0.1] (brackets around IPv4) refused with 400, not forwarded"
 
 # Host rewritten from the target, hop-by-hop stripped
 out=$($C $X1 -H "Connection: X-Foo" -H "X-Foo: 1" "http://allowed.test:$P_HTTP/host")
@@ -329,8 +362,12 @@ hdr=$($C -i $X1 "http://allowed.test:$P_DEAD/")
 echo "$hdr" | grep -q "^HTTP/1.1 502" && echo "$hdr" | grep -q "X-Sandcap-Deny: connect-failed"
 ok $? "origin refusing the connection: 502"
 hdr=$($C -i $X1 "http://nx.test:$P_HTTP/")
-echo "$hdr" | grep -q "^HTTP/1.1 502" && echo "$hdr" | grep -q "X-Sandcap-Deny: dns-failure"
-ok $? "name that does not resolve: 502"
+echo "$hdr" | grep -q "^HTTP/1.1 502" && echo "$hdr" | grep -q "X-Sandcap-Deny: dns-failure" &&
+	echo "$hdr" | grep -q "nx.test does not resolve: no such name in the host's /etc/hosts or in DNS"
+ok $? "name that does not resolve: 502 saying why"
+sleep 0.2
+grep -q '"event":"net.denied".*"detail":"nx.test does not resolve: no such name.*"reason":"dns-failure"' "$T/p1.events"
+ok $? "... and recorded with the reason"
 out=$(python3 - "$P1" <<'PY'
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
@@ -346,6 +383,8 @@ PY
 set -- $out
 [ "$1" = closed ] && [ "$2" -ge 8 ] && [ "$2" -le 20 ]
 ok $? "a client that never finishes its head is dropped at the deadline ($out s)"
+grep -q '"event":"net.denied".*"head_hex":"474554206874[0-9a-f]*".*"reason":"head-timeout"' "$T/p1.events"
+ok $? "... and recorded as head-timeout, with the bytes it sent"
 
 # --- strict parsing (raw bytes) ----------------------------------------------
 raw() { # raw PORT BYTES(printf format) -> first line of the answer
@@ -381,6 +420,19 @@ ok $? "smuggling: bare CR refused with 400"
 ok $? "smuggling: obs-fold refused with 400"
 [ "$(raw $P1 "GET /index.html HTTP/1.1\r\n$A\r\n\r\n")" = "HTTP/1.1 400 Bad Request" ]
 ok $? "origin-form request refused"
+sleep 0.2
+grep '"reason":"bad-request"' "$T/p1.events" | grep '"detail":"both Content-Length and Transfer-Encoding"' |
+	grep '"method":"POST"' | grep '"host":"allowed.test"' | grep -q '"path":"/index.html"'
+ok $? "a smuggling attempt is recorded with the request it asked for"
+grep '"reason":"bad-request"' "$T/p1.events" | grep '"detail":"bare LF"' | grep -q '"head_hex":"474554'
+ok $? "an unparsable head is recorded with its first bytes in hex"
+[ "$(raw $P1 "POST $H HTTP/1.1\r\n$A\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")" = "HTTP/1.1 400 Bad Request" ]
+sleep 0.2
+grep '"event":"net.denied"' "$T/p1.events" | grep -q '"detail":"malformed chunked request body"'
+ok $? "a malformed chunked body: 400 and a net.denied record"
+hdr=$($C -i -X POST --data x $X1 "http://methods.test:$P_HTTP/index.html")
+echo "$hdr" | grep -q "X-Sandcap-Deny: method-not-allowed"
+ok $? "a method outside a rule says method-not-allowed"
 
 # --- CONNECT -----------------------------------------------------------------
 out=$($C -p $X1 "http://allowed.test:$P_HTTP/index.html")
@@ -596,6 +648,92 @@ start_proxy p7 $((BASE + 16))
 hdr=$($C -i -x "http://127.0.0.1:$((BASE + 16))" "http://secure.test:$P_TLS/auth")
 echo "$hdr" | grep -q "X-Sandcap-Deny: upstream-tls"
 ok $? "upstream certificate from an untrusted CA refused"
+
+# --- names from the host's /etc/hosts, and localhost -----------------------------
+# The worker reads /etc/hosts before it is confined. The test's own hosts file
+# is bind-mounted over /etc/hosts in a private mount namespace (unshare -m):
+# the real file is never touched.
+hosts_sum=$(sha256sum /etc/hosts)
+printf '# test hosts\n127.0.0.1 api.internal\n169.254.169.254 meta.internal\n' >"$T/hosts"
+cat >"$T/p9.json" <<EOF
+{ "egress": [ {"host": "api.internal", "ports": [$P_HTTP]}, {"host": "meta.internal", "ports": [$P_HTTP]},
+              {"host": "localhost", "ports": [$P_HTTP]}, {"host": "app.localhost", "ports": [$P_HTTP]},
+              {"host": "nx.internal", "ports": [$P_HTTP]},
+              {"host": "127.0.0.0/30", "ports": [$P_HTTP], "methods": ["GET"]} ],
+  "allow_private": ["127.0.0.0/8", "::1/128"], $DNS }
+EOF
+P9=$((BASE + 18))
+PX_TEST_TOKEN= unshare -m sh -c 'mount --bind "$1" /etc/hosts && exec "$2" "$3" "$4" "$5"' sh \
+	"$T/hosts" "$SA" "$T/p9.json" "$P9" "$T/p9.events" >"$T/p9.out" 2>"$T/p9.err" &
+pids+=($!)
+for _ in $(seq 50); do grep -q READY "$T/p9.out" 2>/dev/null && break; sleep 0.1; done
+X9="-x http://127.0.0.1:$P9"
+out=$($C $X9 "http://api.internal:$P_HTTP/index.html")
+[ "$out" = hello ]
+ok $? "a name from the host's /etc/hosts resolves (api.internal)"
+hdr=$($C -i $X9 "http://meta.internal:$P_HTTP/")
+echo "$hdr" | grep -q "X-Sandcap-Deny: private-address"
+ok $? "the private-range rules still apply to a name from /etc/hosts"
+out=$($C $X9 "http://localhost:$P_HTTP/index.html")
+[ "$out" = hello ]
+ok $? "localhost resolves (RFC 6761) although the hosts file does not list it"
+out=$($C $X9 "http://app.localhost:$P_HTTP/index.html")
+[ "$out" = hello ]
+ok $? "a name under .localhost resolves to loopback"
+hdr=$($C -i $X9 "http://nx.internal:$P_HTTP/")
+echo "$hdr" | grep -q "X-Sandcap-Deny: dns-failure" && echo "$hdr" | grep -q "nx.internal does not resolve"
+ok $? "a name neither in /etc/hosts nor in DNS: 502 saying so"
+out=$($C $X9 "http://127.0.0.1:$P_HTTP/index.html")
+[ "$out" = hello ]
+ok $? "a rule naming a CIDR allows an address inside it"
+hdr=$($C -i $X9 -X POST --data x "http://127.0.0.1:$P_HTTP/index.html")
+echo "$hdr" | grep -q "X-Sandcap-Deny: method-not-allowed"
+ok $? "... with its methods: POST refused as method-not-allowed"
+[ "$(sha256sum /etc/hosts)" = "$hosts_sum" ] && ! grep -q api.internal /etc/hosts
+ok $? "the real /etc/hosts is untouched"
+
+# --- upstream TLS against the system store, read lazily ---------------------------
+# A system store holding only the test CA: a hashed directory (openssl rehash)
+# whose links point into another directory, bind-mounted over /etc/ssl/certs.
+# The confined worker must read both, one CA at a time, at verification.
+mkdir -p "$T/store" "$T/cas"
+cp "$T/ca.pem" "$T/cas/sandcap-test-ca.pem"
+ln -s "$T/cas/sandcap-test-ca.pem" "$T/store/sandcap-test-ca.pem"
+openssl rehash "$T/store" 2>/dev/null || c_rehash "$T/store" >/dev/null 2>&1
+chmod 755 "$T/store" "$T/cas"
+chmod 644 "$T/cas/sandcap-test-ca.pem"
+cat >"$T/p10.json" <<EOF
+{ "egress": [ {"host": "secure.test", "ports": [$P_TLS]} ], "allow_private": ["127.0.0.0/8"],
+  "credentials": [ {"host": "secure.test", "header": "Authorization", "value_env": "PX_TEST_TOKEN",
+  "format": "Bearer %s", "upstream": "https"} ], $DNS }
+EOF
+P10=$((BASE + 19))
+PX_TEST_TOKEN=s3cr3t-env unshare -m sh -c 'mount --bind "$1" /etc/ssl/certs && exec "$2" "$3" "$4" "$5"' sh \
+	"$T/store" "$SA" "$T/p10.json" "$P10" "$T/p10.events" >"$T/p10.out" 2>"$T/p10.err" &
+pids+=($!)
+for _ in $(seq 50); do grep -q READY "$T/p10.out" 2>/dev/null && break; sleep 0.1; done
+out=$($C -x "http://127.0.0.1:$P10" "http://secure.test:$P_TLS/auth")
+[ "$out" = "tls-auth=Bearer s3cr3t-env" ]
+ok $? "upstream TLS verified against the system store's hashed directory, read by the confined worker"
+w10=$(awk '/READY/ {print $2}' "$T/p10.out")
+[ -n "$w10" ] && [ "$(awk '/^Seccomp:/ {print $2}' /proc/$w10/status)" = 2 ]
+ok $? "... which runs under its seccomp filter"
+
+# --- connections past the worker's maximum ------------------------------------------
+out=$(python3 - "$((BASE + 17))" <<'EOF'
+import socket, sys, time
+socks = []
+for _ in range(530):
+    socks.append(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5))
+time.sleep(1.5)
+for s in socks:
+    s.close()
+print("done")
+EOF
+)
+sleep 1.5
+grep -q '"limit":"connections"' "$T/p8.events" && [ "$(grep -c '"limit":"connections"' "$T/p8.events")" -le 3 ]
+ok $? "connections refused at the cap are recorded, as one limit.hit per second ($(grep -o '"detail":"[0-9]* connections refused[^"]*"' "$T/p8.events" | head -1))"
 
 # --- the worker itself -------------------------------------------------------
 wpid=$(awk '/READY/ {print $2}' "$T/p1.out")

@@ -173,10 +173,11 @@ static void test_match(void)
 	ok(px_allow_match(&cfg, "93.184.216.35", PX_HOST_IPV4, 80, HTTP_GET, false, &why) < 0 &&
 	       strcmp(why, "ip-literal") == 0,
 	   "other IP literal refused");
-	ok(px_allow_match(&cfg, "127.0.0.1", PX_HOST_IPV4, 80, HTTP_GET, false, &why) == 4,
-	   "IP literal inside allow_private");
-	ok(px_allow_match(&cfg, "127.0.0.1", PX_HOST_IPV4, 22, HTTP_GET, false, &why) < 0,
-	   "allow_private literal only on default ports");
+	ok(px_allow_match(&cfg, "127.0.0.1", PX_HOST_IPV4, 80, HTTP_GET, false, &why) < 0 &&
+	       strcmp(why, "ip-literal") == 0,
+	   "allow_private allows no IP literal by itself, not even on port 80");
+	ok(px_allow_match(&cfg, "127.0.0.2", PX_HOST_IPV4, 443, HTTP_DELETE, false, &why) < 0,
+	   "... nor on 443 with any method");
 	ok(px_allow_match(&cfg, "connect.test", PX_HOST_NAME, 443, 0, true, &why) == 3,
 	   "CONNECT listed explicitly");
 	ok(px_allow_match(&cfg, "connect.test", PX_HOST_NAME, 443, HTTP_GET, false, &why) < 0,
@@ -190,6 +191,53 @@ static void test_match(void)
 	ok(px_allow_match(&cfg, "nothing.test", PX_HOST_NAME, 443, HTTP_GET, false, &why) < 0 &&
 	       strcmp(why, "host-not-allowed") == 0,
 	   "unknown host refused");
+
+	/* a rule naming a range of addresses */
+	eg[2].host = (char *)"10.1.0.0/16";
+	ok(px_allow_match(&cfg, "10.1.200.3", PX_HOST_IPV4, 443, HTTP_GET, false, &why) == 2,
+	   "CIDR rule matches an address inside it");
+	ok(px_allow_match(&cfg, "10.2.0.1", PX_HOST_IPV4, 443, HTTP_GET, false, &why) < 0 &&
+	       strcmp(why, "ip-literal") == 0,
+	   "CIDR rule does not match outside it");
+	ok(px_allow_match(&cfg, "10.1.0.1", PX_HOST_IPV4, 8080, HTTP_GET, false, &why) < 0 &&
+	       strcmp(why, "port-not-allowed") == 0,
+	   "CIDR rule keeps its ports");
+	eg[2].host = (char *)"fd00::/8";
+	ok(px_allow_match(&cfg, "fd12::5", PX_HOST_IPV6, 80, HTTP_GET, false, &why) == 2,
+	   "IPv6 CIDR rule");
+	eg[2].host = (char *)"93.184.216.34";
+}
+
+/* The reason of a refusal is the nearest miss, whatever the rule order. */
+static void test_reasons(void)
+{
+	plan_egress eg[3] = {0};
+	px_config cfg = {.egress = eg, .n_egress = 3};
+	const char *why = NULL;
+
+	eg[0].host = (char *)"127.0.0.1";
+	eg[0].ports[0] = 18081;
+	eg[0].n_ports = 1;
+	eg[0].methods = HTTP_GET;
+	eg[1].host = (char *)"127.0.0.1";
+	eg[1].ports[0] = 9999;
+	eg[1].n_ports = 1;
+	eg[2].host = (char *)"api.test";
+	eg[2].ports[0] = 18081;
+	eg[2].n_ports = 1;
+	eg[2].methods = HTTP_GET;
+	ok(px_allow_match(&cfg, "127.0.0.1", PX_HOST_IPV4, 18081, HTTP_POST, false, &why) < 0 &&
+	       strcmp(why, "method-not-allowed") == 0,
+	   "method refused on a listed port says method-not-allowed, not port-not-allowed");
+	ok(px_allow_match(&cfg, "127.0.0.1", PX_HOST_IPV4, 80, HTTP_POST, false, &why) < 0 &&
+	       strcmp(why, "port-not-allowed") == 0,
+	   "an unlisted port of a listed address says port-not-allowed");
+	ok(px_allow_match(&cfg, "api.test", PX_HOST_NAME, 18081, HTTP_DELETE, false, &why) < 0 &&
+	       strcmp(why, "method-not-allowed") == 0,
+	   "same for a name");
+	ok(px_allow_match(&cfg, "api.test", PX_HOST_NAME, 18081, 0, true, &why) < 0 &&
+	       strcmp(why, "method-not-allowed") == 0,
+	   "CONNECT to a GET-only rule: method-not-allowed");
 }
 
 static void test_buckets(void)
@@ -217,6 +265,26 @@ static void test_buckets(void)
 	ok(px_bucket_take_min(&b, 100, 16384, s) == 100, "small wants are not held to the floor");
 	px_bucket_init(&b, 0, s, 1, 0);
 	ok(px_bucket_take(&b, 12345, 0) == 12345, "count 0 = unlimited");
+
+	/* a restarted worker takes over the level its predecessor left */
+	{
+		px_bucket old, fresh;
+
+		px_bucket_init(&old, 5, s, 5, 0);
+		for (int i = 0; i < 5; i++)
+			(void)px_bucket_take_exact(&old, 1, 0);
+		px_bucket_init(&fresh, 5, s, 5, s / 10);
+		px_bucket_resume(&fresh, &old, s / 10);
+		ok(!px_bucket_take_exact(&fresh, 1, s / 10), "resume: a spent bucket stays spent");
+		ok(px_bucket_take_exact(&fresh, 1, s / 5),
+		   "resume: and refills at the policy's rate");
+		old.tokens = 1000;
+		old.last_ns = 5 * s;
+		px_bucket_init(&fresh, 5, s, 5, s);
+		px_bucket_resume(&fresh, &old, s);
+		ok(fresh.tokens == 5 && fresh.last_ns == s,
+		   "resume: never above capacity nor a clock in the future");
+	}
 }
 
 static void test_format(void)
@@ -385,6 +453,7 @@ int main(void)
 	test_private();
 	test_cidr();
 	test_match();
+	test_reasons();
 	test_buckets();
 	test_format();
 	printf("1..%d\n", n_test);

@@ -34,6 +34,34 @@ static void expect_status(const char *s, int status, const char *what)
 	ok(r == status, what);
 }
 
+/* What a refused head still tells the record. */
+static void test_partial(void)
+{
+	px_request req;
+	const char *reason;
+	const char *smuggle = "POST http://a.test:81/x HTTP/1.1\r\nHost: a.test:81\r\n"
+			      "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n";
+	int r = px_http_parse_request(smuggle, strlen(smuggle), &req, &reason);
+
+	ok(r == -400 && req.line_ok && strcmp(req.method, "POST") == 0 &&
+	       strcmp(req.host, "a.test") == 0 && req.port == 81 && req.path.len == 2,
+	   "CL+TE refused with the request line kept");
+	r = parse("GET nonsense HTTP/1.1\r\n\r\n", &req);
+	ok(r == -400 && !req.line_ok && strcmp(req.method, "GET") == 0,
+	   "bad target: the method is kept, the line is not");
+	expect_status("GET http://[127.0.0.1]/ HTTP/1.1\r\nHost: [127.0.0.1]\r\n\r\n", -400,
+		      "[127.0.0.1]: brackets around IPv4 refused");
+	expect_status("CONNECT [127.0.0.1]:443 HTTP/1.1\r\n\r\n", -400,
+		      "CONNECT [127.0.0.1]:443 refused");
+	expect_status("GET http://127.0.0.1/ HTTP/1.1\r\nHost: [127.0.0.1]\r\n\r\n", -400,
+		      "Host: [127.0.0.1] refused");
+	expect_status(
+	    "GET http://[::ffff:1.2.3.4]/ HTTP/1.1\r\nHost: [::ffff:1.2.3.4]\r\n\r\n",
+	    (int)strlen("GET http://[::ffff:1.2.3.4]/ HTTP/1.1\r\nHost: [::ffff:1.2.3.4]\r\n\r\n"),
+	    "an IPv6 address with a dotted tail stays valid");
+	expect_status("GET http://[1.2]/ HTTP/1.1\r\nHost: [1.2]\r\n\r\n", -400, "[1.2] refused");
+}
+
 static void test_valid(void)
 {
 	px_request req;
@@ -253,6 +281,7 @@ static void test_local_response(void)
 int main(void)
 {
 	test_valid();
+	test_partial();
 	test_invalid();
 	test_rewrite();
 	test_response();
