@@ -71,8 +71,9 @@ int au_open(const char *path, const uint8_t *key, size_t key_len, const char *sa
  * audit.seal or audit.error. Returns 0, or 1 when the record would have
  * exceeded AU_LINE_MAX and was written with data {"oversized": true,
  * "bytes": N} instead. -EINVAL (bad event or data), -EBADFD (already
- * sealed), or the error of the allocation or the write: the record is not
- * in the file, and the log is failed from then on (au_failed()): every
+ * sealed), or the error of the allocation, of building the line or of the
+ * write: the record is not in the file, and the log is failed from then
+ * on (au_failed()): every
  * later au_emit() returns that error, only au_emit_failure(),
  * au_emit_final() and au_seal() still write, into the reserve. After a
  * failed write the file is truncated back to its last complete record, and
@@ -192,6 +193,7 @@ int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *r
 /* Reconstructs what happened: plain text or one JSON object. Streams the
  * log in bounded memory and checks the chain on the way (without a key);
  * a broken or unsealed chain is stated in the report, not an error.
- * Returns 0 (intact and sealed), 1 (reported, but the chain is not intact)
- * or -errno for I/O errors on in or out. */
+ * Returns 0 (intact and sealed), 1 (reported, but the chain is not intact
+ * or the log records a failure, audit.error) or -errno for I/O errors on
+ * in or out. A line over AU_LINE_MAX ends the reading. */
 int au_report(FILE *in, FILE *out, bool json);

@@ -375,8 +375,9 @@ int au_emit(au_log *log, const char *event, json_t *data)
 		return log->failed;
 	r = emit_dumped(log, event, owned, AU_RESERVE_BYTES);
 	/* Not written, and the log can no longer promise every record: it
-	 * stays failed. -EINVAL is the caller's bad data, not the file's. */
-	if (r < 0 && r != -EINVAL && r != -ENOMEM) {
+	 * stays failed, whatever the reason (no space, an I/O error, no
+	 * memory for the line). */
+	if (r < 0) {
 		log->failed = r;
 		log->failed_at = log->seq;
 		(void)snprintf(log->failed_event, sizeof(log->failed_event), "%s", event);

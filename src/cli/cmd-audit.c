@@ -26,7 +26,7 @@ static void audit_usage(FILE *out)
 	      "FILE may be - for standard input.\n"
 	      "\n"
 	      "Commands:\n"
-	      "  verify   exit 0 only if the chain is intact and sealed\n"
+	      "  verify   exit 0 only if the chain is intact, sealed and complete\n"
 	      "  report   what the sandbox could access, consumed, did and was stopped from\n"
 	      "\n"
 	      "Run 'sandcap audit verify --help' or 'sandcap audit report --help' for details.\n",
@@ -82,8 +82,12 @@ static void report_usage(FILE *out)
 	      "  -j, --json   print one JSON object instead of text\n"
 	      "  -h, --help   show this help\n"
 	      "\n"
+	      "FILE must be a regular file; give - to read standard input. A line longer\n"
+	      "than 1 MiB ends the reading.\n"
+	      "\n"
 	      "Exit status: 0 report of an intact log, 1 report of a log whose chain is\n"
-	      "broken or unsealed, 2 usage error or a file that could not be read.\n",
+	      "broken or unsealed, or that records a failed write (audit.error), 2 usage\n"
+	      "error or a file that could not be read.\n",
 	      out);
 }
 

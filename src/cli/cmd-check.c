@@ -12,23 +12,24 @@
 
 static void check_usage(FILE *out)
 {
-	fputs("Usage: sandcap check --policy FILE\n"
-	      "       sandcap check --token FILE --key FILE\n"
+	fputs("Usage: sandcap check --policy FILE [--audit FILE]\n"
+	      "       sandcap check --token FILE --key FILE [--audit FILE]\n"
 	      "\n"
 	      "Validates the capability set and prints its blast radius: every path the\n"
 	      "sandbox sees and how, where it may connect, and its limits. Exit 0 when valid,\n"
-	      "125 with the file, the JSON path and what was expected otherwise.\n",
+	      "125 with the file, the JSON path and what was expected otherwise.\n"
+	      "Warns when the audit log (--audit FILE, else the default directory) would\n"
+	      "share a filesystem with a rw grant.\n",
 	      out);
 }
 
 int cmd_check(int argc, char **argv)
 {
-	static const struct option opts[] = {{"policy", required_argument, NULL, 'p'},
-					     {"token", required_argument, NULL, 't'},
-					     {"key", required_argument, NULL, 'k'},
-					     {"help", no_argument, NULL, 'h'},
-					     {}};
-	const char *policy = NULL, *token = NULL, *keyfile = NULL;
+	static const struct option opts[] = {
+	    {"policy", required_argument, NULL, 'p'}, {"token", required_argument, NULL, 't'},
+	    {"key", required_argument, NULL, 'k'},    {"audit", required_argument, NULL, 'a'},
+	    {"help", no_argument, NULL, 'h'},	      {}};
+	const char *policy = NULL, *token = NULL, *keyfile = NULL, *audit = NULL;
 	sc_plan *plan = NULL;
 	int c;
 
@@ -43,6 +44,9 @@ int cmd_check(int argc, char **argv)
 			break;
 		case 'k':
 			keyfile = optarg;
+			break;
+		case 'a':
+			audit = optarg;
 			break;
 		case 'h':
 			check_usage(stdout);
@@ -67,6 +71,7 @@ int cmd_check(int argc, char **argv)
 		return 125;
 	}
 	plan_describe(plan, stdout);
+	(void)cli_warn_audit_place(plan, audit);
 	sc_plan_free(plan);
 	return 0;
 }

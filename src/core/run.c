@@ -159,7 +159,7 @@ static int mkdir_parents(const char *path)
  * /var/lib/sandcap, else a user's XDG state directory ($XDG_STATE_HOME, or
  * ~/.local/state), which only that user can write.
  */
-static int state_dir(bool unpriv, char *buf, size_t len)
+int sc_state_dir(bool unpriv, char *buf, size_t len)
 {
 	const char *state = getenv("SANDCAP_STATE_DIR");
 	const char *xdg = getenv("XDG_STATE_HOME");
@@ -195,7 +195,7 @@ static int audit_open(supervisor *s)
 	int r;
 
 	if (!path) {
-		r = state_dir(s->unpriv, state, sizeof(state));
+		r = sc_state_dir(s->unpriv, state, sizeof(state));
 		if (r < 0)
 			return fail(s->diag, r, "audit",
 				    "no state directory for the audit log (set HOME, "
@@ -309,8 +309,9 @@ static int emit_locked(supervisor *s, const char *event, json_t *data)
 		return 0;
 	}
 	r = au_emit(s->audit, event, data);
-	if (r >= 0 || r == -EINVAL || r == -ENOMEM)
-		return r < 0 ? r : 0;
+	if (r >= 0)
+		return 0;
+	/* Whatever kept it out (a refused record too): not without it. */
 	s->res->audit_unrecorded++;
 	audit_failed(s);
 	return r;

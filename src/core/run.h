@@ -83,6 +83,11 @@ typedef struct sc_run_result {
 	char not_enforced[320]; /* what best_effort let go, "" when nothing */
 } sc_run_result;
 
+/* The state directory whose audit/ holds the per-run logs without
+ * --audit: SANDCAP_STATE_DIR, else /var/lib/sandcap for root, else the
+ * user's XDG state directory + /sandcap. -ENOENT or -ENAMETOOLONG. */
+int sc_state_dir(bool unpriv, char *buf, size_t len);
+
 /* Returns 0 when the command ran (its status is in ret->exit_status), or
  * -errno when the sandbox could not be set up (reterr_diag says which step). */
 int sc_run(const sc_run_opts *opts, sc_run_result *ret, sc_diag *reterr_diag);
