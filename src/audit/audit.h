@@ -87,7 +87,8 @@ int au_open(const char *path, const uint8_t *key, size_t key_len, const char *sa
 int au_emit(au_log *log, const char *event, json_t *data);
 /* A record of the stop path (limit.hit and sandbox.exit at the end):
  * written also when the log has failed, into the reserve; only room for
- * the seal must stay behind it. Otherwise as au_emit(). */
+ * the seal must stay behind it. Otherwise as au_emit(): one that cannot
+ * be written fails the log too. */
 int au_emit_final(au_log *log, const char *event, json_t *data);
 /* After au_emit() failed: the audit.error record, into the reserve:
  * {"errno", "error" (its name, "ENOSPC"), "message", "event" (the record

@@ -364,6 +364,13 @@ static int emit_checked(au_log *log, const char *event, json_t *owned)
 	return 0;
 }
 
+static void mark_failed(au_log *log, const char *event, int err)
+{
+	log->failed = err;
+	log->failed_at = log->seq;
+	(void)snprintf(log->failed_event, sizeof(log->failed_event), "%s", event);
+}
+
 int au_emit(au_log *log, const char *event, json_t *data)
 {
 	_cleanup_(jsonp) json_t *owned = data;
@@ -377,11 +384,8 @@ int au_emit(au_log *log, const char *event, json_t *data)
 	/* Not written, and the log can no longer promise every record: it
 	 * stays failed, whatever the reason (no space, an I/O error, no
 	 * memory for the line). */
-	if (r < 0) {
-		log->failed = r;
-		log->failed_at = log->seq;
-		(void)snprintf(log->failed_event, sizeof(log->failed_event), "%s", event);
-	}
+	if (r < 0)
+		mark_failed(log, event, r);
 	return r;
 }
 
@@ -392,7 +396,10 @@ int au_emit_final(au_log *log, const char *event, json_t *data)
 
 	if (r < 0)
 		return r;
-	return emit_dumped(log, event, owned, AU_SEAL_MAX_BYTES);
+	r = emit_dumped(log, event, owned, AU_SEAL_MAX_BYTES);
+	if (r < 0 && !log->failed)
+		mark_failed(log, event, r);
+	return r;
 }
 
 int au_emit_failure(au_log *log, const char *action)

@@ -334,8 +334,10 @@ static void emit_final(supervisor *s, const char *event, json_t *data)
 	pthread_mutex_lock(&s->emit_lock);
 	if (s->o->event_sink || !s->audit)
 		(void)emit_locked(s, event, data);
-	else
-		(void)au_emit_final(s->audit, event, data);
+	else if (au_emit_final(s->audit, event, data) < 0) {
+		s->res->audit_unrecorded++;
+		audit_failed(s);
+	}
 	pthread_mutex_unlock(&s->emit_lock);
 }
 
