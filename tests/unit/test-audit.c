@@ -531,12 +531,28 @@ static void test_writer_rules(void)
 	   "a 4-byte key is refused");
 	ok(au_open("/dev/null", NULL, 0, "sc-x", AUDIT_FSYNC_BOUNDARIES, &log) == -EINVAL,
 	   "a non-regular file is refused");
+	{
+		_cleanup_free_ char *fifo = path_in_tmp("fifo");
+
+		/* Opened for writing, a FIFO without a reader would block:
+		 * the alarm ends the test if it does. */
+		alarm(10);
+		ok(mkfifo(fifo, 0600) == 0 &&
+		       au_open(fifo, NULL, 0, "sc-x", AUDIT_FSYNC_BOUNDARIES, &log) == -EINVAL,
+		   "a FIFO is refused at once, never opened for writing");
+		alarm(0);
+		(void)unlink(fifo);
+	}
 	r = au_open(path, NULL, 0, "sc-x", AUDIT_FSYNC_ALWAYS, &log);
 	ok(r == 0, "open a new log (%d)", r);
 	ok(au_open(path, NULL, 0, "sc-x", AUDIT_FSYNC_ALWAYS, &log2) == -EBUSY,
 	   "a second writer on the same file is refused (-EBUSY)");
 	ok(au_emit(log, "Bad Event", NULL) == -EINVAL, "an invalid event name is refused");
 	ok(au_emit(log, "audit.seal", NULL) == -EINVAL, "audit.seal cannot be emitted");
+	ok(au_emit(log, "audit.error", NULL) == -EINVAL &&
+	       au_emit_final(log, "audit.error", NULL) == -EINVAL,
+	   "neither can audit.error");
+	ok(au_emit_failure(log, "x") == -EINVAL, "no audit.error while the log has not failed");
 	ok(au_emit(log, "x.y", json_string("s")) == -EINVAL, "data must be an object");
 	ok(au_emit(log, "x.y", json_stringn_nocheck("\xff", 1)) == -EINVAL,
 	   "a non-object, invalid-UTF-8 data is refused");
@@ -637,6 +653,8 @@ static void test_untrusted(void)
 	ok(PEER("{\"event\":\"limit.hitx\",\"data\":{}}") == -EPERM,
 	   "an exact entry does not allow a longer name");
 	ok(PEER("{\"event\":\"audit.seal\",\"data\":{}}") == -EPERM, "a peer cannot seal");
+	ok(PEER("{\"event\":\"audit.error\",\"data\":{}}") == -EPERM,
+	   "a peer cannot claim a failure");
 	ok(PEER("{\"event\":\"net.x\",\"data\":{},\"x\":1}") == -EBADMSG, "extra keys: -EBADMSG");
 	ok(PEER("{\"event\":\"net.x\",\"event\":\"net.y\",\"data\":{}}") == -EBADMSG,
 	   "duplicate keys: -EBADMSG");
