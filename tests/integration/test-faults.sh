@@ -150,6 +150,17 @@ else
 	ok "# SKIP fs.write without fanotify is recorded at exit"
 fi
 
+# --- check and doctor warn when the log shares a rw grant's filesystem ---
+out=$("$SANDCAP" check --policy "$T/grants.json" --audit "$TINY/log/x.jsonl" 2>&1 >/dev/null)
+expect_match "check warns: the log's directory is on rw grant $TINY/grant's filesystem" "$out" \
+	"warning: the audit log's directory \($TINY/log\) is on the filesystem of rw grant $TINY/grant"
+out=$("$SANDCAP" doctor --policy "$T/grants.json" --audit "$TINY/log/x.jsonl" 2>&1 >/dev/null)
+expect_match "doctor --policy warns the same" "$out" "is on the filesystem of rw grant $TINY/grant"
+if [ "$(stat -c %d /dev/shm)" != "$(stat -c %d "$T")" ]; then
+	out=$("$SANDCAP" check --policy "$T/grants.json" --audit /dev/shm/x.jsonl 2>&1 >/dev/null)
+	expect_eq "no warning for a log on a filesystem of its own" "$out" ""
+fi
+
 # --- --audit that is not a regular file: refused at once ---
 mkfifo "$T/fifo"
 python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/sock"
