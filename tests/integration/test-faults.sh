@@ -150,6 +150,44 @@ else
 	ok "# SKIP fs.write without fanotify is recorded at exit"
 fi
 
+# --- the proxy worker's records go through the same writer ---
+if command -v nginx >/dev/null && command -v dnsmasq >/dev/null; then
+	W=$T
+	PIDS=()
+	. "$(dirname "$0")/../../tools/fixtures.sh"
+	trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null
+umount -l "$TINY" 2>/dev/null; cleanup_dir' EXIT
+	port=$(free_port)
+	dns=$(free_port)
+	start_origin "$port"
+	start_dns "$dns" api.allowed.test=127.0.0.1
+	policy net "{\"version\": 1, \"fs\": {\"grants\": [
+	  {\"path\": \"$TINY/grant\", \"mode\": \"rw\", \"at\": \"/fill\"}]},
+	  \"net\": {\"egress\": [{\"host\": \"api.allowed.test\", \"ports\": [$port]}],
+	            \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"},
+	  \"limits\": {\"wall\": \"30s\"}}"
+	reset
+	log=$TINY/log/net.jsonl
+	# One process, no more execs: only net.request records after the fill.
+	out=$(timeout 60 "$SANDCAP" run --audit "$log" --policy "$T/net.json" -- /usr/bin/python3 -c "
+import subprocess, urllib.request
+subprocess.run(['dd', 'if=/dev/zero', 'of=/fill/f', 'bs=4k'], stderr=subprocess.DEVNULL)
+while True:
+    urllib.request.urlopen('http://api.allowed.test:$port/data.json').read()
+" 2>&1)
+	rc=$?
+	expect_eq "a request loop whose net.request records find no room is stopped (137)" "$rc" 137
+	expect_eq "audit.error names net.request" "$(field audit.error event)" net.request
+	expect_eq "the log ends with its seal" "$(last_event)" audit.seal
+	reqs=$(grep -c '"event":"net.request"' "$log")
+	served=$(grep -c 'GET /data.json' "$T/nginx/access.log")
+	check "requests ran and were recorded ($reqs recorded, $served served)" [ "$reqs" -gt 0 ]
+	check "the origin served at most the recorded ones and those in flight at the stop" \
+		[ "$served" -le $((reqs + 4)) ]
+else
+	ok "# SKIP nginx or dnsmasq missing: the proxy's records are not tested"
+fi
+
 # --- check and doctor warn when the log shares a rw grant's filesystem ---
 out=$("$SANDCAP" check --policy "$T/grants.json" --audit "$TINY/log/x.jsonl" 2>&1 >/dev/null)
 expect_match "check warns: the log's directory is on rw grant $TINY/grant's filesystem" "$out" \
