@@ -84,7 +84,9 @@ static int open_regular(const char *path, bool *ret_created)
 	struct stat st, st2;
 
 	*ret_created = false;
-	for (;;) {
+	for (unsigned tries = 0;; tries++) {
+		if (tries == 8)
+			return -EAGAIN; /* created and removed under us, again and again */
 		fd = open(path,
 			  O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW |
 			      O_NOCTTY | O_NONBLOCK,

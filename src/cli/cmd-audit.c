@@ -115,7 +115,12 @@ static FILE *open_input(const char *file)
 		cli_error("%s: %s", file, strerror(errno));
 		return NULL;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0) {
+		cli_error("%s: %s", file, strerror(errno));
+		(void)close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
 		cli_error("%s: %s, not a regular file (to read a stream, give - and redirect it)",
 			  file, au_file_type(st.st_mode));
 		(void)close(fd);
