@@ -93,6 +93,7 @@ typedef struct supervisor {
 
 	bool started;	    /* sandbox.start written */
 	bool audit_stopped; /* a record could not be written: the sandbox was stopped */
+	bool start_written; /* sandbox.start and the grants are in the log */
 	bool setup_failed;
 	bool exited;
 	int wait_status;
@@ -284,13 +285,14 @@ static void audit_failed(supervisor *s)
 	if (s->audit_stopped)
 		return;
 	s->audit_stopped = true;
-	s->res->audit_stopped = s->pid > 0 && !s->exited;
+	/* Before sandbox.start nothing of the sandbox has run: a refusal. */
+	s->res->audit_stopped = s->start_written && s->pid > 0 && !s->exited;
 	kill_sandbox(s);
 	if (s->proxy_pid > 0)
 		(void)kill(s->proxy_pid, SIGKILL);
-	(void)au_emit_failure(s->audit, s->res->audit_stopped ? "sandbox stopped"
-					: s->started	      ? "sandbox had ended"
-							      : "run refused");
+	(void)au_emit_failure(s->audit, !s->start_written	? "run refused"
+					: s->res->audit_stopped ? "sandbox stopped"
+								: "sandbox had ended");
 }
 
 /* 0 once the record is written (or handed on), else -errno: then the
@@ -416,15 +418,20 @@ static void emit_start(supervisor *s, int listener_fd)
 	}
 	if (s->audit_stopped) {
 		/* Nothing of the sandbox has run: a refused run. Without a
-		 * listener its exec fails (ENOSYS), and it is being killed. */
+		 * listener its exec fails (ENOSYS), and it is being killed.
+		 * A run refused already keeps its own reason. */
+		if (!s->setup_failed)
+			fail(s->diag, au_failed(s->audit, NULL, NULL), "audit",
+			     "cannot write the start of audit log %s: %s", s->res->audit_path,
+			     strerror(-au_failed(s->audit, NULL, NULL)));
 		s->setup_failed = true;
-		fail(s->diag, au_failed(s->audit, NULL, NULL), "audit",
-		     "cannot write the start of audit log %s: %s", s->res->audit_path,
-		     strerror(-au_failed(s->audit, NULL, NULL)));
 		if (listener_fd >= 0)
 			(void)close(listener_fd);
-	} else if (listener_fd >= 0)
-		start_listener(s, listener_fd);
+	} else {
+		s->start_written = true;
+		if (listener_fd >= 0)
+			start_listener(s, listener_fd);
+	}
 	(void)au_sync_detach(s->audit, &fd, &dirfd);
 	pthread_mutex_unlock(&s->emit_lock);
 	if (fd >= 0)

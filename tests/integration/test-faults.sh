@@ -52,7 +52,7 @@ for line in open(sys.argv[1]):
         print(r["data"].get(sys.argv[3], "")); break
 PY
 }
-last_event() { tail -n 1 "$log" | sed -E 's/.*"event":"([^"]*)".*/\1/'; }
+last_event() { tail -n 1 "$log" | python3 -c 'import json, sys; print(json.load(sys.stdin)["event"])'; }
 BIG=$(head -c 6000 /dev/zero | tr '\0' x)
 
 # --- full at start: refused, nothing runs ---
@@ -65,6 +65,22 @@ expect_match "the message names the log and the missing reserve" "$out" \
 check "the command did not run (no marker)" [ ! -e "$T/out/ran" ]
 check "no empty log is left behind" [ ! -e "$log" ]
 expect_no_match "no hash is printed" "$out" "hash"
+
+# --- room for the reserve, not for sandbox.start: refused, and the log says why ---
+reset
+dd if=/dev/zero of="$TINY/grant/hog" bs=4k 2>/dev/null
+truncate -s -16384 "$TINY/grant/hog" # four free pages: the reserve, nothing more
+run "echo ran > /out/ran"
+expect_eq "no room for sandbox.start refuses the run" "$rc" 125
+expect_match "  ... saying so" "$out" "audit: cannot write the start of audit log $log: No space left on device"
+check "  ... and the command did not run" [ ! -e "$T/out/ran" ]
+expect_eq "  ... the log: audit.error, sandbox.exit, the seal, in the reserve" \
+	"$(python3 -c 'import json, sys; print(*[json.loads(l)["event"] for l in open(sys.argv[1])])' "$log")" \
+	"audit.error sandbox.exit audit.seal"
+expect_eq "  ... audit.error: sandbox.start not written, run refused" \
+	"$(field audit.error event) $(field audit.error action)" "sandbox.start run refused"
+"$SANDCAP" audit verify "$log" >/dev/null 2>&1
+expect_eq "  ... verify: incomplete (1)" "$?" 1
 
 # --- the agent's attack: fill the grant, exec, delete the fill ---
 # Each exec writes a marker when it runs: an exec without its record must
