@@ -41,7 +41,6 @@
 void au_hex(const uint8_t *bytes, size_t n, char *out); /* out gets 2n+1 bytes */
 /* Exactly 2n lower-case hex digits. 0 or -EINVAL. */
 int au_unhex(const char *s, size_t len, uint8_t *out, size_t n);
-bool au_is_hash_hex(const char *s, size_t len);
 
 /* SHA-256("sandcap-audit-v1:" || sandbox_id): the first record's prev. */
 int au_genesis(const char *sandbox_id, uint8_t out[AU_HASH_BYTES]);
@@ -69,8 +68,8 @@ int au_record_build(uint64_t seq, const struct timespec *ts, const char *sandbox
 /*
  * Reads one line of at most AU_LINE_MAX bytes (newline included) into *buf,
  * grown as needed up to AU_LINE_MAX (caller frees). Returns 1 with *ret_len (without the newline)
- * and *ret_newline, 0 at EOF, -EMSGSIZE for a longer line (the rest of it is consumed so that the
- * caller may go on), -EIO on a read error.
+ * and *ret_newline, 0 at EOF, -EMSGSIZE for a longer line (read no further than AU_LINE_MAX:
+ * the caller stops there), -EIO on a read error.
  */
 int au_read_line(FILE *in, char **buf, size_t *cap, size_t *ret_len, bool *ret_newline);
 
@@ -109,6 +108,11 @@ typedef struct au_chain {
 	bool hmac_checked;
 	char first_ts[AU_TS_LEN + 1];
 	char last_ts[AU_TS_LEN + 1];
+	/* From the log's audit.error record, if it has one. */
+	bool failed;
+	uint64_t failed_records;
+	char failed_error[32];
+	char failed_event[AU_EVENT_MAX + 1];
 } au_chain;
 
 void au_chain_init(au_chain *c, const uint8_t *key, size_t key_len);

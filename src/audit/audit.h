@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "policy/plan.h"
 
@@ -30,46 +31,95 @@
 
 typedef struct au_log au_log;
 
+/* Written only by the writer: the record of a write that failed. */
+#define AU_ERROR_EVENT "audit.error"
+/*
+ * Space the file keeps allocated beyond its last record (fallocate,
+ * FALLOC_FL_KEEP_SIZE), for the records of the stop path: audit.error, up
+ * to four limit.hit, sandbox.exit (the refusal's carries a 512-byte detail)
+ * and the seal add up to about 5 KiB at their largest; four pages leave
+ * room. An append into allocated space does not fail with ENOSPC (measured
+ * on tmpfs and ext4, docs/audit.md).
+ */
+#define AU_RESERVE_BYTES (16u << 10)
+/* What stays allocated behind a record of the stop path: the seal. Its
+ * line is at most about 640 bytes (a 128-byte sandbox id, 20-digit seq). */
+#define AU_SEAL_MAX_BYTES 1024u
+/* Allocated ahead of need, so that most records cost no fallocate. */
+#define AU_ALLOC_CHUNK (64u << 10)
+
 /*
  * Creates the log at path: O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC|O_NOFOLLOW,
  * mode 0600, and takes an exclusive flock() on it for the log's lifetime.
+ * Nothing but a regular file is opened: an existing path is looked at
+ * with O_PATH first, so a FIFO, socket or device never blocks or acts.
  * One log per run: a file that already has content is refused (-EEXIST),
  * never appended to, because a second chain in one file could not be
- * verified as one. Also -ELOOP (symlink), -EINVAL (not a regular file, bad
- * sandbox id, key length outside [AU_KEY_MIN, AU_KEY_MAX]), -EBUSY (another
- * writer holds the lock), -EPERM (an existing empty file owned by someone
- * else). key may be NULL (unkeyed seal); it is copied and wiped on close.
+ * verified as one. Also -ELOOP (symlink), -EINVAL (not a regular file,
+ * bad sandbox id, key length outside [AU_KEY_MIN, AU_KEY_MAX]), -EBUSY (another writer holds the
+ * lock), -EPERM (an existing empty file owned by someone else), -ENOSPC
+ * (or -EDQUOT) when AU_RESERVE_BYTES cannot be allocated: a file it
+ * created is removed again. key may be NULL (unkeyed seal); it is copied
+ * and wiped on close.
  */
 int au_open(const char *path, const uint8_t *key, size_t key_len, const char *sandbox_id,
 	    audit_fsync mode, au_log **ret);
 /*
- * Appends one record with one write(). Takes ownership of data (a JSON
- * object; NULL means {}), also on failure. event must match [a-z0-9._]+ and
- * must not be "audit.seal". Returns 0, or 1 when the record would have
+ * Appends one record with one write(), into space allocated first with
+ * AU_RESERVE_BYTES behind it. Takes ownership of data (a JSON object; NULL
+ * means {}), also on failure. event must match [a-z0-9._]+ and must not be
+ * audit.seal or audit.error. Returns 0, or 1 when the record would have
  * exceeded AU_LINE_MAX and was written with data {"oversized": true,
  * "bytes": N} instead. -EINVAL (bad event or data), -EBADFD (already
- * sealed), or the write error; after a failed write the file is truncated
- * back to its last complete record, and if that fails too the error sticks.
+ * sealed), or the error of the allocation, of building the line or of the
+ * write: the record is not in the file, and the log is failed from then
+ * on (au_failed()): every
+ * later au_emit() returns that error, only au_emit_failure(),
+ * au_emit_final() and au_seal() still write, into the reserve. After a
+ * failed write the file is truncated back to its last complete record, and
+ * if that fails too the error sticks (nothing is written any more).
  * With AUDIT_FSYNC_ALWAYS every record is followed by fsync(); otherwise
- * the caller marks boundaries with au_sync() (the first also fsyncs the
- * directory), and au_seal() or au_close() make the last records durable:
- * sandbox.exit is followed directly by the seal, so one fsync serves both.
+ * the caller marks boundaries with au_sync_detach() (the first also fsyncs
+ * the directory), and au_seal() or au_close() make the last records
+ * durable: sandbox.exit is followed directly by the seal, so one fsync
+ * serves both.
  */
 int au_emit(au_log *log, const char *event, json_t *data);
+/* A record of the stop path (limit.hit and sandbox.exit at the end):
+ * written also when the log has failed, into the reserve; only room for
+ * the seal must stay behind it. Otherwise as au_emit(): one that cannot
+ * be written fails the log too. */
+int au_emit_final(au_log *log, const char *event, json_t *data);
+/* After au_emit() failed: the audit.error record, into the reserve:
+ * {"errno", "error" (its name, "ENOSPC"), "message", "event" (the record
+ * that was not written), "records" (written before it), "action" (what
+ * the caller did about it, e.g. "sandbox stopped")}. -EINVAL when the log
+ * has not failed. */
+int au_emit_failure(au_log *log, const char *action);
+/* 0, or the -errno that failed the log; then the event that was not
+ * written and how many records were (either pointer may be NULL). */
+int au_failed(const au_log *log, const char **ret_event, uint64_t *ret_records);
+/* AU_RESERVE_BYTES, or 0 when the filesystem cannot preallocate
+ * (EOPNOTSUPP): then a failure still fails the log, but the stop path's
+ * records may not fit. */
+uint64_t au_reserved(const au_log *log);
+/* What a file type is, in words ("a FIFO"), for messages. */
+const char *au_file_type(mode_t mode);
 /*
- * Appends an event received from a less-trusted peer (proxy worker, seccomp
- * listener): msg is one JSON object {"event": NAME, "data": {...}} of at
- * most AU_PEER_MSG_MAX bytes. allowed is a NULL-terminated list of event
- * names this peer may emit; an entry ending in '.' allows a family ("net.").
+ * Appends an event received from a less-trusted peer (the proxy worker):
+ * msg is one JSON object {"event": NAME, "data": {...}} of at most
+ * AU_PEER_MSG_MAX bytes. allowed is a NULL-terminated list of event names
+ * this peer may emit; an entry ending in '.' allows a family ("net.").
  * -EMSGSIZE, -EBADMSG (malformed), -EPERM (event not allowed, or
- * audit.seal), else as au_emit(). The caller still rate-limits its peers.
+ * audit.seal or audit.error), else as au_emit(). The caller still
+ * rate-limits its peers.
  */
 #define AU_PEER_MSG_MAX (64u << 10)
 int au_emit_untrusted(au_log *log, const char *msg, size_t len, const char *const *allowed);
 /* Writes the final audit.seal record: {"final_hash", "hmac" (keyed only),
- * "keyed", "records"}, then fsyncs. Nothing may follow (-EBADFD). */
+ * "keyed", "records"}, then fsyncs. Also after a failure (into the
+ * reserve). Nothing may follow (-EBADFD). */
 int au_seal(au_log *log);
-int au_sync(au_log *log);
 /* A boundary whose fsync the caller makes, so that other threads may append
  * meanwhile (under the caller's lock): *ret_fd is a dup of the log's fd and,
  * at the first boundary, *ret_dirfd the directory's fd (else -1). The
@@ -121,9 +171,16 @@ typedef struct au_verify_info {
 	char last_hash[AU_HASH_HEX + 1];     /* = au_last_hash() after au_seal() */
 	char first_ts[32];
 	char last_ts[32];
+	/* The log records that writing failed (audit.error): intact, but a
+	 * record is missing from there on and the sandbox was stopped. */
+	bool failed;
+	uint64_t failed_records; /* records written before the failure */
+	char failed_error[32];	 /* e.g. "ENOSPC" */
+	char failed_event[AU_EVENT_MAX + 1];
 } au_verify_info;
 
-/* Verifies a whole log in constant memory. 0 if intact; -EBADMSG with the
+/* Verifies a whole log in constant memory. 0 if intact (which includes a
+ * log that records its own failure: see au_verify_info.failed); -EBADMSG with the
  * 1-based line and reason filled otherwise (a log that ends without its
  * seal fails with "log not sealed (cut off?)", keyed or not). With a key,
  * the seal must carry an HMAC of the final hash under that key. -EIO (and a
@@ -137,6 +194,7 @@ int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *r
 /* Reconstructs what happened: plain text or one JSON object. Streams the
  * log in bounded memory and checks the chain on the way (without a key);
  * a broken or unsealed chain is stated in the report, not an error.
- * Returns 0 (intact and sealed), 1 (reported, but the chain is not intact)
- * or -errno for I/O errors on in or out. */
+ * Returns 0 (intact and sealed), 1 (reported, but the chain is not intact
+ * or the log records a failure, audit.error) or -errno for I/O errors on
+ * in or out. A line over AU_LINE_MAX ends the reading. */
 int au_report(FILE *in, FILE *out, bool json);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Events from the less-trusted parts (the proxy worker, the seccomp
- * listener) arrive at the supervisor as messages on a socketpair. The
- * supervisor treats them as hostile: bounded, strictly parsed, and only the
- * event names that peer may emit get into the log.
+ * A generic gate for events from a less-trusted peer: bounded, strictly
+ * parsed, and only the event names that peer may emit get into the log.
+ * No part of the supervisor uses it today: the proxy worker's events go
+ * through px_event_parse() (a schema per event, docs/proxy.md) and then
+ * au_emit(), and the seccomp listener is a thread of the supervisor.
  */
 #include <errno.h>
 #include <string.h>
@@ -45,7 +46,8 @@ int au_emit_untrusted(au_log *log, const char *msg, size_t len, const char *cons
 		json_decref(root);
 		return -EBADMSG;
 	}
-	if (strcmp(event, AU_SEAL_EVENT) == 0 || !event_allowed(event, allowed)) {
+	if (strcmp(event, AU_SEAL_EVENT) == 0 || strcmp(event, AU_ERROR_EVENT) == 0 ||
+	    !event_allowed(event, allowed)) {
 		json_decref(root);
 		return -EPERM;
 	}

@@ -58,16 +58,6 @@ int au_unhex(const char *s, size_t len, uint8_t *out, size_t n)
 	return 0;
 }
 
-bool au_is_hash_hex(const char *s, size_t len)
-{
-	if (len != AU_HASH_HEX)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (hexval(s[i]) < 0)
-			return false;
-	return true;
-}
-
 static int sha256_3(const void *a, size_t alen, const void *b, size_t blen, const void *c,
 		    size_t clen, uint8_t out[AU_HASH_BYTES])
 {
@@ -251,18 +241,17 @@ int au_record_build(uint64_t seq, const struct timespec *ts, const char *sandbox
 int au_read_line(FILE *in, char **buf, size_t *cap, size_t *ret_len, bool *ret_newline)
 {
 	size_t len = 0;
-	bool overflow = false;
 	int c;
 
 	for (;;) {
 		c = getc_unlocked(in);
 		if (c == EOF || c == '\n')
 			break;
-		/* The newline counts toward AU_LINE_MAX, hence the - 1. */
-		if (len >= AU_LINE_MAX - 1) {
-			overflow = true;
-			continue;
-		}
+		/* The newline counts toward AU_LINE_MAX, hence the - 1. Not read
+		 * any further: the rest of an endless line (/dev/zero) would
+		 * never come. */
+		if (len >= AU_LINE_MAX - 1)
+			return -EMSGSIZE;
 		if (len == *cap) {
 			size_t ncap = *cap ? *cap * 2 : AU_LINE_START;
 			char *n;
@@ -279,10 +268,8 @@ int au_read_line(FILE *in, char **buf, size_t *cap, size_t *ret_len, bool *ret_n
 	}
 	if (ferror(in))
 		return -EIO;
-	if (c == EOF && len == 0 && !overflow)
+	if (c == EOF && len == 0)
 		return 0;
-	if (overflow)
-		return -EMSGSIZE;
 	*ret_len = len;
 	*ret_newline = c == '\n';
 	return 1;

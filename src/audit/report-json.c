@@ -90,6 +90,7 @@ int rp_json(FILE *out, const report *rp)
 			 : json_pack("{s:I, s:s}", "line", (json_int_t)rp->err_line, "reason",
 				     rp->err_reason));
 	set(log, "sealed", json_boolean(rp->sealed));
+	set(log, "failure", rp->failure ? json_incref(rp->failure) : json_null());
 	set(log, "keyed", json_boolean(rp->keyed));
 	set(log, "last_hash", opt_str(hex));
 	set(root, "log", log);

@@ -627,8 +627,25 @@ void rp_text(FILE *out, const report *rp)
 			      "Chain: BROKEN at line %" PRIu64
 			      ": %s\n       Anything from that line on may be forged.\n",
 			      rp->err_line, rp->err_reason);
+	if (rp->failure) {
+		uint64_t n = 0;
+
+		(void)fputs("Log: INCOMPLETE: writing failed (", out);
+		put_safe(out,
+			 rp_get_str(rp->failure, "error") ? rp_get_str(rp->failure, "error") : "?");
+		(void)fputs(") after ", out);
+		(void)fprintf(out, "%" PRIu64, rp_get_u64(rp->failure, "records", &n) ? n : 0);
+		(void)fputs(" records; not written: ", out);
+		put_safe(out,
+			 rp_get_str(rp->failure, "event") ? rp_get_str(rp->failure, "event") : "?");
+		(void)fputs("; ", out);
+		put_safe(out, rp_get_str(rp->failure, "action") ? rp_get_str(rp->failure, "action")
+								: "?");
+		(void)fputc('\n', out);
+	}
 	if (rp->unreadable)
-		(void)fprintf(out, "Unreadable lines: %" PRIu64 " (skipped)\n", rp->unreadable);
+		(void)fprintf(out, "Unreadable lines: %" PRIu64 " (%s)\n", rp->unreadable,
+			      rp->stopped ? "the last one not read to its end" : "skipped");
 	if (rp->records) {
 		au_hex(rp->last_hash, AU_HASH_BYTES, hex);
 		(void)fprintf(out, "Last hash: %s\n", hex);

@@ -201,6 +201,9 @@ static int handle_event(report *rp, const char *event, json_t *data)
 			return 0;
 		}
 		return blist_add(&rp->files, data, file_keys);
+	} else if (strcmp(event, AU_ERROR_EVENT) == 0) {
+		if (!rp->failure)
+			rp->failure = json_incref(data);
 	} else if (strcmp(event, AU_SEAL_EVENT) == 0) {
 		rp->sealed = true;
 		rp->keyed = json_is_true(json_object_get(data, "keyed"));
@@ -259,6 +262,7 @@ static void report_done(report *rp)
 {
 	json_decref(rp->start);
 	json_decref(rp->exit);
+	json_decref(rp->failure);
 	json_decref(rp->grants.items);
 	json_decref(rp->procs.items);
 	json_decref(rp->net.items);
@@ -298,10 +302,17 @@ int au_report(FILE *in, FILE *out, bool json)
 		if (r == 0)
 			break;
 		if (r == -EMSGSIZE) {
+			char reason[96];
+
+			/* Nothing after it is read: an endless line never ends. */
 			rp->lines++;
 			rp->unreadable++;
-			chain_broken(rp, rp->lines, "line too long");
-			continue;
+			(void)snprintf(reason, sizeof(reason),
+				       "longer than %u bytes; not read any further", AU_LINE_MAX);
+			chain_broken(rp, rp->lines, reason);
+			rp->stopped = true;
+			r = 0;
+			break;
 		}
 		if (r < 0)
 			break;
@@ -309,7 +320,7 @@ int au_report(FILE *in, FILE *out, bool json)
 		if (r < 0)
 			break;
 	}
-	if (r == 0 && rp->chain_ok) {
+	if (r == 0 && rp->chain_ok && !rp->stopped) {
 		char reason[256];
 
 		if (au_chain_end(&rp->chain, reason, sizeof(reason)) < 0)
@@ -326,5 +337,6 @@ int au_report(FILE *in, FILE *out, bool json)
 	report_done(rp);
 	if (r < 0)
 		return r;
-	return rp->chain_ok ? 0 : 1;
+	/* A log that records its own failure is not a whole run either. */
+	return rp->chain_ok && !rp->failure ? 0 : 1;
 }

@@ -43,6 +43,7 @@ typedef struct report {
 	uint64_t unreadable; /* lines that did not */
 	au_chain chain;
 	bool chain_ok;
+	bool stopped; /* reading stopped at a line that did not end */
 	uint64_t err_line;
 	char err_reason[256];
 	char sandbox[AU_SANDBOX_ID_MAX + 1];
@@ -51,14 +52,15 @@ typedef struct report {
 	uint8_t last_hash[AU_HASH_BYTES];
 	bool sealed, keyed;
 
-	json_t *start; /* sandbox.start data: one line, so bounded by AU_LINE_MAX */
-	json_t *exit;  /* sandbox.exit data */
-	blist grants;  /* fs.grant */
-	blist procs;   /* proc.exec */
-	blist net;     /* net.request, allowed */
-	blist files;   /* fs.write */
-	blist denied;  /* net.denied and denied net.request */
-	ctable hosts;  /* allowed traffic per host */
+	json_t *start;	 /* sandbox.start data: one line, so bounded by AU_LINE_MAX */
+	json_t *exit;	 /* sandbox.exit data */
+	json_t *failure; /* audit.error data: the log says a record was not written */
+	blist grants;	 /* fs.grant */
+	blist procs;	 /* proc.exec */
+	blist net;	 /* net.request, allowed */
+	blist files;	 /* fs.write */
+	blist denied;	 /* net.denied and denied net.request */
+	ctable hosts;	 /* allowed traffic per host */
 	ctable syscalls;
 	ctable limits;
 	ctable other_events;

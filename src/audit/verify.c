@@ -188,6 +188,26 @@ static int check_seal(au_chain *c, const au_record *r, char *reason, size_t reas
 	return 0;
 }
 
+/* audit.error: the writer says a record is missing from here on. */
+static void note_failure(au_chain *c, json_t *data)
+{
+	const char *error = json_string_value(json_object_get(data, "error"));
+	const char *event = json_string_value(json_object_get(data, "event"));
+	json_t *records = json_object_get(data, "records");
+
+	c->failed = true;
+	c->failed_records = json_is_integer(records) && json_integer_value(records) >= 0
+				? (uint64_t)json_integer_value(records)
+				: 0;
+	/* Shown to a terminal: only what the writer could have written. */
+	(void)snprintf(
+	    c->failed_error, sizeof(c->failed_error), "%s",
+	    error && strspn(error, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == strlen(error) ? error
+											    : "?");
+	(void)snprintf(c->failed_event, sizeof(c->failed_event), "%s",
+		       event && au_valid_event(event) ? event : "?");
+}
+
 int au_chain_feed(au_chain *c, const au_record *r, const char *line, char *reterr_reason,
 		  size_t reason_len)
 {
@@ -227,6 +247,8 @@ int au_chain_feed(au_chain *c, const au_record *r, const char *line, char *reter
 				    "prev is not the hash of the record before "
 				    "(record inserted, deleted or reordered?)");
 	}
+	if (strcmp(r->event, AU_ERROR_EVENT) == 0 && !c->failed)
+		note_failure(c, r->data);
 	if (strcmp(r->event, AU_SEAL_EVENT) == 0) {
 		ret = check_seal(c, r, reterr_reason, reason_len);
 		if (ret < 0)
@@ -280,7 +302,9 @@ int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *r
 		lineno++;
 		*reterr_line = lineno;
 		if (r == -EMSGSIZE)
-			return fail(reterr_reason, reason_len, "longer than %u bytes", AU_LINE_MAX);
+			return fail(reterr_reason, reason_len,
+				    "longer than %u bytes (read that far without a newline)",
+				    AU_LINE_MAX);
 		if (r < 0) {
 			(void)snprintf(reterr_reason, reason_len, "%s",
 				       r == -ENOMEM ? "out of memory" : "read error");
@@ -319,6 +343,10 @@ int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *r
 		au_hex(chain.prev, AU_HASH_BYTES, ret_info->last_hash);
 		strcpy(ret_info->first_ts, chain.first_ts);
 		strcpy(ret_info->last_ts, chain.last_ts);
+		ret_info->failed = chain.failed;
+		ret_info->failed_records = chain.failed_records;
+		strcpy(ret_info->failed_error, chain.failed_error);
+		strcpy(ret_info->failed_event, chain.failed_event);
 	}
 	return 0;
 }

@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* The supervisor's O_APPEND writer: one write() per record. */
+/*
+ * The supervisor's O_APPEND writer: one write() per record, into space
+ * allocated before the write (docs/audit.md, "When the log cannot be
+ * written"). The file always has AU_RESERVE_BYTES allocated beyond its
+ * last record (fallocate with FALLOC_FL_KEEP_SIZE): a record that cannot
+ * get its space together with that reserve is not written, the log turns
+ * failed for good, and what the stop path writes (audit.error, sandbox.exit,
+ * the seal) goes into the reserve, where an append needs no new block.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/falloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -24,15 +33,126 @@ struct au_log {
 	char sandbox[AU_SANDBOX_ID_MAX + 1];
 	uint8_t *key;
 	size_t key_len;
-	off_t size; /* bytes of complete records in the file */
+	off_t size;	  /* bytes of complete records in the file */
+	off_t allocated;  /* bytes allocated from offset 0 (KEEP_SIZE: beyond size) */
+	bool can_reserve; /* fallocate works here; else there is no reserve */
 	bool sealed;
-	bool unsynced; /* records written since the last fsync */
-	int error;     /* sticky: the file could not be brought back to a record boundary */
+	bool unsynced;	    /* records written since the last fsync */
+	int error;	    /* sticky: the file could not be brought back to a record boundary */
+	int failed;	    /* sticky: a record could not be written (-errno) */
+	uint64_t failed_at; /* records written before the failure */
+	char failed_event[AU_EVENT_MAX + 1]; /* the record that could not be written */
 };
 
 static void jsonp(json_t **j)
 {
 	json_decref(*j);
+}
+
+/* What a path is, in words, for a refusal. */
+const char *au_file_type(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return "a regular file";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFLNK:
+		return "a symbolic link";
+	default:
+		return "not a regular file";
+	}
+}
+
+/*
+ * Opens or creates the file without blocking and without side effects on
+ * anything but a regular file: an existing path is looked at through
+ * O_PATH first (a FIFO would block open() until a reader came, a device's
+ * open may act), and opened for writing only when it is a regular file.
+ */
+static int open_regular(const char *path, bool *ret_created)
+{
+	_cleanup_close_ int pfd = -1, fd = -1;
+	struct stat st, st2;
+
+	*ret_created = false;
+	for (unsigned tries = 0;; tries++) {
+		if (tries == 8)
+			return -EAGAIN; /* created and removed under us, again and again */
+		fd = open(path,
+			  O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW |
+			      O_NOCTTY | O_NONBLOCK,
+			  0600);
+		if (fd >= 0) {
+			*ret_created = true;
+			break;
+		}
+		if (errno != EEXIST)
+			return -errno;
+		pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0) {
+			if (errno == ENOENT)
+				continue; /* removed in between: create it */
+			return -errno;
+		}
+		if (fstat(pfd, &st) < 0)
+			return -errno;
+		if (S_ISLNK(st.st_mode))
+			return -ELOOP;
+		if (!S_ISREG(st.st_mode))
+			return -EINVAL;
+		fd = open(path,
+			  O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+		if (fd < 0)
+			return -errno;
+		/* The same file as the one looked at, not one swapped in. */
+		if (fstat(fd, &st2) < 0)
+			return -errno;
+		if (st2.st_dev != st.st_dev || st2.st_ino != st.st_ino)
+			return -EAGAIN;
+		break;
+	}
+	return TAKE_FD(fd);
+}
+
+/* Allocates the file up to end bytes without changing its size. */
+static int log_allocate(au_log *log, off_t end)
+{
+	if (end <= log->allocated)
+		return 0;
+	if (!log->can_reserve)
+		return 0;
+	if (fallocate(log->fd, FALLOC_FL_KEEP_SIZE, log->allocated, end - log->allocated) < 0)
+		return -errno;
+	log->allocated = end;
+	return 0;
+}
+
+/* Room for a record of len bytes and, behind it, the reserve (or, for a
+ * record of the stop path, the seal). Allocated a chunk ahead, so that
+ * most records cost no fallocate; when the chunk does not fit, exactly
+ * what is needed. */
+static int log_make_room(au_log *log, size_t len, off_t behind)
+{
+	off_t need, ahead;
+
+	if (__builtin_add_overflow(log->size, (off_t)len, &need) ||
+	    __builtin_add_overflow(need, behind, &need))
+		return -EFBIG;
+	if (need <= log->allocated)
+		return 0;
+	if (!__builtin_add_overflow(need, (off_t)AU_ALLOC_CHUNK, &ahead) &&
+	    log_allocate(log, ahead) == 0)
+		return 0;
+	return log_allocate(log, need);
 }
 
 int au_open(const char *path, const uint8_t *key, size_t key_len, const char *sandbox_id,
@@ -41,6 +161,7 @@ int au_open(const char *path, const uint8_t *key, size_t key_len, const char *sa
 	_cleanup_close_ int fd = -1, dirfd = -1;
 	_cleanup_free_ char *pathcopy = NULL;
 	_cleanup_free_ au_log *log = NULL;
+	bool created = false;
 	struct stat st;
 	int r;
 
@@ -51,9 +172,9 @@ int au_open(const char *path, const uint8_t *key, size_t key_len, const char *sa
 	if (key && (key_len < AU_KEY_MIN || key_len > AU_KEY_MAX))
 		return -EINVAL;
 
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+	fd = open_regular(path, &created);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
@@ -79,6 +200,22 @@ int au_open(const char *path, const uint8_t *key, size_t key_len, const char *sa
 	log = calloc(1, sizeof(*log));
 	if (!log)
 		return -ENOMEM;
+	log->fd = fd;
+	log->can_reserve = true;
+	/* The reserve first: a log that could not record its own end is
+	 * refused before anything runs. A filesystem without fallocate
+	 * (EOPNOTSUPP) gets a log without a reserve (au_reserved() says 0). */
+	r = log_allocate(log, AU_RESERVE_BYTES);
+	if (r == -EOPNOTSUPP) {
+		log->can_reserve = false;
+		r = 0;
+	}
+	if (r < 0) {
+		/* A file we made and could not use is not left behind, empty. */
+		if (created)
+			(void)unlink(path);
+		return r;
+	}
 	if (key) {
 		log->key = malloc(key_len);
 		if (!log->key)
@@ -94,6 +231,8 @@ int au_open(const char *path, const uint8_t *key, size_t key_len, const char *sa
 	au_hex(log->prev, AU_HASH_BYTES, log->prev_hex);
 	strcpy(log->sandbox, sandbox_id); /* length checked by au_valid_sandbox_id */
 	log->mode = mode;
+	/* Writes to a regular file never block: the flag only kept open() from it. */
+	(void)fcntl(fd, F_SETFL, O_APPEND);
 	log->fd = TAKE_FD(fd);
 	log->dirfd = TAKE_FD(dirfd);
 	*ret = TAKE_PTR(log);
@@ -113,19 +252,31 @@ static int log_sync(au_log *log)
 	return 0;
 }
 
-/* Appends one complete line; on failure puts the file back where it was. */
-static int log_append(au_log *log, const char *line, size_t len, const uint8_t hash[AU_HASH_BYTES])
+/* Appends one complete line into allocated space (see the top); on failure
+ * puts the file back where it was. behind: what must stay allocated after
+ * the line. */
+static int log_append(au_log *log, const char *line, size_t len, const uint8_t hash[AU_HASH_BYTES],
+		      off_t behind)
 {
 	off_t nsize;
 	int r;
 
 	if (__builtin_add_overflow(log->size, (off_t)len, &nsize))
 		return -EFBIG;
+	r = log_make_room(log, len, behind);
+	if (r < 0)
+		return r;
 	r = io_write_all(log->fd, line, len);
 	if (r < 0) {
-		/* A torn record would break every later line: cut it off. */
-		if (ftruncate(log->fd, log->size) < 0)
+		/* A torn record would break every later line: cut it off. That
+		 * frees what was allocated beyond the end too: allocate the
+		 * reserve again, if the blocks are still there to take. */
+		if (ftruncate(log->fd, log->size) < 0) {
 			log->error = r;
+			return r;
+		}
+		log->allocated = log->size;
+		(void)log_allocate(log, log->size + AU_RESERVE_BYTES);
 		return r;
 	}
 	log->size = nsize;
@@ -138,7 +289,7 @@ static int log_append(au_log *log, const char *line, size_t len, const uint8_t h
 	return 0;
 }
 
-static int log_record(au_log *log, const char *event, const char *data_json)
+static int log_record(au_log *log, const char *event, const char *data_json, off_t behind)
 {
 	_cleanup_free_ char *line = NULL;
 	uint8_t hash[AU_HASH_BYTES];
@@ -162,33 +313,28 @@ static int log_record(au_log *log, const char *event, const char *data_json)
 				    &len, hash);
 		if (r < 0)
 			return r;
-		r = log_append(log, line, len, hash);
+		r = log_append(log, line, len, hash, behind);
 		return r < 0 ? r : 1;
 	}
-	return log_append(log, line, len, hash);
+	return log_append(log, line, len, hash, behind);
 }
 
 #define AU_DUMP_FLAGS (JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)
 
-int au_emit(au_log *log, const char *event, json_t *data)
+static bool event_reserved(const char *event)
 {
-	_cleanup_(jsonp) json_t *owned = data;
+	return strcmp(event, AU_SEAL_EVENT) == 0 || strcmp(event, AU_ERROR_EVENT) == 0;
+}
+
+/* Dumps data (not owned) and writes it as one record. */
+static int emit_dumped(au_log *log, const char *event, json_t *owned, off_t behind)
+{
 	_cleanup_free_ char *dump = NULL;
 	char small[2048];
 	size_t n;
 
-	if (!log || !event)
-		return -EINVAL;
-	if (log->error)
-		return log->error;
-	if (log->sealed)
-		return -EBADFD;
-	if (!au_valid_event(event) || strcmp(event, AU_SEAL_EVENT) == 0)
-		return -EINVAL;
-	if (owned && !json_is_object(owned))
-		return -EINVAL;
 	if (!owned)
-		return log_record(log, event, "{}");
+		return log_record(log, event, "{}", behind);
 	/* ENSURE_ASCII: the log stays 7-bit; a string that is not valid UTF-8
 	 * (json_stringn_nocheck) makes the dump fail instead of the verifier.
 	 * Most records fit the stack buffer: no growing of a heap one. */
@@ -197,12 +343,105 @@ int au_emit(au_log *log, const char *event, json_t *data)
 		return -EINVAL;
 	if (n < sizeof(small)) {
 		small[n] = '\0';
-		return log_record(log, event, small);
+		return log_record(log, event, small, behind);
 	}
 	dump = json_dumps(owned, AU_DUMP_FLAGS);
 	if (!dump)
 		return -EINVAL;
-	return log_record(log, event, dump);
+	return log_record(log, event, dump, behind);
+}
+
+static int emit_checked(au_log *log, const char *event, json_t *owned)
+{
+	if (!log || !event)
+		return -EINVAL;
+	if (log->error)
+		return log->error;
+	if (log->sealed)
+		return -EBADFD;
+	if (!au_valid_event(event) || event_reserved(event))
+		return -EINVAL;
+	if (owned && !json_is_object(owned))
+		return -EINVAL;
+	return 0;
+}
+
+static void mark_failed(au_log *log, const char *event, int err)
+{
+	log->failed = err;
+	log->failed_at = log->seq;
+	(void)snprintf(log->failed_event, sizeof(log->failed_event), "%s", event);
+}
+
+int au_emit(au_log *log, const char *event, json_t *data)
+{
+	_cleanup_(jsonp) json_t *owned = data;
+	int r = emit_checked(log, event, owned);
+
+	if (r < 0)
+		return r;
+	if (log->failed)
+		return log->failed;
+	r = emit_dumped(log, event, owned, AU_RESERVE_BYTES);
+	/* Not written, and the log can no longer promise every record: it
+	 * stays failed, whatever the reason (no space, an I/O error, no
+	 * memory for the line). */
+	if (r < 0)
+		mark_failed(log, event, r);
+	return r;
+}
+
+int au_emit_final(au_log *log, const char *event, json_t *data)
+{
+	_cleanup_(jsonp) json_t *owned = data;
+	int r = emit_checked(log, event, owned);
+
+	if (r < 0)
+		return r;
+	r = emit_dumped(log, event, owned, AU_SEAL_MAX_BYTES);
+	if (r < 0 && !log->failed)
+		mark_failed(log, event, r);
+	return r;
+}
+
+int au_emit_failure(au_log *log, const char *action)
+{
+	json_t *data;
+	int r;
+
+	if (!log || !action)
+		return -EINVAL;
+	if (log->error)
+		return log->error;
+	if (log->sealed)
+		return -EBADFD;
+	if (!log->failed)
+		return -EINVAL;
+	data = json_pack("{s:i, s:s, s:s, s:s, s:I, s:s}", "errno", -log->failed, "error",
+			 strerrorname_np(-log->failed) ? strerrorname_np(-log->failed) : "?",
+			 "message", strerror(-log->failed), "event", log->failed_event, "records",
+			 (json_int_t)log->failed_at, "action", action);
+	if (!data)
+		return -ENOMEM;
+	r = emit_dumped(log, AU_ERROR_EVENT, data, AU_SEAL_MAX_BYTES);
+	json_decref(data);
+	return r;
+}
+
+int au_failed(const au_log *log, const char **ret_event, uint64_t *ret_records)
+{
+	if (!log || !log->failed)
+		return 0;
+	if (ret_event)
+		*ret_event = log->failed_event;
+	if (ret_records)
+		*ret_records = log->failed_at;
+	return log->failed;
+}
+
+uint64_t au_reserved(const au_log *log)
+{
+	return log && log->can_reserve ? AU_RESERVE_BYTES : 0;
 }
 
 int au_seal(au_log *log)
@@ -235,19 +474,10 @@ int au_seal(au_log *log)
 	dump = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
 	if (!dump)
 		return -ENOMEM;
-	r = log_record(log, AU_SEAL_EVENT, dump);
+	r = log_record(log, AU_SEAL_EVENT, dump, 0);
 	if (r < 0)
 		return r;
 	log->sealed = true;
-	return log_sync(log);
-}
-
-int au_sync(au_log *log)
-{
-	if (!log)
-		return -EINVAL;
-	if (log->error)
-		return log->error;
 	return log_sync(log);
 }
 
@@ -290,6 +520,11 @@ au_log *au_close(au_log *log)
 	/* An unsealed log still gets its last boundary (sandbox.exit). */
 	if (log->unsynced && !log->error)
 		(void)log_sync(log);
+	/* The reserve goes back: truncating to the size frees the blocks
+	 * allocated beyond it (tmpfs and ext4 both, measured). */
+	if (log->allocated > log->size && !log->error && ftruncate(log->fd, log->size) < 0) {
+		/* Only the space stays allocated; the records are intact. */
+	}
 	(void)safe_close(log->fd);
 	(void)safe_close(log->dirfd);
 	free(log);

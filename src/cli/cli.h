@@ -38,6 +38,9 @@ int cli_load_policy_sets(const char *file, char *const *sets, size_t n_sets, sc_
 /* Applies one "a.b.c=VALUE" edit. Prints its own error. */
 int cli_apply_set(json_t *root, const char *assignment);
 int cli_report_diag(const char *file, const sc_diag *d);
+/* Warns (stderr) for each rw grant on the filesystem of the audit log's
+ * directory (audit_path, or the default one when NULL). Returns how many. */
+int cli_warn_audit_place(const sc_plan *p, const char *audit_path);
 void cli_sha256_hex(const void *buf, size_t len, char out[65]);
 
 typedef struct tk_info tk_info;

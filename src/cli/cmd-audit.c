@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* sandcap audit verify|report: check and read the hash-chained audit log. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "audit/audit.h"
 #include "base/cleanup.h"
@@ -23,7 +26,7 @@ static void audit_usage(FILE *out)
 	      "FILE may be - for standard input.\n"
 	      "\n"
 	      "Commands:\n"
-	      "  verify   exit 0 only if the chain is intact and sealed\n"
+	      "  verify   exit 0 only if the chain is intact, sealed and complete\n"
 	      "  report   what the sandbox could access, consumed, did and was stopped from\n"
 	      "\n"
 	      "Run 'sandcap audit verify --help' or 'sandcap audit report --help' for details.\n",
@@ -51,9 +54,14 @@ static void verify_usage(FILE *out)
 	      "  -e, --expect-hash HEX  the hash of the last record must be HEX\n"
 	      "  -h, --help             show this help\n"
 	      "\n"
+	      "FILE must be a regular file; give - to read standard input. A line longer\n"
+	      "than 1 MiB ends the check.\n"
+	      "\n"
 	      "Prints 'FILE: intact, ...' and the last hash. Exit status: 0 intact,\n"
-	      "1 not intact (the first bad line and why are printed as FILE: line N: reason),\n"
-	      "2 usage error or a file that could not be read.\n",
+	      "1 not intact (the first bad line and why are printed as FILE: line N: reason)\n"
+	      "or intact but INCOMPLETE (the log records that a write failed and the\n"
+	      "sandbox was stopped: audit.error), 2 usage error or a file that could not\n"
+	      "be read.\n",
 	      out);
 }
 
@@ -74,8 +82,12 @@ static void report_usage(FILE *out)
 	      "  -j, --json   print one JSON object instead of text\n"
 	      "  -h, --help   show this help\n"
 	      "\n"
+	      "FILE must be a regular file; give - to read standard input. A line longer\n"
+	      "than 1 MiB ends the reading.\n"
+	      "\n"
 	      "Exit status: 0 report of an intact log, 1 report of a log whose chain is\n"
-	      "broken or unsealed, 2 usage error or a file that could not be read.\n",
+	      "broken or unsealed, or that records a failed write (audit.error), 2 usage\n"
+	      "error or a file that could not be read.\n",
 	      out);
 }
 
@@ -85,15 +97,41 @@ static void fclose_inputp(FILE **f)
 		(void)fclose(*f);
 }
 
+/*
+ * A named FILE must be a regular file: a FIFO would block, a device such
+ * as /dev/zero never ends. It is opened without blocking and checked with
+ * fstat. A stream is read from "-", bounded by the line limit.
+ */
 static FILE *open_input(const char *file)
 {
+	struct stat st;
 	FILE *f;
+	int fd;
 
 	if (strcmp(file, "-") == 0)
 		return stdin;
-	f = fopen(file, "re");
-	if (!f)
+	fd = open(file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
 		cli_error("%s: %s", file, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0) {
+		cli_error("%s: %s", file, strerror(errno));
+		(void)close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		cli_error("%s: %s, not a regular file (to read a stream, give - and redirect it)",
+			  file, au_file_type(st.st_mode));
+		(void)close(fd);
+		return NULL;
+	}
+	(void)fcntl(fd, F_SETFL, 0);
+	f = fdopen(fd, "r");
+	if (!f) {
+		cli_error("%s: %s", file, strerror(errno));
+		(void)close(fd);
+	}
 	return f;
 }
 
@@ -189,6 +227,15 @@ static int cmd_audit_verify(int argc, char **argv)
 	if (expect && strcmp(expect, info.last_hash) != 0) {
 		cli_error("%s: last hash %s, expected %s (log replaced or cut and resealed?)", file,
 			  info.last_hash, expect);
+		return AUDIT_EXIT_BROKEN;
+	}
+	if (info.failed) {
+		/* The chain is whole, but the log says it is not the whole run. */
+		cli_error("%s: INCOMPLETE: intact and sealed, but writing failed (%s) after %llu "
+			  "records: %s was not written and the sandbox was stopped",
+			  file, info.failed_error, (unsigned long long)info.failed_records,
+			  info.failed_event);
+		printf("last hash: %s\n", info.last_hash);
 		return AUDIT_EXIT_BROKEN;
 	}
 	printf("%s: intact, %llu records, sandbox %s, %s to %s, %s\n", file,

@@ -13,29 +13,31 @@
 static void check_usage(FILE *out)
 {
 	fputs(
-	    "Usage: sandcap check --policy FILE\n"
-	    "       sandcap check --token FILE --key FILE\n"
+	    "Usage: sandcap check --policy FILE [--audit FILE]\n"
+	    "       sandcap check --token FILE --key FILE [--audit FILE]\n"
 	    "\n"
 	    "Validates the capability set and prints its blast radius: every path the\n"
 	    "sandbox sees and how, where it may connect, and its limits. Exit 0 when valid,\n"
 	    "125 with the file, the JSON path and what was expected otherwise. A credential\n"
 	    "whose secret is missing here (an unset or empty value_env variable, an empty\n"
-	    "value_file) is a warning: 'sandcap run' refuses it.\n"
+	    "value_file) is a warning: 'sandcap run' refuses it. Warns when the audit log\n"
+	    "(--audit FILE, else the default directory) would share a filesystem with a rw\n"
+	    "grant.\n"
 	    "\n"
 	    "  --policy FILE    the policy, as JSON (docs/policy.md); \"-\" reads standard input\n"
 	    "  --token FILE     a capability token instead; needs --key\n"
-	    "  --key FILE       the token root key\n",
+	    "  --key FILE       the token root key\n"
+	    "  --audit FILE     the audit log a run would write\n",
 	    out);
 }
 
 int cmd_check(int argc, char **argv)
 {
-	static const struct option opts[] = {{"policy", required_argument, NULL, 'p'},
-					     {"token", required_argument, NULL, 't'},
-					     {"key", required_argument, NULL, 'k'},
-					     {"help", no_argument, NULL, 'h'},
-					     {}};
-	const char *policy = NULL, *token = NULL, *keyfile = NULL;
+	static const struct option opts[] = {
+	    {"policy", required_argument, NULL, 'p'}, {"token", required_argument, NULL, 't'},
+	    {"key", required_argument, NULL, 'k'},    {"audit", required_argument, NULL, 'a'},
+	    {"help", no_argument, NULL, 'h'},	      {}};
+	const char *policy = NULL, *token = NULL, *keyfile = NULL, *audit = NULL;
 	sc_plan *plan = NULL;
 	int c;
 
@@ -50,6 +52,9 @@ int cmd_check(int argc, char **argv)
 			break;
 		case 'k':
 			keyfile = optarg;
+			break;
+		case 'a':
+			audit = optarg;
 			break;
 		case 'h':
 			check_usage(stdout);
@@ -75,6 +80,7 @@ int cmd_check(int argc, char **argv)
 	}
 	(void)cli_check_secrets(plan, token ? token : cli_policy_name(policy), true);
 	plan_describe(plan, stdout);
+	(void)cli_warn_audit_place(plan, audit);
 	sc_plan_free(plan);
 	return 0;
 }

@@ -70,18 +70,32 @@ int cmd_doctor(int argc, char **argv)
 	    {"cgroup namespace", CLONE_NEWCGROUP},
 	};
 	char reason[512] = "", buf[64], mode[128], userns_why[256];
+	const char *policy = NULL, *audit = NULL;
 	bool all = true, ok, unpriv, userns_ok;
+	sc_plan *plan = NULL;
 	cg_version v;
 	int abi;
 
+	/* With a policy, also where its audit log would go (cmd-check.c too). */
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--policy") == 0)
+			policy = argv[i + 1];
+		else if (strcmp(argv[i], "--audit") == 0)
+			audit = argv[i + 1];
+	}
+	if (policy && cli_load_policy(policy, &plan, NULL) < 0)
+		return 125;
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		puts("Usage: sandcap doctor\n\n"
+		puts("Usage: sandcap doctor [--policy FILE [--audit FILE]]\n\n"
 		     "Shows which isolation layers this host can enforce and whether\n"
 		     "`sandcap run` can enforce a full policy here, in the mode it would\n"
 		     "use: as root, or unprivileged (a user namespace mapping you to the\n"
 		     "agent; limits then need a delegated cgroup v2 subtree).\n\n"
 		     "Exit status: 0 when every layer is available, 1 when some is not\n"
-		     "(policies may then set \"best_effort\": true to run degraded).");
+		     "(policies may then set \"best_effort\": true to run degraded).\n"
+		     "With --policy, also warns when the audit log (--audit FILE, else the\n"
+		     "default directory) would share a filesystem with a rw grant.");
+		sc_plan_free(plan);
 		return 0;
 	}
 	printf("sandcap doctor: what this host can enforce\n\n");
@@ -137,5 +151,8 @@ int cmd_doctor(int argc, char **argv)
 			     : "run cannot enforce every layer here: see the NO lines above "
 			       "(policies may set \"best_effort\": true to run degraded, recorded "
 			       "in the audit log).");
+	if (plan)
+		(void)cli_warn_audit_place(plan, audit);
+	sc_plan_free(plan);
 	return all ? 0 : 1;
 }

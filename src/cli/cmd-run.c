@@ -68,12 +68,39 @@ static void print_size(FILE *f, uint64_t b)
 		fprintf(f, "%" PRIu64 " B", b);
 }
 
+/* Only a sealed log that records no failure has a final hash. */
+static void summary_audit(FILE *f, const sc_run_result *r)
+{
+	if (r->audit_error)
+		fprintf(f,
+			"  audit log FAILED: %s (%s) after %" PRIu64
+			" records, %s not written; %s\n",
+			strerrorname_np(r->audit_error) ? strerrorname_np(r->audit_error) : "?",
+			strerror(r->audit_error), r->audit_failed_at, r->audit_failed_event,
+			r->audit_stopped ? "sandbox stopped" : "the sandbox had ended");
+	if (!r->audit_sealed)
+		fprintf(f,
+			"  audit: %s is NOT sealed: %" PRIu64
+			" records, the last written has hash %s\n",
+			r->audit_path, r->audit_records, r->audit_hash);
+	else if (r->audit_error)
+		fprintf(f,
+			"  audit: %s is incomplete: %" PRIu64
+			" records, sealed after audit.error (seal hash %s)\n",
+			r->audit_path, r->audit_records, r->audit_hash);
+	else
+		fprintf(f, "  audit: %s (final hash %s)\n", r->audit_path, r->audit_hash);
+}
+
 static void summary_text(const sc_plan *p, const sc_run_result *r)
 {
 	FILE *f = stderr;
 
 	fprintf(f, "sandcap: %s ", r->sandbox_id);
-	if (r->timed_out)
+	if (r->audit_stopped)
+		fprintf(f, "stopped: its audit log could not be written (exit %d)\n",
+			r->exit_status);
+	else if (r->timed_out)
 		fprintf(f, "stopped by the wall-clock limit after %.3f s (exit 124)\n",
 			secs(r->wall_ns));
 	else if (r->proxy_failed)
@@ -120,7 +147,7 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 		fprintf(f, "  files written: %" PRIu64 " (fs.write records in the audit log)\n",
 			r->files_written);
 	if (r->audit_path[0])
-		fprintf(f, "  audit: %s (final hash %s)\n", r->audit_path, r->audit_hash);
+		summary_audit(f, r);
 }
 
 static void summary_json(const sc_run_result *r)
@@ -141,8 +168,28 @@ static void summary_json(const sc_run_result *r)
 	    r->audit_hash);
 	char *s;
 
-	(void)json_object_set_new(o, "proxy_restarts", json_integer(r->proxy_restarts));
-	(void)json_object_set_new(o, "proxy_failed", json_boolean(r->proxy_failed));
+	/* audit_hash is final only when audit_state is "sealed". */
+	if (o) {
+		(void)json_object_set_new(o, "proxy_restarts", json_integer(r->proxy_restarts));
+		(void)json_object_set_new(o, "proxy_failed", json_boolean(r->proxy_failed));
+		(void)json_object_set_new(o, "audit_state",
+					  json_string(!r->audit_sealed ? "unsealed"
+						      : r->audit_error ? "failed"
+								       : "sealed"));
+		(void)json_object_set_new(o, "audit_records",
+					  json_integer((json_int_t)r->audit_records));
+		(void)json_object_set_new(
+		    o, "audit_error",
+		    r->audit_error
+			? json_pack("{s:s, s:s, s:I, s:b, s:I}", "error",
+				    strerrorname_np(r->audit_error)
+					? strerrorname_np(r->audit_error)
+					: "?",
+				    "not_written", r->audit_failed_event, "after_records",
+				    (json_int_t)r->audit_failed_at, "sandbox_stopped",
+				    r->audit_stopped, "unrecorded", (json_int_t)r->audit_unrecorded)
+			: json_null());
+	}
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 
 	if (s)
@@ -297,7 +344,7 @@ int cmd_run(int argc, char **argv)
 	if (json)
 		summary_json(&res);
 	else if (!quiet || res.exit_status >= 124 || res.oom_killed || res.timed_out ||
-		 res.proxy_failed)
+		 res.proxy_failed || res.audit_error || (res.audit_path[0] && !res.audit_sealed))
 		summary_text(plan, &res);
 	sc_plan_free(plan);
 	return res.exit_status;

@@ -92,7 +92,9 @@ typedef struct supervisor {
 	bool cg_early;		/* cgroup made before clone3, which places the child in it */
 	char not_enforced[320]; /* what best_effort let go, for sandbox.start */
 
-	bool started; /* sandbox.start written */
+	bool started;	    /* sandbox.start written */
+	bool audit_stopped; /* a record could not be written: the sandbox was stopped */
+	bool start_written; /* sandbox.start and the grants are in the log */
 	bool setup_failed;
 	bool exited;
 	int wait_status;
@@ -159,7 +161,7 @@ static int mkdir_parents(const char *path)
  * /var/lib/sandcap, else a user's XDG state directory ($XDG_STATE_HOME, or
  * ~/.local/state), which only that user can write.
  */
-static int state_dir(bool unpriv, char *buf, size_t len)
+int sc_state_dir(bool unpriv, char *buf, size_t len)
 {
 	const char *state = getenv("SANDCAP_STATE_DIR");
 	const char *xdg = getenv("XDG_STATE_HOME");
@@ -195,7 +197,7 @@ static int audit_open(supervisor *s)
 	int r;
 
 	if (!path) {
-		r = state_dir(s->unpriv, state, sizeof(state));
+		r = sc_state_dir(s->unpriv, state, sizeof(state));
 		if (r < 0)
 			return fail(s->diag, r, "audit",
 				    "no state directory for the audit log (set HOME, "
@@ -238,6 +240,20 @@ static int audit_open(supervisor *s)
 	}
 	r = au_open(s->res->audit_path, s->o->audit_key, s->o->audit_key_len, s->res->sandbox_id,
 		    p->audit_fsync, &s->audit);
+	if (r == -EINVAL || r == -ELOOP) {
+		struct stat st;
+
+		if (lstat(s->res->audit_path, &st) == 0 && !S_ISREG(st.st_mode))
+			return fail(s->diag, r, "audit",
+				    "audit log %s is %s, not a regular file: give the path of a "
+				    "new file",
+				    s->res->audit_path, au_file_type(st.st_mode));
+	}
+	if (r == -ENOSPC || r == -EDQUOT)
+		return fail(s->diag, r, "audit",
+			    "audit log %s: its filesystem has no room for the %u bytes the log "
+			    "keeps in reserve (%s): free space there or choose another --audit",
+			    s->res->audit_path, AU_RESERVE_BYTES, strerror(-r));
 	if (r < 0)
 		return fail(s->diag, r, "audit", "cannot open audit log %s: %s", s->res->audit_path,
 			    strerror(-r));
@@ -255,20 +271,76 @@ static void audit_open_after_failure(supervisor *s)
 	*s->diag = saved;
 }
 
-static void emit_locked(supervisor *s, const char *event, json_t *data)
+static void kill_sandbox(supervisor *s);
+
+/*
+ * A record could not be written (docs/audit.md, "When the log cannot be
+ * written"): nothing of the sandbox may go on without it. Its processes
+ * are killed before this returns (an exec waiting for its record dies
+ * waiting), the proxy worker too, so that no request is forwarded
+ * unrecorded; then the reason goes into the log's reserve. Under the
+ * emit lock, from whichever thread failed.
+ */
+static void audit_failed(supervisor *s)
 {
-	if (s->o->event_sink)
-		s->o->event_sink(s->res->sandbox_id, event, data, s->o->event_sink_data);
-	else if (s->audit)
-		(void)au_emit(s->audit, event, data);
-	else
-		json_decref(data);
+	if (s->audit_stopped)
+		return;
+	s->audit_stopped = true;
+	/* Before sandbox.start nothing of the sandbox has run: a refusal. */
+	s->res->audit_stopped = s->start_written && s->pid > 0 && !s->exited;
+	kill_sandbox(s);
+	if (s->proxy_pid > 0)
+		(void)kill(s->proxy_pid, SIGKILL);
+	(void)au_emit_failure(s->audit, !s->start_written	? "run refused"
+					: s->res->audit_stopped ? "sandbox stopped"
+								: "sandbox had ended");
 }
 
-static void emit(supervisor *s, const char *event, json_t *data)
+/* 0 once the record is written (or handed on), else -errno: then the
+ * sandbox has been stopped. Records of a failed log are counted, not
+ * written. */
+static int emit_locked(supervisor *s, const char *event, json_t *data)
+{
+	int r;
+
+	if (s->o->event_sink) {
+		s->o->event_sink(s->res->sandbox_id, event, data, s->o->event_sink_data);
+		return 0;
+	}
+	if (!s->audit) {
+		json_decref(data);
+		return 0;
+	}
+	r = au_emit(s->audit, event, data);
+	if (r >= 0)
+		return 0;
+	/* Whatever kept it out (a refused record too): not without it. */
+	s->res->audit_unrecorded++;
+	audit_failed(s);
+	return r;
+}
+
+static int emit(supervisor *s, const char *event, json_t *data)
+{
+	int r;
+
+	pthread_mutex_lock(&s->emit_lock);
+	r = emit_locked(s, event, data);
+	pthread_mutex_unlock(&s->emit_lock);
+	return r;
+}
+
+/* The records of the end (limit.hit, sandbox.exit): into the log's
+ * reserve, so that they are written even after a failure. */
+static void emit_final(supervisor *s, const char *event, json_t *data)
 {
 	pthread_mutex_lock(&s->emit_lock);
-	emit_locked(s, event, data);
+	if (s->o->event_sink || !s->audit)
+		(void)emit_locked(s, event, data);
+	else if (au_emit_final(s->audit, event, data) < 0) {
+		s->res->audit_unrecorded++;
+		audit_failed(s);
+	}
 	pthread_mutex_unlock(&s->emit_lock);
 }
 
@@ -345,8 +417,22 @@ static void emit_start(supervisor *s, int listener_fd)
 			    json_pack("{s:s, s:s, s:s}", "path", g->path, "at", g->at, "mode",
 				      g->mode == GRANT_RW ? "rw" : "ro"));
 	}
-	if (listener_fd >= 0)
-		start_listener(s, listener_fd);
+	if (s->audit_stopped) {
+		/* Nothing of the sandbox has run: a refused run. Without a
+		 * listener its exec fails (ENOSYS), and it is being killed.
+		 * A run refused already keeps its own reason. */
+		if (!s->setup_failed)
+			fail(s->diag, au_failed(s->audit, NULL, NULL), "audit",
+			     "cannot write the start of audit log %s: %s", s->res->audit_path,
+			     strerror(-au_failed(s->audit, NULL, NULL)));
+		s->setup_failed = true;
+		if (listener_fd >= 0)
+			(void)close(listener_fd);
+	} else {
+		s->start_written = true;
+		if (listener_fd >= 0)
+			start_listener(s, listener_fd);
+	}
 	(void)au_sync_detach(s->audit, &fd, &dirfd);
 	pthread_mutex_unlock(&s->emit_lock);
 	if (fd >= 0)
@@ -361,15 +447,17 @@ static void emit_start(supervisor *s, int listener_fd)
 		(void)ep_add(s, fw_fd(s->fw), EV_FSWATCH);
 }
 
-static void on_event(const char *event, json_t *data, void *userdata)
+static int on_event(const char *event, json_t *data, void *userdata)
 {
 	supervisor *s = userdata;
+	int r;
 
 	pthread_mutex_lock(&s->emit_lock);
 	if (strcmp(event, "syscall.denied") == 0)
 		s->res->syscalls_denied++;
-	emit_locked(s, event, data);
+	r = emit_locked(s, event, data);
 	pthread_mutex_unlock(&s->emit_lock);
+	return r;
 }
 
 static int ep_add(supervisor *s, int fd, uint32_t tag)
@@ -532,7 +620,7 @@ static int handle_proxy(supervisor *s)
 	} else if (strcmp(event, "net.denied") == 0) {
 		s->res->requests_denied++;
 	}
-	emit(s, event, data);
+	(void)emit(s, event, data);
 	return 0;
 }
 
@@ -781,8 +869,8 @@ static void emit_refusal(supervisor *s)
 	if (!s->started)
 		emit_start(s, -1);
 	(void)fw_finish(s->fw, on_event, s);
-	emit(s, "sandbox.exit",
-	     json_pack("{s:s, s:s}", "error", s->diag->path, "detail", s->diag->message));
+	emit_final(s, "sandbox.exit",
+		   json_pack("{s:s, s:s}", "error", s->diag->path, "detail", s->diag->message));
 }
 
 static void collect(supervisor *s)
@@ -820,35 +908,40 @@ static void collect(supervisor *s)
 static void emit_exit(supervisor *s)
 {
 	const sc_run_result *r = s->res;
+	json_t *data;
 
 	if (r->timed_out)
-		emit(
+		emit_final(
 		    s, "limit.hit",
 		    json_pack("{s:s, s:s}", "limit", "wall", "detail", "wall-clock limit reached"));
 	if (r->oom_killed)
-		emit(s, "limit.hit",
-		     json_pack("{s:s, s:s}", "limit", "memory", "detail",
-			       "OOM kill in the sandbox cgroup"));
+		emit_final(s, "limit.hit",
+			   json_pack("{s:s, s:s}", "limit", "memory", "detail",
+				     "OOM kill in the sandbox cgroup"));
 	if (r->pids_limited)
-		emit(s, "limit.hit",
-		     json_pack("{s:s, s:s}", "limit", "pids", "detail",
-			       "fork refused by pids limit"));
+		emit_final(s, "limit.hit",
+			   json_pack("{s:s, s:s}", "limit", "pids", "detail",
+				     "fork refused by pids limit"));
 	if (r->cpu_throttled)
-		emit(s, "limit.hit",
-		     json_pack("{s:s, s:s}", "limit", "cpu_throttled", "detail",
-			       "CPU quota throttled"));
-	emit(s, "sandbox.exit",
-	     json_pack(
-		 "{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-		 "status", r->exit_status, "signal", r->signal, "timed_out", r->timed_out,
-		 "oom_killed", r->oom_killed, "cpu_ns", (json_int_t)r->cpu_ns, "throttled_ns",
-		 (json_int_t)r->throttled_ns, "memory_peak",
-		 r->memory_peak == UINT64_MAX ? (json_int_t)-1 : (json_int_t)r->memory_peak,
-		 "oom_kills", (json_int_t)r->oom_kills, "wall_ns", (json_int_t)r->wall_ns,
-		 "bytes_out", (json_int_t)r->bytes_out, "bytes_in", (json_int_t)r->bytes_in,
-		 "requests_allowed", (json_int_t)r->requests_allowed, "requests_denied",
-		 (json_int_t)r->requests_denied, "syscalls_denied", (json_int_t)r->syscalls_denied,
-		 "files_written", (json_int_t)r->files_written));
+		emit_final(s, "limit.hit",
+			   json_pack("{s:s, s:s}", "limit", "cpu_throttled", "detail",
+				     "CPU quota throttled"));
+	data = json_pack(
+	    "{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "status",
+	    r->exit_status, "signal", r->signal, "timed_out", r->timed_out, "oom_killed",
+	    r->oom_killed, "cpu_ns", (json_int_t)r->cpu_ns, "throttled_ns",
+	    (json_int_t)r->throttled_ns, "memory_peak",
+	    r->memory_peak == UINT64_MAX ? (json_int_t)-1 : (json_int_t)r->memory_peak, "oom_kills",
+	    (json_int_t)r->oom_kills, "wall_ns", (json_int_t)r->wall_ns, "bytes_out",
+	    (json_int_t)r->bytes_out, "bytes_in", (json_int_t)r->bytes_in, "requests_allowed",
+	    (json_int_t)r->requests_allowed, "requests_denied", (json_int_t)r->requests_denied,
+	    "syscalls_denied", (json_int_t)r->syscalls_denied, "files_written",
+	    (json_int_t)r->files_written);
+	/* The records refused after the log failed: they are not in it. */
+	if (data && s->audit_stopped)
+		(void)json_object_set_new(data, "audit_unrecorded",
+					  json_integer((json_int_t)r->audit_unrecorded));
+	emit_final(s, "sandbox.exit", data);
 }
 
 /* The listener's last records go in before anything that follows the
@@ -893,7 +986,17 @@ static void teardown(supervisor *s)
 	ns_sources_free(s->sources, s->plan->n_grants);
 	s->sources = NULL;
 	if (s->audit) {
-		(void)au_seal(s->audit);
+		const char *event = NULL;
+		int failed;
+
+		s->res->audit_sealed = au_seal(s->audit) == 0;
+		failed = au_failed(s->audit, &event, &s->res->audit_failed_at);
+		if (failed < 0) {
+			s->res->audit_error = -failed;
+			snprintf(s->res->audit_failed_event, sizeof(s->res->audit_failed_event),
+				 "%s", event);
+		}
+		s->res->audit_records = au_records(s->audit);
 		snprintf(s->res->audit_hash, sizeof(s->res->audit_hash), "%s",
 			 au_last_hash(s->audit));
 		s->audit = au_close(s->audit);

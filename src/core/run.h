@@ -68,11 +68,27 @@ typedef struct sc_run_result {
 	bool proxy_failed;	 /* the last one died too: the sandbox was stopped */
 	char sandbox_id[40];
 	char audit_path[4096];
-	char audit_hash[65];	/* final hash: the external anchor */
+	char audit_hash[65]; /* the last record's hash: the external anchor when sealed */
+	/* The log's end. Sealed without audit_error: complete. With it: a
+	 * record could not be written (errno audit_error, the record
+	 * audit_failed_event after audit_failed_at records), and when
+	 * audit_stopped the sandbox was killed for it; audit_unrecorded
+	 * records were refused. Not sealed: audit_hash is the last record
+	 * that was written, of a log that ends without its seal. */
+	bool audit_sealed;
+	bool audit_stopped;
+	int audit_error;
+	char audit_failed_event[64];
+	uint64_t audit_failed_at, audit_records, audit_unrecorded;
 	char cgroup[16];	/* "v1", "v2" or "none" */
 	bool unprivileged;	/* ran without root (docs/decisions.md) */
 	char not_enforced[320]; /* what best_effort let go, "" when nothing */
 } sc_run_result;
+
+/* The state directory whose audit/ holds the per-run logs without
+ * --audit: SANDCAP_STATE_DIR, else /var/lib/sandcap for root, else the
+ * user's XDG state directory + /sandcap. -ENOENT or -ENAMETOOLONG. */
+int sc_state_dir(bool unpriv, char *buf, size_t len);
 
 /* Returns 0 when the command ran (its status is in ret->exit_status), or
  * -errno when the sandbox could not be set up (reterr_diag says which step). */

@@ -14,19 +14,23 @@
  * target's memory, which another thread of the target may have rewritten
  * in between (seccomp_unotify(2), "Caveats"). What is enforced is enforced
  * by the mount tree, Landlock and the filter itself; this log says what a
- * process asked to run, which is what an honest process runs. Because it is
- * a record, an exec is answered as soon as what it asked for is copied out;
- * the JSON, the hash and the write follow while the exec goes on. The copy
- * is taken before the answer, so answering early changes when the record is
- * written, not what it says.
+ * process asked to run, which is what an honest process runs.
+ *
+ * No exec runs without its record: the exec waits until the record is
+ * written (cb returns 0), and is answered CONTINUE only then. When cb says
+ * the record could not be written, the exec is not answered at all: the
+ * supervisor stops the sandbox, and the exec ends with its process
+ * (docs/audit.md, "When the log cannot be written").
  *
  * Which process the copy came from: the pid of a notification could be
- * reused once its target is gone. The answer settles it: NOTIF_SEND
- * succeeds only while the target still waits in that very syscall, so it
- * was alive, and its pid its own, through every read made before. A stale
- * answer (ENOENT: the target died, or a signal interrupted the syscall,
- * which will be notified again) leaves no record. This is the check
- * SECCOMP_IOCTL_NOTIF_ID_VALID makes, without a syscall of its own.
+ * reused once its target is gone. SECCOMP_IOCTL_NOTIF_ID_VALID after the
+ * reads settles it: it succeeds only while the target still waits in that
+ * very syscall, so it was alive, and its pid its own, through every read
+ * made before. A stale notification (ENOENT: the target died, or a signal
+ * interrupted the syscall, which will be notified again) leaves no record.
+ * Between the record and the answer the target can still die or be
+ * interrupted: then the record names an exec that did not go on (and a
+ * retried one has a record of its own).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -537,12 +541,10 @@ static int sf_ctx_new(sf_ctx **ret)
  * handled, 0 when RECV found none (ENOENT: it was withdrawn, or no process
  * uses the filter any more), -errno when the listener itself failed.
  *
- * An exec is answered as soon as its strings are copied out, and recorded
- * only when the answer reached the target: building, hashing and writing
- * the record (cb) happen while the exec goes on. What is recorded is the
- * same; only the time the target waits changes. The record is still
- * delivered before the next notification is received, so records keep the
- * order of the execs.
+ * An exec is recorded first (cb builds, hashes and writes it) and answered
+ * CONTINUE only once cb returned 0; when cb fails it stays unanswered (see
+ * the top). Records keep the order of the execs: one notification at a
+ * time.
  */
 static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 {
@@ -570,8 +572,11 @@ static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 	if (!is_exec) {
 		/* Record first, then refuse: the denial is enforced here. */
 		r_event = sf_denied_event(req, &data);
-		if (data)
-			cb ? cb("syscall.denied", data, userdata) : json_decref(data);
+		/* Refused whether or not the record could be written. */
+		if (data && cb)
+			(void)cb("syscall.denied", data, userdata);
+		else
+			json_decref(data);
 		resp->error = -EPERM;
 		r = sf_respond(notify_fd, resp);
 		if (r < 0)
@@ -580,17 +585,26 @@ static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 	}
 
 	sf_exec_read(&c->mem, req, at, &c->exec);
+	while (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
+		if (errno == EINTR)
+			continue;
+		/* Stale: what was read may not be the target's. */
+		return errno == ENOENT ? 1 : -errno;
+	}
+	data = sf_exec_json(&c->exec);
+	if (!data) {
+		/* No record, so no exec: it fails, the process goes on. */
+		resp->error = -ENOMEM;
+		r = sf_respond(notify_fd, resp);
+		return r < 0 ? r : -ENOMEM;
+	}
+	if (cb && cb("proc.exec", data, userdata) < 0)
+		return 1; /* not written: left unanswered, the sandbox is being stopped */
+	if (!cb)
+		json_decref(data);
 	resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 	r = sf_respond(notify_fd, resp);
-	if (r < 0)
-		return r;
-	if (r == 1)
-		return 1; /* stale: what was read may not be the target's */
-	data = sf_exec_json(&c->exec);
-	if (!data)
-		return -ENOMEM;
-	cb ? cb("proc.exec", data, userdata) : json_decref(data);
-	return 1;
+	return r < 0 ? r : 1;
 }
 
 int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata)
@@ -635,7 +649,7 @@ static void *sf_listener_main(void *arg)
 			continue;
 		}
 		if (r == -ENOMEM)
-			continue; /* answered; only the record is missing */
+			continue; /* answered: refused, for want of its record */
 		if (r < 0) {
 			/* A broken listener: closing it makes every pending and
 			 * future notified syscall fail with ENOSYS rather than

@@ -33,22 +33,24 @@ int sf_apply(const sc_plan *plan, int *ret_notify_fd);
 /* Called for each event the handler produces: "proc.exec" with {pid, path,
  * argv:[...], truncated, [syscall: "execveat", dirfd_path]} or
  * "syscall.denied" with {pid, syscall, nr, args: ["0x..." x 6]}. data is
- * owned by the callee.
+ * owned by the callee, which returns 0 once the record is written, or
+ * -errno when it could not be: an exec is answered only after cb returned
+ * 0, and left unanswered otherwise (the caller then stops the sandbox).
  * proc.exec records an attempt, taken before the kernel runs it: the exec
  * may still fail (ENOENT, EACCES), and what the target asked for is not
  * proven to be what ran (see notify.c on TOCTOU). */
-typedef void (*sf_event_cb)(const char *event, json_t *data, void *userdata);
+typedef int (*sf_event_cb)(const char *event, json_t *data, void *userdata);
 
 /*
  * Handles one pending notification on notify_fd (call when readable;
  * blocks otherwise). Treats the target as hostile: reads its memory with
  * process_vm_readv and bounds (path 4096 bytes, 256 args, 64 KiB of argv)
- * and always answers, CONTINUE for exec and -EPERM otherwise, even when
- * reading fails. A denial is recorded before it is answered; an exec is
- * answered once its path and argv are copied out, and recorded right
- * after (the exec may already be running then). No record when the answer
- * finds the notification stale (the target died or will retry): the copy
- * may then not be the target's. cb may be NULL. One caller at a time. Returns 0, or -errno
+ * and answers, CONTINUE for exec and -EPERM otherwise, even when reading
+ * fails. A denial is recorded before it is answered; an exec too, and it
+ * is answered only when cb wrote its record (else it stays unanswered, and
+ * the caller stops the sandbox). No record when the notification is found
+ * stale after the reads (the target died or will retry): the copy may then
+ * not be the target's. cb may be NULL. One caller at a time. Returns 0, or -errno
  * when the listener itself fails (the caller should then close it: pending
  * and future notified syscalls of the sandbox fail with ENOSYS).
  */

@@ -56,7 +56,7 @@
 
 #define WRAP_MAX_GRANTS 16
 
-static void print_event(const char *event, json_t *data, void *userdata)
+static int print_event(const char *event, json_t *data, void *userdata)
 {
 	json_t *line = json_pack("{s:s, s:o}", "event", event, "data", data);
 	char *s = line ? json_dumps(line, JSON_COMPACT) : NULL;
@@ -66,6 +66,7 @@ static void print_event(const char *event, json_t *data, void *userdata)
 		fprintf(stderr, "%s\n", s);
 	free(s);
 	json_decref(line);
+	return 0;
 }
 
 static int lo_up(void)

@@ -8,10 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -528,12 +531,28 @@ static void test_writer_rules(void)
 	   "a 4-byte key is refused");
 	ok(au_open("/dev/null", NULL, 0, "sc-x", AUDIT_FSYNC_BOUNDARIES, &log) == -EINVAL,
 	   "a non-regular file is refused");
+	{
+		_cleanup_free_ char *fifo = path_in_tmp("fifo");
+
+		/* Opened for writing, a FIFO without a reader would block:
+		 * the alarm ends the test if it does. */
+		alarm(10);
+		ok(mkfifo(fifo, 0600) == 0 &&
+		       au_open(fifo, NULL, 0, "sc-x", AUDIT_FSYNC_BOUNDARIES, &log) == -EINVAL,
+		   "a FIFO is refused at once, never opened for writing");
+		alarm(0);
+		(void)unlink(fifo);
+	}
 	r = au_open(path, NULL, 0, "sc-x", AUDIT_FSYNC_ALWAYS, &log);
 	ok(r == 0, "open a new log (%d)", r);
 	ok(au_open(path, NULL, 0, "sc-x", AUDIT_FSYNC_ALWAYS, &log2) == -EBUSY,
 	   "a second writer on the same file is refused (-EBUSY)");
 	ok(au_emit(log, "Bad Event", NULL) == -EINVAL, "an invalid event name is refused");
 	ok(au_emit(log, "audit.seal", NULL) == -EINVAL, "audit.seal cannot be emitted");
+	ok(au_emit(log, "audit.error", NULL) == -EINVAL &&
+	       au_emit_final(log, "audit.error", NULL) == -EINVAL,
+	   "neither can audit.error");
+	ok(au_emit_failure(log, "x") == -EINVAL, "no audit.error while the log has not failed");
 	ok(au_emit(log, "x.y", json_string("s")) == -EINVAL, "data must be an object");
 	ok(au_emit(log, "x.y", json_stringn_nocheck("\xff", 1)) == -EINVAL,
 	   "a non-object, invalid-UTF-8 data is refused");
@@ -543,6 +562,14 @@ static void test_writer_rules(void)
 		json_object_set_new(d, "s", json_stringn_nocheck("a\xff", 2));
 		ok(au_emit(log, "x.y", d) == -EINVAL,
 		   "a string that is not UTF-8 is refused, not written");
+		ok(au_failed(log, NULL, NULL) == -EINVAL,
+		   "a record that could not be built fails the log");
+		ok(au_emit(log, "x.empty", NULL) == -EINVAL, "and every later record");
+		ok(au_emit_failure(log, "test") == 0 && au_seal(log) == 0,
+		   "the failure and the seal are still written");
+		log = au_close(log);
+		(void)unlink(path);
+		ok(au_open(path, NULL, 0, "sc-x", AUDIT_FSYNC_ALWAYS, &log) == 0, "open it again");
 	}
 	ok(au_emit(log, "x.empty", NULL) == 0, "NULL data is {}");
 	{
@@ -626,6 +653,8 @@ static void test_untrusted(void)
 	ok(PEER("{\"event\":\"limit.hitx\",\"data\":{}}") == -EPERM,
 	   "an exact entry does not allow a longer name");
 	ok(PEER("{\"event\":\"audit.seal\",\"data\":{}}") == -EPERM, "a peer cannot seal");
+	ok(PEER("{\"event\":\"audit.error\",\"data\":{}}") == -EPERM,
+	   "a peer cannot claim a failure");
 	ok(PEER("{\"event\":\"net.x\",\"data\":{},\"x\":1}") == -EBADMSG, "extra keys: -EBADMSG");
 	ok(PEER("{\"event\":\"net.x\",\"event\":\"net.y\",\"data\":{}}") == -EBADMSG,
 	   "duplicate keys: -EBADMSG");
@@ -918,6 +947,162 @@ static void test_big(void)
 	unlink(path);
 }
 
+/* The file keeps its reserve allocated beyond the records (fallocate with
+ * KEEP_SIZE counts in st_blocks, not st_size), and gives it
+ * back at close. */
+static void test_reserve(void)
+{
+	_cleanup_free_ char *path = path_in_tmp("reserve.log");
+	au_log *log = NULL;
+	struct stat st;
+
+	ok(au_open(path, NULL, 0, "sc-res", AUDIT_FSYNC_BOUNDARIES, &log) == 0 &&
+	       stat(path, &st) == 0 && st.st_size == 0,
+	   "open: the file is empty");
+	ok((uint64_t)st.st_blocks * 512 >= AU_RESERVE_BYTES && au_reserved(log) == AU_RESERVE_BYTES,
+	   "and has %u bytes allocated beyond its end (%lld)", AU_RESERVE_BYTES,
+	   (long long)st.st_blocks * 512);
+	ok(au_emit(log, "x.one", NULL) == 0 && au_seal(log) == 0, "a record and the seal");
+	log = au_close(log);
+	if (stat(path, &st) < 0)
+		st = (struct stat){.st_blocks = INT32_MAX};
+	ok((uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size + 8192,
+	   "closed: what was allocated beyond the end is given back (%lld bytes for %lld)",
+	   (long long)st.st_blocks * 512, (long long)st.st_size);
+}
+
+/* In a child with a 128 KiB tmpfs of its own (a private mount namespace),
+ * filled up by another file after the log was opened: the record that
+ * finds no room is not written, the log stays failed, and the failure, the
+ * end and the seal still go into the reserve. The log is copied out to
+ * path for the parent. */
+static int fill_until_failure(const char *path)
+{
+	_cleanup_free_ char *mnt = path_in_tmp("tiny"), *logp = NULL, *fillp = NULL;
+	char arg[1000], buf[4096];
+	au_log *log = NULL;
+	uint64_t before;
+	const char *event = NULL;
+	struct stat st;
+	int r = 0, fd, fd2;
+	ssize_t n;
+	FILE *in, *out;
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mkdir(mnt, 0700) < 0 || mount("tmpfs", mnt, "tmpfs", 0, "size=128k") < 0)
+		return 10;
+	if (asprintf(&logp, "%s/log", mnt) < 0 || asprintf(&fillp, "%s/fill", mnt) < 0 ||
+	    au_open(logp, NULL, 0, "sc-full", AUDIT_FSYNC_BOUNDARIES, &log) < 0)
+		return 11;
+	memset(arg, 'a', sizeof(arg) - 1);
+	arg[sizeof(arg) - 1] = '\0';
+	for (unsigned i = 0; r == 0 && i < 10; i++)
+		r = au_emit(log, "proc.exec", json_pack("{s:[s, s]}", "argv", "/bin/echo", arg));
+	fd = open(fillp, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	memset(buf, 'x', sizeof(buf));
+	while (fd >= 0 && write(fd, buf, sizeof(buf)) > 0)
+		;
+	if (fd < 0 || errno != ENOSPC)
+		return 12;
+	for (unsigned i = 0; r == 0 && i < 1000; i++)
+		r = au_emit(log, "proc.exec", json_pack("{s:[s, s]}", "argv", "/bin/echo", arg));
+	if (r != -ENOSPC)
+		return 13;
+	before = au_records(log);
+	/* The record that failed left no part of itself: the file ends with
+	 * the newline of the last record written. */
+	fd2 = open(logp, O_RDONLY | O_CLOEXEC);
+	if (fd2 < 0 || fstat(fd2, &st) < 0 || st.st_size == 0 ||
+	    pread(fd2, buf, 1, st.st_size - 1) != 1 || buf[0] != '\n')
+		return 14;
+	(void)close(fd2);
+	/* Room again: the log stays failed all the same. */
+	if (unlink(fillp) < 0 || au_emit(log, "x.later", NULL) != -ENOSPC)
+		return 15;
+	if (au_failed(log, &event, NULL) != -ENOSPC || strcmp(event, "proc.exec") != 0)
+		return 16;
+	/* Full again, for the stop path. */
+	while (write(fd, buf, sizeof(buf)) > 0)
+		;
+	if (au_emit_failure(log, "sandbox stopped") != 0 ||
+	    au_emit_final(log, "sandbox.exit", json_pack("{s:i}", "status", 137)) != 0)
+		return 17;
+	if (au_seal(log) != 0 || au_records(log) != before + 3)
+		return 18;
+	log = au_close(log);
+	in = fopen(logp, "re");
+	out = fopen(path, "we");
+	while (in && out && (n = (ssize_t)fread(buf, 1, sizeof(buf), in)) > 0)
+		(void)fwrite(buf, 1, (size_t)n, out);
+	if (!in || !out || fclose(out) != 0)
+		return 19;
+	fclose(in);
+	return 0;
+}
+
+static void test_failure(void)
+{
+	_cleanup_free_ char *path = path_in_tmp("full.log"), *mnt = path_in_tmp("tiny");
+	char reason[256] = "";
+	au_verify_info info;
+	size_t line;
+	int status = -1, r;
+	FILE *f, *out;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		printf("# SKIP the full-filesystem test mounts a tmpfs: needs root\n");
+		return;
+	}
+	pid = fork();
+	if (pid == 0)
+		_exit(fill_until_failure(path));
+	(void)waitpid(pid, &status, 0);
+	(void)rmdir(mnt); /* the child's mount point; the mount went with it */
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	   "on a full tmpfs, a record that finds no room fails the log for good; audit.error, "
+	   "sandbox.exit and the seal still fit (child exit %d)",
+	   WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	f = fopen(path, "re");
+	r = f ? au_verify_ex(f, NULL, 0, &info, &line, reason, sizeof(reason)) : -1;
+	if (f)
+		fclose(f);
+	ok(r == 0 && info.failed && strcmp(info.failed_error, "ENOSPC") == 0 &&
+	       strcmp(info.failed_event, "proc.exec") == 0 &&
+	       info.failed_records + 3 == info.records,
+	   "verify: intact, and says the log failed (ENOSPC) at proc.exec (%s)", reason);
+	f = fopen(path, "re");
+	out = fopen("/dev/null", "we");
+	r = f && out ? au_report(f, out, false) : -1;
+	if (f)
+		fclose(f);
+	if (out)
+		fclose(out);
+	ok(r == 1, "report: exit 1 for a log that records its failure");
+}
+
+/* A line that never ends (/dev/zero) is read no further than AU_LINE_MAX. */
+static void test_endless_line(void)
+{
+	char reason[256] = "";
+	size_t line = 0, big = 3 * (size_t)AU_LINE_MAX;
+	char *zeros = calloc(1, big);
+	FILE *f = fopen("/dev/zero", "re");
+	int r = f ? au_verify(f, NULL, 0, &line, reason, sizeof(reason)) : 0;
+
+	ok(r == -EBADMSG && line == 1 && strstr(reason, "longer than"),
+	   "verify of /dev/zero ends at line 1: %s", reason);
+	if (f)
+		fclose(f);
+	f = zeros ? fmemopen(zeros, big, "r") : NULL;
+	r = f ? au_verify(f, NULL, 0, &line, reason, sizeof(reason)) : 0;
+	ok(r == -EBADMSG && f && ftell(f) <= (long)AU_LINE_MAX,
+	   "having read at most AU_LINE_MAX bytes of a longer line (%ld)", f ? ftell(f) : -1L);
+	if (f)
+		fclose(f);
+	free(zeros);
+}
+
 static void cleanup_tmp(void)
 {
 	_cleanup_close_ int dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -944,6 +1129,9 @@ int main(void)
 	test_roundtrip();
 	test_tamper();
 	test_writer_rules();
+	test_reserve();
+	test_failure();
+	test_endless_line();
 	test_sync_detach();
 	test_untrusted();
 	test_argv();

@@ -400,11 +400,12 @@ typedef struct events {
 	json_t *list;
 } events;
 
-static void collect(const char *event, json_t *data, void *userdata)
+static int collect(const char *event, json_t *data, void *userdata)
 {
 	events *ev = userdata;
 
 	json_array_append_new(ev->list, json_pack("{s:s, s:o}", "event", event, "data", data));
+	return 0;
 }
 
 /* How the parent serves the listener: sf_notify_handle from a poll loop, or
