@@ -56,7 +56,9 @@ int fw_handle(fw_watch *w, sf_event_cb cb, void *userdata);
 
 /* After the sandbox ended: drains the queue, diffs the listing grants, and
  * reports what the caps left out. Returns the number of distinct paths the
- * fs.write records of the whole run named (files and directories written). */
+ * fs.write records of the whole run named (files and directories written).
+ * The fanotify group is then closed on a thread (slow in the kernel, see
+ * fswatch.c), which fw_free() joins: call fw_free() as late as possible. */
 int fw_finish(fw_watch *w, sf_event_cb cb, void *userdata);
 
 fw_watch *fw_free(fw_watch *w); /* NULL-safe, returns NULL */

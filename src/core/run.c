@@ -841,7 +841,6 @@ static void teardown(supervisor *s)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	s->pty = pty_free(s->pty);
-	s->fw = fw_free(s->fw);
 	ns_sources_free(s->sources, s->plan->n_grants);
 	s->sources = NULL;
 	if (s->audit) {
@@ -850,6 +849,8 @@ static void teardown(supervisor *s)
 			 au_last_hash(s->audit));
 		s->audit = au_close(s->audit);
 	}
+	/* After the seal: the fanotify group is closed meanwhile (fswatch.c). */
+	s->fw = fw_free(s->fw);
 	(void)safe_close(s->notify_fd);
 	(void)safe_close(s->proxy_fd);
 	(void)safe_close(s->sync);
