@@ -700,10 +700,12 @@ static void on_fan_event(fw_watch *w, const struct fanotify_event_metadata *m, c
 	host = dir ? path_join(dir, name) : NULL;
 	g = host ? grant_of(w, host, &rel) : NULL;
 	if (!g) {
-		/* The sandbox can write on this filesystem only through its rw
-		 * grants: a write of a living sandbox process we cannot place
-		 * (its directory is gone, or its path too long) is counted. */
-		if (who == FW_SANDBOX)
+		/* A write of a living sandbox process whose directory we cannot
+		 * name (gone, or its path too long) may have been in a grant: it
+		 * is counted. One we can name outside every grant went through
+		 * an fd the sandbox was given (its stdout redirected to a file,
+		 * say): not a write in a grant, and not a lost one either. */
+		if (who == FW_SANDBOX && !host)
 			w->unplaced++;
 		goto out;
 	}
