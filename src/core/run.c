@@ -184,6 +184,11 @@ static int state_dir(bool unpriv, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+int run_state_dir(bool unpriv, char *buf, size_t len)
+{
+	return state_dir(unpriv, buf, len);
+}
+
 /* The log must be unreachable from inside: refuse a path in any grant. */
 static int audit_open(supervisor *s)
 {

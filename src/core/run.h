@@ -75,3 +75,8 @@ typedef struct sc_run_result {
 /* Returns 0 when the command ran (its status is in ret->exit_status), or
  * -errno when the sandbox could not be set up (reterr_diag says which step). */
 int sc_run(const sc_run_opts *opts, sc_run_result *ret, sc_diag *reterr_diag);
+
+/* The state directory the per-run audit logs go under (in its "audit"
+ * subdirectory): SANDCAP_STATE_DIR, else /var/lib/sandcap for root, else
+ * the XDG state directory. -ENOENT without a home, -ENAMETOOLONG. */
+int run_state_dir(bool unpriv, char *buf, size_t len);
