@@ -154,7 +154,11 @@ struct fw_watch {
 	uint64_t paths[2 * FW_MAX_EVENTS];
 	uint64_t n_paths;
 	bool overflowed;
-	pthread_t closer; /* closes the group meanwhile; joined by fw_free() */
+	uint64_t fsize, tmp_size; /* the plan's limits.fsize and fs.tmp size */
+	int tmp;		  /* the sandbox's /tmp (fw_watch_tmp), or -1 */
+	fsid_t tmp_fsid;
+	bool fsize_hit, tmp_full; /* each limit.hit is emitted once */
+	pthread_t closer;	  /* closes the group meanwhile; joined by fw_free() */
 	bool closing;
 	char *buf; /* FW_READ_BYTES, 8-byte aligned */
 	fw_dir dirs[FW_DIR_CACHE];
@@ -637,6 +641,69 @@ static const fw_grant *grant_of(const fw_watch *w, const char *host, const char 
 	return best;
 }
 
+/* limit.hit for limits.fsize: a file of the sandbox at the limit. The
+ * kernel cuts a write that crosses RLIMIT_FSIZE at the limit and refuses the
+ * next one (SIGXFSZ, EFBIG), so a file grows to exactly the limit only when
+ * a write was cut there, or wrote exactly up to it. */
+static void check_fsize(fw_watch *w, sf_event_cb cb, void *ud, const struct stat *st,
+			const char *where)
+{
+	json_t *data;
+
+	if (w->fsize_hit || w->fsize == PLAN_UNLIMITED || !S_ISREG(st->st_mode) ||
+	    (uint64_t)st->st_size < w->fsize)
+		return;
+	data = json_pack("{s:s, s:I, s:o}", "limit", "fsize", "value", (json_int_t)w->fsize,
+			 "detail", au_str(where, strlen(where), AU_STR_MAX_BYTES));
+	if (!data)
+		return;
+	w->fsize_hit = true;
+	cb("limit.hit", data, ud);
+}
+
+/* limit.hit for fs.tmp: the sandbox's tmpfs has no free block or inode
+ * left, so the kernel refuses the next allocation in it (ENOSPC). */
+static void check_tmp(fw_watch *w, sf_event_cb cb, void *ud)
+{
+	struct statfs sfs;
+	json_t *data;
+	bool blocks;
+
+	if (w->tmp < 0 || w->tmp_full || fstatfs(w->tmp, &sfs) < 0)
+		return;
+	blocks = sfs.f_bavail == 0;
+	if (!blocks && sfs.f_ffree != 0)
+		return;
+	data = json_pack("{s:s, s:I, s:s}", "limit", "tmp_full", "value", (json_int_t)w->tmp_size,
+			 "detail",
+			 blocks ? "/tmp is full: no free block left (ENOSPC)"
+				: "/tmp is full: no free inode left (ENOSPC)");
+	if (!data)
+		return;
+	w->tmp_full = true;
+	cb("limit.hit", data, ud);
+}
+
+/* An event on the sandbox's /tmp: not an fs.write (it is gone at exit), but
+ * it may have hit a limit. */
+static void on_tmp_event(fw_watch *w, const struct file_handle *fh, const char *name,
+			 sf_event_cb cb, void *ud)
+{
+	_cleanup_close_ int dfd = -1;
+	struct stat st;
+
+	check_tmp(w, cb, ud);
+	if (w->fsize_hit || w->fsize == PLAN_UNLIMITED || !name[0])
+		return;
+	dfd = open_by_handle_at(w->tmp, (struct file_handle *)fh, O_PATH | O_CLOEXEC);
+	if (dfd >= 0 && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		_cleanup_free_ char *where = NULL;
+
+		if (asprintf(&where, "a file in /tmp reached limits.fsize: %s", name) >= 0)
+			check_fsize(w, cb, ud, &st, where);
+	}
+}
+
 /* m: an aligned copy of the record's metadata; rec: the record itself in the
  * read buffer. Records are only 4-byte aligned (names have any length), so
  * every structure is copied out before use. */
@@ -693,6 +760,10 @@ static void on_fan_event(fw_watch *w, const struct fanotify_event_metadata *m, c
 		if (strcmp(name, ".") == 0)
 			name = "";
 	}
+	if (w->tmp >= 0 && fsid_eq(&w->tmp_fsid, &fsid)) {
+		on_tmp_event(w, &handle.fh, name, cb, ud);
+		return;
+	}
 	who = pid_who(w, m->pid);
 	if (who == FW_HOST)
 		goto out;
@@ -712,6 +783,17 @@ static void on_fan_event(fw_watch *w, const struct fanotify_event_metadata *m, c
 	for (size_t i = 0; i < ELEMENTSOF(order); i++)
 		if (m->mask & order[i].bit)
 			emit_op(w, cb, ud, g, rel, order[i].op, is_dir);
+	if ((m->mask & FAN_MODIFY) && !w->fsize_hit && w->fsize != PLAN_UNLIMITED) {
+		struct stat st;
+
+		if (lstat(host, &st) == 0) {
+			_cleanup_free_ char *where = NULL;
+
+			if (asprintf(&where, "a file reached limits.fsize: %s%s%s", g->g->at,
+				     rel[0] ? "/" : "", rel) >= 0)
+				check_fsize(w, cb, ud, &st, where);
+		}
+	}
 out:
 	/* A moved or deleted directory changes the paths cached under it. */
 	if (is_dir && (m->mask & (FAN_MOVED_FROM | FAN_MOVED_TO | FAN_DELETE)))
@@ -893,6 +975,9 @@ int fw_start(const sc_plan *plan, fw_watch **ret, const char **ret_mode)
 	if (!w)
 		return -ENOMEM;
 	w->fan = -1;
+	w->tmp = -1;
+	w->fsize = plan->fsize;
+	w->tmp_size = plan->tmp_size;
 	w->self = getpid();
 	w->id_base = ns_host_id_base(w->self);
 	w->grants = calloc(plan->n_grants + 1, sizeof(*w->grants));
@@ -977,6 +1062,38 @@ static void start_close(fw_watch *w)
 	w->fan = -1;
 }
 
+int fw_watch_tmp(fw_watch *w, pid_t pid)
+{
+	char path[64];
+	struct statfs sfs;
+	int fd;
+
+	if (!w || w->tmp >= 0)
+		return 0;
+	if (w->fan < 0) {
+		/* No grant took fanotify: a group for /tmp alone. */
+		w->fan = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK |
+					   FAN_REPORT_DFID_NAME,
+				       O_RDONLY | O_CLOEXEC | O_LARGEFILE);
+		if (w->fan < 0)
+			return -errno;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/root/tmp", (int)pid);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstatfs(fd, &sfs) < 0 || fanotify_mark(w->fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+						   FAN_MODIFY | FAN_CREATE, fd, NULL) < 0) {
+		int r = -errno;
+
+		(void)close(fd);
+		return r;
+	}
+	memcpy(&w->tmp_fsid, &sfs.f_fsid, sizeof(w->tmp_fsid));
+	w->tmp = fd;
+	return 0;
+}
+
 int fw_fd(const fw_watch *w)
 {
 	return w ? w->fan : -1;
@@ -1025,6 +1142,7 @@ int fw_finish(fw_watch *w, sf_event_cb cb, void *userdata)
 		if (r < 0)
 			emit_truncated(cb, userdata, "listing failed", 0);
 	}
+	check_tmp(w, cb, userdata); /* the sandbox has ended: /tmp as it left it */
 	if (w->overflowed)
 		emit_truncated(cb, userdata, "fanotify queue overflow", 0);
 	if (w->unplaced)
@@ -1048,6 +1166,7 @@ fw_watch *fw_free(fw_watch *w)
 		free(w->recent[i].path);
 	for (size_t i = 0; i < w->n_subs; i++)
 		(void)safe_close(w->subs[i].fd);
+	(void)safe_close(w->tmp);
 	if (w->closing)
 		(void)pthread_join(w->closer, NULL);
 	else

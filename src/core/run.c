@@ -474,6 +474,8 @@ static void handle_sync(supervisor *s)
 		(void)ep_add(s, s->proxy_fd, EV_PROXY);
 		break;
 	case SYNC_LAYERS:
+		/* The child's mounts are built: its /tmp is there to watch. */
+		(void)fw_watch_tmp(s->fw, s->pid);
 		s->landlock_abi = m.value;
 		snprintf(s->landlock, sizeof(s->landlock), "%s", m.what);
 		/* With a listener, seccomp's step comes next and sends it. */
