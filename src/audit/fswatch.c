@@ -1070,27 +1070,26 @@ int fw_watch_tmp(fw_watch *w, pid_t pid)
 
 	if (!w || w->tmp >= 0)
 		return 0;
-	if (w->fan < 0) {
-		/* No grant took fanotify: a group for /tmp alone. */
-		w->fan = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK |
-					   FAN_REPORT_DFID_NAME,
-				       O_RDONLY | O_CLOEXEC | O_LARGEFILE);
-		if (w->fan < 0)
-			return -errno;
-	}
 	snprintf(path, sizeof(path), "/proc/%d/root/tmp", (int)pid);
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstatfs(fd, &sfs) < 0 || fanotify_mark(w->fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
-						   FAN_MODIFY | FAN_CREATE, fd, NULL) < 0) {
-		int r = -errno;
-
+	if (fstatfs(fd, &sfs) < 0) {
 		(void)close(fd);
-		return r;
+		return -errno;
 	}
 	memcpy(&w->tmp_fsid, &sfs.f_fsid, sizeof(w->tmp_fsid));
 	w->tmp = fd;
+	/* A group of its own costs its close (see start_close()): made only
+	 * when limits.fsize asks for it; without one, /tmp is checked once,
+	 * after the run. */
+	if (w->fan < 0 && w->fsize != PLAN_UNLIMITED)
+		w->fan = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK |
+					   FAN_REPORT_DFID_NAME,
+				       O_RDONLY | O_CLOEXEC | O_LARGEFILE);
+	if (w->fan >= 0 && fanotify_mark(w->fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+					 FAN_MODIFY | FAN_CREATE, fd, NULL) < 0)
+		return -errno;
 	return 0;
 }
 

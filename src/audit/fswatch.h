@@ -50,7 +50,10 @@ int fw_start(const sc_plan *plan, fw_watch **ret, const char **ret_mode);
  * the sandbox's /tmp too, not for fs.write (it is gone at exit) but for
  * limit.hit: "tmp_full" when the tmpfs has no free block or inode left,
  * "fsize" when a file there, or in a rw grant, reached limits.fsize. Each
- * is emitted once per run. Returns 0 or -errno (then /tmp is not watched). */
+ * is emitted once per run. /tmp's writes are watched with the grants'
+ * fanotify group, or a group of its own when limits.fsize is set; without
+ * either, /tmp is only checked for tmp_full after the run. Returns 0 or
+ * -errno (then /tmp is not watched). */
 int fw_watch_tmp(fw_watch *w, pid_t pid);
 
 /* fd to poll for EPOLLIN, or -1 when no grant uses fanotify. */

@@ -44,6 +44,15 @@ expect_match "the detail says inodes ran out" "$(grep limit.hit "$log")" "no fre
 run within 'head -c 100K /dev/zero > /work/small; head -c 100K /dev/zero > /tmp/small'
 expect_eq "a run within its limits: no limit.hit" "$(hits "$log")" ""
 
+# No rw grant and no fsize: no fanotify group (its close would cost the
+# run); /tmp is checked once the sandbox has ended.
+policy tmponly '{"version": 1, "fs": {"tmp": "1M"}}'
+"$SANDCAP" run --quiet --audit "$T/tmponly.jsonl" --policy "$T/tmponly.json" -- sh -c \
+	'head -c 2M /dev/zero > /tmp/fill' >/dev/null 2>&1
+expect_eq "without a watch, a /tmp left full is seen after the run" "$(hits "$T/tmponly.jsonl")" \
+	"tmp_full 1048576"
+expect_match "and the log says no fanotify watched anything" "$(grep -o '"fs_write":"[^"]*"' "$T/tmponly.jsonl")" '"fs_write":"none"'
+
 out=$("$SANDCAP" audit report "$T/tmpfull.jsonl")
 expect_match "the report lists the limit hit" "$out" "tmp_full x1"
 check "the logs verify" "$SANDCAP" audit verify "$T/grant.jsonl"
