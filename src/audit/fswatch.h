@@ -46,6 +46,16 @@ typedef struct fw_watch fw_watch;
  */
 int fw_start(const sc_plan *plan, fw_watch **ret, const char **ret_mode);
 
+/* Supervisor, once the sandbox's mounts are built (pid: the child): watches
+ * the sandbox's /tmp too, not for fs.write (it is gone at exit) but for
+ * limit.hit: "tmp_full" when the tmpfs has no free block or inode left,
+ * "fsize" when a file there, or in a rw grant, reached limits.fsize. Each
+ * is emitted once per run. /tmp's writes are watched with the grants'
+ * fanotify group, or a group of its own when limits.fsize is set; without
+ * either, /tmp is only checked for tmp_full after the run. Returns 0 or
+ * -errno (then /tmp is not watched). */
+int fw_watch_tmp(fw_watch *w, pid_t pid);
+
 /* fd to poll for EPOLLIN, or -1 when no grant uses fanotify. */
 int fw_fd(const fw_watch *w);
 
@@ -56,7 +66,9 @@ int fw_handle(fw_watch *w, sf_event_cb cb, void *userdata);
 
 /* After the sandbox ended: drains the queue, diffs the listing grants, and
  * reports what the caps left out. Returns the number of distinct paths the
- * fs.write records of the whole run named (files and directories written). */
+ * fs.write records of the whole run named (files and directories written).
+ * The fanotify group is then closed on a thread (slow in the kernel, see
+ * fswatch.c), which fw_free() joins: call fw_free() as late as possible. */
 int fw_finish(fw_watch *w, sf_event_cb cb, void *userdata);
 
 fw_watch *fw_free(fw_watch *w); /* NULL-safe, returns NULL */

@@ -166,6 +166,9 @@ static int handle_event(report *rp, const char *event, json_t *data)
 	} else if (strcmp(event, "fs.grant") == 0) {
 		return blist_add(&rp->grants, data, grant_keys);
 	} else if (strcmp(event, "proc.exec") == 0) {
+		/* "result": the exec failed (a PATH search's miss): not run. */
+		if (json_object_get(data, "result"))
+			return 0;
 		return blist_add(&rp->procs, data, proc_keys);
 	} else if (strcmp(event, "net.request") == 0) {
 		const char *d = rp_get_str(data, "decision");

@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* sandcap audit verify|report: check and read the hash-chained audit log. */
+/* sandcap audit verify|report|prune: check, read and expire the audit logs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "audit/prune.h"
 #include "base/cleanup.h"
 #include "cli/cli.h"
+#include "core/run.h"
 
 /* verify and report exit codes */
 #define AUDIT_EXIT_OK	  0
@@ -21,6 +26,7 @@ static void audit_usage(FILE *out)
 {
 	fputs("Usage: sandcap audit verify FILE [--key KEYFILE] [--expect-hash HEX]\n"
 	      "       sandcap audit report FILE [--json]\n"
+	      "       sandcap audit prune --older-than AGE [--dry-run] [--dir DIR]\n"
 	      "\n"
 	      "Check and read the hash-chained audit log that every 'sandcap run' writes.\n"
 	      "FILE may be - for standard input.\n"
@@ -28,6 +34,7 @@ static void audit_usage(FILE *out)
 	      "Commands:\n"
 	      "  verify   exit 0 only if the chain is intact, sealed and complete\n"
 	      "  report   what the sandbox could access, consumed, did and was stopped from\n"
+	      "  prune    remove the per-run logs older than AGE, except running ones\n"
 	      "\n"
 	      "Run 'sandcap audit verify --help' or 'sandcap audit report --help' for details.\n",
 	      out);
@@ -288,6 +295,167 @@ static int cmd_audit_report(int argc, char **argv)
 	return r == 0 ? AUDIT_EXIT_OK : AUDIT_EXIT_BROKEN;
 }
 
+static void prune_usage(FILE *out)
+{
+	fputs("Usage: sandcap audit prune --older-than AGE [--dry-run] [--dir DIR]\n"
+	      "\n"
+	      "Removes the per-run audit logs (*.jsonl) last written more than AGE ago\n"
+	      "from the state directory's audit/ (SANDCAP_STATE_DIR, else /var/lib/sandcap\n"
+	      "for root, else $XDG_STATE_HOME/sandcap or ~/.local/state/sandcap), or from\n"
+	      "DIR. A log that a running sandbox still writes is kept: its writer holds\n"
+	      "it locked (flock) until the run ends. The log of a run that crashed is not\n"
+	      "locked and, unsealed, is removed like the others. Symbolic links and\n"
+	      "other files are left alone.\n"
+	      "\n"
+	      "Options:\n"
+	      "  -o, --older-than AGE  30d, 12h, 90m, 45s (days, hours, minutes, seconds)\n"
+	      "  -n, --dry-run         list what would be removed, remove nothing\n"
+	      "  -d, --dir DIR         the directory of the logs\n"
+	      "  -h, --help            show this help\n"
+	      "\n"
+	      "Prints one line per log removed or kept for running, then a total.\n"
+	      "Exit status: 0 done, 1 some log could not be removed, 2 usage error or a\n"
+	      "directory that could not be read.\n",
+	      out);
+}
+
+typedef struct prune_tally {
+	const char *dir;
+	bool dry_run;
+	uint64_t removed, removed_bytes, running, young, failed;
+} prune_tally;
+
+/* "40 days", "5 hours", "12 minutes", "30 seconds" */
+static void age_text(time_t secs, char *buf, size_t len)
+{
+	static const struct {
+		time_t unit;
+		const char *name;
+	} units[] = {{86400, "days"}, {3600, "hours"}, {60, "minutes"}};
+
+	for (size_t i = 0; i < ELEMENTSOF(units); i++)
+		if (secs >= 2 * units[i].unit) {
+			snprintf(buf, len, "%lld %s", (long long)(secs / units[i].unit),
+				 units[i].name);
+			return;
+		}
+	snprintf(buf, len, "%lld seconds", (long long)(secs > 0 ? secs : 0));
+}
+
+static void prune_print(const pr_log *l, void *userdata)
+{
+	prune_tally *t = userdata;
+	char age[48];
+
+	age_text(time(NULL) - l->mtime, age, sizeof(age));
+
+	switch (l->verdict) {
+	case PR_REMOVED:
+		t->removed++;
+		t->removed_bytes += (uint64_t)l->size;
+		printf("%s %s/%s (%s, %" PRIu64 " bytes, last written %s ago)\n",
+		       t->dry_run ? "would remove" : "removed", t->dir, l->name,
+		       l->sealed ? "sealed" : "unsealed: its run did not end cleanly",
+		       (uint64_t)l->size, age);
+		break;
+	case PR_KEPT_RUNNING:
+		t->running++;
+		printf("kept %s/%s (a running sandbox writes it)\n", t->dir, l->name);
+		break;
+	case PR_KEPT_YOUNG:
+		t->young++;
+		break;
+	case PR_FAILED:
+	case _PR_VERDICT_MAX:
+	case _PR_VERDICT_INVALID:
+		t->failed++;
+		cli_error("%s/%s: %s", t->dir, l->name, strerror(-l->err));
+		break;
+	}
+}
+
+static int cmd_audit_prune(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"older-than", required_argument, NULL, 'o'},
+	    {"dry-run", no_argument, NULL, 'n'},
+	    {"dir", required_argument, NULL, 'd'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	char state[PATH_MAX - 8], dir[PATH_MAX];
+	const char *age = NULL, *dir_opt = NULL;
+	prune_tally t = {0};
+	uint64_t secs = 0;
+	time_t now;
+	int c, r;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:nd:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			age = optarg;
+			break;
+		case 'n':
+			t.dry_run = true;
+			break;
+		case 'd':
+			dir_opt = optarg;
+			break;
+		case 'h':
+			prune_usage(stdout);
+			return AUDIT_EXIT_OK;
+		case ':':
+			cli_error("audit prune: option '%s' needs an argument", argv[optind - 1]);
+			return AUDIT_EXIT_USAGE;
+		default:
+			cli_error("audit prune: bad option '%s' (see --help)", argv[optind - 1]);
+			return AUDIT_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		cli_error("audit prune: unexpected argument '%s' (see --help)", argv[optind]);
+		return AUDIT_EXIT_USAGE;
+	}
+	if (!age) {
+		cli_error("audit prune: --older-than AGE is required (e.g. --older-than 30d)");
+		return AUDIT_EXIT_USAGE;
+	}
+	r = pr_parse_age(age, &secs);
+	if (r < 0 || secs == 0) {
+		cli_error("audit prune: --older-than '%s': expected a positive age with a unit, "
+			  "d, h, m or s (e.g. 30d, 12h)%s",
+			  age, r == -ERANGE ? " (too large)" : "");
+		return AUDIT_EXIT_USAGE;
+	}
+	if (dir_opt) {
+		snprintf(dir, sizeof(dir), "%s", dir_opt);
+	} else {
+		r = sc_state_dir(geteuid() != 0, state, sizeof(state));
+		if (r < 0) {
+			cli_error("audit prune: no state directory (set HOME, XDG_STATE_HOME or "
+				  "SANDCAP_STATE_DIR, or give --dir DIR)");
+			return AUDIT_EXIT_USAGE;
+		}
+		snprintf(dir, sizeof(dir), "%s/audit", state);
+	}
+	t.dir = dir;
+	now = time(NULL);
+	r = pr_prune(dir, secs >= (uint64_t)now ? 0 : now - (time_t)secs, t.dry_run, prune_print,
+		     &t);
+	if (r < 0) {
+		cli_error("audit prune: %s: %s", dir, strerror(-r));
+		return AUDIT_EXIT_USAGE;
+	}
+	printf("%s %" PRIu64 " log%s (%" PRIu64 " bytes) older than %s; kept %" PRIu64
+	       " of running sandboxes, %" PRIu64 " younger%s\n",
+	       t.dry_run ? "would remove" : "removed", t.removed, t.removed == 1 ? "" : "s",
+	       t.removed_bytes, age, t.running, t.young,
+	       t.failed ? "; some could not be removed" : "");
+	return t.failed ? AUDIT_EXIT_BROKEN : AUDIT_EXIT_OK;
+}
+
 int cmd_audit(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -303,6 +471,8 @@ int cmd_audit(int argc, char **argv)
 		return cmd_audit_verify(argc - 1, argv + 1);
 	if (strcmp(argv[1], "report") == 0)
 		return cmd_audit_report(argc - 1, argv + 1);
-	cli_error("audit: unknown command '%s' (expected verify or report)", argv[1]);
+	if (strcmp(argv[1], "prune") == 0)
+		return cmd_audit_prune(argc - 1, argv + 1);
+	cli_error("audit: unknown command '%s' (expected verify, report or prune)", argv[1]);
 	return AUDIT_EXIT_USAGE;
 }

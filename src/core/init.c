@@ -76,6 +76,10 @@ static void exec_command(char **argv, char **envp)
 			memcpy(file, end > p ? p : ".", dlen);
 			file[dlen] = '/';
 			memcpy(file + dlen + 1, name, nlen + 1);
+			/* A name that is not there is skipped without an execve,
+			 * which the audit log would record as a failed exec. */
+			if (access(file, F_OK) < 0 && (errno == ENOENT || errno == ENOTDIR))
+				goto next;
 			exec_file(file, argv, envp);
 			if (errno == EACCES)
 				eacces = true;
@@ -83,6 +87,7 @@ static void exec_command(char **argv, char **envp)
 				 errno != ENAMETOOLONG)
 				return;
 		}
+	next:
 		p = end;
 		if (!*p)
 			break;

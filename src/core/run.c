@@ -560,6 +560,8 @@ static void handle_sync(supervisor *s)
 		(void)ep_add(s, s->proxy_fd, EV_PROXY);
 		break;
 	case SYNC_LAYERS:
+		/* The child's mounts are built: its /tmp is there to watch. */
+		(void)fw_watch_tmp(s->fw, s->pid);
 		s->landlock_abi = m.value;
 		snprintf(s->landlock, sizeof(s->landlock), "%s", m.what);
 		/* With a listener, seccomp's step comes next and sends it. */
@@ -982,7 +984,6 @@ static void teardown(supervisor *s)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	s->pty = pty_free(s->pty);
-	s->fw = fw_free(s->fw);
 	ns_sources_free(s->sources, s->plan->n_grants);
 	s->sources = NULL;
 	if (s->audit) {
@@ -1001,6 +1002,8 @@ static void teardown(supervisor *s)
 			 au_last_hash(s->audit));
 		s->audit = au_close(s->audit);
 	}
+	/* After the seal: the fanotify group is closed meanwhile (fswatch.c). */
+	s->fw = fw_free(s->fw);
 	(void)safe_close(s->notify_fd);
 	(void)safe_close(s->proxy_fd);
 	px_seed_done(&s->proxy_seed);

@@ -45,6 +45,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -320,7 +323,9 @@ typedef struct sf_exec {
 	unsigned argc;
 	size_t argv_len;   /* bytes used in argv */
 	int dirfd;	   /* execveat's dirfd, AT_FDCWD for none */
+	int flags;	   /* execveat's flags */
 	ssize_t dirfd_len; /* < 0: not known */
+	int result;	   /* 0, or the errno the exec fails with (sf_exec_lookup) */
 	char path[SF_EXEC_PATH_MAX + 1];
 	char dirfd_path[SF_EXEC_PATH_MAX];
 	char argv[SF_EXEC_ARGV_BYTES_MAX + 1];
@@ -391,6 +396,110 @@ static void sf_dirfd_path(pid_t pid, sf_exec *x)
 		x->dirfd_len = n;
 }
 
+/* The path, from the target's root, of the directory /proc/PID/NAME links
+ * to (its cwd, or an fd): the link's text, once the directory that text
+ * names under rootfd is found to be that very directory. -1 otherwise. */
+static int sf_proc_dir(pid_t pid, const char *name, int rootfd, char *ret_text, size_t size)
+{
+	char proc[SF_PROC_PATH_MAX];
+	struct sc_open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				  .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	struct stat a, b;
+	_cleanup_close_ int fd = -1, again = -1;
+	ssize_t n;
+
+	(void)snprintf(proc, sizeof(proc), "/proc/%d/%s", pid, name);
+	fd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	n = fd >= 0 ? readlink(proc, ret_text, size) : -1;
+	if (n <= 0 || (size_t)n >= size || ret_text[0] != '/')
+		return -1;
+	ret_text[n] = '\0';
+	/* The text is the directory's path from the target's root when the
+	 * directory lies inside it: checked, by identity. */
+	again = sys_openat2(rootfd, ret_text, &how);
+	if (again < 0 || fstat(fd, &a) < 0 || fstat(again, &b) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino)
+		return -1;
+	return 0;
+}
+
+/*
+ * Whether the exec can find its file, looked up as the target would: from
+ * its root, and its working directory or execveat's dirfd, all read from
+ * /proc/PID while it waits in the exec (so they are its own; see the top).
+ * Returns the errno the kernel's lookup fails with when that is certain:
+ * ENOENT, ENOTDIR or ENAMETOOLONG from the walk, EACCES for a file that is
+ * not regular, has no execute bit or lies on a noexec mount. Returns 0 when
+ * the file is there and executable, and when the lookup cannot be done the
+ * kernel's way (a magic link, a symlink loop, a directory outside the
+ * target's root, an unreadable path): the record then claims nothing.
+ */
+static int sf_exec_lookup(const sf_exec *x)
+{
+	char proc[SF_PROC_PATH_MAX], full[2 * SF_EXEC_PATH_MAX + 2];
+	struct sc_open_how how = {.flags = O_PATH | O_CLOEXEC,
+				  .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int rootfd = -1, fd = -1;
+	bool fdbase = x->at && x->dirfd != AT_FDCWD;
+	struct statfs sfs;
+	struct stat st;
+
+	if (!x->have_path || x->path_len >= SF_EXEC_PATH_MAX)
+		return 0;
+	if (x->path_len == 0) {
+		if (!x->at || !(x->flags & AT_EMPTY_PATH))
+			return ENOENT; /* the kernel refuses an empty path */
+		if (!fdbase)
+			return 0;
+		(void)snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", x->pid, x->dirfd);
+		fd = open(proc, O_PATH | O_CLOEXEC);
+	} else {
+		(void)snprintf(proc, sizeof(proc), "/proc/%d/root", x->pid);
+		rootfd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (rootfd < 0)
+			return 0;
+		if (x->path[0] == '/') {
+			memcpy(full, x->path, x->path_len + 1);
+		} else {
+			char dir[SF_EXEC_PATH_MAX];
+			char name[16];
+
+			(void)snprintf(name, sizeof(name), fdbase ? "fd/%d" : "cwd", x->dirfd);
+			if (sf_proc_dir(x->pid, name, rootfd, dir, sizeof(dir)) < 0)
+				return 0;
+			(void)snprintf(full, sizeof(full), "%s/%s", dir, x->path);
+		}
+		if (x->at && (x->flags & AT_SYMLINK_NOFOLLOW))
+			how.flags |= O_NOFOLLOW;
+		fd = sys_openat2(rootfd, full, &how);
+		if (fd < 0)
+			return errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG ? errno
+											    : 0;
+	}
+	if (fd < 0 || fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
+		return 0;
+	if (!S_ISREG(st.st_mode) || !(st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) ||
+	    (sfs.f_flags & ST_NOEXEC))
+		return EACCES;
+	return 0;
+}
+
+static const char *sf_errno_name(int err)
+{
+	switch (err) {
+	case ENOENT:
+		return "ENOENT";
+	case ENOTDIR:
+		return "ENOTDIR";
+	case ENAMETOOLONG:
+		return "ENAMETOOLONG";
+	case EACCES:
+		return "EACCES";
+	default:
+		return "EINVAL";
+	}
+}
+
 /*
  * Copies what the exec asked for out of the target. Whether it was the
  * target's memory is known only once the answer is taken (see the top).
@@ -400,10 +509,12 @@ static void sf_exec_read(sf_mem *m, const struct seccomp_notif *req, bool at, sf
 	x->pid = (pid_t)req->pid;
 	x->at = at;
 	x->dirfd = at ? (int)req->data.args[0] : AT_FDCWD;
+	x->flags = at ? (int)req->data.args[4] : 0;
 	sf_mem_reset(m, x->pid);
 	sf_read_exec(m, at ? req->data.args[1] : req->data.args[0],
 		     at ? req->data.args[2] : req->data.args[1], x);
 	sf_dirfd_path(x->pid, x);
+	x->result = sf_exec_lookup(x);
 }
 
 /* proc.exec from what sf_exec_read copied. */
@@ -432,6 +543,9 @@ static json_t *sf_exec_json(const sf_exec *x)
 	if (x->dirfd_len >= 0 &&
 	    json_object_set_new(data, "dirfd_path",
 				sf_json_bytes(x->dirfd_path, (size_t)x->dirfd_len)) < 0)
+		return NULL;
+	if (x->result &&
+	    json_object_set_new(data, "result", json_string(sf_errno_name(x->result))) < 0)
 		return NULL;
 	return TAKE_PTR(data);
 }
