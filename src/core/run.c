@@ -256,6 +256,7 @@ static void audit_open_after_failure(supervisor *s)
 
 static void emit_locked(supervisor *s, const char *event, json_t *data)
 {
+	au_tally_event(&s->res->tally, event, data); /* the summary's numbers */
 	if (s->o->event_sink)
 		s->o->event_sink(s->res->sandbox_id, event, data, s->o->event_sink_data);
 	else if (s->audit)
@@ -1225,7 +1226,8 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	collect(&s);
 	emit_start(&s, -1);
 	/* The sandbox is gone: every event it caused is queued by now. */
-	res->files_written = (uint64_t)fw_finish(s.fw, on_event, &s);
+	(void)fw_finish(s.fw, on_event, &s);
+	res->files_written = res->tally.files_written; /* as `audit report` counts them */
 	emit_exit(&s);
 	r = 0;
 out_sig:

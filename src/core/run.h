@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "audit/tally.h"
 #include "policy/plan.h"
 
 enum {
@@ -63,13 +64,14 @@ typedef struct sc_run_result {
 	uint64_t bytes_out, bytes_in;
 	uint64_t requests_allowed, requests_denied;
 	uint64_t syscalls_denied;
-	uint64_t files_written; /* distinct paths in fs.write records: files and dirs changed */
+	uint64_t files_written; /* distinct paths in fs.write records: tally.files_written */
 	char sandbox_id[40];
 	char audit_path[4096];
 	char audit_hash[65];	/* final hash: the external anchor */
 	char cgroup[16];	/* "v1", "v2" or "none" */
 	bool unprivileged;	/* ran without root (docs/decisions.md) */
 	char not_enforced[320]; /* what best_effort let go, "" when nothing */
+	au_tally tally;		/* every event of the log, counted as `audit report` does */
 } sc_run_result;
 
 /* Returns 0 when the command ran (its status is in ret->exit_status), or
