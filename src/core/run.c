@@ -43,6 +43,7 @@
 #include "core/pty.h"
 #include "core/spawn.h"
 #include "core/sync.h"
+#include "host/host.h"
 #include "ns/ns.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
@@ -489,6 +490,7 @@ static void handle_sync(supervisor *s)
 		m.err = m.err > 0 && m.err < 4096 ? m.err : EPROTO;
 		fail(s->diag, -m.err, m.step, "%s%s%s", m.what, m.what[0] ? ": " : "",
 		     strerror(m.err));
+		host_explain_refusal(s->diag, -m.err, s->unpriv); /* a chroot, a sysctl... */
 		break;
 	case SYNC_GO:
 	case SYNC_MAPPED:
@@ -1068,8 +1070,10 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	s.id_base = ns_host_id_base(getpid());
 	r = s.unpriv ? ns_open_sources_unpriv(p, &s.sources, diag)
 		     : ns_open_sources(p, s.id_base + 1, s.id_base + 1, &s.sources, diag);
-	if (r < 0)
+	if (r < 0) {
+		host_explain_refusal(diag, r, s.unpriv); /* an id mapping needs a userns */
 		goto out;
+	}
 
 	/* Before the child exists: the listing fallback snapshots the grants now. */
 	r = fw_start(p, &s.fw, &s.fw_mode);
@@ -1130,6 +1134,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		else
 			r = fail(diag, -errno, "clone", "cannot create the sandbox namespaces: %s",
 				 strerror(errno));
+		host_explain_refusal(diag, r, s.unpriv);
 		goto out_sig;
 	}
 	if (s.pid == 0) {
