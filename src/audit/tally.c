@@ -80,11 +80,14 @@ bool au_exec_failed(json_t *data)
 	json_t *error = json_object_get(data, "error");
 
 	if (result)
-		return strcmp(result, "ok") != 0;
+		return strcmp(result, "ok") != 0 && strcmp(result, "success") != 0;
 	if (json_is_integer(err))
 		return json_integer_value(err) != 0;
 	if (json_is_string(err))
 		return json_string_length(err) > 0;
+	if (json_is_true(json_object_get(data, "failed")) ||
+	    json_is_false(json_object_get(data, "ok")))
+		return true;
 	return error && !json_is_null(error) && !json_is_false(error);
 }
 

@@ -58,8 +58,9 @@ void au_tally_event(au_tally *t, const char *event, json_t *data);
  * A proc.exec record of an attempt that did not run a program: the record
  * is taken before the kernel runs the exec, and a shell or execvp trying
  * each PATH directory leaves one per miss. Such a record carries the
- * outcome as "result" (anything but "ok"), or as a non-zero "errno", or a
- * non-null "error"; a record without any of them is a program that ran.
+ * outcome as "result" (anything but "ok" or "success", e.g. "ENOENT"), a
+ * non-zero "errno", a non-null "error", "failed": true or "ok": false; a
+ * record without any of them is a program that ran.
  */
 bool au_exec_failed(json_t *data);
 
