@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The append-only, hash-chained audit log (DESIGN.md section 6; the record
+ * The append-only, hash-chained audit log (docs/architecture.md; the record
  * format, the chain, the seal and the event catalogue are in docs/audit.md).
  * hash = SHA-256(prev_hash_bytes || line_without_hash_field).
  * Only the supervisor writes. Library code: never prints; errors are -errno.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fs.write: which files the agent created, modified, renamed or deleted in
- * its read-write grants (DESIGN.md 6). Used by the supervisor only.
+ * its read-write grants (docs/audit.md section 8). Used by the supervisor only.
  *
  * Two ways of seeing it, chosen per grant when the watch starts:
  *   fanotify  a FAN_MARK_FILESYSTEM mark with FAN_REPORT_DFID_NAME on the

@@ -51,11 +51,17 @@ int io_read_exact(int fd, void *buf, size_t len)
 int io_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len)
 {
 	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
 
 	if (fd < 0)
 		return -errno;
+	return io_read_all(fd, max, ret_buf, ret_len);
+}
+
+int io_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0;
+
 	for (;;) {
 		if (len + 1 >= cap) {
 			size_t ncap = cap ? cap * 2 : 4096;

@@ -16,14 +16,23 @@ int cmd_doctor(int argc, char **argv);
 /* "sandcap: " + message on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Loads and validates a policy file; prints "FILE: $.path: message" and
- * returns -errno on failure. ret_digest (65 bytes) gets the SHA-256 hex. */
+/* Loads and validates a policy file ("-": standard input); prints
+ * "FILE: $.path: message" and returns -errno on failure. ret_digest (65
+ * bytes) gets the SHA-256 hex. */
 int cli_load_policy(const char *file, sc_plan **ret_plan, char ret_digest[65]);
+/* The name a policy file goes by in messages: "<stdin>" for "-". */
+const char *cli_policy_name(const char *file);
+/* Reads a policy file, or standard input for "-"; prints its own error. */
+int cli_read_policy(const char *file, size_t max, char **ret_buf, size_t *ret_len);
+/* Checks that every credential's secret is there (plan_check_secret()). Prints
+ * each one missing, as a warning when warn_only; returns the first error. */
+int cli_check_secrets(const sc_plan *p, const char *source, bool warn_only);
 
 #include <jansson.h>
 #include <stddef.h>
 
-/* As cli_load_policy, after applying --set KEY=VALUE edits to the JSON. */
+/* As cli_load_policy, after applying --set KEY=VALUE edits to the JSON. An
+ * error at a key a --set wrote is reported as "--set KEY=VALUE: $.path: ...". */
 int cli_load_policy_sets(const char *file, char *const *sets, size_t n_sets, sc_plan **ret_plan,
 			 char ret_digest[65]);
 /* Applies one "a.b.c=VALUE" edit. Prints its own error. */

@@ -12,13 +12,20 @@
 
 static void check_usage(FILE *out)
 {
-	fputs("Usage: sandcap check --policy FILE\n"
-	      "       sandcap check --token FILE --key FILE\n"
-	      "\n"
-	      "Validates the capability set and prints its blast radius: every path the\n"
-	      "sandbox sees and how, where it may connect, and its limits. Exit 0 when valid,\n"
-	      "125 with the file, the JSON path and what was expected otherwise.\n",
-	      out);
+	fputs(
+	    "Usage: sandcap check --policy FILE\n"
+	    "       sandcap check --token FILE --key FILE\n"
+	    "\n"
+	    "Validates the capability set and prints its blast radius: every path the\n"
+	    "sandbox sees and how, where it may connect, and its limits. Exit 0 when valid,\n"
+	    "125 with the file, the JSON path and what was expected otherwise. A credential\n"
+	    "whose secret is missing here (an unset or empty value_env variable, an empty\n"
+	    "value_file) is a warning: 'sandcap run' refuses it.\n"
+	    "\n"
+	    "  --policy FILE    the policy, as JSON (docs/policy.md); \"-\" reads standard input\n"
+	    "  --token FILE     a capability token instead; needs --key\n"
+	    "  --key FILE       the token root key\n",
+	    out);
 }
 
 int cmd_check(int argc, char **argv)
@@ -66,6 +73,7 @@ int cmd_check(int argc, char **argv)
 	} else if (cli_load_policy(policy, &plan, NULL) < 0) {
 		return 125;
 	}
+	(void)cli_check_secrets(plan, token ? token : cli_policy_name(policy), true);
 	plan_describe(plan, stdout);
 	sc_plan_free(plan);
 	return 0;

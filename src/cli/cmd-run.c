@@ -21,33 +21,34 @@
 
 static void run_usage(FILE *out)
 {
-	fputs(
-	    "Usage: sandcap run [--policy FILE | --token FILE --key FILE] [--audit FILE "
-	    "[--audit-key FILE]]\n"
-	    "                   [--json] [--quiet] [--set KEY=VALUE]... [--] COMMAND [ARG]...\n"
-	    "\n"
-	    "Runs COMMAND inside a sandbox that holds exactly the capabilities of the policy.\n"
-	    "Without root the sandbox maps its agent to you; limits then need a delegated\n"
-	    "cgroup v2 subtree (see `sandcap doctor`).\n"
-	    "\n"
-	    "  --policy FILE      the capability set, as JSON (see README, \"Policy reference\")\n"
-	    "  --token FILE       a capability token instead of a policy; needs --key\n"
-	    "  --key FILE         the token root key (32 bytes, mode 0600 or stricter)\n"
-	    "  --audit FILE       write the audit log here (default: a new file under\n"
-	    "                     $SANDCAP_STATE_DIR/audit; when unset /var/lib/sandcap/audit\n"
-	    "                     for root, ~/.local/state/sandcap/audit for other users)\n"
-	    "  --audit-key FILE   seal the log with an HMAC under this key\n"
-	    "  --set KEY=VALUE    override one policy key, e.g. --set limits.wall=10s; VALUE is\n"
-	    "                     read as JSON when it is valid JSON (64, true, [80]) and as a\n"
-	    "                     string otherwise; the result is validated like the file.\n"
-	    "                     Not with --token: attenuate the token instead\n"
-	    "  --json             print the end-of-run summary as one JSON object on stderr\n"
-	    "  --quiet            no summary unless the command failed (exit status not 0)\n"
-	    "\n"
-	    "Exit status: the command's own; 128+N when it died of signal N; 124 when the\n"
-	    "wall-clock limit ended it; 125 when the sandbox could not be set up; 126 not\n"
-	    "executable; 127 not found.\n",
-	    out);
+	fputs("Usage: sandcap run [--policy FILE | --token FILE --key FILE] [--audit FILE "
+	      "[--audit-key FILE]]\n"
+	      "                   [--json] [--quiet] [--set KEY=VALUE]... [--] COMMAND [ARG]...\n"
+	      "\n"
+	      "Runs COMMAND inside a sandbox that holds exactly the capabilities of the policy.\n"
+	      "Without root the sandbox maps its agent to you; limits then need a delegated\n"
+	      "cgroup v2 subtree (see `sandcap doctor`).\n"
+	      "\n"
+	      "  --policy FILE      the capability set, as JSON (docs/policy.md); \"-\" reads it\n"
+	      "                     from standard input, which COMMAND then finds at its end\n"
+	      "  --token FILE       a capability token instead of a policy; needs --key\n"
+	      "  --key FILE         the token root key (32 bytes, mode 0600 or stricter)\n"
+	      "  --audit FILE       write the audit log here (default: a new file under\n"
+	      "                     $SANDCAP_STATE_DIR/audit; when unset /var/lib/sandcap/audit\n"
+	      "                     for root, ~/.local/state/sandcap/audit for other users)\n"
+	      "  --audit-key FILE   seal the log with an HMAC under this key\n"
+	      "  --set KEY=VALUE    override one policy key, e.g. --set limits.wall=10s; VALUE is\n"
+	      "                     read as JSON when it is valid JSON (64, true, [80]) and as a\n"
+	      "                     string otherwise; the result is validated like the file,\n"
+	      "                     and an error in what --set wrote names that --set.\n"
+	      "                     Not with --token: attenuate the token instead\n"
+	      "  --json             print the end-of-run summary as one JSON object on stderr\n"
+	      "  --quiet            no summary unless the command failed (exit status not 0)\n"
+	      "\n"
+	      "Exit status: the command's own; 128+N when it died of signal N; 124 when the\n"
+	      "wall-clock limit ended it; 125 when the sandbox could not be set up; 126 not\n"
+	      "executable; 127 not found.\n",
+	      out);
 }
 
 static double secs(uint64_t ns)
@@ -379,7 +380,13 @@ int cmd_run(int argc, char **argv)
 	} else {
 		if (cli_load_policy_sets(policy, sets, n_sets, &plan, digest) < 0)
 			return 125;
-		o.policy_source = policy;
+		o.policy_source = cli_policy_name(policy);
+	}
+	/* Before anything is set up: the proxy would find a missing secret only
+	 * after the sandbox exists. */
+	if (cli_check_secrets(plan, token ? token : cli_policy_name(policy), false) < 0) {
+		sc_plan_free(plan);
+		return 125;
 	}
 	if (audit_key && read_key(audit_key, akey, &akey_len) < 0) {
 		sc_plan_free(plan);

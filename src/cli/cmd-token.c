@@ -65,7 +65,7 @@ static void mint_usage(FILE *out)
 	      "\n"
 	      "Options:\n"
 	      "  --key KEY        32-byte key file, mode 0600 or stricter\n"
-	      "  --policy FILE    the policy the token grants\n"
+	      "  --policy FILE    the policy the token grants; \"-\" reads standard input\n"
 	      "  --ttl DURATION   lifetime, e.g. 30s, 10m, 2h (default 1h, at most 366 days);\n"
 	      "                   the remaining lifetime also caps limits.wall of each run\n"
 	      "  --id ID          token id recorded in audit logs: 1 to 63 letters, digits,\n"
@@ -93,7 +93,7 @@ static void attenuate_usage(FILE *out)
 	      "intersection anyway, so a hand-made caveat cannot widen a token either.\n"
 	      "\n"
 	      "Options:\n"
-	      "  --policy FILE    the narrowing policy fragment\n"
+	      "  --policy FILE    the narrowing policy fragment; \"-\" reads standard input\n"
 	      "  --ttl DURATION   expire DURATION from now (must be earlier than the token)\n"
 	      "  --help           this text\n"
 	      "At least one of --policy and --ttl is required. See docs/tokens.md.\n",
@@ -353,14 +353,12 @@ static int token_attenuate(int argc, char **argv)
 	}
 	if (read_token(argv[optind], &tok) < 0)
 		return EXIT_ERR;
-	if (policy) {
-		r = io_read_file_at(AT_FDCWD, policy, TK_MAX_CAVEAT_BYTES, &frag, &frag_len);
-		if (r < 0) {
-			cli_error("%s: cannot read policy: %s", policy,
-				  r == -EFBIG ? "larger than the caveat limit" : strerror(-r));
-			return EXIT_ERR;
-		}
+	if (policy && strcmp(policy, "-") == 0 && strcmp(argv[optind], "-") == 0) {
+		cli_error("token attenuate: the token and --policy cannot both be \"-\"");
+		return EXIT_ERR;
 	}
+	if (policy && cli_read_policy(policy, TK_MAX_CAVEAT_BYTES, &frag, &frag_len) < 0)
+		return EXIT_ERR;
 	if (ttl)
 		exp = time(NULL) + (time_t)ttl;
 	r = tk_attenuate(tok, frag, frag_len, exp, &out, &d);
@@ -368,7 +366,7 @@ static int token_attenuate(int argc, char **argv)
 		if (r == -ENOMEM)
 			cli_error("token attenuate: out of memory");
 		else if (policy && (d.line > 0 || d.path[0]))
-			report(policy, &d);
+			report(cli_policy_name(policy), &d);
 		else
 			cli_error("token attenuate: %s", d.message);
 		return EXIT_ERR;

@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <time.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/io.h"
@@ -33,20 +35,86 @@ int cli_report_diag(const char *file, const sc_diag *d)
 	return 0;
 }
 
+const char *cli_policy_name(const char *file)
+{
+	return strcmp(file, "-") == 0 ? "<stdin>" : file;
+}
+
+int cli_read_policy(const char *file, size_t max, char **ret_buf, size_t *ret_len)
+{
+	int r;
+
+	if (strcmp(file, "-") == 0)
+		r = io_read_all(STDIN_FILENO, max, ret_buf, ret_len);
+	else
+		r = io_read_file_at(AT_FDCWD, file, max, ret_buf, ret_len);
+	if (r < 0)
+		cli_error("%s: cannot read policy: %s", cli_policy_name(file),
+			  r == -EFBIG ? "larger than the limit" : strerror(-r));
+	return r;
+}
+
+/* "limits.memory" as the JSON path a diagnostic would name: "$.limits.memory". */
+static void set_json_path(const char *assignment, char *buf, size_t size)
+{
+	size_t o = 0, klen = strcspn(assignment, "=");
+	const char *p = assignment, *end = assignment + klen;
+
+	o += (size_t)snprintf(buf, size, "$");
+	while (p < end && o < size) {
+		size_t n = strcspn(p, ".=");
+		bool ident = n > 0 && n <= 64 && !(p[0] >= '0' && p[0] <= '9');
+
+		for (size_t i = 0; i < n && ident; i++)
+			ident = (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+				(p[i] >= '0' && p[i] <= '9') || p[i] == '_';
+		if (ident) {
+			o += (size_t)snprintf(buf + o, size - o, ".%.*s", (int)n, p);
+		} else {
+			o += (size_t)snprintf(buf + o, size - o, "[\"");
+			for (size_t i = 0; i < n && o + 4 < size; i++) {
+				if (p[i] == '"' || p[i] == '\\')
+					buf[o++] = '\\';
+				buf[o++] = p[i];
+			}
+			o += (size_t)snprintf(buf + o, size - o, "\"]");
+		}
+		p += n;
+		if (*p == '.')
+			p++;
+	}
+	if (o >= size)
+		buf[size - 1] = '\0';
+}
+
+/* The last --set whose key is path or one of its parents, or NULL. */
+static const char *set_of_path(char *const *sets, size_t n_sets, const char *path)
+{
+	for (size_t i = n_sets; i-- > 0;) {
+		char sp[512];
+		size_t n;
+
+		set_json_path(sets[i], sp, sizeof(sp));
+		n = strlen(sp);
+		if (strncmp(path, sp, n) == 0 &&
+		    (path[n] == '\0' || path[n] == '.' || path[n] == '['))
+			return sets[i];
+	}
+	return NULL;
+}
+
 int cli_load_policy_sets(const char *file, char *const *sets, size_t n_sets, sc_plan **ret_plan,
 			 char ret_digest[65])
 {
 	_cleanup_free_ char *buf = NULL;
+	const char *name = cli_policy_name(file), *set;
 	size_t len = 0;
 	sc_diag d = {0};
 	int r;
 
-	r = io_read_file_at(AT_FDCWD, file, POLICY_MAX_BYTES, &buf, &len);
-	if (r < 0) {
-		cli_error("%s: cannot read policy: %s", file,
-			  r == -EFBIG ? "larger than 1 MiB" : strerror(-r));
+	r = cli_read_policy(file, POLICY_MAX_BYTES, &buf, &len);
+	if (r < 0)
 		return r;
-	}
 	if (n_sets > 0) {
 		/* --set KEY=VALUE edits the JSON before validation, so the
 		 * result is checked exactly like a policy file. */
@@ -55,7 +123,7 @@ int cli_load_policy_sets(const char *file, char *const *sets, size_t n_sets, sc_
 		char *out;
 
 		if (!root) {
-			cli_error("%s:%d:%d: %s", file, jerr.line, jerr.column, jerr.text);
+			cli_error("%s:%d:%d: %s", name, jerr.line, jerr.column, jerr.text);
 			return -EINVAL;
 		}
 		for (size_t i = 0; i < n_sets; i++) {
@@ -77,7 +145,21 @@ int cli_load_policy_sets(const char *file, char *const *sets, size_t n_sets, sc_
 		cli_sha256_hex(buf, len, ret_digest);
 	r = plan_parse(buf, len, ret_plan, &d);
 	if (r < 0) {
-		cli_report_diag(file, &d);
+		/* Blame what wrote the value: a --set, or the file. */
+		set = d.path[0] ? set_of_path(sets, n_sets, d.path) : NULL;
+		if (set) {
+			char what[600];
+
+			snprintf(what, sizeof(what), "--set %s", set);
+			cli_report_diag(what, &d);
+		} else if (n_sets > 0 && d.line == 0) {
+			char what[600];
+
+			snprintf(what, sizeof(what), "%s (as changed by --set)", name);
+			cli_report_diag(what, &d);
+		} else {
+			cli_report_diag(name, &d);
+		}
 		return r;
 	}
 	return 0;
@@ -101,6 +183,17 @@ int cli_apply_set(json_t *root, const char *assignment)
 	}
 	memcpy(key, assignment, (size_t)(eq - assignment));
 	key[eq - assignment] = '\0';
+	/* strtok_r would skip empty components: "." would set nothing at all. */
+	if (key[0] == '.' || key[strlen(key) - 1] == '.' || strstr(key, "..")) {
+		cli_error("--set %s: KEY is a dotted path of policy keys such as limits.memory, "
+			  "and \"%s\" has an empty component",
+			  assignment, key);
+		return -EINVAL;
+	}
+	if (!json_is_object(root)) {
+		cli_error("--set %s: the policy is not a JSON object", assignment);
+		return -EINVAL;
+	}
 	/* A value that is valid JSON (number, true, [..], {..}) is taken as such;
 	 * anything else is a string. */
 	value = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
@@ -111,20 +204,42 @@ int cli_apply_set(json_t *root, const char *assignment)
 	part = strtok_r(key, ".", &save);
 	while (part) {
 		next = strtok_r(NULL, ".", &save);
-		if (!json_is_object(node)) {
-			cli_error("--set %s: '%s' is not inside an object", assignment, part);
-			json_decref(value);
-			return -EINVAL;
-		}
 		if (!next)
 			return json_object_set_new(node, part, value) < 0 ? -ENOMEM : 0;
 		if (!json_object_get(node, part))
 			json_object_set_new(node, part, json_object());
 		node = json_object_get(node, part);
+		if (!json_is_object(node)) {
+			cli_error("--set %s: \"%s\" holds %s, not an object with keys to set",
+				  assignment, part, json_is_array(node) ? "an array" : "a value");
+			json_decref(value);
+			return -EINVAL;
+		}
 		part = next;
 	}
 	json_decref(value);
 	return -EINVAL;
+}
+
+int cli_check_secrets(const sc_plan *p, const char *source, bool warn_only)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < p->n_credentials; i++) {
+		sc_diag d = {0};
+		int r = plan_check_secret(p, i, &d);
+
+		if (r >= 0)
+			continue;
+		if (warn_only)
+			cli_error("warning: %s: %s: %s ('sandcap run' refuses to start without it)",
+				  source, d.path, d.message);
+		else
+			cli_error("%s: %s: %s", source, d.path, d.message);
+		if (!ret)
+			ret = r;
+	}
+	return ret;
 }
 
 int cli_load_token(const char *file, const char *keyfile, sc_plan **ret_plan, tk_info *ret_info,

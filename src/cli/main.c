@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 	const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
 
 	self = self ? self + 1 : (argc > 0 ? argv[0] : "");
-	/* Hidden entry point: the proxy worker is exec'd fresh (DESIGN.md 2). */
+	/* Hidden entry point: the proxy worker is exec'd fresh (docs/architecture.md). */
 	if (strcmp(self, "sandcap-proxy") == 0)
 		return px_worker_main(argc, argv);
 

@@ -160,7 +160,7 @@ static int step_userns(child_ctx *c)
 	int r;
 
 	/* Our own identity from here on: the supervisor maps 0 and 1000 to an
-	 * unprivileged host range (DESIGN.md 2, identity). */
+	 * unprivileged host range (docs/architecture.md, "What the agent can reach"). */
 	if (unshare(CLONE_NEWUSER) < 0)
 		return -errno;
 	r = sync_send(c->sync, &m, -1);
@@ -262,7 +262,7 @@ static int step_landlock(child_ctx *c)
 static int step_fds(child_ctx *c)
 {
 	(void)c;
-	/* Nothing but 0-2 crosses into the sandbox (DESIGN.md 2). */
+	/* Nothing but 0-2 crosses into the sandbox (docs/architecture.md). */
 	return sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0 ? -errno : 0;
 }
 

@@ -38,7 +38,7 @@
 #define LL_NET_V4   (LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP)
 #define LL_SCOPE_V6 (LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL)
 
-/* Handled rights by ABI (STYLE rule 9): everything the kernel can deny. */
+/* Handled rights by ABI (docs/architecture.md): everything the kernel can deny. */
 static const uint64_t ll_fs_handled[LL_ABI_KNOWN + 1] = {
     [1] = LL_FS_V1, [2] = LL_FS_V1 | LANDLOCK_ACCESS_FS_REFER,
     [3] = LL_FS_V3, [4] = LL_FS_V3,

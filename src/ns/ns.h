@@ -10,7 +10,7 @@
 
 #include "policy/plan.h"
 
-/* Ids inside the sandbox. Nothing inside maps to host root (DESIGN.md 2). */
+/* Ids inside the sandbox. Nothing inside maps to host root (docs/architecture.md). */
 #define NS_ROOT_UID  0
 #define NS_AGENT_UID 1000
 #define NS_AGENT_GID 1000

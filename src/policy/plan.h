@@ -148,8 +148,35 @@ struct sc_plan {
 	unsigned spawn_max_children;
 };
 
-/* Parse the JSON policy in buf. Diagnostics name the JSON path. */
+/*
+ * Parses and validates the JSON policy in buf (docs/policy.md), without
+ * looking at the host. Diagnostics name the JSON path of the offending value
+ * and say what was expected (or, for bad JSON, the line and column).
+ * -EBADMSG bad JSON, -E2BIG over a limit, -EINVAL any other refusal,
+ * -ENAMETOOLONG, -ENOMEM.
+ */
+int plan_parse_json(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_diag);
+
+/*
+ * Checks a parsed plan against the host: grant paths and the rootfs exist and
+ * contain no symlink, upstream_ca and secret files are regular files, and a
+ * secret file does not resolve into a grant. Looks only (O_PATH, stat).
+ * Returns 0, or -ENOENT, -ELOOP, -ENOTDIR, -EINVAL, -errno with the JSON path.
+ */
+int plan_check_host(const sc_plan *p, sc_diag *reterr_diag);
+
+/* plan_parse_json() then plan_check_host(): what every caller wants. */
 int plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_diag);
+
+/*
+ * Whether the secret of credential i is there now: its value_env variable is
+ * set and not empty in this process's environment, or its value_file can be
+ * read and holds more than line ends. -ENOKEY (or -errno from reading) with a
+ * diagnostic naming the credential's JSON path, the variable or file, the
+ * header and the host. Never reveals the value. Not part of plan_parse(): a
+ * plan is valid wherever it is read; its secrets matter where it runs.
+ */
+int plan_check_secret(const sc_plan *p, size_t i, sc_diag *reterr_diag);
 
 /* Re-serialise the effective plan as canonical JSON (for the audit log, tokens, check). Caller
  * frees. */

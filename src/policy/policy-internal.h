@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared between the policy parser, its serialiser and its describer. */
+/* Shared between the policy parser, its serialiser, its describer and the
+ * intersection. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,3 +16,6 @@ extern const char *const plan_method_names[];
 
 /* Formats a plan_cidr as "ADDR/PREFIX". buf must hold at least 64 bytes. */
 void plan_cidr_format(const plan_cidr *c, char *buf, size_t size);
+
+/* p equals prefix or lies below it (path components, not bytes). */
+bool path_is_under(const char *p, const char *prefix);

@@ -3,7 +3,7 @@
  * Canonical JSON of an effective plan: sorted keys, every default explicit,
  * sizes as integers of bytes, durations as "<N>ms", rates as "<N>/s" or
  * "<N>/m", bandwidth as "<N>/s" (bytes), unlimited or unset as null. The
- * parser reads this form back into an equal plan (see policy.c's header for
+ * parser reads this form back into an equal plan (see parse.c's header for
  * the canonical input forms it accepts).
  */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The worker's event loop and per-connection state machine (STYLE.md rule 11):
+ * The worker's event loop and per-connection state machine (docs/architecture.md):
  * one thread, one epoll, non-blocking sockets, a deadline per connection and
  * an explicit state x event table; an unlisted transition closes the
  * connection. Internal to src/proxy/.

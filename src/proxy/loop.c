@@ -626,7 +626,7 @@ static void reply_in(conn *c)
 	(void)c;
 }
 
-/* STYLE.md rule 11: anything not listed here drops the connection. */
+/* Anything not listed here drops the connection (docs/architecture.md). */
 static conn_action *const transitions[_CONN_STATE_MAX][_CONN_EVENT_MAX] = {
     [CS_READ_HEAD] = {[EV_C_IN] = on_read_head, [EV_C_HUP] = drop, [EV_TIMEOUT] = drop},
     [CS_RESOLVING] =

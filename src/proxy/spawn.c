@@ -4,7 +4,7 @@
  * only through a sealed memfd that the worker reads once and closes; the
  * worker is exec'd (not just forked) with an empty environment so that
  * neither the supervisor's environment nor its heap reaches a process that
- * parses hostile input (DESIGN.md 2).
+ * parses hostile input (docs/architecture.md, "Processes").
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * The proxy worker process: "sandcap-proxy", exec'd fresh by px_spawn() with
  * an empty environment and exactly fds 3 (listener), 4 (event socket) and
  * 5 (configuration memfd). It parses hostile HTTP, so before it reads a single
- * byte from the sandbox it gives up everything (DESIGN.md principle 6):
+ * byte from the sandbox it gives up everything (docs/architecture.md):
  *
  *   1. read the configuration, init c-ares (reads /etc/resolv.conf) and
  *      OpenSSL (loads the CA bundle eagerly): the last file access it makes;
@@ -117,7 +117,7 @@ static int drop_privileges(int64_t parent_pid)
 	return 0;
 }
 
-/* Index: Landlock ABI version (STYLE.md rule 9). */
+/* Index: Landlock ABI version (docs/architecture.md). */
 static const uint64_t ll_fs_handled[] = {
     [1] = SC_LANDLOCK_FS_V1,
     [2] = SC_LANDLOCK_FS_V1 | SC_LANDLOCK_ACCESS_FS_REFER,

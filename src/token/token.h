@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Capability tokens (DESIGN.md section 7, docs/tokens.md): claims + caveats, each link
+ * Capability tokens (docs/tokens.md): claims + caveats, each link
  * sig_i = HMAC-SHA256(sig_{i-1}, caveat_i), sig_0 = HMAC-SHA256(key, claims).
  * The effective plan is the intersection of the claims and every caveat.
  *
@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "policy/intersect.h"
 #include "policy/plan.h"
 
 #define TK_KEY_LEN 32
@@ -109,31 +110,3 @@ static inline void tk_decoded_freep(tk_decoded **d)
 {
 	tk_decoded_free(*d);
 }
-
-/*
- * The intersection of two plans (docs/tokens.md, "Intersection"): the result
- * grants nothing that parent does not grant, whatever caveat says. caveat is
- * a complete plan (a fragment merged over parent's canonical JSON). Pure: no
- * I/O; the result is not re-validated (tk_verify does that with the policy
- * parser). -ENOMEM only.
- */
-int plan_intersect(const sc_plan *parent, const sc_plan *caveat, sc_plan **ret);
-
-/*
- * Why caveat is not a narrowing of parent: 0 when every value caveat states is
- * within parent, else -EPERM with a sentence in reason ("grant /data rw is
- * not inside the token's grants"). Pure.
- */
-int plan_check_narrower(const sc_plan *parent, const sc_plan *caveat, char *reason,
-			size_t reason_size);
-
-/*
- * Builds the complete caveat plan for fragment (a JSON object following the
- * policy schema, any key omitted) over parent: the fragment's keys replace
- * parent's canonical values (objects fs, fs.tmp, net, limits, identity, audit
- * and spawn are merged key by key; everything else is replaced whole), and
- * the result goes through plan_parse(). Credentials the fragment does not
- * list are inherited only for hosts its egress still allows.
- */
-int plan_apply_fragment(const sc_plan *parent, json_t *fragment, sc_plan **ret,
-			sc_diag *reterr_diag);

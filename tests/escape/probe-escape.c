@@ -134,11 +134,15 @@ static int p_chroot(int argc, char **argv)
 		return skip("mkdtemp");
 	r = chroot(dir);
 	if (r == 0) {
+		int out;
+
 		/* The classic break-out: the cwd stays outside the new root, so
-		 * walking up from it reaches the old root again. */
-		for (int i = 0; i < 64; i++)
-			(void)chdir("..");
-		(void)chroot(".");
+		 * walking up from it reaches the old root again. The verdict is
+		 * the first chroot's. */
+		for (int i = 0; i < 64 && chdir("..") == 0; i++)
+			;
+		out = chroot(".");
+		(void)out;
 	}
 	(void)rmdir(dir);
 	return verdict(r);

@@ -1,4 +1,5 @@
-# Shared helpers for integration tests: TAP output, a temp dir, the binary.
+# Shared helpers for integration tests: TAP output (tests/tap.sh), a temp
+# dir, the binary.
 # Sourced by tests/integration/test-*.sh; each test runs real sandboxes as root.
 set -uo pipefail
 
@@ -7,14 +8,14 @@ TEST_NAME=$(basename "$0" .sh)
 T=$(mktemp -d "/tmp/sandcap-${TEST_NAME}.XXXXXX")
 chmod 755 "$T"
 export SANDCAP_STATE_DIR="$T/state"
-_n=0
-_failed=0
+. "$(dirname "${BASH_SOURCE[0]}")/../tap.sh"
 
 cleanup_dir() { rm -rf "$T"; }
 trap cleanup_dir EXIT
 
-ok() { _n=$((_n + 1)); echo "ok $_n - $*"; }
-not_ok() { _n=$((_n + 1)); _failed=$((_failed + 1)); echo "not ok $_n - $*"; }
+ok() { tap_ok "$@"; }
+not_ok() { tap_not_ok "$@"; }
+skip() { tap_skip "$@"; } # skip WHAT WHY
 # check NAME CMD...: ok when CMD succeeds
 check() {
 	local name=$1
@@ -32,12 +33,9 @@ expect_match() {
 expect_no_match() {
 	if [[ $2 =~ $3 ]]; then not_ok "$1 ('$2' matches /$3/)"; else ok "$1"; fi
 }
-skip_all() { echo "1..0 # SKIP $*"; exit 77; }
+skip_all() { tap_skip_all "$@"; }
 need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root"; }
-finish() {
-	echo "1..$_n"
-	[ "$_failed" -eq 0 ]
-}
+finish() { tap_done; }
 
 # policy NAME JSON: writes $T/NAME.json
 policy() { printf '%s\n' "$2" > "$T/$1.json"; }

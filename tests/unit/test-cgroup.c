@@ -26,30 +26,13 @@
 #include "cgroup/cg-internal.h"
 #include "cgroup/cgroup.h"
 #include "compat/syscalls.h"
+#include "tap.h"
 
 #define MIB		(1024ull * 1024ull)
 #define TEST_MEMORY	(32 * MIB)
 #define TEST_CPU_MILLIS 200u
 #define TEST_PIDS	8u
 #define MAX_PATHS	8
-
-static unsigned n_test;
-static unsigned n_failed;
-
-__attribute__((format(printf, 2, 3))) static void ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	n_test++;
-	if (!cond)
-		n_failed++;
-	printf("%s %u - ", cond ? "ok" : "not ok", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
 
 static sc_plan test_plan(uint64_t memory, uint64_t cpu_millis, uint64_t pids)
 {
@@ -473,7 +456,7 @@ static void test_oom(cg_version v)
 		ok(st.memory_peak > TEST_MEMORY / 2 && st.memory_peak <= TEST_MEMORY,
 		   "memory_peak %" PRIu64 " is near and not above the limit", st.memory_peak);
 	else
-		ok(true, "# SKIP memory peak not available on this kernel");
+		tap_skip("memory_peak", "not available on this kernel");
 	h = cg_destroy(h);
 }
 
@@ -836,8 +819,7 @@ int main(void)
 	int r;
 
 	if (geteuid() != 0) {
-		printf("1..0 # SKIP needs root to create cgroups\n");
-		return 77;
+		tap_skip_all("needs root to create cgroups");
 	}
 	/* Orphaned grandchildren come back to us, so nothing outlives the
 	 * test as a zombie holding a cgroup. */
@@ -864,6 +846,5 @@ int main(void)
 		test_v2_shared_cgroup();
 	}
 	reap_orphans();
-	printf("1..%u\n", n_test);
-	return n_failed == 0 ? 0 : 1;
+	return tap_done();
 }

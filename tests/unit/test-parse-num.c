@@ -8,23 +8,14 @@
 #include <string.h>
 
 #include "base/parse-num.h"
-
-static unsigned n_test, n_failed;
-
-static void ok(bool cond, const char *what, const char *input)
-{
-	n_test++;
-	if (!cond)
-		n_failed++;
-	printf("%sok %u - %s \"%s\"\n", cond ? "" : "not ", n_test, what, input);
-}
+#include "tap.h"
 
 static void size_ok(const char *s, uint64_t want)
 {
 	uint64_t v = 0;
 	int r = parse_size(s, &v);
 
-	ok(r == 0 && v == want, "size", s);
+	ok(r == 0 && v == want, "size \"%s\"", s);
 	if (r != 0 || v != want)
 		printf("# got r=%d v=%" PRIu64 ", want %" PRIu64 "\n", r, v, want);
 }
@@ -34,7 +25,7 @@ static void size_bad(const char *s, int err)
 	uint64_t v = 12345;
 	int r = parse_size(s, &v);
 
-	ok(r == err && v == 12345, "size refused", s);
+	ok(r == err && v == 12345, "size refused \"%s\"", s);
 }
 
 static void dur_ok(const char *s, uint64_t want)
@@ -42,7 +33,7 @@ static void dur_ok(const char *s, uint64_t want)
 	uint64_t v = 0;
 	int r = parse_duration_ns(s, &v);
 
-	ok(r == 0 && v == want, "duration", s);
+	ok(r == 0 && v == want, "duration \"%s\"", s);
 }
 
 static void dur_bad(const char *s, int err)
@@ -50,7 +41,7 @@ static void dur_bad(const char *s, int err)
 	uint64_t v = 12345;
 	int r = parse_duration_ns(s, &v);
 
-	ok(r == err && v == 12345, "duration refused", s);
+	ok(r == err && v == 12345, "duration refused \"%s\"", s);
 }
 
 static void rate_ok(const char *s, uint64_t count, uint64_t per)
@@ -58,7 +49,7 @@ static void rate_ok(const char *s, uint64_t count, uint64_t per)
 	uint64_t c = 0, p = 0;
 	int r = parse_rate(s, &c, &p);
 
-	ok(r == 0 && c == count && p == per, "rate", s);
+	ok(r == 0 && c == count && p == per, "rate \"%s\"", s);
 }
 
 static void rate_bad(const char *s)
@@ -66,7 +57,7 @@ static void rate_bad(const char *s)
 	uint64_t c = 7, p = 7;
 	int r = parse_rate(s, &c, &p);
 
-	ok(r == -EINVAL && c == 7 && p == 7, "rate refused", s);
+	ok(r == -EINVAL && c == 7 && p == 7, "rate refused \"%s\"", s);
 }
 
 static void bw_ok(const char *s, uint64_t want)
@@ -74,7 +65,7 @@ static void bw_ok(const char *s, uint64_t want)
 	uint64_t v = 0;
 	int r = parse_bandwidth(s, &v);
 
-	ok(r == 0 && v == want, "bandwidth", s);
+	ok(r == 0 && v == want, "bandwidth \"%s\"", s);
 }
 
 static void bw_bad(const char *s, int err)
@@ -82,7 +73,7 @@ static void bw_bad(const char *s, int err)
 	uint64_t v = 12345;
 	int r = parse_bandwidth(s, &v);
 
-	ok(r == err && v == 12345, "bandwidth refused", s);
+	ok(r == err && v == 12345, "bandwidth refused \"%s\"", s);
 }
 
 int main(void)
@@ -112,7 +103,7 @@ int main(void)
 	size_bad("18446744073709551616", -ERANGE);
 	size_bad("16777216T", -ERANGE);
 	size_bad("99999999999999999999999", -ERANGE);
-	ok(parse_size(NULL, &v) == -EINVAL, "size refused", "(null)");
+	ok(parse_size(NULL, &v) == -EINVAL, "size refused (null)");
 
 	dur_ok("0ms", 0);
 	dur_ok("500ms", 500ULL * 1000000ULL);
@@ -129,7 +120,7 @@ int main(void)
 	dur_bad("1d", -EINVAL);
 	dur_bad("-1s", -EINVAL);
 	dur_bad("5124096h", -ERANGE);
-	ok(parse_duration_ns(NULL, &v) == -EINVAL, "duration refused", "(null)");
+	ok(parse_duration_ns(NULL, &v) == -EINVAL, "duration refused (null)");
 
 	rate_ok("20/s", 20, S);
 	rate_ok("100/m", 100, 60 * S);
@@ -153,6 +144,5 @@ int main(void)
 	bw_bad("18446744073709551616/s", -ERANGE);
 	bw_bad("1111111111111111111111111111111111111111111111111111111111111111111/s", -ERANGE);
 
-	printf("1..%u\n", n_test);
-	return n_failed ? 1 : 0;
+	return tap_done();
 }

@@ -21,6 +21,7 @@
 
 #include "base/cleanup.h"
 #include "base/io.h"
+#include "policy/parse-internal.h"
 #include "policy/plan.h"
 
 static unsigned n_test, n_failed;
@@ -455,8 +456,8 @@ static void test_fs(void)
 	    "expected \"host\" or {\"rootfs\": \"/path\"}, got \"guest\"");
 	bad("{'version':1,'fs':{'runtime':{}}}", -EINVAL, "$.fs.runtime",
 	    "missing required key \"rootfs\"");
-	bad("{'version':1,'fs':{'runtime':{'rootfs':'@/f'}}}", -EINVAL, "$.fs.runtime.rootfs",
-	    "expected a directory, got \"@/f\"");
+	bad("{'version':1,'fs':{'runtime':{'rootfs':'@/f'}}}", -ENOTDIR, "$.fs.runtime.rootfs",
+	    "\"@/f\" is not a directory");
 	bad("{'version':1,'fs':{'runtime':{'rootfs':'@/link'}}}", -ELOOP, "$.fs.runtime.rootfs",
 	    "\"@/link\" is a symbolic link; symlinks are not followed in grants, name the real "
 	    "path");
@@ -1216,19 +1217,28 @@ static void test_describe_rootfs(void)
 	sc_plan_free(p);
 }
 
-/* The shipped examples must stay valid. They are found from this file's
- * path as compiled (relative to the build directory meson runs tests in). */
-static char *read_example(const char *name, size_t *ret_len)
+/* A file of the source tree, found from this file's path as compiled
+ * (relative to the build directory meson runs tests in). */
+static char *read_source_file(const char *rel, size_t *ret_len)
 {
 	char path[PATH_MAX];
 	const char *slash = strrchr(__FILE__, '/');
 	char *buf = NULL;
 
-	snprintf(path, sizeof(path), "%.*s/../../examples/policies/%s",
-		 slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".", name);
+	snprintf(path, sizeof(path), "%.*s/../../%s", slash ? (int)(slash - __FILE__) : 1,
+		 slash ? __FILE__ : ".", rel);
 	if (io_read_file_at(AT_FDCWD, path, POLICY_MAX_BYTES, &buf, ret_len) < 0)
 		return NULL;
 	return buf;
+}
+
+/* The shipped examples must stay valid. */
+static char *read_example(const char *name, size_t *ret_len)
+{
+	char rel[256];
+
+	snprintf(rel, sizeof(rel), "examples/policies/%s", name);
+	return read_source_file(rel, ret_len);
 }
 
 static void test_examples(void)
@@ -1267,6 +1277,343 @@ static void test_examples(void)
 		(void)rmdir("/tmp/agent-work");
 }
 
+/* plan_parse_json() looks at nothing but its input; plan_check_host() at the
+ * host; plan_check_secret() at the secrets. */
+static void test_host_check(void)
+{
+	_cleanup_free_ char *s = NULL, *want = NULL;
+	sc_plan *p = NULL;
+	sc_diag d;
+	int r;
+
+	s = J("{'version':1,'fs':{'grants':[{'path':'@/a'},{'path':'@/nope','at':'/n'}]}}");
+	r = plan_parse_json(s, strlen(s), &p, &d);
+	ok(r == 0 && p && p->n_grants == 2, "plan_parse_json accepts a grant that does not exist");
+	if (p) {
+		want = M("\"@/nope\" does not exist");
+		r = plan_check_host(p, &d);
+		ok(r == -ENOENT && strcmp(d.path, "$.fs.grants[1].path") == 0 &&
+		       strcmp(d.message, want) == 0,
+		   "plan_check_host refuses it at its JSON path (%s: %s)", d.path, d.message);
+		p = sc_plan_free(p);
+	}
+	free(s);
+	s = J("{'version':1,'fs':{'runtime':{'rootfs':'@/nope'}},'net':{'upstream_ca':'@/nope'}}");
+	r = plan_parse_json(s, strlen(s), &p, &d);
+	if (ok(r == 0 && p, "plan_parse_json accepts a missing rootfs and CA file")) {
+		r = plan_check_host(p, &d);
+		ok(r == -ENOENT && strcmp(d.path, "$.fs.runtime.rootfs") == 0,
+		   "the rootfs is checked first, in table order (%s)", d.path);
+		p = sc_plan_free(p);
+	}
+	free(s);
+	s = J("{'version':1,'fs':{'grants':[{'path':'@/a','mode':'rwx'}]}}");
+	r = plan_parse_json(s, strlen(s), &p, &d);
+	ok(r == -EINVAL && !p && strcmp(d.path, "$.fs.grants[0].mode") == 0,
+	   "plan_parse_json refuses what the JSON gets wrong");
+	ok(plan_check_host(NULL, &d) == -EINVAL, "plan_check_host(NULL)");
+
+	/* A secret file named through a symlink that leads into a grant. */
+	free(want);
+	want = M("secret file \"@/link/secret\" is \"@/a/secret\", inside a grant, where the "
+		 "sandbox could read it");
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a'}]},'net':{'egress':[{'host':'x.org'}],"
+	    "'credentials':[{'host':'x.org','header':'K','value_file':'@/link/secret'}]}}",
+	    -EINVAL, "$.net.credentials[0].value_file", want);
+	free(want);
+	want = NULL;
+
+	/* Secrets. */
+	free(s);
+	s = J("{'version':1,'net':{'egress':[{'host':'x.org'}],'credentials':[{'host':'x.org',"
+	      "'header':'Authorization','value_env':'SANDCAP_UNIT_SECRET'},{'host':'x.org',"
+	      "'header':'X-File','value_file':'@/secret'}]}}");
+	r = sc_plan_parse(s, strlen(s), &p, &d);
+	if (!ok(r == 0 && p && p->n_credentials == 2, "a policy with two credentials"))
+		return;
+	unsetenv("SANDCAP_UNIT_SECRET");
+	r = plan_check_secret(p, 0, &d);
+	ok(r == -ENOKEY && strcmp(d.path, "$.net.credentials[0].value_env") == 0 &&
+	       strcmp(d.message, "environment variable SANDCAP_UNIT_SECRET is not set; it holds "
+				 "the Authorization header the proxy adds for x.org") == 0,
+	   "an unset variable: -ENOKEY naming it, the header and the host (%s)", d.message);
+	setenv("SANDCAP_UNIT_SECRET", "", 1);
+	r = plan_check_secret(p, 0, &d);
+	ok(r == -ENOKEY && strstr(d.message, "SANDCAP_UNIT_SECRET is empty;"),
+	   "an empty variable: -ENOKEY (%s)", d.message);
+	setenv("SANDCAP_UNIT_SECRET", "s3cret", 1);
+	ok(plan_check_secret(p, 0, &d) == 0, "a set variable passes");
+	unsetenv("SANDCAP_UNIT_SECRET");
+
+	want = M("@/secret is empty; it holds the X-File header the proxy adds for x.org");
+	r = plan_check_secret(p, 1, &d);
+	ok(r == -ENOKEY && strcmp(d.path, "$.net.credentials[1].value_file") == 0 &&
+	       strcmp(d.message, want) == 0,
+	   "an empty secret file: -ENOKEY naming it (%s)", d.message);
+	{
+		_cleanup_free_ char *f = M("@/secret");
+		int fd = open(f, O_WRONLY | O_TRUNC | O_CLOEXEC);
+
+		ok(fd >= 0 && write(fd, "\r\n", 2) == 2 && close(fd) == 0, "line ends only");
+		ok(plan_check_secret(p, 1, &d) == -ENOKEY, "a file of line ends is empty too");
+		fd = open(f, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		ok(fd >= 0 && write(fd, "k\n", 2) == 2 && close(fd) == 0, "a secret");
+		ok(plan_check_secret(p, 1, &d) == 0, "a file with a secret passes");
+		fd = open(f, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		(void)close(fd);
+		ok(unlink(f) == 0, "removed");
+		r = plan_check_secret(p, 1, &d);
+		ok(r == -ENOENT && strstr(d.message, "cannot read") && strstr(d.message, "X-File"),
+		   "a file gone since parsing: the error, naming it (%s)", d.message);
+		fd = open(f, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+		(void)close(fd);
+	}
+	ok(plan_check_secret(p, 2, &d) == -EINVAL, "no such credential");
+	sc_plan_free(p);
+}
+
+/* ---- docs/policy.md against the parser's key table ---- */
+
+typedef struct doc_row {
+	char key[128];
+	char type[1024];
+	char def[512];
+	char meaning[4096];
+	bool seen;
+} doc_row;
+
+#define MAX_DOC_ROWS 256
+
+static void trim(char *s)
+{
+	size_t n = strlen(s), i = 0;
+
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		s[--n] = '\0';
+	while (s[i] == ' ' || s[i] == '\t')
+		i++;
+	memmove(s, s + i, n - i + 1);
+}
+
+/* Table rows whose first cell is a `key`: | `key` | type | default | meaning | */
+static size_t read_doc_rows(char *text, doc_row *rows, size_t max, unsigned *ret_malformed)
+{
+	size_t n = 0;
+
+	*ret_malformed = 0;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		char *cells[6] = {0}, *p = line + 1, *bar;
+		size_t nc = 0;
+
+		if (strncmp(line, "| `", 3) != 0)
+			continue;
+		while (nc < 6 && (bar = strchr(p, '|'))) {
+			*bar = '\0';
+			cells[nc++] = p;
+			p = bar + 1;
+		}
+		if (nc != 4 || n >= max) {
+			(*ret_malformed)++;
+			printf("#   docs/policy.md: a key row without 4 cells: %.60s\n", line);
+			continue;
+		}
+		for (size_t i = 0; i < 4; i++)
+			trim(cells[i]);
+		if (cells[0][0] != '`' || strlen(cells[0]) < 3 ||
+		    cells[0][strlen(cells[0]) - 1] != '`' || !cells[1][0] || !cells[2][0] ||
+		    !cells[3][0]) {
+			(*ret_malformed)++;
+			printf("#   docs/policy.md: a key row with an empty cell: %.60s\n",
+			       cells[0]);
+			continue;
+		}
+		snprintf(rows[n].key, sizeof(rows[n].key), "%.*s", (int)strlen(cells[0]) - 2,
+			 cells[0] + 1);
+		snprintf(rows[n].type, sizeof(rows[n].type), "%s", cells[1]);
+		snprintf(rows[n].def, sizeof(rows[n].def), "%s", cells[2]);
+		snprintf(rows[n].meaning, sizeof(rows[n].meaning), "%s", cells[3]);
+		n++;
+	}
+	return n;
+}
+
+/* The default as the reference writes it, from what the table sets. */
+static void derived_default(const policy_key *k, char *buf, size_t size)
+{
+	static const char units[] = "TGMK";
+
+	if (k->flags & KEY_REQUIRED) {
+		snprintf(buf, size, "required");
+		return;
+	}
+	if (k->doc_default) {
+		snprintf(buf, size, "%s", k->doc_default);
+		return;
+	}
+	switch (k->type) {
+	case KT_SECTION:
+		snprintf(buf, size, "{}");
+		return;
+	case KT_LIST:
+		snprintf(buf, size, "[]");
+		return;
+	case KT_BOOL:
+		snprintf(buf, size, "%s", k->def ? "true" : "false");
+		return;
+	case KT_UINT:
+	case KT_DURATION:
+		if (k->def == PLAN_UNLIMITED)
+			snprintf(buf, size, "unlimited");
+		else
+			snprintf(buf, size, "%" PRIu64, k->def);
+		return;
+	case KT_SIZE:
+		if (k->def == PLAN_UNLIMITED) {
+			snprintf(buf, size, "unlimited");
+			return;
+		}
+		for (unsigned i = 0; i < 4; i++) {
+			uint64_t unit = 1ull << (10 * (4 - i));
+
+			if (k->def && k->def % unit == 0) {
+				snprintf(buf, size, "%" PRIu64 "%c", k->def / unit, units[i]);
+				return;
+			}
+		}
+		snprintf(buf, size, "%" PRIu64, k->def);
+		return;
+	case KT_ENUM:
+		for (size_t i = 0; i < k->n_names; i++)
+			if ((k->values ? (uint64_t)k->values[i] : i) == k->def) {
+				snprintf(buf, size, "\"%s\"", k->names[i]);
+				return;
+			}
+		break;
+	case KT_STRING:
+	case KT_PATH:
+	case KT_HOST_PATH:
+		if (k->def_str)
+			snprintf(buf, size, "\"%s\"", k->def_str);
+		else
+			snprintf(buf, size, "none");
+		return;
+	case KT_CUSTOM:
+	case _KT_MAX:
+	case _KT_INVALID:
+		break;
+	}
+	snprintf(buf, size, "(the table states no default for it)");
+}
+
+/* What the type cell must say; NULL when the table cannot tell. */
+static const char *type_word(const policy_key *k)
+{
+	static const char *const words[_KT_MAX] = {
+	    [KT_SECTION] = "object", [KT_LIST] = "array", [KT_BOOL] = "bool",
+	    [KT_UINT] = "integer",   [KT_SIZE] = "size",  [KT_DURATION] = "duration",
+	    [KT_STRING] = "string",  [KT_PATH] = "path",  [KT_HOST_PATH] = "path",
+	};
+
+	if (k->doc_type)
+		return k->doc_type;
+	return k->type >= 0 && k->type < _KT_MAX ? words[k->type] : NULL;
+}
+
+static void check_doc_key(const policy_key *k, const char *path, doc_row *rows, size_t n_rows)
+{
+	char want_def[128], why[2048] = "";
+	doc_row *row = NULL;
+	const char *word = type_word(k);
+
+	for (size_t i = 0; i < n_rows && !row; i++)
+		if (strcmp(rows[i].key, path) == 0)
+			row = &rows[i];
+	if (!row) {
+		ok(false, "docs/policy.md documents %s", path);
+		return;
+	}
+	row->seen = true;
+	derived_default(k, want_def, sizeof(want_def));
+	if (k->type == KT_ENUM) {
+		for (size_t i = 0; i < k->n_names && !why[0]; i++) {
+			char q[64];
+
+			snprintf(q, sizeof(q), "\"%s\"", k->names[i]);
+			if (!strstr(row->type, q))
+				snprintf(why, sizeof(why), "type %s does not list %s", row->type,
+					 q);
+		}
+	} else if (!word) {
+		snprintf(why, sizeof(why), "the key table gives no doc_type for this key");
+	} else if (!strstr(row->type, word)) {
+		snprintf(why, sizeof(why), "type \"%s\" does not say \"%s\"", row->type, word);
+	}
+	if (!why[0] && !strstr(row->def, want_def))
+		snprintf(why, sizeof(why), "default \"%s\" does not say \"%s\"", row->def,
+			 want_def);
+	if (!why[0] && !!(k->flags & KEY_NULLABLE) != !!strstr(row->type, "null"))
+		snprintf(why, sizeof(why), "type \"%s\" %s \"null\"", row->type,
+			 k->flags & KEY_NULLABLE ? "does not say" : "says");
+	if (!ok(!why[0], "docs/policy.md documents %s with its type, default and meaning", path))
+		printf("#   %s\n", why);
+}
+
+static unsigned walk_doc_keys(const key_table *t, const char *prefix, doc_row *rows, size_t n_rows)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < t->n_keys; i++) {
+		const policy_key *k = &t->keys[i];
+		char path[256];
+
+		snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", k->name);
+		check_doc_key(k, path, rows, n_rows);
+		n++;
+		if (k->type == KT_LIST) {
+			strcat(path, "[]");
+			n += walk_doc_keys(k->sub, path, rows, n_rows);
+		} else if (k->sub) {
+			n += walk_doc_keys(k->sub, path, rows, n_rows);
+		}
+	}
+	return n;
+}
+
+static void test_reference_doc(void)
+{
+	_cleanup_free_ char *text = NULL;
+	_cleanup_free_ doc_row *rows = calloc(MAX_DOC_ROWS, sizeof(*rows));
+	unsigned malformed = 0, n_keys, extra = 0;
+	size_t len = 0, n_rows;
+
+	if (!rows)
+		abort();
+	text = read_source_file("docs/policy.md", &len);
+	if (!text) {
+		printf("ok %u # SKIP docs/policy.md not found from %s\n", ++n_test, __FILE__);
+		return;
+	}
+	n_rows = read_doc_rows(text, rows, MAX_DOC_ROWS, &malformed);
+	ok(malformed == 0, "docs/policy.md: every key row has a key, type, default and meaning");
+	n_keys = walk_doc_keys(&policy_root, "", rows, n_rows);
+	ok(n_keys >= 50, "the key table has every key (%u)", n_keys);
+	for (size_t i = 0; i < n_rows; i++) {
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(rows[i].key, rows[j].key) == 0) {
+				printf("#   %s is documented twice\n", rows[i].key);
+				extra++;
+			}
+		if (!rows[i].seen) {
+			printf("#   %s is documented but the parser knows no such key\n",
+			       rows[i].key);
+			extra++;
+		}
+	}
+	ok(extra == 0 && n_rows == n_keys,
+	   "docs/policy.md documents only the parser's keys, each once (%zu rows, %u keys)", n_rows,
+	   n_keys);
+}
+
 int main(void)
 {
 	make_tree();
@@ -1284,6 +1631,8 @@ int main(void)
 	test_describe_rootfs();
 	test_more_errors();
 	test_examples();
+	test_host_check();
+	test_reference_doc();
 	remove_tree();
 	printf("1..%u\n", n_test);
 	return n_failed ? 1 : 0;

@@ -18,30 +18,14 @@
 
 #include "base/cleanup.h"
 #include "policy/plan.h"
+#include "tap.h"
 #include "token/token.h"
 
-static unsigned n_test, n_failed;
 static char tmpdir[] = "/tmp/test-token-XXXXXX";
 static uint8_t key[TK_KEY_LEN];
 
 #define IAT ((time_t)1800000000)
 #define TTL 3600
-
-static bool ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	n_test++;
-	if (!cond)
-		n_failed++;
-	printf("%sok %u - ", cond ? "" : "not ", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return cond;
-}
 
 /* ' -> " and @ -> tmpdir. Caller frees. */
 static char *J(const char *s)
@@ -914,8 +898,7 @@ int main(void)
 
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmpdir);
+			tap_diag("could not remove %s", tmpdir);
 	}
-	printf("1..%u\n", n_test);
-	return n_failed ? 1 : 0;
+	return tap_done();
 }

@@ -21,9 +21,9 @@
 #include <sys/socket.h>
 
 #include "base/cleanup.h"
+#include "policy/intersect.h"
 #include "policy/plan.h"
 #include "policy/policy-internal.h"
-#include "token/token.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -42,16 +42,6 @@ static bool str_eq(const char *a, const char *b)
 	if (!a || !b)
 		return a == b;
 	return strcmp(a, b) == 0;
-}
-
-/* p equals prefix or lies below it (path components, not bytes). */
-static bool path_is_under(const char *p, const char *prefix)
-{
-	size_t n = strlen(prefix);
-
-	if (strcmp(prefix, "/") == 0)
-		return true;
-	return strncmp(p, prefix, n) == 0 && (p[n] == '\0' || p[n] == '/');
 }
 
 static bool path_strictly_under(const char *p, const char *prefix)
