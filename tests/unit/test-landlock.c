@@ -371,8 +371,10 @@ int main(void)
 
 	test_abi_selection();
 	if (abi <= 0) {
-		printf("# SKIP Landlock unavailable (%d)\n1..%u\n", abi, n_test);
-		return getenv("SANDCAP_MUST_WORK") ? 1 : 77;
+		/* The pure checks ran; the rest needs the kernel's Landlock. */
+		ok(true, "rulesets on this kernel # SKIP Landlock unavailable (%d)", abi);
+		printf("1..%u\n", n_test);
+		return getenv("SANDCAP_MUST_WORK") ? 1 : 0;
 	}
 	if (!mkdtemp(base)) {
 		printf("1..0 # SKIP mkdtemp: %s\n", strerror(errno));
