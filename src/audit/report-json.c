@@ -20,7 +20,7 @@ static json_t *blist_json(const blist *l)
 			 "more", (json_int_t)(l->count - json_array_size(l->items)));
 }
 
-static json_t *ctable_json(const ctable *t, const char *name, bool bytes)
+static json_t *ctable_json(const au_table *t, const char *name, bool bytes)
 {
 	json_t *a = json_array();
 
@@ -106,6 +106,7 @@ int rp_json(FILE *out, const report *rp)
 	set(root, "consumed", borrow(rp->exit));
 
 	set(did, "processes", blist_json(&rp->procs));
+	set(did, "exec_failed", blist_json(&rp->failed));
 	set(net, "requests", json_integer((json_int_t)rp->net.count));
 	set(net, "tunnels", json_integer((json_int_t)rp->tunnels));
 	set(net, "bytes_out", json_integer((json_int_t)rp->net_bytes_out));
@@ -114,17 +115,21 @@ int rp_json(FILE *out, const report *rp)
 	set(net, "shown", blist_json(&rp->net));
 	set(did, "network", net);
 	set(did, "files", blist_json(&rp->files));
+	/* Distinct paths: the summary's and sandbox.exit's files_written. */
+	set(did, "files_written", json_integer((json_int_t)rp->tally.files_written));
+	set(did, "files_written_approx", json_boolean(rp->tally.files_approx));
 	set(did, "files_incomplete", json_boolean(rp->files_truncated));
 	set(did, "files_unrecorded", json_integer((json_int_t)rp->files_unrecorded));
 	set(did, "other_events", ctable_json(&rp->other_events, "event", false));
 	set(root, "did", did);
 
 	set(stopped, "network", blist_json(&rp->denied));
-	set(sys, "count", json_integer((json_int_t)rp->syscalls_denied));
-	set(sys, "by_syscall", ctable_json(&rp->syscalls, "syscall", false));
+	set(stopped, "network_by_host", ctable_json(&rp->tally.denied_hosts, "host", false));
+	set(sys, "count", json_integer((json_int_t)rp->tally.syscalls_denied));
+	set(sys, "by_syscall", ctable_json(&rp->tally.syscalls, "syscall", false));
 	set(stopped, "syscalls", sys);
-	set(lim, "count", json_integer((json_int_t)rp->limits_hit));
-	set(lim, "by_limit", ctable_json(&rp->limits, "limit", false));
+	set(lim, "count", json_integer((json_int_t)rp->tally.limits_hit));
+	set(lim, "by_limit", ctable_json(&rp->tally.limits, "limit", false));
 	set(stopped, "limits", lim);
 	set(root, "stopped", stopped);
 

@@ -13,14 +13,7 @@
 /* Bytes from the sandbox: printable ASCII as is, everything else \xNN. */
 static void put_safe(FILE *out, const char *s)
 {
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c >= 0x20 && c < 0x7f)
-			(void)fputc(c, out);
-		else
-			(void)fprintf(out, "\\x%02x", c);
-	}
+	au_fputs_safe(s, out);
 }
 
 static void put_scalar(FILE *out, json_t *v)
@@ -449,7 +442,11 @@ static void text_did(FILE *out, const report *rp)
 	size_t i;
 
 	(void)fputs("\nWhat it did\n", out);
-	(void)fprintf(out, "  processes %" PRIu64 " executed\n", rp->procs.count);
+	(void)fprintf(out, "  processes %" PRIu64 " executed", rp->procs.count);
+	if (rp->failed.count)
+		(void)fprintf(out, ", %" PRIu64 " exec attempt%s failed (not listed)",
+			      rp->failed.count, rp->failed.count == 1 ? "" : "s");
+	(void)fputc('\n', out);
 	json_array_foreach(rp->procs.items, i, x)
 	{
 		(void)fputs("    ", out);
@@ -481,7 +478,7 @@ static void text_did(FILE *out, const report *rp)
 			      rp->tunnels == 1 ? "" : "s");
 	(void)fputc('\n', out);
 	for (i = 0; i < rp->hosts.n; i++) {
-		const counter *c = &rp->hosts.e[i];
+		const au_count *c = &rp->hosts.e[i];
 
 		(void)fputs("    ", out);
 		put_safe(out, c->key);
@@ -525,7 +522,12 @@ static void text_did(FILE *out, const report *rp)
 	}
 	put_more(out, &rp->net);
 
-	(void)fprintf(out, "  files     %" PRIu64 " written\n", rp->files.count);
+	/* Distinct paths, as the end-of-run summary counts them. */
+	(void)fprintf(out, "  files     %s%" PRIu64 " written",
+		      rp->tally.files_approx ? "at least " : "", rp->tally.files_written);
+	if (rp->files.count != rp->tally.files_written)
+		(void)fprintf(out, " (%" PRIu64 " fs.write records)", rp->files.count);
+	(void)fputc('\n', out);
 	json_array_foreach(rp->files.items, i, x)
 	{
 		(void)fputs("    ", out);
@@ -554,7 +556,7 @@ static void text_did(FILE *out, const report *rp)
 	}
 }
 
-static void text_ctable(FILE *out, const ctable *t, bool details)
+static void text_ctable(FILE *out, const au_table *t, bool details)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		(void)fputs(details ? "\n    " : " ", out);
@@ -568,6 +570,28 @@ static void text_ctable(FILE *out, const ctable *t, bool details)
 	if (t->other_count)
 		(void)fprintf(out, "%sand %" PRIu64 " of other kinds", details ? "\n    " : " ",
 			      t->other_count);
+	(void)fputc('\n', out);
+}
+
+/* The denials the list above cut off, by host, most denied first. */
+static void text_by_host(FILE *out, const au_table *t)
+{
+	const au_count *e[AU_TALLY_KEYS];
+	size_t n = au_table_sorted(t, e);
+
+	(void)fputs("    by host:", out);
+	for (size_t i = 0; i < n; i++) {
+		(void)fputs(i ? ", " : " ", out);
+		put_safe(out, e[i]->key);
+		(void)fprintf(out, " x%" PRIu64, e[i]->count);
+		if (e[i]->detail[0]) {
+			(void)fputs(" (", out);
+			put_safe(out, e[i]->detail);
+			(void)fputs(e[i]->mixed ? ", ...)" : ")", out);
+		}
+	}
+	if (t->other_count)
+		(void)fprintf(out, ", and %" PRIu64 " to other hosts", t->other_count);
 	(void)fputc('\n', out);
 }
 
@@ -600,12 +624,14 @@ static void text_stopped(FILE *out, const report *rp)
 		(void)fputc('\n', out);
 	}
 	put_more(out, &rp->denied);
-	(void)fprintf(out, "  syscalls  %" PRIu64 " denied", rp->syscalls_denied);
-	if (rp->syscalls_denied)
+	if (rp->denied.count > json_array_size(rp->denied.items))
+		text_by_host(out, &rp->tally.denied_hosts);
+	(void)fprintf(out, "  syscalls  %" PRIu64 " denied", rp->tally.syscalls_denied);
+	if (rp->tally.syscalls_denied)
 		(void)fputc(':', out);
-	text_ctable(out, &rp->syscalls, false);
-	(void)fprintf(out, "  limits    %" PRIu64 " hit", rp->limits_hit);
-	text_ctable(out, &rp->limits, true);
+	text_ctable(out, &rp->tally.syscalls, false);
+	(void)fprintf(out, "  limits    %" PRIu64 " hit", rp->tally.limits_hit);
+	text_ctable(out, &rp->tally.limits, true);
 }
 
 void rp_text(FILE *out, const report *rp)

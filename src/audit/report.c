@@ -102,35 +102,8 @@ static int blist_add(blist *l, json_t *data, const char *const *keys)
 	return json_array_append_new(l->items, item) < 0 ? -ENOMEM : 0;
 }
 
-static counter *ctable_get(ctable *t, const char *key)
-{
-	char k[REPORT_KEY_MAX];
-
-	(void)snprintf(k, sizeof(k), "%s", key ? key : "?");
-	for (size_t i = 0; i < t->n; i++)
-		if (strcmp(t->e[i].key, k) == 0)
-			return &t->e[i];
-	if (t->n == REPORT_TABLE_MAX) {
-		t->other_keys++; /* an upper bound: repeated overflow keys count again */
-		t->other_count++;
-		return NULL;
-	}
-	strcpy(t->e[t->n].key, k);
-	return &t->e[t->n++];
-}
-
-static void ctable_count(ctable *t, const char *key, const char *detail)
-{
-	counter *c = ctable_get(t, key);
-
-	if (!c)
-		return;
-	sat_add(&c->count, 1);
-	if (detail && !c->detail[0])
-		(void)snprintf(c->detail, sizeof(c->detail), "%s", detail);
-}
-
 static const char *const proc_keys[] = {"pid", "path", "argv", NULL};
+static const char *const failed_keys[] = {"pid", "path", "result", "errno", "error", NULL};
 static const char *const net_keys[] = {"method", "host",	"port",	     "path",
 				       "addr",	 "status",	"bytes_out", "bytes_in",
 				       "rule",	 "duration_ms", NULL};
@@ -138,16 +111,18 @@ static const char *const denied_keys[] = {"method", "host", "port", "path", "rea
 static const char *const file_keys[] = {"path", "op", NULL};
 static const char *const grant_keys[] = {"path", "at", "mode", NULL};
 
-static int account_traffic(report *rp, json_t *data)
+static int account_traffic(report *rp, json_t *data, bool allowed)
 {
 	uint64_t out = 0, in = 0;
-	counter *c;
+	au_count *c;
 
 	(void)rp_get_u64(data, "bytes_out", &out);
 	(void)rp_get_u64(data, "bytes_in", &in);
 	sat_add(&rp->net_bytes_out, out);
 	sat_add(&rp->net_bytes_in, in);
-	c = ctable_get(&rp->hosts, rp_get_str(data, "host"));
+	if (!allowed)
+		return 0; /* the table is of allowed traffic; the refusal is in net.denied */
+	c = au_table_get(&rp->hosts, rp_get_str(data, "host"));
 	if (c) {
 		sat_add(&c->bytes_out, out);
 		sat_add(&c->bytes_in, in);
@@ -157,6 +132,7 @@ static int account_traffic(report *rp, json_t *data)
 
 static int handle_event(report *rp, const char *event, json_t *data)
 {
+	au_tally_event(&rp->tally, event, data);
 	if (strcmp(event, "sandbox.start") == 0) {
 		if (!rp->start)
 			rp->start = json_incref(data);
@@ -166,32 +142,27 @@ static int handle_event(report *rp, const char *event, json_t *data)
 	} else if (strcmp(event, "fs.grant") == 0) {
 		return blist_add(&rp->grants, data, grant_keys);
 	} else if (strcmp(event, "proc.exec") == 0) {
-		/* "result": the exec failed (a PATH search's miss): not run. */
-		if (json_object_get(data, "result"))
-			return 0;
+		if (au_exec_failed(data))
+			return blist_add(&rp->failed, data, failed_keys);
 		return blist_add(&rp->procs, data, proc_keys);
 	} else if (strcmp(event, "net.request") == 0) {
 		const char *d = rp_get_str(data, "decision");
 
 		/* Every refusal also comes as net.denied, listed there once. */
 		if (d && strcmp(d, "allow") != 0)
-			return account_traffic(rp, data);
-		(void)account_traffic(rp, data);
-		counter *c = ctable_get(&rp->hosts, rp_get_str(data, "host"));
+			return account_traffic(rp, data, false);
+		(void)account_traffic(rp, data, true);
+		au_count *c = au_table_get(&rp->hosts, rp_get_str(data, "host"));
 		if (c)
 			sat_add(&c->count, 1);
 		return blist_add(&rp->net, data, net_keys);
 	} else if (strcmp(event, "net.tunnel.close") == 0) {
 		sat_add(&rp->tunnels, 1);
-		return account_traffic(rp, data);
+		return account_traffic(rp, data, true);
 	} else if (strcmp(event, "net.denied") == 0) {
 		return blist_add(&rp->denied, data, denied_keys);
-	} else if (strcmp(event, "syscall.denied") == 0) {
-		sat_add(&rp->syscalls_denied, 1);
-		ctable_count(&rp->syscalls, rp_get_str(data, "syscall"), NULL);
-	} else if (strcmp(event, "limit.hit") == 0) {
-		sat_add(&rp->limits_hit, 1);
-		ctable_count(&rp->limits, rp_get_str(data, "limit"), rp_get_str(data, "detail"));
+	} else if (strcmp(event, "syscall.denied") == 0 || strcmp(event, "limit.hit") == 0) {
+		return 0; /* counted in the tally */
 	} else if (strcmp(event, "fs.write") == 0) {
 		const char *op = rp_get_str(data, "op");
 		uint64_t n = 0;
@@ -211,7 +182,7 @@ static int handle_event(report *rp, const char *event, json_t *data)
 		rp->sealed = true;
 		rp->keyed = json_is_true(json_object_get(data, "keyed"));
 	} else {
-		ctable_count(&rp->other_events, event, NULL);
+		au_table_count(&rp->other_events, event, NULL);
 	}
 	return 0;
 }
@@ -268,6 +239,7 @@ static void report_done(report *rp)
 	json_decref(rp->failure);
 	json_decref(rp->grants.items);
 	json_decref(rp->procs.items);
+	json_decref(rp->failed.items);
 	json_decref(rp->net.items);
 	json_decref(rp->files.items);
 	json_decref(rp->denied.items);
@@ -291,11 +263,12 @@ int au_report(FILE *in, FILE *out, bool json)
 	au_chain_init(&rp->chain, NULL, 0);
 	rp->grants.items = json_array();
 	rp->procs.items = json_array();
+	rp->failed.items = json_array();
 	rp->net.items = json_array();
 	rp->files.items = json_array();
 	rp->denied.items = json_array();
-	if (!rp->grants.items || !rp->procs.items || !rp->net.items || !rp->files.items ||
-	    !rp->denied.items) {
+	if (!rp->grants.items || !rp->procs.items || !rp->failed.items || !rp->net.items ||
+	    !rp->files.items || !rp->denied.items) {
 		report_done(rp);
 		return -ENOMEM;
 	}

@@ -9,9 +9,9 @@
 #include <stdio.h>
 
 #include "audit/audit-internal.h"
+#include "audit/tally.h"
 
 #define REPORT_LIST_MAX	  8u   /* items kept per list */
-#define REPORT_TABLE_MAX  16u  /* keys kept per counting table */
 #define REPORT_STR_MAX	  160u /* bytes kept of one string */
 #define REPORT_ARGV_MAX	  16u  /* argv elements kept per process */
 #define REPORT_PLAN_ITEMS 12u  /* grants / egress rules shown in text */
@@ -21,21 +21,6 @@ typedef struct blist {
 	json_t *items; /* at most REPORT_LIST_MAX trimmed objects */
 	uint64_t count;
 } blist;
-
-typedef struct counter {
-	char key[REPORT_KEY_MAX];
-	uint64_t count;
-	uint64_t bytes_out;
-	uint64_t bytes_in;
-	char detail[REPORT_STR_MAX];
-} counter;
-
-typedef struct ctable {
-	counter e[REPORT_TABLE_MAX];
-	size_t n;
-	uint64_t other_keys;  /* keys that did not fit */
-	uint64_t other_count; /* their events */
-} ctable;
 
 typedef struct report {
 	uint64_t lines;
@@ -56,16 +41,15 @@ typedef struct report {
 	json_t *exit;	 /* sandbox.exit data */
 	json_t *failure; /* audit.error data: the log says a record was not written */
 	blist grants;	 /* fs.grant */
-	blist procs;	 /* proc.exec */
+	blist procs;	 /* proc.exec of programs that ran */
+	blist failed;	 /* proc.exec attempts that did not run (au_exec_failed) */
 	blist net;	 /* net.request, allowed */
 	blist files;	 /* fs.write */
 	blist denied;	 /* net.denied and denied net.request */
-	ctable hosts;	 /* allowed traffic per host */
-	ctable syscalls;
-	ctable limits;
-	ctable other_events;
+	au_table hosts;	 /* allowed traffic per host */
+	au_table other_events;
+	au_tally tally; /* the numbers the end-of-run summary shows too */
 	uint64_t net_bytes_out, net_bytes_in, tunnels;
-	uint64_t syscalls_denied, limits_hit;
 	bool files_truncated;	   /* an fs.write with op "truncated" was seen */
 	uint64_t files_unrecorded; /* the sum of their counts */
 } report;

@@ -13,9 +13,7 @@
 #include "base/io.h"
 #include "cgroup/cgroup.h"
 #include "cli/cli.h"
-#include "landlock/landlock.h"
-#include "ns/ns.h"
-#include "seccomp/seccomp.h"
+#include "host/host.h"
 
 /* In a child: as run would, so without root together with a user namespace. */
 static bool can_unshare(int flags)
@@ -69,7 +67,7 @@ int cmd_doctor(int argc, char **argv)
 	    {"ipc namespace", CLONE_NEWIPC},	   {"uts namespace", CLONE_NEWUTS},
 	    {"cgroup namespace", CLONE_NEWCGROUP},
 	};
-	char reason[512] = "", buf[64], mode[128], userns_why[256];
+	char reason[512] = "", mode[128], userns_why[320];
 	const char *policy = NULL, *audit = NULL;
 	bool all = true, ok, unpriv, userns_ok;
 	sc_plan *plan = NULL;
@@ -106,8 +104,8 @@ int cmd_doctor(int argc, char **argv)
 			: "root: a host id range per sandbox, idmapped grants",
 		 (unsigned)geteuid());
 	line("run mode", true, mode);
-	/* The sysctls say why; the attempt says whether. */
-	userns_ok = ns_unpriv_userns_check(userns_why, sizeof(userns_why)) >= 0;
+	/* The probes say why; the attempt says whether. */
+	userns_ok = host_why_userns(true, userns_why, sizeof(userns_why)) >= 0;
 	if (userns_ok && !can_userns_unprivileged()) {
 		userns_ok = false;
 		snprintf(userns_why, sizeof(userns_why),
@@ -118,30 +116,27 @@ int cmd_doctor(int argc, char **argv)
 		all &= userns_ok;
 	for (size_t i = 0; i < ELEMENTSOF(nss); i++) {
 		ok = can_unshare(nss[i].flag);
-		line(nss[i].name, ok, NULL);
+		reason[0] = '\0';
+		if (!ok && nss[i].flag == CLONE_NEWUSER)
+			(void)host_why_userns(unpriv, reason, sizeof(reason));
+		line(nss[i].name, ok, reason);
 		all &= ok;
 	}
-	ok = cg_detect(&v, reason, sizeof(reason)) >= 0;
-	if (ok && unpriv) {
-		/* The hierarchy is there; without root only a delegated one is ours. */
-		ok = cg_delegated(reason, sizeof(reason)) >= 0;
-		if (v == CG_V1)
-			snprintf(reason, sizeof(reason),
-				 "this host uses cgroup v1, which is not delegated to users");
+	ok = host_why_cgroup(unpriv, reason, sizeof(reason)) >= 0;
+	if (unpriv)
 		line("delegated cgroup", ok, reason);
-	} else {
-		line(ok ? (v == CG_V2 ? "cgroup v2" : "cgroup v1") : "cgroups", ok, reason);
-	}
+	else
+		line(ok ? (cg_detect(&v, mode, sizeof(mode)) >= 0 && v == CG_V2 ? "cgroup v2"
+										: "cgroup v1")
+			: "cgroups",
+		     ok, reason);
 	all &= ok;
-	abi = ll_abi();
-	snprintf(buf, sizeof(buf), abi > 0 ? "ABI %d%s" : "not available", abi,
-		 abi >= 6   ? " (fs, net, scoping)"
-		 : abi >= 4 ? " (fs, net)"
-			    : "");
-	line("landlock", abi > 0, buf);
-	all &= abi > 0;
+	/* The ABI in use, and why there is none. */
+	ok = host_why_landlock(&abi, reason, sizeof(reason)) >= 0 && abi > 0;
+	line("landlock", ok, reason);
+	all &= ok;
 	reason[0] = '\0';
-	ok = sf_probe(reason, sizeof(reason)) >= 0;
+	ok = host_why_seccomp(reason, sizeof(reason)) >= 0;
 	line("seccomp + user notif", ok, reason);
 	all &= ok;
 	if (unpriv && !userns_ok)

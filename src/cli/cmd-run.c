@@ -43,7 +43,7 @@ static void run_usage(FILE *out)
 	      "                     and an error in what --set wrote names that --set.\n"
 	      "                     Not with --token: attenuate the token instead\n"
 	      "  --json             print the end-of-run summary as one JSON object on stderr\n"
-	      "  --quiet            no summary unless something went wrong\n"
+	      "  --quiet            no summary unless the command failed (exit status not 0)\n"
 	      "\n"
 	      "Exit status: the command's own; 128+N when it died of signal N; 124 when the\n"
 	      "wall-clock limit ended it; 125 when the sandbox could not be set up; 126 not\n"
@@ -92,8 +92,88 @@ static void summary_audit(FILE *f, const sc_run_result *r)
 		fprintf(f, "  audit: %s (final hash %s)\n", r->audit_path, r->audit_hash);
 }
 
+/* limit.hit names in words; the supervisor's own are said on their lines. */
+static const char *limit_words(const char *limit)
+{
+	static const struct {
+		const char *key, *words;
+	} names[] = {
+	    {"memory", "memory (OOM kill)"},
+	    {"pids", "pids"},
+	    {"cpu_throttled", "cpu (throttled)"},
+	    {"wall", "wall clock"},
+	    {"max_request_body", "request body cap"},
+	    {"max_response_body", "response body cap"},
+	    {"egress_budget", "egress budget"},
+	    {"rate", "request rate"},
+	    {"bandwidth", "bandwidth"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (strcmp(limit, names[i].key) == 0)
+			return names[i].words;
+	return NULL;
+}
+
+/* The limits the run hit, from its limit.hit records: "  limits hit: ..." */
+static void summary_limits(FILE *f, const au_tally *t)
+{
+	const au_count *e[AU_TALLY_KEYS];
+	size_t n = au_table_sorted(&t->limits, e);
+
+	if (n == 0)
+		return;
+	fputs("  limits hit:", f);
+	for (size_t i = 0; i < n; i++) {
+		const char *w = limit_words(e[i]->key);
+
+		fputs(i ? ", " : " ", f);
+		if (w)
+			fputs(w, f);
+		else
+			au_fputs_safe(e[i]->key, f);
+		if (e[i]->count > 1)
+			fprintf(f, " x%" PRIu64, e[i]->count);
+	}
+	if (t->limits.other_count)
+		fprintf(f, ", %" PRIu64 " more", t->limits.other_count);
+	fputc('\n', f);
+}
+
+#define SUMMARY_TOP 3 /* denied hosts named in the text summary */
+
+/* What the proxy refused, most refused hosts first, with their reason. */
+static void summary_denied(FILE *f, const au_tally *t)
+{
+	const au_count *e[AU_TALLY_KEYS];
+	size_t n = au_table_sorted(&t->denied_hosts, e);
+	uint64_t rest = t->denied_hosts.other_count;
+
+	if (n == 0)
+		return;
+	fputs("    denied:", f);
+	for (size_t i = 0; i < n; i++) {
+		if (i == SUMMARY_TOP) {
+			rest += e[i]->count;
+			continue;
+		}
+		fputs(i ? ", " : " ", f);
+		au_fputs_safe(e[i]->key, f);
+		fprintf(f, " x%" PRIu64, e[i]->count);
+		if (e[i]->detail[0]) {
+			fputs(" (", f);
+			au_fputs_safe(e[i]->detail, f);
+			fputs(e[i]->mixed ? ", ...)" : ")", f);
+		}
+	}
+	if (rest)
+		fprintf(f, ", %" PRIu64 " more to other hosts", rest);
+	fputc('\n', f);
+}
+
 static void summary_text(const sc_plan *p, const sc_run_result *r)
 {
+	const au_tally *t = &r->tally;
 	FILE *f = stderr;
 
 	fprintf(f, "sandcap: %s ", r->sandbox_id);
@@ -125,33 +205,72 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 		}
 	}
 	fprintf(f, " (cgroup %s)\n", r->cgroup);
-	if (r->oom_kills || r->pids_limited || r->cpu_throttled)
-		fprintf(f, "  limits hit:%s%s%s\n", r->oom_kills ? " memory (OOM kill)" : "",
-			r->pids_limited ? " pids" : "", r->cpu_throttled ? " cpu (throttled)" : "");
+	summary_limits(f, t);
 	if (p->n_egress) {
 		fprintf(f, "  network: %" PRIu64 " allowed, %" PRIu64 " denied, out ",
-			r->requests_allowed, r->requests_denied);
+			r->requests_allowed, t->net_denied);
 		print_size(f, r->bytes_out);
 		fputs(", in ", f);
 		print_size(f, r->bytes_in);
 		fputc('\n', f);
+		summary_denied(f, t);
 		if (r->proxy_restarts)
 			fprintf(f,
 				"  egress proxy: died and restarted %u time%s (proxy.exit in the "
 				"audit log)\n",
 				r->proxy_restarts, r->proxy_restarts == 1 ? "" : "s");
 	}
-	if (r->syscalls_denied)
-		fprintf(f, "  syscalls denied: %" PRIu64 "\n", r->syscalls_denied);
+	if (t->syscalls_denied) {
+		const au_count *e[AU_TALLY_KEYS];
+		size_t n = au_table_sorted(&t->syscalls, e);
+
+		fprintf(f, "  syscalls denied: %" PRIu64 " (", t->syscalls_denied);
+		for (size_t i = 0; i < n; i++) {
+			fputs(i ? ", " : "", f);
+			au_fputs_safe(e[i]->key, f);
+			fprintf(f, " x%" PRIu64, e[i]->count);
+		}
+		if (t->syscalls.other_count)
+			fprintf(f, ", %" PRIu64 " other", t->syscalls.other_count);
+		fputs(")\n", f);
+	}
+	if (t->execs || t->execs_failed) {
+		fprintf(f, "  programs run: %" PRIu64, t->execs);
+		if (t->execs_failed)
+			fprintf(f,
+				" (and %" PRIu64 " exec attempt%s that failed, e.g. PATH lookups)",
+				t->execs_failed, t->execs_failed == 1 ? "" : "s");
+		fputc('\n', f);
+	}
 	if (r->files_written)
-		fprintf(f, "  files written: %" PRIu64 " (fs.write records in the audit log)\n",
-			r->files_written);
+		fprintf(f, "  files written: %s%" PRIu64 " (distinct paths in fs.write records)\n",
+			t->files_approx ? "at least " : "", r->files_written);
 	if (r->audit_path[0])
 		summary_audit(f, r);
 }
 
+/* A table as [{KEY: key, "count": n[, DETAIL: detail]}], highest first. */
+static json_t *table_json(const au_table *t, const char *key, const char *detail)
+{
+	const au_count *e[AU_TALLY_KEYS];
+	size_t n = au_table_sorted(t, e);
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++) {
+		json_t *o =
+		    json_pack("{s:s, s:I}", key, e[i]->key, "count", (json_int_t)e[i]->count);
+
+		if (o && detail && e[i]->detail[0])
+			(void)json_object_set_new(o, detail, json_string(e[i]->detail));
+		if (o)
+			(void)json_array_append_new(a, o);
+	}
+	return a ? a : json_null();
+}
+
 static void summary_json(const sc_run_result *r)
 {
+	const au_tally *t = &r->tally;
 	json_t *o = json_pack(
 	    "{s:s, s:i, s:i, s:b, s:b, s:b, s:b, s:f, s:f, s:f, s:o, s:I, s:I, s:I, s:I, s:I, s:I, "
 	    "s:I, s:s, s:s, s:s}",
@@ -162,8 +281,8 @@ static void summary_json(const sc_run_result *r)
 	    r->memory_peak == UINT64_MAX ? json_null() : json_integer((json_int_t)r->memory_peak),
 	    "oom_kills", (json_int_t)r->oom_kills, "bytes_out", (json_int_t)r->bytes_out,
 	    "bytes_in", (json_int_t)r->bytes_in, "requests_allowed",
-	    (json_int_t)r->requests_allowed, "requests_denied", (json_int_t)r->requests_denied,
-	    "syscalls_denied", (json_int_t)r->syscalls_denied, "files_written",
+	    (json_int_t)r->requests_allowed, "requests_denied", (json_int_t)t->net_denied,
+	    "syscalls_denied", (json_int_t)t->syscalls_denied, "files_written",
 	    (json_int_t)r->files_written, "cgroup", r->cgroup, "audit", r->audit_path, "audit_hash",
 	    r->audit_hash);
 	char *s;
@@ -189,9 +308,17 @@ static void summary_json(const sc_run_result *r)
 				    (json_int_t)r->audit_failed_at, "sandbox_stopped",
 				    r->audit_stopped, "unrecorded", (json_int_t)r->audit_unrecorded)
 			: json_null());
+		(void)json_object_set_new(o, "denied_hosts",
+					  table_json(&t->denied_hosts, "host", "reason"));
+		(void)json_object_set_new(o, "limits_hit",
+					  table_json(&t->limits, "limit", "detail"));
+		(void)json_object_set_new(o, "syscalls_denied_by_name",
+					  table_json(&t->syscalls, "syscall", NULL));
+		(void)json_object_set_new(o, "execs", json_integer((json_int_t)t->execs));
+		(void)json_object_set_new(o, "execs_failed",
+					  json_integer((json_int_t)t->execs_failed));
 	}
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-
 	if (s)
 		fprintf(stderr, "%s\n", s);
 	free(s);
@@ -343,7 +470,7 @@ int cmd_run(int argc, char **argv)
 			  res.proxy_restarts, res.proxy_restarts == 1 ? "" : "s");
 	if (json)
 		summary_json(&res);
-	else if (!quiet || res.exit_status >= 124 || res.oom_killed || res.timed_out ||
+	else if (!quiet || res.exit_status != 0 || res.oom_killed || res.timed_out ||
 		 res.proxy_failed || res.audit_error || (res.audit_path[0] && !res.audit_sealed))
 		summary_text(plan, &res);
 	sc_plan_free(plan);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Landlock UAPI for ABI 1..7 and raw syscall wrappers. Debian 12's
+ * Landlock UAPI for ABI 1..9 and raw syscall wrappers. Debian 12's
  * linux/landlock.h stops at ABI 2 (no TRUNCATE, no network rules, no
  * IOCTL_DEV, no scoping), so the structures that grew are redefined here
  * under our own names with the kernel's layout
@@ -56,6 +56,12 @@
 #define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
 #endif
 
+/* ABI 9: connect/sendmsg to pathname UNIX sockets made outside the domain
+ * (include/uapi/linux/landlock.h, Linux 7.1) */
+#ifndef LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+#define LANDLOCK_ACCESS_FS_RESOLVE_UNIX (1ULL << 16)
+#endif
+
 /* ABI 4: network rules */
 #ifndef LANDLOCK_ACCESS_NET_BIND_TCP
 #define LANDLOCK_ACCESS_NET_BIND_TCP	(1ULL << 0)
@@ -70,7 +76,12 @@
 #define LANDLOCK_SCOPE_SIGNAL		    (1ULL << 1)
 #endif
 
-/* The ruleset attribute as of ABI 6; the kernel accepts a shorter size from
+/* ABI 8: landlock_restrict_self() for every thread of the process (Linux 7.0) */
+#ifndef LANDLOCK_RESTRICT_SELF_TSYNC
+#define LANDLOCK_RESTRICT_SELF_TSYNC (1U << 3)
+#endif
+
+/* The ruleset attribute as of ABI 6 (still so in ABI 9); the kernel accepts a shorter size from
  * older callers, and we pass a size matched to the probed ABI. */
 struct sc_landlock_ruleset_attr {
 	uint64_t handled_access_fs;

@@ -43,6 +43,7 @@
 #include "core/pty.h"
 #include "core/spawn.h"
 #include "core/sync.h"
+#include "host/host.h"
 #include "ns/ns.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
@@ -303,6 +304,7 @@ static int emit_locked(supervisor *s, const char *event, json_t *data)
 {
 	int r;
 
+	au_tally_event(&s->res->tally, event, data); /* the summary's numbers */
 	if (s->o->event_sink) {
 		s->o->event_sink(s->res->sandbox_id, event, data, s->o->event_sink_data);
 		return 0;
@@ -335,11 +337,14 @@ static int emit(supervisor *s, const char *event, json_t *data)
 static void emit_final(supervisor *s, const char *event, json_t *data)
 {
 	pthread_mutex_lock(&s->emit_lock);
-	if (s->o->event_sink || !s->audit)
+	if (s->o->event_sink || !s->audit) {
 		(void)emit_locked(s, event, data);
-	else if (au_emit_final(s->audit, event, data) < 0) {
-		s->res->audit_unrecorded++;
-		audit_failed(s);
+	} else {
+		au_tally_event(&s->res->tally, event, data);
+		if (au_emit_final(s->audit, event, data) < 0) {
+			s->res->audit_unrecorded++;
+			audit_failed(s);
+		}
 	}
 	pthread_mutex_unlock(&s->emit_lock);
 }
@@ -581,6 +586,7 @@ static void handle_sync(supervisor *s)
 		m.err = m.err > 0 && m.err < 4096 ? m.err : EPROTO;
 		fail(s->diag, -m.err, m.step, "%s%s%s", m.what, m.what[0] ? ": " : "",
 		     strerror(m.err));
+		host_explain_refusal(s->diag, -m.err, s->unpriv); /* a chroot, a sysctl... */
 		break;
 	case SYNC_GO:
 	case SYNC_MAPPED:
@@ -1223,8 +1229,10 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	s.id_base = ns_host_id_base(getpid());
 	r = s.unpriv ? ns_open_sources_unpriv(p, &s.sources, diag)
 		     : ns_open_sources(p, s.id_base + 1, s.id_base + 1, &s.sources, diag);
-	if (r < 0)
+	if (r < 0) {
+		host_explain_refusal(diag, r, s.unpriv); /* an id mapping needs a userns */
 		goto out;
+	}
 
 	/* Before the child exists: the listing fallback snapshots the grants now. */
 	r = fw_start(p, &s.fw, &s.fw_mode);
@@ -1285,6 +1293,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		else
 			r = fail(diag, -errno, "clone", "cannot create the sandbox namespaces: %s",
 				 strerror(errno));
+		host_explain_refusal(diag, r, s.unpriv);
 		goto out_sig;
 	}
 	if (s.pid == 0) {
@@ -1381,7 +1390,8 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 	collect(&s);
 	emit_start(&s, -1);
 	/* The sandbox is gone: every event it caused is queued by now. */
-	res->files_written = (uint64_t)fw_finish(s.fw, on_event, &s);
+	(void)fw_finish(s.fw, on_event, &s);
+	res->files_written = res->tally.files_written; /* as `audit report` counts them */
 	emit_exit(&s);
 	r = 0;
 out_sig:

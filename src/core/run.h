@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "audit/tally.h"
 #include "policy/plan.h"
 
 enum {
@@ -63,7 +64,7 @@ typedef struct sc_run_result {
 	uint64_t bytes_out, bytes_in;
 	uint64_t requests_allowed, requests_denied;
 	uint64_t syscalls_denied;
-	uint64_t files_written;	 /* distinct paths in fs.write records: files and dirs changed */
+	uint64_t files_written;	 /* distinct paths in fs.write records: tally.files_written */
 	unsigned proxy_restarts; /* egress proxy workers that died and were replaced */
 	bool proxy_failed;	 /* the last one died too: the sandbox was stopped */
 	char sandbox_id[40];
@@ -83,6 +84,7 @@ typedef struct sc_run_result {
 	char cgroup[16];	/* "v1", "v2" or "none" */
 	bool unprivileged;	/* ran without root (docs/decisions.md) */
 	char not_enforced[320]; /* what best_effort let go, "" when nothing */
+	au_tally tally;		/* every event of the log, counted as `audit report` does */
 } sc_run_result;
 
 /* The state directory whose audit/ holds the per-run logs without

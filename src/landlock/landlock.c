@@ -16,12 +16,13 @@
 
 #include "base/cleanup.h"
 #include "compat/landlock.h"
+#include "ns/ns.h"
 #include "proxy/proxy.h"
 
 /* The newest ABI whose rights this file knows. A newer kernel is used at this
  * level: rights we do not name stay unhandled, i.e. allowed (landlock(7),
  * "Compatibility"); the mount namespace and seccomp still cover them. */
-#define LL_ABI_KNOWN 7
+#define LL_ABI_KNOWN 9
 
 #define LL_FS_V1                                                                                   \
 	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                              \
@@ -33,6 +34,7 @@
 	 LANDLOCK_ACCESS_FS_MAKE_SYM)
 #define LL_FS_V3    (LL_FS_V1 | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE)
 #define LL_FS_V5    (LL_FS_V3 | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+#define LL_FS_V9    (LL_FS_V5 | LANDLOCK_ACCESS_FS_RESOLVE_UNIX)
 #define LL_NET_V4   (LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP)
 #define LL_SCOPE_V6 (LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL)
 
@@ -42,22 +44,32 @@ static const uint64_t ll_fs_handled[LL_ABI_KNOWN + 1] = {
     [3] = LL_FS_V3, [4] = LL_FS_V3,
     [5] = LL_FS_V5, [6] = LL_FS_V5,
     [7] = LL_FS_V5, /* ABI 7 only adds audit-logging flags */
+    [8] = LL_FS_V5, /* ABI 8 only adds LANDLOCK_RESTRICT_SELF_TSYNC */
+    [9] = LL_FS_V9,
 };
 static const uint64_t ll_net_handled[LL_ABI_KNOWN + 1] = {
-    [4] = LL_NET_V4,
-    [5] = LL_NET_V4,
-    [6] = LL_NET_V4,
-    [7] = LL_NET_V4,
+    [4] = LL_NET_V4, [5] = LL_NET_V4, [6] = LL_NET_V4,
+    [7] = LL_NET_V4, [8] = LL_NET_V4, [9] = LL_NET_V4,
 };
 static const uint64_t ll_scoped[LL_ABI_KNOWN + 1] = {
     [6] = LL_SCOPE_V6,
     [7] = LL_SCOPE_V6,
+    [8] = LL_SCOPE_V6,
+    [9] = LL_SCOPE_V6,
 };
 static const size_t ll_attr_size[LL_ABI_KNOWN + 1] = {
     [1] = SC_LANDLOCK_RULESET_ATTR_SIZE_V1, [2] = SC_LANDLOCK_RULESET_ATTR_SIZE_V1,
     [3] = SC_LANDLOCK_RULESET_ATTR_SIZE_V1, [4] = SC_LANDLOCK_RULESET_ATTR_SIZE_V4,
     [5] = SC_LANDLOCK_RULESET_ATTR_SIZE_V4, [6] = SC_LANDLOCK_RULESET_ATTR_SIZE_V6,
-    [7] = SC_LANDLOCK_RULESET_ATTR_SIZE_V6,
+    [7] = SC_LANDLOCK_RULESET_ATTR_SIZE_V6, [8] = SC_LANDLOCK_RULESET_ATTR_SIZE_V6,
+    [9] = SC_LANDLOCK_RULESET_ATTR_SIZE_V6,
+};
+/* landlock_restrict_self() flags: from ABI 8 the domain goes onto every
+ * thread at once. The child is single-threaded when it restricts itself,
+ * so this only closes the door on a thread we did not know of. */
+static const uint32_t ll_restrict_flags[LL_ABI_KNOWN + 1] = {
+    [8] = LANDLOCK_RESTRICT_SELF_TSYNC,
+    [9] = LANDLOCK_RESTRICT_SELF_TSYNC,
 };
 
 /* Rights that make sense on a non-directory; the kernel rejects others
@@ -65,14 +77,19 @@ static const size_t ll_attr_size[LL_ABI_KNOWN + 1] = {
 #define LL_FILE_RIGHTS                                                                             \
 	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                              \
 	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |                              \
-	 LANDLOCK_ACCESS_FS_IOCTL_DEV)
+	 LANDLOCK_ACCESS_FS_IOCTL_DEV | LANDLOCK_ACCESS_FS_RESOLVE_UNIX)
 
 /* Access sets, before being cut down to what the ABI handles. */
 #define LL_RO                                                                                      \
 	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
 /* Writable trees get everything but device creation: devices are never
- * legitimate in a grant (mounts are nodev, seccomp refuses mknod of them). */
-#define LL_RW (LL_FS_V5 & ~(LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK))
+ * legitimate in a grant (mounts are nodev, seccomp refuses mknod of them).
+ * That includes connecting to a UNIX socket found there (ABI 9): a rw grant
+ * is the agent's to use whole. Read-only trees do not: a host daemon's
+ * socket in a ro grant (or in the runtime) would let the agent ask that
+ * daemon to act for it. Sockets the sandbox binds itself stay reachable
+ * anywhere (the kernel allows those of the same domain). */
+#define LL_RW (LL_FS_V9 & ~(LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK))
 /* The character devices: read/write, O_TRUNC on open (shells do "> /dev/null")
  * and terminal ioctls (tcgetattr on /dev/tty and the pts). */
 #define LL_DEV                                                                                     \
@@ -121,6 +138,9 @@ static const ll_path_rule ll_common[] = {
     {"/dev/pts", LL_DEV | LANDLOCK_ACCESS_FS_READ_DIR}, /* their slaves */
     {"/dev/shm", LL_RW},				/* POSIX shm and semaphores */
     {"/proc", LL_PROC},					/* the sandbox's own procfs */
+    /* The supervisor binds it outside the domain: connecting needs the
+     * right from ABI 9 on (the only one a socket file gets here). */
+    {NS_SPAWN_SOCKET, LANDLOCK_ACCESS_FS_RESOLVE_UNIX},
 };
 
 static void ll_note(ll_status *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -139,6 +159,39 @@ static void ll_note(ll_status *st, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)vsnprintf(st->degraded + used, sizeof(st->degraded) - used, fmt, ap);
 	va_end(ap);
+}
+
+int ll_abi_used(int kernel_abi)
+{
+	return kernel_abi > LL_ABI_KNOWN ? LL_ABI_KNOWN : kernel_abi < 0 ? 0 : kernel_abi;
+}
+
+const char *ll_abi_features(int abi)
+{
+	static const char *const what[LL_ABI_KNOWN + 1] = {
+	    [0] = "none",
+	    [1] = "fs",
+	    [2] = "fs, refer",
+	    [3] = "fs, truncate",
+	    [4] = "fs, TCP",
+	    [5] = "fs, TCP, device ioctls",
+	    [6] = "fs, TCP, scoping",
+	    [7] = "fs, TCP, scoping",
+	    [8] = "fs, TCP, scoping, all threads",
+	    [9] = "fs, TCP, scoping, all threads, pathname unix sockets",
+	};
+
+	return what[ll_abi_used(abi)];
+}
+
+uint64_t ll_handled_fs(int abi)
+{
+	return ll_fs_handled[ll_abi_used(abi)];
+}
+
+uint32_t ll_restrict_flags_for(int abi)
+{
+	return ll_restrict_flags[ll_abi_used(abi)];
 }
 
 int ll_abi(void)
@@ -288,7 +341,7 @@ int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status
 			return -errno;
 	}
 
-	if (sys_landlock_restrict_self(ruleset_fd, 0) < 0)
+	if (sys_landlock_restrict_self(ruleset_fd, ll_restrict_flags[abi]) < 0)
 		return -errno; /* EPERM: no_new_privs not set by the caller */
 
 	st.fs = true;
@@ -303,6 +356,8 @@ int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status
 	if (!st.scoped)
 		ll_note(&st, "landlock ABI %d: abstract unix sockets and signals not scoped",
 			st.abi);
+	st.unix_paths = (attr.handled_access_fs & LANDLOCK_ACCESS_FS_RESOLVE_UNIX) != 0;
+	st.all_threads = ll_restrict_flags[abi] != 0;
 	*ret_status = st;
 	return 0;
 }

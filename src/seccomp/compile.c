@@ -119,6 +119,8 @@ static uint32_t sf_action_of(sf_action act, unsigned variant, bool *ret_skip)
 		return (variant & SF_V_AUDIT_EXEC) ? SCMP_ACT_NOTIFY : SCMP_ACT_ALLOW;
 	case SF_DENY:
 		return (variant & SF_V_AUDIT_DENIED) ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(EPERM);
+	case SF_NOFAMILY:
+		return SCMP_ACT_ERRNO(EAFNOSUPPORT);
 	case SF_ENOSYS:
 	case _SF_ACTION_MAX:
 	case _SF_ACTION_INVALID:

@@ -18,6 +18,7 @@
  */
 #include "seccomp/profile.h"
 
+#include <linux/netlink.h>
 #include <linux/sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -138,8 +139,16 @@ const sf_rule sf_profile[] = {
     {SF_DENY, NAMES("socket"), IN(0, MASK32, AF_UNIX, AF_INET, AF_INET6),
      IN(1, SOCK_TYPE_BITS, SOCK_RAW, SOCK_PACKET),
      .why = "raw sockets forge packets and sniff the namespace"},
-    {SF_DENY, NAMES("socket"), NOT_IN(0, MASK32, AF_UNIX, AF_INET, AF_INET6),
-     .why = "netlink, packet, vsock, bluetooth...: kernel attack surface, no use here"},
+    {SF_NOFAMILY, NAMES("socket"), IN(0, MASK32, AF_NETLINK), IN(2, MASK32, NETLINK_ROUTE),
+     .why = "glibc's getaddrinfo(AI_ADDRCONFIG) and getifaddrs probe the interfaces this "
+	    "way on nearly every networked run; refused as a kernel without netlink would, "
+	    "unrecorded, so that denials stay worth reading (allowing it would show only lo, "
+	    "and glibc then refuses AF_INET lookups even of 127.0.0.1)"},
+    {SF_DENY, NAMES("socket"), IN(0, MASK32, AF_NETLINK), NOT_IN(2, MASK32, NETLINK_ROUTE),
+     .why = "other netlink families (audit, sock_diag, netfilter, uevents...): kernel "
+	    "attack surface, no use here"},
+    {SF_DENY, NAMES("socket"), NOT_IN(0, MASK32, AF_UNIX, AF_INET, AF_INET6, AF_NETLINK),
+     .why = "packet, vsock, bluetooth...: kernel attack surface, no use here"},
     {SF_ALLOW, NAMES("socketpair"), IN(0, MASK32, AF_UNIX), .why = "unix socket pairs"},
     {SF_ALLOW, NAMES("ioctl"), NOT_IN(1, MASK32, TIOCSTI, TIOCLINUX, TIOCSETD),
      .why = "device and terminal control"},

@@ -16,10 +16,12 @@
 #include "policy/plan.h"
 
 typedef enum sf_action {
-	SF_ALLOW,  /* allowed */
-	SF_EXEC,   /* allowed; with audit_exec the listener records it first */
-	SF_DENY,   /* EPERM; with audit_denied_syscalls the listener records and refuses */
-	SF_ENOSYS, /* ENOSYS like every unknown syscall; listed to document the choice */
+	SF_ALLOW,    /* allowed */
+	SF_EXEC,     /* allowed; with audit_exec the listener records it first */
+	SF_DENY,     /* EPERM; with audit_denied_syscalls the listener records and refuses */
+	SF_ENOSYS,   /* ENOSYS like every unknown syscall; listed to document the choice */
+	SF_NOFAMILY, /* EAFNOSUPPORT, never recorded: as a kernel without that socket
+		      * family would answer (docs/decisions.md, the netlink probe) */
 	_SF_ACTION_MAX,
 	_SF_ACTION_INVALID = -EINVAL,
 } sf_action;

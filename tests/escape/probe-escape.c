@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/keyctl.h>
+#include <linux/netlink.h>
 #include <linux/perf_event.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -369,7 +370,42 @@ static int p_socket_packet(int argc, char **argv)
 static int p_socket_netlink(int argc, char **argv)
 {
 	(void)argc, (void)argv;
-	return verdict(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0));
+	return verdict(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+}
+
+/* The families beside the route probe glibc makes: the kernel's audit
+ * channel, every socket of the namespace, netfilter, device events. */
+static int p_socket_netlink_audit(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	return verdict(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT));
+}
+
+static int p_socket_netlink_diag(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	return verdict(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+}
+
+static int p_socket_netlink_netfilter(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	return verdict(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER));
+}
+
+static int p_socket_netlink_uevent(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	return verdict(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT));
+}
+
+/* The kernel reads the protocol as an int: bits above 32 must not make
+ * another family look like the route probe, nor the reverse. */
+static int p_socket_netlink_high(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	return verdict(
+	    syscall(__NR_socket, AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, (1UL << 32) | NETLINK_AUDIT));
 }
 
 static int parse_port(const char *s)
@@ -555,6 +591,11 @@ static const struct probe {
     {"socket-raw", p_socket_raw},
     {"socket-packet", p_socket_packet},
     {"socket-netlink", p_socket_netlink},
+    {"socket-netlink-audit", p_socket_netlink_audit},
+    {"socket-netlink-diag", p_socket_netlink_diag},
+    {"socket-netlink-netfilter", p_socket_netlink_netfilter},
+    {"socket-netlink-uevent", p_socket_netlink_uevent},
+    {"socket-netlink-high", p_socket_netlink_high},
     {"tcp-connect", p_tcp_connect},
     {"udp", p_udp},
     {"abstract-unix", p_abstract_unix},

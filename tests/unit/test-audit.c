@@ -23,6 +23,7 @@
 
 #include "audit/audit-internal.h"
 #include "audit/audit.h"
+#include "audit/tally.h"
 #include "base/cleanup.h"
 #include "base/io.h"
 
@@ -811,6 +812,92 @@ static void test_report(void)
 	free_lines(&ls);
 }
 
+/*
+ * The numbers the end-of-run summary shows (the supervisor's tally, fed the
+ * events it writes) and those of the report (read back from the log) are
+ * one definition: the same events give the same values, and failed exec
+ * attempts are counted apart from programs that ran.
+ */
+static void test_tally(void)
+{
+	_cleanup_free_ char *path = path_in_tmp("tally.log");
+	_cleanup_free_ char *buf = NULL, *text = NULL, *js = NULL;
+	static au_tally t; /* as in sc_run_result: fed what is written */
+	const au_count *top[AU_TALLY_KEYS];
+	json_t *root = NULL, *did;
+	au_log *log = NULL;
+	size_t len = 0;
+	int r;
+
+	memset(&t, 0, sizeof(t));
+	r = au_open(path, NULL, 0, "sc-test-0002", AUDIT_FSYNC_BOUNDARIES, &log);
+#define EMIT(ev, ...)                                                                              \
+	do {                                                                                       \
+		json_t *d_ = json_pack(__VA_ARGS__);                                               \
+		au_tally_event(&t, ev, d_);                                                        \
+		if (r >= 0)                                                                        \
+			r = au_emit(log, ev, d_);                                                  \
+	} while (0)
+	EMIT("proc.exec", "{s:i, s:s, s:[s]}", "pid", 2, "path", "/usr/local/bin/sh", "argv", "sh");
+	/* a PATH lookup that missed, as the exec record says it */
+	EMIT("proc.exec", "{s:i, s:s, s:[s], s:s}", "pid", 3, "path", "/usr/local/bin/git", "argv",
+	     "git", "result", "ENOENT");
+	EMIT("proc.exec", "{s:i, s:s, s:[s], s:s}", "pid", 3, "path", "/usr/bin/git", "argv", "git",
+	     "result", "ok");
+	EMIT("proc.exec", "{s:i, s:s, s:[s], s:i}", "pid", 4, "path", "/sbin/x", "argv", "x",
+	     "errno", 13);
+	EMIT("fs.write", "{s:s, s:s}", "path", "/work/a", "op", "create");
+	EMIT("fs.write", "{s:s, s:s}", "path", "/work/a", "op", "modify");
+	EMIT("fs.write", "{s:s, s:s}", "path", "/work/b", "op", "create");
+	EMIT("fs.write", "{s:s, s:I, s:s}", "op", "truncated", "count", (json_int_t)5, "reason",
+	     "event cap");
+	EMIT("net.denied", "{s:s, s:i, s:s}", "host", "a.test", "port", 80, "reason",
+	     "host-not-allowed");
+	EMIT("net.denied", "{s:s, s:i, s:s}", "host", "b.test", "port", 80, "reason",
+	     "private-address");
+	EMIT("net.denied", "{s:s, s:i, s:s}", "host", "b.test", "port", 80, "reason",
+	     "private-address");
+	EMIT("limit.hit", "{s:s, s:s}", "limit", "max_request_body", "detail", "b.test");
+	EMIT("limit.hit", "{s:s, s:s}", "limit", "egress_budget", "detail", "a.test");
+#undef EMIT
+	if (r >= 0)
+		r = au_seal(log);
+	au_close(log);
+	ok(r >= 0 && t.execs == 2 && t.execs_failed == 2,
+	   "tally: 2 programs ran, 2 exec attempts failed (%" PRIu64 ", %" PRIu64 ")", t.execs,
+	   t.execs_failed);
+	ok(t.files_written == 2 && !t.files_approx,
+	   "tally: files written counts distinct paths, not records or the truncation note "
+	   "(%" PRIu64 ")",
+	   t.files_written);
+	ok(t.net_denied == 3 && au_table_sorted(&t.denied_hosts, top) == 2 &&
+	       strcmp(top[0]->key, "b.test") == 0 && top[0]->count == 2 &&
+	       strcmp(top[0]->detail, "private-address") == 0 && strcmp(top[1]->key, "a.test") == 0,
+	   "tally: denials by host, most denied first, with the reason");
+	ok(t.limits_hit == 2 && t.limits.n == 2, "tally: the network limits hit");
+
+	r = io_read_file_at(AT_FDCWD, path, 1 << 20, &buf, &len);
+	text = r >= 0 ? report_of(buf, len, false) : NULL;
+	js = r >= 0 ? report_of(buf, len, true) : NULL;
+	root = js ? json_loads(js, 0, NULL) : NULL;
+	did = json_object_get(root, "did");
+	ok(text && strstr(text, "processes 2 executed, 2 exec attempts failed (not listed)") &&
+	       !strstr(text, "/usr/local/bin/git") && strstr(text, "/usr/bin/git"),
+	   "report: failed attempts are counted, not listed as executed");
+	ok(text && strstr(text, "files     2 written (3 fs.write records)"),
+	   "report: files written is the summary's number");
+	ok(json_integer_value(json_object_get(did, "files_written")) ==
+		   (json_int_t)t.files_written &&
+	       json_integer_value(json_object_get(json_object_get(did, "processes"), "count")) ==
+		   (json_int_t)t.execs &&
+	       json_integer_value(json_object_get(json_object_get(did, "exec_failed"), "count")) ==
+		   (json_int_t)t.execs_failed,
+	   "report JSON: files_written, processes and exec_failed equal the tally's");
+	if (n_fail && text)
+		fputs(text, stdout);
+	json_decref(root);
+}
+
 static long vmdata_kib(void)
 {
 	_cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
@@ -1137,6 +1224,7 @@ int main(void)
 	test_argv();
 	test_key_file();
 	test_report();
+	test_tally();
 	test_big();
 	cleanup_tmp();
 	printf("1..%d\n", n_test);

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/keyctl.h>
+#include <linux/netlink.h>
+#include <netdb.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
@@ -148,7 +150,36 @@ static int c_raw(void)
 }
 static int c_netlink(void)
 {
-	return expect_errno(socket(AF_NETLINK, SOCK_DGRAM, 0), EPERM);
+	return expect_errno(socket(AF_NETLINK, SOCK_DGRAM, NETLINK_SOCK_DIAG), EPERM);
+}
+static int c_netlink_audit(void)
+{
+	return expect_errno(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT), EPERM);
+}
+static int c_netlink_uevent(void)
+{
+	return expect_errno(socket(AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT), EPERM);
+}
+/* glibc's interface probe (getaddrinfo with AI_ADDRCONFIG, getifaddrs). */
+static int c_netlink_route(void)
+{
+	return expect_errno(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE),
+			    EAFNOSUPPORT);
+}
+/* ...after which glibc assumes both families and still answers, also for
+ * AF_INET (allowing the probe would show only lo, and glibc would then
+ * refuse every AF_INET lookup with EAI_NONAME). */
+static int c_addrconfig(void)
+{
+	struct addrinfo hints = {.ai_family = AF_INET,
+				 .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_ADDRCONFIG | AI_NUMERICHOST};
+	struct addrinfo *res = NULL;
+	int r = getaddrinfo("127.0.0.1", "80", &hints, &res);
+
+	if (res)
+		freeaddrinfo(res);
+	return r == 0 ? 0 : 20;
 }
 static int c_family_upper_bits(void)
 {
@@ -368,7 +399,11 @@ static const check checks[] = {
     {"io_uring_setup is EPERM", c_io_uring, 0, BARE_ROOT},
     {"socket(AF_PACKET) is EPERM", c_packet, 0, BARE_ROOT},
     {"socket(AF_INET, SOCK_RAW) is EPERM", c_raw, 0, BARE_ROOT},
-    {"socket(AF_NETLINK) is EPERM", c_netlink, 0, BARE_DIFFERS},
+    {"socket(AF_NETLINK, NETLINK_SOCK_DIAG) is EPERM", c_netlink, 0, BARE_DIFFERS},
+    {"socket(AF_NETLINK, NETLINK_AUDIT) is EPERM", c_netlink_audit, 0, BARE_DIFFERS},
+    {"socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT) is EPERM", c_netlink_uevent, 0, BARE_DIFFERS},
+    {"socket(AF_NETLINK, NETLINK_ROUTE) is EAFNOSUPPORT", c_netlink_route, 0, BARE_DIFFERS},
+    {"getaddrinfo(AF_INET, AI_ADDRCONFIG) answers after that", c_addrconfig, 0, BARE_ANY},
     {"socket family with upper bits set is EPERM", c_family_upper_bits, 0, BARE_ROOT},
     {"clone(CLONE_NEWNET) is EPERM", c_clone_newnet, 0, BARE_ROOT},
     {"clone3 is ENOSYS", c_clone3, 0, BARE_DIFFERS},
@@ -562,6 +597,18 @@ static int n_huge_argv(void)
 	return 11;
 }
 
+/* The route probe is refused unrecorded; another netlink family still
+ * reaches the listener and is recorded. */
+static int n_netlink(void)
+{
+	if (socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE) >= 0 ||
+	    errno != EAFNOSUPPORT)
+		return 14;
+	if (socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT) >= 0 || errno != EPERM)
+		return 15;
+	return 0;
+}
+
 static int n_sh_pipe(void)
 {
 	return c_sh_pipe();
@@ -748,6 +795,18 @@ static void test_notifications(void)
 	json_decref(ev.list);
 
 	ev.list = json_array();
+	st = run_notified(n_netlink, &ev);
+	d = find_event(ev.list, "syscall.denied", 0);
+	ok(st == 0 && d && !find_event(ev.list, "syscall.denied", 1) &&
+	       strcmp(json_string_value(json_object_get(d, "syscall")) ?: "", "socket") == 0 &&
+	       strcmp(json_string_value(json_array_get(json_object_get(d, "args"), 2)) ?: "",
+		      "0x9") == 0,
+	   "netlink: the route probe is refused unrecorded, NETLINK_AUDIT is recorded (status %d, "
+	   "%zu events)",
+	   st, json_array_size(ev.list));
+	json_decref(ev.list);
+
+	ev.list = json_array();
 	st = run_notified(n_sh_pipe, &ev);
 	ok(st == 0 && find_event(ev.list, "proc.exec", 2) != NULL,
 	   "sh pipeline under audit works and its execs are recorded (status %d, %zu events)", st,
@@ -804,7 +863,8 @@ static void test_expand(void)
 	test_expand_one("ioctl cmds",
 			(sf_arg){SF_NOT_IN, 1, 0xffffffffu, 3, {TIOCSTI, 0x541C, TIOCSETD}});
 	test_expand_one("personality", (sf_arg){SF_NOT_IN, 0, 0xffffffffu, 2, {0, 0xffffffffu}});
-	test_expand_one("socket families", (sf_arg){SF_NOT_IN, 0, 0xffffffffu, 3, {1, 2, 10}});
+	test_expand_one("socket families", (sf_arg){SF_NOT_IN, 0, 0xffffffffu, 4, {1, 2, 10, 16}});
+	test_expand_one("netlink protocols", (sf_arg){SF_NOT_IN, 2, 0xffffffffu, 1, {0}});
 	test_expand_one("clone namespace flags", (sf_arg){SF_NOT_IN, 0, 0x7e020000u, 1, {0}});
 }
 

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/* Counting a run's events for the summary and the report (tally.h). */
+#include "audit/tally.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void sat_add(uint64_t *a, uint64_t b)
+{
+	if (__builtin_add_overflow(*a, b, a))
+		*a = UINT64_MAX;
+}
+
+static const char *get_str(json_t *data, const char *key)
+{
+	return json_string_value(json_object_get(data, key));
+}
+
+au_count *au_table_get(au_table *t, const char *key)
+{
+	char k[AU_TALLY_KEY_MAX];
+
+	(void)snprintf(k, sizeof(k), "%s", key ? key : "?");
+	for (size_t i = 0; i < t->n; i++)
+		if (strcmp(t->e[i].key, k) == 0)
+			return &t->e[i];
+	if (t->n == AU_TALLY_KEYS) {
+		sat_add(&t->other_keys, 1);
+		sat_add(&t->other_count, 1);
+		return NULL;
+	}
+	memset(&t->e[t->n], 0, sizeof(t->e[t->n]));
+	strcpy(t->e[t->n].key, k);
+	return &t->e[t->n++];
+}
+
+void au_table_count(au_table *t, const char *key, const char *detail)
+{
+	au_count *c = au_table_get(t, key);
+
+	if (!c)
+		return;
+	sat_add(&c->count, 1);
+	if (!detail)
+		return;
+	if (c->count == 1)
+		(void)snprintf(c->detail, sizeof(c->detail), "%s", detail);
+	else if (strncmp(c->detail, detail, sizeof(c->detail) - 1) != 0)
+		c->mixed = true;
+}
+
+/* FNV-1a, only to count distinct paths: a collision under-counts by one. */
+static void count_path(au_tally *t, const char *path)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (const char *p = path; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	h = h ? h : 1;
+	/* Keep a free slot so that every probe ends; past that, count on. */
+	if (t->n_paths >= AU_TALLY_PATHS - 1) {
+		t->files_approx = true;
+		sat_add(&t->files_written, 1);
+		return;
+	}
+	for (i = h % AU_TALLY_PATHS; t->paths[i]; i = (i + 1) % AU_TALLY_PATHS)
+		if (t->paths[i] == h)
+			return;
+	t->paths[i] = h;
+	t->n_paths++;
+	sat_add(&t->files_written, 1);
+}
+
+bool au_exec_failed(json_t *data)
+{
+	const char *result = get_str(data, "result");
+	json_t *err = json_object_get(data, "errno");
+	json_t *error = json_object_get(data, "error");
+
+	if (result)
+		return strcmp(result, "ok") != 0 && strcmp(result, "success") != 0;
+	if (json_is_integer(err))
+		return json_integer_value(err) != 0;
+	if (json_is_string(err))
+		return json_string_length(err) > 0;
+	if (json_is_true(json_object_get(data, "failed")) ||
+	    json_is_false(json_object_get(data, "ok")))
+		return true;
+	return error && !json_is_null(error) && !json_is_false(error);
+}
+
+void au_tally_event(au_tally *t, const char *event, json_t *data)
+{
+	if (!t || !event)
+		return;
+	if (strcmp(event, "proc.exec") == 0) {
+		sat_add(au_exec_failed(data) ? &t->execs_failed : &t->execs, 1);
+	} else if (strcmp(event, "fs.write") == 0) {
+		const char *op = get_str(data, "op"), *path = get_str(data, "path");
+
+		/* "truncated" is the watch saying what it left out, not a file. */
+		if (path && !(op && strcmp(op, "truncated") == 0))
+			count_path(t, path);
+	} else if (strcmp(event, "net.denied") == 0) {
+		sat_add(&t->net_denied, 1);
+		au_table_count(&t->denied_hosts, get_str(data, "host"), get_str(data, "reason"));
+	} else if (strcmp(event, "syscall.denied") == 0) {
+		sat_add(&t->syscalls_denied, 1);
+		au_table_count(&t->syscalls, get_str(data, "syscall"), NULL);
+	} else if (strcmp(event, "limit.hit") == 0) {
+		sat_add(&t->limits_hit, 1);
+		au_table_count(&t->limits, get_str(data, "limit"), get_str(data, "detail"));
+	}
+}
+
+size_t au_table_sorted(const au_table *t, const au_count **out)
+{
+	size_t n = 0;
+
+	/* Insertion sort, stable: at most AU_TALLY_KEYS entries. */
+	for (size_t i = 0; i < t->n; i++) {
+		size_t j = n++;
+
+		while (j > 0 && out[j - 1]->count < t->e[i].count) {
+			out[j] = out[j - 1];
+			j--;
+		}
+		out[j] = &t->e[i];
+	}
+	return n;
+}
+
+void au_fputs_safe(const char *s, FILE *out)
+{
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c >= 0x20 && c < 0x7f)
+			(void)fputc(c, out);
+		else
+			(void)fprintf(out, "\\x%02x", c);
+	}
+}

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/* Why a layer is missing on this host (host.h). */
+#include "host/host.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/seccomp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/io.h"
+#include "cgroup/cgroup.h"
+#include "compat/landlock.h"
+#include "landlock/landlock.h"
+#include "ns/ns.h"
+#include "seccomp/seccomp.h"
+
+#define CHROOT_WHY                                                                                 \
+	"sandcap runs inside a chroot (its / is not the root of its mount namespace), and the "    \
+	"kernel "                                                                                  \
+	"refuses user namespaces to a chrooted process: run sandcap outside the chroot, or "       \
+	"in a container with a mount namespace of its own"
+
+static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (len == 0)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- chroot ----------------------------------------------------------- */
+
+/*
+ * The kernel's test (current_chrooted) is whether our root is the topmost
+ * mount on the namespace's root. From user space, with mountinfo (whose
+ * mount points are relative to the reader's root, and which leaves out what
+ * that root cannot reach): a root that is no mount's root shows no "/"
+ * line at all; a root that is a mount (a chroot into a bind mount of /)
+ * has a parent that pid 1 sees, inside pid 1's tree. /proc/PID/mountinfo
+ * needs no ptrace access, unlike /proc/1/root.
+ */
+typedef struct mi_root {
+	bool found;
+	uint64_t id, parent;
+} mi_root;
+
+/* The last line whose mount point is "/" (the topmost mount there). */
+static mi_root mi_find_root(const char *mi)
+{
+	mi_root r = {0};
+
+	for (const char *l = mi; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		unsigned long long id, parent;
+		char mp[256];
+
+		/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ...", spaces escaped as \040 */
+		if (sscanf(l, "%llu %llu %*s %*s %255s", &id, &parent, mp) == 3 &&
+		    strcmp(mp, "/") == 0)
+			r = (mi_root){.found = true, .id = id, .parent = parent};
+	}
+	return r;
+}
+
+static bool mi_has_id(const char *mi, uint64_t want)
+{
+	for (const char *l = mi; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		unsigned long long id;
+
+		if (sscanf(l, "%llu", &id) == 1 && id == want)
+			return true;
+	}
+	return false;
+}
+
+int host_chroot_judge(const char *self_mountinfo, const char *init_mountinfo)
+{
+	mi_root self, init;
+
+	if (!self_mountinfo)
+		return -EINVAL;
+	self = mi_find_root(self_mountinfo);
+	if (!self.found)
+		return 1; /* our root is inside a mount, not one */
+	if (!init_mountinfo)
+		return -ENODATA;
+	init = mi_find_root(init_mountinfo);
+	if (init.found && init.id == self.id)
+		return 0;
+	/* Our root is mounted on something pid 1 can see: a mount inside its
+	 * tree. (Another mount namespace shares no mount ids with ours.) */
+	return mi_has_id(init_mountinfo, self.parent) ? 1 : 0;
+}
+
+int host_in_chroot(void)
+{
+	_cleanup_free_ char *self = NULL, *init = NULL;
+	struct stat a, b;
+	int r;
+
+	/* Where pid 1's root is ours to stat, a different file settles it. */
+	if (stat("/", &a) == 0 && stat("/proc/1/root/", &b) == 0 &&
+	    (a.st_dev != b.st_dev || a.st_ino != b.st_ino))
+		return 1;
+	r = io_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 1 << 20, &self, NULL);
+	if (r < 0)
+		return r;
+	if (io_read_file_at(AT_FDCWD, "/proc/1/mountinfo", 1 << 20, &init, NULL) < 0)
+		init = NULL;
+	return host_chroot_judge(self, init);
+}
+
+/* ---- user namespaces ---------------------------------------------------- */
+
+static int read_long(const char *path, long *ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	char *end;
+	int r = io_read_file_at(AT_FDCWD, path, 64, &buf, NULL);
+
+	if (r < 0)
+		return r;
+	errno = 0;
+	*ret = strtol(buf, &end, 10);
+	return errno || end == buf ? -EINVAL : 0;
+}
+
+int host_why_userns(bool unpriv, char *why, size_t len)
+{
+	long v;
+
+	say(why, len, "%s", "");
+	if (host_in_chroot() == 1) {
+		say(why, len, "%s", CHROOT_WHY);
+		return -EPERM;
+	}
+	/* Without root: the sysctls and AppArmor, as ns_unpriv_userns_check
+	 * names them (it checks max_user_namespaces too). */
+	if (unpriv)
+		return ns_unpriv_userns_check(why, len);
+	if (read_long("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0) {
+		say(why, len,
+		    "user namespaces are disabled on this host (user.max_user_namespaces = 0)");
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* ---- Landlock ------------------------------------------------------------ */
+
+int host_landlock_explain(int ret, int err, const char *lsm, char *why, size_t len)
+{
+	if (ret > 0) {
+		int used = ll_abi_used(ret);
+
+		if (used == ret)
+			say(why, len, "ABI %d (%s)", ret, ll_abi_features(ret));
+		else
+			say(why, len, "ABI %d, used as ABI %d (%s): sandcap knows no newer rights",
+			    ret, used, ll_abi_features(used));
+		return 0;
+	}
+	if (err == ENOSYS) {
+		say(why, len,
+		    "the kernel has no Landlock syscalls (ENOSYS): built without "
+		    "CONFIG_SECURITY_LANDLOCK, older than 5.13, or hidden by a container's "
+		    "seccomp filter");
+		return -EOPNOTSUPP;
+	}
+	if (err == EOPNOTSUPP) {
+		if (lsm)
+			say(why, len,
+			    "Landlock is built in but disabled at boot (EOPNOTSUPP): the active "
+			    "security modules are \"%s\"; add landlock to the lsm= boot parameter",
+			    lsm);
+		else
+			say(why, len,
+			    "Landlock is built in but disabled at boot (EOPNOTSUPP): add landlock "
+			    "to the lsm= boot parameter");
+		return -EOPNOTSUPP;
+	}
+	say(why, len, "landlock_create_ruleset(VERSION) failed: %s", strerror(err));
+	return -err;
+}
+
+int host_why_landlock(int *ret_abi, char *why, size_t len)
+{
+	_cleanup_free_ char *lsm = NULL;
+	int abi = ll_abi();
+
+	if (ret_abi)
+		*ret_abi = abi > 0 ? abi : 0;
+	if (abi > 0)
+		return host_landlock_explain(abi, 0, NULL, why, len);
+	if (abi < 0)
+		return host_landlock_explain(-1, -abi, NULL, why, len);
+	/* ll_abi folds both reasons into 0: ask again for the errno. */
+	errno = 0;
+	if (sys_landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) >= 0)
+		errno = EOPNOTSUPP;
+	if (errno == EOPNOTSUPP &&
+	    io_read_file_at(AT_FDCWD, "/sys/kernel/security/lsm", 4096, &lsm, NULL) >= 0)
+		lsm[strcspn(lsm, "\n")] = '\0';
+	return host_landlock_explain(-1, errno ? errno : ENOSYS, lsm, why, len);
+}
+
+/* ---- seccomp ------------------------------------------------------------- */
+
+int host_seccomp_explain(int get_seccomp_err, int notif_err, char *why, size_t len)
+{
+	if (get_seccomp_err == EINVAL) {
+		say(why, len, "this kernel was built without seccomp (CONFIG_SECCOMP)");
+		return -EOPNOTSUPP;
+	}
+	if (get_seccomp_err) {
+		say(why, len, "prctl(PR_GET_SECCOMP) failed: %s", strerror(get_seccomp_err));
+		return -get_seccomp_err;
+	}
+	if (notif_err == EINVAL || notif_err == ENOSYS) {
+		say(why, len,
+		    "this kernel has no seccomp filters (CONFIG_SECCOMP_FILTER) or is older "
+		    "than 5.0");
+		return -EOPNOTSUPP;
+	}
+	if (notif_err == EOPNOTSUPP) {
+		say(why, len, "this kernel has no seccomp user notification (Linux 5.5 needed)");
+		return -EOPNOTSUPP;
+	}
+	if (notif_err) {
+		say(why, len, "seccomp(SECCOMP_GET_ACTION_AVAIL) failed: %s", strerror(notif_err));
+		return -notif_err;
+	}
+	return 0;
+}
+
+int host_why_seccomp(char *why, size_t len)
+{
+	uint32_t action = SECCOMP_RET_USER_NOTIF;
+	int get_err = 0, notif_err = 0, r;
+
+	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0)
+		get_err = errno;
+	else if (syscall(__NR_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) < 0)
+		notif_err = errno;
+	r = host_seccomp_explain(get_err, notif_err, why, len);
+	if (r < 0)
+		return r;
+	/* The kernel says it can; the probe finds out whether it does here
+	 * (an outer filter or listener can still refuse). */
+	return sf_probe(why, len);
+}
+
+/* ---- cgroup -------------------------------------------------------------- */
+
+int host_why_cgroup(bool unpriv, char *why, size_t len)
+{
+	cg_version v;
+	int r = cg_detect(&v, why, len);
+
+	if (r < 0 || !unpriv)
+		return r;
+	if (v == CG_V1) {
+		say(why, len,
+		    "this host uses cgroup v1, which is never delegated to users: without root, "
+		    "limits need a delegated cgroup v2 subtree");
+		return -EPERM;
+	}
+	return cg_delegated(why, len);
+}
+
+/* ---- refusals ------------------------------------------------------------ */
+
+void host_explain_refusal(sc_diag *d, int err, bool unpriv)
+{
+	char why[320] = "";
+	size_t n;
+
+	if (!d)
+		return;
+	err = err < 0 ? -err : err;
+	if (strcmp(d->path, "userns") == 0 || strcmp(d->path, "clone") == 0 ||
+	    (strncmp(d->path, "$.fs.grants", 11) == 0 && err == EPERM)) {
+		if (host_why_userns(unpriv, why, sizeof(why)) >= 0)
+			return;
+	} else if (strcmp(d->path, "mounts") == 0) {
+		if (host_in_chroot() != 1)
+			return;
+		say(why, sizeof(why), "%s", CHROOT_WHY);
+	} else if (strcmp(d->path, "landlock") == 0 && err == EOPNOTSUPP) {
+		int abi = 0;
+
+		if (host_why_landlock(&abi, why, sizeof(why)) >= 0) {
+			/* There, but too old for what the plan needs (ll_apply). */
+			if (abi >= 4)
+				return;
+			say(why, sizeof(why),
+			    "this kernel's Landlock ABI %d cannot restrict TCP connects (ABI 4, "
+			    "Linux 6.7), which a policy with net.egress needs",
+			    abi);
+		}
+	} else if (strcmp(d->path, "seccomp") == 0) {
+		if (host_why_seccomp(why, sizeof(why)) >= 0)
+			return;
+	} else if (strcmp(d->path, "cgroup") == 0) {
+		if (host_why_cgroup(unpriv, why, sizeof(why)) >= 0)
+			return;
+	} else {
+		return;
+	}
+	n = strlen(d->message);
+	if (why[0] && !strstr(d->message, why) && n + 3 < sizeof(d->message))
+		(void)snprintf(d->message + n, sizeof(d->message) - n, "%s%s", n ? "; " : "", why);
+}
