@@ -203,7 +203,7 @@ int cmd_run(int argc, char **argv)
 		case 's':
 			if (n_sets >= MAX_SETS) {
 				cli_error("more than %d --set options", MAX_SETS);
-				return 125;
+				return SC_EXIT_SETUP;
 			}
 			sets[n_sets++] = optarg;
 			break;
@@ -222,37 +222,37 @@ int cmd_run(int argc, char **argv)
 			return spawn_child_main(atoi(optarg));
 		default:
 			run_usage(stderr);
-			return 125;
+			return SC_EXIT_SETUP;
 		}
 	}
 	if (optind >= argc) {
 		cli_error("run: no command given (see 'sandcap run --help')");
-		return 125;
+		return SC_EXIT_SETUP;
 	}
 	if (!!policy == !!token) {
 		cli_error("run: give exactly one of --policy FILE or --token FILE");
-		return 125;
+		return SC_EXIT_SETUP;
 	}
 	if (token) {
 		if (n_sets) {
 			cli_error("run: --set applies to policies, not tokens (attenuate the token "
 				  "instead)");
-			return 125;
+			return SC_EXIT_SETUP;
 		}
 		if (cli_load_token(token, keyfile, &plan, &info, digest, &token_text) < 0)
-			return 125;
+			return SC_EXIT_SETUP;
 		o.token = token_text;
 		o.policy_source = "token";
 		o.token_id = info.id;
 		o.token_caveats = info.n_caveats;
 	} else {
 		if (cli_load_policy_sets(policy, sets, n_sets, &plan, digest) < 0)
-			return 125;
+			return SC_EXIT_SETUP;
 		o.policy_source = policy;
 	}
 	if (audit_key && read_key(audit_key, akey, &akey_len) < 0) {
 		sc_plan_free(plan);
-		return 125;
+		return SC_EXIT_SETUP;
 	}
 	o.plan = plan;
 	o.argv = argv + optind;
@@ -266,7 +266,7 @@ int cmd_run(int argc, char **argv)
 		cli_error("cannot set up the sandbox: %s%s%s", d.path, d.path[0] ? ": " : "",
 			  d.message[0] ? d.message : strerror(-r));
 		sc_plan_free(plan);
-		return 125;
+		return SC_EXIT_SETUP;
 	}
 	/* Even with --quiet: a degraded run is something that went wrong. */
 	if (res.not_enforced[0])

@@ -24,10 +24,27 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/exit-status.h"
 #include "compat/syscalls.h"
 #include "core/sync.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
+
+/* Nothing of the launcher's signal state crosses into the sandbox: an
+ * ignored signal stays ignored across execve (signal(7)), as nohup's SIGHUP
+ * or a Python parent's SIGPIPE would, and so does the blocked mask (the
+ * supervisor's blocks all it takes through its signalfd). */
+static int step_signals(child_ctx *c)
+{
+	sigset_t none;
+
+	(void)c;
+	for (int sig = 1; sig < _NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)signal(sig, SIG_DFL); /* EINVAL for libc's own: left as they are */
+	sigemptyset(&none);
+	return sigprocmask(SIG_SETMASK, &none, NULL) < 0 ? -errno : 0;
+}
 
 static int step_wait_go(child_ctx *c)
 {
@@ -283,6 +300,7 @@ static const struct setup_step {
 	const char *name;
 	int (*fn)(child_ctx *c);
 } setup_steps[] = {
+    {"signals", step_signals},
     {"mounts", step_mounts}, /* host root: idmapped binds need it */
     {"hostname", step_hostname},
     {"network", step_network}, /* listener must be born in this netns */
@@ -309,6 +327,7 @@ static const struct setup_step {
  * the id maps before "go", so everything here runs as the agent's ids.
  */
 static const struct setup_step setup_steps_unpriv[] = {
+    {"signals", step_signals},
     {"wait-go", step_wait_go},	    /* maps written, cgroup joined */
     {"mounts", step_mounts_unpriv}, /* files we create need mapped ids */
     {"hostname", step_hostname},
@@ -342,7 +361,7 @@ _Noreturn void child_main(child_ctx *c)
 			snprintf(m.step, sizeof(m.step), "%s", steps[i].name);
 			snprintf(m.what, sizeof(m.what), "%s", c->what ? c->what : "");
 			(void)sync_send(c->sync, &m, -1);
-			_exit(125);
+			_exit(SC_EXIT_SETUP);
 		}
 	}
 	/* pid 1 is exec'd fresh: none of the supervisor's memory crosses. */
@@ -350,5 +369,5 @@ _Noreturn void child_main(child_ctx *c)
 	m.err = errno;
 	snprintf(m.step, sizeof(m.step), "exec-init");
 	(void)sync_send(c->sync, &m, -1);
-	_exit(125);
+	_exit(SC_EXIT_SETUP);
 }

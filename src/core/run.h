@@ -10,14 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/exit-status.h"
 #include "policy/plan.h"
-
-enum {
-	SC_EXIT_TIMEOUT = 124,
-	SC_EXIT_SETUP = 125,
-	SC_EXIT_NOEXEC = 126,
-	SC_EXIT_NOTFOUND = 127,
-};
 
 struct json_t;
 /* Receives every event instead of a log file; owns data. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "policy/plan.h"
+#include "policy/agent-env.h"
 #include "policy/policy-internal.h"
 
 /* "64 MiB", "1.5 GiB", "512 bytes". */
@@ -215,9 +216,14 @@ int plan_describe(const sc_plan *p, FILE *out)
 	fprintf(out, "\nEnvironment (nothing else is inherited):\n  ");
 	for (size_t i = 0; i < p->n_env; i++)
 		fprintf(out, "%.*s ", (int)strcspn(p->env[i], "="), p->env[i]);
-	fprintf(out, "HOME PATH USER TMPDIR%s\n",
-		p->n_egress ? " HTTP_PROXY HTTPS_PROXY ALL_PROXY NO_PROXY (and lower-case forms)"
-			    : "");
+	{
+		const char *name;
+		size_t len;
+
+		for (size_t i = 0; agent_env_name(p, i, &name, &len); i++)
+			fprintf(out, "%s%.*s", i ? " " : "", (int)len, name);
+		fputc('\n', out);
+	}
 
 	fprintf(out, "\nDelegation:\n");
 	if (p->spawn_max_depth == 0)

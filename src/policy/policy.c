@@ -38,6 +38,7 @@
 #include "base/cleanup.h"
 #include "base/parse-num.h"
 #include "policy/plan.h"
+#include "policy/agent-env.h"
 #include "policy/policy-internal.h"
 
 /* Limits of single values, beyond the counts in plan.h. */
@@ -60,12 +61,6 @@
 
 const char *const plan_method_names[] = {
     "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT",
-};
-
-/* Names sandcap sets itself in the agent's environment (DESIGN.md 2 and 5);
- * compared case-insensitively so "http_proxy" is refused too. */
-static const char *const reserved_env[] = {
-    "HOME", "PATH", "USER", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
 };
 
 /* Headers that frame or route the request: injecting them would let a policy
@@ -1665,11 +1660,9 @@ static int parse_env(pctx *c, json_t *v, sc_plan *p)
 				    "%s is not a valid variable name (letters, digits and \"_\", "
 				    "not starting with a digit)",
 				    q);
-		for (size_t i = 0; i < ELEMENTSOF(reserved_env); i++)
-			if (strcasecmp(key, reserved_env[i]) == 0)
-				return fail(c, -EINVAL,
-					    "%s is set by sandcap itself and cannot be overridden",
-					    q);
+		if (agent_env_reserved(key))
+			return fail(c, -EINVAL,
+				    "%s is set by sandcap itself and cannot be overridden", q);
 		r = want_string(c, x, &val);
 		if (r < 0)
 			return r;
