@@ -75,6 +75,12 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 	if (r->timed_out)
 		fprintf(f, "stopped by the wall-clock limit after %.3f s (exit 124)\n",
 			secs(r->wall_ns));
+	else if (r->stop_signal)
+		fprintf(f, "stopped by signal %d (%s): %s (exit %d)\n", r->stop_signal,
+			strsignal(r->stop_signal),
+			r->forced_kill ? "killed, the command did not end within the grace"
+				       : "the command ended when asked",
+			r->exit_status);
 	else if (r->oom_killed)
 		fprintf(f, "OOM-killed: memory limit reached (exit %d)\n", r->exit_status);
 	else if (r->signal)
@@ -130,7 +136,13 @@ static void summary_json(const sc_run_result *r)
 	    "syscalls_denied", (json_int_t)r->syscalls_denied, "files_written",
 	    (json_int_t)r->files_written, "cgroup", r->cgroup, "audit", r->audit_path, "audit_hash",
 	    r->audit_hash);
-	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	char *s;
+
+	if (o && r->stop_signal) {
+		(void)json_object_set_new(o, "stop_signal", json_integer(r->stop_signal));
+		(void)json_object_set_new(o, "forced_kill", json_boolean(r->forced_kill));
+	}
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 
 	if (s)
 		fprintf(stderr, "%s\n", s);
@@ -151,6 +163,26 @@ static int read_key(const char *file, uint8_t *key, size_t *len)
 	}
 	*len = AU_KEY_FILE_BYTES;
 	return 0;
+}
+
+/* A closed 0-2 (`2>&-`) is /dev/null instead: the next file we opened
+ * would take its number, and the summary or the sandbox's output would be
+ * written into the audit log or a socket. */
+static void std_fds_open(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		int n;
+
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		n = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (n >= 0 && n != fd) {
+			(void)dup2(n, fd);
+			(void)close(n);
+		} else if (n == fd) {
+			(void)fcntl(fd, F_SETFD, 0);
+		}
+	}
 }
 
 int cmd_run(int argc, char **argv)
@@ -182,6 +214,11 @@ int cmd_run(int argc, char **argv)
 	tk_info info = {0};
 	int c, r;
 
+	std_fds_open();
+	/* A write to a closed pipe or terminal fails with EPIPE, which is
+	 * ignored: the command's status, not 141, is what we exit with. A
+	 * SIGPIPE sent to us during the run still stops it (core/run.h). */
+	(void)signal(SIGPIPE, SIG_IGN);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {

@@ -21,6 +21,8 @@ typedef struct child_ctx {
 	bool cg_sync;		/* wait for SYNC_CGROUP before the "cgroup" step */
 	const char *what;	/* detail of the failing step */
 	bool unpriv;		/* cloned with its user namespace, ids already mapped */
+	unsigned layers;	/* sync_layer bits of the steps done so far */
+	int notify_fd;		/* the seccomp listener, for SYNC_READY, or -1 */
 } child_ctx;
 
 /* Runs every setup step in order; never returns. */

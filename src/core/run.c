@@ -101,7 +101,10 @@ typedef struct supervisor {
 	sigset_t saved_mask; /* restored once the run is over */
 	bool mask_saved;
 
-	bool started; /* sandbox.start written */
+	bool started;	 /* sandbox.start written */
+	bool ready;	 /* the child did every setup step (SYNC_READY) */
+	unsigned layers; /* sync_layer bits: what the child put in place */
+	bool cg_joined;	 /* the sandbox is in its cgroup (clone3 or cg_attach) */
 	bool setup_failed;
 	bool exited;
 	int wait_status;
@@ -271,12 +274,56 @@ static void emit(supervisor *s, const char *event, json_t *data)
 
 static int ep_add(supervisor *s, int fd, uint32_t tag);
 
-static bool plan_notifies(const sc_plan *p)
-{
-	return p->audit_exec || p->audit_denied_syscalls;
-}
-
 static void start_listener(supervisor *s, int fd);
+
+/*
+ * What is in place, from what each step reported (the child's sync_layer
+ * bits, the cgroup, the proxy): a refused run claims nothing beyond the
+ * step it reached. A layer not put in place is absent.
+ */
+static json_t *layers_json(supervisor *s)
+{
+	unsigned l = s->layers;
+	json_t *o = json_object();
+	char ns[64];
+
+	if (!o)
+		return NULL;
+	if (s->pid > 0) {
+		snprintf(ns, sizeof(ns), "%smount pid net ipc uts%s",
+			 l & LAYER_USERNS ? "user " : "", l & LAYER_CGROUPNS ? " cgroup" : "");
+		(void)json_object_set_new(o, "namespaces", json_string(ns));
+	}
+	if (l & LAYER_MOUNTS)
+		(void)json_object_set_new(
+		    o, "mounts",
+		    json_string("tmpfs root, pivot_root, read-only runtime, nosuid nodev grants"));
+	/* In the cgroup: placed by clone3 or by us, or it moved itself in. */
+	(void)json_object_set_new(
+	    o, "cgroup",
+	    json_string(s->cg && (s->cg_joined || (l & LAYER_CGROUP)) ? s->res->cgroup : "none"));
+	if (l & LAYER_CAPS)
+		(void)json_object_set_new(o, "capabilities", json_string("none"));
+	if (l & LAYER_NNP)
+		(void)json_object_set_new(o, "no_new_privs", json_true());
+	if (l & LAYER_LANDLOCK)
+		(void)json_object_set_new(
+		    o, "landlock",
+		    json_pack("{s:i, s:s}", "abi", s->landlock_abi, "status", s->landlock));
+	if (l & LAYER_SECCOMP)
+		(void)json_object_set_new(
+		    o, "seccomp",
+		    json_string(!(l & LAYER_SECCOMP_NOTIFY) ? "active"
+				: s->sync_wakeup
+				    ? "active, with user notification, synchronous wake-up"
+				    : "active, with user notification"));
+	if (s->plan->n_egress == 0 && s->pid > 0)
+		(void)json_object_set_new(o, "proxy", json_string("no network"));
+	else if (s->proxy_pid > 0)
+		(void)json_object_set_new(o, "proxy", json_string("active"));
+	(void)json_object_set_new(o, "fs_write", json_string(s->fw_mode ? s->fw_mode : "none"));
+	return o;
+}
 
 /*
  * sandbox.start and the grants, then the first boundary. With listener_fd
@@ -299,27 +346,7 @@ static void emit_start(supervisor *s, int listener_fd)
 	}
 	s->started = true;
 	plan_json = plan_to_json(s->plan);
-	layers = json_pack("{s:s, s:s, s:s, s:{s:i, s:s}, s:s, s:s, s:s}", "namespaces",
-			   "user mount pid net ipc uts cgroup", "mounts",
-			   "tmpfs root, pivot_root, read-only runtime, nosuid nodev grants",
-			   "cgroup", s->res->cgroup, "landlock", "abi", s->landlock_abi, "status",
-			   s->landlock[0] ? s->landlock : "not reached", "seccomp",
-			   /* the child fails closed if the filter cannot be loaded */
-			   !plan_notifies(s->plan) ? "active"
-			   : s->sync_wakeup ? "active, with user notification, synchronous wake-up"
-					    : "active, with user notification",
-			   "proxy", s->plan->n_egress ? "active" : "no network", "fs_write",
-			   s->fw_mode ? s->fw_mode : "none");
-	if (s->unpriv && layers) {
-		char id[160];
-
-		snprintf(id, sizeof(id),
-			 "unprivileged: the agent (%u:%u inside) is the invoking user %u:%u, "
-			 "plain bind grants",
-			 (unsigned)NS_AGENT_UID, (unsigned)NS_AGENT_GID, (unsigned)geteuid(),
-			 (unsigned)getegid());
-		(void)json_object_set_new(layers, "identity", json_string(id));
-	}
+	layers = layers_json(s);
 	for (argc = 0; s->o->argv[argc]; argc++)
 		;
 	data = json_pack("{s:o, s:o, s:s, s:s, s:o, s:o}", "plan",
@@ -333,6 +360,17 @@ static void emit_start(supervisor *s, int listener_fd)
 			 "layers", layers);
 	if (data && s->not_enforced[0])
 		(void)json_object_set_new(data, "not_enforced", json_pack("[s]", s->not_enforced));
+	/* How far setup got: "complete", or the step that refused the run. */
+	if (data) {
+		char setup[64];
+
+		if (s->ready)
+			snprintf(setup, sizeof(setup), "complete");
+		else
+			snprintf(setup, sizeof(setup), "refused at %.40s",
+				 s->diag->path[0] ? s->diag->path : "an unknown step");
+		(void)json_object_set_new(data, "setup", json_string(setup));
+	}
 	pthread_mutex_lock(&s->emit_lock);
 	emit_locked(s, "sandbox.start", data);
 	for (size_t i = 0; i < s->plan->n_grants; i++) {
@@ -470,20 +508,25 @@ static void handle_sync(supervisor *s)
 	case SYNC_LAYERS:
 		s->landlock_abi = m.value;
 		snprintf(s->landlock, sizeof(s->landlock), "%s", m.what);
-		/* With a listener, seccomp's step comes next and sends it. */
-		if (!plan_notifies(s->plan))
-			emit_start(s, -1);
 		break;
-	case SYNC_NOTIFY:
-		if (fd < 0 || s->notify_fd >= 0 || s->listener)
+	case SYNC_READY:
+		if (s->ready)
 			break;
+		s->ready = true;
+		s->layers = m.layers;
+		if (fd >= 0 &&
+		    (!(m.layers & LAYER_SECCOMP_NOTIFY) || s->notify_fd >= 0 || s->listener))
+			fd = safe_close(fd);
 		/* sandbox.start says how the listener runs, and goes first:
 		 * pid 1's exec is the listener's first record. */
-		s->sync_wakeup = sf_notify_sync_wakeup(fd) >= 0;
+		if (fd >= 0)
+			s->sync_wakeup = sf_notify_sync_wakeup(fd) >= 0;
 		emit_start(s, TAKE_FD(fd));
 		break;
 	case SYNC_FAILED:
 		s->setup_failed = true;
+		if (!s->ready)
+			s->layers = m.layers;
 		m.err = m.err > 0 && m.err < 4096 ? m.err : EPROTO;
 		diag_fail(s->diag, -m.err, m.step, "%s%s%s", m.what, m.what[0] ? ": " : "",
 			  strerror(m.err));
@@ -555,22 +598,61 @@ static void drain_proxy(supervisor *s)
 	}
 }
 
+/* "SIGTERM", "SIGRTMIN+3": the names kill -l uses. */
+static void signal_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(buf, len, "signal %d", sig);
+}
+
+/*
+ * A signal asks the run to end: the sandbox gets it (pid 1 passes it on to
+ * the command) and GRACE_NS to end, then it is killed. Another signal
+ * meanwhile (a second Ctrl-C) ends it at once.
+ */
+static void stop_sandbox(supervisor *s, int sig)
+{
+	if (s->res->stop_signal) {
+		if (!s->exited) {
+			s->res->forced_kill = true;
+			kill_sandbox(s);
+		}
+		return;
+	}
+	s->res->stop_signal = sig;
+	if (s->pidfd >= 0)
+		(void)sys_pidfd_send_signal(s->pidfd, sig);
+	arm(s->gracefd, GRACE_NS);
+}
+
 static void handle_signal(supervisor *s)
 {
 	struct signalfd_siginfo si;
 
 	if (io_read_exact(s->sigfd, &si, sizeof(si)) < 0)
 		return;
-	if (si.ssi_signo == SIGCHLD)
+	switch (si.ssi_signo) {
+	case SIGCHLD:
 		return; /* the pidfd tells us about pid 1; other children are reaped at exit */
-	if (si.ssi_signo == SIGWINCH) {
+	case SIGWINCH:
 		pty_resize(s->pty);
 		return;
+	case SIGPIPE:
+		/* Our own write to a closed pipe, which EPIPE reports: not a
+		 * request to stop. */
+		if (si.ssi_code == SI_USER && si.ssi_pid == (uint32_t)getpid())
+			return;
+		break;
+	default:
+		break;
 	}
-	/* SIGINT, SIGTERM, SIGHUP: ask politely, then stop the whole sandbox. */
-	if (s->pid > 0)
-		(void)kill(s->pid, (int)si.ssi_signo);
-	arm(s->gracefd, GRACE_NS);
+	stop_sandbox(s, (int)si.ssi_signo);
 }
 
 static int event_loop(supervisor *s)
@@ -614,7 +696,10 @@ static int event_loop(supervisor *s)
 				break;
 			case EV_GRACE:
 				(void)!read(s->gracefd, &ticks, sizeof(ticks));
-				kill_sandbox(s);
+				if (!s->exited) {
+					s->res->forced_kill = true;
+					kill_sandbox(s);
+				}
 				break;
 			case EV_NOTIFY:
 				if (evs[i].events & EPOLLIN)
@@ -742,6 +827,7 @@ static void collect(supervisor *s)
 static void emit_exit(supervisor *s)
 {
 	const sc_run_result *r = s->res;
+	json_t *data;
 
 	if (r->timed_out)
 		emit(
@@ -759,18 +845,27 @@ static void emit_exit(supervisor *s)
 		emit(s, "limit.hit",
 		     json_pack("{s:s, s:s}", "limit", "cpu_throttled", "detail",
 			       "CPU quota throttled"));
-	emit(s, "sandbox.exit",
-	     json_pack(
-		 "{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-		 "status", r->exit_status, "signal", r->signal, "timed_out", r->timed_out,
-		 "oom_killed", r->oom_killed, "cpu_ns", (json_int_t)r->cpu_ns, "throttled_ns",
-		 (json_int_t)r->throttled_ns, "memory_peak",
-		 r->memory_peak == UINT64_MAX ? (json_int_t)-1 : (json_int_t)r->memory_peak,
-		 "oom_kills", (json_int_t)r->oom_kills, "wall_ns", (json_int_t)r->wall_ns,
-		 "bytes_out", (json_int_t)r->bytes_out, "bytes_in", (json_int_t)r->bytes_in,
-		 "requests_allowed", (json_int_t)r->requests_allowed, "requests_denied",
-		 (json_int_t)r->requests_denied, "syscalls_denied", (json_int_t)r->syscalls_denied,
-		 "files_written", (json_int_t)r->files_written));
+	data = json_pack(
+	    "{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "status",
+	    r->exit_status, "signal", r->signal, "timed_out", r->timed_out, "oom_killed",
+	    r->oom_killed, "cpu_ns", (json_int_t)r->cpu_ns, "throttled_ns",
+	    (json_int_t)r->throttled_ns, "memory_peak",
+	    r->memory_peak == UINT64_MAX ? (json_int_t)-1 : (json_int_t)r->memory_peak, "oom_kills",
+	    (json_int_t)r->oom_kills, "wall_ns", (json_int_t)r->wall_ns, "bytes_out",
+	    (json_int_t)r->bytes_out, "bytes_in", (json_int_t)r->bytes_in, "requests_allowed",
+	    (json_int_t)r->requests_allowed, "requests_denied", (json_int_t)r->requests_denied,
+	    "syscalls_denied", (json_int_t)r->syscalls_denied, "files_written",
+	    (json_int_t)r->files_written);
+	/* Stopped by a signal to us: which, and whether the grace ran out. */
+	if (data && r->stop_signal) {
+		char name[32];
+
+		signal_name(r->stop_signal, name, sizeof(name));
+		(void)json_object_set_new(
+		    data, "stopped_by",
+		    json_pack("{s:s, s:b}", "signal", name, "forced_kill", r->forced_kill));
+	}
+	emit(s, "sandbox.exit", data);
 }
 
 /* The listener's last records go in before anything that follows the
@@ -1104,6 +1199,7 @@ static int start_child(supervisor *s)
 	}
 	s->t0 = now_ns();
 	s->pid = sys_clone3(&ca);
+	s->cg_joined = s->pid > 0 && cfd >= 0;
 	if (s->pid < 0) {
 		if (s->unpriv && (errno == EPERM || errno == ENOSPC || errno == EUSERS))
 			return diag_fail(s->diag, -errno, "clone",
@@ -1170,6 +1266,7 @@ static int hand_off(supervisor *s)
 				return diag_fail(s->diag, r, "cgroup",
 						 "cannot move the sandbox into its cgroup: %s",
 						 strerror(-r));
+			s->cg_joined = true;
 		}
 		(void)sync_send(s->sync, &go, -1);
 	}
@@ -1198,6 +1295,21 @@ static void supervise(supervisor *s)
 		handle_sync(s);
 	pty_drain(s->pty);
 	drain_proxy(s);
+	/* pid 1 never started and the child did not say why (killed during
+	 * setup): a refusal, never the status of a command that did not run. */
+	if (!s->ready && !s->setup_failed) {
+		int st = s->wait_status;
+
+		s->setup_failed = true;
+		if (WIFSIGNALED(st))
+			diag_fail(s->diag, -ECHILD, "setup",
+				  "the sandbox child was killed by signal %d during setup",
+				  WTERMSIG(st));
+		else
+			diag_fail(s->diag, -ECHILD, "setup",
+				  "the sandbox child exited with status %d during setup",
+				  WEXITSTATUS(st));
+	}
 }
 
 /* Phase 6: the records that end the log; the run's one return value. */

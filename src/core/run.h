@@ -43,9 +43,11 @@ typedef struct sc_run_opts {
 } sc_run_opts;
 
 typedef struct sc_run_result {
-	int exit_status; /* what `sandcap run` exits with */
-	int signal;	 /* signal that ended the command, 0 if none */
-	bool timed_out;	 /* the wall clock ended it */
+	int exit_status;  /* what `sandcap run` exits with */
+	int signal;	  /* signal that ended the command, 0 if none */
+	bool timed_out;	  /* the wall clock ended it */
+	int stop_signal;  /* the signal to the supervisor that stopped the run, 0 if none */
+	bool forced_kill; /* killed: the grace after stop_signal ran out, or a second signal */
 	bool oom_killed;
 	bool pids_limited;
 	bool cpu_throttled;
