@@ -108,7 +108,10 @@ int init_main(int argc, char **argv)
 		fputs("sandcap-init: internal entry point, not for direct use\n", stderr);
 		return SC_EXIT_SETUP;
 	}
-	sigfillset(&all);
+	/* Every signal, also those libc keeps for itself (musl's sigfillset
+	 * leaves out 32-34, where glibc programs have SIGRTMIN): unblocked,
+	 * pid 1 would drop them, and the command would never see them. */
+	memset(&all, 0xff, sizeof(all));
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &all, NULL);
 	/* Not dumpable: the agent (same uid) cannot ptrace or read pid 1's memory. */

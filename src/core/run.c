@@ -598,15 +598,21 @@ static void drain_proxy(supervisor *s)
 	}
 }
 
-/* "SIGTERM", "SIGRTMIN+3": the names kill -l uses. */
+/* "SIGTERM", "SIGRTMIN+3", "SIGRTMAX-1": the names of kill -l (bash). */
 static void signal_name(int sig, char *buf, size_t len)
 {
 	const char *abbrev = sigabbrev_np(sig);
 
 	if (abbrev)
 		snprintf(buf, len, "SIG%s", abbrev);
-	else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+	else if (sig == SIGRTMIN)
+		snprintf(buf, len, "SIGRTMIN");
+	else if (sig == SIGRTMAX)
+		snprintf(buf, len, "SIGRTMAX");
+	else if (sig > SIGRTMIN && sig - SIGRTMIN <= (SIGRTMAX - SIGRTMIN) / 2)
 		snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else if (sig > SIGRTMIN && sig < SIGRTMAX)
+		snprintf(buf, len, "SIGRTMAX-%d", SIGRTMAX - sig);
 	else
 		snprintf(buf, len, "signal %d", sig);
 }
