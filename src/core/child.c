@@ -26,6 +26,7 @@
 #include "base/cleanup.h"
 #include "base/exit-status.h"
 #include "compat/syscalls.h"
+#include "core/pty.h"
 #include "core/sync.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
@@ -159,18 +160,27 @@ static int step_rlimits(child_ctx *c)
 
 static int step_terminal(child_ctx *c)
 {
+	sync_msg m = {.type = SYNC_PTY};
+	int master, slave, r;
+
 	/* No controlling terminal of the host; a pty of ours when one was asked. */
 	if (setsid() < 0)
 		return -errno;
-	if (c->tty_fd < 0)
+	if (!c->tty_mask)
 		return 0;
-	for (int fd = 0; fd < 3; fd++)
-		if ((c->tty_mask & (1 << fd)) && dup2(c->tty_fd, fd) < 0)
-			return -errno;
-	if (ioctl(c->tty_fd, TIOCSCTTY, 0) < 0)
-		return -errno;
-	(void)close(c->tty_fd);
-	return 0;
+	c->what = "/dev/pts/ptmx";
+	r = pty_open_pair(&master, &slave);
+	if (r < 0)
+		return r;
+	r = sync_send(c->sync, &m, master);
+	(void)close(master);
+	for (int fd = 0; fd < 3 && r >= 0; fd++)
+		if ((c->tty_mask & (1 << fd)) && dup2(slave, fd) < 0)
+			r = -errno;
+	if (r >= 0 && ioctl(slave, TIOCSCTTY, 0) < 0)
+		r = -errno;
+	(void)close(slave);
+	return r;
 }
 
 static int step_userns(child_ctx *c)

@@ -14,7 +14,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
-#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,8 +93,8 @@ typedef struct supervisor {
 	char not_enforced[320]; /* what best_effort let go, for sandbox.start */
 
 	/* What the child is given: pid 1's binary, argv and environment, the
-	 * pty slave and the child's end of the sync pair, closed once cloned. */
-	int exe_fd, tty_fd, tty_mask, child_sync;
+	 * terminals it gets a pty for, the child's end of the sync pair. */
+	int exe_fd, tty_mask, child_sync;
 	char **init_argv;
 	char *env[MAX_ENV];
 	sigset_t saved_mask; /* restored once the run is over */
@@ -531,6 +530,11 @@ static void handle_sync(supervisor *s)
 		diag_fail(s->diag, -m.err, m.step, "%s%s%s", m.what, m.what[0] ? ": " : "",
 			  strerror(m.err));
 		break;
+	case SYNC_PTY:
+		/* The sandbox's own pty: relayed to the host terminal. */
+		if (fd >= 0 && s->pty && isatty(fd))
+			(void)pty_relay_attach(s->pty, TAKE_FD(fd), s->ep, EV_PTY);
+		break;
 	case SYNC_GO:
 	case SYNC_MAPPED:
 	case SYNC_CGROUP:
@@ -930,7 +934,6 @@ static void teardown(supervisor *s)
 	(void)safe_close(s->gracefd);
 	(void)safe_close(s->ep);
 	(void)safe_close(s->exe_fd);
-	(void)safe_close(s->tty_fd);
 	(void)safe_close(s->child_sync);
 	free(s->init_argv);
 	if (s->mask_saved)
@@ -1162,7 +1165,7 @@ static int host_setup(supervisor *s)
 	if (r < 0)
 		return diag_fail(s->diag, r, "fswatch", "cannot watch the rw grants: %s",
 				 strerror(-r));
-	r = pty_open_if_tty(&s->pty, &s->tty_fd, &s->tty_mask);
+	r = pty_relay_new(&s->pty, &s->tty_mask);
 	if (r < 0)
 		return diag_fail(s->diag, r, "terminal", "cannot set up the terminal relay: %s",
 				 strerror(-r));
@@ -1220,7 +1223,6 @@ static int start_child(supervisor *s)
 			       .sources = s->sources,
 			       .sync = s->child_sync,
 			       .exe_fd = s->exe_fd,
-			       .tty_fd = s->tty_fd,
 			       .tty_mask = s->tty_mask,
 			       .init_argv = s->init_argv,
 			       .envp = s->env,
@@ -1232,7 +1234,6 @@ static int start_child(supervisor *s)
 		child_main(&c);
 	}
 	s->child_sync = safe_close(s->child_sync);
-	s->tty_fd = safe_close(s->tty_fd);
 	return 0;
 }
 
@@ -1289,8 +1290,6 @@ static void supervise(supervisor *s)
 	(void)ep_add(s, s->sigfd, EV_SIGNAL);
 	(void)ep_add(s, s->wallfd, EV_WALL);
 	(void)ep_add(s, s->gracefd, EV_GRACE);
-	if (s->pty)
-		(void)pty_register(s->pty, s->ep, EV_PTY);
 	if (s->spawn)
 		(void)ep_add(s, spawn_server_fd(s->spawn), EV_SPAWN);
 
@@ -1354,7 +1353,6 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			.notify_fd = -1,
 			.proxy_fd = -1,
 			.exe_fd = -1,
-			.tty_fd = -1,
 			.child_sync = -1,
 			.emit_lock = PTHREAD_MUTEX_INITIALIZER};
 	int r;

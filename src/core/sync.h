@@ -18,6 +18,7 @@ typedef enum sync_type {
 	SYNC_FAILED,   /* child -> supervisor: step failed, errno, what; layers set */
 	SYNC_LAYERS,   /* child -> supervisor: landlock status text in what */
 	SYNC_CGROUP,   /* supervisor -> child: fds that move it into its cgroup (maybe none) */
+	SYNC_PTY,      /* child -> supervisor: the master of its pty attached */
 	_SYNC_TYPE_MAX,
 } sync_type;
 
