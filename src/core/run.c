@@ -321,6 +321,16 @@ static json_t *layers_json(supervisor *s)
 	else if (s->proxy_pid > 0)
 		(void)json_object_set_new(o, "proxy", json_string("active"));
 	(void)json_object_set_new(o, "fs_write", json_string(s->fw_mode ? s->fw_mode : "none"));
+	if (s->unpriv && (l & LAYER_USERNS)) {
+		char id[160];
+
+		snprintf(id, sizeof(id),
+			 "unprivileged: the agent (%u:%u inside) is the invoking user %u:%u, "
+			 "plain bind grants",
+			 (unsigned)NS_AGENT_UID, (unsigned)NS_AGENT_GID, (unsigned)geteuid(),
+			 (unsigned)getegid());
+		(void)json_object_set_new(o, "identity", json_string(id));
+	}
 	return o;
 }
 

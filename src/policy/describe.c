@@ -200,6 +200,12 @@ static void describe_limits(const sc_plan *p, FILE *out)
 	fprintf(out, "  core dumps:            none\n");
 }
 
+static bool plan_has_any_limit(const sc_plan *p)
+{
+	return p->memory != PLAN_UNLIMITED || p->cpu_millis != PLAN_UNLIMITED ||
+	       p->pids != PLAN_UNLIMITED;
+}
+
 int plan_describe(const sc_plan *p, FILE *out)
 {
 	if (!p || !out)
@@ -248,6 +254,15 @@ int plan_describe(const sc_plan *p, FILE *out)
 		p->best_effort
 		    ? "best effort: layers the host cannot provide are skipped and logged"
 		    : "strict: the run fails if the host cannot enforce any layer");
+	/* check runs nothing: what a run would attempt, never what was
+	 * enforced (a run's sandbox.start says that, step by step). */
+	fprintf(
+	    out,
+	    "  a run would attempt: namespaces (user mount pid net ipc uts cgroup), tmpfs "
+	    "root and pivot_root, %s, capabilities dropped, no_new_privs, Landlock, seccomp%s%s\n",
+	    plan_has_any_limit(p) ? "a cgroup with the limits" : "a cgroup for accounting",
+	    p->audit_exec || p->audit_denied_syscalls ? " with user notification" : "",
+	    p->n_egress ? ", the egress proxy" : "");
 	if (ferror(out))
 		return -EIO;
 	return 0;
