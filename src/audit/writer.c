@@ -30,11 +30,6 @@ struct au_log {
 	int error;     /* sticky: the file could not be brought back to a record boundary */
 };
 
-static void jsonp(json_t **j)
-{
-	json_decref(*j);
-}
-
 int au_open(const char *path, const uint8_t *key, size_t key_len, const char *sandbox_id,
 	    audit_fsync mode, au_log **ret)
 {
@@ -172,7 +167,7 @@ static int log_record(au_log *log, const char *event, const char *data_json)
 
 int au_emit(au_log *log, const char *event, json_t *data)
 {
-	_cleanup_(jsonp) json_t *owned = data;
+	_cleanup_json_ json_t *owned = data;
 	_cleanup_free_ char *dump = NULL;
 	char small[2048];
 	size_t n;
@@ -207,7 +202,7 @@ int au_emit(au_log *log, const char *event, json_t *data)
 
 int au_seal(au_log *log)
 {
-	_cleanup_(jsonp) json_t *data = NULL;
+	_cleanup_json_ json_t *data = NULL;
 	_cleanup_free_ char *dump = NULL;
 	char hex[AU_HASH_HEX + 1];
 	int r;
