@@ -138,6 +138,8 @@ static void summary_json(const sc_run_result *r)
 	    r->audit_hash);
 	char *s;
 
+	if (o)
+		(void)json_object_set_new(o, "layers", json_string(r->layers));
 	if (o && r->stop_signal) {
 		(void)json_object_set_new(o, "stop_signal", json_integer(r->stop_signal));
 		(void)json_object_set_new(o, "forced_kill", json_boolean(r->forced_kill));
@@ -302,6 +304,11 @@ int cmd_run(int argc, char **argv)
 	if (r < 0) {
 		cli_error("cannot set up the sandbox: %s%s%s", d.path, d.path[0] ? ": " : "",
 			  d.message[0] ? d.message : strerror(-r));
+		/* What was in place when it was refused: the log says the same. */
+		if (res.sandbox_id[0])
+			fprintf(stderr, "  %s refused; in place: %s%s%s\n", res.sandbox_id,
+				res.layers[0] ? res.layers : "nothing",
+				res.audit_path[0] ? "; audit: " : "", res.audit_path);
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}

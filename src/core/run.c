@@ -334,6 +334,33 @@ static json_t *layers_json(supervisor *s)
 	return o;
 }
 
+/* The names of the layers in place, for the summary. A cgroup of "none"
+ * is none. */
+static void layers_names(json_t *layers, char *buf, size_t len)
+{
+	const char *k;
+	json_t *v;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	json_object_foreach(layers, k, v)
+	{
+		if (json_is_string(v) && strcmp(json_string_value(v), "none") == 0 &&
+		    strcmp(k, "capabilities") != 0)
+			continue;
+		/* json_object_foreach() steps on from k: name is a copy. */
+		const char *name = k;
+
+		if (strcmp(k, "proxy") == 0 && json_is_string(v) &&
+		    strcmp(json_string_value(v), "no network") == 0)
+			name = "no-network"; /* the netns has only lo */
+		if (n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? " " : "", name);
+	}
+	if (n >= len && len > 0)
+		buf[len - 1] = '\0';
+}
+
 /*
  * sandbox.start and the grants, then the first boundary. With listener_fd
  * (else -1), the seccomp listener starts once they are written, so that
@@ -356,6 +383,7 @@ static void emit_start(supervisor *s, int listener_fd)
 	s->started = true;
 	plan_json = plan_to_json(s->plan);
 	layers = layers_json(s);
+	layers_names(layers, s->res->layers, sizeof(s->res->layers));
 	for (argc = 0; s->o->argv[argc]; argc++)
 		;
 	data = json_pack("{s:o, s:o, s:s, s:s, s:o, s:o}", "plan",

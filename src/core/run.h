@@ -66,6 +66,9 @@ typedef struct sc_run_result {
 	char cgroup[16];	/* "v1", "v2" or "none" */
 	bool unprivileged;	/* ran without root (docs/decisions.md) */
 	char not_enforced[320]; /* what best_effort let go, "" when nothing */
+	/* The layers put in place, as sandbox.start lists them ("namespaces
+	 * mounts cgroup ..."): for a refused run, those before the refusal. */
+	char layers[256];
 } sc_run_result;
 
 /* Returns 0 when the command ran (its status is in ret->exit_status), or

@@ -30,6 +30,7 @@ EOF
 out=$("$SANDCAP" run --audit "$T/refused.jsonl" --policy "$T/empty.json" -- true 2>&1)
 expect_eq "an empty rootfs: exit 125" "$?" 125
 expect_match "the message names the step" "$out" "cannot set up the sandbox: mounts: "
+expect_match "the summary lists only what was in place" "$out" "refused; in place: namespaces no-network; audit: "
 l=$(layers "$T/refused.jsonl")
 expect_match "sandbox.start: refused at mounts" "$l" "setup=refused at mounts"
 expect_no_match "no seccomp claimed" "$l" "seccomp"
@@ -53,6 +54,13 @@ expect_match "seccomp with user notification" "$l" 'seccomp="active, with user n
 expect_match "capabilities dropped, no_new_privs" "$l" $'capabilities="none"\n.*no_new_privs=true'
 expect_match "the proxy" "$l" 'proxy="active"'
 expect_match "the cgroup" "$l" 'cgroup="v[12]"'
+
+out=$("$SANDCAP" run --json --quiet --policy "$T/full.json" -- true 2>&1)
+expect_match "the JSON summary lists every layer" "$out" \
+	'"layers":"namespaces mounts cgroup capabilities no_new_privs landlock seccomp proxy"'
+out=$("$SANDCAP" check --policy "$T/full.json" 2>&1)
+expect_match "check says what a run would attempt, labelled as such" "$out" \
+	"a run would attempt: namespaces .*pivot_root.*Landlock, seccomp with user notification, the egress proxy"
 
 # Many refused runs in a row: each one must name its step, never pass for
 # a command that exited with status 125.
