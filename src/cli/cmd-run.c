@@ -304,11 +304,11 @@ int cmd_run(int argc, char **argv)
 	if (r < 0) {
 		cli_error("cannot set up the sandbox: %s%s%s", d.path, d.path[0] ? ": " : "",
 			  d.message[0] ? d.message : strerror(-r));
-		/* What was in place when it was refused: the log says the same. */
-		if (res.sandbox_id[0])
+		/* What was in place when it was refused, once the sandbox
+		 * existed: the log says the same. */
+		if (res.layers[0])
 			fprintf(stderr, "  %s refused; in place: %s%s%s\n", res.sandbox_id,
-				res.layers[0] ? res.layers : "nothing",
-				res.audit_path[0] ? "; audit: " : "", res.audit_path);
+				res.layers, res.audit_path[0] ? "; audit: " : "", res.audit_path);
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
