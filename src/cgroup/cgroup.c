@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Backend choice and the helpers both backends share. The public functions
- * only dispatch through the cg_ops table the handle carries (STYLE.md
- * rule 10): no code outside cg-v1.c / cg-v2.c knows which hierarchy is in
+ * only dispatch through the cg_ops table the handle carries
+ * (docs/cgroups.md): no code outside cg-v1.c / cg-v2.c knows which hierarchy is in
  * use.
  */
 #include "cgroup/cgroup.h"
@@ -803,7 +803,7 @@ int cg_create(const sc_plan *plan, const char *name, cg_handle **ret)
 		return -EINVAL;
 	if (!cg_name_valid(name))
 		return -EINVAL;
-	/* The backend is chosen once per process (STYLE.md rule 10): the
+	/* The backend is chosen once per process (docs/cgroups.md): the
 	 * hierarchy a kernel offers does not change under a running
 	 * supervisor. Racing first calls both pick the same table. */
 	cg_snapshot_begin();

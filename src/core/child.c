@@ -189,7 +189,8 @@ static int step_userns(child_ctx *c)
 	int r;
 
 	/* Our own identity from here on: the supervisor maps 0 and 1000 to an
-	 * unprivileged host range (DESIGN.md 2, identity). */
+	 * unprivileged host range (docs/decisions.md, "Identity: two host ids
+	 * per sandbox"). */
 	if (unshare(CLONE_NEWUSER) < 0)
 		return -errno;
 	r = sync_send(c->sync, &m, -1);
@@ -291,7 +292,7 @@ static int step_landlock(child_ctx *c)
 static int step_fds(child_ctx *c)
 {
 	(void)c;
-	/* Nothing but 0-2 crosses into the sandbox (DESIGN.md 2). */
+	/* Nothing but 0-2 crosses into the sandbox (sandcap(1), "run"). */
 	return sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0 ? -errno : 0;
 }
 

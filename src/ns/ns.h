@@ -10,7 +10,8 @@
 
 #include "policy/plan.h"
 
-/* Ids inside the sandbox. Nothing inside maps to host root (DESIGN.md 2). */
+/* Ids inside the sandbox. Nothing inside maps to host root (docs/decisions.md,
+ * "Identity: two host ids per sandbox"). */
 #define NS_ROOT_UID  0
 #define NS_AGENT_UID 1000
 #define NS_AGENT_GID 1000
