@@ -9,11 +9,6 @@
 #include "audit/report.h"
 #include "base/cleanup.h"
 
-static void jsonp(json_t **j)
-{
-	json_decref(*j);
-}
-
 static json_t *blist_json(const blist *l)
 {
 	return json_pack("{s:I, s:O, s:I}", "count", (json_int_t)l->count, "items", l->items,
@@ -64,7 +59,7 @@ static json_t *opt_str(const char *s)
 
 int rp_json(FILE *out, const report *rp)
 {
-	_cleanup_(jsonp) json_t *root = json_object();
+	_cleanup_json_ json_t *root = json_object();
 	json_t *log = json_object(), *access = json_object(), *did = json_object();
 	json_t *stopped = json_object(), *net = json_object(), *sys = json_object();
 	json_t *lim = json_object();

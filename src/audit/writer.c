@@ -44,11 +44,6 @@ struct au_log {
 	char failed_event[AU_EVENT_MAX + 1]; /* the record that could not be written */
 };
 
-static void jsonp(json_t **j)
-{
-	json_decref(*j);
-}
-
 /* What a path is, in words, for a refusal. */
 const char *au_file_type(mode_t mode)
 {
@@ -375,7 +370,7 @@ static void mark_failed(au_log *log, const char *event, int err)
 
 int au_emit(au_log *log, const char *event, json_t *data)
 {
-	_cleanup_(jsonp) json_t *owned = data;
+	_cleanup_json_ json_t *owned = data;
 	int r = emit_checked(log, event, owned);
 
 	if (r < 0)
@@ -393,7 +388,7 @@ int au_emit(au_log *log, const char *event, json_t *data)
 
 int au_emit_final(au_log *log, const char *event, json_t *data)
 {
-	_cleanup_(jsonp) json_t *owned = data;
+	_cleanup_json_ json_t *owned = data;
 	int r = emit_checked(log, event, owned);
 
 	if (r < 0)
@@ -446,7 +441,7 @@ uint64_t au_reserved(const au_log *log)
 
 int au_seal(au_log *log)
 {
-	_cleanup_(jsonp) json_t *data = NULL;
+	_cleanup_json_ json_t *data = NULL;
 	_cleanup_free_ char *dump = NULL;
 	char hex[AU_HASH_HEX + 1];
 	int r;

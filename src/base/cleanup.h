@@ -28,6 +28,8 @@ static inline void fclosep(FILE **f)
 #define _cleanup_close_	 _cleanup_(closep)
 #define _cleanup_free_	 _cleanup_(freep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
+/* json_decrefp() comes with jansson (>= 2.9), which the user includes. */
+#define _cleanup_json_ _cleanup_(json_decrefp)
 
 #define TAKE_FD(fd)                                                                                \
 	({                                                                                         \

@@ -83,6 +83,10 @@ struct cg_ops {
 	int (*read_stats)(cg_handle *h, cg_stats *ret);
 	/* SIGKILLs everything, returns when empty or after CG_DESTROY_WAIT_MS. */
 	int (*kill_all)(cg_handle *h);
+	/* Opens our own cgroup in every hierarchy a sandbox may have used,
+	 * whatever h's plan needed, into fds; returns how many. NULL: the
+	 * handle's own parents are all there is (v2). */
+	size_t (*own_dirs)(int *fds, size_t max);
 };
 
 extern const cg_ops cg_v1_ops;

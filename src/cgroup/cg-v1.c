@@ -405,6 +405,36 @@ static int v1_kill_all(cg_handle *h)
 	return -EBUSY;
 }
 
+/* A run without cpu or pids limits makes no directory there, but one that
+ * was killed may have left one: the sweep looks in every hierarchy. */
+static size_t v1_own_dirs(int *fds, size_t max)
+{
+	dev_t devs[_CG_V1_CTRL_MAX];
+	size_t n = 0;
+
+	for (size_t i = 0; i < _CG_V1_CTRL_MAX && n < max; i++) {
+		int fd = -1;
+		struct stat st;
+		bool seen = false;
+
+		if (v1_open_own((cg_v1_ctrl)i, &fd, NULL, NULL, 0) < 0)
+			continue;
+		if (fstat(fd, &st) < 0) {
+			(void)close(fd);
+			continue;
+		}
+		for (size_t j = 0; j < n; j++)
+			seen = seen || devs[j] == st.st_dev;
+		if (seen) {
+			(void)close(fd);
+			continue;
+		}
+		devs[n] = st.st_dev;
+		fds[n++] = fd;
+	}
+	return n;
+}
+
 const cg_ops cg_v1_ops = {
     .version = CG_V1,
     .probe = v1_probe,
@@ -416,4 +446,5 @@ const cg_ops cg_v1_ops = {
     .undelegate = v1_undelegate,
     .read_stats = v1_read_stats,
     .kill_all = v1_kill_all,
+    .own_dirs = v1_own_dirs,
 };

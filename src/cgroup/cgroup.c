@@ -640,6 +640,15 @@ unsigned cg_sweep_stale(const cg_handle *h, const char *prefix)
 
 	if (!h || !prefix || !prefix[0])
 		return 0;
+	if (h->ops->own_dirs) {
+		int fds[_CG_V1_CTRL_MAX];
+		size_t n = h->ops->own_dirs(fds, ELEMENTSOF(fds));
+
+		for (i = 0; i < n; i++)
+			(void)cg_foreach_child(fds[i], cg_sweep_one, &sw);
+		cg_close_all(fds, n);
+		return sw.removed;
+	}
 	for (i = 0; i < ELEMENTSOF(h->dirs); i++)
 		if (h->dirs[i].parentfd >= 0)
 			(void)cg_foreach_child(h->dirs[i].parentfd, cg_sweep_one, &sw);

@@ -90,7 +90,8 @@ void cg_release_delegate(cg_handle *h, unsigned slot);
  * check is the opener's: the fds may be written by another process. */
 int cg_entry_fds(const cg_handle *h, int *fds, size_t max);
 /*
- * Removes the sibling cgroups named prefix* that a supervisor killed with
+ * Removes the sibling cgroups named prefix*, in every hierarchy a sandbox
+ * may have used (not only those of h), that a supervisor killed with
  * SIGKILL left behind: those without a process in them or below, unchanged
  * for a minute (a live sandbox's cgroup is never empty once its first
  * process entered, milliseconds after the mkdir). Returns how many went.

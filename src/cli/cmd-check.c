@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "base/cleanup.h"
+#include "base/exit-status.h"
 #include "base/io.h"
 #include "cli/cli.h"
 #include "token/token.h"
@@ -61,22 +62,22 @@ int cmd_check(int argc, char **argv)
 			return 0;
 		default:
 			check_usage(stderr);
-			return 125;
+			return SC_EXIT_SETUP;
 		}
 	}
 	if (optind < argc || !!policy == !!token) {
 		check_usage(stderr);
-		return 125;
+		return SC_EXIT_SETUP;
 	}
 	if (token) {
 		tk_info info;
 
 		if (cli_load_token(token, keyfile, &plan, &info, NULL, NULL) < 0)
-			return 125;
+			return SC_EXIT_SETUP;
 		printf("token %s: valid, %u caveat(s), expires %s", info.id, info.n_caveats,
 		       ctime(&info.exp));
 	} else if (cli_load_policy(policy, &plan, NULL) < 0) {
-		return 125;
+		return SC_EXIT_SETUP;
 	}
 	(void)cli_check_secrets(plan, token ? token : cli_policy_name(policy), true);
 	plan_describe(plan, stdout);

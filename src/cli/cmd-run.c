@@ -47,7 +47,8 @@ static void run_usage(FILE *out)
 	      "\n"
 	      "Exit status: the command's own; 128+N when it died of signal N; 124 when the\n"
 	      "wall-clock limit ended it; 125 when the sandbox could not be set up; 126 not\n"
-	      "executable; 127 not found.\n",
+	      "executable; 127 not found. A signal to sandcap (SIGINT, SIGTERM, ...) is passed to\n"
+	      "the command; 3 s later, or at a second signal, the sandbox is killed (137).\n",
 	      out);
 }
 
@@ -186,6 +187,12 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 	else if (r->proxy_failed)
 		fprintf(f, "stopped: its egress proxy died %u times (exit %d)\n",
 			r->proxy_restarts + 1, r->exit_status);
+	else if (r->stop_signal)
+		fprintf(f, "stopped by signal %d (%s): %s (exit %d)\n", r->stop_signal,
+			strsignal(r->stop_signal),
+			r->forced_kill ? "killed, the command did not end within the grace"
+				       : "the command ended when asked",
+			r->exit_status);
 	else if (r->oom_killed)
 		fprintf(f, "OOM-killed: memory limit reached (exit %d)\n", r->exit_status);
 	else if (r->signal)
@@ -317,6 +324,11 @@ static void summary_json(const sc_run_result *r)
 		(void)json_object_set_new(o, "execs", json_integer((json_int_t)t->execs));
 		(void)json_object_set_new(o, "execs_failed",
 					  json_integer((json_int_t)t->execs_failed));
+		(void)json_object_set_new(o, "layers", json_string(r->layers));
+		if (r->stop_signal) {
+			(void)json_object_set_new(o, "stop_signal", json_integer(r->stop_signal));
+			(void)json_object_set_new(o, "forced_kill", json_boolean(r->forced_kill));
+		}
 	}
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	if (s)
@@ -338,6 +350,26 @@ static int read_key(const char *file, uint8_t *key, size_t *len)
 	}
 	*len = AU_KEY_FILE_BYTES;
 	return 0;
+}
+
+/* A closed 0-2 (`2>&-`) is /dev/null instead: the next file we opened
+ * would take its number, and the summary or the sandbox's output would be
+ * written into the audit log or a socket. */
+static void std_fds_open(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		int n;
+
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		n = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (n >= 0 && n != fd) {
+			(void)dup2(n, fd);
+			(void)close(n);
+		} else if (n == fd) {
+			(void)fcntl(fd, F_SETFD, 0);
+		}
+	}
 }
 
 int cmd_run(int argc, char **argv)
@@ -369,6 +401,11 @@ int cmd_run(int argc, char **argv)
 	tk_info info = {0};
 	int c, r;
 
+	std_fds_open();
+	/* A write to a closed pipe or terminal fails with EPIPE, which is
+	 * ignored: the command's status, not 141, is what we exit with. A
+	 * SIGPIPE sent to us during the run still stops it (core/run.h). */
+	(void)signal(SIGPIPE, SIG_IGN);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
@@ -390,7 +427,7 @@ int cmd_run(int argc, char **argv)
 		case 's':
 			if (n_sets >= MAX_SETS) {
 				cli_error("more than %d --set options", MAX_SETS);
-				return 125;
+				return SC_EXIT_SETUP;
 			}
 			sets[n_sets++] = optarg;
 			break;
@@ -409,43 +446,43 @@ int cmd_run(int argc, char **argv)
 			return spawn_child_main(atoi(optarg));
 		default:
 			run_usage(stderr);
-			return 125;
+			return SC_EXIT_SETUP;
 		}
 	}
 	if (optind >= argc) {
 		cli_error("run: no command given (see 'sandcap run --help')");
-		return 125;
+		return SC_EXIT_SETUP;
 	}
 	if (!!policy == !!token) {
 		cli_error("run: give exactly one of --policy FILE or --token FILE");
-		return 125;
+		return SC_EXIT_SETUP;
 	}
 	if (token) {
 		if (n_sets) {
 			cli_error("run: --set applies to policies, not tokens (attenuate the token "
 				  "instead)");
-			return 125;
+			return SC_EXIT_SETUP;
 		}
 		if (cli_load_token(token, keyfile, &plan, &info, digest, &token_text) < 0)
-			return 125;
+			return SC_EXIT_SETUP;
 		o.token = token_text;
 		o.policy_source = "token";
 		o.token_id = info.id;
 		o.token_caveats = info.n_caveats;
 	} else {
 		if (cli_load_policy_sets(policy, sets, n_sets, &plan, digest) < 0)
-			return 125;
+			return SC_EXIT_SETUP;
 		o.policy_source = cli_policy_name(policy);
 	}
 	/* Before anything is set up: the proxy would find a missing secret only
 	 * after the sandbox exists. */
 	if (cli_check_secrets(plan, token ? token : cli_policy_name(policy), false) < 0) {
 		sc_plan_free(plan);
-		return 125;
+		return SC_EXIT_SETUP;
 	}
 	if (audit_key && read_key(audit_key, akey, &akey_len) < 0) {
 		sc_plan_free(plan);
-		return 125;
+		return SC_EXIT_SETUP;
 	}
 	o.plan = plan;
 	o.argv = argv + optind;
@@ -458,8 +495,13 @@ int cmd_run(int argc, char **argv)
 	if (r < 0) {
 		cli_error("cannot set up the sandbox: %s%s%s", d.path, d.path[0] ? ": " : "",
 			  d.message[0] ? d.message : strerror(-r));
+		/* What was in place when it was refused, once the sandbox
+		 * existed: the log says the same. */
+		if (res.layers[0])
+			fprintf(stderr, "  %s refused; in place: %s%s%s\n", res.sandbox_id,
+				res.layers, res.audit_path[0] ? "; audit: " : "", res.audit_path);
 		sc_plan_free(plan);
-		return 125;
+		return SC_EXIT_SETUP;
 	}
 	/* Even with --quiet: a degraded run is something that went wrong. */
 	if (res.not_enforced[0])

@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/exit-status.h"
 #include "base/io.h"
 #include "base/parse-num.h"
 #include "cli/cli.h"
 #include "token/token.h"
 
-#define EXIT_ERR      125
 #define DEFAULT_TTL_S 3600
 #define NS_PER_S      1000000000ULL
 
@@ -220,22 +220,22 @@ static int token_keygen(int argc, char **argv)
 			return 0;
 		default:
 			keygen_usage(stderr);
-			return EXIT_ERR;
+			return SC_EXIT_SETUP;
 		}
 	}
 	if (!out || optind < argc) {
 		cli_error(
 		    "token keygen: give exactly --out KEY (see 'sandcap token keygen --help')");
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	r = tk_key_generate(out);
 	if (r == -EEXIST) {
 		cli_error("%s: already exists; refusing to overwrite a key", out);
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	if (r < 0) {
 		cli_error("%s: cannot create key: %s", out, strerror(-r));
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	return 0;
 }
@@ -267,7 +267,7 @@ static int token_mint(int argc, char **argv)
 			break;
 		case 't':
 			if (parse_ttl(optarg, &ttl) < 0)
-				return EXIT_ERR;
+				return SC_EXIT_SETUP;
 			break;
 		case 'i':
 			id = optarg;
@@ -277,20 +277,20 @@ static int token_mint(int argc, char **argv)
 			return 0;
 		default:
 			mint_usage(stderr);
-			return EXIT_ERR;
+			return SC_EXIT_SETUP;
 		}
 	}
 	if (!keyfile || !policy || optind < argc) {
 		cli_error("token mint: needs --key KEY and --policy FILE (see 'sandcap token mint "
 			  "--help')");
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	if (cli_load_policy(policy, &plan, digest) < 0)
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	r = tk_key_load_diag(keyfile, key, &d);
 	if (r < 0) {
 		report(keyfile, &d);
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	r = tk_mint(plan, key, id, time(NULL), ttl, &tok, &d);
 	OPENSSL_cleanse(key, sizeof(key));
@@ -299,11 +299,11 @@ static int token_mint(int argc, char **argv)
 			cli_error("token mint: out of memory");
 		else
 			cli_error("token mint: %s", d.message);
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	if (printf("%s\n", tok) < 0 || fflush(stdout) != 0) {
 		cli_error("token mint: cannot write the token: %m");
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	return 0;
 }
@@ -332,33 +332,33 @@ static int token_attenuate(int argc, char **argv)
 			break;
 		case 't':
 			if (parse_ttl(optarg, &ttl) < 0)
-				return EXIT_ERR;
+				return SC_EXIT_SETUP;
 			break;
 		case 'h':
 			attenuate_usage(stdout);
 			return 0;
 		default:
 			attenuate_usage(stderr);
-			return EXIT_ERR;
+			return SC_EXIT_SETUP;
 		}
 	}
 	if (optind + 1 != argc) {
 		cli_error("token attenuate: give exactly one TOKEN (see 'sandcap token attenuate "
 			  "--help')");
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	if (!policy && !ttl) {
 		cli_error("token attenuate: give --policy NARROWER.json, --ttl DURATION or both");
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	if (read_token(argv[optind], &tok) < 0)
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	if (policy && strcmp(policy, "-") == 0 && strcmp(argv[optind], "-") == 0) {
 		cli_error("token attenuate: the token and --policy cannot both be \"-\"");
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	if (policy && cli_read_policy(policy, TK_MAX_CAVEAT_BYTES, &frag, &frag_len) < 0)
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	if (ttl)
 		exp = time(NULL) + (time_t)ttl;
 	r = tk_attenuate(tok, frag, frag_len, exp, &out, &d);
@@ -369,11 +369,11 @@ static int token_attenuate(int argc, char **argv)
 			report(cli_policy_name(policy), &d);
 		else
 			cli_error("token attenuate: %s", d.message);
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	if (printf("%s\n", out) < 0 || fflush(stdout) != 0) {
 		cli_error("token attenuate: cannot write the token: %m");
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	return 0;
 }
@@ -407,20 +407,20 @@ static int token_inspect(int argc, char **argv)
 			return 0;
 		default:
 			inspect_usage(stderr);
-			return EXIT_ERR;
+			return SC_EXIT_SETUP;
 		}
 	}
 	if (optind + 1 != argc) {
 		cli_error("token inspect: give exactly one TOKEN (see 'sandcap token inspect "
 			  "--help')");
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	if (read_token(argv[optind], &tok) < 0)
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	r = tk_decode(tok, &dec, &d);
 	if (r < 0) {
 		cli_error("token inspect: %s", r == -ENOMEM ? "out of memory" : d.message);
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	fmt_time(dec->info.iat, a, sizeof(a));
 	fmt_time(dec->info.exp, b, sizeof(b));
@@ -445,12 +445,12 @@ static int token_inspect(int argc, char **argv)
 		printf("  cannot be computed: %s\n", e->message);
 		fflush(stdout);
 		cli_error("token inspect: %s", e->message);
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	(void)plan_describe(dec->effective, stdout);
 	if (fflush(stdout) != 0) {
 		cli_error("token inspect: cannot write: %m");
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	return 0;
 }
@@ -469,7 +469,7 @@ int cmd_token(int argc, char **argv)
 
 	if (argc < 2) {
 		token_usage(stderr);
-		return EXIT_ERR;
+		return SC_EXIT_SETUP;
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
@@ -480,5 +480,5 @@ int cmd_token(int argc, char **argv)
 		if (strcmp(argv[1], verbs[i].name) == 0)
 			return verbs[i].fn(argc - 1, argv + 1);
 	cli_error("token: unknown verb '%s' (keygen, mint, attenuate or inspect)", argv[1]);
-	return EXIT_ERR;
+	return SC_EXIT_SETUP;
 }

@@ -24,10 +24,28 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/exit-status.h"
 #include "compat/syscalls.h"
+#include "core/pty.h"
 #include "core/sync.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
+
+/* Nothing of the launcher's signal state crosses into the sandbox: an
+ * ignored signal stays ignored across execve (signal(7)), as nohup's SIGHUP
+ * or a Python parent's SIGPIPE would, and so does the blocked mask (the
+ * supervisor's blocks all it takes through its signalfd). */
+static int step_signals(child_ctx *c)
+{
+	sigset_t none;
+
+	(void)c;
+	for (int sig = 1; sig < _NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)signal(sig, SIG_DFL); /* EINVAL for libc's own: left as they are */
+	sigemptyset(&none);
+	return sigprocmask(SIG_SETMASK, &none, NULL) < 0 ? -errno : 0;
+}
 
 static int step_wait_go(child_ctx *c)
 {
@@ -65,6 +83,8 @@ static int step_cgroup(child_ctx *c)
 			r = -errno;
 		(void)close(fds[i]);
 	}
+	if (r >= 0 && n > 0)
+		c->layers |= LAYER_CGROUP;
 	return r;
 }
 
@@ -140,18 +160,27 @@ static int step_rlimits(child_ctx *c)
 
 static int step_terminal(child_ctx *c)
 {
+	sync_msg m = {.type = SYNC_PTY};
+	int master, slave, r;
+
 	/* No controlling terminal of the host; a pty of ours when one was asked. */
 	if (setsid() < 0)
 		return -errno;
-	if (c->tty_fd < 0)
+	if (!c->tty_mask)
 		return 0;
-	for (int fd = 0; fd < 3; fd++)
-		if ((c->tty_mask & (1 << fd)) && dup2(c->tty_fd, fd) < 0)
-			return -errno;
-	if (ioctl(c->tty_fd, TIOCSCTTY, 0) < 0)
-		return -errno;
-	(void)close(c->tty_fd);
-	return 0;
+	c->what = "/dev/pts/ptmx";
+	r = pty_open_pair(&master, &slave);
+	if (r < 0)
+		return r;
+	r = sync_send(c->sync, &m, master);
+	(void)close(master);
+	for (int fd = 0; fd < 3 && r >= 0; fd++)
+		if ((c->tty_mask & (1 << fd)) && dup2(slave, fd) < 0)
+			r = -errno;
+	if (r >= 0 && ioctl(slave, TIOCSCTTY, 0) < 0)
+		r = -errno;
+	(void)close(slave);
+	return r;
 }
 
 static int step_userns(child_ctx *c)
@@ -160,7 +189,8 @@ static int step_userns(child_ctx *c)
 	int r;
 
 	/* Our own identity from here on: the supervisor maps 0 and 1000 to an
-	 * unprivileged host range (docs/architecture.md, "What the agent can reach"). */
+	 * unprivileged host range (docs/decisions.md, "Identity: two host ids
+	 * per sandbox"). */
 	if (unshare(CLONE_NEWUSER) < 0)
 		return -errno;
 	r = sync_send(c->sync, &m, -1);
@@ -262,44 +292,42 @@ static int step_landlock(child_ctx *c)
 static int step_fds(child_ctx *c)
 {
 	(void)c;
-	/* Nothing but 0-2 crosses into the sandbox (docs/architecture.md). */
+	/* Nothing but 0-2 crosses into the sandbox (sandcap(1), "run"). */
 	return sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0 ? -errno : 0;
 }
 
 static int step_seccomp(child_ctx *c)
 {
-	sync_msg m = {.type = SYNC_NOTIFY};
-	int notify_fd = -1;
-	int r = sf_apply(c->plan, &notify_fd);
+	int r = sf_apply(c->plan, &c->notify_fd);
 
-	if (r < 0 || notify_fd < 0)
-		return r;
-	r = sync_send(c->sync, &m, notify_fd);
-	(void)close(notify_fd);
+	if (r >= 0 && c->notify_fd >= 0)
+		c->layers |= LAYER_SECCOMP_NOTIFY;
 	return r;
 }
 
 static const struct setup_step {
 	const char *name;
 	int (*fn)(child_ctx *c);
+	unsigned layer; /* the sync_layer it puts in place, when it succeeds */
 } setup_steps[] = {
-    {"mounts", step_mounts}, /* host root: idmapped binds need it */
+    {"signals", step_signals},
+    {"mounts", step_mounts, LAYER_MOUNTS}, /* host root: idmapped binds need it */
     {"hostname", step_hostname},
     {"network", step_network}, /* listener must be born in this netns */
-    {"rlimits", step_rlimits},
-    {"terminal", step_terminal},	 /* setsid before anything can take a tty */
-    {"cgroup", step_cgroup},		 /* everything of the sandbox is charged */
-    {"cgroupns", step_cgroupns},	 /* after joining the cgroup, so it is our root */
-    {"userns", step_userns},		 /* from here on nothing maps to host root */
-    {"bounding", step_bounding},	 /* needs CAP_SETPCAP: before setuid */
-    {"identity", step_identity},	 /* setuid to the agent clears caps */
-    {"caps", step_caps},		 /* inheritable and ambient too */
-    {"parent-death", step_parent_death}, /* after the last credential change */
-    {"no-new-privs", step_nnp},		 /* must precede Landlock and seccomp */
+    {"rlimits", step_rlimits, LAYER_RLIMITS},
+    {"terminal", step_terminal},		 /* setsid before anything can take a tty */
+    {"cgroup", step_cgroup},			 /* everything of the sandbox is charged */
+    {"cgroupns", step_cgroupns, LAYER_CGROUPNS}, /* after joining the cgroup, so it is our root */
+    {"userns", step_userns, LAYER_USERNS},	 /* from here on nothing maps to host root */
+    {"bounding", step_bounding},		 /* needs CAP_SETPCAP: before setuid */
+    {"identity", step_identity},		 /* setuid to the agent clears caps */
+    {"caps", step_caps, LAYER_CAPS},		 /* inheritable and ambient too */
+    {"parent-death", step_parent_death},	 /* after the last credential change */
+    {"no-new-privs", step_nnp, LAYER_NNP},	 /* must precede Landlock and seccomp */
     {"workdir", step_workdir},
-    {"landlock", step_landlock}, /* paths are sandbox paths now */
+    {"landlock", step_landlock, LAYER_LANDLOCK}, /* paths are sandbox paths now */
     {"fds", step_fds},
-    {"seccomp", step_seccomp}, /* last: the filter need not allow setup */
+    {"seccomp", step_seccomp, LAYER_SECCOMP}, /* last: the filter need not allow setup */
 };
 
 /*
@@ -309,22 +337,23 @@ static const struct setup_step {
  * the id maps before "go", so everything here runs as the agent's ids.
  */
 static const struct setup_step setup_steps_unpriv[] = {
-    {"wait-go", step_wait_go},	    /* maps written, cgroup joined */
-    {"mounts", step_mounts_unpriv}, /* files we create need mapped ids */
+    {"signals", step_signals},
+    {"wait-go", step_wait_go},			  /* maps written, cgroup joined */
+    {"mounts", step_mounts_unpriv, LAYER_MOUNTS}, /* files we create need mapped ids */
     {"hostname", step_hostname},
     {"network", step_network}, /* listener must be born in this netns */
-    {"rlimits", step_rlimits},
-    {"terminal", step_terminal}, /* setsid before anything can take a tty */
-    {"cgroupns", step_cgroupns}, /* after joining the cgroup, so it is our root */
-    {"bounding", step_bounding}, /* needs CAP_SETPCAP in our user namespace */
+    {"rlimits", step_rlimits, LAYER_RLIMITS},
+    {"terminal", step_terminal},		 /* setsid before anything can take a tty */
+    {"cgroupns", step_cgroupns, LAYER_CGROUPNS}, /* after joining the cgroup, so it is our root */
+    {"bounding", step_bounding},		 /* needs CAP_SETPCAP in our user namespace */
     {"identity", step_identity_unpriv},
-    {"caps", step_caps},		 /* no uid change clears them: capset does */
-    {"parent-death", step_parent_death}, /* after the last credential change */
-    {"no-new-privs", step_nnp},		 /* must precede Landlock and seccomp */
+    {"caps", step_caps, LAYER_CAPS},	   /* no uid change clears them: capset does */
+    {"parent-death", step_parent_death},   /* after the last credential change */
+    {"no-new-privs", step_nnp, LAYER_NNP}, /* must precede Landlock and seccomp */
     {"workdir", step_workdir},
-    {"landlock", step_landlock}, /* paths are sandbox paths now */
+    {"landlock", step_landlock, LAYER_LANDLOCK}, /* paths are sandbox paths now */
     {"fds", step_fds},
-    {"seccomp", step_seccomp}, /* last: the filter need not allow setup */
+    {"seccomp", step_seccomp, LAYER_SECCOMP}, /* last: the filter need not allow setup */
 };
 
 _Noreturn void child_main(child_ctx *c)
@@ -334,21 +363,38 @@ _Noreturn void child_main(child_ctx *c)
 	sync_msg m = {.type = SYNC_FAILED};
 	int r;
 
+	/* Unprivileged, clone3 made our user namespace. */
+	c->layers = c->unpriv ? LAYER_USERNS : 0;
+	c->notify_fd = -1;
 	for (size_t i = 0; i < n; i++) {
 		c->what = NULL;
 		r = steps[i].fn(c);
-		if (r < 0) {
+		if (r >= 0) {
+			c->layers |= steps[i].layer;
+		} else {
 			m.err = -r;
+			m.layers = c->layers;
 			snprintf(m.step, sizeof(m.step), "%s", steps[i].name);
 			snprintf(m.what, sizeof(m.what), "%s", c->what ? c->what : "");
 			(void)sync_send(c->sync, &m, -1);
-			_exit(125);
+			_exit(SC_EXIT_SETUP);
 		}
+	}
+	/* What is in place, and the listener: sandbox.start is written from
+	 * this, and before pid 1's exec, the listener's first record. */
+	{
+		sync_msg ready = {.type = SYNC_READY, .layers = c->layers};
+
+		if (sync_send(c->sync, &ready, c->notify_fd) < 0)
+			_exit(SC_EXIT_SETUP);
+		if (c->notify_fd >= 0)
+			(void)close(c->notify_fd);
 	}
 	/* pid 1 is exec'd fresh: none of the supervisor's memory crosses. */
 	syscall(SYS_execveat, c->exe_fd, "", c->init_argv, c->envp, AT_EMPTY_PATH);
 	m.err = errno;
+	m.layers = c->layers;
 	snprintf(m.step, sizeof(m.step), "exec-init");
 	(void)sync_send(c->sync, &m, -1);
-	_exit(125);
+	_exit(SC_EXIT_SETUP);
 }

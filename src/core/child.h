@@ -13,14 +13,15 @@ typedef struct child_ctx {
 	const ns_source *sources;
 	int sync;     /* our end of the SEQPACKET pair */
 	int exe_fd;   /* the sandcap binary, exec'd as pid 1 */
-	int tty_fd;   /* pty slave replacing host terminals on 0-2, or -1 */
-	int tty_mask; /* bit n set: fd n was a host terminal */
+	int tty_mask; /* bit n set: fd n is a host terminal, replaced by a pty (core/pty.h) */
 	char *const *init_argv;
 	char *const *envp;
 	const char *spawn_sock; /* host path of the delegation socket, or NULL */
 	bool cg_sync;		/* wait for SYNC_CGROUP before the "cgroup" step */
 	const char *what;	/* detail of the failing step */
 	bool unpriv;		/* cloned with its user namespace, ids already mapped */
+	unsigned layers;	/* sync_layer bits of the steps done so far */
+	int notify_fd;		/* the seccomp listener, for SYNC_READY, or -1 */
 } child_ctx;
 
 /* Runs every setup step in order; never returns. */

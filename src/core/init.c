@@ -15,10 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/exit-status.h"
+
 /* A script without "#!" gets at most this many arguments through /bin/sh. */
 #define INIT_SHELL_ARGS_MAX 4096
-
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
 /* The default search path of execvp() when PATH is unset (glibc, musl). */
 #define INIT_DEFAULT_PATH "/bin:/usr/bin"
@@ -100,8 +100,8 @@ static int status_to_exit(int status)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return 125;
+		return SC_EXIT_SIGNAL_BASE + WTERMSIG(status);
+	return SC_EXIT_SETUP;
 }
 
 int init_main(int argc, char **argv)
@@ -111,9 +111,12 @@ int init_main(int argc, char **argv)
 
 	if (argc < 3 || strcmp(argv[1], "--") != 0) {
 		fputs("sandcap-init: internal entry point, not for direct use\n", stderr);
-		return 125;
+		return SC_EXIT_SETUP;
 	}
-	sigfillset(&all);
+	/* Every signal, also those libc keeps for itself (musl's sigfillset
+	 * leaves out 32-34, where glibc programs have SIGRTMIN): unblocked,
+	 * pid 1 would drop them, and the command would never see them. */
+	memset(&all, 0xff, sizeof(all));
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &all, NULL);
 	/* Not dumpable: the agent (same uid) cannot ptrace or read pid 1's memory. */
@@ -122,7 +125,7 @@ int init_main(int argc, char **argv)
 	child = fork();
 	if (child < 0) {
 		fprintf(stderr, "sandcap: cannot start %s: %s\n", argv[2], strerror(errno));
-		return 125;
+		return SC_EXIT_SETUP;
 	}
 	if (child == 0) {
 		(void)sigprocmask(SIG_SETMASK, &none, NULL);
@@ -130,7 +133,7 @@ int init_main(int argc, char **argv)
 		int err = errno;
 		fprintf(stderr, "sandcap: %s: %s\n", argv[2],
 			err == ENOENT ? "command not found" : strerror(err));
-		_exit(err == ENOENT ? 127 : 126);
+		_exit(err == ENOENT ? SC_EXIT_NOTFOUND : SC_EXIT_NOEXEC);
 	}
 
 	for (;;) {
@@ -149,8 +152,9 @@ int init_main(int argc, char **argv)
 					return status_to_exit(status);
 			continue;
 		}
-		for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-			if (sig == forwarded[i])
-				(void)kill(child, sig);
+		/* Everything else is for the command: the supervisor passes
+		 * on what stops the run (SIGTERM, SIGINT, SIGHUP, ...) and
+		 * SIGWINCH comes from the pty. */
+		(void)kill(child, sig);
 	}
 }

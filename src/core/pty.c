@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pty.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -14,68 +13,64 @@
 #include "base/io.h"
 
 struct pty_relay {
-	int master;
-	int in;	 /* host terminal to read from, or -1 */
-	int out; /* host fd to write the sandbox's output to */
+	int master; /* the sandbox's ptmx, -1 until attached */
+	int in;	    /* host terminal to read from, or -1 */
+	int out;    /* host fd to write the sandbox's output to */
 	bool raw;
 	struct termios saved;
 };
 
-int pty_open_if_tty(pty_relay **ret, int *ret_slave, int *ret_mask)
+int pty_relay_new(pty_relay **ret, int *ret_mask)
 {
-	struct winsize ws = {.ws_row = 24, .ws_col = 80};
-	int mask = 0, master, slave;
+	int mask = 0;
 	pty_relay *p;
 
 	*ret = NULL;
-	*ret_slave = -1;
 	*ret_mask = 0;
 	for (int fd = 0; fd < 3; fd++)
 		if (isatty(fd))
 			mask |= 1 << fd;
 	if (!mask)
 		return 0;
-	for (int fd = 0; fd < 3; fd++)
-		if ((mask & (1 << fd)) && ioctl(fd, TIOCGWINSZ, &ws) == 0)
-			break;
-	if (openpty(&master, &slave, NULL, NULL, &ws) < 0)
-		return -errno;
-	(void)fcntl(master, F_SETFD, FD_CLOEXEC);
-	(void)fcntl(slave, F_SETFD, FD_CLOEXEC);
 	p = calloc(1, sizeof(*p));
-	if (!p) {
-		(void)close(master);
-		(void)close(slave);
+	if (!p)
 		return -ENOMEM;
-	}
-	p->master = master;
+	p->master = -1;
 	p->in = (mask & 1) ? 0 : -1;
 	p->out = (mask & 2) ? 1 : (mask & 4) ? 2 : 0;
-	if (p->in >= 0 && tcgetattr(0, &p->saved) == 0) {
-		struct termios raw = p->saved;
-
-		cfmakeraw(&raw);
-		p->raw = tcsetattr(0, TCSANOW, &raw) == 0;
-	}
 	*ret = p;
-	*ret_slave = slave;
 	*ret_mask = mask;
 	return 0;
 }
 
-int pty_register(pty_relay *p, int ep, uint32_t tag)
+static int ep_add_tagged(int ep, int fd, uint32_t tag)
 {
-	struct epoll_event ev = {.events = EPOLLIN};
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)tag << 32 | (uint32_t)fd};
 
-	ev.data.u64 = (uint64_t)tag << 32 | (uint32_t)p->master;
-	if (epoll_ctl(ep, EPOLL_CTL_ADD, p->master, &ev) < 0)
-		return -errno;
-	if (p->in >= 0) {
-		ev.data.u64 = (uint64_t)tag << 32 | (uint32_t)p->in;
-		if (epoll_ctl(ep, EPOLL_CTL_ADD, p->in, &ev) < 0)
-			return -errno;
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+int pty_relay_attach(pty_relay *p, int master, int ep, uint32_t tag)
+{
+	int r;
+
+	if (p->master >= 0) {
+		(void)close(master);
+		return -EEXIST;
 	}
-	return 0;
+	p->master = master;
+	pty_resize(p);
+	/* Raw only now: a run refused during setup leaves the terminal as it was. */
+	if (p->in >= 0 && tcgetattr(p->in, &p->saved) == 0) {
+		struct termios raw = p->saved;
+
+		cfmakeraw(&raw);
+		p->raw = tcsetattr(p->in, TCSANOW, &raw) == 0;
+	}
+	r = ep_add_tagged(ep, p->master, tag);
+	if (r >= 0 && p->in >= 0)
+		r = ep_add_tagged(ep, p->in, tag);
+	return r;
 }
 
 int pty_pump(pty_relay *p, int fd)
@@ -95,7 +90,7 @@ void pty_drain(pty_relay *p)
 	char buf[16384];
 	ssize_t n;
 
-	if (!p)
+	if (!p || p->master < 0)
 		return;
 	(void)fcntl(p->master, F_SETFL, O_NONBLOCK);
 	while ((n = read(p->master, buf, sizeof(buf))) > 0)
@@ -107,8 +102,13 @@ void pty_resize(pty_relay *p)
 {
 	struct winsize ws;
 
-	if (p && ioctl(p->out, TIOCGWINSZ, &ws) == 0)
-		(void)ioctl(p->master, TIOCSWINSZ, &ws);
+	if (!p || p->master < 0)
+		return;
+	for (int fd = 0; fd < 3; fd++)
+		if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0) {
+			(void)ioctl(p->master, TIOCSWINSZ, &ws);
+			return;
+		}
 }
 
 pty_relay *pty_free(pty_relay *p)
@@ -116,8 +116,31 @@ pty_relay *pty_free(pty_relay *p)
 	if (!p)
 		return NULL;
 	if (p->raw)
-		(void)tcsetattr(0, TCSANOW, &p->saved);
-	(void)close(p->master);
+		(void)tcsetattr(p->in, TCSANOW, &p->saved);
+	if (p->master >= 0)
+		(void)close(p->master);
 	free(p);
 	return NULL;
+}
+
+int pty_open_pair(int *ret_master, int *ret_slave)
+{
+	int unlock = 0, master, slave;
+
+	/* The sandbox's instance, not the host's /dev/ptmx. */
+	master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0)
+		return -errno;
+	/* TIOCGPTPEER (4.13) opens the slave through the master, never by a
+	 * path the agent could have swapped. */
+	if (ioctl(master, TIOCSPTLCK, &unlock) < 0 ||
+	    (slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		int r = -errno;
+
+		(void)close(master);
+		return r;
+	}
+	*ret_master = master;
+	*ret_slave = slave;
+	return 0;
 }

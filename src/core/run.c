@@ -14,7 +14,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
-#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,7 @@
 #include "audit/audit.h"
 #include "audit/fswatch.h"
 #include "base/cleanup.h"
+#include "base/diag.h"
 #include "base/io.h"
 #include "cgroup/cgroup.h"
 #include "compat/syscalls.h"
@@ -45,13 +45,14 @@
 #include "core/sync.h"
 #include "host/host.h"
 #include "ns/ns.h"
+#include "policy/agent-env.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
 
 #define STATE_DIR_DEFAULT "/var/lib/sandcap"
 #define CGROUP_PREFIX	  "sandcap-"		 /* + the sandbox id */
 #define GRACE_NS	  (3ULL * 1000000000ULL) /* after SIGINT/SIGTERM, before SIGKILL */
-#define MAX_ENV		  (POLICY_MAX_ENV + 16)
+#define MAX_ENV		  (AGENT_ENV_OWN_MAX + POLICY_MAX_ENV + 1)
 #define MAX_EVENT_BYTES	  65536
 #define PROXY_DRAIN_NS	  (500ULL * 1000000ULL) /* bound on the worker's last reports */
 
@@ -93,9 +94,20 @@ typedef struct supervisor {
 	bool cg_early;		/* cgroup made before clone3, which places the child in it */
 	char not_enforced[320]; /* what best_effort let go, for sandbox.start */
 
+	/* What the child is given: pid 1's binary, argv and environment, the
+	 * terminals it gets a pty for, the child's end of the sync pair. */
+	int exe_fd, tty_mask, child_sync;
+	char **init_argv;
+	char *env[MAX_ENV];
+	sigset_t saved_mask; /* restored once the run is over */
+	bool mask_saved;
+
 	bool started;	    /* sandbox.start written */
 	bool audit_stopped; /* a record could not be written: the sandbox was stopped */
 	bool start_written; /* sandbox.start and the grants are in the log */
+	bool ready;	    /* the child did every setup step (SYNC_READY) */
+	unsigned layers;    /* sync_layer bits: what the child put in place */
+	bool cg_joined;	    /* the sandbox is in its cgroup (clone3 or cg_attach) */
 	bool setup_failed;
 	bool exited;
 	int wait_status;
@@ -110,21 +122,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static int fail(sc_diag *d, int err, const char *step, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(sc_diag *d, int err, const char *step, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (d) {
-		snprintf(d->path, sizeof(d->path), "%s", step);
-		va_start(ap, fmt);
-		vsnprintf(d->message, sizeof(d->message), fmt, ap);
-		va_end(ap);
-	}
-	return err;
 }
 
 static bool path_inside(const char *path, const char *dir)
@@ -200,23 +197,25 @@ static int audit_open(supervisor *s)
 	if (!path) {
 		r = sc_state_dir(s->unpriv, state, sizeof(state));
 		if (r < 0)
-			return fail(s->diag, r, "audit",
-				    "no state directory for the audit log (set HOME, "
-				    "XDG_STATE_HOME or SANDCAP_STATE_DIR, or give --audit FILE)");
+			return diag_fail(
+			    s->diag, r, "audit",
+			    "no state directory for the audit log (set HOME, "
+			    "XDG_STATE_HOME or SANDCAP_STATE_DIR, or give --audit FILE)");
 		snprintf(dir, sizeof(dir), "%s/audit", state);
 		/* A user's ~/.local/state may not exist yet; root's parent does. */
 		r = s->unpriv ? mkdir_parents(state) : (mkdir(state, 0700) < 0 ? -errno : 0);
 		if (r < 0 && r != -EEXIST)
-			return fail(s->diag, r, "audit", "cannot create state directory %s: %s",
-				    state, strerror(-r));
+			return diag_fail(s->diag, r, "audit",
+					 "cannot create state directory %s: %s", state,
+					 strerror(-r));
 		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return fail(s->diag, -errno, "audit", "cannot create %s: %s", dir,
-				    strerror(errno));
+			return diag_fail(s->diag, -errno, "audit", "cannot create %s: %s", dir,
+					 strerror(errno));
 		if ((size_t)snprintf(s->res->audit_path, sizeof(s->res->audit_path),
 				     "%.4000s/%s.jsonl", dir,
 				     s->res->sandbox_id) >= sizeof(s->res->audit_path))
-			return fail(s->diag, -ENAMETOOLONG, "audit",
-				    "state directory path too long");
+			return diag_fail(s->diag, -ENAMETOOLONG, "audit",
+					 "state directory path too long");
 	} else {
 		snprintf(s->res->audit_path, sizeof(s->res->audit_path), "%s", path);
 	}
@@ -229,15 +228,16 @@ static int audit_open(supervisor *s)
 	else
 		snprintf(dir, sizeof(dir), ".");
 	if (!realpath(dir, real))
-		return fail(s->diag, -errno, "audit", "audit log directory %s: %s", dir,
-			    strerror(errno));
+		return diag_fail(s->diag, -errno, "audit", "audit log directory %s: %s", dir,
+				 strerror(errno));
 	for (size_t i = 0; i < p->n_grants; i++) {
 		char g[PATH_MAX];
 
 		if (realpath(p->grants[i].path, g) && (path_inside(real, g)))
-			return fail(s->diag, -EINVAL, "audit",
-				    "audit log %s lies inside grant %s: the agent could reach it",
-				    s->res->audit_path, p->grants[i].path);
+			return diag_fail(
+			    s->diag, -EINVAL, "audit",
+			    "audit log %s lies inside grant %s: the agent could reach it",
+			    s->res->audit_path, p->grants[i].path);
 	}
 	r = au_open(s->res->audit_path, s->o->audit_key, s->o->audit_key_len, s->res->sandbox_id,
 		    p->audit_fsync, &s->audit);
@@ -245,19 +245,21 @@ static int audit_open(supervisor *s)
 		struct stat st;
 
 		if (lstat(s->res->audit_path, &st) == 0 && !S_ISREG(st.st_mode))
-			return fail(s->diag, r, "audit",
-				    "audit log %s is %s, not a regular file: give the path of a "
-				    "new file",
-				    s->res->audit_path, au_file_type(st.st_mode));
+			return diag_fail(
+			    s->diag, r, "audit",
+			    "audit log %s is %s, not a regular file: give the path of a "
+			    "new file",
+			    s->res->audit_path, au_file_type(st.st_mode));
 	}
 	if (r == -ENOSPC || r == -EDQUOT)
-		return fail(s->diag, r, "audit",
-			    "audit log %s: its filesystem has no room for the %u bytes the log "
-			    "keeps in reserve (%s): free space there or choose another --audit",
-			    s->res->audit_path, AU_RESERVE_BYTES, strerror(-r));
+		return diag_fail(
+		    s->diag, r, "audit",
+		    "audit log %s: its filesystem has no room for the %u bytes the log "
+		    "keeps in reserve (%s): free space there or choose another --audit",
+		    s->res->audit_path, AU_RESERVE_BYTES, strerror(-r));
 	if (r < 0)
-		return fail(s->diag, r, "audit", "cannot open audit log %s: %s", s->res->audit_path,
-			    strerror(-r));
+		return diag_fail(s->diag, r, "audit", "cannot open audit log %s: %s",
+				 s->res->audit_path, strerror(-r));
 	return 0;
 }
 
@@ -351,12 +353,93 @@ static void emit_final(supervisor *s, const char *event, json_t *data)
 
 static int ep_add(supervisor *s, int fd, uint32_t tag);
 
-static bool plan_notifies(const sc_plan *p)
+static void start_listener(supervisor *s, int fd);
+
+/*
+ * What is in place, from what each step reported (the child's sync_layer
+ * bits, the cgroup, the proxy): a refused run claims nothing beyond the
+ * step it reached. A layer not put in place is absent.
+ */
+static json_t *layers_json(supervisor *s)
 {
-	return p->audit_exec || p->audit_denied_syscalls;
+	unsigned l = s->layers;
+	json_t *o = json_object();
+	char ns[64];
+
+	if (!o)
+		return NULL;
+	if (s->pid > 0) {
+		snprintf(ns, sizeof(ns), "%smount pid net ipc uts%s",
+			 l & LAYER_USERNS ? "user " : "", l & LAYER_CGROUPNS ? " cgroup" : "");
+		(void)json_object_set_new(o, "namespaces", json_string(ns));
+	}
+	if (l & LAYER_MOUNTS)
+		(void)json_object_set_new(
+		    o, "mounts",
+		    json_string("tmpfs root, pivot_root, read-only runtime, nosuid nodev grants"));
+	/* In the cgroup: placed by clone3 or by us, or it moved itself in. */
+	(void)json_object_set_new(
+	    o, "cgroup",
+	    json_string(s->cg && (s->cg_joined || (l & LAYER_CGROUP)) ? s->res->cgroup : "none"));
+	if (l & LAYER_CAPS)
+		(void)json_object_set_new(o, "capabilities", json_string("none"));
+	if (l & LAYER_NNP)
+		(void)json_object_set_new(o, "no_new_privs", json_true());
+	if (l & LAYER_LANDLOCK)
+		(void)json_object_set_new(
+		    o, "landlock",
+		    json_pack("{s:i, s:s}", "abi", s->landlock_abi, "status", s->landlock));
+	if (l & LAYER_SECCOMP)
+		(void)json_object_set_new(
+		    o, "seccomp",
+		    json_string(!(l & LAYER_SECCOMP_NOTIFY) ? "active"
+				: s->sync_wakeup
+				    ? "active, with user notification, synchronous wake-up"
+				    : "active, with user notification"));
+	if (s->plan->n_egress == 0 && s->pid > 0)
+		(void)json_object_set_new(o, "proxy", json_string("no network"));
+	else if (s->proxy_pid > 0)
+		(void)json_object_set_new(o, "proxy", json_string("active"));
+	(void)json_object_set_new(o, "fs_write", json_string(s->fw_mode ? s->fw_mode : "none"));
+	if (s->unpriv && (l & LAYER_USERNS)) {
+		char id[160];
+
+		snprintf(id, sizeof(id),
+			 "unprivileged: the agent (%u:%u inside) is the invoking user %u:%u, "
+			 "plain bind grants",
+			 (unsigned)NS_AGENT_UID, (unsigned)NS_AGENT_GID, (unsigned)geteuid(),
+			 (unsigned)getegid());
+		(void)json_object_set_new(o, "identity", json_string(id));
+	}
+	return o;
 }
 
-static void start_listener(supervisor *s, int fd);
+/* The names of the layers in place, for the summary. A cgroup of "none"
+ * is none. */
+static void layers_names(json_t *layers, char *buf, size_t len)
+{
+	const char *k;
+	json_t *v;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	json_object_foreach(layers, k, v)
+	{
+		if (json_is_string(v) && strcmp(json_string_value(v), "none") == 0 &&
+		    strcmp(k, "capabilities") != 0)
+			continue;
+		/* json_object_foreach() steps on from k: name is a copy. */
+		const char *name = k;
+
+		if (strcmp(k, "proxy") == 0 && json_is_string(v) &&
+		    strcmp(json_string_value(v), "no network") == 0)
+			name = "no-network"; /* the netns has only lo */
+		if (n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? " " : "", name);
+	}
+	if (n >= len && len > 0)
+		buf[len - 1] = '\0';
+}
 
 /*
  * sandbox.start and the grants, then the first boundary. With listener_fd
@@ -373,33 +456,17 @@ static void emit_start(supervisor *s, int listener_fd)
 	int fd, dirfd;
 
 	if (s->started) {
-		if (listener_fd >= 0)
+		/* Execs are answered only once their records can be written. */
+		if (listener_fd >= 0 && s->start_written)
 			start_listener(s, listener_fd);
+		else if (listener_fd >= 0)
+			(void)close(listener_fd);
 		return;
 	}
 	s->started = true;
 	plan_json = plan_to_json(s->plan);
-	layers = json_pack("{s:s, s:s, s:s, s:{s:i, s:s}, s:s, s:s, s:s}", "namespaces",
-			   "user mount pid net ipc uts cgroup", "mounts",
-			   "tmpfs root, pivot_root, read-only runtime, nosuid nodev grants",
-			   "cgroup", s->res->cgroup, "landlock", "abi", s->landlock_abi, "status",
-			   s->landlock[0] ? s->landlock : "not reached", "seccomp",
-			   /* the child fails closed if the filter cannot be loaded */
-			   !plan_notifies(s->plan) ? "active"
-			   : s->sync_wakeup ? "active, with user notification, synchronous wake-up"
-					    : "active, with user notification",
-			   "proxy", s->plan->n_egress ? "active" : "no network", "fs_write",
-			   s->fw_mode ? s->fw_mode : "none");
-	if (s->unpriv && layers) {
-		char id[160];
-
-		snprintf(id, sizeof(id),
-			 "unprivileged: the agent (%u:%u inside) is the invoking user %u:%u, "
-			 "plain bind grants",
-			 (unsigned)NS_AGENT_UID, (unsigned)NS_AGENT_GID, (unsigned)geteuid(),
-			 (unsigned)getegid());
-		(void)json_object_set_new(layers, "identity", json_string(id));
-	}
+	layers = layers_json(s);
+	layers_names(layers, s->res->layers, sizeof(s->res->layers));
 	for (argc = 0; s->o->argv[argc]; argc++)
 		;
 	data = json_pack("{s:o, s:o, s:s, s:s, s:o, s:o}", "plan",
@@ -413,6 +480,17 @@ static void emit_start(supervisor *s, int listener_fd)
 			 "layers", layers);
 	if (data && s->not_enforced[0])
 		(void)json_object_set_new(data, "not_enforced", json_pack("[s]", s->not_enforced));
+	/* How far setup got: "complete", or the step that refused the run. */
+	if (data) {
+		char setup[64];
+
+		if (s->ready)
+			snprintf(setup, sizeof(setup), "complete");
+		else
+			snprintf(setup, sizeof(setup), "refused at %.40s",
+				 s->diag->path[0] ? s->diag->path : "an unknown step");
+		(void)json_object_set_new(data, "setup", json_string(setup));
+	}
 	pthread_mutex_lock(&s->emit_lock);
 	emit_locked(s, "sandbox.start", data);
 	for (size_t i = 0; i < s->plan->n_grants; i++) {
@@ -427,9 +505,9 @@ static void emit_start(supervisor *s, int listener_fd)
 		 * listener its exec fails (ENOSYS), and it is being killed.
 		 * A run refused already keeps its own reason. */
 		if (!s->setup_failed)
-			fail(s->diag, au_failed(s->audit, NULL, NULL), "audit",
-			     "cannot write the start of audit log %s: %s", s->res->audit_path,
-			     strerror(-au_failed(s->audit, NULL, NULL)));
+			diag_fail(s->diag, au_failed(s->audit, NULL, NULL), "audit",
+				  "cannot write the start of audit log %s: %s", s->res->audit_path,
+				  strerror(-au_failed(s->audit, NULL, NULL)));
 		s->setup_failed = true;
 		if (listener_fd >= 0)
 			(void)close(listener_fd);
@@ -520,7 +598,7 @@ static void handle_sync(supervisor *s)
 	}
 	if (r < 0) {
 		s->setup_failed = true;
-		fail(s->diag, r, "protocol", "malformed message from the sandbox child");
+		diag_fail(s->diag, r, "protocol", "malformed message from the sandbox child");
 		kill_sandbox(s);
 		(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, s->sync, NULL);
 		s->sync = safe_close(s->sync);
@@ -541,7 +619,8 @@ static void handle_sync(supervisor *s)
 		r = ns_write_id_maps(s->pid, um, gm);
 		if (r < 0) {
 			s->setup_failed = true;
-			fail(s->diag, r, "userns", "cannot write the id maps: %s", strerror(-r));
+			diag_fail(s->diag, r, "userns", "cannot write the id maps: %s",
+				  strerror(-r));
 			kill_sandbox(s);
 			break;
 		}
@@ -557,8 +636,8 @@ static void handle_sync(supervisor *s)
 			r = px_spawn(&s->proxy_seed, &s->proxy_pid, &s->proxy_fd);
 		if (r < 0) {
 			s->setup_failed = true;
-			fail(s->diag, r, "proxy", "cannot start the egress proxy: %s",
-			     strerror(-r));
+			diag_fail(s->diag, r, "proxy", "cannot start the egress proxy: %s",
+				  strerror(-r));
 			kill_sandbox(s);
 			break;
 		}
@@ -569,24 +648,34 @@ static void handle_sync(supervisor *s)
 		(void)fw_watch_tmp(s->fw, s->pid);
 		s->landlock_abi = m.value;
 		snprintf(s->landlock, sizeof(s->landlock), "%s", m.what);
-		/* With a listener, seccomp's step comes next and sends it. */
-		if (!plan_notifies(s->plan))
-			emit_start(s, -1);
 		break;
-	case SYNC_NOTIFY:
-		if (fd < 0 || s->notify_fd >= 0 || s->listener)
+	case SYNC_READY:
+		if (s->ready)
 			break;
+		s->ready = true;
+		s->layers = m.layers;
+		if (fd >= 0 &&
+		    (!(m.layers & LAYER_SECCOMP_NOTIFY) || s->notify_fd >= 0 || s->listener))
+			fd = safe_close(fd);
 		/* sandbox.start says how the listener runs, and goes first:
 		 * pid 1's exec is the listener's first record. */
-		s->sync_wakeup = sf_notify_sync_wakeup(fd) >= 0;
+		if (fd >= 0)
+			s->sync_wakeup = sf_notify_sync_wakeup(fd) >= 0;
 		emit_start(s, TAKE_FD(fd));
 		break;
 	case SYNC_FAILED:
 		s->setup_failed = true;
+		if (!s->ready)
+			s->layers = m.layers;
 		m.err = m.err > 0 && m.err < 4096 ? m.err : EPROTO;
-		fail(s->diag, -m.err, m.step, "%s%s%s", m.what, m.what[0] ? ": " : "",
-		     strerror(m.err));
+		diag_fail(s->diag, -m.err, m.step, "%s%s%s", m.what, m.what[0] ? ": " : "",
+			  strerror(m.err));
 		host_explain_refusal(s->diag, -m.err, s->unpriv); /* a chroot, a sysctl... */
+		break;
+	case SYNC_PTY:
+		/* The sandbox's own pty: relayed to the host terminal. */
+		if (fd >= 0 && s->pty && isatty(fd))
+			(void)pty_relay_attach(s->pty, TAKE_FD(fd), s->ep, EV_PTY);
 		break;
 	case SYNC_GO:
 	case SYNC_MAPPED:
@@ -699,22 +788,67 @@ static void drain_proxy(supervisor *s)
 	}
 }
 
+/* "SIGTERM", "SIGRTMIN+3", "SIGRTMAX-1": the names of kill -l (bash). */
+static void signal_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else if (sig == SIGRTMIN)
+		snprintf(buf, len, "SIGRTMIN");
+	else if (sig == SIGRTMAX)
+		snprintf(buf, len, "SIGRTMAX");
+	else if (sig > SIGRTMIN && sig - SIGRTMIN <= (SIGRTMAX - SIGRTMIN) / 2)
+		snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else if (sig > SIGRTMIN && sig < SIGRTMAX)
+		snprintf(buf, len, "SIGRTMAX-%d", SIGRTMAX - sig);
+	else
+		snprintf(buf, len, "signal %d", sig);
+}
+
+/*
+ * A signal asks the run to end: the sandbox gets it (pid 1 passes it on to
+ * the command) and GRACE_NS to end, then it is killed. Another signal
+ * meanwhile (a second Ctrl-C) ends it at once.
+ */
+static void stop_sandbox(supervisor *s, int sig)
+{
+	if (s->res->stop_signal) {
+		if (!s->exited) {
+			s->res->forced_kill = true;
+			kill_sandbox(s);
+		}
+		return;
+	}
+	s->res->stop_signal = sig;
+	if (s->pidfd >= 0)
+		(void)sys_pidfd_send_signal(s->pidfd, sig);
+	arm(s->gracefd, GRACE_NS);
+}
+
 static void handle_signal(supervisor *s)
 {
 	struct signalfd_siginfo si;
 
 	if (io_read_exact(s->sigfd, &si, sizeof(si)) < 0)
 		return;
-	if (si.ssi_signo == SIGCHLD)
+	switch (si.ssi_signo) {
+	case SIGCHLD:
 		return; /* the pidfd tells us about pid 1; other children are reaped at exit */
-	if (si.ssi_signo == SIGWINCH) {
+	case SIGWINCH:
 		pty_resize(s->pty);
 		return;
+	case SIGPIPE:
+		/* Our own write to a closed pipe, which EPIPE reports: not a
+		 * request to stop. */
+		if (si.ssi_code == SI_USER && si.ssi_pid == (uint32_t)getpid())
+			return;
+		break;
+	default:
+		break;
 	}
-	/* SIGINT, SIGTERM, SIGHUP: ask politely, then stop the whole sandbox. */
-	if (s->pid > 0)
-		(void)kill(s->pid, (int)si.ssi_signo);
-	arm(s->gracefd, GRACE_NS);
+	stop_sandbox(s, (int)si.ssi_signo);
 }
 
 static int event_loop(supervisor *s)
@@ -758,7 +892,10 @@ static int event_loop(supervisor *s)
 				break;
 			case EV_GRACE:
 				(void)!read(s->gracefd, &ticks, sizeof(ticks));
-				kill_sandbox(s);
+				if (!s->exited) {
+					s->res->forced_kill = true;
+					kill_sandbox(s);
+				}
 				break;
 			case EV_NOTIFY:
 				if (evs[i].events & EPOLLIN)
@@ -841,35 +978,6 @@ static bool plan_has_limits(const sc_plan *p)
 	       p->pids != PLAN_UNLIMITED;
 }
 
-static int build_env(const sc_plan *p, char **env, size_t cap)
-{
-	static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-						 "http_proxy", "https_proxy", "all_proxy"};
-	size_t n = 0;
-
-	if (p->n_env + 16 > cap)
-		return -E2BIG;
-	env[n++] = (char *)"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
-	env[n++] = (char *)"HOME=/tmp";
-	env[n++] = (char *)"USER=agent";
-	env[n++] = (char *)"TMPDIR=/tmp";
-	if (p->n_egress) {
-		static char proxy[6][64];
-
-		for (size_t i = 0; i < ELEMENTSOF(proxy_vars); i++) {
-			snprintf(proxy[i], sizeof(proxy[i]), "%s=http://127.0.0.1:%d",
-				 proxy_vars[i], PX_LISTEN_PORT);
-			env[n++] = proxy[i];
-		}
-		env[n++] = (char *)"NO_PROXY=localhost,127.0.0.1";
-		env[n++] = (char *)"no_proxy=localhost,127.0.0.1";
-	}
-	for (size_t i = 0; i < p->n_env; i++)
-		env[n++] = p->env[i];
-	env[n] = NULL;
-	return 0;
-}
-
 /* A run refused during setup: what was set up, the files already written
  * (if the child got that far), and sandbox.exit with the refusal. */
 static void emit_refusal(supervisor *s)
@@ -945,6 +1053,15 @@ static void emit_exit(supervisor *s)
 	    (json_int_t)r->requests_allowed, "requests_denied", (json_int_t)r->requests_denied,
 	    "syscalls_denied", (json_int_t)r->syscalls_denied, "files_written",
 	    (json_int_t)r->files_written);
+	/* Stopped by a signal to us: which, and whether the grace ran out. */
+	if (data && r->stop_signal) {
+		char name[32];
+
+		signal_name(r->stop_signal, name, sizeof(name));
+		(void)json_object_set_new(
+		    data, "stopped_by",
+		    json_pack("{s:s, s:b}", "signal", name, "forced_kill", r->forced_kill));
+	}
 	/* The records refused after the log failed: they are not in it. */
 	if (data && s->audit_stopped)
 		(void)json_object_set_new(data, "audit_unrecorded",
@@ -1019,6 +1136,11 @@ static void teardown(supervisor *s)
 	(void)safe_close(s->wallfd);
 	(void)safe_close(s->gracefd);
 	(void)safe_close(s->ep);
+	(void)safe_close(s->exe_fd);
+	(void)safe_close(s->child_sync);
+	free(s->init_argv);
+	if (s->mask_saved)
+		sigprocmask(SIG_SETMASK, &s->saved_mask, NULL);
 }
 
 /* Written with our privilege, this also resets the floor the sandbox could
@@ -1065,16 +1187,17 @@ static int make_cgroup(supervisor *s)
 	v1 = cg_detect(&cgv, why, sizeof(why)) >= 0 && cgv == CG_V1;
 	if (plan_has_limits(p) && !p->best_effort) {
 		if (s->unpriv)
-			return fail(s->diag, r, "cgroup",
-				    "the policy sets limits and, without root, sandcap "
-				    "enforces them only in a delegated cgroup v2 subtree it may "
-				    "write; there is none here (%s%s). Start sandcap in one "
-				    "(e.g. systemd-run --user --scope -p Delegate=yes sandcap "
-				    "run ...) or set \"best_effort\": true to run without limits",
-				    strerror(-r),
-				    v1 ? "; this host uses cgroup v1, which is not delegated" : "");
-		return fail(s->diag, r, "cgroup", "cannot create the sandbox cgroup (%s): %s",
-			    strerror(-r), why);
+			return diag_fail(
+			    s->diag, r, "cgroup",
+			    "the policy sets limits and, without root, sandcap "
+			    "enforces them only in a delegated cgroup v2 subtree it may "
+			    "write; there is none here (%s%s). Start sandcap in one "
+			    "(e.g. systemd-run --user --scope -p Delegate=yes sandcap "
+			    "run ...) or set \"best_effort\": true to run without limits",
+			    strerror(-r),
+			    v1 ? "; this host uses cgroup v1, which is not delegated" : "");
+		return diag_fail(s->diag, r, "cgroup", "cannot create the sandbox cgroup (%s): %s",
+				 strerror(-r), why);
 	}
 	if (plan_has_limits(p)) {
 		char *q = s->not_enforced, *end = q + sizeof(s->not_enforced);
@@ -1111,14 +1234,14 @@ static int cgroup_to_child(supervisor *s)
 	if (r >= 0 && s->cg && cg_clone_fd(s->cg) < 0) {
 		n = cg_entry_fds(s->cg, fds, ELEMENTSOF(fds));
 		if (n < 0)
-			r = fail(s->diag, n, "cgroup", "cannot open the sandbox cgroup: %s",
-				 strerror(-n));
+			r = diag_fail(s->diag, n, "cgroup", "cannot open the sandbox cgroup: %s",
+				      strerror(-n));
 	}
 	if (r >= 0) {
 		r = sync_send_fds(s->sync, &m, fds, (size_t)n);
 		if (r < 0)
-			fail(s->diag, r, "cgroup", "cannot hand the cgroup to the sandbox: %s",
-			     strerror(-r));
+			diag_fail(s->diag, r, "cgroup", "cannot hand the cgroup to the sandbox: %s",
+				  strerror(-r));
 	}
 	for (int i = 0; i < n; i++)
 		(void)close(fds[i]);
@@ -1132,6 +1255,298 @@ static int start_spawn_server(supervisor *s)
 		return 0;
 	return spawn_server_new(s->plan, s->res->sandbox_id, s->o->token, spawn_emit, s, &s->spawn,
 				s->diag);
+}
+
+/* A setup step the supervisor runs failed (diag says which and why): the
+ * child, if there is one, dies before it runs anything of the sandbox. */
+static int refused(supervisor *s, int err)
+{
+	s->setup_failed = true;
+	kill_sandbox(s);
+	return err;
+}
+
+/* Phase 1: the sandbox's id, the mode, and what pid 1 will be given. */
+static int prepare(supervisor *s)
+{
+	const sc_run_opts *o = s->o;
+	sc_run_result *res = s->res;
+	uint8_t rnd[8];
+	size_t argc = 0;
+	int r;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return diag_fail(s->diag, -EIO, "id", "no randomness for the sandbox id");
+	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "sc-%02x%02x%02x%02x%02x%02x%02x%02x",
+		 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+
+	/* Orphans of our own children (a sub-supervisor's sandbox, helpers) come
+	 * back to us rather than to the host's init, and are reaped at teardown. */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* Not root: the unprivileged mode (docs/decisions.md), refused up front
+	 * where the host forbids what it needs. */
+	s->unpriv = geteuid() != 0;
+	res->unprivileged = s->unpriv;
+	if (s->unpriv) {
+		char why[256];
+
+		r = ns_unpriv_userns_check(why, sizeof(why));
+		if (r < 0)
+			return diag_fail(
+			    s->diag, r, "userns",
+			    "%s: sandcap run without root needs them (or run it as root)", why);
+		if (s->plan->spawn_max_depth > 0)
+			return diag_fail(s->diag, -EPERM, "spawn",
+					 "delegation (\"spawn\") needs root: without it sandcap "
+					 "cannot nest a child's cgroup or id range; drop \"spawn\" "
+					 "or run as root");
+	}
+	while (o->argv[argc])
+		argc++;
+	if (argc == 0)
+		return diag_fail(s->diag, -EINVAL, "command", "no command given");
+	s->init_argv = calloc(argc + 3, sizeof(char *));
+	if (!s->init_argv)
+		return diag_fail(s->diag, -ENOMEM, "command", "out of memory");
+	s->init_argv[0] = (char *)INIT_ARGV0;
+	s->init_argv[1] = (char *)"--";
+	memcpy(s->init_argv + 2, o->argv, argc * sizeof(char *));
+	r = agent_env_build(s->plan, s->env, ELEMENTSOF(s->env));
+	if (r < 0)
+		return diag_fail(s->diag, r, "env", "more than %zu environment variables",
+				 ELEMENTSOF(s->env) - AGENT_ENV_OWN_MAX - 1);
+	s->exe_fd = open_init(&r);
+	if (s->exe_fd < 0)
+		return diag_fail(s->diag, r, "init", "cannot find %s next to sandcap or in %s: %s",
+				 INIT_ARGV0, SANDCAP_LIBEXECDIR, strerror(-r));
+	return 0;
+}
+
+/*
+ * The signals that end the run cleanly (handle_signal), and SIGCHLD and
+ * SIGWINCH, all taken through the signalfd: every signal whose default
+ * action would end or stop nothing else. The synchronous faults keep
+ * their default (a fault must not be ignored), as do the stop signals.
+ */
+static void supervisor_sigset(sigset_t *set)
+{
+	static const int keep[] = {SIGKILL, SIGSTOP, SIGSEGV, SIGBUS,  SIGILL,	SIGFPE,	 SIGTRAP,
+				   SIGABRT, SIGSYS,  SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT, SIGURG};
+
+	/* glibc leaves out the signals it uses for threads itself. */
+	sigfillset(set);
+	for (size_t i = 0; i < ELEMENTSOF(keep); i++)
+		sigdelset(set, keep[i]);
+}
+
+/* Phase 2: on the host, before the child exists. */
+static int host_setup(supervisor *s)
+{
+	const sc_plan *p = s->plan;
+	sigset_t mask;
+	int pair[2], r;
+
+	/* Where clone3 can place the child in its cgroup (v2) the cgroup must
+	 * exist first. Elsewhere the child moves itself in, and the cgroup is
+	 * made while the child builds its mounts, like the audit log. */
+	s->cg_early = s->unpriv || cg_clone_into_expected();
+	if (s->cg_early) {
+		r = make_cgroup(s);
+		if (r < 0)
+			return r;
+	}
+	r = start_spawn_server(s);
+	if (r < 0)
+		return r;
+	s->id_base = ns_host_id_base(getpid());
+	r = s->unpriv ? ns_open_sources_unpriv(p, &s->sources, s->diag)
+		      : ns_open_sources(p, s->id_base + 1, s->id_base + 1, &s->sources, s->diag);
+	if (r < 0) {
+		host_explain_refusal(s->diag, r, s->unpriv); /* an id mapping needs a userns */
+		return r;
+	}
+	/* Before the child exists: the listing fallback snapshots the grants now. */
+	r = fw_start(p, &s->fw, &s->fw_mode);
+	if (r < 0)
+		return diag_fail(s->diag, r, "fswatch", "cannot watch the rw grants: %s",
+				 strerror(-r));
+	r = pty_relay_new(&s->pty, &s->tty_mask);
+	if (r < 0)
+		return diag_fail(s->diag, r, "terminal", "cannot set up the terminal relay: %s",
+				 strerror(-r));
+
+	s->ep = epoll_create1(EPOLL_CLOEXEC);
+	s->wallfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	s->gracefd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (s->ep < 0 || s->wallfd < 0 || s->gracefd < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+		return diag_fail(s->diag, -errno, "supervisor", "%s", strerror(errno));
+	s->sync = pair[0];
+	s->child_sync = pair[1];
+	supervisor_sigset(&mask);
+	sigprocmask(SIG_BLOCK, &mask, &s->saved_mask);
+	s->mask_saved = true;
+	s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (s->sigfd < 0)
+		return diag_fail(s->diag, -errno, "supervisor", "signalfd: %s", strerror(errno));
+	return 0;
+}
+
+/* Phase 3: clone3 into the new namespaces; the child runs child_main(). */
+static int start_child(supervisor *s)
+{
+	struct sc_clone_args ca = {
+	    .flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+		     CLONE_PIDFD,
+	    .pidfd = (uint64_t)(uintptr_t)&s->pidfd,
+	    .exit_signal = SIGCHLD,
+	};
+	int cfd = s->cg ? cg_clone_fd(s->cg) : -1;
+
+	/* Unprivileged, the user namespace must come first so that it owns
+	 * the others: clone(2) creates it before them. */
+	if (s->unpriv)
+		ca.flags |= CLONE_NEWUSER;
+	if (cfd >= 0) {
+		ca.flags |= CLONE_INTO_CGROUP;
+		ca.cgroup = (uint64_t)cfd;
+	}
+	s->t0 = now_ns();
+	s->pid = sys_clone3(&ca);
+	s->cg_joined = s->pid > 0 && cfd >= 0;
+	if (s->pid < 0) {
+		int r;
+
+		if (s->unpriv && (errno == EPERM || errno == ENOSPC || errno == EUSERS))
+			r = diag_fail(s->diag, -errno, "clone",
+				      "this host does not let an unprivileged user create a "
+				      "user namespace (%s); sandcap run without root needs one",
+				      strerror(errno));
+		else
+			r = diag_fail(s->diag, -errno, "clone",
+				      "cannot create the sandbox namespaces: %s", strerror(errno));
+		host_explain_refusal(s->diag, r, s->unpriv);
+		return r;
+	}
+	if (s->pid == 0) {
+		child_ctx c = {.plan = s->plan,
+			       .sources = s->sources,
+			       .sync = s->child_sync,
+			       .exe_fd = s->exe_fd,
+			       .tty_mask = s->tty_mask,
+			       .init_argv = s->init_argv,
+			       .envp = s->env,
+			       .spawn_sock = spawn_server_socket(s->spawn),
+			       .cg_sync = !s->unpriv,
+			       .unpriv = s->unpriv};
+
+		(void)close(s->sync);
+		child_main(&c);
+	}
+	s->child_sync = safe_close(s->child_sync);
+	return 0;
+}
+
+/*
+ * Phase 4: what the child waits for before it runs anything of the
+ * sandbox. As root it waits for its cgroup, and maps itself through
+ * SYNC_USERNS later; unprivileged it waits for "go", its next step needs
+ * mapped ids. The audit log is opened meanwhile.
+ */
+static int hand_off(supervisor *s)
+{
+	int r = s->unpriv ? 0 : cgroup_to_child(s);
+
+	if (r >= 0 && !s->o->event_sink)
+		r = audit_open(s);
+	spawn_server_set_cgroup(s->spawn, s->cg);
+	/* While the child sets up: what supervisors that were SIGKILLed left
+	 * (their sandboxes died with them, see step_parent_death). */
+	(void)cg_sweep_stale(s->cg, CGROUP_PREFIX);
+	if (!s->unpriv)
+		(void)spawn_sweep_stale();
+	if (r < 0)
+		return r;
+	if (s->o->set_oom_score_adj && set_oom_score_adj(s->pid, s->o->oom_score_adj) < 0)
+		return diag_fail(s->diag, -EPERM, "oom_score_adj",
+				 "cannot reset the sandbox's oom_score_adj");
+	if (s->unpriv) {
+		sync_msg go = {.type = SYNC_GO};
+
+		r = ns_write_id_maps_unpriv(s->pid, NS_AGENT_UID, NS_AGENT_GID);
+		if (r < 0)
+			return diag_fail(s->diag, r, "userns", "cannot write the id maps: %s",
+					 strerror(-r));
+		if (s->cg && cg_clone_fd(s->cg) < 0) {
+			r = cg_attach(s->cg, s->pid);
+			if (r < 0)
+				return diag_fail(s->diag, r, "cgroup",
+						 "cannot move the sandbox into its cgroup: %s",
+						 strerror(-r));
+			s->cg_joined = true;
+		}
+		(void)sync_send(s->sync, &go, -1);
+	}
+	return 0;
+}
+
+/* Phase 5: until pid 1 is gone; then what it and the proxy said last. */
+static void supervise(supervisor *s)
+{
+	if (s->plan->wall_ns != PLAN_UNLIMITED)
+		arm(s->wallfd, s->plan->wall_ns);
+	(void)ep_add(s, s->sync, EV_SYNC);
+	(void)ep_add(s, s->pidfd, EV_PIDFD);
+	(void)ep_add(s, s->sigfd, EV_SIGNAL);
+	(void)ep_add(s, s->wallfd, EV_WALL);
+	(void)ep_add(s, s->gracefd, EV_GRACE);
+	if (s->spawn)
+		(void)ep_add(s, spawn_server_fd(s->spawn), EV_SPAWN);
+
+	(void)event_loop(s);
+	stop_listener(s);
+	/* Drain what the child said before dying (e.g. SYNC_FAILED). */
+	while (s->sync >= 0)
+		handle_sync(s);
+	pty_drain(s->pty);
+	drain_proxy(s);
+	/* pid 1 never started and the child did not say why (killed during
+	 * setup): a refusal, never the status of a command that did not run. */
+	if (!s->ready && !s->setup_failed) {
+		int st = s->wait_status;
+
+		s->setup_failed = true;
+		if (WIFSIGNALED(st))
+			diag_fail(s->diag, -ECHILD, "setup",
+				  "the sandbox child was killed by signal %d during setup",
+				  WTERMSIG(st));
+		else
+			diag_fail(s->diag, -ECHILD, "setup",
+				  "the sandbox child exited with status %d during setup",
+				  WEXITSTATUS(st));
+	}
+}
+
+/* Phase 6: the records that end the log; the run's one return value. */
+static int finish(supervisor *s, int r)
+{
+	if (r >= 0 && !s->setup_failed) {
+		collect(s);
+		emit_start(s, -1);
+		/* The sandbox is gone: every event it caused is queued by now. */
+		(void)fw_finish(s->fw, on_event, s);
+		s->res->files_written = s->res->tally.files_written; /* as `audit report` counts */
+		emit_exit(s);
+		return 0;
+	}
+	if (!s->res->sandbox_id[0])
+		return r; /* refused before anything of the sandbox existed */
+	if (!s->audit)
+		audit_open_after_failure(s);
+	emit_refusal(s);
+	if (r >= 0)
+		r = s->diag->message[0] ? -EINVAL : -EIO;
+	return r;
 }
 
 int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
@@ -1149,259 +1564,25 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			.notify_fd = -1,
 			.proxy_fd = -1,
 			.proxy_seed = PX_SEED_NONE,
+			.exe_fd = -1,
+			.child_sync = -1,
 			.emit_lock = PTHREAD_MUTEX_INITIALIZER};
-	const sc_plan *p = o->plan;
-	char *env[MAX_ENV];
-	char **init_argv = NULL;
-	size_t argc = 0;
-	_cleanup_close_ int exe_fd = -1;
-	int pair[2] = {-1, -1}, tty_fd = -1, tty_mask = 0;
-	sigset_t mask, old;
-	uint8_t rnd[8];
 	int r;
 
 	memset(res, 0, sizeof(*res));
 	res->memory_peak = UINT64_MAX;
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-		return fail(diag, -EIO, "id", "no randomness for the sandbox id");
-	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "sc-%02x%02x%02x%02x%02x%02x%02x%02x",
-		 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	snprintf(res->cgroup, sizeof(res->cgroup), "none");
 
-	/* Orphans of our own children (a sub-supervisor's sandbox, helpers) come
-	 * back to us rather than to the host's init, and are reaped at teardown. */
-	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-	/* Not root: the unprivileged mode (docs/decisions.md), refused up front
-	 * where the host forbids what it needs. */
-	s.unpriv = geteuid() != 0;
-	res->unprivileged = s.unpriv;
-	if (s.unpriv) {
-		char why[256];
-
-		r = ns_unpriv_userns_check(why, sizeof(why));
-		if (r < 0)
-			return fail(diag, r, "userns",
-				    "%s: sandcap run without root needs them (or run it as root)",
-				    why);
-		if (p->spawn_max_depth > 0)
-			return fail(diag, -EPERM, "spawn",
-				    "delegation (\"spawn\") needs root: without it sandcap "
-				    "cannot nest a child's cgroup or id range; drop \"spawn\" or "
-				    "run as root");
-	}
-	while (o->argv[argc])
-		argc++;
-	if (argc == 0)
-		return fail(diag, -EINVAL, "command", "no command given");
-	init_argv = calloc(argc + 3, sizeof(char *));
-	if (!init_argv)
-		return -ENOMEM;
-	init_argv[0] = (char *)INIT_ARGV0;
-	init_argv[1] = (char *)"--";
-	memcpy(init_argv + 2, o->argv, argc * sizeof(char *));
-	r = build_env(p, env, ELEMENTSOF(env));
-	if (r < 0)
-		goto out;
-
-	exe_fd = open_init(&r);
-	if (exe_fd < 0) {
-		r = fail(diag, r, "init", "cannot find %s next to sandcap or in %s: %s", INIT_ARGV0,
-			 SANDCAP_LIBEXECDIR, strerror(-r));
-		goto out;
-	}
-	/* Where clone3 can place the child in its cgroup (v2) the cgroup must
-	 * exist first. Elsewhere the child moves itself in, and the cgroup is
-	 * made while the child builds its mounts, like the audit log. */
-	s.cg_early = s.unpriv || cg_clone_into_expected();
-	if (s.cg_early) {
-		r = make_cgroup(&s);
-		if (r < 0) {
-			audit_open_after_failure(&s);
-			emit_refusal(&s);
-			goto out;
-		}
-	}
-
-	r = start_spawn_server(&s);
-	if (r < 0)
-		goto out;
-
-	s.id_base = ns_host_id_base(getpid());
-	r = s.unpriv ? ns_open_sources_unpriv(p, &s.sources, diag)
-		     : ns_open_sources(p, s.id_base + 1, s.id_base + 1, &s.sources, diag);
-	if (r < 0) {
-		host_explain_refusal(diag, r, s.unpriv); /* an id mapping needs a userns */
-		goto out;
-	}
-
-	/* Before the child exists: the listing fallback snapshots the grants now. */
-	r = fw_start(p, &s.fw, &s.fw_mode);
-	if (r < 0) {
-		r = fail(diag, r, "fswatch", "cannot watch the rw grants: %s", strerror(-r));
-		goto out;
-	}
-
-	r = pty_open_if_tty(&s.pty, &tty_fd, &tty_mask);
-	if (r < 0) {
-		r = fail(diag, r, "terminal", "cannot set up the terminal relay: %s", strerror(-r));
-		goto out;
-	}
-
-	s.ep = epoll_create1(EPOLL_CLOEXEC);
-	s.wallfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	s.gracefd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (s.ep < 0 || s.wallfd < 0 || s.gracefd < 0 ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
-		r = fail(diag, -errno, "supervisor", "%s", strerror(errno));
-		goto out;
-	}
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGWINCH);
-	sigprocmask(SIG_BLOCK, &mask, &old);
-	s.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-
-	{
-		struct sc_clone_args ca = {
-		    .flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-			     CLONE_NEWUTS | CLONE_PIDFD,
-		    .pidfd = (uint64_t)(uintptr_t)&s.pidfd,
-		    .exit_signal = SIGCHLD,
-		};
-		int cfd = s.cg ? cg_clone_fd(s.cg) : -1;
-
-		/* Unprivileged, the user namespace must come first so that it
-		 * owns the others: clone(2) creates it before them. */
-		if (s.unpriv)
-			ca.flags |= CLONE_NEWUSER;
-		if (cfd >= 0) {
-			ca.flags |= CLONE_INTO_CGROUP;
-			ca.cgroup = (uint64_t)cfd;
-		}
-		s.t0 = now_ns();
-		s.pid = sys_clone3(&ca);
-	}
-	if (s.pid < 0) {
-		if (s.unpriv && (errno == EPERM || errno == ENOSPC || errno == EUSERS))
-			r = fail(diag, -errno, "clone",
-				 "this host does not let an unprivileged user create a user "
-				 "namespace (%s); sandcap run without root needs one",
-				 strerror(errno));
-		else
-			r = fail(diag, -errno, "clone", "cannot create the sandbox namespaces: %s",
-				 strerror(errno));
-		host_explain_refusal(diag, r, s.unpriv);
-		goto out_sig;
-	}
-	if (s.pid == 0) {
-		child_ctx c = {.plan = p,
-			       .sources = s.sources,
-			       .sync = pair[1],
-			       .exe_fd = exe_fd,
-			       .tty_fd = tty_fd,
-			       .tty_mask = tty_mask,
-			       .init_argv = init_argv,
-			       .envp = env,
-			       .spawn_sock = spawn_server_socket(s.spawn),
-			       .cg_sync = !s.unpriv,
-			       .unpriv = s.unpriv};
-
-		(void)close(pair[0]);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		child_main(&c);
-	}
-	(void)close(pair[1]);
-	tty_fd = safe_close(tty_fd);
-	s.sync = pair[0];
-	/* The child cannot run anything of the sandbox before these are done:
-	 * it waits for its cgroup (root) or for "go" (unprivileged). */
-	r = s.unpriv ? 0 : cgroup_to_child(&s);
-	if (r < 0)
-		audit_open_after_failure(&s);
-	else if (!o->event_sink)
-		r = audit_open(&s);
-	if (r < 0) {
-		(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);
-		s.setup_failed = true;
-	}
-	spawn_server_set_cgroup(s.spawn, s.cg);
-	/* While the child sets up: cgroups of supervisors that were SIGKILLed
-	 * (their sandboxes died with them, see step_parent_death). */
-	(void)cg_sweep_stale(s.cg, CGROUP_PREFIX);
-
-	if (o->set_oom_score_adj && set_oom_score_adj(s.pid, o->oom_score_adj) < 0) {
-		(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);
-		r = fail(diag, -EPERM, "oom_score_adj", "cannot reset the sandbox's oom_score_adj");
-		s.setup_failed = true;
-	}
-	/* Unprivileged, the child waits for "go": its next step needs mapped
-	 * ids. (As root it maps itself through SYNC_USERNS and enters its
-	 * cgroup itself.) */
-	if (s.unpriv && !s.setup_failed) {
-		r = ns_write_id_maps_unpriv(s.pid, NS_AGENT_UID, NS_AGENT_GID);
-		if (r < 0) {
-			(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);
-			r = fail(diag, r, "userns", "cannot write the id maps: %s", strerror(-r));
-			s.setup_failed = true;
-		}
-		if (!s.setup_failed && s.cg && cg_clone_fd(s.cg) < 0) {
-			r = cg_attach(s.cg, s.pid);
-			if (r < 0) {
-				(void)sys_pidfd_send_signal(s.pidfd, SIGKILL);
-				r = fail(diag, r, "cgroup",
-					 "cannot move the sandbox into its cgroup: %s",
-					 strerror(-r));
-				s.setup_failed = true;
-			}
-		}
-		if (!s.setup_failed) {
-			sync_msg go = {.type = SYNC_GO};
-
-			(void)sync_send(s.sync, &go, -1);
-		}
-	}
-	if (p->wall_ns != PLAN_UNLIMITED)
-		arm(s.wallfd, p->wall_ns);
-	(void)ep_add(&s, s.sync, EV_SYNC);
-	(void)ep_add(&s, s.pidfd, EV_PIDFD);
-	(void)ep_add(&s, s.sigfd, EV_SIGNAL);
-	(void)ep_add(&s, s.wallfd, EV_WALL);
-	(void)ep_add(&s, s.gracefd, EV_GRACE);
-	if (s.pty)
-		(void)pty_register(s.pty, s.ep, EV_PTY);
-	if (s.spawn)
-		(void)ep_add(&s, spawn_server_fd(s.spawn), EV_SPAWN);
-
-	r = event_loop(&s);
-	stop_listener(&s);
-	/* Drain what the child said before dying (e.g. SYNC_FAILED). */
-	while (s.sync >= 0)
-		handle_sync(&s);
-	pty_drain(s.pty);
-	drain_proxy(&s);
-	if (s.setup_failed) {
-		r = diag->message[0] ? -EINVAL : -EIO;
-		emit_refusal(&s);
-		goto out_sig;
-	}
-	collect(&s);
-	emit_start(&s, -1);
-	/* The sandbox is gone: every event it caused is queued by now. */
-	(void)fw_finish(s.fw, on_event, &s);
-	res->files_written = res->tally.files_written; /* as `audit report` counts them */
-	emit_exit(&s);
-	r = 0;
-out_sig:
+	r = prepare(&s);
+	if (r >= 0)
+		r = host_setup(&s);
+	if (r >= 0)
+		r = start_child(&s);
+	if (r >= 0 && (r = hand_off(&s)) < 0)
+		(void)refused(&s, r);
+	if (s.pid > 0)
+		supervise(&s);
+	r = finish(&s, r);
 	teardown(&s);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	free(init_argv);
-	return r;
-out:
-	teardown(&s);
-	(void)safe_close(tty_fd);
-	free(init_argv);
 	return r;
 }

@@ -11,14 +11,8 @@
 #include <sys/types.h>
 
 #include "audit/tally.h"
+#include "base/exit-status.h"
 #include "policy/plan.h"
-
-enum {
-	SC_EXIT_TIMEOUT = 124,
-	SC_EXIT_SETUP = 125,
-	SC_EXIT_NOEXEC = 126,
-	SC_EXIT_NOTFOUND = 127,
-};
 
 struct json_t;
 /* Receives every event instead of a log file; owns data. */
@@ -50,9 +44,11 @@ typedef struct sc_run_opts {
 } sc_run_opts;
 
 typedef struct sc_run_result {
-	int exit_status; /* what `sandcap run` exits with */
-	int signal;	 /* signal that ended the command, 0 if none */
-	bool timed_out;	 /* the wall clock ended it */
+	int exit_status;  /* what `sandcap run` exits with */
+	int signal;	  /* signal that ended the command, 0 if none */
+	bool timed_out;	  /* the wall clock ended it */
+	int stop_signal;  /* the signal to the supervisor that stopped the run, 0 if none */
+	bool forced_kill; /* killed: the grace after stop_signal ran out, or a second signal */
 	bool oom_killed;
 	bool pids_limited;
 	bool cpu_throttled;
@@ -85,6 +81,9 @@ typedef struct sc_run_result {
 	bool unprivileged;	/* ran without root (docs/decisions.md) */
 	char not_enforced[320]; /* what best_effort let go, "" when nothing */
 	au_tally tally;		/* every event of the log, counted as `audit report` does */
+	/* The layers put in place, as sandbox.start lists them ("namespaces
+	 * mounts cgroup ..."): for a refused run, those before the refusal. */
+	char layers[256];
 } sc_run_result;
 
 /* The state directory whose audit/ holds the per-run logs without

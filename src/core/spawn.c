@@ -11,7 +11,10 @@
  */
 #include "core/spawn.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,12 +35,17 @@
 
 #include "audit/audit.h"
 #include "base/cleanup.h"
+#include "base/diag.h"
 #include "base/io.h"
 #include "compat/syscalls.h"
 #include "core/run.h"
 #include "token/token.h"
 
-#define SPAWN_RUN_DIR	"/run/sandcap"
+#define SPAWN_RUN_DIR "/run/sandcap"
+/* A socket directory this old with nobody bound to its socket was left by
+ * a supervisor that was killed (spawn_sweep_stale); younger ones may be
+ * between mkdtemp and bind. */
+#define SPAWN_STALE_S	60
 #define SPAWN_SNDBUF	(4 << 20) /* room for one SPAWN_MAX_MSG message and more */
 #define SPAWN_REPLY_BUF (1 << 20)
 
@@ -837,11 +845,9 @@ int spawn_server_new(const sc_plan *plan, const char *sandbox_id, const char *to
 		if (r >= 0)
 			r = tk_decode(srv->base, &dec, &td);
 		if (r < 0) {
-			snprintf(d->path, sizeof(d->path), "spawn");
-			snprintf(d->message, sizeof(d->message), "the children's token: %.400s",
-				 td.message[0] ? td.message : strerror(-r));
 			spawn_server_free(TAKE_PTR(srv));
-			return r;
+			return diag_fail(d, r, "spawn", "the children's token: %.400s",
+					 td.message[0] ? td.message : strerror(-r));
 		}
 		srv->base_caveats = (unsigned)dec->n_caveats;
 	}
@@ -879,11 +885,60 @@ int spawn_server_new(const sc_plan *plan, const char *sandbox_id, const char *to
 	*ret = TAKE_PTR(srv);
 	return 0;
 fail:
-	snprintf(d->path, sizeof(d->path), "spawn");
-	snprintf(d->message, sizeof(d->message), "cannot create the spawn socket: %s",
-		 strerror(-r));
 	spawn_server_free(TAKE_PTR(srv));
-	return r;
+	return diag_fail(d, r, "spawn", "cannot create the spawn socket: %s", strerror(-r));
+}
+
+/* Is path a socket someone listens on? /proc/net/unix lists every bound
+ * socket of our network namespace with its path (unix(7)); looking there
+ * leaves a live server's socket untouched (a connect would be a request). */
+static bool socket_is_bound(const char *path)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/net/unix", "re");
+	char line[PATH_MAX + 128];
+	size_t n = strlen(path);
+
+	if (!f)
+		return true; /* cannot tell: leave it */
+	while (fgets(line, sizeof(line), f)) {
+		char *end = line + strcspn(line, "\n");
+
+		*end = '\0';
+		if ((size_t)(end - line) > n && end[-(ptrdiff_t)n - 1] == ' ' &&
+		    strcmp(end - n, path) == 0)
+			return true;
+	}
+	return false;
+}
+
+unsigned spawn_sweep_stale(void)
+{
+	_cleanup_close_ int dfd = open(SPAWN_RUN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
+	time_t now = time(NULL);
+	unsigned removed = 0;
+	struct dirent *e;
+
+	if (!dir)
+		return 0;
+	dfd = -1; /* the DIR owns it now */
+	while ((e = readdir(dir))) {
+		char sock[PATH_MAX];
+		struct stat st;
+
+		if (strncmp(e->d_name, "spawn-", 6) != 0 ||
+		    fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || now - st.st_mtime < SPAWN_STALE_S)
+			continue;
+		snprintf(sock, sizeof(sock), SPAWN_RUN_DIR "/%s/spawn.sock", e->d_name);
+		if (socket_is_bound(sock))
+			continue;
+		(void)unlink(sock);
+		if (unlinkat(dirfd(dir), e->d_name, AT_REMOVEDIR) == 0)
+			removed++;
+	}
+	closedir(dir);
+	return removed;
 }
 
 const char *spawn_server_socket(const spawn_server *srv)

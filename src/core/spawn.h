@@ -51,6 +51,9 @@ void spawn_server_dispatch(spawn_server *srv);
 /* Kills every sub-supervisor still running (their sandboxes die with the
  * parent's cgroup), removes the socket. NULL-safe, returns NULL. */
 spawn_server *spawn_server_free(spawn_server *srv);
+/* Removes the socket directories of supervisors that were SIGKILLed (no
+ * one bound to the socket, unchanged for a minute). Returns how many. */
+unsigned spawn_sweep_stale(void);
 
 /* The sub-supervisor: `sandcap run --spawned-by FD`. Reads one request from
  * fd, runs it, streams the events and then the result back over fd.

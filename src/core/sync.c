@@ -66,9 +66,12 @@ int sync_recv_fds(int sock, sync_msg *m, int *fds, size_t max_fds, size_t *ret_n
 	ssize_t n;
 
 	*ret_n = 0;
+	/* ECONNRESET: the peer closed with a message of ours unread
+	 * (net/unix/af_unix.c, unix_release_sock). The error is reported once,
+	 * before what the peer had sent, which is still queued: read on. */
 	do
 		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+	while (n < 0 && (errno == EINTR || errno == ECONNRESET));
 	if (n < 0)
 		return -errno;
 	/* Every fd that arrived is either handed out or closed: a peer cannot

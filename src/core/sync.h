@@ -13,17 +13,35 @@ typedef enum sync_type {
 	SYNC_USERNS,   /* child -> supervisor: unshared the user ns, write maps */
 	SYNC_MAPPED,   /* supervisor -> child: maps written */
 	SYNC_LISTENER, /* child -> supervisor: proxy listener fd attached */
-	SYNC_NOTIFY,   /* child -> supervisor: seccomp listener fd attached */
-	SYNC_FAILED,   /* child -> supervisor: step failed, errno, what */
+	SYNC_READY,    /* child -> supervisor: every step done, about to exec pid 1;
+			* layers set; the seccomp listener fd attached, if any */
+	SYNC_FAILED,   /* child -> supervisor: step failed, errno, what; layers set */
 	SYNC_LAYERS,   /* child -> supervisor: landlock status text in what */
 	SYNC_CGROUP,   /* supervisor -> child: fds that move it into its cgroup (maybe none) */
+	SYNC_PTY,      /* child -> supervisor: the master of its pty attached */
 	_SYNC_TYPE_MAX,
 } sync_type;
 
+/* What the child's steps put in place, as far as they got: the facts
+ * sandbox.start reports (SYNC_READY and SYNC_FAILED carry them). */
+typedef enum sync_layer {
+	LAYER_USERNS = 1 << 0,	       /* in a user namespace of its own */
+	LAYER_MOUNTS = 1 << 1,	       /* the sandbox's root built, pivot_root done */
+	LAYER_CGROUP = 1 << 2,	       /* moved itself into the sandbox cgroup */
+	LAYER_CGROUPNS = 1 << 3,       /* cgroup namespace rooted there */
+	LAYER_CAPS = 1 << 4,	       /* bounding set, ids and capabilities dropped */
+	LAYER_NNP = 1 << 5,	       /* no_new_privs */
+	LAYER_LANDLOCK = 1 << 6,       /* the ruleset applied (status in SYNC_LAYERS) */
+	LAYER_SECCOMP = 1 << 7,	       /* the filter loaded */
+	LAYER_SECCOMP_NOTIFY = 1 << 8, /* ... with a user-notification listener */
+	LAYER_RLIMITS = 1 << 9,
+} sync_layer;
+
 typedef struct sync_msg {
 	int type;
-	int err;   /* positive errno for SYNC_FAILED */
-	int value; /* e.g. the Landlock ABI */
+	int err;	 /* positive errno for SYNC_FAILED */
+	int value;	 /* e.g. the Landlock ABI */
+	unsigned layers; /* sync_layer bits, for SYNC_READY and SYNC_FAILED */
 	char step[32];
 	char what[256];
 } sync_msg;

@@ -624,11 +624,6 @@ out:
 	return r;
 }
 
-int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **reterr_what)
-{
-	return setup_root(plan, sources, NULL, false, reterr_what);
-}
-
 int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const char *spawn_sock,
 			const char **reterr_what)
 {

@@ -10,7 +10,8 @@
 
 #include "policy/plan.h"
 
-/* Ids inside the sandbox. Nothing inside maps to host root (docs/architecture.md). */
+/* Ids inside the sandbox. Nothing inside maps to host root (docs/decisions.md,
+ * "Identity: two host ids per sandbox"). */
 #define NS_ROOT_UID  0
 #define NS_AGENT_UID 1000
 #define NS_AGENT_GID 1000
@@ -62,21 +63,18 @@ int ns_write_id_maps(pid_t pid, const char *uid_map, const char *gid_map);
  * gid_map, and it keeps the agent from dropping groups that deny it). */
 int ns_write_id_maps_unpriv(pid_t pid, uid_t inside_uid, gid_t inside_gid);
 
-/* Child (host root in a fresh mount namespace): builds the sandbox's root
- * and pivots into it. On failure *reterr_what names the mount. */
-int ns_setup_root(const sc_plan *plan, const ns_source *sources, const char **reterr_what);
-
 /* Where the delegation socket appears inside (docs/tokens.md, "Delegation"). */
 #define NS_SPAWN_SOCKET "/run/sandcap/spawn.sock"
-/* ns_setup_root() that also binds the host socket spawn_sock (a path only
- * root can reach) at NS_SPAWN_SOCKET, read-only, nosuid, nodev, noexec.
- * spawn_sock NULL: the same as ns_setup_root(). */
+/* Child (host root in a fresh mount namespace): builds the sandbox's root
+ * and pivots into it. With spawn_sock (a host path only root can reach) it
+ * is bound at NS_SPAWN_SOCKET, read-only, nosuid, nodev, noexec. On failure
+ * *reterr_what names the mount. */
 int ns_setup_root_spawn(const sc_plan *plan, const ns_source *sources, const char *spawn_sock,
 			const char **reterr_what);
 
 /* Child of an unprivileged supervisor, in the user namespace it was cloned
  * with (owning its mount namespace), with the ids mapped: the same view as
- * ns_setup_root(), but /dev holds binds of the host's device nodes (mknod
+ * ns_setup_root_spawn(), but /dev holds binds of the host's device nodes (mknod
  * is refused in a user namespace) and grants are plain binds, found again
  * by path without following symlinks and refused (-ESTALE) unless they are
  * the inodes the supervisor opened. */

@@ -9,17 +9,16 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/diag.h"
 #include "compat/syscalls.h"
 #include "ns/ns.h"
 
 static int diag_grant(sc_diag *d, size_t i, const char *path, int err, const char *why)
 {
-	if (d) {
-		snprintf(d->path, sizeof(d->path), "$.fs.grants[%zu].path", i);
-		snprintf(d->message, sizeof(d->message), "%s: %s (%s)", path, why, strerror(-err));
-		d->line = d->column = 0;
-	}
-	return err;
+	char where[64];
+
+	snprintf(where, sizeof(where), "$.fs.grants[%zu].path", i);
+	return diag_fail(d, err, where, "%s: %s (%s)", path, why, strerror(-err));
 }
 
 /* O_PATH without following any symlink, not even in a parent directory: a

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "policy/plan.h"
+#include "policy/agent-env.h"
 #include "policy/policy-internal.h"
 
 /* "64 MiB", "1.5 GiB", "512 bytes". */
@@ -216,6 +217,12 @@ static void describe_limits(const sc_plan *p, FILE *out)
 	fprintf(out, "  core dumps:            none\n");
 }
 
+static bool plan_has_any_limit(const sc_plan *p)
+{
+	return p->memory != PLAN_UNLIMITED || p->cpu_millis != PLAN_UNLIMITED ||
+	       p->pids != PLAN_UNLIMITED;
+}
+
 int plan_describe(const sc_plan *p, FILE *out)
 {
 	if (!p || !out)
@@ -232,9 +239,14 @@ int plan_describe(const sc_plan *p, FILE *out)
 	fprintf(out, "\nEnvironment (nothing else is inherited):\n  ");
 	for (size_t i = 0; i < p->n_env; i++)
 		fprintf(out, "%.*s ", (int)strcspn(p->env[i], "="), p->env[i]);
-	fprintf(out, "HOME PATH USER TMPDIR%s\n",
-		p->n_egress ? " HTTP_PROXY HTTPS_PROXY ALL_PROXY NO_PROXY (and lower-case forms)"
-			    : "");
+	{
+		const char *name;
+		size_t len;
+
+		for (size_t i = 0; agent_env_name(p, i, &name, &len); i++)
+			fprintf(out, "%s%.*s", i ? " " : "", (int)len, name);
+		fputc('\n', out);
+	}
 
 	fprintf(out, "\nDelegation:\n");
 	if (p->spawn_max_depth == 0)
@@ -259,6 +271,15 @@ int plan_describe(const sc_plan *p, FILE *out)
 		p->best_effort
 		    ? "best effort: layers the host cannot provide are skipped and logged"
 		    : "strict: the run fails if the host cannot enforce any layer");
+	/* check runs nothing: what a run would attempt, never what was
+	 * enforced (a run's sandbox.start says that, step by step). */
+	fprintf(
+	    out,
+	    "  a run would attempt: namespaces (user mount pid net ipc uts cgroup), tmpfs "
+	    "root and pivot_root, %s, capabilities dropped, no_new_privs, Landlock, seccomp%s%s\n",
+	    plan_has_any_limit(p) ? "a cgroup with the limits" : "a cgroup for accounting",
+	    p->audit_exec || p->audit_denied_syscalls ? " with user notification" : "",
+	    p->n_egress ? ", the egress proxy" : "");
 	if (ferror(out))
 		return -EIO;
 	return 0;

@@ -13,14 +13,9 @@
 #include <strings.h>
 
 #include "base/cleanup.h"
+#include "policy/agent-env.h"
 #include "policy/parse-internal.h"
 #include "policy/plan.h"
-
-/* Names sandcap sets itself in the agent's environment (docs/policy.md,
- * "Environment"); compared case-insensitively so "http_proxy" is refused too. */
-static const char *const reserved_env[] = {
-    "HOME", "PATH", "USER", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
-};
 
 static const char *const grant_modes[] = {"ro", "rw"};
 static const char *const fsync_names[] = {"boundaries", "always"};
@@ -87,11 +82,9 @@ static int parse_env(pctx *c, const json_t *v, const policy_key *k, void *base)
 				    "%s is not a valid variable name (letters, digits and \"_\", "
 				    "not starting with a digit)",
 				    q);
-		for (size_t i = 0; i < ELEMENTSOF(reserved_env); i++)
-			if (strcasecmp(key, reserved_env[i]) == 0)
-				return fail(c, -EINVAL,
-					    "%s is set by sandcap itself and cannot be overridden",
-					    q);
+		if (agent_env_reserved(key))
+			return fail(c, -EINVAL,
+				    "%s is set by sandcap itself and cannot be overridden", q);
 		r = want_string(c, x, &val);
 		if (r < 0)
 			return r;

@@ -17,9 +17,6 @@
 #include "base/io.h"
 #include "proxy/px.h"
 
-/* jansson provides json_decrefp() */
-#define _cleanup_json_ _cleanup_(json_decrefp)
-
 int px_format_secret(const char *format, const char *secret, char **ret_value)
 {
 	size_t fl = strlen(format ? format : "%s"), sl = strlen(secret), n = 0, cap;

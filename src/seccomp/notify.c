@@ -67,9 +67,6 @@
 /* Pages of the target kept during one notification. */
 #define SF_MEM_PAGES 4u
 
-/* json_decrefp() comes with jansson >= 2.9. */
-#define _cleanup_json_ _cleanup_(json_decrefp)
-
 static int sf_notif_sizes(struct seccomp_notif_sizes *ret)
 {
 	static struct seccomp_notif_sizes cached;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/diag.h"
 #include "base/io.h"
 #include "policy/plan.h"
 #include "token/token.h"
@@ -57,19 +58,8 @@ static void tk_parsed_done(tk_parsed *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static int tk_fail(sc_diag *d, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int tk_fail(sc_diag *d, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (d) {
-		memset(d, 0, sizeof(*d));
-		va_start(ap, fmt);
-		(void)vsnprintf(d->message, sizeof(d->message), fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
+/* A token's diagnostics have no JSON path of their own. */
+#define tk_fail(d, err, ...) diag_fail((d), (err), "", __VA_ARGS__)
 
 /* Prefixes a policy parser diagnostic with what was being parsed. */
 static int tk_fail_diag(sc_diag *d, int err, const char *what, const sc_diag *pd)

@@ -154,12 +154,13 @@ fi
 out=$(echo piped-in | sc base cat)
 expect_eq "stdin and stdout pass through" "$out" "piped-in"
 if command -v script >/dev/null; then
-	# A terminal on 0-2: the agent gets a pty of the supervisor's, never the host's.
-	out=$( (sleep 0.5; printf 'typed-line\n') | timeout 30 script -qec "tty; '$SANDCAP' run --quiet --policy '$T/base.json' -- sh -c 'test -t 0 && echo INTERACTIVE; read x; echo GOT:\$x; readlink /proc/self/fd/0'" /dev/null | tr -d '\r')
+	# A terminal on 0-2: the agent gets a pty of its own devpts, never the
+	# host's (the same /dev/pts/N name, another devpts instance: st_dev).
+	out=$( (sleep 0.5; printf 'typed-line\n') | timeout 30 script -qec "stat -L -c %d \$(tty); '$SANDCAP' run --quiet --policy '$T/base.json' -- sh -c 'test -t 0 && echo INTERACTIVE; read x; echo GOT:\$x; stat -L -c %d /proc/self/fd/0'" /dev/null | tr -d '\r')
 	host_tty=$(echo "$out" | head -1)
 	inner_tty=$(echo "$out" | tail -1)
 	expect_match "interactive use works through the pty relay" "$out" "INTERACTIVE.*GOT:typed-line"
-	check "the sandbox's terminal ($inner_tty) is not the host's ($host_tty)" [ -n "$inner_tty" -a "$inner_tty" != "$host_tty" ]
+	check "the sandbox's terminal (devpts $inner_tty) is not the host's ($host_tty)" [ -n "$inner_tty" -a "$inner_tty" != "$host_tty" ]
 fi
 "$SANDCAP" run --quiet --policy "$T/base.json" -- sh -c 'trap "" INT; sleep 30' &
 pid=$!

@@ -81,24 +81,39 @@ expect_eq "nofile, fsize (512-byte blocks) and core limits" "$out" "64
 out=$(sc files sh -c 'dd if=/dev/zero of=/tmp/big bs=1M count=4 2>&1; ls -l /tmp/big' 2>&1)
 expect_match "fsize limit stops a large file" "$out" "File size limit exceeded|1048576"
 
-# a SIGKILLed supervisor takes its sandbox with it; the cgroups it left are
-# removed by a later run once they are a minute old and empty
-"$SANDCAP" run --quiet --policy "$T/pids.json" -- sh -c 'sleep 977 & exec sleep 978' 2>/dev/null &
+# a SIGKILLed supervisor takes its sandbox with it; what it left (its
+# cgroups in every hierarchy, its spawn socket's directory) is removed by a
+# later run, whatever that run's limits, once a minute old and unused
+policy killed '{"version": 1, "limits": {"memory": "64M", "cpu": 0.5, "pids": 32, "wall": "20s"},
+	"spawn": {"max_depth": 1, "max_children": 1}}'
+policy nolimits '{"version": 1}'
+spawn_dirs_before=$(ls -d /run/sandcap/spawn-* 2>/dev/null | sort)
+"$SANDCAP" run --quiet --policy "$T/killed.json" -- sh -c 'sleep 977 & exec sleep 978' 2>/dev/null &
 sc_pid=$!
 for _ in $(seq 50); do [ "$(sandboxed $sc_pid)" -ge 2 ] && break; sleep 0.1; done
 victim=$(ps -e -o pid=,args= | awk '$2 == "sleep" && $3 == "977" {print $1; exit}')
 name=$(grep -o 'sandcap-sc-[0-9a-f]*' "/proc/$victim/cgroup" 2>/dev/null | head -1)
+spawn_dir=$(comm -13 <(echo "$spawn_dirs_before") <(ls -d /run/sandcap/spawn-* 2>/dev/null | sort) | head -1)
 kill -9 $sc_pid
 wait $sc_pid 2>/dev/null
 sleep 0.5
 expect_eq "SIGKILL of the supervisor ends every process of its sandbox" "$(sandboxed $sc_pid)" 0
 left=$(find /sys/fs/cgroup -maxdepth 6 -type d -name "${name:-none}" 2>/dev/null)
-check "its cgroups are still there" [ -n "$left" ]
-for d in $left; do touch -d '2 minutes ago' "$d"; done
-"$SANDCAP" run --quiet --policy "$T/pids.json" -- true
+n_left=$(echo "$left" | grep -c .)
+# v1: memory, cpu(,cpuacct) and pids; v2: one directory
+check "its cgroups are still there ($n_left)" [ "$n_left" -ge 1 ]
+if [ -d /sys/fs/cgroup/memory ]; then
+	for c in memory cpu pids; do
+		check "v1: one left in the $c hierarchy" grep -q "^/sys/fs/cgroup/$c[^/]*/" <<<"$left"
+	done
+fi
+check "its spawn socket's directory is still there" [ -n "$spawn_dir" -a -d "$spawn_dir" ]
+for d in $left $spawn_dir; do touch -d '2 minutes ago' "$d"; done
+"$SANDCAP" run --quiet --policy "$T/nolimits.json" -- true
 gone=yes
 for d in $left; do [ -d "$d" ] && gone=no; done
-expect_eq "the next run removes the stale cgroups" "$gone" yes
+expect_eq "the next run, without limits, removes the stale cgroups of every controller" "$gone" yes
+check "and the stale spawn directory" [ -n "$spawn_dir" -a ! -e "$spawn_dir" ]
 
 # fail closed: limits on a host without cgroup access
 if command -v unshare >/dev/null; then

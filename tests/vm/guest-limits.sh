@@ -61,6 +61,37 @@ check "v2: wall limit ends the run in about 1 s ($took s)" [ "$took" -le 3 ]
 sleep 0.2
 check "v2: the double-forked daemon died with the sandbox" [ "$(sandboxed)" = 0 ]
 
+# A SIGTERM to the supervisor stops the run cleanly: the log says so and
+# is sealed, and the cgroup goes.
+echo "{\"version\": 1, $grant, \"limits\": {\"memory\": \"64M\", \"cpu\": 0.5, \"pids\": 32}}" >/tmp/all.json
+echo "{\"version\": 1, $grant}" >/tmp/none.json
+sandcap run --quiet --audit /tmp/term.jsonl --policy /tmp/all.json -- sleep 51 2>/dev/null &
+pid=$!
+for _ in $(seq 50); do [ "$(sandboxed)" -ge 1 ] && break; sleep 0.1; done
+kill -TERM $pid
+wait $pid
+rc=$?
+check "v2: SIGTERM to the supervisor: the command's status 143 (exit $rc)" [ "$rc" = 143 ]
+check "v2: sandbox.exit says SIGTERM" grep -q '"stopped_by":{"forced_kill":false,"signal":"SIGTERM"}' /tmp/term.jsonl
+check "v2: and the log verifies" sandcap audit verify /tmp/term.jsonl
+left=$(find /sys/fs/cgroup -name 'sandcap-*' -type d | head -3)
+check "v2: no cgroup left after SIGTERM ($left)" [ -z "$left" ]
+
+# A SIGKILLed supervisor with every limit leaves its cgroup; a run without
+# limits removes it once it is a minute old.
+sandcap run --quiet --policy /tmp/all.json -- sleep 52 2>/dev/null &
+pid=$!
+for _ in $(seq 50); do [ "$(sandboxed)" -ge 1 ] && break; sleep 0.1; done
+kill -KILL $pid
+wait $pid 2>/dev/null
+sleep 0.5
+left=$(find /sys/fs/cgroup -name 'sandcap-*' -type d)
+check "v2: a SIGKILLed supervisor leaves its cgroup" [ -n "$left" ]
+for d in $left; do touch -d "@$(($(date +%s) - 120))" "$d"; done
+sandcap run --quiet --policy /tmp/none.json -- true 2>/dev/null
+left=$(find /sys/fs/cgroup -name 'sandcap-*' -type d | head -3)
+check "v2: the next run, without limits, removes it ($left)" [ -z "$left" ]
+
 # Without root: a cgroup v2 subtree delegated to an ordinary user, as
 # systemd's Delegate=yes makes one (the directory and its cgroup.procs,
 # cgroup.threads and cgroup.subtree_control owned by the user), with the
