@@ -124,38 +124,18 @@ int host_in_chroot(void)
 
 /* ---- user namespaces ---------------------------------------------------- */
 
-static int read_long(const char *path, long *ret)
-{
-	_cleanup_free_ char *buf = NULL;
-	char *end;
-	int r = io_read_file_at(AT_FDCWD, path, 64, &buf, NULL);
-
-	if (r < 0)
-		return r;
-	errno = 0;
-	*ret = strtol(buf, &end, 10);
-	return errno || end == buf ? -EINVAL : 0;
-}
-
 int host_why_userns(bool unpriv, char *why, size_t len)
 {
-	long v;
-
 	say(why, len, "%s", "");
 	if (host_in_chroot() == 1) {
 		say(why, len, "%s", CHROOT_WHY);
 		return -EPERM;
 	}
 	/* Without root: the sysctls and AppArmor, as ns_unpriv_userns_check
-	 * names them (it checks max_user_namespaces too). */
+	 * names them; as root only user.max_user_namespaces = 0 refuses. */
 	if (unpriv)
 		return ns_unpriv_userns_check(why, len);
-	if (read_long("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0) {
-		say(why, len,
-		    "user namespaces are disabled on this host (user.max_user_namespaces = 0)");
-		return -ENOSPC;
-	}
-	return 0;
+	return ns_userns_max_check(why, len);
 }
 
 /* ---- Landlock ------------------------------------------------------------ */

@@ -52,6 +52,9 @@ int ns_open_sources_unpriv(const sc_plan *plan, ns_source **ret_sources, sc_diag
  * can still refuse at clone time (a security module), so callers must also
  * handle that. */
 int ns_unpriv_userns_check(char *why, size_t why_len);
+/* user.max_user_namespaces = 0 refuses user namespaces to root too: 0, or
+ * -ENOSPC with why (always NUL-terminated) naming the sysctl. */
+int ns_userns_max_check(char *why, size_t why_len);
 
 /* Creates a user namespace with the given maps and returns an fd to it. */
 int ns_userns_fd(const char *uid_map, const char *gid_map);

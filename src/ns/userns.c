@@ -66,9 +66,25 @@ static int read_sysctl(const char *path, long *ret)
 	return 0;
 }
 
+int ns_userns_max_check(char *why, size_t why_len)
+{
+	long v;
+
+	if (why_len > 0)
+		why[0] = '\0';
+	if (read_sysctl("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0) {
+		snprintf(
+		    why, why_len,
+		    "user namespaces are disabled on this host (user.max_user_namespaces = 0)");
+		return -ENOSPC;
+	}
+	return 0;
+}
+
 int ns_unpriv_userns_check(char *why, size_t why_len)
 {
 	long v;
+	int r;
 
 	if (why_len > 0)
 		why[0] = '\0';
@@ -79,12 +95,9 @@ int ns_unpriv_userns_check(char *why, size_t why_len)
 			 "(kernel.unprivileged_userns_clone = 0)");
 		return -EPERM;
 	}
-	if (read_sysctl("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0) {
-		snprintf(
-		    why, why_len,
-		    "user namespaces are disabled on this host (user.max_user_namespaces = 0)");
-		return -ENOSPC;
-	}
+	r = ns_userns_max_check(why, why_len);
+	if (r < 0)
+		return r;
 	/* Ubuntu 23.10+: the namespace is created, but without capabilities
 	 * in it unless an AppArmor profile allows it, so the first mount would
 	 * fail with a bare EPERM. */

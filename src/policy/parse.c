@@ -602,6 +602,21 @@ static int fail_range(pctx *c, const json_t *v, const policy_key *k, const char 
 	return fail_expected(c, v, k->what ? k->what : generic);
 }
 
+/* A size or a duration (want parses it), held to the key's minimum. */
+static int parse_at_least(pctx *c, const json_t *v, const policy_key *k, void *field,
+			  int (*want)(pctx *, const json_t *, uint64_t *), const char *generic)
+{
+	uint64_t u = 0;
+	int r = want(c, v, &u);
+
+	if (r < 0)
+		return r;
+	if (u < k->min)
+		return fail_range(c, v, k, generic);
+	store_uint(field, k->width, u);
+	return 0;
+}
+
 int parse_value(pctx *c, const json_t *v, const policy_key *k, void *base)
 {
 	void *field = key_field(k, base);
@@ -635,21 +650,9 @@ int parse_value(pctx *c, const json_t *v, const policy_key *k, void *base)
 		store_uint(field, k->width, u);
 		return 0;
 	case KT_SIZE:
-		r = want_size(c, v, &u);
-		if (r < 0)
-			return r;
-		if (u < k->min)
-			return fail_range(c, v, k, "a size above 0");
-		store_uint(field, k->width, u);
-		return 0;
+		return parse_at_least(c, v, k, field, want_size, "a size above 0");
 	case KT_DURATION:
-		r = want_duration(c, v, &u);
-		if (r < 0)
-			return r;
-		if (u < k->min)
-			return fail_range(c, v, k, "a duration above 0");
-		store_uint(field, k->width, u);
-		return 0;
+		return parse_at_least(c, v, k, field, want_duration, "a duration above 0");
 	case KT_ENUM:
 		r = want_enum(c, v, k->names, k->n_names, &m);
 		if (r < 0)

@@ -10,7 +10,6 @@
 #include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,24 +25,9 @@
 #include "audit/tally.h"
 #include "base/cleanup.h"
 #include "base/io.h"
+#include "tap.h"
 
-static int n_test, n_fail;
 static char tmpdir[] = "/tmp/test-audit-XXXXXX";
-
-__attribute__((format(printf, 2, 3))) static void ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	n_test++;
-	if (!cond)
-		n_fail++;
-	printf("%sok %d - ", cond ? "" : "not ", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
 
 static const uint8_t key[32] = "0123456789abcdef0123456789abcdef";
 static const uint8_t other_key[32] = "fedcba9876543210fedcba9876543210";
@@ -772,7 +756,7 @@ static void test_report(void)
 
 	for (size_t i = 0; text && i < ELEMENTSOF(want); i++)
 		if (!strstr(text, want[i])) {
-			printf("# missing: %s\n", want[i]);
+			tap_diag("missing: %s", want[i]);
 			all_found = false;
 		}
 	ok(all_found && last_report_rc == 0, "the text report answers the questions");
@@ -893,7 +877,7 @@ static void test_tally(void)
 	       json_integer_value(json_object_get(json_object_get(did, "exec_failed"), "count")) ==
 		   (json_int_t)t.execs_failed,
 	   "report JSON: files_written, processes and exec_failed equal the tally's");
-	if (n_fail && text)
+	if (tap_failed && text)
 		fputs(text, stdout);
 	json_decref(root);
 }
@@ -1018,8 +1002,7 @@ static void test_big(void)
 	    (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload")))
 		data_cap_works = false;
 	if (!data_cap_works)
-		printf(
-		    "# no data-segment cap under a sanitizer or valgrind: memory not measured\n");
+		tap_diag("no data-segment cap under a sanitizer or valgrind: memory not measured");
 	status = in_capped_child(run_verify, path, st.st_size);
 	t2 = now_s();
 	ok(status == 0, "verified %u records in %.2f s (%.0f records/s)%s, log %.1f MiB (exit %d)",
@@ -1138,7 +1121,7 @@ static void test_failure(void)
 	pid_t pid;
 
 	if (geteuid() != 0) {
-		printf("# SKIP the full-filesystem test mounts a tmpfs: needs root\n");
+		tap_diag("SKIP the full-filesystem test mounts a tmpfs: needs root");
 		return;
 	}
 	pid = fork();
@@ -1209,8 +1192,7 @@ static void cleanup_tmp(void)
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
-		printf("1..0 # SKIP cannot create a temporary directory\n");
-		return 77;
+		tap_skip_all("cannot create a temporary directory");
 	}
 	test_timestamps();
 	test_roundtrip();
@@ -1227,6 +1209,5 @@ int main(void)
 	test_tally();
 	test_big();
 	cleanup_tmp();
-	printf("1..%d\n", n_test);
-	return n_fail ? 1 : 0;
+	return tap_done();
 }

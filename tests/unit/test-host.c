@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,24 +15,7 @@
 
 #include "host/host.h"
 #include "landlock/landlock.h"
-
-static unsigned n_test, n_failed;
-
-static void ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	n_test++;
-	if (!cond)
-		n_failed++;
-	printf("%sok %u - ", cond ? "" : "not ", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
+#include "tap.h"
 
 /* As a host shows them (the init namespace's rootfs, id 1, is hidden). */
 static const char host_mi[] = "22 27 0:21 / /proc rw,relatime - proc proc rw\n"
@@ -157,6 +139,5 @@ int main(void)
 	test_seccomp_explain();
 	test_this_host();
 	test_refusal();
-	printf("1..%u\n", n_test);
-	return n_failed ? 1 : 0;
+	return tap_done();
 }

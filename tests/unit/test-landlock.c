@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,24 +26,7 @@
 #include "base/cleanup.h"
 #include "landlock/landlock.h"
 #include "proxy/proxy.h"
-
-static unsigned n_test, n_failed;
-
-static void ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	n_test++;
-	if (!cond)
-		n_failed++;
-	printf("%sok %u - ", cond ? "" : "not ", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
+#include "tap.h"
 
 static char base[] = "/var/tmp/test-landlock-XXXXXX";
 static char ro_dir[128], rw_dir[128], out_dir[128], exe_copy[160], exe_other[160];
@@ -323,7 +305,7 @@ static void cleanup(void)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", base);
 	if (system(cmd) != 0)
-		printf("# could not remove %s\n", base);
+		tap_diag("could not remove %s", base);
 }
 
 /*
@@ -372,14 +354,11 @@ int main(void)
 	test_abi_selection();
 	if (abi <= 0) {
 		/* The pure checks ran; the rest needs the kernel's Landlock. */
-		ok(true, "rulesets on this kernel # SKIP Landlock unavailable (%d)", abi);
-		printf("1..%u\n", n_test);
-		return getenv("SANDCAP_MUST_WORK") ? 1 : 0;
+		tap_skip("rulesets on this kernel", "Landlock unavailable (%d)", abi);
+		return (tap_done() || getenv("SANDCAP_MUST_WORK")) ? 1 : 0;
 	}
-	if (!mkdtemp(base)) {
-		printf("1..0 # SKIP mkdtemp: %s\n", strerror(errno));
-		return 77;
-	}
+	if (!mkdtemp(base))
+		tap_skip_all("mkdtemp: %s", strerror(errno));
 	snprintf(ro_dir, sizeof(ro_dir), "%s/ro", base);
 	snprintf(rw_dir, sizeof(rw_dir), "%s/rw", base);
 	snprintf(out_dir, sizeof(out_dir), "%s/outside", base);
@@ -389,9 +368,10 @@ int main(void)
 	    write_file(ro_dir, "f", "abc") < 0 || write_file(rw_dir, "f", "abc") < 0 ||
 	    write_file(out_dir, "f", "abc") < 0 || copy_file("/bin/true", exe_copy) < 0 ||
 	    copy_file("/bin/true", exe_other) < 0) {
-		printf("1..0 # SKIP test tree: %s\n", strerror(errno));
+		int e = errno;
+
 		cleanup();
-		return 77;
+		tap_skip_all("test tree: %s", strerror(e));
 	}
 
 	/* A TCP listener on a port other than the proxy's, and an abstract
@@ -400,9 +380,10 @@ int main(void)
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 8) < 0 ||
 	    getsockname(lfd, (struct sockaddr *)&sa, &slen) < 0) {
-		printf("1..0 # SKIP loopback listener: %s\n", strerror(errno));
+		int e = errno;
+
 		cleanup();
-		return 77;
+		tap_skip_all("loopback listener: %s", strerror(e));
 	}
 	tcp_port = ntohs(sa.sin_port);
 	snprintf(abstract_name, sizeof(abstract_name), "sandcap-test-landlock-%d", getpid());
@@ -413,9 +394,10 @@ int main(void)
 		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(abstract_name))) <
 		0 ||
 	    listen(ufd, 8) < 0) {
-		printf("1..0 # SKIP abstract socket: %s\n", strerror(errno));
+		int e = errno;
+
 		cleanup();
-		return 77;
+		tap_skip_all("abstract socket: %s", strerror(e));
 	}
 
 	grants[0] = (plan_grant){.path = ro_dir, .at = ro_dir, .mode = GRANT_RO};
@@ -496,6 +478,5 @@ int main(void)
 	close(lfd);
 	close(ufd);
 	cleanup();
-	printf("1..%u\n", n_test);
-	return n_failed ? 1 : 0;
+	return tap_done();
 }

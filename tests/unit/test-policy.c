@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,25 +22,9 @@
 #include "base/io.h"
 #include "policy/parse-internal.h"
 #include "policy/plan.h"
+#include "tap.h"
 
-static unsigned n_test, n_failed;
 static char tmpdir[] = "/tmp/test-policy-XXXXXX";
-
-static bool ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	n_test++;
-	if (!cond)
-		n_failed++;
-	printf("%sok %u - ", cond ? "" : "not ", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return cond;
-}
 
 /* @ -> tmpdir and, when quotes, ' -> ". Caller frees. */
 static char *subst(const char *s, bool quotes)
@@ -98,8 +81,8 @@ static void bad(const char *policy, int err, const char *path, const char *messa
 	if (!ok(r == err && p == NULL && strcmp(d.path, want_path) == 0 &&
 		    strcmp(d.message, want_msg) == 0 && d.line == 0 && d.column == 0,
 		"refused at %s: %s", path, message)) {
-		printf("#   policy: %s\n#   got r=%d path=%s message=%s\n", policy, r, d.path,
-		       d.message);
+		tap_diag("  policy: %s", policy);
+		tap_diag("  got r=%d path=%s message=%s", r, d.path, d.message);
 	}
 	sc_plan_free(p);
 }
@@ -111,7 +94,7 @@ static sc_plan *good(const char *policy)
 	int r = parse(policy, &p, &d);
 
 	if (!ok(r == 0 && p, "accepted: %.60s", policy))
-		printf("#   got r=%d path=%s message=%s\n", r, d.path, d.message);
+		tap_diag("  got r=%d path=%s message=%s", r, d.path, d.message);
 	return p;
 }
 
@@ -916,8 +899,10 @@ static void round_trip(const char *tmpl)
 	if (ok(j1 != NULL, "plan_to_json")) {
 		int r = sc_plan_parse(j1, strlen(j1), &q, &d);
 
-		if (!ok(r == 0, "canonical JSON parses back"))
-			printf("#   %s: %s\n#   %s\n", d.path, d.message, j1);
+		if (!ok(r == 0, "canonical JSON parses back")) {
+			tap_diag("  %s: %s", d.path, d.message);
+			tap_diag("  %s", j1);
+		}
 		ok(r == 0 && plan_equal(p, q), "round trip gives an equal plan");
 		if (q) {
 			j2 = plan_to_json(q);
@@ -1001,7 +986,7 @@ static void test_round_trip(void)
 				  "version':1}"),
 		   "canonical JSON of the defaults");
 		if (j)
-			printf("# %s\n", j);
+			tap_diag("%s", j);
 		free(j);
 		sc_plan_free(a);
 	}
@@ -1252,7 +1237,7 @@ static void test_examples(void)
 
 	minimal = read_example("minimal.json", &len);
 	if (!minimal) {
-		printf("ok %u # SKIP examples/policies not found from %s\n", ++n_test, __FILE__);
+		tap_skip("examples/policies", "not found from %s", __FILE__);
 		return;
 	}
 	ok(sc_plan_parse(minimal, len, &p, &d) == 0 && p && p->n_grants == 0 && p->n_egress == 0,
@@ -1261,7 +1246,8 @@ static void test_examples(void)
 
 	research = read_example("research-agent.json", &len);
 	if (!research || stat("/usr/share/doc", &st) < 0) {
-		printf("ok %u # SKIP research-agent.json or /usr/share/doc missing\n", ++n_test);
+		tap_skip("examples/policies/research-agent.json",
+			 "it or /usr/share/doc is missing");
 		return;
 	}
 	/* The demo creates the agent's work directory; so does this test. */
@@ -1271,7 +1257,7 @@ static void test_examples(void)
 		    p->grants[1].mode == GRANT_RW && str_is(p->grants[1].at, "/work") &&
 		    p->n_egress == 2 && p->n_credentials == 1,
 		"examples/policies/research-agent.json"))
-		printf("#   %s: %s\n", d.path, d.message);
+		tap_diag("  %s: %s", d.path, d.message);
 	sc_plan_free(p);
 	if (made_work)
 		(void)rmdir("/tmp/agent-work");
@@ -1414,7 +1400,7 @@ static size_t read_doc_rows(char *text, doc_row *rows, size_t max, unsigned *ret
 		}
 		if (nc != 4 || n >= max) {
 			(*ret_malformed)++;
-			printf("#   docs/policy.md: a key row without 4 cells: %.60s\n", line);
+			tap_diag("  docs/policy.md: a key row without 4 cells: %.60s", line);
 			continue;
 		}
 		for (size_t i = 0; i < 4; i++)
@@ -1423,8 +1409,7 @@ static size_t read_doc_rows(char *text, doc_row *rows, size_t max, unsigned *ret
 		    cells[0][strlen(cells[0]) - 1] != '`' || !cells[1][0] || !cells[2][0] ||
 		    !cells[3][0]) {
 			(*ret_malformed)++;
-			printf("#   docs/policy.md: a key row with an empty cell: %.60s\n",
-			       cells[0]);
+			tap_diag("  docs/policy.md: a key row with an empty cell: %.60s", cells[0]);
 			continue;
 		}
 		snprintf(rows[n].key, sizeof(rows[n].key), "%.*s", (int)strlen(cells[0]) - 2,
@@ -1555,7 +1540,7 @@ static void check_doc_key(const policy_key *k, const char *path, doc_row *rows, 
 		snprintf(why, sizeof(why), "type \"%s\" %s \"null\"", row->type,
 			 k->flags & KEY_NULLABLE ? "does not say" : "says");
 	if (!ok(!why[0], "docs/policy.md documents %s with its type, default and meaning", path))
-		printf("#   %s\n", why);
+		tap_diag("  %s", why);
 }
 
 static unsigned walk_doc_keys(const key_table *t, const char *prefix, doc_row *rows, size_t n_rows)
@@ -1590,7 +1575,7 @@ static void test_reference_doc(void)
 		abort();
 	text = read_source_file("docs/policy.md", &len);
 	if (!text) {
-		printf("ok %u # SKIP docs/policy.md not found from %s\n", ++n_test, __FILE__);
+		tap_skip("docs/policy.md", "not found from %s", __FILE__);
 		return;
 	}
 	n_rows = read_doc_rows(text, rows, MAX_DOC_ROWS, &malformed);
@@ -1600,12 +1585,12 @@ static void test_reference_doc(void)
 	for (size_t i = 0; i < n_rows; i++) {
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(rows[i].key, rows[j].key) == 0) {
-				printf("#   %s is documented twice\n", rows[i].key);
+				tap_diag("  %s is documented twice", rows[i].key);
 				extra++;
 			}
 		if (!rows[i].seen) {
-			printf("#   %s is documented but the parser knows no such key\n",
-			       rows[i].key);
+			tap_diag("  %s is documented but the parser knows no such key",
+				 rows[i].key);
 			extra++;
 		}
 	}
@@ -1634,6 +1619,5 @@ int main(void)
 	test_host_check();
 	test_reference_doc();
 	remove_tree();
-	printf("1..%u\n", n_test);
-	return n_failed ? 1 : 0;
+	return tap_done();
 }

@@ -13,16 +13,7 @@
 #include "proxy/limits.h"
 #include "proxy/proxy.h"
 #include "proxy/px.h"
-
-static int n_test, n_fail;
-
-static void ok(int cond, const char *what)
-{
-	n_test++;
-	if (!cond)
-		n_fail++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", n_test, what);
-}
+#include "tap.h"
 
 static bool priv(const char *s)
 {
@@ -30,7 +21,7 @@ static bool priv(const char *s)
 	int fam;
 
 	if (px_parse_ip(s, &fam, a) < 0) {
-		printf("# bad literal %s\n", s);
+		tap_diag("bad literal %s", s);
 		return false;
 	}
 	return px_addr_is_private(fam, a);
@@ -78,16 +69,11 @@ static void test_private(void)
 	    "192.169.0.1",     "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808",
 	    "2002:808:808::1", "::808:808",
 	};
-	char what[128];
 
-	for (size_t i = 0; i < sizeof(private_addrs) / sizeof(private_addrs[0]); i++) {
-		snprintf(what, sizeof(what), "%s is private", private_addrs[i]);
-		ok(priv(private_addrs[i]), what);
-	}
-	for (size_t i = 0; i < sizeof(public_addrs) / sizeof(public_addrs[0]); i++) {
-		snprintf(what, sizeof(what), "%s is public", public_addrs[i]);
-		ok(!priv(public_addrs[i]), what);
-	}
+	for (size_t i = 0; i < sizeof(private_addrs) / sizeof(private_addrs[0]); i++)
+		ok(priv(private_addrs[i]), "%s is private", private_addrs[i]);
+	for (size_t i = 0; i < sizeof(public_addrs) / sizeof(public_addrs[0]); i++)
+		ok(!priv(public_addrs[i]), "%s is public", public_addrs[i]);
 }
 
 static plan_cidr cidr(const char *s, unsigned prefix)
@@ -292,11 +278,12 @@ static void test_format(void)
 	char *v = NULL;
 
 	ok(px_format_secret("Bearer %s", "abc", &v) == 0 && strcmp(v, "Bearer abc") == 0,
-	   "format with %s");
+	   "format with %%s");
 	free(v);
-	ok(px_format_secret("100%% %s", "x", &v) == 0 && strcmp(v, "100% x") == 0, "%% literal");
+	ok(px_format_secret("100%% %s", "x", &v) == 0 && strcmp(v, "100% x") == 0, "%s",
+	   "%% literal");
 	free(v);
-	ok(px_format_secret("%s %s", "x", &v) < 0, "two %s refused");
+	ok(px_format_secret("%s %s", "x", &v) < 0, "two %%s refused");
 	ok(px_format_secret("%d", "x", &v) < 0, "other conversions refused");
 	ok(px_format_secret("%s", "a\r\nX-Injected: 1", &v) < 0, "CRLF in secret refused");
 }
@@ -456,6 +443,5 @@ int main(void)
 	test_reasons();
 	test_buckets();
 	test_format();
-	printf("1..%d\n", n_test);
-	return n_fail ? 1 : 0;
+	return tap_done();
 }

@@ -6,16 +6,7 @@
 #include <sys/socket.h>
 
 #include "proxy/hosts.h"
-
-static int n_test, n_fail;
-
-static void ok(int cond, const char *what)
-{
-	n_test++;
-	if (!cond)
-		n_fail++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", n_test, what);
-}
+#include "tap.h"
 
 static bool is(const px_addr *a, const char *ip)
 {
@@ -90,6 +81,5 @@ int main(void)
 {
 	test_parse();
 	test_localhost();
-	printf("1..%d\n", n_test);
-	return n_fail ? 1 : 0;
+	return tap_done();
 }

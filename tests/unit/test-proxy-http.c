@@ -6,16 +6,7 @@
 
 #include "policy/plan.h"
 #include "proxy/http.h"
-
-static int n_test, n_fail;
-
-static void ok(int cond, const char *what)
-{
-	n_test++;
-	if (!cond)
-		n_fail++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", n_test, what);
-}
+#include "tap.h"
 
 static int parse(const char *s, px_request *req)
 {
@@ -30,8 +21,8 @@ static void expect_status(const char *s, int status, const char *what)
 	int r = parse(s, &req);
 
 	if (r != status)
-		printf("# got %d, want %d\n", r, status);
-	ok(r == status, what);
+		tap_diag("got %d, want %d", r, status);
+	ok(r == status, "%s", what);
 }
 
 /* What a refused head still tells the record. */
@@ -287,6 +278,5 @@ int main(void)
 	test_response();
 	test_chunked();
 	test_local_response();
-	printf("1..%d\n", n_test);
-	return n_fail ? 1 : 0;
+	return tap_done();
 }

@@ -13,7 +13,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,6 +38,7 @@
 #include "seccomp/profile.h"
 #include "seccomp/programs.h"
 #include "seccomp/seccomp.h"
+#include "tap.h"
 
 #ifndef __NR_io_uring_setup
 #define __NR_io_uring_setup 425
@@ -47,24 +47,6 @@
 #define SYS_sysfs 139
 #endif
 #define X32_SYSCALL_BIT 0x40000000
-
-static unsigned n_test, n_failed;
-
-static void ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	n_test++;
-	if (!cond)
-		n_failed++;
-	printf("%sok %u - ", cond ? "" : "not ", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
 
 static sc_plan plain_plan(void)
 {
@@ -493,10 +475,10 @@ static int run_notified_as(bool audit_exec, bool audit_denied, check_fn fn, even
 
 		r = sf_notify_sync_wakeup(listener);
 		if (r < 0 && r != -EOPNOTSUPP)
-			printf("# sf_notify_sync_wakeup: %s\n", strerror(-r));
+			tap_diag("sf_notify_sync_wakeup: %s", strerror(-r));
 		r = sf_listener_start(listener, collect, ev, &l);
 		if (r < 0) {
-			printf("# sf_listener_start: %s\n", strerror(-r));
+			tap_diag("sf_listener_start: %s", strerror(-r));
 			close(listener);
 			(void)wait_child(pid);
 			return -1;
@@ -505,7 +487,7 @@ static int run_notified_as(bool audit_exec, bool audit_denied, check_fn fn, even
 		st = wait_child(pid);
 		r = sf_listener_stop(l);
 		if (r < 0)
-			printf("# sf_listener_stop: %s\n", strerror(-r));
+			tap_diag("sf_listener_stop: %s", strerror(-r));
 		return r < 0 ? -1 : st;
 	}
 	pidfd = sys_pidfd_open(pid, 0);
@@ -519,7 +501,7 @@ static int run_notified_as(bool audit_exec, bool audit_denied, check_fn fn, even
 			int r = sf_notify_handle(listener, collect, ev);
 
 			if (r < 0)
-				printf("# sf_notify_handle: %s\n", strerror(-r));
+				tap_diag("sf_notify_handle: %s", strerror(-r));
 			continue;
 		}
 		if (p[1].revents)
@@ -697,9 +679,9 @@ static void test_notifications(void)
 		   "proc.exec has path /bin/echo and argv [/bin/echo, a, b]");
 		json_decref(want);
 	}
-	if (n_failed) {
+	if (tap_failed) {
 		char *s = json_dumps(ev.list, 0);
-		printf("# events: %s\n", s);
+		tap_diag("events: %s", s);
 		free(s);
 	}
 	json_decref(ev.list);
@@ -855,7 +837,7 @@ static void test_expand_one(const char *what, sf_arg a)
 	ok(good, "NOT_IN expansion of %s: %u disjoint rules cover the complement exactly%s", what,
 	   l.n, good ? "" : " (wrong)");
 	if (!good)
-		printf("# first wrong value 0x%x\n", bad_at);
+		tap_diag("first wrong value 0x%x", bad_at);
 }
 
 static void test_expand(void)
@@ -885,8 +867,8 @@ static void test_table_shape(void)
 						  sf_profile[j].b.how == SF_ANY;
 
 					if (strcmp(*n, *m) == 0 && (uncond || u2)) {
-						printf("# %s: unconditional rule next to another\n",
-						       *n);
+						tap_diag("%s: unconditional rule next to another",
+							 *n);
 						good = false;
 					}
 				}
@@ -983,12 +965,12 @@ static void test_cacheable(void)
 				if (allows && uncond) {
 					n_allow++;
 					if (act != SECCOMP_RET_ALLOW) {
-						printf("# variant %u: %s is not cached (0x%x)\n", v,
-						       *name, act);
+						tap_diag("variant %u: %s is not cached (0x%x)", v,
+							 *name, act);
 						bad++;
 					}
 				} else if (act == SECCOMP_RET_ALLOW) {
-					printf("# variant %u: %s is cached as allowed\n", v, *name);
+					tap_diag("variant %u: %s is cached as allowed", v, *name);
 					bad++;
 				}
 			}
@@ -1092,23 +1074,21 @@ int main(void)
 		return getenv("SANDCAP_MUST_WORK") ? 1 : 77;
 	}
 	ok(r == 0 && strcmp(reason, "active") == 0, "sf_probe: %s", reason);
-	if (!mkdtemp(work_dir)) {
-		printf("1..0 # SKIP mkdtemp: %s\n", strerror(errno));
-		return 77;
-	}
+	if (!mkdtemp(work_dir))
+		tap_skip_all("mkdtemp: %s", strerror(errno));
 
 	for (size_t i = 0; i < ELEMENTSOF(checks); i++) {
 		int got;
 
 		if (checks[i].needs && access(checks[i].needs, X_OK) < 0) {
-			ok(true, "%s # SKIP no %s", checks[i].what, checks[i].needs);
+			tap_skip(checks[i].what, "no %s", checks[i].needs);
 			continue;
 		}
 		got = run_check(&plan, checks[i].fn, true);
 
 		ok(got == checks[i].want, "%s (got %d)", checks[i].what, got);
 		if (checks[i].differs_bare == BARE_ROOT && geteuid() != 0) {
-			ok(true, "  ... # SKIP the comparison without the filter needs root");
+			tap_skip("  ...", "the comparison without the filter needs root");
 		} else if (checks[i].differs_bare != BARE_ANY) {
 			int bare = run_check(&plan, checks[i].fn, false);
 
@@ -1122,7 +1102,7 @@ int main(void)
 	test_cacheable();
 	test_precompiled();
 	test_notifications();
-	printf("# the same, served by the listener thread\n");
+	tap_diag("the same, served by the listener thread");
 	serve_with_thread = true;
 	test_notifications();
 	{
@@ -1159,8 +1139,7 @@ int main(void)
 
 		snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", work_dir);
 		if (system(cmd) != 0)
-			printf("# could not remove %s\n", work_dir);
+			tap_diag("could not remove %s", work_dir);
 	}
-	printf("1..%u\n", n_test);
-	return n_failed ? 1 : 0;
+	return tap_done();
 }
