@@ -36,7 +36,7 @@ static void audit_usage(FILE *out)
 	      "  report   what the sandbox could access, consumed, did and was stopped from\n"
 	      "  prune    remove the per-run logs older than AGE, except running ones\n"
 	      "\n"
-	      "Run 'sandcap audit verify --help' or 'sandcap audit report --help' for details.\n",
+	      "Run 'sandcap audit VERB --help' for the details of each.\n",
 	      out);
 }
 

@@ -48,7 +48,8 @@ static void run_usage(FILE *out)
 	      "Exit status: the command's own; 128+N when it died of signal N; 124 when the\n"
 	      "wall-clock limit ended it; 125 when the sandbox could not be set up; 126 not\n"
 	      "executable; 127 not found. A signal to sandcap (SIGINT, SIGTERM, ...) is passed to\n"
-	      "the command; 3 s later, or at a second signal, the sandbox is killed (137).\n",
+	      "the command; 3 s later, or at a second signal, the sandbox is killed (137).\n"
+	      "A sandbox whose audit log cannot be written is stopped at once (137 too).\n",
 	      out);
 }
 

@@ -16,7 +16,7 @@ static const struct verb {
 } verbs[] = {
     {"run", cmd_run, "run a command inside a sandbox"},
     {"check", cmd_check, "validate a policy or token and print its blast radius"},
-    {"audit", cmd_audit, "verify or report an audit log"},
+    {"audit", cmd_audit, "verify, report or prune audit logs"},
     {"token", cmd_token, "mint, attenuate and inspect capability tokens"},
     {"doctor", cmd_doctor, "show what this host can enforce"},
 };
@@ -31,8 +31,10 @@ static void usage(FILE *out)
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
 	fprintf(out, "\nRun 'sandcap COMMAND --help' for the options of a command.\n"
-		     "Exit status of run: the command's own; 128+N signal N; 124 wall clock;\n"
-		     "125 sandbox setup failed; 126 not executable; 127 not found.\n");
+		     "Exit status of run: the command's own; 128+N signal N (137 also when\n"
+		     "sandcap killed the sandbox: the grace after a signal ran out, the audit\n"
+		     "log could not be written); 124 wall clock; 125 sandbox setup failed;\n"
+		     "126 not executable; 127 not found.\n");
 }
 
 void cli_error(const char *fmt, ...)
