@@ -94,7 +94,7 @@ int rp_json(FILE *out, const report *rp)
 	set(access, "layers", borrow(json_object_get(rp->start, "layers")));
 	set(access, "not_enforced", borrow(json_object_get(rp->start, "not_enforced")));
 	set(access, "command", borrow(json_object_get(rp->start, "command")));
-	set(access, "policy_sha256", borrow(json_object_get(rp->start, "policy_sha256")));
+	set(access, "policy_digest", borrow(json_object_get(rp->start, "policy_digest")));
 	set(access, "grants", blist_json(&rp->grants));
 	set(root, "access", access);
 

@@ -104,22 +104,73 @@ int host_chroot_judge(const char *self_mountinfo, const char *init_mountinfo)
 	return mi_has_id(init_mountinfo, self.parent) ? 1 : 0;
 }
 
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *close_paren;
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+	int ppid;
+
+	/* "PID (COMM) STATE PPID ...": COMM may hold anything but ends at
+	 * the last ')'. World-readable, like mountinfo. */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	close_paren = strrchr(buf, ')');
+	if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+/*
+ * The mountinfo of the oldest ancestor that sees our root mount (mount id
+ * root_id): one in our own mount namespace, since another namespace shares
+ * no mount ids with ours. On a plain host that is pid 1; where sandcap runs
+ * in a mount namespace of its own (a container, `unshare -m` and
+ * pivot_root) it is the process at that namespace's root. NULL when no
+ * ancestor does (we are the oldest).
+ */
+static char *elder_mountinfo(uint64_t root_id)
+{
+	_cleanup_free_ char *best = NULL;
+	pid_t pid = getppid();
+
+	for (unsigned hops = 0; pid > 0 && hops < 4096; hops++) {
+		_cleanup_free_ char *mi = NULL;
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+		if (io_read_file_at(AT_FDCWD, path, 1 << 20, &mi, NULL) < 0 ||
+		    !mi_has_id(mi, root_id))
+			break;
+		free(best);
+		best = TAKE_PTR(mi);
+		if (pid == 1)
+			break;
+		pid = parent_of(pid);
+	}
+	return TAKE_PTR(best);
+}
+
 int host_in_chroot(void)
 {
-	_cleanup_free_ char *self = NULL, *init = NULL;
-	struct stat a, b;
+	_cleanup_free_ char *self = NULL, *elder = NULL;
+	mi_root root;
 	int r;
 
-	/* Where pid 1's root is ours to stat, a different file settles it. */
-	if (stat("/", &a) == 0 && stat("/proc/1/root/", &b) == 0 &&
-	    (a.st_dev != b.st_dev || a.st_ino != b.st_ino))
-		return 1;
 	r = io_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 1 << 20, &self, NULL);
 	if (r < 0)
 		return r;
-	if (io_read_file_at(AT_FDCWD, "/proc/1/mountinfo", 1 << 20, &init, NULL) < 0)
-		init = NULL;
-	return host_chroot_judge(self, init);
+	root = mi_find_root(self);
+	if (!root.found)
+		return 1; /* our root is inside a mount, not one */
+	elder = elder_mountinfo(root.id);
+	if (!elder)
+		return 0; /* the oldest of our namespace: its root is ours */
+	return host_chroot_judge(self, elder);
 }
 
 /* ---- user namespaces ---------------------------------------------------- */

@@ -23,9 +23,10 @@
 /*
  * 1 when this process runs inside a chroot: its "/" is not the root of its
  * mount namespace (the kernel then refuses it user namespaces); 0 when it
- * is; -errno when it cannot be told (no /proc). host_chroot_judge decides
- * from the text of /proc/self/mountinfo and of /proc/1/mountinfo (NULL
- * when unreadable).
+ * is; -errno when it cannot be told (no /proc). It is judged against the
+ * oldest ancestor in the same mount namespace (pid 1 on a plain host):
+ * host_chroot_judge decides from the text of /proc/self/mountinfo and of
+ * that process's mountinfo (NULL when there is none).
  */
 int host_in_chroot(void);
 int host_chroot_judge(const char *self_mountinfo, const char *init_mountinfo);

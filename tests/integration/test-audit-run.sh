@@ -80,6 +80,11 @@ expect_eq "sandbox.start says how the seccomp listener is woken" "$mode" "$want"
 
 check "the untouched log verifies with the key" "$SANDCAP" audit verify "$log" --key "$T/key"
 
+# The report names the policy by the digest sandbox.start carries.
+digest=$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["data"]["policy_digest"])' "$log")
+reported=$("$SANDCAP" audit report --json "$log" | python3 -c 'import json, sys; print(json.load(sys.stdin)["access"]["policy_digest"])' 2>&1)
+expect_eq "report --json names the policy digest of sandbox.start" "$reported" "$digest"
+
 # tamper: verify must fail, naming the right line
 tamper() { # tamper NAME EXPECTED_LINE PYTHON-EXPR-ON-lines
 	python3 - "$log" "$T/t.jsonl" "$3" <<'PY'

@@ -128,13 +128,13 @@ expect_match "sandcap check says allow_private only widens the listed destinatio
 # Names from the host's /etc/hosts and localhost. The test's hosts file is
 # bind-mounted over /etc/hosts in a private mount namespace: the real one is
 # never changed.
-hosts_sum=$(sha256sum /etc/hosts)
+hosts_sum=$(sha256sum /etc/hosts 2>&1)
 printf '127.0.0.1 api.internal\n' >"$T/hosts"
 policy hosts "{\"version\": 1, \"net\": {\"egress\": [
       {\"host\": \"api.internal\", \"ports\": [$port]}, {\"host\": \"localhost\", \"ports\": [$port]},
       {\"host\": \"gone.internal\", \"ports\": [$port]}],
     \"allow_private\": [\"127.0.0.1/32\", \"::1/128\"], \"dns\": \"127.0.0.1:$dns\"}}"
-out=$(unshare -m sh -c 'mount --bind "$1" /etc/hosts && shift && exec "$@"' sh "$T/hosts" \
+out=$("$(dirname "$0")/../helpers/with-hosts-file" "$T/hosts" \
 	"$SANDCAP" run --quiet --audit "$T/audit-hosts.jsonl" --policy "$T/hosts.json" -- sh -c \
 	"curl -sS http://api.internal:$port/data.json; curl -sS --noproxy '' -x \"\$HTTP_PROXY\" http://localhost:$port/data.json; curl -sS -i http://gone.internal:$port/" 2>&1)
 expect_match "a name from the host's /etc/hosts resolves through the proxy" "$out" '^\{"answer": 42\}'
@@ -142,7 +142,7 @@ expect_match "localhost resolves (RFC 6761)" "$out" '\}.\{"answer": 42\}'
 expect_match "a name that does not resolve gets a body saying why" "$out" \
 	"gone.internal does not resolve: no such name in the host's /etc/hosts or in DNS"
 check "... and a net.denied record with the reason" grep -q '"event":"net.denied".*"detail":"gone.internal does not resolve.*"reason":"dns-failure"' "$T/audit-hosts.jsonl"
-check "the real /etc/hosts is untouched" bash -c "[ \"\$(sha256sum /etc/hosts)\" = '$hosts_sum' ]"
+check "the real /etc/hosts is untouched" bash -c "[ \"\$(sha256sum /etc/hosts 2>&1)\" = '$hosts_sum' ]"
 
 # The worker dying is seen, and repaired: killed mid-run, the agent's next
 # request works (a new worker on the same listener), the log says so, and
