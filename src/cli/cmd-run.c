@@ -496,10 +496,12 @@ int cmd_run(int argc, char **argv)
 		cli_error("cannot set up the sandbox: %s%s%s", d.path, d.path[0] ? ": " : "",
 			  d.message[0] ? d.message : strerror(-r));
 		/* What was in place when it was refused, once the sandbox
-		 * existed: the log says the same. */
+		 * existed: the log says the same (named only if it was written:
+		 * a log refused at open, a FIFO or a full disk, holds nothing). */
 		if (res.layers[0])
 			fprintf(stderr, "  %s refused; in place: %s%s%s\n", res.sandbox_id,
-				res.layers, res.audit_path[0] ? "; audit: " : "", res.audit_path);
+				res.layers, res.audit_records ? "; audit: " : "",
+				res.audit_records ? res.audit_path : "");
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
