@@ -399,13 +399,19 @@ int cmd_run(int argc, char **argv)
 	sc_run_result res;
 	sc_diag d = {0};
 	tk_info info = {0};
+	sigset_t pipe_only;
 	int c, r;
 
 	std_fds_open();
 	/* A write to a closed pipe or terminal fails with EPIPE, which is
 	 * ignored: the command's status, not 141, is what we exit with. A
-	 * SIGPIPE sent to us during the run still stops it (core/run.h). */
+	 * SIGPIPE sent to us during the run still stops it (core/run.h); one
+	 * sent before the supervisor takes its signals (while the policy is
+	 * read) waits, blocked, instead of being dropped as ignored. */
 	(void)signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	(void)sigprocmask(SIG_BLOCK, &pipe_only, NULL);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
