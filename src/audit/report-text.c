@@ -377,7 +377,16 @@ static void text_consumed(FILE *out, const report *rp)
 			(void)fprintf(out, "killed by signal %" PRIu64, v);
 		else if (rp_get_u64(x, "status", &v))
 			(void)fprintf(out, "status %" PRIu64, v);
-		else
+		else if (rp_get_str(x, "error")) {
+			/* A run refused during setup: the command never ran. */
+			(void)fputs("refused at ", out);
+			put_safe(out, rp_get_str(x, "error"));
+			if (rp_get_str(x, "detail")) {
+				(void)fputs(": ", out);
+				put_safe(out, rp_get_str(x, "detail"));
+			}
+			(void)fputs(" (the command did not run)", out);
+		} else
 			(void)fputs("unknown", out);
 		(void)fputc('\n', out);
 		if (rp_get_u64(x, "cpu_ns", &v)) {

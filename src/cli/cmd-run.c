@@ -400,13 +400,19 @@ int cmd_run(int argc, char **argv)
 	sc_run_result res;
 	sc_diag d = {0};
 	tk_info info = {0};
+	sigset_t pipe_only;
 	int c, r;
 
 	std_fds_open();
 	/* A write to a closed pipe or terminal fails with EPIPE, which is
 	 * ignored: the command's status, not 141, is what we exit with. A
-	 * SIGPIPE sent to us during the run still stops it (core/run.h). */
+	 * SIGPIPE sent to us during the run still stops it (core/run.h); one
+	 * sent before the supervisor takes its signals (while the policy is
+	 * read) waits, blocked, instead of being dropped as ignored. */
 	(void)signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	(void)sigprocmask(SIG_BLOCK, &pipe_only, NULL);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
@@ -497,10 +503,12 @@ int cmd_run(int argc, char **argv)
 		cli_error("cannot set up the sandbox: %s%s%s", d.path, d.path[0] ? ": " : "",
 			  d.message[0] ? d.message : strerror(-r));
 		/* What was in place when it was refused, once the sandbox
-		 * existed: the log says the same. */
+		 * existed: the log says the same (named only if it was written:
+		 * a log refused at open, a FIFO or a full disk, holds nothing). */
 		if (res.layers[0])
 			fprintf(stderr, "  %s refused; in place: %s%s%s\n", res.sandbox_id,
-				res.layers, res.audit_path[0] ? "; audit: " : "", res.audit_path);
+				res.layers, res.audit_records ? "; audit: " : "",
+				res.audit_records ? res.audit_path : "");
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}

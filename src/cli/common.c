@@ -103,11 +103,37 @@ static const char *set_of_path(char *const *sets, size_t n_sets, const char *pat
 	return NULL;
 }
 
+/* The last --set whose key lies below path (it made the object or array
+ * the error is about), or NULL. */
+static const char *set_below_path(char *const *sets, size_t n_sets, const char *path)
+{
+	size_t n = strlen(path);
+
+	for (size_t i = n_sets; i-- > 0;) {
+		char sp[512];
+
+		set_json_path(sets[i], sp, sizeof(sp));
+		if (strncmp(sp, path, n) == 0 && (sp[n] == '.' || sp[n] == '['))
+			return sets[i];
+	}
+	return NULL;
+}
+
+/* True when the policy text is valid without any --set. */
+static bool file_alone_valid(const char *buf, size_t len)
+{
+	_cleanup_(sc_plan_freep) sc_plan *plan = NULL;
+	sc_diag d = {0};
+
+	return plan_parse(buf, len, &plan, &d) == 0;
+}
+
 int cli_load_policy_sets(const char *file, char *const *sets, size_t n_sets, sc_plan **ret_plan,
 			 char ret_digest[65])
 {
-	_cleanup_free_ char *buf = NULL;
+	_cleanup_free_ char *buf = NULL, *orig = NULL;
 	const char *name = cli_policy_name(file), *set;
+	size_t orig_len = 0;
 	size_t len = 0;
 	sc_diag d = {0};
 	int r;
@@ -137,7 +163,8 @@ int cli_load_policy_sets(const char *file, char *const *sets, size_t n_sets, sc_
 		json_decref(root);
 		if (!out)
 			return -ENOMEM;
-		free(buf);
+		orig = TAKE_PTR(buf);
+		orig_len = len;
 		buf = out;
 		len = strlen(out);
 	}
@@ -147,6 +174,13 @@ int cli_load_policy_sets(const char *file, char *const *sets, size_t n_sets, sc_
 	if (r < 0) {
 		/* Blame what wrote the value: a --set, or the file. */
 		set = d.path[0] ? set_of_path(sets, n_sets, d.path) : NULL;
+		/* An error about an object a --set wrote into: that --set's,
+		 * when the file was valid without it. */
+		if (!set && d.path[0] && orig) {
+			set = set_below_path(sets, n_sets, d.path);
+			if (set && !file_alone_valid(orig, orig_len))
+				set = NULL;
+		}
 		if (set) {
 			char what[600];
 

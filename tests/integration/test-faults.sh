@@ -64,6 +64,7 @@ expect_match "the message names the log and the missing reserve" "$out" \
 	"audit log $TINY/log/run.jsonl: its filesystem has no room for the 16384 bytes"
 check "the command did not run (no marker)" [ ! -e "$T/out/ran" ]
 check "no empty log is left behind" [ ! -e "$log" ]
+expect_no_match "the refusal names no log" "$out" "; audit: "
 expect_no_match "no hash is printed" "$out" "hash"
 
 # --- room for the reserve, not for sandbox.start: refused, and the log says why ---
@@ -229,6 +230,7 @@ for target in "$T/fifo:a FIFO" "$T/sock:a socket" "/dev/null:a character device"
 	expect_eq "--audit $what: refused (125), not hung (timeout would be 124)" "$rc" 125
 	expect_match "  ... saying what it is" "$out" "audit log $path is $what, not a regular file"
 	check "  ... at once (${ms} ms)" [ "$ms" -lt 5000 ]
+	expect_no_match "  ... and names no log, since none was written" "$out" "; audit: "
 done
 check "the command never ran" [ ! -e "$T/out/fifo-ran" ]
 check "the FIFO is still a FIFO" [ -p "$T/fifo" ]

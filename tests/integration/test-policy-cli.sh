@@ -29,6 +29,18 @@ expect_eq "a host check failing below a --set names the --set" "$out" \
 out=$("$SANDCAP" run --quiet --policy "$T/base.json" --set limits.memory.max=1G -- true 2>&1); rc=$?
 expect_eq "--set into a value that is not an object is refused, saying so" "$rc:$out" \
 	'125:sandcap: --set limits.memory.max=1G: "memory" holds a value, not an object with keys to set'
+# A --set that makes a new key or object: the error is about its parent,
+# and still names that --set (the file alone is valid).
+out=$("$SANDCAP" run --quiet --policy "$T/base.json" --set bogus.key=1 -- true 2>&1); rc=$?
+expect_match "a --set adding an unknown top-level object names the --set" "$rc:$out" \
+	'^125:sandcap: --set bogus\.key=1: \$\.bogus: unknown key "bogus"'
+out=$("$SANDCAP" run --quiet --policy "$T/base.json" --set fs.grants.0.path=/x -- true 2>&1)
+expect_eq "a --set that makes an object where an array belongs names the --set" "$out" \
+	'sandcap: --set fs.grants.0.path=/x: $.fs.grants: expected an array of grants, got an object'
+policy badkey '{"version": 1, "limits": {"memroy": "64M"}}'
+out=$("$SANDCAP" run --quiet --policy "$T/badkey.json" --set limits.x.y=1 -- true 2>&1)
+expect_match "... but not when the file alone has an error there" "$out" \
+	"^sandcap: $T/badkey.json \\(as changed by --set\\): "
 policy badmode '{"version": 1, "fs": {"grants": [{"path": "/tmp", "mode": "rwx"}]}}'
 out=$("$SANDCAP" run --quiet --policy "$T/badmode.json" --set limits.wall=5s -- true 2>&1)
 expect_eq "an error the file holds still names the file" "$out" \

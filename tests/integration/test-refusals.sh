@@ -42,6 +42,9 @@ expect_match "sandbox.exit names the step" "$(grep '"event":"sandbox.exit"' "$T/
 	'"error":"mounts"'
 "$SANDCAP" audit verify "$T/refused.jsonl" >/dev/null 2>&1
 expect_eq "the refused run's log verifies" "$?" 0
+expect_match "the report says the run was refused at its step, not an unknown exit" \
+	"$("$SANDCAP" audit report "$T/refused.jsonl")" \
+	"exit      refused at mounts: [^"$'\n'"]+ \\(the command did not run\\)"
 
 "$SANDCAP" run --quiet --audit "$T/full.jsonl" --policy "$T/full.json" -- true
 expect_eq "a normal run: exit 0" "$?" 0

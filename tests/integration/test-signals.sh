@@ -126,6 +126,27 @@ expect_eq "the second one is a forced kill too" "$(exit_field "$log" stopped_by.
 "$SANDCAP" audit verify "$log" >/dev/null 2>&1
 expect_eq "its log verifies" "$?" 0
 
+# A SIGPIPE that comes while the policy is still being read (before the
+# supervisor takes its signals) is not dropped: it stops the run once the
+# sandbox exists, like one that comes later.
+mkfifo "$T/policy.fifo"
+"$SANDCAP" run --quiet --audit "$T/early-pipe.jsonl" --policy - -- sleep 20 \
+	<"$T/policy.fifo" >/dev/null 2>"$T/early-pipe.err" &
+bg=$!
+exec 7>"$T/policy.fifo"
+sleep 0.3 # sandcap is blocked reading the policy from the FIFO
+kill -PIPE $bg
+echo '{"version": 1}' >&7
+exec 7>&-
+start=$(date +%s)
+wait $bg
+rc=$?
+# 141, or 137 when it reached pid 1 before its exec and the grace ran out
+expect_match "a SIGPIPE sent while the policy is read stops the run, not lost ($rc)" "$rc" '^(141|137)$'
+check "  ... at once, not after the command's 20 s" [ $(($(date +%s) - start)) -lt 10 ]
+check "  ... and sandbox.exit says the signal stopped it" \
+	grep -q '"event":"sandbox.exit".*"stopped_by":{[^}]*"signal":"SIGPIPE"' "$T/early-pipe.jsonl"
+
 # What the launcher ignored (nohup's SIGHUP, a Python parent's SIGPIPE) or
 # blocked is back to default in the agent.
 out=$(
