@@ -198,9 +198,14 @@ int au_open(const char *path, const uint8_t *key, size_t key_len, const char *sa
 	log->fd = fd;
 	log->can_reserve = true;
 	/* The reserve first: a log that could not record its own end is
-	 * refused before anything runs. A filesystem without fallocate
-	 * (EOPNOTSUPP) gets a log without a reserve (au_reserved() says 0). */
-	r = log_allocate(log, AU_RESERVE_BYTES);
+	 * refused before anything runs. The first chunk comes with it: the
+	 * first record would allocate it anyway, and one fallocate costs less
+	 * at start-up than two. Only the reserve is required. A filesystem
+	 * without fallocate (EOPNOTSUPP) gets a log without a reserve
+	 * (au_reserved() says 0). */
+	r = log_allocate(log, (off_t)AU_RESERVE_BYTES + AU_ALLOC_CHUNK);
+	if (r < 0 && r != -EOPNOTSUPP)
+		r = log_allocate(log, AU_RESERVE_BYTES);
 	if (r == -EOPNOTSUPP) {
 		log->can_reserve = false;
 		r = 0;

@@ -49,6 +49,19 @@ static inline void fclosep(FILE **f)
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
+/* For a large buffer on the stack that is always written before it is read
+ * (the target of a read()): the build zeroes locals otherwise
+ * (-ftrivial-auto-var-init=zero), which costs a memset of the whole buffer
+ * on every call. Used sparingly, each time with the reason. */
+#ifdef __has_attribute
+#if __has_attribute(uninitialized)
+#define _noinit_ __attribute__((uninitialized))
+#endif
+#endif
+#ifndef _noinit_
+#define _noinit_
+#endif
+
 /* Closes fd if valid and returns -1, for "fd = safe_close(fd)". */
 static inline int safe_close(int fd)
 {

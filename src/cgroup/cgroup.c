@@ -642,7 +642,13 @@ unsigned cg_sweep_stale(const cg_handle *h, const char *prefix)
 		return 0;
 	if (h->ops->own_dirs) {
 		int fds[_CG_V1_CTRL_MAX];
-		size_t n = h->ops->own_dirs(fds, ELEMENTSOF(fds));
+		size_t n;
+
+		/* One read of mountinfo and of our cgroup for all hierarchies,
+		 * not one per hierarchy: this runs at every start. */
+		cg_snapshot_begin();
+		n = h->ops->own_dirs(fds, ELEMENTSOF(fds));
+		cg_snapshot_end();
 
 		for (i = 0; i < n; i++)
 			(void)cg_foreach_child(fds[i], cg_sweep_one, &sw);

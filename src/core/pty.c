@@ -10,6 +10,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
 #include "base/io.h"
 
 struct pty_relay {
@@ -75,7 +76,8 @@ int pty_relay_attach(pty_relay *p, int master, int ep, uint32_t tag)
 
 int pty_pump(pty_relay *p, int fd)
 {
-	char buf[16384];
+	/* Per chunk of terminal traffic: only what read() filled is used. */
+	_noinit_ char buf[16384];
 	ssize_t n = read(fd, buf, sizeof(buf));
 
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
@@ -87,7 +89,7 @@ int pty_pump(pty_relay *p, int fd)
 
 void pty_drain(pty_relay *p)
 {
-	char buf[16384];
+	_noinit_ char buf[16384]; /* as in pty_pump() */
 	ssize_t n;
 
 	if (!p || p->master < 0)

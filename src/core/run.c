@@ -689,7 +689,8 @@ static void handle_sync(supervisor *s)
 /* Returns -EPIPE once the worker has closed its end. */
 static int handle_proxy(supervisor *s)
 {
-	char buf[MAX_EVENT_BYTES];
+	/* 64 KiB per event: recv() fills what is read, nothing else is read. */
+	_noinit_ char buf[MAX_EVENT_BYTES];
 	_cleanup_free_ char *event = NULL;
 	json_t *data = NULL;
 	ssize_t n = recv(s->proxy_fd, buf, sizeof(buf), MSG_DONTWAIT);
