@@ -644,10 +644,12 @@ cat >"$T/p7.json" <<EOF
   "credentials": [ {"host": "secure.test", "header": "Authorization", "value_env": "PX_TEST_TOKEN",
   "upstream": "https"} ], $DNS }
 EOF
-start_proxy p7 $((BASE + 16))
-hdr=$($C -i -x "http://127.0.0.1:$((BASE + 16))" "http://secure.test:$P_TLS/auth")
+start_proxy p7 $((BASE + 16)) || echo "# proxy p7 did not say READY: $(cat "$T/p7.err")"
+hdr=$($C -i -x "http://127.0.0.1:$((BASE + 16))" "http://secure.test:$P_TLS/auth" 2>&1)
 echo "$hdr" | grep -q "X-Sandcap-Deny: upstream-tls"
-ok $? "upstream certificate from an untrusted CA refused"
+rc=$?
+[ $rc = 0 ] || { printf '%s\n' "$hdr" "--- p7.err:" "$(cat "$T/p7.err")" | sed 's/^/# /'; }
+ok $rc "upstream certificate from an untrusted CA refused"
 
 # --- names from the host's /etc/hosts, and localhost -----------------------------
 # The worker reads /etc/hosts before it is confined. The test's own hosts file
