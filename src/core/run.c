@@ -498,7 +498,7 @@ static void emit_start(supervisor *s, int listener_fd)
 
 		emit_locked(s, "fs.grant",
 			    json_pack("{s:s, s:s, s:s}", "path", g->path, "at", g->at, "mode",
-				      g->mode == GRANT_RW ? "rw" : "ro"));
+				      plan_grant_mode_name(g->mode)));
 	}
 	if (s->audit_stopped) {
 		/* Nothing of the sandbox has run: a refused run. Without a

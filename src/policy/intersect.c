@@ -186,6 +186,17 @@ static int intersect_grants(const sc_plan *pa, const sc_plan *cv, sc_plan *o)
 			continue;
 		g = &o->grants[o->n_grants++];
 		g->mode = c[i].mode;
+		/* A quota only narrows: the smaller of the two, on rw only. */
+		g->quota = g->inodes = PLAN_UNLIMITED;
+		if (g->mode == GRANT_RW) {
+			const plan_grant *pg = &pa->grants[c[i].parent];
+
+			g->quota =
+			    cv->grants[i].quota < pg->quota ? cv->grants[i].quota : pg->quota;
+			g->inodes =
+			    cv->grants[i].inodes < pg->inodes ? cv->grants[i].inodes : pg->inodes;
+			g->best_effort = cv->grants[i].best_effort && pg->best_effort;
+		}
 		g->at = TAKE_PTR(c[i].at);
 		if (sdup(cv->grants[i].path, &g->path) < 0) {
 			cands_free(c, cv->n_grants);
@@ -577,7 +588,7 @@ static int check_grants(const sc_plan *pa, const sc_plan *cv, char *reason, size
 		return r;
 	for (size_t i = 0; i < cv->n_grants && r == 0; i++) {
 		const plan_grant *cg = &cv->grants[i];
-		const char *m = cg->mode == GRANT_RW ? "rw" : "ro";
+		const char *m = plan_grant_mode_name(cg->mode);
 
 		if (c[i].uncovers)
 			r = why(
@@ -588,6 +599,11 @@ static int check_grants(const sc_plan *pa, const sc_plan *cv, char *reason, size
 		else if (c[i].parent < 0)
 			r = why(reason, size, "grant %s %s is not inside the token's grants",
 				cg->path, m);
+		else if (cg->mode == GRANT_COW)
+			r = why(reason, size,
+				"grant %s: a \"cow\" grant cannot be delegated (its workspace is "
+				"the parent's); use \"ro\" or \"rw\"",
+				cg->path);
 		else if (cg->mode == GRANT_RW && c[i].mode != GRANT_RW)
 			r = why(reason, size, "grant %s rw is read-only in the token", cg->path);
 		else if (!str_eq(cg->at, cg->path) && !str_eq(cg->at, c[i].at))

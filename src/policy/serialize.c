@@ -75,7 +75,13 @@ static json_t *fs_json(const sc_plan *p, bool *ok)
 		}
 		put(g, "path", json_string(p->grants[i].path), ok);
 		put(g, "at", json_string(p->grants[i].at), ok);
-		put(g, "mode", json_string(p->grants[i].mode == GRANT_RW ? "rw" : "ro"), ok);
+		put(g, "mode", json_string(plan_grant_mode_name(p->grants[i].mode)), ok);
+		/* Only where they can mean something: ro grants keep their old form. */
+		if (p->grants[i].mode != GRANT_RO) {
+			put(g, "quota", size_or_null(p->grants[i].quota), ok);
+			put(g, "inodes", size_or_null(p->grants[i].inodes), ok);
+			put(g, "best_effort", json_boolean(p->grants[i].best_effort), ok);
+		}
 		push(grants, g, ok);
 	}
 	put(fs, "grants", grants, ok);
@@ -281,7 +287,10 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 	for (size_t i = 0; i < a->n_grants; i++)
 		if (!str_eq(a->grants[i].path, b->grants[i].path) ||
 		    !str_eq(a->grants[i].at, b->grants[i].at) ||
-		    a->grants[i].mode != b->grants[i].mode)
+		    a->grants[i].mode != b->grants[i].mode ||
+		    a->grants[i].quota != b->grants[i].quota ||
+		    a->grants[i].inodes != b->grants[i].inodes ||
+		    a->grants[i].best_effort != b->grants[i].best_effort)
 			return false;
 	for (size_t i = 0; i < a->n_egress; i++) {
 		const plan_egress *x = &a->egress[i], *y = &b->egress[i];
