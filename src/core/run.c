@@ -48,6 +48,7 @@
 #include "policy/agent-env.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
+#include "workspace/grants.h"
 
 #define STATE_DIR_DEFAULT "/var/lib/sandcap"
 #define CGROUP_PREFIX	  "sandcap-"		 /* + the sandbox id */
@@ -82,6 +83,9 @@ typedef struct supervisor {
 	fw_watch *fw;
 	const char *fw_mode; /* for sandbox.start; owned by fw */
 	spawn_server *spawn; /* delegation socket, when the plan allows spawn */
+	ws_run *ws;	     /* cow grants and rw quotas, when the plan has them */
+	json_t *ws_exit;     /* the kept workspaces, for sandbox.exit */
+	char ws_not_enforced[256];
 
 	int ep, sync, pidfd, sigfd, wallfd, gracefd, notify_fd, proxy_fd;
 	sf_listener *listener;	   /* the seccomp listener's thread */
@@ -480,6 +484,15 @@ static void emit_start(supervisor *s, int listener_fd)
 			 "layers", layers);
 	if (data && s->not_enforced[0])
 		(void)json_object_set_new(data, "not_enforced", json_pack("[s]", s->not_enforced));
+	if (data && s->ws_not_enforced[0]) {
+		json_t *ne = json_object_get(data, "not_enforced");
+
+		if (!ne)
+			(void)json_object_set_new(data, "not_enforced", ne = json_array());
+		(void)json_array_append_new(ne, json_string(s->ws_not_enforced));
+	}
+	if (data && ws_run_start_json(s->ws))
+		(void)json_object_set_new(data, "grant_storage", ws_run_start_json(s->ws));
 	/* How far setup got: "complete", or the step that refused the run. */
 	if (data) {
 		char setup[64];
@@ -1063,6 +1076,8 @@ static void emit_exit(supervisor *s)
 		    data, "stopped_by",
 		    json_pack("{s:s, s:b}", "signal", name, "forced_kill", r->forced_kill));
 	}
+	if (data && s->ws_exit)
+		(void)json_object_set_new(data, "workspaces", TAKE_PTR(s->ws_exit));
 	/* The records refused after the log failed: they are not in it. */
 	if (data && s->audit_stopped)
 		(void)json_object_set_new(data, "audit_unrecorded",
@@ -1102,6 +1117,8 @@ static void teardown(supervisor *s)
 			;
 	}
 	s->spawn = spawn_server_free(s->spawn); /* before the cgroup: they live in it */
+	s->ws = ws_run_free(s->ws);
+	json_decref(s->ws_exit);
 	s->cg = cg_destroy(s->cg);
 	/* We are the subreaper of everything we started: no zombie of ours is
 	 * left to the host's init. */
@@ -1366,6 +1383,15 @@ static int host_setup(supervisor *s)
 		host_explain_refusal(s->diag, r, s->unpriv); /* an id mapping needs a userns */
 		return r;
 	}
+	/* Project ids of sandboxes alive at once differ as their pids do. */
+	r = ws_run_setup(p, s->sources, s->unpriv, s->id_base + 1, s->res->sandbox_id,
+			 0x5c000000u | ((uint32_t)getpid() & 0xffffffu), &s->ws, s->ws_not_enforced,
+			 sizeof(s->ws_not_enforced), s->diag);
+	if (r < 0)
+		return r;
+	if (s->ws_not_enforced[0] && !s->res->not_enforced[0])
+		snprintf(s->res->not_enforced, sizeof(s->res->not_enforced), "%s",
+			 s->ws_not_enforced);
 	/* Before the child exists: the listing fallback snapshots the grants now. */
 	r = fw_start(p, &s->fw, &s->fw_mode);
 	if (r < 0)
@@ -1528,6 +1554,21 @@ static void supervise(supervisor *s)
 	}
 }
 
+/* The sandbox is gone: its cow grants' changes go under the state directory. */
+static void keep_workspaces(supervisor *s)
+{
+	char state[PATH_MAX - 64];
+	sc_diag d = {0};
+
+	if (!s->ws)
+		return;
+	if (sc_state_dir(s->unpriv, state, sizeof(state)) < 0 ||
+	    ws_run_finish(s->ws, state, s->res->sandbox_id, s->res->audit_path, s->res->workspaces,
+			  sizeof(s->res->workspaces), &s->ws_exit, &d) < 0)
+		snprintf(s->res->workspace_error, sizeof(s->res->workspace_error), "%.250s",
+			 d.message[0] ? d.message : "no state directory for the workspaces");
+}
+
 /* Phase 6: the records that end the log; the run's one return value. */
 static int finish(supervisor *s, int r)
 {
@@ -1537,6 +1578,7 @@ static int finish(supervisor *s, int r)
 		/* The sandbox is gone: every event it caused is queued by now. */
 		(void)fw_finish(s->fw, on_event, s);
 		s->res->files_written = s->res->tally.files_written; /* as `audit report` counts */
+		keep_workspaces(s);
 		emit_exit(s);
 		return 0;
 	}

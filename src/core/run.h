@@ -84,6 +84,10 @@ typedef struct sc_run_result {
 	/* The layers put in place, as sandbox.start lists them ("namespaces
 	 * mounts cgroup ..."): for a refused run, those before the refusal. */
 	char layers[256];
+	/* The workspaces of cow grants kept at the end, space-separated ids;
+	 * workspace_error says why one could not be kept. */
+	char workspaces[512];
+	char workspace_error[256];
 } sc_run_result;
 
 /* The state directory whose audit/ holds the per-run logs without

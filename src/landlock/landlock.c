@@ -312,14 +312,15 @@ int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status
 		return r;
 
 	/* Grants must exist in the view: a missing one is a setup error, not
-	 * something to skip silently. */
+	 * something to skip silently. A cow grant is written like a rw one:
+	 * its writes land in its private upper layer. */
 	for (size_t i = 0; i < plan->n_grants; i++) {
 		const plan_grant *g = &plan->grants[i];
 		const char *at = g->at ? g->at : g->path;
 
 		if (!at || at[0] != '/')
 			return -EINVAL;
-		r = ll_add_path(ruleset_fd, at, g->mode == GRANT_RW ? LL_RW : LL_RO,
+		r = ll_add_path(ruleset_fd, at, g->mode != GRANT_RO ? LL_RW : LL_RO,
 				attr.handled_access_fs, true);
 		if (r < 0)
 			return r;
