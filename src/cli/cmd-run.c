@@ -92,6 +92,13 @@ static void summary_audit(FILE *f, const sc_run_result *r)
 			r->audit_path, r->audit_records, r->audit_hash);
 	else
 		fprintf(f, "  audit: %s (final hash %s)\n", r->audit_path, r->audit_hash);
+	if (r->workspaces[0])
+		fprintf(f,
+			"  workspace: %s (review: sandcap workspace diff ID; then apply or "
+			"discard)\n",
+			r->workspaces);
+	if (r->workspace_error[0])
+		fprintf(f, "  workspace NOT kept: %s\n", r->workspace_error);
 }
 
 /* limit.hit names in words; the supervisor's own are said on their lines. */
@@ -326,6 +333,11 @@ static void summary_json(const sc_run_result *r)
 		(void)json_object_set_new(o, "execs_failed",
 					  json_integer((json_int_t)t->execs_failed));
 		(void)json_object_set_new(o, "layers", json_string(r->layers));
+		if (r->workspaces[0])
+			(void)json_object_set_new(o, "workspaces", json_string(r->workspaces));
+		if (r->workspace_error[0])
+			(void)json_object_set_new(o, "workspace_error",
+						  json_string(r->workspace_error));
 		if (r->stop_signal) {
 			(void)json_object_set_new(o, "stop_signal", json_integer(r->stop_signal));
 			(void)json_object_set_new(o, "forced_kill", json_boolean(r->forced_kill));

@@ -132,6 +132,10 @@ int ws_changes_compute(int upper, int lower, ws_changes *ret);
 const char *ws_op_name(ws_op op); /* "added", ... */
 char ws_op_letter(ws_op op);	  /* 'A', 'M', 'm', 'D', 'R' */
 
+/* Reads the whole regular file at fd (at most max bytes, else -EFBIG);
+ * NUL-terminated, *ret_len without it. */
+int ws_read_all(int fd, size_t max, char **ret, size_t *ret_len);
+
 /* ---- text diffs ---- */
 
 /* Whether these bytes are shown as text: no NUL, at most WS_DIFF_MAX_BYTES. */

@@ -22,5 +22,3 @@ bool ws_is_opaque(int fd);
 bool ws_is_whiteout(const struct stat *st);
 /* 'f', 'd', 'l', 'p', or 0 for what a workspace does not carry. */
 char ws_type_of(mode_t mode);
-/* Reads the whole regular file at fd (at most max bytes, else -EFBIG). */
-int ws_read_all(int fd, size_t max, char **ret, size_t *ret_len);
