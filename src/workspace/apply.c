@@ -210,6 +210,8 @@ static int apply_one(int upper, int root, const struct stat *owner, const ws_cha
 	int r;
 
 	parent = open_parent(root, c->path, &base);
+	if (parent == -ENOENT && c->op == WS_DELETED)
+		return 0; /* below a directory deleted just before */
 	if (parent < 0)
 		return parent;
 	snprintf(tmp, sizeof(tmp), ".sandcap-apply.%d.%u", (int)getpid(), seq);

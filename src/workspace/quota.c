@@ -38,7 +38,7 @@ ws_quota_support ws_quota_probe(int fd, char *why, size_t why_len)
 	if (r < 0) {
 		snprintf(why, why_len, "%s",
 			 r == -ESRCH	? "project quotas are not turned on for its filesystem"
-			 : r == -ENOSYS ? "this kernel has no quotactl_fd"
+			 : r == -ENOSYS ? "its filesystem has no quota support"
 					: "its filesystem has no project quotas");
 		return WS_QUOTA_UNSUPPORTED;
 	}
