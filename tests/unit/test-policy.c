@@ -323,9 +323,10 @@ static void test_grants(void)
 	bad("{'version':1,'fs':{'grants':{}}}", -EINVAL, "$.fs.grants",
 	    "expected an array of grants, got an object");
 	bad("{'version':1,'fs':{'grants':[{'path':'@/a'},{'path':'@/b','mode':'rwx'}]}}", -EINVAL,
-	    "$.fs.grants[1].mode", "expected \"ro\" or \"rw\", got \"rwx\"");
+	    "$.fs.grants[1].mode", "expected one of \"ro\", \"rw\", \"cow\", got \"rwx\"");
 	bad("{'version':1,'fs':{'grants':[{'path':'@/a','mdoe':'ro'}]}}", -EINVAL,
-	    "$.fs.grants[0].mdoe", "unknown key \"mdoe\" (expected one of: path, mode, at)");
+	    "$.fs.grants[0].mdoe",
+	    "unknown key \"mdoe\" (expected one of: path, mode, at, quota, inodes, best_effort)");
 	bad("{'version':1,'fs':{'grants':[{'mode':'ro'}]}}", -EINVAL, "$.fs.grants[0]",
 	    "missing required key \"path\"");
 	bad("{'version':1,'fs':{'grants':['@/a']}}", -EINVAL, "$.fs.grants[0]",
