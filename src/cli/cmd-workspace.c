@@ -88,13 +88,18 @@ static int cmd_list(bool json)
 }
 
 /* The agent's bytes are printed as they are, except control characters. */
-static void put_path(const char *p)
+static void fput_path(const char *p, FILE *f)
 {
 	for (; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			printf("\\x%02x", (unsigned char)*p);
+			fprintf(f, "\\x%02x", (unsigned char)*p);
 		else
-			putchar(*p);
+			fputc(*p, f);
+}
+
+static void put_path(const char *p)
+{
+	fput_path(p, stdout);
 }
 
 static const char *type_word(char t)
@@ -370,7 +375,8 @@ static int cmd_apply(const char *id, bool force)
 		cli_error("%s", d.message);
 		for (size_t i = 0; i < res.n_conflicts; i++) {
 			fprintf(stderr, "  conflict: ");
-			fprintf(stderr, "%s\n", res.conflicts[i]);
+			fput_path(res.conflicts[i], stderr);
+			fputc('\n', stderr);
 		}
 		rc = 2;
 	} else if (r < 0) {

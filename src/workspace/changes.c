@@ -161,7 +161,6 @@ static int add_deleted(ws_changes *out, int ldir, const char *name, char *path,
 		       const struct stat *st, unsigned depth)
 {
 	ws_change *x = push(out, WS_DELETED, path);
-	_cleanup_close_ int fd = -1;
 	struct dirent *e;
 	DIR *d;
 	int r = 0;
@@ -177,19 +176,15 @@ static int add_deleted(ws_changes *out, int ldir, const char *name, char *path,
 		return 0;
 	if (depth > WS_MAX_DEPTH)
 		return -ELOOP;
-	fd = openat(ldir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return errno == EACCES ? 0 : -errno;
-	d = fdopendir(fd);
+	d = ws_opendir_at(ldir, name);
 	if (!d)
-		return -errno;
-	fd = -1;
+		return errno == EACCES ? 0 : -errno;
 	while (r >= 0 && (e = readdir(d))) {
 		struct stat cs;
 		const char *parent = out->v[out->n - 1].path;
 		char *cp;
 
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+		if (ws_is_dot(e->d_name))
 			continue;
 		if (fstatat(dirfd(d), e->d_name, &cs, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
@@ -299,44 +294,35 @@ static int visit(ws_changes *out, int up, int low, const char *rel, const char *
 
 static int walk(ws_changes *out, int up, int low, const char *rel, bool opaque, unsigned depth)
 {
-	_cleanup_close_ int fd = -1;
 	struct dirent *e;
 	DIR *d;
 	int r = 0;
 
-	(void)depth;
 	if (strlen(rel) > PATH_MAX - NAME_MAX - 2)
 		return -ENAMETOOLONG;
 	for (const char *q = rel; *q; q++)
 		if (*q == '/' && ++depth > WS_MAX_DEPTH)
 			return -ELOOP;
-	fd = dup(up);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
+	d = ws_opendir_at(up, ".");
 	if (!d)
 		return -errno;
-	fd = -1;
-	rewinddir(d);
 	while (r >= 0 && (errno = 0, e = readdir(d)))
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+		if (!ws_is_dot(e->d_name))
 			r = visit(out, dirfd(d), low, rel, e->d_name, opaque);
+	if (r >= 0 && errno)
+		r = -errno;
 	closedir(d);
 	if (r < 0 || !opaque || low < 0)
 		return r;
 
 	/* Opaque: what the lower directory has and the upper does not is gone. */
-	fd = openat(low, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
+	d = ws_opendir_at(low, ".");
 	if (!d)
 		return -errno;
-	fd = -1;
 	while (r >= 0 && (e = readdir(d))) {
 		struct stat st;
 
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+		if (ws_is_dot(e->d_name))
 			continue;
 		if (fstatat(up, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
 			continue;

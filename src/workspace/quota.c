@@ -68,7 +68,6 @@ static int tag(int fd, uint32_t projid, bool dir)
  * tagged and take no blocks worth counting. Nothing is followed. */
 static int tag_tree(int fd, uint32_t projid, unsigned depth)
 {
-	_cleanup_close_ int dfd = -1;
 	struct dirent *e;
 	DIR *d;
 	int r;
@@ -78,18 +77,14 @@ static int tag_tree(int fd, uint32_t projid, unsigned depth)
 	r = tag(fd, projid, true);
 	if (r < 0)
 		return r;
-	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	d = fdopendir(dfd);
+	d = ws_opendir_at(fd, ".");
 	if (!d)
 		return -errno;
-	dfd = -1;
 	while (r >= 0 && (e = readdir(d))) {
 		_cleanup_close_ int c = -1;
 		struct stat st;
 
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+		if (ws_is_dot(e->d_name))
 			continue;
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;

@@ -87,6 +87,28 @@ int ws_read_all(int fd, size_t max, char **ret, size_t *ret_len)
 	return 0;
 }
 
+DIR *ws_opendir_at(int dir, const char *name)
+{
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+
+		(void)close(fd);
+		errno = e;
+	}
+	return d;
+}
+
+bool ws_is_dot(const char *name)
+{
+	return strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+}
+
 static int ensure_dir(int at, const char *name)
 {
 	return mkdirat(at, name, 0700) < 0 && errno != EEXIST ? -errno : 0;
@@ -161,25 +183,20 @@ static int copy_file(int src, int dst_dir, const char *name, const struct stat *
 
 int ws_copy_tree(int src, int dst, unsigned depth, uint64_t *files, uint64_t *bytes)
 {
-	_cleanup_close_ int sfd = -1;
 	DIR *d;
 	struct dirent *e;
 	int r = 0;
 
 	if (depth > WS_MAX_DEPTH)
 		return -ELOOP;
-	sfd = dup(src);
-	if (sfd < 0)
-		return -errno;
-	d = fdopendir(sfd);
+	d = ws_opendir_at(src, ".");
 	if (!d)
 		return -errno;
-	sfd = -1;
 	while (r >= 0 && (errno = 0, e = readdir(d))) {
 		const char *name = e->d_name;
 		struct stat st;
 
-		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		if (ws_is_dot(name))
 			continue;
 		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			r = -errno;
@@ -243,7 +260,6 @@ int ws_copy_tree(int src, int dst, unsigned depth, uint64_t *files, uint64_t *by
 
 int ws_remove_at(int dir, const char *name, unsigned depth)
 {
-	_cleanup_close_ int fd = -1;
 	DIR *d;
 	struct dirent *e;
 	int r = 0;
@@ -254,15 +270,11 @@ int ws_remove_at(int dir, const char *name, unsigned depth)
 		return -errno;
 	if (depth > WS_MAX_DEPTH)
 		return -ELOOP;
-	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
+	d = ws_opendir_at(dir, name);
 	if (!d)
 		return -errno;
-	fd = -1;
 	while (r >= 0 && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+		if (!ws_is_dot(e->d_name))
 			r = ws_remove_at(dirfd(d), e->d_name, depth + 1);
 	closedir(d);
 	if (r < 0)

@@ -2,6 +2,8 @@
 /* Shared by the workspace module's files only. */
 #pragma once
 
+#include <dirent.h>
+
 #include "workspace/workspace.h"
 
 /* Whiteouts and opaque directories: overlayfs(5), "whiteouts and opaque
@@ -16,6 +18,11 @@ int ws_store_new(const char *state_dir, const char *id, int *ret_dir, sc_diag *r
 int ws_copy_tree(int src, int dst, unsigned depth, uint64_t *files, uint64_t *bytes);
 /* Removes name in dir (a directory recursively), never following a link. */
 int ws_remove_at(int dir, const char *name, unsigned depth);
+/* opendir(3) of name below dir ("." for dir itself: a new open file with
+ * its own offset), never following a link. NULL with errno set. */
+DIR *ws_opendir_at(int dir, const char *name);
+/* "." or "..": the entries a walk skips. */
+bool ws_is_dot(const char *name);
 /* Whether directory fd carries the opaque marker ("y"). */
 bool ws_is_opaque(int fd);
 /* Whether st is a whiteout: a character device 0/0. */
