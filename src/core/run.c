@@ -1078,6 +1078,8 @@ static void emit_exit(supervisor *s)
 	}
 	if (data && s->ws_exit)
 		(void)json_object_set_new(data, "workspaces", TAKE_PTR(s->ws_exit));
+	if (data && r->workspace_error[0])
+		(void)json_object_set_new(data, "workspace_error", json_string(r->workspace_error));
 	/* The records refused after the log failed: they are not in it. */
 	if (data && s->audit_stopped)
 		(void)json_object_set_new(data, "audit_unrecorded",
@@ -1117,6 +1119,10 @@ static void teardown(supervisor *s)
 			;
 	}
 	s->spawn = spawn_server_free(s->spawn); /* before the cgroup: they live in it */
+	/* The overlays and their tmpfs go before the cgroup their pages are
+	 * charged to. */
+	ns_sources_free(s->sources, s->plan->n_grants);
+	s->sources = NULL;
 	s->ws = ws_run_free(s->ws);
 	json_decref(s->ws_exit);
 	s->cg = cg_destroy(s->cg);
@@ -1125,8 +1131,6 @@ static void teardown(supervisor *s)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	s->pty = pty_free(s->pty);
-	ns_sources_free(s->sources, s->plan->n_grants);
-	s->sources = NULL;
 	if (s->audit) {
 		const char *event = NULL;
 		int failed;

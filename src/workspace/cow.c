@@ -276,14 +276,15 @@ int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const 
 		return diag_fail(reterr_diag, -errno, "workspace", "workspace %s: %s", m.id,
 				 strerror(errno));
 	r = ws_copy_tree(src, dst, 0, &m.files, &m.bytes);
-	if (r < 0)
+	if (r >= 0)
+		r = ws_meta_store(dir, &m);
+	if (r < 0) {
+		/* No half workspace: one without meta.json could not be discarded. */
+		(void)ws_discard_dir(state_dir, m.id);
 		return diag_fail(reterr_diag, r, "workspace",
-				 "cannot keep the changes of workspace %s: %s", m.id, strerror(-r));
-	r = ws_meta_store(dir, &m);
-	if (r < 0)
-		return diag_fail(reterr_diag, r, "workspace",
-				 "cannot write the description of workspace %s: %s", m.id,
-				 strerror(-r));
+				 "cannot keep the changes of workspace %s in %s: %s", m.id,
+				 state_dir, strerror(-r));
+	}
 	if (ret_meta) {
 		*ret_meta = m;
 		ret_meta->grant_path = ret_meta->grant_at = ret_meta->audit_log = NULL;

@@ -546,9 +546,18 @@ int ws_list(const char *state_dir, ws_meta **ret, size_t *ret_n, sc_diag *d)
 	return 0;
 }
 
+int ws_discard_dir(const char *state_dir, const char *id)
+{
+	_cleanup_close_ int all = workspaces_dir(state_dir, NULL);
+
+	if (all < 0)
+		return all;
+	return ws_id_valid(id) ? ws_remove_at(all, id, 0) : -EINVAL;
+}
+
 int ws_discard(const char *state_dir, const char *id, sc_diag *d)
 {
-	_cleanup_close_ int all = -1, dir = -1;
+	_cleanup_close_ int dir = -1;
 	ws_meta m;
 	int r;
 
@@ -556,10 +565,7 @@ int ws_discard(const char *state_dir, const char *id, sc_diag *d)
 	if (r < 0)
 		return r;
 	ws_meta_done(&m);
-	all = workspaces_dir(state_dir, d);
-	if (all < 0)
-		return all;
-	r = ws_remove_at(all, id, 0);
+	r = ws_discard_dir(state_dir, id);
 	if (r < 0)
 		return diag_fail(d, r, "workspace", "cannot remove workspace %s: %s", id,
 				 strerror(-r));

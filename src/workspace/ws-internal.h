@@ -16,6 +16,8 @@ int ws_store_new(const char *state_dir, const char *id, int *ret_dir, sc_diag *r
  * files, directories, symlinks, FIFOs, whiteouts, the opaque marker, owners
  * and modes. Nothing is followed. Counts what it copied. */
 int ws_copy_tree(int src, int dst, unsigned depth, uint64_t *files, uint64_t *bytes);
+/* Removes STATE/workspaces/ID, whatever it holds (meta.json or not). */
+int ws_discard_dir(const char *state_dir, const char *id);
 /* Removes name in dir (a directory recursively), never following a link. */
 int ws_remove_at(int dir, const char *name, unsigned depth);
 /* opendir(3) of name below dir ("." for dir itself: a new open file with

@@ -125,7 +125,22 @@ check "the symlink on the host was replaced by the directory" test -d "$H/escape
 check "discard removes the workspace" test ! -e "$SANDCAP_STATE_DIR/workspaces/$id2"
 check "a discarded workspace is no longer listed" bash -c "! '$SANDCAP' workspace list | grep -q '^$id2 '"
 
-# 7. A rw grant with a quota: enforced with ext4 project quotas when this
+# 7. A state directory with no room for the changes (a tiny tmpfs): the
+# run says the workspace was not kept, its log says why, nothing half-kept
+# is left behind.
+mkdir -p "$T/tiny"
+if mount -t tmpfs -o size=64k tmpfs "$T/tiny"; then
+	out=$(SANDCAP_STATE_DIR=$T/tiny "$SANDCAP" run --audit "$T/tiny-run.jsonl" --policy "$T/cow2.json" -- \
+		sh -c 'dd if=/dev/urandom of=/w/blob bs=64k count=16 2>/dev/null' 2>&1)
+	expect_match "a workspace that cannot be kept is reported" "$out" "workspace NOT kept: .*No space left"
+	check "sandbox.exit records why" grep -q '"event":"sandbox.exit".*"workspace_error":"cannot keep' "$T/tiny-run.jsonl"
+	expect_eq "no half workspace is left" "$(ls "$T/tiny/workspaces" | wc -l)" 0
+	umount "$T/tiny"
+else
+	skip "state directory full" "cannot mount a tmpfs"
+fi
+
+# 8. A rw grant with a quota: enforced with ext4 project quotas when this
 # host can make one, refused without best_effort elsewhere.
 policy rwq "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$T/host\", \"mode\": \"rw\", \"quota\": \"16M\"}]}}"
 r=$("$SANDCAP" run --policy "$T/rwq.json" -- true 2>&1)
