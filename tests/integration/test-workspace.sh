@@ -125,6 +125,16 @@ check "the symlink on the host was replaced by the directory" test -d "$H/escape
 check "discard removes the workspace" test ! -e "$SANDCAP_STATE_DIR/workspaces/$id2"
 check "a discarded workspace is no longer listed" bash -c "! '$SANDCAP' workspace list | grep -q '^$id2 '"
 
+# Without root a cow grant is refused before anything runs, saying why.
+if command -v setpriv >/dev/null; then
+	mkdir -p "$T/nobody" && chown 65534:65534 "$T/nobody"
+	r=$(cd "$T/nobody" && setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env HOME="$T/nobody" SANDCAP_STATE_DIR="$T/nobody/state" "$SANDCAP" run --policy "$T/cow2.json" -- true 2>&1)
+	expect_match "unprivileged, a cow grant is refused clearly" "$r" "cow workspace needs root"
+else
+	skip "unprivileged cow refusal" "no setpriv"
+fi
+
 # 7. A state directory with no room for the changes (a tiny tmpfs): the
 # run says the workspace was not kept, its log says why, nothing half-kept
 # is left behind.
