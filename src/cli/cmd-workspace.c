@@ -351,7 +351,7 @@ static int record_apply(const char *state, const ws_meta *m, const ws_apply_resu
 
 static int cmd_apply(const char *id, bool force)
 {
-	_cleanup_close_ int dir = -1;
+	_cleanup_close_ int dir = -1, upper = -1;
 	char state[PATH_MAX], log_path[PATH_MAX + 64];
 	ws_apply_result res = {0};
 	ws_meta m = {0};
@@ -370,7 +370,13 @@ static int cmd_apply(const char *id, bool force)
 		ws_meta_done(&m);
 		return 1;
 	}
-	r = ws_apply(dir, &m, force, &res, &d);
+	upper = openat(dir, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (upper < 0) {
+		cli_error("workspace %s: upper: %s", id, strerror(errno));
+		ws_meta_done(&m);
+		return 1;
+	}
+	r = ws_apply(upper, &m, force, &res, &d);
 	if (r == -EBUSY) {
 		cli_error("%s", d.message);
 		for (size_t i = 0; i < res.n_conflicts; i++) {

@@ -310,9 +310,9 @@ int ws_open_grant_root(const ws_meta *m, int *ret, sc_diag *d)
 	return 0;
 }
 
-int ws_apply(int dir, const ws_meta *m, bool force, ws_apply_result *ret, sc_diag *d)
+int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_diag *d)
 {
-	_cleanup_close_ int root = -1, upper = -1;
+	_cleanup_close_ int root = -1;
 	ws_changes ch = {0};
 	ws_apply_result res = {0};
 	struct stat owner;
@@ -325,10 +325,6 @@ int ws_apply(int dir, const ws_meta *m, bool force, ws_apply_result *ret, sc_dia
 	 * the agent's host id, which means nothing on the host. */
 	if (fstat(root, &owner) < 0)
 		return diag_fail(d, -errno, "workspace", "%s: %s", m->grant_path, strerror(errno));
-	upper = openat(dir, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (upper < 0)
-		return diag_fail(d, -errno, "workspace", "workspace %s: upper: %s", m->id,
-				 strerror(errno));
 	r = ws_changes_compute(upper, root, &ch);
 	if (r < 0)
 		return diag_fail(d, r, "workspace", "cannot read workspace %s: %s", m->id,

@@ -248,12 +248,9 @@ fail:
 	return r;
 }
 
-int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const char *audit_log,
-		ws_meta *ret_meta, sc_diag *reterr_diag)
+void ws_cow_meta(const ws_cow *c, const char *sandbox_id, const char *audit_log, ws_meta *ret)
 {
-	_cleanup_close_ int dir = -1, src = -1, dst = -1;
 	ws_meta m = {0};
-	int r;
 
 	snprintf(m.id, sizeof(m.id), "%.40s.%zu", sandbox_id, c->index);
 	snprintf(m.sandbox, sizeof(m.sandbox), "%s", sandbox_id);
@@ -266,7 +263,17 @@ int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const 
 	m.epoch = c->epoch;
 	m.grant_dev = c->dev;
 	m.grant_ino = c->ino;
+	*ret = m;
+}
 
+int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const char *audit_log,
+		ws_meta *ret_meta, sc_diag *reterr_diag)
+{
+	_cleanup_close_ int dir = -1, src = -1, dst = -1;
+	ws_meta m;
+	int r;
+
+	ws_cow_meta(c, sandbox_id, audit_log, &m);
 	r = ws_store_new(state_dir, m.id, &dir, reterr_diag);
 	if (r < 0)
 		return r;

@@ -65,6 +65,9 @@ typedef struct ws_meta {
 	uint64_t files, bytes;
 } ws_meta;
 
+/* What the workspace of c is (its id SANDBOX.INDEX, folder, epoch), for a
+ * reader of the live upper layer; the strings are c's (borrowed). */
+void ws_cow_meta(const ws_cow *c, const char *sandbox_id, const char *audit_log, ws_meta *ret);
 void ws_meta_done(ws_meta *m);
 /* Parses meta.json (written by us, but read back: bounded and checked).
  * -EBADMSG with why (NUL-terminated) for anything unexpected. */
@@ -165,7 +168,8 @@ typedef struct ws_apply_result {
 
 void ws_apply_result_done(ws_apply_result *r);
 /*
- * Writes workspace dir's changes into its host folder. Every path is
+ * Writes the changes of the upper layer at upper (a directory fd: a kept
+ * workspace's upper/, or a live one's, ws_cow_upper_fd()) into m's folder. Every path is
  * resolved below the folder's root fd with RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV; each file is written beside its
  * place and renamed over it; symlinks are created as symlinks. Unless
@@ -176,7 +180,7 @@ void ws_apply_result_done(ws_apply_result *r);
 /* Opens the workspace's host folder (no symlink followed) and checks it is
  * the directory the workspace was made from (-ESTALE otherwise). */
 int ws_open_grant_root(const ws_meta *m, int *ret, sc_diag *reterr_diag);
-int ws_apply(int dir, const ws_meta *m, bool force, ws_apply_result *ret, sc_diag *reterr_diag);
+int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_diag *reterr_diag);
 
 /* ---- quotas on rw grants (project quotas) ---- */
 

@@ -109,6 +109,10 @@ check "the apply record lists the files with their SHA-256" \
 r=$("$SANDCAP" workspace apply "$id" 2>&1)
 expect_match "a second apply is refused" "$r" "applied already"
 
+j=$("$SANDCAP" run --json --policy "$T/cow.json" -- true 2>&1 | tail -1)
+expect_match "run --json names the workspace" "$j" '"workspaces":"sc-[0-9a-f]{16}\.0"'
+"$SANDCAP" workspace discard "$(sed -E 's/.*"workspaces":"([^"]*)".*/\1/' <<<"$j")" >/dev/null 2>&1
+
 # 6. A symlinked directory component planted in the upper layer (as a
 # hostile agent or a tampered state directory would) cannot redirect apply.
 policy cow2 "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$H\", \"at\": \"/w\", \"mode\": \"cow\", \"quota\": \"4M\"}]}}"
