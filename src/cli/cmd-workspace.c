@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -363,6 +364,14 @@ static int cmd_apply(const char *id, bool force)
 	r = ws_open(state, id, &dir, &m, &d);
 	if (r < 0)
 		return report(r, &d);
+	/* One apply at a time: the second would see the first's writes as
+	 * conflicts, or write the same files twice. */
+	if (flock(dir, LOCK_EX | LOCK_NB) < 0) {
+		cli_error("workspace %s is being applied by another sandcap (%s)", id,
+			  strerror(errno));
+		ws_meta_done(&m);
+		return 1;
+	}
 	if (strcmp(m.state, "applied") == 0) {
 		cli_error("workspace %s was applied already (discard it, or it would be "
 			  "applied twice)",

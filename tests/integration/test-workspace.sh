@@ -185,5 +185,5 @@ if command -v mkfs.ext4 >/dev/null && [ -e /dev/loop-control ]; then
 else
 	skip "rw quota enforced" "no mkfs.ext4 or loop devices"
 fi
-printf '# apply of the first workspace: %.3f s\n' "$(echo "$t1 - $t0" | bc)"
+awk -v a="$t0" -v b="$t1" 'BEGIN { printf "# apply of the first workspace: %.3f s\n", b - a }'
 finish
