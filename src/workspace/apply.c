@@ -42,7 +42,7 @@ void ws_apply_result_done(ws_apply_result *r)
 }
 
 /* The directory holding rel (below root), and rel's last component. */
-static int open_parent(int root, const char *rel, const char **ret_base)
+int ws_open_parent(int root, const char *rel, const char **ret_base)
 {
 	struct sc_open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
 				  .resolve = APPLY_RESOLVE};
@@ -90,7 +90,7 @@ static int host_changed(int root, const char *rel, const struct timespec *epoch)
 	const char *base;
 	struct stat st;
 
-	parent = open_parent(root, rel, &base);
+	parent = ws_open_parent(root, rel, &base);
 	if (parent == -ENOENT)
 		return 0;
 	if (parent < 0)
@@ -201,7 +201,7 @@ static int put_in_place(int parent, const char *tmp, const char *base)
 }
 
 static int apply_one(int upper, int root, const struct stat *owner, const ws_change *c,
-		     unsigned seq, ws_apply_result *res)
+		     unsigned seq, ws_links *links, ws_apply_result *res)
 {
 	_cleanup_close_ int parent = -1;
 	const char *base;
@@ -209,7 +209,7 @@ static int apply_one(int upper, int root, const struct stat *owner, const ws_cha
 	struct stat st, us;
 	int r;
 
-	parent = open_parent(root, c->path, &base);
+	parent = ws_open_parent(root, c->path, &base);
 	if (parent == -ENOENT && c->op == WS_DELETED)
 		return 0; /* below a directory deleted just before */
 	if (parent < 0)
@@ -229,16 +229,38 @@ static int apply_one(int upper, int root, const struct stat *owner, const ws_cha
 		return add_applied(res, c->path, c->op == WS_MODE ? "mode" : "mkdir", NULL);
 	}
 	if (c->type == 'f') {
+		const ws_link *l = NULL;
+		struct stat fs;
+		_cleanup_close_ int uf = open_upper(upper, c->path, O_PATH);
+
+		/* Another name of a file applied already: linked to it. */
+		if (uf >= 0 && fstat(uf, &fs) == 0 && fs.st_nlink > 1)
+			l = ws_links_find(links, fs.st_ino);
+		if (l) {
+			_cleanup_close_ int lp = -1;
+			const char *lbase;
+
+			lp = ws_open_parent(root, l->rel, &lbase);
+			if (lp < 0)
+				return lp;
+			if (linkat(lp, lbase, parent, tmp, 0) < 0)
+				return -errno;
+			snprintf(sha, sizeof(sha), "%s", l->sha256);
+			r = put_in_place(parent, tmp, base);
+			return r < 0 ? r : add_applied(res, c->path, "link", sha);
+		}
 		r = write_beside(upper, c->path, parent, tmp, owner, sha);
 		if (r >= 0)
 			r = put_in_place(parent, tmp, base);
+		if (r >= 0 && uf >= 0 && fs.st_nlink > 1)
+			r = ws_links_add(links, fs.st_ino, c->path, sha);
 		return r < 0 ? r : add_applied(res, c->path, "write", sha);
 	}
 	if (c->type == 'l') {
 		_cleanup_close_ int up = -1;
 		const char *ubase;
 
-		up = open_parent(upper, c->path, &ubase);
+		up = ws_open_parent(upper, c->path, &ubase);
 		if (up < 0)
 			return up;
 		if (fstatat(up, ubase, &us, AT_SYMLINK_NOFOLLOW) < 0)
@@ -276,8 +298,8 @@ static int apply_dir_modes(int upper, int root, const struct stat *owner, const 
 
 		if (c->type != 'd' || c->op == WS_DELETED)
 			continue;
-		up = open_parent(upper, c->path, &ubase);
-		parent = open_parent(root, c->path, &base);
+		up = ws_open_parent(upper, c->path, &ubase);
+		parent = ws_open_parent(root, c->path, &base);
 		if (up < 0 || parent < 0)
 			return up < 0 ? up : parent;
 		if (fstatat(up, ubase, &us, AT_SYMLINK_NOFOLLOW) < 0)
@@ -315,6 +337,7 @@ int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_d
 	_cleanup_close_ int root = -1;
 	ws_changes ch = {0};
 	ws_apply_result res = {0};
+	ws_links links = {0};
 	struct stat owner;
 	int r;
 
@@ -346,7 +369,7 @@ int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_d
 			      "was applied (--force writes over them)",
 			      res.n_conflicts);
 	for (size_t i = 0; i < ch.n && r >= 0; i++) {
-		r = apply_one(upper, root, &owner, &ch.v[i], (unsigned)i, &res);
+		r = apply_one(upper, root, &owner, &ch.v[i], (unsigned)i, &links, &res);
 		if (r < 0)
 			diag_fail(d, r, "workspace", "cannot apply %s: %s", ch.v[i].path,
 				  strerror(-r));
@@ -358,7 +381,7 @@ int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_d
 
 		if (ch.v[i].op != WS_RENAMED)
 			continue;
-		parent = open_parent(root, ch.v[i].from, &base);
+		parent = ws_open_parent(root, ch.v[i].from, &base);
 		r = parent < 0 ? parent : ws_remove_at(parent, base, 0);
 		if (r >= 0)
 			r = add_applied(&res, ch.v[i].from, "delete", NULL);
@@ -376,6 +399,7 @@ int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_d
 		r = diag_fail(d, -errno, "workspace", "syncfs %s: %s", m->grant_path,
 			      strerror(errno));
 	ws_changes_done(&ch);
+	ws_links_done(&links);
 	*ret = res;
 	return r;
 }

@@ -282,7 +282,12 @@ int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const 
 	    (dst = openat(dir, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return diag_fail(reterr_diag, -errno, "workspace", "workspace %s: %s", m.id,
 				 strerror(errno));
-	r = ws_copy_tree(src, dst, 0, &m.files, &m.bytes);
+	{
+		ws_links links = {0};
+
+		r = ws_copy_tree(src, dst, dst, "", &links, 0, &m.files, &m.bytes);
+		ws_links_done(&links);
+	}
 	if (r >= 0)
 		r = ws_meta_store(dir, &m);
 	if (r < 0) {

@@ -181,7 +181,22 @@ static int copy_file(int src, int dst_dir, const char *name, const struct stat *
 	return 0;
 }
 
-int ws_copy_tree(int src, int dst, unsigned depth, uint64_t *files, uint64_t *bytes)
+/* A second name of a file already copied: a link to that copy. */
+static int copy_link(int dst_root, const char *first, int dst, const char *name)
+{
+	const char *base;
+	int parent = ws_open_parent(dst_root, first, &base), r = 0;
+
+	if (parent < 0)
+		return parent;
+	if (linkat(parent, base, dst, name, 0) < 0)
+		r = -errno;
+	(void)close(parent);
+	return r;
+}
+
+int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *links, unsigned depth,
+		 uint64_t *files, uint64_t *bytes)
 {
 	DIR *d;
 	struct dirent *e;
@@ -220,7 +235,13 @@ int ws_copy_tree(int src, int dst, unsigned depth, uint64_t *files, uint64_t *by
 				r = -errno;
 				break;
 			}
-			r = ws_copy_tree(s2, d2, depth + 1, files, bytes);
+			_cleanup_free_ char *sub = NULL;
+
+			if (asprintf(&sub, "%s%s%s", rel, *rel ? "/" : "", name) < 0) {
+				r = -ENOMEM;
+				break;
+			}
+			r = ws_copy_tree(s2, d2, dst_root, sub, links, depth + 1, files, bytes);
 			if (r >= 0 && ws_is_opaque(s2) &&
 			    fsetxattr(d2, WS_OPAQUE_XATTR, "y", 1, 0) < 0)
 				r = -errno;
@@ -229,7 +250,18 @@ int ws_copy_tree(int src, int dst, unsigned depth, uint64_t *files, uint64_t *by
 				       fchmod(d2, st.st_mode & 07777) < 0))
 				r = -errno;
 		} else if (S_ISREG(st.st_mode)) {
+			const ws_link *l = st.st_nlink > 1 ? ws_links_find(links, st.st_ino) : NULL;
+			_cleanup_free_ char *me = NULL;
+
+			if (l) {
+				r = copy_link(dst_root, l->rel, dst, name);
+				continue;
+			}
 			r = copy_file(dirfd(d), dst, name, &st, bytes);
+			if (r >= 0 && st.st_nlink > 1)
+				r = asprintf(&me, "%s%s%s", rel, *rel ? "/" : "", name) < 0
+					? -ENOMEM
+					: ws_links_add(links, st.st_ino, me, NULL);
 		} else if (S_ISLNK(st.st_mode)) {
 			char target[PATH_MAX];
 			ssize_t n = readlinkat(dirfd(d), name, target, sizeof(target) - 1);

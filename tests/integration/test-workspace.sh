@@ -99,13 +99,14 @@ expect_eq "applied files belong to the folder's owner" "$(find "$H" ! -uid 1234 
 check "the planted /etc symlink is applied as a symlink" test "$(readlink "$H/etc-link")" = /etc
 check "the file replaced by a symlink is a symlink on the host" test "$(readlink "$H/src/deep/x")" = /etc/passwd
 check "/etc/passwd was not written through the link" grep -q '^root:' /etc/passwd
-check "the agent's hard link became an ordinary file" test "$(stat -c %h "$H/src/hard.txt")" = 1
+check "the agent's hard link is applied as a hard link inside the grant" \
+	test "$(stat -c %i "$H/src/hard.txt")" = "$(stat -c %i "$H/src/new.txt")"
 rec=$(sed -n 's/^  record: //p' <<<"$r")
 check "the apply record verifies" "$SANDCAP" audit verify "$rec"
 final=$("$SANDCAP" audit verify "$log" 2>&1 | sed -n 's/^last hash: //p')
 check "the apply record names the run's final hash" grep -q "\"run_final_hash\":\"$final\"" "$rec"
 check "the apply record lists the files with their SHA-256" \
-	grep -q "\"op\":\"write\",\"path\":\"src/new.txt\",\"sha256\":\"$(sha256sum < "$H/src/new.txt" | cut -d' ' -f1)\"" "$rec"
+	grep -Eq "\"op\":\"(write|link)\",\"path\":\"src/new.txt\",\"sha256\":\"$(sha256sum < "$H/src/new.txt" | cut -d' ' -f1)\"" "$rec"
 r=$("$SANDCAP" workspace apply "$id" 2>&1)
 expect_match "a second apply is refused" "$r" "applied already"
 
@@ -116,8 +117,14 @@ expect_match "run --json names the workspace" "$j" '"workspaces":"sc-[0-9a-f]{16
 # 6. A symlinked directory component planted in the upper layer (as a
 # hostile agent or a tampered state directory would) cannot redirect apply.
 policy cow2 "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$H\", \"at\": \"/w\", \"mode\": \"cow\", \"quota\": \"4M\"}]}}"
-out=$("$SANDCAP" run --policy "$T/cow2.json" -- sh -c 'echo x > /w/newfile' 2>&1)
+# Also 50 hard links to one 1 MiB file: kept and applied as links, so
+# neither the state directory nor the host holds more than the quota.
+out=$("$SANDCAP" run --policy "$T/cow2.json" -- sh -c 'echo x > /w/newfile
+	head -c 1048576 /dev/urandom > /w/big1
+	for i in $(seq 50); do ln /w/big1 /w/link$i; done' 2>&1)
 id2=$(sed -n 's/^  workspace: \([^ ]*\).*/\1/p' <<<"$out")
+check "50 hard links to 1 MiB take 1 MiB in the state directory" \
+	test "$(du -sk "$SANDCAP_STATE_DIR/workspaces/$id2/upper" | cut -f1)" -lt 2048
 mkdir -p "$T/outside"
 ln -s "$T/outside" "$H/escape" # a host symlink where the workspace writes a directory
 up=$SANDCAP_STATE_DIR/workspaces/$id2/upper
@@ -125,6 +132,8 @@ mkdir "$up/escape" && echo pwned > "$up/escape/f"
 r=$("$SANDCAP" workspace apply "$id2" --force 2>&1)
 check "apply never writes through a symlinked directory" test ! -e "$T/outside/f"
 check "the symlink on the host was replaced by the directory" test -d "$H/escape" -a ! -L "$H/escape"
+check "the hard links are applied as links to one file" \
+	test "$(stat -c %i "$H/link50")" = "$(stat -c %i "$H/big1")" -a "$(stat -c %h "$H/big1")" = 51
 "$SANDCAP" workspace discard "$id2" >/dev/null 2>&1
 check "discard removes the workspace" test ! -e "$SANDCAP_STATE_DIR/workspaces/$id2"
 check "a discarded workspace is no longer listed" bash -c "! '$SANDCAP' workspace list | grep -q '^$id2 '"
