@@ -155,7 +155,7 @@ int ws_text_diff(const char *a, size_t alen, const char *b, size_t blen, const c
 
 typedef struct ws_applied {
 	char *path;
-	const char *op;	 /* "write", "symlink", "mkdir", "mode", "delete", "fifo" */
+	const char *op;	 /* "write", "link", "symlink", "mkdir", "mode", "delete", "fifo" */
 	char sha256[65]; /* of a written file's content, "" otherwise */
 } ws_applied;
 
