@@ -21,7 +21,7 @@
 #include "compat/syscalls.h"
 #include "workspace/ws-internal.h"
 
-#define RENAME_MAX_PAIRS (1u << 20) /* content comparisons for rename detection */
+#define RENAME_MAX_PAIRS (1u << 16) /* content comparisons for rename detection */
 
 void ws_changes_done(ws_changes *c)
 {
