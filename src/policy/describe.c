@@ -180,8 +180,7 @@ static void describe_net(const sc_plan *p, FILE *out)
 		if (e->n_paths) {
 			fprintf(out, "      only paths under ");
 			describe_paths(e->paths, e->n_paths, out);
-			fprintf(out,
-				"\n      (after resolving \".\", \"..\" and \"//\"; no CONNECT)\n");
+			fprintf(out, " (normalised first; no CONNECT)\n");
 		}
 	}
 	if (p->n_allow_private == 0) {
