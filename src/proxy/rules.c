@@ -77,6 +77,11 @@ int px_path_normalise(const char *path, size_t len, char *out, size_t size,
 				*reterr_reason = "the path has a \"\\\"";
 				return -EINVAL;
 			}
+			if (ch <= ' ' || ch == 0x7f) {
+				/* the request line cannot hold them; a policy must not */
+				*reterr_reason = "the path has a space or control character";
+				return -EINVAL;
+			}
 			if (ch == '%') {
 				int hi = i + 2 < len ? hexval(path[i + 1]) : -1;
 				int lo = hi >= 0 ? hexval(path[i + 2]) : -1;

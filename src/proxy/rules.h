@@ -19,9 +19,9 @@
  *     segment before it; a trailing "/" is kept ("/a/." is "/a/").
  * Refused (-EINVAL, *reterr_reason a short sentence): a path not starting
  * with "/", an escape that is not "%" and two hex digits, an encoded "/"
- * (%2F), "\" or NUL, a literal "\", a ".." above the root, a dot segment
- * followed by ";" parameters ("..;"). -ENAMETOOLONG when out (size bytes,
- * NUL included) is too small. Returns the length of out otherwise.
+ * (%2F), "\" or NUL, a literal "\", space or control character, a ".." above the root, a dot
+ * segment followed by ";" parameters ("..;"). -ENAMETOOLONG when out (size bytes, NUL included) is
+ * too small. Returns the length of out otherwise.
  */
 int px_path_normalise(const char *path, size_t len, char *out, size_t size,
 		      const char **reterr_reason);
