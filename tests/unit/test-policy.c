@@ -1305,7 +1305,7 @@ static char *read_example(const char *name, size_t *ret_len)
 
 static void test_examples(void)
 {
-	_cleanup_free_ char *minimal = NULL, *research = NULL;
+	_cleanup_free_ char *minimal = NULL, *research = NULL, *clone = NULL;
 	bool made_work = false;
 	struct stat st;
 	sc_plan *p = NULL;
@@ -1319,6 +1319,16 @@ static void test_examples(void)
 	}
 	ok(sc_plan_parse(minimal, len, &p, &d) == 0 && p && p->n_grants == 0 && p->n_egress == 0,
 	   "examples/policies/minimal.json: no grants, no network");
+	p = sc_plan_free(p);
+
+	clone = read_example("git-clone-only.json", &len);
+	if (!ok(clone && sc_plan_parse(clone, len, &p, &d) == 0 && p && p->n_egress == 3 &&
+		    p->egress[0].methods == HTTP_GET && p->egress[0].n_paths == 1 &&
+		    p->egress[1].methods == HTTP_POST &&
+		    str_is(p->egress[1].paths[0], "/org/repo.git/git-upload-pack") &&
+		    p->n_credentials == 1 && p->credentials[0].max_requests == 200,
+		"examples/policies/git-clone-only.json: clone paths, a limited credential"))
+		tap_diag("  %s: %s", d.path, d.message);
 	p = sc_plan_free(p);
 
 	research = read_example("research-agent.json", &len);
