@@ -137,15 +137,6 @@ check "... as credential-limit expires" grep -q \
 	"$T/audit-exp.jsonl"
 
 # --- the counters survive a killed worker ----------------------------------------
-worker_of() { # worker_of SUPERVISOR-PID [NOT-THIS-PID]: its current proxy worker
-	local w
-	for _ in $(seq 60); do
-		w=$(pgrep -n -P "$1" -f '^sandcap-proxy')
-		[ -n "$w" ] && [ "$w" != "${2:-}" ] && { echo "$w"; return 0; }
-		sleep 0.1
-	done
-	return 1
-}
 before=$(grep -c 'auth="Bearer api-l7-' "$W/nginx/access.log")
 "$SANDCAP" run --quiet --audit "$T/audit-kill.jsonl" --policy "$T/l7.json" -- sh -c \
 	"$(code "$A") $(code "$A") sleep 2; $(code "$A") $(code "$A")" >"$T/kill.out" 2>/dev/null &
