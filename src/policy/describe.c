@@ -129,7 +129,8 @@ static void describe_credential_limits(const plan_credential *c, FILE *out)
 	int k = 0;
 
 	if (c->max_requests != PLAN_UNLIMITED)
-		fprintf(out, "%s%" PRIu64 " requests", k++ ? ", " : "", c->max_requests);
+		fprintf(out, "%s%" PRIu64 " request%s", k++ ? ", " : "", c->max_requests,
+			c->max_requests == 1 ? "" : "s");
 	if (c->rate.count)
 		fprintf(out, "%s%" PRIu64 " per %s", k++ ? ", " : "", c->rate.count,
 			c->rate.per_ns == 60ULL * 1000000000ULL ? "minute" : "second");

@@ -185,7 +185,9 @@ static json_t *net_json(const sc_plan *p, bool *ok)
 			put(o, "value_file", json_string(c->value_file), ok);
 		put(o, "format", json_string(c->format), ok);
 		put(o, "upstream", json_string(c->upstream_https ? "https" : "http"), ok);
-		put(o, "name", json_string(c->name ? c->name : c->host), ok);
+		/* the default is left out: two credentials of a host share it */
+		if (c->name && strcmp(c->name, c->host) != 0)
+			put(o, "name", json_string(c->name), ok);
 		put(o, "max_requests",
 		    c->max_requests == PLAN_UNLIMITED ? json_null()
 						      : json_integer((json_int_t)c->max_requests),
