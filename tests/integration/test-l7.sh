@@ -126,7 +126,7 @@ check "the up-front refusal says max_bytes" grep -q \
 	"$T/audit-bytes.jsonl"
 check "the cut chunked request is recorded" grep -q '"reason":"credential-max-bytes"' "$T/audit-bytes.jsonl"
 sent=$(grep '"event":"net.request"' "$T/audit-bytes.jsonl" | grep '"credential":"bytes-key"' |
-	sed -n 's/.*"bytes_out":\([0-9]*\).*/\1/p' | paste -sd+ | bc)
+	sed -n 's/.*"bytes_out":\([0-9]*\).*/\1/p' | awk '{ n += $1 } END { print n + 0 }')
 expect_eq "exactly 2048 bytes went upstream with the credential" "$sent" 2048
 
 # --- expires -------------------------------------------------------------------
