@@ -109,6 +109,7 @@ static const char *limit_words(const char *limit)
 	    {"egress_budget", "egress budget"},
 	    {"rate", "request rate"},
 	    {"bandwidth", "bandwidth"},
+	    {"credential", "credential limits"},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)

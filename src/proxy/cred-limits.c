@@ -20,8 +20,9 @@ void px_cred_state_resume(px_cred_state *st, const px_cred *cr, const px_cred_st
 			  uint64_t now_ns)
 {
 	px_cred_state_init(st, cr, now_ns);
-	st->requests = saved->requests;
-	st->bytes = saved->bytes;
+	/* never past the policy's limits, whatever the memfd holds */
+	st->requests = saved->requests < cr->max_requests ? saved->requests : cr->max_requests;
+	st->bytes = saved->bytes < cr->max_bytes ? saved->bytes : cr->max_bytes;
 	px_bucket_resume(&st->rate, &saved->rate, now_ns);
 }
 

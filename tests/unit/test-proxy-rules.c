@@ -191,6 +191,9 @@ static void test_cred_limits(void)
 	px_cred_state_resume(&st, &cr, &saved, 10 * SEC);
 	ok(px_cred_admit(&cr, &st, &u, &limit, detail, sizeof(detail)) == 429,
 	   "a restarted worker keeps the count");
+	saved.requests = UINT64_MAX - 1;
+	px_cred_state_resume(&st, &cr, &saved, 10 * SEC);
+	ok(st.requests == 3, "... clamped to max_requests on take-over");
 
 	cr.max_requests = PLAN_UNLIMITED;
 	cr.max_bytes = 250;
