@@ -7,7 +7,7 @@
 # run summary and `sandcap audit report` show the per-credential use.
 . "$(dirname "$0")/lib.sh"
 need_root
-for tool in nginx dnsmasq curl python3; do
+for tool in nginx dnsmasq curl python3 git; do
 	command -v $tool >/dev/null || skip_all "$tool not installed"
 done
 W=$T
@@ -19,7 +19,18 @@ port=$(free_port)
 dns=$(free_port)
 start_origin "$port" || skip_all "origin did not start"
 start_dns "$dns" git.l7.test=127.0.0.1 api.l7.test=127.0.0.1 bytes.l7.test=127.0.0.1 \
-	exp.l7.test=127.0.0.1
+	exp.l7.test=127.0.0.1 repo.l7.test=127.0.0.1
+
+# A real git origin (smart HTTP, push allowed by the server) with one commit.
+gport=$(free_port)
+git init -q --bare "$T/git/repo.git" && git -C "$T/git/repo.git" config http.receivepack true
+git init -q "$T/work" && echo hello >"$T/work/f" && git -C "$T/work" add f &&
+	git -C "$T/work" -c user.name=t -c user.email=t@t commit -qm one &&
+	git -C "$T/work" push -q "$T/git/repo.git" HEAD:refs/heads/main &&
+	git -C "$T/git/repo.git" symbolic-ref HEAD refs/heads/main
+python3 "$(dirname "$0")/../helpers/git-http-origin.py" "$gport" "$T/git" "$T/git.log" &
+PIDS+=($!)
+for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/"$gport") 2>/dev/null && break; sleep 0.1; done
 mkdir -p "$W/nginx/html/repo.git/info" "$W/nginx/html/pub"
 echo refs >"$W/nginx/html/repo.git/info/refs"
 echo public >"$W/nginx/html/pub/x"
@@ -33,7 +44,11 @@ policy l7 "{\"version\": 1,
        \"paths\": [\"/repo.git/git-upload-pack\"]},
       {\"host\": \"api.l7.test\", \"ports\": [$port]},
       {\"host\": \"bytes.l7.test\", \"ports\": [$port]},
-      {\"host\": \"exp.l7.test\", \"ports\": [$port]}],
+      {\"host\": \"exp.l7.test\", \"ports\": [$port]},
+      {\"host\": \"repo.l7.test\", \"ports\": [$gport], \"methods\": [\"GET\"],
+       \"paths\": [\"/repo.git/info/refs\"]},
+      {\"host\": \"repo.l7.test\", \"ports\": [$gport], \"methods\": [\"POST\"],
+       \"paths\": [\"/repo.git/git-upload-pack\"]}],
     \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\",
     \"credentials\": [
       {\"host\": \"api.l7.test\", \"header\": \"Authorization\", \"value_env\": \"L7_SECRET\",
@@ -81,6 +96,17 @@ check "push is refused as path-not-allowed" grep -q \
 	'"method":"POST".*"path":"/repo.git/git-receive-pack".*"reason":"path-not-allowed"' "$T/audit-paths.jsonl"
 out=$(run_l7 connect curl -sS -o /dev/null -w '%{http_code}' -p "http://git.l7.test:$port/" 2>&1)
 expect_match "a rule with paths refuses CONNECT" "$out" "403"
+
+# git itself: clone works, push is refused by the proxy (the origin would take it)
+out=$(run_l7 git sh -c "git clone -q http://repo.l7.test:$gport/repo.git /tmp/c && cat /tmp/c/f &&
+	cd /tmp/c && echo more >>f && git -c user.name=a -c user.email=a@a commit -qam two &&
+	{ git push -q origin HEAD:main 2>&1; echo push=\$?; }" 2>&1)
+expect_match "git clone through path rules gets the repository" "$out" "^hello"
+expect_match "git push is refused with 403" "$out" "403.*push=[1-9]"
+check "the origin never got a git-receive-pack POST" bash -c "! grep -q 'POST /repo.git/git-receive-pack' '$T/git.log'"
+check "... it got the clone's upload-pack POST" grep -q 'POST /repo.git/git-upload-pack' "$T/git.log"
+check "the push is net.denied path-not-allowed" grep -q \
+	'"method":"POST".*"path":"/repo.git/git-receive-pack".*"reason":"path-not-allowed"' "$T/audit-git.jsonl"
 
 # --- max_requests and methods, summary and report -----------------------------
 A="http://api.l7.test:$port/data.json"
