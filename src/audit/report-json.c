@@ -107,6 +107,7 @@ int rp_json(FILE *out, const report *rp)
 	set(net, "bytes_out", json_integer((json_int_t)rp->net_bytes_out));
 	set(net, "bytes_in", json_integer((json_int_t)rp->net_bytes_in));
 	set(net, "hosts", ctable_json(&rp->hosts, "host", true));
+	set(net, "credentials", au_credentials_json(&rp->tally.credentials));
 	set(net, "shown", blist_json(&rp->net));
 	set(did, "network", net);
 	set(did, "files", blist_json(&rp->files));

@@ -500,6 +500,10 @@ static void text_did(FILE *out, const report *rp)
 	if (rp->hosts.other_keys)
 		(void)fprintf(out, "    ...and up to %" PRIu64 " more hosts\n",
 			      rp->hosts.other_keys);
+	if (rp->tally.credentials.n) {
+		(void)fputs("    credentials:\n", out);
+		au_credentials_text(&rp->tally.credentials, "      ", out);
+	}
 	json_array_foreach(rp->net.items, i, x)
 	{
 		json_t *v;

@@ -2,6 +2,7 @@
 /* Counting a run's events for the summary and the report (tally.h). */
 #include "audit/tally.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,25 @@ bool au_exec_failed(json_t *data)
 	return error && !json_is_null(error) && !json_is_false(error);
 }
 
+/* A request the proxy let through with a credential: how much it carried. */
+static void count_credential_use(au_tally *t, json_t *data)
+{
+	const char *name = get_str(data, "credential"), *d = get_str(data, "decision");
+	json_t *out = json_object_get(data, "bytes_out"), *in = json_object_get(data, "bytes_in");
+	au_count *c;
+
+	if (!name || !d || strcmp(d, "allow") != 0)
+		return;
+	c = au_table_get(&t->credentials, name);
+	if (!c)
+		return;
+	sat_add(&c->count, 1);
+	if (json_is_integer(out) && json_integer_value(out) > 0)
+		sat_add(&c->bytes_out, (uint64_t)json_integer_value(out));
+	if (json_is_integer(in) && json_integer_value(in) > 0)
+		sat_add(&c->bytes_in, (uint64_t)json_integer_value(in));
+}
+
 void au_tally_event(au_tally *t, const char *event, json_t *data)
 {
 	if (!t || !event)
@@ -103,9 +123,17 @@ void au_tally_event(au_tally *t, const char *event, json_t *data)
 		/* "truncated" is the watch saying what it left out, not a file. */
 		if (path && !(op && strcmp(op, "truncated") == 0))
 			count_path(t, path);
+	} else if (strcmp(event, "net.request") == 0) {
+		count_credential_use(t, data);
 	} else if (strcmp(event, "net.denied") == 0) {
 		sat_add(&t->net_denied, 1);
 		au_table_count(&t->denied_hosts, get_str(data, "host"), get_str(data, "reason"));
+		if (get_str(data, "credential")) {
+			au_count *c = au_table_get(&t->credentials, get_str(data, "credential"));
+
+			if (c)
+				sat_add(&c->refused, 1);
+		}
 	} else if (strcmp(event, "syscall.denied") == 0) {
 		sat_add(&t->syscalls_denied, 1);
 		au_table_count(&t->syscalls, get_str(data, "syscall"), NULL);
@@ -142,4 +170,42 @@ void au_fputs_safe(const char *s, FILE *out)
 		else
 			(void)fprintf(out, "\\x%02x", c);
 	}
+}
+
+json_t *au_credentials_json(const au_table *t)
+{
+	const au_count *e[AU_TALLY_KEYS];
+	size_t n = au_table_sorted(t, e);
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a,
+					  json_pack("{s:s, s:I, s:I, s:I, s:I}", "name", e[i]->key,
+						    "requests", (json_int_t)e[i]->count,
+						    "bytes_out", (json_int_t)e[i]->bytes_out,
+						    "bytes_in", (json_int_t)e[i]->bytes_in,
+						    "refused", (json_int_t)e[i]->refused)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+void au_credentials_text(const au_table *t, const char *prefix, FILE *out)
+{
+	const au_count *e[AU_TALLY_KEYS];
+	size_t n = au_table_sorted(t, e);
+
+	for (size_t i = 0; i < n; i++) {
+		(void)fputs(prefix, out);
+		au_fputs_safe(e[i]->key, out);
+		(void)fprintf(out,
+			      ": %" PRIu64 " request%s, %" PRIu64 " bytes out, %" PRIu64
+			      " bytes in, %" PRIu64 " refused\n",
+			      e[i]->count, e[i]->count == 1 ? "" : "s", e[i]->bytes_out,
+			      e[i]->bytes_in, e[i]->refused);
+	}
+	if (t->other_keys)
+		(void)fprintf(out, "%s...and up to %" PRIu64 " more credentials\n", prefix,
+			      t->other_keys);
 }

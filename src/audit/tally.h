@@ -26,6 +26,7 @@ typedef struct au_count {
 	uint64_t bytes_in;
 	char detail[AU_TALLY_DETAIL_MAX]; /* the first detail seen for the key */
 	bool mixed;			  /* later events of the key had other details */
+	uint64_t refused;		  /* au_tally.credentials: requests refused */
 } au_count;
 
 typedef struct au_table {
@@ -45,7 +46,10 @@ typedef struct au_tally {
 	uint64_t syscalls_denied;
 	au_table syscalls; /* syscall.denied by name */
 	uint64_t limits_hit;
-	au_table limits;		/* limit.hit by limit, detail: its detail */
+	au_table limits; /* limit.hit by limit, detail: its detail */
+	/* by credential name: allowed net.request records that carried it
+	 * (count, bytes), net.denied records that name it (refused) */
+	au_table credentials;
 	uint64_t paths[AU_TALLY_PATHS]; /* 64-bit hashes of written paths, 0 = free */
 	size_t n_paths;
 } au_tally;
@@ -77,3 +81,13 @@ size_t au_table_sorted(const au_table *t, const au_count **out);
 /* A table key or detail is printed by the renderers with this: printable
  * ASCII as is, every other byte as \xNN (the strings come from the agent). */
 void au_fputs_safe(const char *s, FILE *out);
+
+/*
+ * The credentials table as [{"name", "requests", "bytes_out", "bytes_in",
+ * "refused"}], most used first: the run summary's and `sandcap audit
+ * report`'s "credentials". NULL only without memory.
+ */
+json_t *au_credentials_json(const au_table *t);
+/* One line per credential, "    NAME: N requests, X out, Y in, M refused\n"
+ * after prefix (nothing when the table is empty). */
+void au_credentials_text(const au_table *t, const char *prefix, FILE *out);

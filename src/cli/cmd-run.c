@@ -116,6 +116,7 @@ static const char *limit_words(const char *limit)
 	    {"egress_budget", "egress budget"},
 	    {"rate", "request rate"},
 	    {"bandwidth", "bandwidth"},
+	    {"credential", "credential limits"},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)
@@ -229,6 +230,7 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 		print_size(f, r->bytes_in);
 		fputc('\n', f);
 		summary_denied(f, t);
+		au_credentials_text(&t->credentials, "    credential ", f);
 		if (r->proxy_restarts)
 			fprintf(f,
 				"  egress proxy: died and restarted %u time%s (proxy.exit in the "
@@ -327,6 +329,7 @@ static void summary_json(const sc_run_result *r)
 					  table_json(&t->denied_hosts, "host", "reason"));
 		(void)json_object_set_new(o, "limits_hit",
 					  table_json(&t->limits, "limit", "detail"));
+		(void)json_object_set_new(o, "credentials", au_credentials_json(&t->credentials));
 		(void)json_object_set_new(o, "syscalls_denied_by_name",
 					  table_json(&t->syscalls, "syscall", NULL));
 		(void)json_object_set_new(o, "execs", json_integer((json_int_t)t->execs));

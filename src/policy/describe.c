@@ -120,6 +120,48 @@ static bool describe_needs_tls(const sc_plan *p)
 	return false;
 }
 
+static void describe_methods(uint32_t methods, FILE *out)
+{
+	for (unsigned m = 0, k = 0; m < PLAN_N_METHODS; m++)
+		if (methods & (1u << m))
+			fprintf(out, "%s%s", k++ ? ", " : "", plan_method_names[m]);
+}
+
+static void describe_paths(char *const *paths, size_t n, FILE *out)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s%s", i ? ", " : "", paths[i]);
+}
+
+/* A credential's limits, one line; nothing when it has none. */
+static void describe_credential_limits(const plan_credential *c, FILE *out)
+{
+	char b[64];
+	int k = 0;
+
+	if (c->max_requests != PLAN_UNLIMITED)
+		fprintf(out, "%s%" PRIu64 " request%s", k++ ? ", " : "", c->max_requests,
+			c->max_requests == 1 ? "" : "s");
+	if (c->rate.count)
+		fprintf(out, "%s%" PRIu64 " per %s", k++ ? ", " : "", c->rate.count,
+			c->rate.per_ns == 60ULL * 1000000000ULL ? "minute" : "second");
+	if (c->max_bytes != PLAN_UNLIMITED)
+		fprintf(out, "%s%s sent", k++ ? ", " : "", human_size(c->max_bytes, b, sizeof(b)));
+	if (c->methods != HTTP_ANY_METHOD) {
+		fprintf(out, "%smethods ", k++ ? ", " : "");
+		describe_methods(c->methods, out);
+	}
+	if (c->n_paths) {
+		fprintf(out, "%spaths under ", k++ ? ", " : "");
+		describe_paths(c->paths, c->n_paths, out);
+	}
+	if (c->expires_ns != PLAN_UNLIMITED)
+		fprintf(out, "%sexpires %" PRIu64 " s after the start", k++ ? ", " : "",
+			(uint64_t)(c->expires_ns / 1000000000ULL));
+	if (k)
+		fputc('\n', out);
+}
+
 static void describe_net(const sc_plan *p, FILE *out)
 {
 	char b[64];
@@ -141,13 +183,16 @@ static void describe_net(const sc_plan *p, FILE *out)
 		for (size_t j = 0; j < e->n_ports && j < POLICY_MAX_PORTS; j++)
 			fprintf(out, "%s%u", j ? ", " : "", e->ports[j]);
 		if (e->methods == HTTP_ANY_METHOD) {
-			fprintf(out, ", any method\n");
+			fprintf(out, ", any method");
 		} else {
 			fprintf(out, ", methods ");
-			for (unsigned m = 0, k = 0; m < PLAN_N_METHODS; m++)
-				if (e->methods & (1u << m))
-					fprintf(out, "%s%s", k++ ? ", " : "", plan_method_names[m]);
-			fputc('\n', out);
+			describe_methods(e->methods, out);
+		}
+		fputc('\n', out);
+		if (e->n_paths) {
+			fprintf(out, "      only paths under ");
+			describe_paths(e->paths, e->n_paths, out);
+			fprintf(out, " (normalised first; no CONNECT)\n");
 		}
 	}
 	if (p->n_allow_private == 0) {
@@ -196,8 +241,17 @@ static void describe_net(const sc_plan *p, FILE *out)
 		for (size_t i = 0; i < p->n_credentials; i++) {
 			const plan_credential *c = &p->credentials[i];
 
-			fprintf(out, "    %s header for %s, upstream %s\n", c->header, c->host,
+			fprintf(out, "    %s: %s header for %s, upstream %s\n",
+				c->name ? c->name : c->host, c->header, c->host,
 				c->upstream_https ? "https (verified TLS)" : "plain http");
+			if (c->max_requests != PLAN_UNLIMITED || c->rate.count ||
+			    c->max_bytes != PLAN_UNLIMITED || c->methods != HTTP_ANY_METHOD ||
+			    c->n_paths || c->expires_ns != PLAN_UNLIMITED) {
+				fprintf(out, "      at most: ");
+				describe_credential_limits(c, out);
+				fprintf(out, "      (beyond a limit the request is refused and the "
+					     "credential not sent)\n");
+			}
 		}
 	}
 }

@@ -24,6 +24,7 @@
 #include "policy/intersect.h"
 #include "policy/plan.h"
 #include "policy/policy-internal.h"
+#include "proxy/rules.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -240,10 +241,71 @@ static bool has_port(const plan_egress *e, uint16_t port)
 	return false;
 }
 
-/* a is allowed whenever b is: same host pattern, ports and methods within. */
+/*
+ * Every path prefix a allows, b allows (no list: any path). Prefixes on
+ * segment boundaries are nested or disjoint (rules.h), so one of b's must
+ * hold each of a's.
+ */
+static bool paths_within(char *const *a, size_t na, char *const *b, size_t nb)
+{
+	if (nb == 0)
+		return true;
+	if (na == 0)
+		return false;
+	for (size_t i = 0; i < na; i++) {
+		bool in = false;
+
+		for (size_t j = 0; j < nb && !in; j++)
+			in = px_path_under(a[i], b[j]);
+		if (!in)
+			return false;
+	}
+	return true;
+}
+
+/* The paths both lists allow, into *ret (n 0 with both lists: none at all,
+ * *ret_none set). */
+static int paths_meet(const plan_egress *a, const plan_egress *b, plan_egress *out, bool *ret_none)
+{
+	size_t cap = a->n_paths * b->n_paths;
+
+	*ret_none = false;
+	if (a->n_paths == 0 || b->n_paths == 0) {
+		const plan_egress *s = a->n_paths ? a : b;
+
+		return plan_paths_dup(s->paths, s->n_paths, &out->paths, &out->n_paths);
+	}
+	out->paths = calloc(cap, sizeof(*out->paths));
+	if (!out->paths)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->n_paths; i++)
+		for (size_t j = 0; j < b->n_paths; j++) {
+			const char *x = a->paths[i], *y = b->paths[j], *m = NULL;
+			bool dup = false;
+
+			if (px_path_under(x, y))
+				m = x;
+			else if (px_path_under(y, x))
+				m = y;
+			for (size_t k = 0; m && k < out->n_paths && !dup; k++)
+				dup = strcmp(out->paths[k], m) == 0;
+			if (!m || dup)
+				continue;
+			out->paths[out->n_paths] = strdup(m);
+			if (!out->paths[out->n_paths])
+				return -ENOMEM;
+			out->n_paths++;
+		}
+	*ret_none = out->n_paths == 0;
+	return 0;
+}
+
+/* a is allowed whenever b is: same host pattern, ports, methods and paths within. */
 static bool egress_subsumed(const plan_egress *a, const plan_egress *b)
 {
 	if (a->wildcard != b->wildcard || strcmp(a->host, b->host) != 0)
+		return false;
+	if (!paths_within(a->paths, a->n_paths, b->paths, b->n_paths))
 		return false;
 	if ((methods_bits(a->methods) & ~methods_bits(b->methods)) != 0)
 		return false;
@@ -282,6 +344,7 @@ static int intersect_egress(const sc_plan *pa, const sc_plan *cv, sc_plan *o)
 		for (size_t j = 0; j < pa->n_egress; j++) {
 			const plan_egress *pe = &pa->egress[j];
 			plan_egress *e = &out[n];
+			bool none;
 			uint32_t m;
 
 			memset(e, 0, sizeof(*e));
@@ -301,6 +364,14 @@ static int intersect_egress(const sc_plan *pa, const sc_plan *cv, sc_plan *o)
 			if (!e->host)
 				goto oom;
 			n++;
+			if (paths_meet(ce, pe, e, &none) < 0)
+				goto oom;
+			if (none) {
+				/* the two rules share no path: no piece */
+				n--;
+				free(e->host);
+				plan_paths_free(e->paths, e->n_paths);
+			}
 		}
 	}
 	/* Drop pieces another piece allows; of two equal pieces keep the first. */
@@ -315,6 +386,7 @@ static int intersect_egress(const sc_plan *pa, const sc_plan *cv, sc_plan *o)
 	for (size_t i = 0; i < n; i++) {
 		if (dead[i]) {
 			free(out[i].host);
+			plan_paths_free(out[i].paths, out[i].n_paths);
 			continue;
 		}
 		o->egress[o->n_egress++] = out[i];
@@ -323,8 +395,10 @@ static int intersect_egress(const sc_plan *pa, const sc_plan *cv, sc_plan *o)
 	free(dead);
 	return 0;
 oom:
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		free(out[i].host);
+		plan_paths_free(out[i].paths, out[i].n_paths);
+	}
 	free(out);
 	free(dead);
 	return -ENOMEM;
@@ -402,7 +476,7 @@ static bool credential_equal(const plan_credential *a, const plan_credential *b)
 	return str_eq(a->host, b->host) && a->header && b->header &&
 	       strcasecmp(a->header, b->header) == 0 && str_eq(a->value_env, b->value_env) &&
 	       str_eq(a->value_file, b->value_file) && str_eq(a->format, b->format) &&
-	       a->upstream_https == b->upstream_https;
+	       a->upstream_https == b->upstream_https && plan_credential_limits_eq(a, b);
 }
 
 static bool host_allowed(const sc_plan *p, const char *host)
@@ -417,9 +491,15 @@ static int dup_credential(const plan_credential *s, plan_credential *d)
 {
 	if (sdup(s->host, &d->host) < 0 || sdup(s->header, &d->header) < 0 ||
 	    sdup(s->value_env, &d->value_env) < 0 || sdup(s->value_file, &d->value_file) < 0 ||
-	    sdup(s->format, &d->format) < 0)
+	    sdup(s->format, &d->format) < 0 || sdup(s->name, &d->name) < 0 ||
+	    plan_paths_dup(s->paths, s->n_paths, &d->paths, &d->n_paths) < 0)
 		return -ENOMEM;
 	d->upstream_https = s->upstream_https;
+	d->max_requests = s->max_requests;
+	d->rate = s->rate;
+	d->max_bytes = s->max_bytes;
+	d->methods = s->methods;
+	d->expires_ns = s->expires_ns;
 	return 0;
 }
 
@@ -629,7 +709,7 @@ static int check_egress(const sc_plan *pa, const sc_plan *cv, char *reason, size
 			return why(reason, size, "egress host %s is not allowed by the token",
 				   ce->host);
 		for (size_t k = 0; k < ce->n_ports; k++) {
-			uint32_t want = methods_bits(ce->methods), have = 0;
+			uint32_t want = methods_bits(ce->methods), have = 0, have_paths = 0;
 			bool port = false;
 
 			for (size_t j = 0; j < pa->n_egress; j++) {
@@ -640,17 +720,26 @@ static int check_egress(const sc_plan *pa, const sc_plan *cv, char *reason, size
 					continue;
 				port = true;
 				have |= methods_bits(pe->methods);
+				/* one rule must allow a method on all of the caveat's paths */
+				if (paths_within(ce->paths, ce->n_paths, pe->paths, pe->n_paths))
+					have_paths |= methods_bits(pe->methods);
 			}
 			if (!port)
 				return why(reason, size,
 					   "egress host %s port %u is not allowed by the token",
 					   ce->host, ce->ports[k]);
-			for (unsigned m = 0; m < PLAN_N_METHODS; m++)
+			for (unsigned m = 0; m < PLAN_N_METHODS; m++) {
 				if ((want & ~have) & (1u << m))
 					return why(reason, size,
 						   "egress host %s method %s on port %u is not "
 						   "allowed by the token",
 						   ce->host, plan_method_names[m], ce->ports[k]);
+				if ((want & ~have_paths) & (1u << m))
+					return why(reason, size,
+						   "egress host %s method %s on port %u: the "
+						   "token allows it on fewer paths",
+						   ce->host, plan_method_names[m], ce->ports[k]);
+			}
 		}
 	}
 	return 0;

@@ -19,6 +19,7 @@
 #include "policy/parse-internal.h"
 #include "policy/plan.h"
 #include "policy/policy-internal.h"
+#include "proxy/rules.h"
 
 /* Headers that frame or route the request: injecting them would let a policy
  * desynchronise the proxy and the origin. */
@@ -365,13 +366,12 @@ static const policy_key method_item = {
     .n_names = PLAN_N_METHODS,
 };
 
+/* "methods" of an egress rule or a credential: k->off is the uint32_t bits. */
 static int parse_methods(pctx *c, const json_t *v, const policy_key *k, void *base)
 {
-	plan_egress *e = base;
-	uint32_t bits = 0;
+	uint32_t *field = key_field(k, base), bits = 0;
 	size_t n, i;
 
-	(void)k;
 	if (!json_is_array(v))
 		return fail_expected(c, v, "an array of HTTP methods");
 	n = json_array_size(v);
@@ -392,10 +392,88 @@ static int parse_methods(pctx *c, const json_t *v, const policy_key *k, void *ba
 		if (bits & (1u << m))
 			return fail(c, -EINVAL, "method \"%s\" is listed twice",
 				    plan_method_names[m]);
+
 		bits |= 1u << m;
 		path_pop(c, s);
 	}
-	e->methods = bits == PLAN_ALL_METHODS ? HTTP_ANY_METHOD : bits;
+	*field = bits == PLAN_ALL_METHODS ? HTTP_ANY_METHOD : bits;
+	return 0;
+}
+
+static int parse_credential_methods(pctx *c, const json_t *v, const policy_key *k, void *base)
+{
+	const plan_credential *cr = base;
+	int r = parse_methods(c, v, k, base);
+
+	if (r == 0 && cr->methods != HTTP_ANY_METHOD && (cr->methods & HTTP_CONNECT))
+		return fail(c, -EINVAL,
+			    "a credential is never sent through a tunnel: \"CONNECT\" does not "
+			    "apply to it");
+	return r;
+}
+
+/*
+ * "paths" of an egress rule or a credential: path prefixes in the normal
+ * form requests are compared in (proxy/rules.h), so that what is written is
+ * what is matched. k->off is the char ** array, k->count_off its count.
+ */
+static int parse_paths(pctx *c, const json_t *v, const policy_key *k, void *base)
+{
+	char ***field = key_field(k, base);
+	size_t *count = (size_t *)(void *)((char *)base + k->count_off), n;
+	char norm[POLICY_MAX_PATH_PREFIX + 2], q[160], qn[160];
+	void *arr;
+	int r;
+
+	r = want_array(c, v, "path prefixes", POLICY_MAX_PATHS, sizeof(char *), &arr, &n);
+	if (r < 0)
+		return r;
+	plan_paths_free(*field, *count);
+	*field = arr;
+	*count = 0;
+	if (n == 0)
+		return fail(c, -EINVAL,
+			    "expected at least one path prefix, got an empty array (omit \"paths\" "
+			    "to allow any path)");
+	for (size_t i = 0; i < n; i++) {
+		size_t sv = path_push_index(c, i);
+		const char *why = "";
+		const char *s = NULL;
+
+		r = want_string(c, json_array_get(v, i), &s);
+		if (r < 0)
+			return r;
+		quote(s, 128, q, sizeof(q));
+		if (s[0] != '/')
+			return fail(c, -EINVAL, "path prefix %s does not start with \"/\"", q);
+		if (strlen(s) > POLICY_MAX_PATH_PREFIX)
+			return fail(c, -E2BIG,
+				    "path prefix of %zu bytes is longer than the limit of %u",
+				    strlen(s), POLICY_MAX_PATH_PREFIX);
+		if (strpbrk(s, "?#"))
+			return fail(
+			    c, -EINVAL,
+			    "path prefix %s has a query or fragment; only the path is matched", q);
+		r = px_path_normalise(s, strlen(s), norm, sizeof(norm), &why);
+		if (r < 0)
+			return fail(c, -EINVAL, "path prefix %s is refused: %s", q, why);
+		if (strcmp(norm, s) != 0) {
+			quote(norm, 128, qn, sizeof(qn));
+			return fail(c, -EINVAL,
+				    "path prefix %s is not in normal form (requests are compared "
+				    "after resolving \".\", \"..\", \"//\" and decoding %%XX of "
+				    "unreserved characters); write %s",
+				    q, qn);
+		}
+		for (size_t j = 0; j < i; j++)
+			if (strcmp((*field)[j], s) == 0)
+				return fail(c, -EINVAL, "path prefix %s is listed twice", q);
+		(*field)[i] = strdup(s);
+		if (!(*field)[i])
+			return -ENOMEM;
+		(*count)++;
+		path_pop(c, sv);
+	}
 	return 0;
 }
 
@@ -422,9 +500,17 @@ static const policy_key egress_keys[] = {
      .doc_default = "[80, 443]"},
     {.name = "methods",
      .type = KT_CUSTOM,
+     .off = offsetof(plan_egress, methods),
      .parse = parse_methods,
      .doc_type = "GET",
      .doc_default = "any"},
+    {.name = "paths",
+     .type = KT_CUSTOM,
+     .off = offsetof(plan_egress, paths),
+     .count_off = offsetof(plan_egress, n_paths),
+     .parse = parse_paths,
+     .doc_type = "path prefix",
+     .doc_default = "any path"},
 };
 static const key_table egress_table = {egress_keys, ELEMENTSOF(egress_keys), .init = egress_init};
 
@@ -465,13 +551,12 @@ static int parse_allow_private(pctx *c, const json_t *v, const policy_key *k, vo
 	return 0;
 }
 
+/* net.rate or a credential's rate: k->off is the plan_rate. */
 static int parse_rate_value(pctx *c, const json_t *v, const policy_key *k, void *base)
 {
-	sc_plan *p = base;
+	plan_rate *rate = key_field(k, base);
 
-	(void)k;
-	if (!json_is_string(v) ||
-	    parse_rate(json_string_value(v), &p->rate.count, &p->rate.per_ns) < 0)
+	if (!json_is_string(v) || parse_rate(json_string_value(v), &rate->count, &rate->per_ns) < 0)
 		return fail_expected(c, v, "a request rate such as \"20/s\" or \"100/m\"");
 	return 0;
 }
@@ -568,7 +653,7 @@ static int check_format(pctx *c, const json_t *v, const char *s)
 
 static int credential_finish(pctx *c, const json_t *obj, void *base, size_t index)
 {
-	const plan_credential *cr = base;
+	plan_credential *cr = base;
 	const sc_plan *p = c->plan;
 	bool ve = json_object_get(obj, "value_env"), vf = json_object_get(obj, "value_file");
 
@@ -583,6 +668,32 @@ static int credential_finish(pctx *c, const json_t *obj, void *base, size_t inde
 				    "header \"%s\" for host \"%s\" is already set by "
 				    "$.net.credentials[%zu]",
 				    cr->header, cr->host, i);
+	/* Two credentials of one host may share the default name (the first
+	 * one is the one used); a name given must say which one it is. */
+	if (cr->name) {
+		for (size_t i = 0; i < index; i++)
+			if (strcmp(p->credentials[i].name, cr->name) == 0)
+				return fail(c, -EINVAL,
+					    "name \"%s\" is already used by "
+					    "$.net.credentials[%zu] (a name defaults to the host)",
+					    cr->name, i);
+		return 0;
+	}
+	cr->name = strdup(cr->host);
+	return cr->name ? 0 : -ENOMEM;
+}
+
+/* A name for records and reports: short, printable, no spaces. */
+static int check_credential_name(pctx *c, const json_t *v, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > POLICY_MAX_NAME)
+		return fail_expected(c, v, "a name of 1 to 64 characters");
+	for (const char *h = s; *h; h++)
+		if (!a_alnum(*h) && !strchr("._-", *h))
+			return fail_expected(c, v,
+					     "a name of letters, digits, \".\", \"_\" and \"-\"");
 	return 0;
 }
 
@@ -621,6 +732,48 @@ static const policy_key credential_keys[] = {
      .names = upstream_names,
      .n_names = ELEMENTSOF(upstream_names),
      .values = upstream_https},
+    {.name = "name",
+     .type = KT_STRING,
+     FIELD(plan_credential, name),
+     .check = check_credential_name,
+     .doc_default = "the host"},
+    {.name = "max_requests",
+     .type = KT_UINT,
+     FIELD(plan_credential, max_requests),
+     .flags = KEY_NULLABLE,
+     .def = PLAN_UNLIMITED,
+     .min = 1,
+     .max = UINT64_C(1) << 53},
+    {.name = "rate",
+     .type = KT_CUSTOM,
+     .off = offsetof(plan_credential, rate),
+     .flags = KEY_NULLABLE,
+     .parse = parse_rate_value,
+     .doc_type = "rate",
+     .doc_default = "unlimited"},
+    {.name = "max_bytes",
+     .type = KT_SIZE,
+     FIELD(plan_credential, max_bytes),
+     .flags = KEY_NULLABLE,
+     .def = PLAN_UNLIMITED},
+    {.name = "methods",
+     .type = KT_CUSTOM,
+     .off = offsetof(plan_credential, methods),
+     .parse = parse_credential_methods,
+     .doc_type = "GET",
+     .doc_default = "any"},
+    {.name = "paths",
+     .type = KT_CUSTOM,
+     .off = offsetof(plan_credential, paths),
+     .count_off = offsetof(plan_credential, n_paths),
+     .parse = parse_paths,
+     .doc_type = "path prefix",
+     .doc_default = "any path"},
+    {.name = "expires",
+     .type = KT_DURATION,
+     FIELD(plan_credential, expires_ns),
+     .flags = KEY_NULLABLE,
+     .def = PLAN_UNLIMITED},
 };
 static const key_table credential_table = {credential_keys, ELEMENTSOF(credential_keys),
 					   .finish = credential_finish};
@@ -643,6 +796,7 @@ static const policy_key net_keys[] = {
      .doc_default = "[]"},
     {.name = "rate",
      .type = KT_CUSTOM,
+     .off = offsetof(sc_plan, rate),
      .flags = KEY_NULLABLE,
      .parse = parse_rate_value,
      .doc_type = "rate",

@@ -770,6 +770,31 @@ SC_PUBLIC int sc_plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_
 	return plan_parse(buf, len, ret_plan, reterr_diag);
 }
 
+void plan_paths_free(char **paths, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
+int plan_paths_dup(char *const *paths, size_t n, char ***ret, size_t *ret_n)
+{
+	*ret = NULL;
+	*ret_n = 0;
+	if (n == 0)
+		return 0;
+	*ret = calloc(n, sizeof(**ret));
+	if (!*ret)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		(*ret)[i] = strdup(paths[i]);
+		if (!(*ret)[i])
+			return -ENOMEM; /* the caller frees the *ret_n copied */
+		(*ret_n)++;
+	}
+	return 0;
+}
+
 SC_PUBLIC sc_plan *sc_plan_free(sc_plan *p)
 {
 	if (!p)
@@ -782,11 +807,15 @@ SC_PUBLIC sc_plan *sc_plan_free(sc_plan *p)
 	}
 	free(p->grants);
 	free(p->workdir);
-	for (size_t i = 0; i < p->n_egress; i++)
+	for (size_t i = 0; i < p->n_egress; i++) {
 		free(p->egress[i].host);
+		plan_paths_free(p->egress[i].paths, p->egress[i].n_paths);
+	}
 	free(p->egress);
 	free(p->allow_private);
 	for (size_t i = 0; i < p->n_credentials; i++) {
+		free(p->credentials[i].name);
+		plan_paths_free(p->credentials[i].paths, p->credentials[i].n_paths);
 		free(p->credentials[i].host);
 		free(p->credentials[i].header);
 		free(p->credentials[i].value_env);

@@ -27,6 +27,8 @@
 #define POLICY_MAX_CREDENTIALS 64u
 #define POLICY_MAX_ENV	       256u
 #define POLICY_MAX_STRING      4096u
+#define POLICY_MAX_PATHS       64u   /* path prefixes per egress rule or credential */
+#define POLICY_MAX_PATH_PREFIX 1024u /* bytes of one prefix */
 
 typedef enum grant_mode {
 	GRANT_RO,
@@ -65,6 +67,8 @@ typedef struct plan_egress {
 	uint16_t ports[POLICY_MAX_PORTS];
 	size_t n_ports;	  /* default {80, 443} */
 	uint32_t methods; /* http_method bits; HTTP_ANY_METHOD = all */
+	char **paths;	  /* normalised path prefixes (proxy/rules.h); none: any path */
+	size_t n_paths;
 } plan_egress;
 
 typedef struct plan_cidr {
@@ -73,19 +77,28 @@ typedef struct plan_cidr {
 	unsigned prefix;
 } plan_cidr;
 
+typedef struct plan_rate {
+	uint64_t count;	 /* 0 = unlimited */
+	uint64_t per_ns; /* window: 1 s or 60 s */
+} plan_rate;
+
 typedef struct plan_credential {
+	char *name; /* for records; default the host */
 	char *host;
 	char *header;	     /* e.g. "Authorization" */
 	char *value_env;     /* name of the supervisor's env var holding the secret, or NULL */
 	char *value_file;    /* file holding the secret, or NULL (exactly one is set) */
 	char *format;	     /* printf-like with one %s, default "%s" */
 	bool upstream_https; /* default true */
+	/* what requests may carry it (docs/policy.md, "Credential limits") */
+	uint64_t max_requests; /* PLAN_UNLIMITED default */
+	plan_rate rate;	       /* count 0: unlimited */
+	uint64_t max_bytes;    /* sent upstream with it, heads included; PLAN_UNLIMITED */
+	uint32_t methods;      /* http_method bits; HTTP_ANY_METHOD = all */
+	char **paths;	       /* normalised path prefixes; none: any path */
+	size_t n_paths;
+	uint64_t expires_ns; /* from the start of the run; PLAN_UNLIMITED default */
 } plan_credential;
-
-typedef struct plan_rate {
-	uint64_t count;	 /* 0 = unlimited */
-	uint64_t per_ns; /* window: 1 s or 60 s */
-} plan_rate;
 
 typedef enum fs_runtime {
 	RUNTIME_HOST,	/* read-only /usr etc. of the host plus a generated /etc */

@@ -100,6 +100,32 @@ static json_t *fs_json(const sc_plan *p, bool *ok)
 	return fs;
 }
 
+static json_t *rate_json(const plan_rate *r)
+{
+	if (r->count == 0)
+		return json_null();
+	return num_suffix(r->count, r->per_ns == 60ULL * 1000000000ULL ? "/m" : "/s");
+}
+
+static json_t *paths_json(char *const *paths, size_t n, bool *ok)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++)
+		push(a, json_string(paths[i]), ok);
+	return a;
+}
+
+static bool paths_eq(char *const *a, size_t na, char *const *b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return true;
+}
+
 static json_t *net_json(const sc_plan *p, bool *ok)
 {
 	json_t *net = json_object(), *eg = json_array(), *ap = json_array(), *cr = json_array();
@@ -131,6 +157,8 @@ static json_t *net_json(const sc_plan *p, bool *ok)
 			if (e->methods == HTTP_ANY_METHOD || (e->methods & (1u << m)))
 				push(methods, json_string(plan_method_names[m]), ok);
 		put(r, "methods", methods, ok);
+		if (e->n_paths)
+			put(r, "paths", paths_json(e->paths, e->n_paths, ok), ok);
 		push(eg, r, ok);
 	}
 	put(net, "egress", eg, ok);
@@ -141,13 +169,7 @@ static json_t *net_json(const sc_plan *p, bool *ok)
 		push(ap, json_string(buf), ok);
 	}
 	put(net, "allow_private", ap, ok);
-	if (p->rate.count == 0)
-		put(net, "rate", json_null(), ok);
-	else
-		put(net, "rate",
-		    num_suffix(p->rate.count,
-			       p->rate.per_ns == 60ULL * 1000000000ULL ? "/m" : "/s"),
-		    ok);
+	put(net, "rate", rate_json(&p->rate), ok);
 	put(net, "bandwidth",
 	    p->bandwidth == PLAN_UNLIMITED ? json_null() : num_suffix(p->bandwidth, "/s"), ok);
 	put(net, "max_request_body", size_or_null(p->max_request_body), ok);
@@ -169,6 +191,29 @@ static json_t *net_json(const sc_plan *p, bool *ok)
 			put(o, "value_file", json_string(c->value_file), ok);
 		put(o, "format", json_string(c->format), ok);
 		put(o, "upstream", json_string(c->upstream_https ? "https" : "http"), ok);
+		/* the default is left out: two credentials of a host share it */
+		if (c->name && strcmp(c->name, c->host) != 0)
+			put(o, "name", json_string(c->name), ok);
+		put(o, "max_requests",
+		    c->max_requests == PLAN_UNLIMITED ? json_null()
+						      : json_integer((json_int_t)c->max_requests),
+		    ok);
+		put(o, "rate", rate_json(&c->rate), ok);
+		put(o, "max_bytes", size_or_null(c->max_bytes), ok);
+		if (c->methods != HTTP_ANY_METHOD) {
+			json_t *m = json_array();
+
+			for (unsigned k = 0; m && k < PLAN_N_METHODS; k++)
+				if (c->methods & (1u << k))
+					push(m, json_string(plan_method_names[k]), ok);
+			put(o, "methods", m, ok);
+		}
+		if (c->n_paths)
+			put(o, "paths", paths_json(c->paths, c->n_paths, ok), ok);
+		put(o, "expires",
+		    c->expires_ns == PLAN_UNLIMITED ? json_null()
+						    : num_suffix(c->expires_ns / 1000000ULL, "ms"),
+		    ok);
 		push(cr, o, ok);
 	}
 	put(net, "credentials", cr, ok);
@@ -262,6 +307,16 @@ static bool str_eq(const char *a, const char *b)
 	return strcmp(a, b) == 0;
 }
 
+bool plan_credential_limits_eq(const plan_credential *x, const plan_credential *y)
+{
+	return str_eq(x->name, y->name) && x->max_requests == y->max_requests &&
+	       x->rate.count == y->rate.count &&
+	       (!x->rate.count || x->rate.per_ns == y->rate.per_ns) &&
+	       x->max_bytes == y->max_bytes && x->methods == y->methods &&
+	       paths_eq(x->paths, x->n_paths, y->paths, y->n_paths) &&
+	       x->expires_ns == y->expires_ns;
+}
+
 bool plan_equal(const sc_plan *a, const sc_plan *b)
 {
 	if (!a || !b)
@@ -298,7 +353,8 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 		if (!str_eq(x->host, y->host) || x->wildcard != y->wildcard ||
 		    x->n_ports != y->n_ports || x->methods != y->methods ||
 		    x->n_ports > POLICY_MAX_PORTS ||
-		    memcmp(x->ports, y->ports, x->n_ports * sizeof(x->ports[0])) != 0)
+		    memcmp(x->ports, y->ports, x->n_ports * sizeof(x->ports[0])) != 0 ||
+		    !paths_eq(x->paths, x->n_paths, y->paths, y->n_paths))
 			return false;
 	}
 	for (size_t i = 0; i < a->n_allow_private; i++) {
@@ -313,7 +369,8 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 
 		if (!str_eq(x->host, y->host) || !str_eq(x->header, y->header) ||
 		    !str_eq(x->value_env, y->value_env) || !str_eq(x->value_file, y->value_file) ||
-		    !str_eq(x->format, y->format) || x->upstream_https != y->upstream_https)
+		    !str_eq(x->format, y->format) || x->upstream_https != y->upstream_https ||
+		    !plan_credential_limits_eq(x, y))
 			return false;
 	}
 	for (size_t i = 0; i < a->n_env; i++)

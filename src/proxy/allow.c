@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "proxy/rules.h"
+
 int px_parse_ip(const char *s, int *ret_family, uint8_t ret_addr[16])
 {
 	memset(ret_addr, 0, 16);
@@ -210,22 +212,36 @@ static bool method_ok(const plan_egress *e, uint32_t method_bit, bool is_connect
 	return method_bit != 0 && (e->methods & method_bit) != 0;
 }
 
+/*
+ * A rule with paths refuses CONNECT: a tunnel would hide the paths, as it
+ * hides the methods. Only a request the proxy can read is judged by them.
+ */
+static bool path_ok(const plan_egress *e, bool is_connect, const char *norm_path)
+{
+	if (e->n_paths == 0)
+		return true;
+	return !is_connect && px_paths_allow(e->paths, e->n_paths, norm_path);
+}
+
 /* How far a rule got, for the reason of a refusal: the nearest miss wins. */
 typedef enum miss {
 	MISS_HOST,
 	MISS_PORT,
 	MISS_METHOD,
+	MISS_PATH,
 	_MISS_MAX,
 	_MISS_INVALID = -EINVAL,
 } miss;
 
-int px_allow_match(const px_config *cfg, const char *host, px_host_kind kind, uint16_t port,
-		   uint32_t method_bit, bool is_connect, const char **reterr_reason)
+static int match(const px_config *cfg, const char *host, px_host_kind kind, uint16_t port,
+		 uint32_t method_bit, bool is_connect, bool check_paths, const char *norm_path,
+		 const char **reterr_reason)
 {
 	static const char *const reasons[_MISS_MAX] = {
 	    [MISS_HOST] = "host-not-allowed",
 	    [MISS_PORT] = "port-not-allowed",
 	    [MISS_METHOD] = "method-not-allowed",
+	    [MISS_PATH] = "path-not-allowed",
 	};
 	miss nearest = MISS_HOST;
 	uint8_t addr[16];
@@ -255,7 +271,12 @@ int px_allow_match(const px_config *cfg, const char *host, px_host_kind kind, ui
 			continue;
 		}
 		if (!method_ok(e, method_bit, is_connect)) {
-			nearest = MISS_METHOD;
+			if (nearest < MISS_METHOD)
+				nearest = MISS_METHOD;
+			continue;
+		}
+		if (check_paths && !path_ok(e, is_connect, norm_path)) {
+			nearest = MISS_PATH;
 			continue;
 		}
 		return (int)i;
@@ -263,4 +284,17 @@ int px_allow_match(const px_config *cfg, const char *host, px_host_kind kind, ui
 	/* an address no rule names is an "ip-literal" refusal, as before */
 	*reterr_reason = fam && nearest == MISS_HOST ? "ip-literal" : reasons[nearest];
 	return -EACCES;
+}
+
+int px_allow_match(const px_config *cfg, const char *host, px_host_kind kind, uint16_t port,
+		   uint32_t method_bit, bool is_connect, const char **reterr_reason)
+{
+	return match(cfg, host, kind, port, method_bit, is_connect, false, NULL, reterr_reason);
+}
+
+int px_allow_match_path(const px_config *cfg, const char *host, px_host_kind kind, uint16_t port,
+			uint32_t method_bit, bool is_connect, const char *norm_path,
+			const char **reterr_reason)
+{
+	return match(cfg, host, kind, port, method_bit, is_connect, true, norm_path, reterr_reason);
 }

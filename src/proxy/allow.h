@@ -27,6 +27,15 @@
  */
 int px_allow_match(const px_config *cfg, const char *host, px_host_kind kind, uint16_t port,
 		   uint32_t method_bit, bool is_connect, const char **reterr_reason);
+/*
+ * px_allow_match() that also holds the request to the rules' paths
+ * (rules.h): norm_path is the normalised path, NULL when it did not
+ * normalise (then no rule with paths matches). A rule with paths refuses
+ * CONNECT. The nearest miss "path-not-allowed" comes after the method's.
+ */
+int px_allow_match_path(const px_config *cfg, const char *host, px_host_kind kind, uint16_t port,
+			uint32_t method_bit, bool is_connect, const char *norm_path,
+			const char **reterr_reason);
 
 /* True for every address that is not globally routable: loopback, RFC 1918,
  * link-local (169.254/16, fe80::/10), CGNAT 100.64/10, multicast, unspecified,

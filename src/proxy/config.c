@@ -64,6 +64,18 @@ static json_t *u64_or_null(uint64_t v)
 	return v == PLAN_UNLIMITED ? json_null() : json_integer((json_int_t)v);
 }
 
+static json_t *paths_json(char *const *paths, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a, json_string(paths[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
 static int read_secret(const plan_credential *c, char **ret)
 {
 	if (c->value_env) {
@@ -114,9 +126,11 @@ int px_config_from_plan(const sc_plan *plan, json_t **ret_json)
 			return -ENOMEM;
 		for (size_t k = 0; k < e->n_ports && k < POLICY_MAX_PORTS; k++)
 			json_array_append_new(ports, json_integer(e->ports[k]));
-		if (json_array_append_new(egress, json_pack("{s:s, s:b, s:o, s:I}", "host", e->host,
-							    "wildcard", e->wildcard, "ports", ports,
-							    "methods", (json_int_t)e->methods)) < 0)
+		if (json_array_append_new(egress,
+					  json_pack("{s:s, s:b, s:o, s:I, s:o}", "host", e->host,
+						    "wildcard", e->wildcard, "ports", ports,
+						    "methods", (json_int_t)e->methods, "paths",
+						    paths_json(e->paths, e->n_paths))) < 0)
 			return -ENOMEM;
 	}
 	for (size_t i = 0; i < plan->n_allow_private; i++) {
@@ -140,9 +154,16 @@ int px_config_from_plan(const sc_plan *plan, json_t **ret_json)
 		explicit_bzero(secret, strlen(secret));
 		if (r < 0)
 			return r;
-		r = json_array_append_new(creds, json_pack("{s:s, s:s, s:s, s:b}", "host", c->host,
-							   "header", c->header, "value", value,
-							   "upstream_https", c->upstream_https));
+		r = json_array_append_new(
+		    creds,
+		    json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:I, s:I, s:o, s:I, s:o, s:o}",
+			      "name", c->name ? c->name : c->host, "host", c->host, "header",
+			      c->header, "value", value, "upstream_https", c->upstream_https,
+			      "max_requests", u64_or_null(c->max_requests), "rate_count",
+			      (json_int_t)c->rate.count, "rate_per_ns", (json_int_t)c->rate.per_ns,
+			      "max_bytes", u64_or_null(c->max_bytes), "methods",
+			      (json_int_t)c->methods, "paths", paths_json(c->paths, c->n_paths),
+			      "expires_ns", u64_or_null(c->expires_ns)));
 		explicit_bzero(value, strlen(value));
 		if (r < 0)
 			return -ENOMEM;
@@ -171,17 +192,28 @@ int px_config_from_plan(const sc_plan *plan, json_t **ret_json)
 	return 0;
 }
 
+static void free_paths(char **paths, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
 px_config *px_config_free(px_config *c)
 {
 	if (!c)
 		return NULL;
-	for (size_t i = 0; i < c->n_egress; i++)
+	for (size_t i = 0; i < c->n_egress; i++) {
 		free(c->egress[i].host);
+		free_paths(c->egress[i].paths, c->egress[i].n_paths);
+	}
 	free(c->egress);
 	free(c->allow_private);
 	for (size_t i = 0; i < c->n_creds; i++) {
+		free(c->creds[i].name);
 		free(c->creds[i].host);
 		free(c->creds[i].header);
+		free_paths(c->creds[i].paths, c->creds[i].n_paths);
 		if (c->creds[i].value) {
 			explicit_bzero(c->creds[i].value, strlen(c->creds[i].value));
 			free(c->creds[i].value);
@@ -222,6 +254,34 @@ static int get_str(json_t *obj, const char *key, bool nullable, char **ret)
 		return -EINVAL;
 	*ret = strdup(json_string_value(v));
 	return *ret ? 0 : -ENOMEM;
+}
+
+/* "paths": an array of normalised prefixes (the policy checked them), empty
+ * for any path. Always present: a list lost on the way must not open it. */
+static int get_paths(json_t *obj, char ***ret, size_t *ret_n)
+{
+	json_t *a = json_object_get(obj, "paths"), *p;
+	size_t i;
+
+	if (!json_is_array(a) || json_array_size(a) > POLICY_MAX_PATHS)
+		return -EINVAL;
+	if (json_array_size(a) == 0)
+		return 0;
+	*ret = calloc(json_array_size(a), sizeof(**ret));
+	if (!*ret)
+		return -ENOMEM;
+	json_array_foreach(a, i, p)
+	{
+		if (!json_is_string(p) || json_string_value(p)[0] != '/' ||
+		    strlen(json_string_value(p)) != json_string_length(p) ||
+		    json_string_length(p) > POLICY_MAX_PATH_PREFIX)
+			return -EINVAL;
+		(*ret)[i] = strdup(json_string_value(p));
+		if (!(*ret)[i])
+			return -ENOMEM;
+		(*ret_n)++;
+	}
+	return 0;
 }
 
 static inline void px_config_freep(px_config **c)
@@ -275,6 +335,9 @@ int px_config_parse(const char *buf, size_t len, px_config **ret)
 				return -EINVAL;
 			e->ports[e->n_ports++] = (uint16_t)json_integer_value(p);
 		}
+		r = get_paths(item, &e->paths, &e->n_paths);
+		if (r < 0)
+			return r;
 	}
 
 	arr = json_object_get(root, "allow_private");
@@ -326,6 +389,23 @@ int px_config_parse(const char *buf, size_t len, px_config **ret)
 		if (strpbrk(cr->value, "\r\n") || strpbrk(cr->header, "\r\n: "))
 			return -EINVAL;
 		cr->upstream_https = json_is_true(json_object_get(item, "upstream_https"));
+		r = get_str(item, "name", false, &cr->name);
+		if (r < 0)
+			return r;
+		if ((r = get_u64(item, "max_requests", true, &cr->max_requests)) < 0 ||
+		    (r = get_u64(item, "rate_count", false, &cr->rate.count)) < 0 ||
+		    (r = get_u64(item, "rate_per_ns", false, &cr->rate.per_ns)) < 0 ||
+		    (r = get_u64(item, "max_bytes", true, &cr->max_bytes)) < 0 ||
+		    (r = get_u64(item, "expires_ns", true, &cr->expires_ns)) < 0)
+			return r;
+		if (cr->rate.count > 0 && cr->rate.per_ns == 0)
+			return -EINVAL;
+		if (!json_is_integer(json_object_get(item, "methods")))
+			return -EINVAL;
+		cr->methods = (uint32_t)json_integer_value(json_object_get(item, "methods"));
+		r = get_paths(item, &cr->paths, &cr->n_paths);
+		if (r < 0)
+			return r;
 	}
 
 	if ((r = get_u64(root, "rate_count", false, &c->rate.count)) < 0 ||

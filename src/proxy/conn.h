@@ -125,6 +125,8 @@ typedef struct conn {
 	uint16_t port, up_port;
 	bool is_connect, keep_alive, up_tls;
 	const px_cred *cred;
+	const char *cred_refused;	 /* the credential a credential-limit refusal names */
+	char norm_path[PX_LOG_PATH + 1]; /* the normalised path, when it normalised */
 	char rule[PX_MAX_HOST + 32];
 	char head_hex[2 * PX_HEAD_HEX_BYTES + 1]; /* of a head that did not parse */
 	unsigned n_requests;			  /* heads received on this connection */
@@ -192,6 +194,17 @@ void px_conn_next_request(conn *c);
 int px_loop_run(px_loop *L);
 /* Consumes n tokens of the budget; false when the budget is spent. */
 uint64_t px_budget_take(px_loop *L, uint64_t want);
+
+/* Refuses the request: net.denied and net.request records, a local reply. */
+void px_conn_deny(conn *c, int status, const char *reason, const char *text, bool close);
+
+/* l7.c */
+/* After the allowlist matched rule: the rules' paths and the credential's
+ * limits. 0 to go on, -EACCES when the request was refused (answered). */
+int px_l7_judge(conn *c, int rule);
+/* How many of want bytes may go upstream with the request's credential. */
+uint64_t px_l7_cred_room(conn *c, uint64_t want);
+void px_l7_cred_sent(conn *c, uint64_t n);
 
 /* tunnel.c */
 int px_tunnel_start(conn *c);

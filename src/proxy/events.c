@@ -132,10 +132,10 @@ static const struct event_schema {
 } schemas[] = {
     {"net.request",
      {"method", "host", "port", "path", "addr", "decision", "rule", "reason", "status", "bytes_out",
-      "bytes_in", "duration_ms", "events_dropped", NULL}},
+      "bytes_in", "duration_ms", "events_dropped", "credential", NULL}},
     {"net.denied",
      {"method", "host", "port", "path", "addr", "reason", "detail", "head_hex", "events_dropped",
-      NULL}},
+      "normalised_path", "credential", NULL}},
     {"net.tunnel.close",
      {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "events_dropped",
       NULL}},

@@ -266,6 +266,14 @@ static bool step(conn *c)
 			p = c->cin;
 			len = c->framed;
 		}
+		len = (size_t)px_l7_cred_room(c, len);
+		if (len == 0) {
+			/* a chunked body crossed the credential's max_bytes */
+			px_limit_hit(L, "credential", c->cred->name);
+			px_conn_emit_request(c, "allow", "credential-max-bytes", c->status);
+			px_conn_close(c, "credential-max-bytes");
+			return false;
+		}
 		uint64_t grant = px_bucket_take_min(&L->sh->bw_up, len, PX_BW_BURST_MIN, now);
 
 		if (grant == 0)
@@ -288,6 +296,7 @@ static bool step(conn *c)
 				L->sh->budget_left += allowed - used;
 			if (n > 0) {
 				c->bytes_out += used;
+				px_l7_cred_sent(c, used);
 				moved = true;
 				if (c->uhead_off < c->uhead_len)
 					c->uhead_off += (size_t)n;

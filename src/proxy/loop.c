@@ -58,20 +58,26 @@ void px_conn_emit_denied(conn *c, const char *reason, const char *detail)
 		(void)json_object_set_new(d, "addr", json_string(c->addr_str));
 	if (d && c->head_hex[0])
 		(void)json_object_set_new(d, "head_hex", json_string(c->head_hex));
+	if (d && c->norm_path[0])
+		(void)json_object_set_new(d, "normalised_path", json_string(c->norm_path));
+	if (d && c->cred_refused)
+		(void)json_object_set_new(d, "credential", json_string(c->cred_refused));
 	(void)px_events_emit(c->L->ev, "net.denied", d);
 }
 
 void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status)
 {
 	uint64_t dur = (px_now_ns() - c->start_ns) / 1000000ull;
-
-	(void)px_events_emit(
-	    c->L->ev, "net.request",
+	json_t *d =
 	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I}", "method",
 		      c->method, "host", c->host, "port", (int)c->port, "path", c->path, "addr",
 		      c->addr_str, "decision", decision, "rule", c->rule, "reason",
 		      reason ? reason : "", "status", status, "bytes_out", (json_int_t)c->bytes_out,
-		      "bytes_in", (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur));
+		      "bytes_in", (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur);
+
+	if (d && c->cred)
+		(void)json_object_set_new(d, "credential", json_string(c->cred->name));
+	(void)px_events_emit(c->L->ev, "net.request", d);
 }
 
 static void set_deadline(conn *c, uint64_t ns)
@@ -200,7 +206,7 @@ int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text
 	return 0;
 }
 
-static void deny(conn *c, int status, const char *reason, const char *text, bool close)
+void px_conn_deny(conn *c, int status, const char *reason, const char *text, bool close)
 {
 	/* an unread request body makes the connection unusable for another request */
 	if (c->req.has_content_length || c->req.chunked || !c->keep_alive)
@@ -218,6 +224,11 @@ static void deny(conn *c, int status, const char *reason, const char *text, bool
 		c->cin_len = 0;
 	if (px_conn_reply(c, status, reason, text, close) < 0)
 		px_conn_close(c, "oom");
+}
+
+static void deny(conn *c, int status, const char *reason, const char *text, bool close)
+{
+	px_conn_deny(c, status, reason, text, close);
 }
 
 void px_conn_reset_for_next(conn *c)
@@ -244,6 +255,8 @@ void px_conn_reset_for_next(conn *c)
 	c->throttled_up = c->throttled_down = false;
 	c->wake_ns = 0;
 	c->cred = NULL;
+	c->cred_refused = NULL;
+	c->norm_path[0] = 0;
 	c->up_tls = false;
 	c->n_addrs = 0;
 	c->addr_str[0] = 0;
@@ -552,6 +565,8 @@ static void judge_request(conn *c)
 		deny(c, 403, "egress-budget", "the egress budget is spent", true);
 		return;
 	}
+	if (px_l7_judge(c, rule) < 0)
+		return; /* the rules' paths or the credential's limits refused it */
 
 	if (c->req.host_kind != PX_HOST_NAME) {
 		uint8_t a[16];

@@ -14,14 +14,30 @@
 #include "policy/plan.h"
 #include "proxy/limits.h"
 
+/* What a credential has been used for so far (cred-limits.h). */
+typedef struct px_cred_state {
+	uint64_t requests; /* admitted */
+	uint64_t bytes;	   /* sent upstream with it */
+	px_bucket rate;
+} px_cred_state;
+
 #define PX_CONFIG_MAX_BYTES (4u << 20)
 #define PX_MAX_SECRET	    8192u /* a credential value, formatted */
 
 typedef struct px_cred {
+	char *name; /* for records */
 	char *host;
 	char *header;
 	char *value; /* the full header value, e.g. "Bearer abc"; never contains CR, LF, NUL */
 	bool upstream_https;
+	/* limits (cred-limits.h); PLAN_UNLIMITED / 0 / none when absent */
+	uint64_t max_requests;
+	plan_rate rate;
+	uint64_t max_bytes;
+	uint32_t methods;
+	char **paths;
+	size_t n_paths;
+	uint64_t expires_ns;
 } px_cred;
 
 typedef struct px_config {
@@ -51,6 +67,8 @@ typedef struct px_shared {
 	uint64_t magic; /* set by the first worker */
 	uint64_t budget_left;
 	px_bucket rate, bw_up, bw_down;
+	uint64_t start_ns; /* CLOCK_MONOTONIC when the first worker started: expires */
+	px_cred_state creds[POLICY_MAX_CREDENTIALS]; /* index: px_config.creds */
 } px_shared;
 
 /* config.c */

@@ -50,6 +50,7 @@
 #include "base/cleanup.h"
 #include "compat/syscalls.h"
 #include "proxy/conn.h"
+#include "proxy/cred-limits.h"
 #include "proxy/proxy.h"
 #include "proxy/tls.h"
 
@@ -332,7 +333,14 @@ static int map_shared(px_loop *L, int fd)
 	px_bucket_init(&fresh.bw_up, cfg->bandwidth, 1000000000ull, burst, now);
 	px_bucket_init(&fresh.bw_down, cfg->bandwidth, 1000000000ull, burst, now);
 	fresh.budget_left = cfg->egress_budget;
+	fresh.start_ns = now;
+	for (size_t i = 0; i < cfg->n_creds && i < POLICY_MAX_CREDENTIALS; i++)
+		px_cred_state_init(&fresh.creds[i], &cfg->creds[i], now);
 	if (sh->magic == PX_SHARED_MAGIC) {
+		if (sh->start_ns < now)
+			fresh.start_ns = sh->start_ns;
+		for (size_t i = 0; i < cfg->n_creds && i < POLICY_MAX_CREDENTIALS; i++)
+			px_cred_state_resume(&fresh.creds[i], &cfg->creds[i], &sh->creds[i], now);
 		/* a restart: never more than the policy grants */
 		px_bucket_resume(&fresh.rate, &sh->rate, now);
 		px_bucket_resume(&fresh.bw_up, &sh->bw_up, now);

@@ -37,6 +37,18 @@ skip_all() { tap_skip_all "$@"; }
 need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root"; }
 finish() { tap_done; }
 
+# worker_of SUPERVISOR-PID [NOT-THIS-PID]: the egress proxy worker that a
+# `sandcap run` (its pid) has now; our own, though other runs share the host.
+worker_of() {
+	local w
+	for _ in $(seq 60); do
+		w=$(pgrep -n -P "$1" -f '^sandcap-proxy')
+		[ -n "$w" ] && [ "$w" != "${2:-}" ] && { echo "$w"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
 # policy NAME JSON: writes $T/NAME.json
 policy() { printf '%s\n' "$2" > "$T/$1.json"; }
 # sc POLICYNAME CMD...: runs CMD in a sandbox quietly, stdout+stderr captured by caller

@@ -147,15 +147,6 @@ check "the real /etc/hosts is untouched" bash -c "[ \"\$(sha256sum /etc/hosts 2>
 # The worker dying is seen, and repaired: killed mid-run, the agent's next
 # request works (a new worker on the same listener), the log says so, and
 # the budget goes on where it was.
-worker_of() { # worker_of SUPERVISOR-PID [NOT-THIS-PID]: the supervisor's current worker
-	local w
-	for _ in $(seq 60); do
-		w=$(pgrep -n -P "$1" -f '^sandcap-proxy')
-		[ -n "$w" ] && [ "$w" != "${2:-}" ] && { echo "$w"; return 0; }
-		sleep 0.1
-	done
-	return 1
-}
 policy budget "{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"api.allowed.test\", \"ports\": [$port]}],
     \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\", \"egress_budget\": \"100K\"}}"
 "$SANDCAP" run --quiet --audit "$T/audit-kill.jsonl" --policy "$T/budget.json" -- sh -c \

@@ -156,6 +156,8 @@ static sc_plan *load_plan(const char *path)
 		c->value_file = dup_str(it, "value_file");
 		c->format = dup_str(it, "format");
 		c->upstream_https = !up || strcmp(up, "http") != 0;
+		/* no limits: the plan's "absent" (the policy parser's defaults) */
+		c->max_requests = c->max_bytes = c->expires_ns = PLAN_UNLIMITED;
 	}
 	p->upstream_ca = dup_str(root, "upstream_ca");
 	p->dns = dup_str(root, "dns");

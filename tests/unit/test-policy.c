@@ -640,7 +640,8 @@ static void test_net(void)
 	bad("{'version':1,'net':{'egress':[{'ports':[443]}]}}", -EINVAL, "$.net.egress[0]",
 	    "missing required key \"host\"");
 	bad("{'version':1,'net':{'egress':[{'host':'x.org','port':443}]}}", -EINVAL,
-	    "$.net.egress[0].port", "unknown key \"port\" (expected one of: host, ports, methods)");
+	    "$.net.egress[0].port",
+	    "unknown key \"port\" (expected one of: host, ports, methods, paths)");
 	bad("{'version':1,'net':{'egress':[{'host':'x.org','ports':[]}]}}", -EINVAL,
 	    "$.net.egress[0].ports", "expected at least one port, got an empty array");
 	bad("{'version':1,'net':{'egress':[{'host':'x.org','ports':[0]}]}}", -EINVAL,
@@ -866,7 +867,7 @@ static void test_credentials(void)
 	bad(NET "'credentials':[{'host':'api.x.org','header':'A','value':'x'}]}}", -EINVAL,
 	    "$.net.credentials[0].value",
 	    "unknown key \"value\" (expected one of: host, header, value_env, value_file, format, "
-	    "upstream)");
+	    "upstream, name, max_requests, rate, max_bytes, methods, paths, expires)");
 
 	p = good(NET "'credentials':[{'host':'api.x.org','header':'Authorization','value_env':'"
 		     "TOKEN','format':"
@@ -920,8 +921,84 @@ static void round_trip(const char *tmpl)
 	sc_plan_free(r3);
 }
 
+static void test_l7(void)
+{
+	sc_plan *p;
+
+	p = good("{'version':1,'net':{'egress':[{'host':'git.test','methods':['GET'],"
+		 "'paths':['/r.git/info/refs','/v1/']}],'credentials':[{'host':'git.test',"
+		 "'header':'A','value_env':'K','name':'git-key','max_requests':3,'rate':'2/m',"
+		 "'max_bytes':'1K','methods':['GET','POST'],'paths':['/v1/'],'expires':'90s'}]}}");
+	ok(p && p->egress[0].n_paths == 2 && strcmp(p->egress[0].paths[1], "/v1/") == 0,
+	   "egress paths parsed");
+	ok(p && strcmp(p->credentials[0].name, "git-key") == 0 &&
+	       p->credentials[0].max_requests == 3 && p->credentials[0].rate.count == 2 &&
+	       p->credentials[0].max_bytes == 1024 &&
+	       p->credentials[0].methods == (HTTP_GET | HTTP_POST) &&
+	       p->credentials[0].n_paths == 1 && p->credentials[0].expires_ns == 90000000000ull,
+	   "credential limits parsed");
+	sc_plan_free(p);
+	p = good("{'version':1,'net':{'egress':[{'host':'x.org'}],'credentials':[{'host':'x.org',"
+		 "'header':'A','value_env':'K'}]}}");
+	ok(p && strcmp(p->credentials[0].name, "x.org") == 0 &&
+	       p->credentials[0].max_requests == PLAN_UNLIMITED &&
+	       p->credentials[0].max_bytes == PLAN_UNLIMITED &&
+	       p->credentials[0].expires_ns == PLAN_UNLIMITED &&
+	       p->credentials[0].methods == HTTP_ANY_METHOD && p->credentials[0].n_paths == 0,
+	   "a credential's name defaults to its host, its limits to none");
+	sc_plan_free(p);
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','paths':['/v1/../admin']}]}}", -EINVAL,
+	    "$.net.egress[0].paths[0]",
+	    "path prefix \"/v1/../admin\" is not in normal form (requests are compared after "
+	    "resolving \".\", \"..\", \"//\" and decoding %XX of unreserved characters); write "
+	    "\"/admin\"");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','paths':['/a%2Fb']}]}}", -EINVAL,
+	    "$.net.egress[0].paths[0]",
+	    "path prefix \"/a%2Fb\" is refused: the path has an encoded \"/\" (%2F)");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','paths':['v1/']}]}}", -EINVAL,
+	    "$.net.egress[0].paths[0]", "path prefix \"v1/\" does not start with \"/\"");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','paths':['/a?b=1']}]}}", -EINVAL,
+	    "$.net.egress[0].paths[0]",
+	    "path prefix \"/a?b=1\" has a query or fragment; only the path is matched");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','paths':[]}]}}", -EINVAL,
+	    "$.net.egress[0].paths",
+	    "expected at least one path prefix, got an empty array (omit \"paths\" to allow any "
+	    "path)");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','paths':['/a','/a']}]}}", -EINVAL,
+	    "$.net.egress[0].paths[1]", "path prefix \"/a\" is listed twice");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org','paths':'/a'}]}}", -EINVAL,
+	    "$.net.egress[0].paths", "expected an array of path prefixes, got \"/a\"");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org'}],'credentials':[{'host':'x.org',"
+	    "'header':'A','value_env':'K','methods':['GET','CONNECT']}]}}",
+	    -EINVAL, "$.net.credentials[0].methods",
+	    "a credential is never sent through a tunnel: \"CONNECT\" does not apply to it");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org'}],'credentials':[{'host':'x.org',"
+	    "'header':'A','value_env':'K','max_requests':0}]}}",
+	    -EINVAL, "$.net.credentials[0].max_requests",
+	    "expected an integer from 1 to 9007199254740992, got 0");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org'}],'credentials':[{'host':'x.org',"
+	    "'header':'A','value_env':'K','rate':'fast'}]}}",
+	    -EINVAL, "$.net.credentials[0].rate",
+	    "expected a request rate such as \"20/s\" or \"100/m\", got \"fast\"");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org'}],'credentials':[{'host':'x.org',"
+	    "'header':'A','value_env':'K','name':'a b'}]}}",
+	    -EINVAL, "$.net.credentials[0].name",
+	    "expected a name of letters, digits, \".\", \"_\" and \"-\", got \"a b\"");
+	bad("{'version':1,'net':{'egress':[{'host':'x.org'},{'host':'y.org'}],'credentials':["
+	    "{'host':'x.org','header':'A','value_env':'K','name':'k'},{'host':'y.org','header':"
+	    "'A','value_env':'K','name':'k'}]}}",
+	    -EINVAL, "$.net.credentials[1]",
+	    "name \"k\" is already used by $.net.credentials[0] (a name defaults to the host)");
+}
+
 static void test_round_trip(void)
 {
+	round_trip("{'version':1,'net':{'egress':[{'host':'git.test','ports':[80],"
+		   "'methods':['GET'],'paths':['/r.git/info/refs']},{'host':'git.test','ports':"
+		   "[80],'methods':['POST'],'paths':['/r.git/git-upload-pack']}],'credentials':"
+		   "[{'host':'git.test','header':'A','value_env':'K','name':'git-key',"
+		   "'max_requests':3,'rate':'2/m','max_bytes':'1K','methods':['GET','POST'],"
+		   "'paths':['/r.git/'],'expires':'90s'}]}}");
 	sc_plan *a, *b;
 
 	round_trip("{'version':1}");
@@ -1229,7 +1306,7 @@ static char *read_example(const char *name, size_t *ret_len)
 
 static void test_examples(void)
 {
-	_cleanup_free_ char *minimal = NULL, *research = NULL;
+	_cleanup_free_ char *minimal = NULL, *research = NULL, *clone = NULL;
 	bool made_work = false;
 	struct stat st;
 	sc_plan *p = NULL;
@@ -1243,6 +1320,16 @@ static void test_examples(void)
 	}
 	ok(sc_plan_parse(minimal, len, &p, &d) == 0 && p && p->n_grants == 0 && p->n_egress == 0,
 	   "examples/policies/minimal.json: no grants, no network");
+	p = sc_plan_free(p);
+
+	clone = read_example("git-clone-only.json", &len);
+	if (!ok(clone && sc_plan_parse(clone, len, &p, &d) == 0 && p && p->n_egress == 3 &&
+		    p->egress[0].methods == HTTP_GET && p->egress[0].n_paths == 1 &&
+		    p->egress[1].methods == HTTP_POST &&
+		    str_is(p->egress[1].paths[0], "/org/repo.git/git-upload-pack") &&
+		    p->n_credentials == 1 && p->credentials[0].max_requests == 200,
+		"examples/policies/git-clone-only.json: clone paths, a limited credential"))
+		tap_diag("  %s: %s", d.path, d.message);
 	p = sc_plan_free(p);
 
 	research = read_example("research-agent.json", &len);
@@ -1612,6 +1699,7 @@ int main(void)
 	test_env_identity_audit();
 	test_net();
 	test_credentials();
+	test_l7();
 	test_round_trip();
 	test_describe();
 	test_describe_rootfs();

@@ -334,17 +334,28 @@ static void test_events(void)
 
 static void test_config_roundtrip(void)
 {
+	char *paths[] = {(char *)"/v1/", (char *)"/info/refs"};
 	plan_egress eg = {.host = (char *)"*.a.test",
 			  .wildcard = true,
 			  .ports = {8080},
 			  .n_ports = 1,
-			  .methods = HTTP_GET};
+			  .methods = HTTP_GET,
+			  .paths = paths,
+			  .n_paths = 2};
 	plan_cidr cs = cidr("127.0.0.0", 8);
 	plan_credential cr = {.host = (char *)"a.test",
 			      .header = (char *)"Authorization",
 			      .value_env = (char *)"PX_UNIT_SECRET",
 			      .format = (char *)"Bearer %s",
-			      .upstream_https = true};
+			      .upstream_https = true,
+			      .name = (char *)"a-key",
+			      .max_requests = 3,
+			      .rate = {2, 60000000000ull},
+			      .max_bytes = PLAN_UNLIMITED,
+			      .methods = HTTP_GET | HTTP_HEAD,
+			      .paths = paths + 1,
+			      .n_paths = 1,
+			      .expires_ns = 5000000000ull};
 	sc_plan plan = {.egress = &eg,
 			.n_egress = 1,
 			.allow_private = &cs,
@@ -378,6 +389,17 @@ static void test_config_roundtrip(void)
 	ok(c && c->n_creds == 1 && strcmp(c->creds[0].value, "Bearer tok") == 0 &&
 	       c->creds[0].upstream_https,
 	   "credential value formatted by the supervisor");
+	ok(c && c->n_egress == 1 && c->egress[0].n_paths == 2 &&
+	       strcmp(c->egress[0].paths[1], "/info/refs") == 0,
+	   "egress paths round-trip");
+	ok(c && c->n_creds == 1 && strcmp(c->creds[0].name, "a-key") == 0 &&
+	       c->creds[0].max_requests == 3 && c->creds[0].rate.count == 2 &&
+	       c->creds[0].rate.per_ns == 60000000000ull &&
+	       c->creds[0].max_bytes == PLAN_UNLIMITED &&
+	       c->creds[0].methods == (HTTP_GET | HTTP_HEAD) && c->creds[0].n_paths == 1 &&
+	       strcmp(c->creds[0].paths[0], "/info/refs") == 0 &&
+	       c->creds[0].expires_ns == 5000000000ull,
+	   "credential limits round-trip");
 	ok(c && c->dns && strcmp(c->dns, "127.0.0.1:53") == 0, "dns round-trips");
 	px_config_free(c);
 	free(s);

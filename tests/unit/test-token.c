@@ -648,6 +648,39 @@ static void test_intersect(void)
 	sc_plan_free(c);
 	sc_plan_free(a);
 
+	/* Egress paths: a caveat's paths meet the parent's; none in common: no rule. */
+	a = P("{'version':1,'net':{'egress':[{'host':'git.test','paths':['/org/','/pub']}]}}");
+	c = F(a, "{'net':{'egress':[{'host':'git.test','paths':['/org/repo.git/','/other/']}]}}");
+	o = X(a, c);
+	ok(o->n_egress == 1 && o->egress[0].n_paths == 1 &&
+	       strcmp(o->egress[0].paths[0], "/org/repo.git/") == 0,
+	   "paths: /org/repo.git/ under /org/ kept, /other/ dropped");
+	ok(plan_check_narrower(a, c, NULL, 0) == -EPERM, "and /other/ is not narrower");
+	sc_plan_free(o);
+	sc_plan_free(c);
+	c = F(a, "{'net':{'egress':[{'host':'git.test'}]}}");
+	o = X(a, c);
+	ok(o->n_egress == 1 && o->egress[0].n_paths == 2,
+	   "a caveat rule without paths keeps the parent's paths");
+	{
+		char why[256] = "";
+
+		ok(plan_check_narrower(a, c, why, sizeof(why)) == -EPERM &&
+		       strstr(why, "fewer paths"),
+		   "and is not narrower: %s", why);
+	}
+	sc_plan_free(o);
+	sc_plan_free(c);
+	c = F(a, "{'net':{'egress':[{'host':'git.test','paths':['/pub/x','/org/a/']}]}}");
+	ok(plan_check_narrower(a, c, NULL, 0) == 0, "paths under the parent's are narrower");
+	sc_plan_free(c);
+	c = F(a, "{'net':{'egress':[{'host':'git.test','paths':['/private/']}]}}");
+	o = X(a, c);
+	ok(o->n_egress == 0, "no path in common: the rule is dropped");
+	sc_plan_free(o);
+	sc_plan_free(c);
+	sc_plan_free(a);
+
 	/* Egress: wildcards, ports, methods. */
 	a = P("{'version':1,'net':{'egress':[{'host':'*.example.com','ports':[443,8443],"
 	      "'methods':['GET','HEAD']},{'host':'api.other.com'},{'host':'10.1.2.3'}]}}");
