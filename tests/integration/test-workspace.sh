@@ -42,6 +42,7 @@ out=$("$SANDCAP" run --policy "$T/cow.json" -- sh -c '
 	mv /w/src/mv-me.txt /w/moved.txt
 	mkdir -p /w/newdir/sub && echo n > /w/newdir/sub/f
 	chmod 755 /w/keep/k
+	printf "\\0\\3" >> /w/bin.dat
 	ln -s /etc /w/etc-link
 	ln -s /etc/passwd /w/src/deep/x.new && mv /w/src/deep/x.new /w/src/deep/x
 	ln /w/src/new.txt /w/src/hard.txt
@@ -75,6 +76,7 @@ expect_match "diff: a symlink is shown as a link" "$d" $'(^|\n)A  etc-link -> /e
 expect_match "diff: a file replaced by a symlink" "$d" $'(^|\n)M  src/deep/x -> /etc/passwd \(symlink\) \(symlink, was a file\)'
 p=$("$SANDCAP" workspace diff "$id" --patch)
 expect_match "diff --patch: a unified diff of the text file" "$p" $'@@ -1,3 \+1,4 @@\n one\n-two\n\+TWO\n three\n\+four'
+expect_match "diff --patch: a binary file is said to differ" "$p" 'Binary files a/bin\.dat and b/bin\.dat differ'
 s=$("$SANDCAP" workspace diff "$id" --stat)
 expect_match "diff --stat: counts lines" "$s" 'src/a\.txt \| \+2 -1'
 
@@ -147,6 +149,10 @@ if command -v setpriv >/dev/null; then
 else
 	skip "unprivileged cow refusal" "no setpriv"
 fi
+
+dr=$("$SANDCAP" doctor 2>&1)
+expect_match "doctor says whether cow grants work here" "$dr" 'cow grants +yes'
+expect_match "doctor says whether rw quotas are enforced here" "$dr" 'rw grant quotas +(yes|NO) '
 
 # 7. A state directory with no room for the changes (a tiny tmpfs): the
 # run says the workspace was not kept, its log says why, nothing half-kept
