@@ -118,16 +118,26 @@ static int step_network(child_ctx *c)
 {
 	sync_msg m = {.type = SYNC_LISTENER};
 	int r = ns_loopback_up();
-	int fd;
+	int fds[2];
 
 	if (r < 0 || c->plan->n_egress == 0)
 		return r;
+	/* Every attempt to go around the proxy is refused on lo, and seen. */
+	r = ns_net_route_local_all();
+	if (r < 0)
+		return r;
 	/* The proxy's only door: a socket born in this netns, served from outside. */
-	fd = ns_proxy_listener(PX_LISTEN_PORT);
-	if (fd < 0)
-		return fd;
-	r = sync_send(c->sync, &m, fd);
-	(void)close(fd);
+	fds[0] = ns_proxy_listener(PX_LISTEN_PORT);
+	if (fds[0] < 0)
+		return fds[0];
+	fds[1] = ns_attempt_socket();
+	if (fds[1] < 0) {
+		(void)close(fds[0]);
+		return fds[1];
+	}
+	r = sync_send_fds(c->sync, &m, fds, 2);
+	(void)close(fds[0]);
+	(void)close(fds[1]);
 	return r;
 }
 

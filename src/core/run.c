@@ -587,8 +587,11 @@ static void start_listener(supervisor *s, int fd)
 static void handle_sync(supervisor *s)
 {
 	sync_msg m;
-	int fd = -1;
-	int r = sync_recv(s->sync, &m, &fd);
+	int fds[2] = {-1, -1}; /* SYNC_LISTENER: the listener and the attempt socket */
+	size_t n_fds = 0;
+	int r = sync_recv_fds(s->sync, &m, fds, ELEMENTSOF(fds), &n_fds);
+	int fd = n_fds > 0 ? fds[0] : -1;
+	_cleanup_close_ int attempt_fd = n_fds > 1 ? fds[1] : -1;
 
 	if (r == -EPIPE || r == -ECONNRESET) {
 		/* The socket closed on exec: pid 1 is running our init. */
@@ -631,7 +634,7 @@ static void handle_sync(supervisor *s)
 	case SYNC_LISTENER:
 		if (fd < 0 || s->proxy_fd >= 0 || s->plan->n_egress == 0)
 			break;
-		r = px_seed_new(s->plan, TAKE_FD(fd), &s->proxy_seed);
+		r = px_seed_new(s->plan, TAKE_FD(fd), TAKE_FD(attempt_fd), &s->proxy_seed);
 		if (r >= 0)
 			r = px_spawn(&s->proxy_seed, &s->proxy_pid, &s->proxy_fd);
 		if (r < 0) {

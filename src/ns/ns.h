@@ -87,3 +87,21 @@ int ns_setup_root_unpriv(const sc_plan *plan, const ns_source *sources, const ch
 int ns_loopback_up(void);
 /* Child: a TCP listener on 127.0.0.1:port inside the sandbox netns. */
 int ns_proxy_listener(unsigned port);
+/*
+ * Child: "local 0.0.0.0/0 dev lo" and "local ::/0 dev lo" in the local
+ * table (rtnetlink), so that a connection or datagram to any address is
+ * delivered on lo and refused there at once (a TCP reset, an ICMP port
+ * unreachable) instead of failing with ENETUNREACH before it is a packet:
+ * the refusal is what ns_attempt_socket() sees. Without IPv6 in the kernel
+ * the IPv6 route is left out. Returns 0 or -errno.
+ */
+int ns_net_route_local_all(void);
+/*
+ * Child: an AF_PACKET socket on the sandbox's lo whose classic BPF filter
+ * keeps only the answers of refused attempts: TCP RST|ACK with sequence 0
+ * (the kernel's reset of a SYN no listener took) and ICMP/ICMPv6 port
+ * unreachable, received (not the outgoing copy). Made here, where
+ * CAP_NET_RAW over this netns is ours, and read by the proxy worker
+ * (docs/proxy.md, "Every attempt seen"). Returns the fd or -errno.
+ */
+int ns_attempt_socket(void);

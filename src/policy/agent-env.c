@@ -11,6 +11,8 @@
 #define STR_(x)	  #x
 #define STR(x)	  STR_(x)
 #define PROXY_URL "http://127.0.0.1:" STR(PX_LISTEN_PORT)
+/* the same listener speaks SOCKS5; socks5h: names are resolved by the proxy */
+#define SOCKS_URL "socks5h://127.0.0.1:" STR(PX_LISTEN_PORT)
 #define NO_PROXY  "localhost,127.0.0.1"
 
 /* egress: only when the plan lets the agent out, through the proxy. The
@@ -25,11 +27,11 @@ static const struct agent_var {
     {"TMPDIR=/tmp", false},
     {"HTTP_PROXY=" PROXY_URL, true},
     {"HTTPS_PROXY=" PROXY_URL, true},
-    {"ALL_PROXY=" PROXY_URL, true},
+    {"ALL_PROXY=" SOCKS_URL, true},
     {"NO_PROXY=" NO_PROXY, true},
     {"http_proxy=" PROXY_URL, true},
     {"https_proxy=" PROXY_URL, true},
-    {"all_proxy=" PROXY_URL, true},
+    {"all_proxy=" SOCKS_URL, true},
     {"no_proxy=" NO_PROXY, true},
 };
 

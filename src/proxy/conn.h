@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "proxy/attempt.h"
 #include "proxy/dns.h"
 #include "proxy/events.h"
 #include "proxy/http.h"
@@ -45,6 +46,7 @@ typedef enum watch_type {
 	W_DNS,
 	W_CLIENT,
 	W_UPSTREAM,
+	W_ATTEMPTS,
 } watch_type;
 
 typedef enum conn_state {
@@ -101,6 +103,12 @@ struct px_loop {
 	uint64_t cap_report_ns; /* the next report, see report_refused() */
 	uint64_t now_ns;	/* when the last epoll_wait(2) returned */
 	bool quit;
+
+	/* refused direct attempts (attempt-watch.c) */
+	int attempt_fd; /* -1: none */
+	px_watch attempt_w;
+	px_attempt_limit attempts;
+	uint64_t attempts_unseen; /* dropped by the kernel's queue, not yet reported */
 };
 
 typedef struct conn {
@@ -128,6 +136,10 @@ typedef struct conn {
 	char rule[PX_MAX_HOST + 32];
 	char head_hex[2 * PX_HEAD_HEX_BYTES + 1]; /* of a head that did not parse */
 	unsigned n_requests;			  /* heads received on this connection */
+	bool socks;				  /* SOCKS5 (socks-conn.c), not HTTP */
+	uint8_t socks_stage;			  /* PX_SOCKS_GREETING, PX_SOCKS_REQUEST */
+	uint8_t socks_rep;			  /* a reply code chosen by the parser, or 0 */
+	int connect_errno;			  /* why the upstream connect failed */
 	px_dns_query *query;
 	int dns_status;
 	px_addr addrs[PX_DNS_MAX_ADDRS];
@@ -192,6 +204,33 @@ void px_conn_next_request(conn *c);
 int px_loop_run(px_loop *L);
 /* Consumes n tokens of the budget; false when the budget is spent. */
 uint64_t px_budget_take(px_loop *L, uint64_t want);
+
+/* Judges the request in c->req (a parsed HTTP head or a SOCKS5 CONNECT). */
+void px_conn_judge(conn *c);
+/* Refuses the current request: records, replies (HTTP status or SOCKS5 code). */
+void px_conn_deny(conn *c, int status, const char *reason, const char *text, bool close);
+/* The name a synthetic address stands for, or NULL (DNS stub, synthetic.c). */
+const char *px_loop_synthetic_name(px_loop *L, int family, const uint8_t *addr);
+
+/* socks-conn.c */
+#define PX_SOCKS_GREETING 0
+#define PX_SOCKS_REQUEST  1
+/* Whether a new connection's first bytes are a SOCKS5 greeting. */
+bool px_socks_detect(const conn *c);
+/* Goes on with the handshake in c->cin; true once the connection moved on
+ * (judged, answered or closed), false when more bytes are needed. */
+bool px_socks_read(conn *c);
+/* The reply to a refusal: [5, 0xff] during the greeting, else the 10-byte
+ * reply with the code for reason. Returns its length. */
+int px_socks_refusal(const conn *c, const char *reason, uint8_t *buf, size_t size);
+/* The reply that opens a tunnel. */
+int px_socks_success(uint8_t *buf, size_t size);
+
+/* attempt-watch.c */
+/* Reads what the attempt socket holds and records it (rate-limited). */
+void px_attempts_read(px_loop *L);
+/* The limit.hit of attempts not recorded one by one, when due (or final). */
+void px_attempts_report(px_loop *L, uint64_t now, bool final);
 
 /* tunnel.c */
 int px_tunnel_start(conn *c);

@@ -132,14 +132,14 @@ static const struct event_schema {
 } schemas[] = {
     {"net.request",
      {"method", "host", "port", "path", "addr", "decision", "rule", "reason", "status", "bytes_out",
-      "bytes_in", "duration_ms", "events_dropped", NULL}},
+      "bytes_in", "duration_ms", "via", "events_dropped", NULL}},
     {"net.denied",
-     {"method", "host", "port", "path", "addr", "reason", "detail", "head_hex", "events_dropped",
-      NULL}},
+     {"method", "host", "port", "path", "addr", "reason", "detail", "head_hex", "via", "protocol",
+      "events_dropped", NULL}},
     {"net.tunnel.close",
-     {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "events_dropped",
-      NULL}},
-    {"limit.hit", {"limit", "detail", "events_dropped", NULL}},
+     {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "via",
+      "events_dropped", NULL}},
+    {"limit.hit", {"limit", "detail", "suppressed", "events_dropped", NULL}},
 };
 
 static bool key_known(const struct event_schema *s, const char *key)

@@ -58,20 +58,38 @@ void px_conn_emit_denied(conn *c, const char *reason, const char *detail)
 		(void)json_object_set_new(d, "addr", json_string(c->addr_str));
 	if (d && c->head_hex[0])
 		(void)json_object_set_new(d, "head_hex", json_string(c->head_hex));
+	if (d && c->socks)
+		(void)json_object_set_new(d, "via", json_string("socks5"));
 	(void)px_events_emit(c->L->ev, "net.denied", d);
 }
 
 void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status)
 {
 	uint64_t dur = (px_now_ns() - c->start_ns) / 1000000ull;
-
-	(void)px_events_emit(
-	    c->L->ev, "net.request",
+	json_t *d =
 	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I}", "method",
 		      c->method, "host", c->host, "port", (int)c->port, "path", c->path, "addr",
 		      c->addr_str, "decision", decision, "rule", c->rule, "reason",
 		      reason ? reason : "", "status", status, "bytes_out", (json_int_t)c->bytes_out,
-		      "bytes_in", (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur));
+		      "bytes_in", (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur);
+
+	if (d && c->socks)
+		(void)json_object_set_new(d, "via", json_string("socks5"));
+	(void)px_events_emit(c->L->ev, "net.request", d);
+}
+
+/*
+ * The one place an address is mapped back to the name the DNS stub gave it
+ * out for (SOCKS5 targets, direct attempts): px_synthetic_name() over the
+ * stub's table once the worker has one (the DNS stub, synthetic.c);
+ * until then no address stands for a name.
+ */
+const char *px_loop_synthetic_name(px_loop *L, int family, const uint8_t *addr)
+{
+	(void)L;
+	(void)family;
+	(void)addr;
+	return NULL;
 }
 
 static void set_deadline(conn *c, uint64_t ns)
@@ -176,9 +194,13 @@ static void drop(conn *c)
 int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close)
 {
 	char buf[1024];
-	int n = px_http_local_response(status, deny_reason, text, close, buf, sizeof(buf));
+	int n = c->socks
+		    ? px_socks_refusal(c, deny_reason, (uint8_t *)buf, sizeof(buf))
+		    : px_http_local_response(status, deny_reason, text, close, buf, sizeof(buf));
 	char *p;
 
+	if (c->socks)
+		close = true; /* a refused SOCKS5 request ends its connection */
 	if (n < 0)
 		return n;
 	p = realloc(c->cout, c->cout_len + (size_t)n);
@@ -218,6 +240,11 @@ static void deny(conn *c, int status, const char *reason, const char *text, bool
 		c->cin_len = 0;
 	if (px_conn_reply(c, status, reason, text, close) < 0)
 		px_conn_close(c, "oom");
+}
+
+void px_conn_deny(conn *c, int status, const char *reason, const char *text, bool close)
+{
+	deny(c, status, reason, text, close);
 }
 
 void px_conn_reset_for_next(conn *c)
@@ -364,6 +391,7 @@ static void start_connect(conn *c)
 
 	fd = socket(c->addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
+		c->connect_errno = errno;
 		deny(c, 502, "connect-failed", "cannot create a socket", false);
 		return;
 	}
@@ -381,6 +409,7 @@ static void start_connect(conn *c)
 	}
 	c->ufd = fd;
 	if (connect(fd, &sa.sa, len) < 0 && errno != EINPROGRESS) {
+		c->connect_errno = errno;
 		deny(c, 502, "connect-failed", "connection refused", false);
 		return;
 	}
@@ -425,6 +454,7 @@ static void on_connected(conn *c)
 	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
 		err = errno;
 	if (err) {
+		c->connect_errno = err;
 		deny(c, 502, "connect-failed", "cannot connect to the origin", false);
 		return;
 	}
@@ -492,8 +522,8 @@ static void take_unparsed(conn *c)
 	c->head_hex[2 * n] = 0;
 }
 
-/* The request head is complete: apply the policy in a fixed order. */
-static void judge_request(conn *c)
+/* The request is complete: apply the policy in a fixed order. */
+void px_conn_judge(conn *c)
 {
 	px_loop *L = c->L;
 	const px_config *cfg = L->cfg;
@@ -585,11 +615,20 @@ static void on_read_head(conn *c)
 	int r;
 
 	for (;;) {
-		r = px_http_parse_request(c->cin, c->cin_len, &c->req, &reason);
-		if (r != 0)
-			break;
-		if (c->cin_len >= sizeof(c->cin))
-			break; /* cannot happen: the parser reports 431 first */
+		if (c->socks || px_socks_detect(c)) {
+			if (px_socks_read(c))
+				return;
+			r = 0;
+		} else {
+			r = px_http_parse_request(c->cin, c->cin_len, &c->req, &reason);
+			if (r != 0)
+				break;
+		}
+		if (c->cin_len >= sizeof(c->cin)) {
+			/* cannot happen: the parsers refuse long before */
+			px_conn_close(c, "overflow");
+			return;
+		}
 		ssize_t n =
 		    recv(c->cfd, c->cin + c->cin_len, sizeof(c->cin) - c->cin_len, MSG_DONTWAIT);
 		if (n < 0) {
@@ -614,7 +653,7 @@ static void on_read_head(conn *c)
 		deny(c, -r, "bad-request", reason ? reason : "malformed request", true);
 		return;
 	}
-	judge_request(c);
+	px_conn_judge(c);
 }
 
 /*
@@ -932,6 +971,8 @@ static int timeout_ms(px_loop *L, uint64_t now)
 		next = L->accept_resume_ns;
 	if (L->cap_refused && L->cap_report_ns < next)
 		next = L->cap_report_ns;
+	if (px_attempt_next_report_ns(&L->attempts) < next)
+		next = px_attempt_next_report_ns(&L->attempts);
 	if (next == UINT64_MAX)
 		ms = 60000;
 	else
@@ -969,6 +1010,7 @@ static void handle_events_fd(px_loop *L, uint32_t e)
 static void drain(px_loop *L)
 {
 	report_refused(L, px_now_ns(), true);
+	px_attempts_report(L, px_now_ns(), true);
 	for (conn *c = L->conns; c; c = c->next)
 		px_tunnel_end(c, "sandbox-ended");
 	for (int i = 0; i < 50 && px_events_pending(L->ev); i++) {
@@ -997,6 +1039,14 @@ int px_loop_run(px_loop *L)
 	ev.data.ptr = &L->event_w;
 	if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, L->event_fd, &ev) < 0)
 		return -errno;
+	px_attempt_limit_init(&L->attempts, px_now_ns());
+	if (L->attempt_fd >= 0) {
+		L->attempt_w.type = W_ATTEMPTS;
+		ev.events = EPOLLIN;
+		ev.data.ptr = &L->attempt_w;
+		if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, L->attempt_fd, &ev) < 0)
+			return -errno;
+	}
 
 	while (!L->quit) {
 		uint64_t now = px_now_ns();
@@ -1019,6 +1069,9 @@ int px_loop_run(px_loop *L)
 			case W_EVENTS:
 				handle_events_fd(L, evs[i].events);
 				break;
+			case W_ATTEMPTS:
+				px_attempts_read(L);
+				break;
 			case W_DNS: {
 				px_dns_watch *dw = (px_dns_watch *)(void *)w;
 
@@ -1037,6 +1090,7 @@ int px_loop_run(px_loop *L)
 			px_dns_process_timeouts(L->dns);
 		now = L->now_ns = px_now_ns();
 		report_refused(L, now, false);
+		px_attempts_report(L, now, false);
 		if (L->accept_resume_ns && L->accept_resume_ns <= now) {
 			L->accept_resume_ns = 0;
 			ev.events = EPOLLIN;

@@ -77,13 +77,28 @@ static int make_state_memfd(int *ret_fd)
 	return 0;
 }
 
-int px_seed_new(const sc_plan *plan, int listen_fd, px_seed *ret)
+/*
+ * A flood of refused attempts comes faster than a worker turn: a queue of
+ * PX_ATTEMPT_RCVBUF keeps most of them itemised (root only: past
+ * net.core.rmem_max); what the queue still drops is counted, not lost
+ * (PACKET_STATISTICS, docs/proxy.md).
+ */
+#define PX_ATTEMPT_RCVBUF (4 << 20)
+
+int px_seed_new(const sc_plan *plan, int listen_fd, int attempt_fd, px_seed *ret)
 {
-	px_seed s = {.listen_fd = listen_fd, .config_fd = -1, .state_fd = -1};
+	px_seed s = {
+	    .listen_fd = listen_fd, .attempt_fd = attempt_fd, .config_fd = -1, .state_fd = -1};
+	int size = PX_ATTEMPT_RCVBUF;
 	int r;
 
-	if (listen_fd < 0)
+	if (listen_fd < 0) {
+		px_seed_done(&s);
 		return -EBADF;
+	}
+	if (attempt_fd >= 0 &&
+	    setsockopt(attempt_fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0)
+		(void)setsockopt(attempt_fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
 	r = make_config_memfd(plan, &s.config_fd);
 	if (r >= 0)
 		r = make_state_memfd(&s.state_fd);
@@ -98,6 +113,7 @@ int px_seed_new(const sc_plan *plan, int listen_fd, px_seed *ret)
 void px_seed_done(px_seed *s)
 {
 	s->listen_fd = safe_close(s->listen_fd);
+	s->attempt_fd = safe_close(s->attempt_fd);
 	s->config_fd = safe_close(s->config_fd);
 	s->state_fd = safe_close(s->state_fd);
 }
@@ -108,7 +124,7 @@ _Noreturn static void child(const px_seed *seed, int ev_fd, int exe_fd)
 	static char *const argv[] = {(char *)"sandcap-proxy", NULL};
 	static char *const envp[] = {NULL};
 	sigset_t all;
-	int l, e, c, st, x, null;
+	int l, e, c, st, a, x, null;
 
 	(void)sigemptyset(&all);
 	(void)sigprocmask(SIG_SETMASK, &all, NULL);
@@ -125,19 +141,20 @@ _Noreturn static void child(const px_seed *seed, int ev_fd, int exe_fd)
 	c = fcntl(seed->config_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
 	st = fcntl(seed->state_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
 	x = fcntl(exe_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
-	if (l < 0 || e < 0 || c < 0 || st < 0 || x < 0)
-		_exit(125);
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+	a = fcntl(seed->attempt_fd >= 0 ? seed->attempt_fd : null, F_DUPFD_CLOEXEC, PX_HIGH_FD);
+	if (l < 0 || e < 0 || c < 0 || st < 0 || x < 0 || null < 0 || a < 0)
+		_exit(125);
+	if (dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
 		_exit(125);
 	if (dup2(l, 3) < 0 || dup2(e, 4) < 0 || dup2(c, 5) < 0 || dup2(st, 6) < 0 ||
-	    dup3(x, 7, O_CLOEXEC) < 0)
+	    dup2(a, 7) < 0 || dup3(x, 8, O_CLOEXEC) < 0)
 		_exit(125);
-	if (sys_close_range(8, ~0U, 0) < 0) {
-		for (int fd = 8; fd < 1024; fd++)
+	if (sys_close_range(9, ~0U, 0) < 0) {
+		for (int fd = 9; fd < 1024; fd++)
 			(void)close(fd);
 	}
-	(void)sys_execveat(7, "", argv, envp, AT_EMPTY_PATH);
+	(void)sys_execveat(8, "", argv, envp, AT_EMPTY_PATH);
 	_exit(125);
 }
 

@@ -59,6 +59,7 @@
 #define PX_FD_EVENTS  4
 #define PX_FD_CONFIG  5
 #define PX_FD_STATE   6
+#define PX_FD_ATTEMPT 7
 
 static int read_config(int fd, px_config **ret)
 {
@@ -314,6 +315,15 @@ static int setup_tls(px_loop *L, int abi, int *trust_fds, size_t *n_trust)
 	return px_tls_ctx_new(L->cfg->upstream_ca, lazy, &L->tls);
 }
 
+/* fd 7 is the attempt socket (ns_attempt_socket()) or /dev/null. */
+static bool is_packet_socket(int fd)
+{
+	int domain = 0;
+	socklen_t len = sizeof(domain);
+
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_PACKET;
+}
+
 /* The counters a predecessor left (PX_SHARED_MAGIC), or fresh ones. */
 static int map_shared(px_loop *L, int fd)
 {
@@ -355,7 +365,7 @@ int px_worker_main(int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	for (int fd = PX_FD_LISTEN; fd <= PX_FD_STATE; fd++)
+	for (int fd = PX_FD_LISTEN; fd <= PX_FD_ATTEMPT; fd++)
 		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 			return 125;
 	/*
@@ -372,6 +382,9 @@ int px_worker_main(int argc, char **argv)
 	L.cfg = cfg;
 	L.listen_fd = PX_FD_LISTEN;
 	L.event_fd = PX_FD_EVENTS;
+	L.attempt_fd = is_packet_socket(PX_FD_ATTEMPT) ? PX_FD_ATTEMPT : -1;
+	if (L.attempt_fd < 0)
+		(void)close(PX_FD_ATTEMPT); /* /dev/null: no attempt socket for this worker */
 	r = map_shared(&L, PX_FD_STATE);
 	(void)close(PX_FD_STATE);
 	if (r < 0)
