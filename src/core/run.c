@@ -46,6 +46,7 @@
 #include "host/host.h"
 #include "ns/ns.h"
 #include "policy/agent-env.h"
+#include "proxy/attempt.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
 
@@ -114,6 +115,7 @@ typedef struct supervisor {
 	int landlock_abi;
 	char landlock[256];
 	uint64_t t0;
+	px_attempt_limit raw_sockets; /* raw/packet socket() attempts (attempt-raw.c) */
 } supervisor;
 
 static uint64_t now_ns(void)
@@ -536,6 +538,21 @@ static int on_event(const char *event, json_t *data, void *userdata)
 	int r;
 
 	pthread_mutex_lock(&s->emit_lock);
+	if (strcmp(event, "syscall.denied") == 0 && s->plan->n_egress > 0) {
+		json_t *denied, *limit;
+
+		/* a raw socket is a direct attempt: recorded as such, rate-limited */
+		r = px_raw_socket_event(&s->raw_sockets, data, now_ns(), &denied, &limit);
+		if (r != 0) {
+			json_decref(data);
+			if (limit && (r = emit_locked(s, "limit.hit", limit)) < 0)
+				json_decref(denied);
+			else if (denied)
+				r = emit_locked(s, "net.denied", denied);
+			pthread_mutex_unlock(&s->emit_lock);
+			return r < 0 ? r : 0;
+		}
+	}
 	if (strcmp(event, "syscall.denied") == 0)
 		s->res->syscalls_denied++;
 	r = emit_locked(s, event, data);
@@ -1514,6 +1531,12 @@ static void supervise(supervisor *s)
 		handle_sync(s);
 	pty_drain(s->pty);
 	drain_proxy(s);
+	{
+		uint64_t n = px_attempt_report(&s->raw_sockets, now_ns(), true);
+
+		if (n)
+			(void)emit(s, "limit.hit", px_attempt_limit_record(n, false));
+	}
 	/* pid 1 never started and the child did not say why (killed during
 	 * setup): a refusal, never the status of a command that did not run. */
 	if (!s->ready && !s->setup_failed) {

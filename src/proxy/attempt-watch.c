@@ -88,21 +88,13 @@ void px_attempts_read(px_loop *L)
 
 void px_attempts_report(px_loop *L, uint64_t now, bool final)
 {
-	char detail[200];
 	uint64_t n;
-	json_t *d;
 
 	if (L->attempt_fd >= 0 && final)
 		px_attempts_read(L);
 	n = px_attempt_report(&L->attempts, now, final);
 	if (n == 0)
 		return;
-	(void)snprintf(detail, sizeof(detail),
-		       "%llu more refused direct attempt%s not recorded one by one%s",
-		       (unsigned long long)n, n == 1 ? "" : "s",
-		       L->attempts_unseen ? " (some dropped by the kernel's queue unread)" : "");
+	(void)px_events_emit(L->ev, "limit.hit", px_attempt_limit_record(n, L->attempts_unseen));
 	L->attempts_unseen = 0;
-	d = json_pack("{s:s, s:s, s:I}", "limit", "net.attempts", "detail", detail, "suppressed",
-		      (json_int_t)n);
-	(void)px_events_emit(L->ev, "limit.hit", d);
 }

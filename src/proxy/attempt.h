@@ -58,7 +58,8 @@ void px_attempt_addr_str(const px_attempt *a, char *buf, size_t size);
 #define PX_ATTEMPT_PER_SEC   2u
 #define PX_ATTEMPT_REPORT_NS 1000000000ull
 
-typedef struct px_attempt_limit {
+typedef struct px_attempt_limit px_attempt_limit;
+struct px_attempt_limit {
 	struct {
 		px_attempt a;
 		uint32_t seen;
@@ -69,7 +70,7 @@ typedef struct px_attempt_limit {
 	uint64_t suppressed_all; /* over the whole run */
 	uint64_t report_ns;	 /* not before this */
 	bool started;
-} px_attempt_limit;
+};
 
 void px_attempt_limit_init(px_attempt_limit *l, uint64_t now_ns);
 /* True: record this attempt on its own; false: it was counted. */

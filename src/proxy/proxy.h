@@ -9,6 +9,8 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -85,3 +87,19 @@ int px_worker_main(int argc, char **argv);
  * reference) are set. Returns 0, -EBADMSG or -ENOMEM. Never logs.
  */
 int px_event_parse(const char *buf, size_t len, char **ret_event, json_t **ret_data);
+
+/*
+ * Supervisor side: a syscall.denied of socket(2) for a raw socket
+ * (AF_INET/AF_INET6 with SOCK_RAW or SOCK_PACKET) or any AF_PACKET socket
+ * is recorded as net.denied "raw-socket" instead, rate-limited by l like
+ * the direct attempts (docs/proxy.md, "Every attempt seen"). Returns 0 when
+ * data is no such call (record it as it is), 1 when it is: then
+ * *ret_denied is the net.denied to record instead (NULL when the limiter
+ * counted it) and *ret_limit a limit.hit of the attempts counted so far
+ * (NULL when none is due); -ENOMEM.
+ */
+struct px_attempt_limit;
+int px_raw_socket_event(struct px_attempt_limit *l, json_t *data, uint64_t now_ns,
+			json_t **ret_denied, json_t **ret_limit);
+/* The limit.hit "net.attempts" of n attempts not recorded one by one. */
+json_t *px_attempt_limit_record(uint64_t n, bool some_unseen);
