@@ -17,7 +17,6 @@
 #include "base/cleanup.h"
 #include "compat/landlock.h"
 #include "ns/ns.h"
-#include "proxy/proxy.h"
 
 /* The newest ABI whose rights this file knows. A newer kernel is used at this
  * level: rights we do not name stay unhandled, i.e. allowed (landlock(7),

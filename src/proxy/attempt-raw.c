@@ -56,8 +56,8 @@ int px_raw_socket_event(px_attempt_limit *l, json_t *data, uint64_t now_ns, json
 	char detail[160];
 
 	*ret_denied = *ret_limit = NULL;
-	if (!name || strcmp(name, "socket") != 0 || !arg(args, 0, &family) || !arg(args, 1, &type) ||
-	    !arg(args, 2, &proto))
+	if (!name || strcmp(name, "socket") != 0 || !arg(args, 0, &family) ||
+	    !arg(args, 1, &type) || !arg(args, 2, &proto))
 		return 0;
 	/* the kernel reads int arguments: the upper halves mean nothing */
 	family &= UINT32_MAX;
@@ -65,7 +65,8 @@ int px_raw_socket_event(px_attempt_limit *l, json_t *data, uint64_t now_ns, json
 	proto &= UINT32_MAX;
 	if (family == AF_PACKET)
 		a.proto = PX_ATTEMPT_PACKET;
-	else if ((family == AF_INET || family == AF_INET6) && (type == SOCK_RAW || type == SOCK_PACKET))
+	else if ((family == AF_INET || family == AF_INET6) &&
+		 (type == SOCK_RAW || type == SOCK_PACKET))
 		a.proto = PX_ATTEMPT_RAW;
 	else
 		return 0;
@@ -75,16 +76,18 @@ int px_raw_socket_event(px_attempt_limit *l, json_t *data, uint64_t now_ns, json
 			       "socket(%s, %s, %" PRIu64 ") refused: raw and packet sockets "
 			       "forge packets and sniff the namespace",
 			       family_name((uint32_t)family),
-			       type == SOCK_RAW ? "SOCK_RAW" : type == SOCK_DGRAM ? "SOCK_DGRAM" : "?",
+			       type == SOCK_RAW	    ? "SOCK_RAW"
+			       : type == SOCK_DGRAM ? "SOCK_DGRAM"
+						    : "?",
 			       proto);
 		char host[32];
 
 		/* what the summary names it by */
 		(void)snprintf(host, sizeof(host), "socket(%s)", family_name((uint32_t)family));
-		*ret_denied = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:O?}", "host", host, "addr",
-					"", "port", 0, "protocol", px_attempt_proto_name(a.proto),
-					"reason", "raw-socket", "detail", detail, "pid",
-					json_object_get(data, "pid"));
+		*ret_denied =
+		    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:O?}", "host", host, "addr", "",
+			      "port", 0, "protocol", px_attempt_proto_name(a.proto), "reason",
+			      "raw-socket", "detail", detail, "pid", json_object_get(data, "pid"));
 		if (!*ret_denied)
 			return -ENOMEM;
 	}

@@ -28,6 +28,16 @@ static uint32_t be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+static int found(px_attempt *ret, px_attempt_proto proto, int family, const uint8_t *addr,
+		 uint16_t port)
+{
+	ret->proto = proto;
+	ret->family = family;
+	memcpy(ret->addr, addr, family == AF_INET ? 4 : 16);
+	ret->port = port;
+	return 0;
+}
+
 /* A reset the kernel sent for a SYN that found no socket: the refused
  * destination is the reset's source. */
 static int from_reset(const uint8_t *tcp, size_t len, int family, const uint8_t *src,
@@ -37,11 +47,7 @@ static int from_reset(const uint8_t *tcp, size_t len, int family, const uint8_t 
 		return -EINVAL;
 	if ((tcp[13] & TCP_FLAGS_MASK) != TCP_RST_ACK || be32(tcp + 4) != 0)
 		return -EINVAL;
-	ret->proto = PX_ATTEMPT_TCP;
-	ret->family = family;
-	memcpy(ret->addr, src, family == AF_INET ? 4 : 16);
-	ret->port = be16(tcp);
-	return 0;
+	return found(ret, PX_ATTEMPT_TCP, family, src, be16(tcp));
 }
 
 /* The datagram an ICMP error quotes: its destination (IPv4). */
@@ -56,11 +62,7 @@ static int quoted_udp4(const uint8_t *q, size_t len, px_attempt *ret)
 		return -EINVAL;
 	if ((be16(q + 6) & 0x1fffu) != 0)
 		return -EINVAL; /* not the first fragment: no UDP header */
-	ret->proto = PX_ATTEMPT_UDP;
-	ret->family = AF_INET;
-	memcpy(ret->addr, q + 16, 4);
-	ret->port = be16(q + ihl + 2);
-	return 0;
+	return found(ret, PX_ATTEMPT_UDP, AF_INET, q + 16, be16(q + ihl + 2));
 }
 
 /* The same for IPv6, past the extension headers a UDP socket may carry. */
@@ -82,11 +84,7 @@ static int quoted_udp6(const uint8_t *q, size_t len, px_attempt *ret)
 	}
 	if (next != IPPROTO_UDP || len < off + UDP_LEN)
 		return -EINVAL;
-	ret->proto = PX_ATTEMPT_UDP;
-	ret->family = AF_INET6;
-	memcpy(ret->addr, q + 24, 16);
-	ret->port = be16(q + off + 2);
-	return 0;
+	return found(ret, PX_ATTEMPT_UDP, AF_INET6, q + 24, be16(q + off + 2));
 }
 
 static int parse4(const uint8_t *p, size_t len, px_attempt *ret)

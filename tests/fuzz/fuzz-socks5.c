@@ -31,8 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((size_t)r > size - (size_t)g || (size_t)r != req.len || req.port == 0 ||
 		    strlen(req.host) == 0 || strlen(req.host) > PX_MAX_HOST)
 			abort();
-	} else if (r < 0 && r != -PX_SOCKS5_GENERAL_FAILURE && r != -PX_SOCKS5_COMMAND_UNSUPPORTED &&
-		   r != -PX_SOCKS5_ATYP_UNSUPPORTED)
+	} else if (r < 0 && r != -PX_SOCKS5_GENERAL_FAILURE &&
+		   r != -PX_SOCKS5_COMMAND_UNSUPPORTED && r != -PX_SOCKS5_ATYP_UNSUPPORTED)
 		abort();
 	else if (r < 0 && !why)
 		abort();
