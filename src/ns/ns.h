@@ -87,3 +87,19 @@ int ns_setup_root_unpriv(const sc_plan *plan, const ns_source *sources, const ch
 int ns_loopback_up(void);
 /* Child: a TCP listener on 127.0.0.1:port inside the sandbox netns. */
 int ns_proxy_listener(unsigned port);
+
+/* Child: "local 0.0.0.0/0 dev lo" and "local ::/0 dev lo" in the local table
+ * of this netns (rtnetlink), so that a connect to any address is answered on
+ * lo: by a transparent listener, or at once with a RST (docs/proxy.md,
+ * "Transparent redirection"). On failure *reterr_what names the route. */
+int ns_local_routes(const char **reterr_what);
+
+#define NS_DNS_PORT 53
+/* Child: the sockets the proxy worker serves besides its listener, on the
+ * wildcard address of this netns: fds[0] is UDP port NS_DNS_PORT (the DNS
+ * stub), then one TCP listener per distinct port the egress rules allow
+ * (IPv6 dual-stack where the netns has IPv6). proxy_port is shared with the
+ * proxy listener (SO_REUSEPORT). Returns 0 with *ret_n fds, or -errno with
+ * none left open (-E2BIG: more ports than max - 1) and *reterr_what. */
+int ns_transparent_sockets(const sc_plan *plan, unsigned proxy_port, int *fds, size_t max,
+			   size_t *ret_n, const char **reterr_what);
