@@ -337,8 +337,20 @@ int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status
 		    .port = PX_LISTEN_PORT,
 		};
 
+		uint16_t ports[NS_TRANSPARENT_MAX_FDS];
+		size_t n = ns_egress_ports(plan, ports, ELEMENTSOF(ports));
+
 		if (sys_landlock_add_rule(ruleset_fd, SC_LANDLOCK_RULE_NET_PORT, &np, 0) < 0)
 			return -errno;
+		/* Transparent redirection: the allowed ports reach the proxy's
+		 * listeners on lo; no address of this netns leads anywhere else
+		 * (docs/proxy.md). */
+		for (size_t i = 0; i < n && i < ELEMENTSOF(ports); i++) {
+			np.port = ports[i];
+			if (sys_landlock_add_rule(ruleset_fd, SC_LANDLOCK_RULE_NET_PORT, &np, 0) <
+			    0)
+				return -errno;
+		}
 	}
 
 	if (sys_landlock_restrict_self(ruleset_fd, ll_restrict_flags[abi]) < 0)

@@ -154,22 +154,44 @@ static int wildcard_socket(int type, unsigned port, bool reuseport)
 	return TAKE_FD(fd);
 }
 
-static bool port_seen(const sc_plan *plan, size_t rule, size_t k)
+/* Adds port to set[0..*n) unless it is there; *n counts past max too. */
+static void add_port(uint16_t *set, size_t *n, size_t max, uint16_t port)
 {
-	uint16_t p = plan->egress[rule].ports[k];
+	for (size_t i = 0; i < *n && i < max; i++)
+		if (set[i] == port)
+			return;
+	if (*n < max)
+		set[*n] = port;
+	(*n)++;
+}
 
-	for (size_t i = 0; i <= rule; i++)
-		for (size_t j = 0; j < (i == rule ? k : plan->egress[i].n_ports); j++)
-			if (plan->egress[i].ports[j] == p)
-				return true;
-	return false;
+size_t ns_egress_ports(const sc_plan *plan, uint16_t *ports, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < plan->n_egress; i++) {
+		const plan_egress *e = &plan->egress[i];
+
+		/* a rule without ports allows 80 and 443 */
+		if (e->n_ports == 0) {
+			add_port(ports, &n, max, 80);
+			add_port(ports, &n, max, 443);
+		}
+		for (size_t k = 0; k < e->n_ports; k++)
+			add_port(ports, &n, max, e->ports[k]);
+	}
+	return n;
 }
 
 int ns_transparent_sockets(const sc_plan *plan, unsigned proxy_port, int *fds, size_t max,
 			   size_t *ret_n, const char **reterr_what)
 {
-	size_t n = 0;
+	uint16_t ports[NS_TRANSPARENT_MAX_FDS];
+	size_t n = 0, n_ports = 0;
 	int fd, r = 0;
+
+	if (max > NS_TRANSPARENT_MAX_FDS)
+		max = NS_TRANSPARENT_MAX_FDS;
 
 	*ret_n = 0;
 	*reterr_what = "udp port 53";
@@ -179,27 +201,23 @@ int ns_transparent_sockets(const sc_plan *plan, unsigned proxy_port, int *fds, s
 	if (fd < 0)
 		return fd;
 	fds[n++] = fd;
-	for (size_t i = 0; i < plan->n_egress; i++)
-		for (size_t k = 0; k < plan->egress[i].n_ports; k++) {
-			unsigned port = plan->egress[i].ports[k];
-
-			if (port_seen(plan, i, k))
-				continue;
-			*reterr_what = "too many ports for transparent listeners";
-			if (n >= max) {
-				r = -E2BIG;
-				goto fail;
-			}
-			*reterr_what = "tcp listener on an allowed port";
-			/* the proxy's own port is shared with its 127.0.0.1 listener:
-			 * the more specific bind wins for 127.0.0.1 (SO_REUSEPORT) */
-			fd = wildcard_socket(SOCK_STREAM, port, port == proxy_port);
-			if (fd < 0) {
-				r = fd;
-				goto fail;
-			}
-			fds[n++] = fd;
+	n_ports = ns_egress_ports(plan, ports, max - 1);
+	if (n_ports > max - 1) {
+		*reterr_what = "more allowed ports than transparent listeners";
+		r = -E2BIG;
+		goto fail;
+	}
+	*reterr_what = "tcp listener on an allowed port";
+	for (size_t i = 0; i < n_ports; i++) {
+		/* the proxy's own port is shared with its 127.0.0.1 listener:
+		 * the more specific bind gets 127.0.0.1 (SO_REUSEPORT) */
+		fd = wildcard_socket(SOCK_STREAM, ports[i], ports[i] == proxy_port);
+		if (fd < 0) {
+			r = fd;
+			goto fail;
 		}
+		fds[n++] = fd;
+	}
 	*ret_n = n;
 	return 0;
 fail:

@@ -94,7 +94,13 @@ int ns_proxy_listener(unsigned port);
  * "Transparent redirection"). On failure *reterr_what names the route. */
 int ns_local_routes(const char **reterr_what);
 
-#define NS_DNS_PORT 53
+/* The distinct TCP ports the egress rules allow (80 and 443 for a rule
+ * without ports) into ports[0..max); returns how many there are, which may
+ * be more than max. */
+size_t ns_egress_ports(const sc_plan *plan, uint16_t *ports, size_t max);
+
+#define NS_DNS_PORT	       53
+#define NS_TRANSPARENT_MAX_FDS 60 /* the DNS socket and up to 59 ports */
 /* Child: the sockets the proxy worker serves besides its listener, on the
  * wildcard address of this netns: fds[0] is UDP port NS_DNS_PORT (the DNS
  * stub), then one TCP listener per distinct port the egress rules allow

@@ -176,7 +176,10 @@ static void drop(conn *c)
 int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close)
 {
 	char buf[1024];
-	int n = px_http_local_response(status, deny_reason, text, close, buf, sizeof(buf));
+	/* a transparent tunnel's client speaks TLS or its own protocol, not HTTP */
+	bool raw = c->tmode == PX_T_TLS || c->tmode == PX_T_RAW;
+	int n =
+	    raw ? 0 : px_http_local_response(status, deny_reason, text, close, buf, sizeof(buf));
 	char *p;
 
 	if (n < 0)
@@ -187,7 +190,7 @@ int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text
 	memcpy(p + c->cout_len, buf, (size_t)n);
 	c->cout = p;
 	c->cout_len += (size_t)n;
-	c->close_after_reply = close;
+	c->close_after_reply = close || raw;
 	c->status = status;
 	c->wake_ns = 0;
 	c->throttled_up = c->throttled_down = false;
@@ -218,6 +221,11 @@ static void deny(conn *c, int status, const char *reason, const char *text, bool
 		c->cin_len = 0;
 	if (px_conn_reply(c, status, reason, text, close) < 0)
 		px_conn_close(c, "oom");
+}
+
+void px_conn_deny(conn *c, int status, const char *reason, const char *text, bool close)
+{
+	deny(c, status, reason, text, close);
 }
 
 void px_conn_reset_for_next(conn *c)
@@ -493,7 +501,7 @@ static void take_unparsed(conn *c)
 }
 
 /* The request head is complete: apply the policy in a fixed order. */
-static void judge_request(conn *c)
+void px_conn_judge(conn *c)
 {
 	px_loop *L = c->L;
 	const px_config *cfg = L->cfg;
@@ -584,6 +592,8 @@ static void on_read_head(conn *c)
 	const char *reason = NULL;
 	int r;
 
+	if (c->tmode != PX_T_NONE && !px_transparent_head(c))
+		return;
 	for (;;) {
 		r = px_http_parse_request(c->cin, c->cin_len, &c->req, &reason);
 		if (r != 0)
@@ -614,7 +624,7 @@ static void on_read_head(conn *c)
 		deny(c, -r, "bad-request", reason ? reason : "malformed request", true);
 		return;
 	}
-	judge_request(c);
+	px_conn_judge(c);
 }
 
 /*
@@ -627,6 +637,8 @@ static void head_timeout(conn *c)
 {
 	char detail[96];
 
+	if (c->tmode != PX_T_NONE && px_transparent_timeout(c))
+		return;
 	if (c->cin_len > 0 || c->n_requests == 0) {
 		c->start_ns = px_now_ns();
 		take_unparsed(c);
@@ -822,9 +834,6 @@ static void arm(conn *c)
 
 static void accept_one(px_loop *L)
 {
-	struct epoll_event ev = {0};
-	int one = 1;
-	conn *c;
 	int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 	if (fd < 0) {
@@ -837,15 +846,24 @@ static void accept_one(px_loop *L)
 		}
 		return;
 	}
+	(void)px_conn_new(L, fd);
+}
+
+conn *px_conn_new(px_loop *L, int fd)
+{
+	struct epoll_event ev = {0};
+	int one = 1;
+	conn *c;
+
 	if (L->n_conns >= L->max_conns) {
 		(void)close(fd);
 		L->cap_refused++;
-		return;
+		return NULL;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		(void)close(fd);
-		return;
+		return NULL;
 	}
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->L = L;
@@ -862,13 +880,14 @@ static void accept_one(px_loop *L)
 	if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		(void)close(fd);
 		free(c);
-		return;
+		return NULL;
 	}
 	c->next = L->conns;
 	if (L->conns)
 		L->conns->prev = c;
 	L->conns = c;
 	L->n_conns++;
+	return c;
 }
 
 /*
@@ -932,6 +951,8 @@ static int timeout_ms(px_loop *L, uint64_t now)
 		next = L->accept_resume_ns;
 	if (L->cap_refused && L->cap_report_ns < next)
 		next = L->cap_report_ns;
+	if (L->redir_due_ns && L->redir_due_ns < next)
+		next = L->redir_due_ns;
 	if (next == UINT64_MAX)
 		ms = 60000;
 	else
@@ -969,6 +990,7 @@ static void handle_events_fd(px_loop *L, uint32_t e)
 static void drain(px_loop *L)
 {
 	report_refused(L, px_now_ns(), true);
+	(void)px_redirect_tick(L, px_now_ns(), true);
 	for (conn *c = L->conns; c; c = c->next)
 		px_tunnel_end(c, "sandbox-ended");
 	for (int i = 0; i < 50 && px_events_pending(L->ev); i++) {
@@ -1029,6 +1051,12 @@ int px_loop_run(px_loop *L)
 			case W_UPSTREAM:
 				on_fd_event(w, evs[i].events);
 				break;
+			case W_DNS_STUB:
+				px_dns_stub_read(L, ((px_dns_watch *)(void *)w)->fd);
+				break;
+			case W_TRANSPARENT:
+				px_transparent_accept(L, w);
+				break;
 			default:
 				break;
 			}
@@ -1037,6 +1065,7 @@ int px_loop_run(px_loop *L)
 			px_dns_process_timeouts(L->dns);
 		now = L->now_ns = px_now_ns();
 		report_refused(L, now, false);
+		L->redir_due_ns = px_redirect_tick(L, now, false);
 		if (L->accept_resume_ns && L->accept_resume_ns <= now) {
 			L->accept_resume_ns = 0;
 			ev.events = EPOLLIN;

@@ -52,10 +52,11 @@ int px_tunnel_start(conn *c)
 	lowat = PX_CLIENT_NOTSENT_LOWAT;
 	(void)setsockopt(c->cfd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
 	free(c->cout);
-	c->cout = strdup(established);
+	/* a transparent client did not ask a proxy: it gets no answer of one */
+	c->cout = strdup(c->tmode == PX_T_NONE ? established : "");
 	if (!c->cout)
 		return -ENOMEM;
-	c->cout_len = strlen(established);
+	c->cout_len = strlen(c->cout);
 	c->cout_off = 0;
 	c->status = 200;
 	/* bytes the client sent after the CONNECT head go upstream first */

@@ -342,7 +342,29 @@ static int map_shared(px_loop *L, int fd)
 	}
 	*sh = fresh;
 	L->sh = sh;
+	/* the names a predecessor handed out keep their addresses */
+	L->synth =
+	    mmap(NULL, sizeof(*L->synth), PROT_READ | PROT_WRITE, MAP_SHARED, fd, PX_SYNTH_OFFSET);
+	if (L->synth == MAP_FAILED) {
+		L->synth = NULL;
+		return -errno;
+	}
 	return 0;
+}
+
+/* The seed's sockets, from PX_FD_SOCKETS on (docs/proxy.md). */
+static int take_sockets(px_loop *L)
+{
+	int fds[PX_SEED_MAX_SOCKETS];
+	size_t n = 0;
+
+	while (n < PX_SEED_MAX_SOCKETS && fcntl(PX_FD_SOCKETS + (int)n, F_GETFD) >= 0) {
+		fds[n] = PX_FD_SOCKETS + (int)n;
+		if (fcntl(fds[n], F_SETFD, FD_CLOEXEC) < 0)
+			return -errno;
+		n++;
+	}
+	return n > 0 ? px_redirect_new(L, fds, n) : 0;
 }
 
 int px_worker_main(int argc, char **argv)
@@ -385,6 +407,8 @@ int px_worker_main(int argc, char **argv)
 	if (px_events_new(L.event_fd, &L.ev) < 0)
 		return 125;
 	if (px_dns_new(cfg->dns, L.epfd, W_DNS, &L.dns) < 0)
+		return 125;
+	if (take_sockets(&L) < 0)
 		return 125;
 	abi = landlock_abi();
 	if (abi < 0)
