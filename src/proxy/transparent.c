@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "proxy/allow.h"
+#include "proxy/origin.h"
 #include "proxy/redirect.h"
 #include "proxy/sni.h"
 
@@ -284,84 +285,21 @@ static void on_client_hello(conn *c)
 	judge_as_tunnel(c, PX_HOST_NAME, c->tname);
 }
 
-/* The Host header's value in the head [line_end, head_end), or NULL with
- * *n = 0 without one; *dup when there are more. */
-static const char *find_host(const char *p, const char *end, size_t *n, bool *dup)
-{
-	const char *found = NULL;
-
-	*n = 0;
-	*dup = false;
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *v;
-
-		if (!eol)
-			eol = end;
-		if ((size_t)(eol - p) > 5 && strncasecmp(p, "host:", 5) == 0) {
-			const char *ve = eol;
-
-			if (found)
-				*dup = true;
-			for (v = p + 5; v < ve && (*v == ' ' || *v == '\t'); v++)
-				;
-			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
-				ve--;
-			found = v;
-			*n = (size_t)(ve - v);
-		}
-		p = eol + 1;
-	}
-	return found;
-}
-
-/* Host must name tname (with its port or the one connected to). */
-static bool host_ok(const conn *c, const char *v, size_t n)
-{
-	size_t tl = strlen(c->tname);
-	char port[8];
-
-	if (n < tl || strncasecmp(v, c->tname, tl) != 0)
-		return false;
-	if (n == tl)
-		return true;
-	(void)snprintf(port, sizeof(port), ":%u", (unsigned)c->tport);
-	return n - tl == strlen(port) && memcmp(v + tl, port, n - tl) == 0;
-}
-
 /* origin-form -> absolute-form, once the head is complete: true when c->cin
  * now holds a head for the ordinary parser. */
 static bool rewrite_head(conn *c)
 {
-	const char *head_end = memmem(c->cin, c->cin_len, "\r\n\r\n", 4);
-	const char *line_end, *sp, *host;
-	char prefix[PX_MAX_HOST + 16];
-	size_t off, plen, hn;
-	bool dup;
+	const char *why = NULL;
+	int r =
+	    px_origin_to_absolute(c->cin, &c->cin_len, sizeof(c->cin), c->tname, c->tport, &why);
 
-	if (!head_end)
+	if (r == 0)
 		return c->cin_len >= PX_MAX_HEAD; /* the parser answers 431 */
-	line_end = memchr(c->cin, '\n', (size_t)(head_end - c->cin) + 2);
-	sp = memchr(c->cin, ' ', (size_t)(line_end - c->cin));
-	if (!sp || sp + 1 >= line_end || sp[1] != '/') {
-		refuse(c, "bad-request", "a transparent request's target must be a path");
-		return false;
-	}
-	host = find_host(line_end + 1, head_end + 2, &hn, &dup);
-	if (dup || (host && !host_ok(c, host, hn))) {
-		refuse(c, "host-mismatch",
-		       "the Host header names another host than the address was given for");
-		return false;
-	}
-	plen =
-	    (size_t)snprintf(prefix, sizeof(prefix), "http://%s:%u", c->tname, (unsigned)c->tport);
-	off = (size_t)(sp + 1 - c->cin);
-	if (c->cin_len + plen > sizeof(c->cin))
-		return true; /* cannot grow: the parser refuses the path */
-	memmove(c->cin + off + plen, c->cin + off, c->cin_len - off);
-	memcpy(c->cin + off, prefix, plen);
-	c->cin_len += plen;
-	return true;
+	if (r == -EBADMSG)
+		refuse(c, "bad-request", why);
+	else if (r == -EACCES)
+		refuse(c, "host-mismatch", why);
+	return r == 1 || r == -EMSGSIZE; /* too big: the parser refuses it */
 }
 
 bool px_transparent_head(conn *c)
