@@ -94,6 +94,7 @@ typedef struct supervisor {
 	bool unpriv;		/* no root: one user namespace mapping us to the agent */
 	bool cg_early;		/* cgroup made before clone3, which places the child in it */
 	char not_enforced[320]; /* what best_effort let go, for sandbox.start */
+	char transparent[300];	/* "on", or "off: why" (sandbox.start); "" without egress */
 
 	/* What the child is given: pid 1's binary, argv and environment, the
 	 * terminals it gets a pty for, the child's end of the sync pair. */
@@ -482,6 +483,8 @@ static void emit_start(supervisor *s, int listener_fd)
 			 "layers", layers);
 	if (data && s->not_enforced[0])
 		(void)json_object_set_new(data, "not_enforced", json_pack("[s]", s->not_enforced));
+	if (data && s->transparent[0])
+		(void)json_object_set_new(data, "transparent", json_string(s->transparent));
 	/* How far setup got: "complete", or the step that refused the run. */
 	if (data) {
 		char setup[64];
@@ -604,11 +607,14 @@ static void start_listener(supervisor *s, int fd)
 static void handle_sync(supervisor *s)
 {
 	sync_msg m;
-	int fds[2] = {-1, -1}; /* SYNC_LISTENER: the listener and the attempt socket */
+	int fds[SYNC_MAX_FDS];
 	size_t n_fds = 0;
-	int r = sync_recv_fds(s->sync, &m, fds, ELEMENTSOF(fds), &n_fds);
+	int r = sync_recv_fds(s->sync, &m, fds, SYNC_MAX_FDS, &n_fds);
 	int fd = n_fds > 0 ? fds[0] : -1;
-	_cleanup_close_ int attempt_fd = n_fds > 1 ? fds[1] : -1;
+
+	/* only the listener message carries more than one fd */
+	for (size_t i = 1; i < n_fds && (r < 0 || m.type != SYNC_LISTENER); i++)
+		fds[i] = safe_close(fds[i]);
 
 	if (r == -EPIPE || r == -ECONNRESET) {
 		/* The socket closed on exec: pid 1 is running our init. */
@@ -648,10 +654,21 @@ static void handle_sync(supervisor *s)
 		(void)sync_send(s->sync, &m, -1);
 		break;
 	}
-	case SYNC_LISTENER:
-		if (fd < 0 || s->proxy_fd >= 0 || s->plan->n_egress == 0)
+	case SYNC_LISTENER: {
+		int r2;
+
+		if (fd < 0 || s->proxy_fd >= 0 || s->plan->n_egress == 0) {
+			for (size_t i = 1; i < n_fds; i++)
+				(void)close(fds[i]);
 			break;
-		r = px_seed_new(s->plan, TAKE_FD(fd), TAKE_FD(attempt_fd), &s->proxy_seed);
+		}
+		m.what[sizeof(m.what) - 1] = 0;
+		snprintf(s->transparent, sizeof(s->transparent), "%s%s",
+			 m.value == 1 && n_fds > 1 ? "on" : "off: ", m.value == 1 ? "" : m.what);
+		r = px_seed_new(s->plan, TAKE_FD(fd), &s->proxy_seed);
+		r2 = px_seed_add_sockets(&s->proxy_seed, fds + 1, n_fds - 1);
+		if (r >= 0)
+			r = r2;
 		if (r >= 0)
 			r = px_spawn(&s->proxy_seed, &s->proxy_pid, &s->proxy_fd);
 		if (r < 0) {
@@ -663,6 +680,7 @@ static void handle_sync(supervisor *s)
 		}
 		(void)ep_add(s, s->proxy_fd, EV_PROXY);
 		break;
+	}
 	case SYNC_LAYERS:
 		/* The child's mounts are built: its /tmp is there to watch. */
 		(void)fw_watch_tmp(s->fw, s->pid);

@@ -18,6 +18,7 @@
 #include "proxy/http.h"
 #include "proxy/limits.h"
 #include "proxy/px.h"
+#include "proxy/synthetic.h"
 
 #define PX_MAX_CONNS		512u
 #define PX_CIN_SIZE		(PX_MAX_HEAD + 16384u)
@@ -47,6 +48,8 @@ typedef enum watch_type {
 	W_CLIENT,
 	W_UPSTREAM,
 	W_ATTEMPTS,
+	W_DNS_STUB,    /* the DNS stub's UDP socket (dnsstub.c) */
+	W_TRANSPARENT, /* a transparent listener (transparent.c) */
 } watch_type;
 
 typedef enum conn_state {
@@ -77,6 +80,7 @@ typedef enum conn_event {
 
 struct conn;
 typedef struct px_loop px_loop;
+typedef struct px_redirect px_redirect;
 
 typedef struct px_watch {
 	int type;
@@ -103,6 +107,9 @@ struct px_loop {
 	uint64_t cap_report_ns; /* the next report, see report_refused() */
 	uint64_t now_ns;	/* when the last epoll_wait(2) returned */
 	bool quit;
+	px_synth_table *synth; /* the DNS stub's names, shared with a successor */
+	px_redirect *redir;    /* DNS stub and transparent listeners, or NULL */
+	uint64_t redir_due_ns; /* px_redirect_tick() wants to run, 0 = never */
 
 	/* refused direct attempts (attempt-watch.c) */
 	int attempt_fd; /* -1: none */
@@ -110,6 +117,15 @@ struct px_loop {
 	px_attempt_limit attempts;
 	uint64_t attempts_unseen; /* dropped by the kernel's queue, not yet reported */
 };
+
+/* How a transparent connection's first bytes were read (transparent.c). */
+typedef enum px_tmode {
+	PX_T_NONE,    /* not transparent: a client of the proxy listener */
+	PX_T_UNKNOWN, /* nothing read yet */
+	PX_T_HTTP,    /* origin-form HTTP, each head rewritten to absolute-form */
+	PX_T_TLS,     /* a ClientHello whose SNI matched: a tunnel */
+	PX_T_RAW,     /* other TCP, or the client said nothing: a tunnel */
+} px_tmode;
 
 typedef struct conn {
 	px_loop *L;
@@ -183,10 +199,25 @@ typedef struct conn {
 
 	bool throttled_up, throttled_down, bw_reported;
 	uint64_t bytes_out, bytes_in;
+
+	/* transparent redirection: the name the address was given for */
+	px_tmode tmode;
+	const char *tname; /* in L->synth, or NULL for an IP-literal destination */
+	uint16_t tport;
 } conn;
 
 /* loop.c */
 uint64_t px_now_ns(void);
+/* A connection for the accepted socket fd (taken), reading its first head;
+ * NULL (fd closed) at the cap or without memory. */
+conn *px_conn_new(px_loop *L, int fd);
+/* The policy for the head in c->req, as for every request: the one
+ * judgement CONNECT, forwarded requests, SOCKS5 and transparent connections
+ * share. */
+void px_conn_judge(conn *c);
+/* Records the refusal and answers status (a SOCKS5 reply code for SOCKS5,
+ * nothing for a tunnel-only transparent connection, which is closed). */
+void px_conn_deny(conn *c, int status, const char *reason, const char *text, bool close);
 void px_conn_close(conn *c, const char *reason);
 void px_conn_close_upstream(conn *c);
 /* Closes only the upstream socket (and its TLS), keeping the tunnel pipes. */
@@ -205,10 +236,6 @@ int px_loop_run(px_loop *L);
 /* Consumes n tokens of the budget; false when the budget is spent. */
 uint64_t px_budget_take(px_loop *L, uint64_t want);
 
-/* Judges the request in c->req (a parsed HTTP head or a SOCKS5 CONNECT). */
-void px_conn_judge(conn *c);
-/* Refuses the current request: records, replies (HTTP status or SOCKS5 code). */
-void px_conn_deny(conn *c, int status, const char *reason, const char *text, bool close);
 /* The name a synthetic address stands for, or NULL (DNS stub, synthetic.c). */
 const char *px_loop_synthetic_name(px_loop *L, int family, const uint8_t *addr);
 
@@ -239,6 +266,22 @@ void px_tunnel_io(conn *c);
 void px_tunnel_end(conn *c, const char *reason);
 void px_tunnel_hup(conn *c, bool upstream);
 void px_tunnel_interest(conn *c, uint32_t *cmask, uint32_t *umask);
+
+/* transparent.c */
+int px_redirect_new(px_loop *L, const int *fds, size_t n);
+/* on_read_head() of a transparent connection: false while it is handled
+ * here (more to read, judged as a tunnel, refused); true when c->cin holds
+ * an absolute-form head for the ordinary parser. */
+bool px_transparent_head(conn *c);
+/* The head deadline passed: true when c was turned into a tunnel (a
+ * client that waits for the server to speak first). */
+bool px_transparent_timeout(conn *c);
+void px_transparent_accept(px_loop *L, px_watch *w);
+/* Reports what was counted but not recorded; the next time it is due. */
+uint64_t px_redirect_tick(px_loop *L, uint64_t now, bool now_or_never);
+
+/* dnsstub.c */
+void px_dns_stub_read(px_loop *L, int fd);
 
 /* forward.c */
 int px_forward_start(conn *c);

@@ -19,6 +19,7 @@
 #include "base/cleanup.h"
 #include "proxy/allow.h"
 #include "proxy/conn.h"
+#include "proxy/synthetic.h"
 #include "proxy/tls.h"
 
 typedef void conn_action(conn *c);
@@ -78,18 +79,16 @@ void px_conn_emit_request(conn *c, const char *decision, const char *reason, int
 	(void)px_events_emit(c->L->ev, "net.request", d);
 }
 
-/*
- * The one place an address is mapped back to the name the DNS stub gave it
- * out for (SOCKS5 targets, direct attempts): px_synthetic_name() over the
- * stub's table once the worker has one (the DNS stub, synthetic.c);
- * until then no address stands for a name.
- */
+/* The name the DNS stub gave this address out for (SOCKS5 targets, direct
+ * attempts), or NULL: a real address, or one no name was given yet. */
 const char *px_loop_synthetic_name(px_loop *L, int family, const uint8_t *addr)
 {
-	(void)L;
-	(void)family;
-	(void)addr;
-	return NULL;
+	px_addr a = {.family = family};
+
+	if (!L->synth)
+		return NULL;
+	memcpy(a.addr, addr, family == AF_INET ? 4 : 16);
+	return px_synthetic_name(L->synth, &a);
 }
 
 static void set_deadline(conn *c, uint64_t ns)
@@ -194,9 +193,11 @@ static void drop(conn *c)
 int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close)
 {
 	char buf[1024];
-	int n = c->socks
-		    ? px_socks_refusal(c, deny_reason, (uint8_t *)buf, sizeof(buf))
-		    : px_http_local_response(status, deny_reason, text, close, buf, sizeof(buf));
+	/* a transparent tunnel's client speaks TLS or its own protocol, not HTTP */
+	bool raw = c->tmode == PX_T_TLS || c->tmode == PX_T_RAW;
+	int n = c->socks ? px_socks_refusal(c, deny_reason, (uint8_t *)buf, sizeof(buf))
+		: raw	 ? 0
+		      : px_http_local_response(status, deny_reason, text, close, buf, sizeof(buf));
 	char *p;
 
 	if (c->socks)
@@ -209,7 +210,7 @@ int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text
 	memcpy(p + c->cout_len, buf, (size_t)n);
 	c->cout = p;
 	c->cout_len += (size_t)n;
-	c->close_after_reply = close;
+	c->close_after_reply = close || raw;
 	c->status = status;
 	c->wake_ns = 0;
 	c->throttled_up = c->throttled_down = false;
@@ -614,6 +615,8 @@ static void on_read_head(conn *c)
 	const char *reason = NULL;
 	int r;
 
+	if (c->tmode != PX_T_NONE && !px_transparent_head(c))
+		return;
 	for (;;) {
 		if (c->socks || px_socks_detect(c)) {
 			if (px_socks_read(c))
@@ -666,6 +669,8 @@ static void head_timeout(conn *c)
 {
 	char detail[96];
 
+	if (c->tmode != PX_T_NONE && px_transparent_timeout(c))
+		return;
 	if (c->cin_len > 0 || c->n_requests == 0) {
 		c->start_ns = px_now_ns();
 		take_unparsed(c);
@@ -861,9 +866,6 @@ static void arm(conn *c)
 
 static void accept_one(px_loop *L)
 {
-	struct epoll_event ev = {0};
-	int one = 1;
-	conn *c;
 	int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 	if (fd < 0) {
@@ -876,15 +878,24 @@ static void accept_one(px_loop *L)
 		}
 		return;
 	}
+	(void)px_conn_new(L, fd);
+}
+
+conn *px_conn_new(px_loop *L, int fd)
+{
+	struct epoll_event ev = {0};
+	int one = 1;
+	conn *c;
+
 	if (L->n_conns >= L->max_conns) {
 		(void)close(fd);
 		L->cap_refused++;
-		return;
+		return NULL;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		(void)close(fd);
-		return;
+		return NULL;
 	}
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->L = L;
@@ -901,13 +912,14 @@ static void accept_one(px_loop *L)
 	if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		(void)close(fd);
 		free(c);
-		return;
+		return NULL;
 	}
 	c->next = L->conns;
 	if (L->conns)
 		L->conns->prev = c;
 	L->conns = c;
 	L->n_conns++;
+	return c;
 }
 
 /*
@@ -973,6 +985,8 @@ static int timeout_ms(px_loop *L, uint64_t now)
 		next = L->cap_report_ns;
 	if (px_attempt_next_report_ns(&L->attempts) < next)
 		next = px_attempt_next_report_ns(&L->attempts);
+	if (L->redir_due_ns && L->redir_due_ns < next)
+		next = L->redir_due_ns;
 	if (next == UINT64_MAX)
 		ms = 60000;
 	else
@@ -1011,6 +1025,7 @@ static void drain(px_loop *L)
 {
 	report_refused(L, px_now_ns(), true);
 	px_attempts_report(L, px_now_ns(), true);
+	(void)px_redirect_tick(L, px_now_ns(), true);
 	for (conn *c = L->conns; c; c = c->next)
 		px_tunnel_end(c, "sandbox-ended");
 	for (int i = 0; i < 50 && px_events_pending(L->ev); i++) {
@@ -1082,6 +1097,12 @@ int px_loop_run(px_loop *L)
 			case W_UPSTREAM:
 				on_fd_event(w, evs[i].events);
 				break;
+			case W_DNS_STUB:
+				px_dns_stub_read(L, ((px_dns_watch *)(void *)w)->fd);
+				break;
+			case W_TRANSPARENT:
+				px_transparent_accept(L, w);
+				break;
 			default:
 				break;
 			}
@@ -1091,6 +1112,7 @@ int px_loop_run(px_loop *L)
 		now = L->now_ns = px_now_ns();
 		report_refused(L, now, false);
 		px_attempts_report(L, now, false);
+		L->redir_due_ns = px_redirect_tick(L, now, false);
 		if (L->accept_resume_ns && L->accept_resume_ns <= now) {
 			L->accept_resume_ns = 0;
 			ev.events = EPOLLIN;

@@ -25,20 +25,23 @@
  * counters that outlive one worker (budget, rate and bandwidth buckets; a
  * memfd each worker maps shared, size sealed).
  */
+#define PX_SEED_MAX_SOCKETS 64u
+#define PX_FD_SOCKETS	    8 /* the worker's fd of the first of them */
 typedef struct px_seed {
 	int listen_fd;
-	int attempt_fd; /* the packet socket on the sandbox's lo, or -1 (ns_attempt_socket) */
 	int config_fd;
 	int state_fd;
+	/* the DNS stub's socket and the transparent listeners (docs/proxy.md) */
+	int sockets[PX_SEED_MAX_SOCKETS];
+	size_t n_sockets;
 } px_seed;
-#define PX_SEED_NONE ((px_seed){.listen_fd = -1, .attempt_fd = -1, .config_fd = -1, .state_fd = -1})
+#define PX_SEED_NONE ((px_seed){.listen_fd = -1, .config_fd = -1, .state_fd = -1})
 
 /* How many times a run replaces a worker that died before it gives up. */
 #define PX_MAX_RESTARTS 3u
 
 /*
- * Supervisor side: takes listen_fd and attempt_fd (-1 for none; both
- * always consumed, also on failure). Reads
+ * Supervisor side: takes listen_fd (always consumed, also on failure). Reads
  * the credential secrets here (value_env from this process's environment,
  * value_file from disk), formats them, and seals the net part of the plan
  * plus the secrets into the configuration memfd: they reach a worker only
@@ -46,7 +49,13 @@ typedef struct px_seed {
  * credential secret is missing or empty, -EINVAL a secret or format that
  * would inject headers, -errno from memfd.
  */
-int px_seed_new(const sc_plan *plan, int listen_fd, int attempt_fd, px_seed *ret);
+int px_seed_new(const sc_plan *plan, int listen_fd, px_seed *ret);
+/* Adds the sockets besides the listener that a worker serves, created in
+ * the sandbox's netns (ns_transparent_sockets(), ns_attempt_socket(): the
+ * worker tells them apart by their type). Always consumes fds:
+ * -EBADF (they are closed) when seed holds no listener, -E2BIG past
+ * PX_SEED_MAX_SOCKETS. */
+int px_seed_add_sockets(px_seed *seed, const int *fds, size_t n);
 /* Closes what px_seed_new() made; the seed is PX_SEED_NONE afterwards. */
 void px_seed_done(px_seed *seed);
 
@@ -54,8 +63,8 @@ void px_seed_done(px_seed *seed);
  * Supervisor side: starts a worker from seed (borrowed). The worker is
  * /proc/self/exe re-exec'd as "sandcap-proxy" with an empty environment and
  * only fds 0-2 (/dev/null), 3 (listener), 4 (event socket), 5 (config),
- * 6 (shared counters), 7 (the attempt socket, or /dev/null); it dies with the caller
- * (PR_SET_PDEATHSIG) and exits when *ret_event_fd is closed.
+ * 6 (shared counters), and from 8 on the seed's sockets; it dies with the caller (PR_SET_PDEATHSIG)
+ * and exits when *ret_event_fd is closed.
  *
  * Returns 0 with the worker's pid (the caller reaps it) and the supervisor's
  * end of a SOCK_SEQPACKET socketpair carrying one JSON event per message
@@ -81,7 +90,7 @@ int px_worker_main(int argc, char **argv);
 /*
  * Supervisor side: validates one event datagram from the worker, which is less
  * trusted than the supervisor. Accepts only {"event": NAME, "data": {...}} with
- * NAME one of net.request, net.denied, net.tunnel.close, limit.hit, the data
+ * NAME one of net.request, net.denied, net.tunnel.close, net.dns, limit.hit, the data
  * an object of that event's known keys, each a bounded string or a
  * non-negative integer. On success *ret_event (malloc'd) and *ret_data (a new
  * reference) are set. Returns 0, -EBADMSG or -ENOMEM. Never logs.

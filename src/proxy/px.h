@@ -13,6 +13,7 @@
 
 #include "policy/plan.h"
 #include "proxy/limits.h"
+#include "proxy/synthetic.h"
 
 #define PX_CONFIG_MAX_BYTES (4u << 20)
 #define PX_MAX_SECRET	    8192u /* a credential value, formatted */
@@ -52,6 +53,12 @@ typedef struct px_shared {
 	uint64_t budget_left;
 	px_bucket rate, bw_up, bw_down;
 } px_shared;
+
+/* The same memfd holds, from PX_SYNTH_OFFSET (page-aligned on every
+ * architecture), the DNS stub's table of names (synthetic.h). */
+#define PX_SYNTH_OFFSET 65536u
+#define PX_STATE_SIZE	(PX_SYNTH_OFFSET + sizeof(px_synth_table))
+_Static_assert(sizeof(px_shared) <= PX_SYNTH_OFFSET, "px_shared outgrew PX_SYNTH_OFFSET");
 
 /* config.c */
 /* Serialises the net part of plan plus the resolved secrets. Supervisor side.

@@ -18,7 +18,9 @@
 
 bool px_socks_detect(const conn *c)
 {
-	return c->n_requests == 0 && c->cin_len > 0 && (uint8_t)c->cin[0] == PX_SOCKS5_VERSION;
+	/* a transparent connection carries the client's own protocol */
+	return c->tmode == PX_T_NONE && c->n_requests == 0 && c->cin_len > 0 &&
+	       (uint8_t)c->cin[0] == PX_SOCKS5_VERSION;
 }
 
 static px_socks5_rep rep_for(const conn *c, const char *reason)

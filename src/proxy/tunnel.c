@@ -55,9 +55,12 @@ int px_tunnel_start(conn *c)
 	c->cout = malloc(sizeof(established));
 	if (!c->cout)
 		return -ENOMEM;
-	/* the answer that opens the tunnel, in the client's protocol */
+	/* the answer that opens the tunnel, in the client's protocol; a
+	 * transparent client did not ask a proxy: it gets no answer of one */
 	if (c->socks)
 		c->cout_len = (size_t)px_socks_success((uint8_t *)c->cout, sizeof(established));
+	else if (c->tmode != PX_T_NONE)
+		c->cout_len = 0;
 	else {
 		memcpy(c->cout, established, sizeof(established));
 		c->cout_len = strlen(established);

@@ -38,6 +38,7 @@ PY
 policy net "{\"version\": 1,
   \"fs\": {\"grants\": [{\"path\": \"$T/client\", \"mode\": \"ro\", \"at\": \"/client\"}]},
   \"net\": {\"egress\": [{\"host\": \"localhost\", \"ports\": [$port]},
+                       {\"host\": \"api.localhost\", \"ports\": [$port]},
                        {\"host\": \"127.0.0.1\", \"ports\": [$sshport]}],
     \"allow_private\": [\"127.0.0.1/32\"], \"rate\": \"100/s\"}}"
 mkdir -p "$T/client"
@@ -51,6 +52,24 @@ expect_eq "ALL_PROXY inside names the SOCKS5 door, and curl --socks5-hostname re
 expect_eq "... recorded as an allowed CONNECT via socks5 to the name" \
 	"$(count "$T/socks.jsonl" net.request decision=allow via=socks5 host=localhost method=CONNECT)" 1
 check "... and its tunnel's close with the bytes" grep -q '"event":"net.tunnel.close".*"via":"socks5"' "$T/socks.jsonl"
+# The client resolves the name with the sandbox's DNS stub and sends the
+# synthetic address (ATYP 1), which stands for the name. (curl --socks5
+# would not do: it resolves *.localhost to 127.0.0.1 itself.)
+out=$(run_net socks-synth python3 -c '
+import socket, struct
+a = socket.gethostbyname("api.localhost")
+print(a.startswith("198.18."))
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"\x05\x01\x00"); assert s.recv(2) == b"\x05\x00"
+s.sendall(b"\x05\x01\x00\x01" + socket.inet_aton(a) + struct.pack("!H", '"$port"'))
+print(s.recv(10).hex())
+s.sendall(b"GET /data.json HTTP/1.0\r\nHost: api.localhost\r\n\r\n")
+print(s.makefile("rb").read().split(b"\r\n\r\n", 1)[1].decode().strip())' 2>/dev/null)
+expect_eq "a synthetic address through SOCKS5 (ATYP 1) reaches the name it stands for" "$out" "True
+05000001000000000000
+{\"answer\": 42}"
+expect_eq "... recorded with the name" \
+	"$(count "$T/socks-synth.jsonl" net.request decision=allow via=socks5 host=api.localhost)" 1
 out=$(run_net socks-denied curl -sS --noproxy "" -x socks5h://127.0.0.1:3128 "http://denied.example:$port/" 2>&1)
 expect_match "a denied host through SOCKS5: reply 2, not allowed by ruleset" "$out" "SOCKS5.*\(2\)"
 expect_eq "... recorded as net.denied host-not-allowed via socks5" \
@@ -144,7 +163,7 @@ expect_match "the summary lists them" "$(cat "$T/direct.err")" \
 	"network: 0 allowed, 5 denied.*denied: .*1\.2\.3\.4 x2"
 json=$("$SANDCAP" run --json --quiet --policy "$T/net.json" -- python3 -c '
 import socket
-socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.0.2.7", 53))' 2>&1 | tail -n 1)
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.0.2.7", 123))' 2>&1 | tail -n 1)
 expect_eq "--json lists the attempt in denied_hosts with its reason" \
 	"$(python3 -c 'import json, sys; d = json.loads(sys.argv[1]); print(d["requests_denied"], [(h["host"], h["reason"]) for h in d["denied_hosts"]])' "$json")" \
 	"1 [('192.0.2.7', 'udp')]"

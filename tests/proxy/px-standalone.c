@@ -194,7 +194,7 @@ int main(int argc, char **argv)
 		perror("px-standalone: listen");
 		return 2;
 	}
-	r = px_seed_new(plan, lfd, -1, &seed);
+	r = px_seed_new(plan, lfd, &seed);
 	sc_plan_free(plan); /* the seed holds what the worker needs */
 	if (r < 0) {
 		fprintf(stderr, "px-standalone: px_seed_new: %s\n", strerror(-r));
