@@ -130,13 +130,15 @@ for a in [('1.2.3.4', $port), ('127.0.0.1', $port), ('1.2.3.4', 9)]:
         print(type(e).__name__, end=' ')
     print('fast' if time.monotonic() - t < 1 else 'slow')
 " 2>&1)
-# (port 9 is no rule's: Landlock refuses the connect itself)
+# (port 9 is no rule's: no listener, the kernel's reset, a direct attempt)
 expect_eq "a connect to an address the stub did not give out is refused at once, never reaches the host" "$out" \
 	'ConnectionResetError fast
 ConnectionResetError fast
-PermissionError fast'
+ConnectionRefusedError fast'
 check "... each recorded as net.denied not-a-known-name" bash -c \
 	"[ \$(grep -c '\"event\":\"net.denied\".*\"reason\":\"not-a-known-name\"' '$T/audit-direct.jsonl') = 2 ]"
+check "... and the one to port 9 as a direct-connect attempt" \
+	grep -q '"event":"net.denied".*"port":9,.*"reason":"direct-connect"' "$T/audit-direct.jsonl"
 
 # DNS on the wire: a resolver address hard-coded (8.8.8.8) reaches the stub
 # too; other types of an allowed name have no data; a malformed query is
