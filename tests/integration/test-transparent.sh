@@ -59,7 +59,13 @@ NOPX="env -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u NO_PROXY -u http_proxy -u
 run_net() { "$SANDCAP" run --quiet --audit "$T/audit-$1.jsonl" --policy "$T/net.json" -- "${@:2}"; }
 A="api.allowed.test:$port"
 
+out=$("$SANDCAP" doctor 2>&1)
+expect_match "doctor tries transparent redirection for real" "$out" \
+	'transparent egress +yes +local routes on lo: connects to synthetic IPv4 and IPv6 addresses reach the listeners'
 out=$(run_net env sh -c 'env; cat /etc/resolv.conf' 2>&1)
+expect_match "Node's own proxy knob is set" "$out" "NODE_USE_ENV_PROXY=1"
+expect_match "... and the JVM's" "$out" \
+	"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128"
 expect_match "resolv.conf inside names the stub" "$out" "nameserver 127.0.0.1"
 check "sandbox.start says transparent redirection is on" \
 	grep -q '"event":"sandbox.start".*"transparent":"on"' "$T/audit-env.jsonl"
