@@ -126,6 +126,9 @@ int cmd_doctor(int argc, char **argv)
 		     "agent; limits then need a delegated cgroup v2 subtree).\n\n"
 		     "Exit status: 0 when every layer is available, 1 when some is not\n"
 		     "(policies may then set \"best_effort\": true to run degraded).\n"
+		     "\"transparent egress\" (the DNS stub and the redirection of clients\n"
+		     "that ignore the proxy variables) is no layer and leaves the status\n"
+		     "alone: where it is NO, those clients fail and proxy variables work.\n"
 		     "With --policy, also warns when the audit log (--audit FILE, else the\n"
 		     "default directory) would share a filesystem with a rw grant.");
 		sc_plan_free(plan);
@@ -175,6 +178,9 @@ int cmd_doctor(int argc, char **argv)
 	line("seccomp + user notif", ok, reason);
 	all &= ok;
 	doctor_workspaces(unpriv);
+	/* not a wall: without it, clients that use the proxy variables still work */
+	line("transparent egress", host_why_transparent(unpriv, reason, sizeof(reason)) >= 0,
+	     reason);
 	if (unpriv && !userns_ok)
 		fprintf(stderr, "sandcap: error: %s: sandcap run cannot work without root here\n",
 			userns_why);

@@ -46,6 +46,7 @@
 #include "host/host.h"
 #include "ns/ns.h"
 #include "policy/agent-env.h"
+#include "proxy/attempt.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
 #include "workspace/grants.h"
@@ -97,6 +98,7 @@ typedef struct supervisor {
 	bool unpriv;		/* no root: one user namespace mapping us to the agent */
 	bool cg_early;		/* cgroup made before clone3, which places the child in it */
 	char not_enforced[320]; /* what best_effort let go, for sandbox.start */
+	char transparent[300];	/* "on", or "off: why" (sandbox.start); "" without egress */
 
 	/* What the child is given: pid 1's binary, argv and environment, the
 	 * terminals it gets a pty for, the child's end of the sync pair. */
@@ -118,6 +120,7 @@ typedef struct supervisor {
 	int landlock_abi;
 	char landlock[256];
 	uint64_t t0;
+	px_attempt_limit raw_sockets; /* raw/packet socket() attempts (attempt-raw.c) */
 } supervisor;
 
 static uint64_t now_ns(void)
@@ -493,6 +496,8 @@ static void emit_start(supervisor *s, int listener_fd)
 	}
 	if (data && ws_run_start_json(s->ws))
 		(void)json_object_set_new(data, "grant_storage", ws_run_start_json(s->ws));
+	if (data && s->transparent[0])
+		(void)json_object_set_new(data, "transparent", json_string(s->transparent));
 	/* How far setup got: "complete", or the step that refused the run. */
 	if (data) {
 		char setup[64];
@@ -549,6 +554,21 @@ static int on_event(const char *event, json_t *data, void *userdata)
 	int r;
 
 	pthread_mutex_lock(&s->emit_lock);
+	if (strcmp(event, "syscall.denied") == 0 && s->plan->n_egress > 0) {
+		json_t *denied, *limit;
+
+		/* a raw socket is a direct attempt: recorded as such, rate-limited */
+		r = px_raw_socket_event(&s->raw_sockets, data, now_ns(), &denied, &limit);
+		if (r != 0) {
+			json_decref(data);
+			if (limit && (r = emit_locked(s, "limit.hit", limit)) < 0)
+				json_decref(denied);
+			else if (denied)
+				r = emit_locked(s, "net.denied", denied);
+			pthread_mutex_unlock(&s->emit_lock);
+			return r < 0 ? r : 0;
+		}
+	}
 	if (strcmp(event, "syscall.denied") == 0)
 		s->res->syscalls_denied++;
 	r = emit_locked(s, event, data);
@@ -600,8 +620,14 @@ static void start_listener(supervisor *s, int fd)
 static void handle_sync(supervisor *s)
 {
 	sync_msg m;
-	int fd = -1;
-	int r = sync_recv(s->sync, &m, &fd);
+	int fds[SYNC_MAX_FDS];
+	size_t n_fds = 0;
+	int r = sync_recv_fds(s->sync, &m, fds, SYNC_MAX_FDS, &n_fds);
+	int fd = n_fds > 0 ? fds[0] : -1;
+
+	/* only the listener message carries more than one fd */
+	for (size_t i = 1; i < n_fds && (r < 0 || m.type != SYNC_LISTENER); i++)
+		fds[i] = safe_close(fds[i]);
 
 	if (r == -EPIPE || r == -ECONNRESET) {
 		/* The socket closed on exec: pid 1 is running our init. */
@@ -641,10 +667,21 @@ static void handle_sync(supervisor *s)
 		(void)sync_send(s->sync, &m, -1);
 		break;
 	}
-	case SYNC_LISTENER:
-		if (fd < 0 || s->proxy_fd >= 0 || s->plan->n_egress == 0)
+	case SYNC_LISTENER: {
+		int r2;
+
+		if (fd < 0 || s->proxy_fd >= 0 || s->plan->n_egress == 0) {
+			for (size_t i = 1; i < n_fds; i++)
+				(void)close(fds[i]);
 			break;
+		}
+		m.what[sizeof(m.what) - 1] = 0;
+		snprintf(s->transparent, sizeof(s->transparent), "%s%s",
+			 m.value == 1 && n_fds > 1 ? "on" : "off: ", m.value == 1 ? "" : m.what);
 		r = px_seed_new(s->plan, TAKE_FD(fd), &s->proxy_seed);
+		r2 = px_seed_add_sockets(&s->proxy_seed, fds + 1, n_fds - 1);
+		if (r >= 0)
+			r = r2;
 		if (r >= 0)
 			r = px_spawn(&s->proxy_seed, &s->proxy_pid, &s->proxy_fd);
 		if (r < 0) {
@@ -656,6 +693,7 @@ static void handle_sync(supervisor *s)
 		}
 		(void)ep_add(s, s->proxy_fd, EV_PROXY);
 		break;
+	}
 	case SYNC_LAYERS:
 		/* The child's mounts are built: its /tmp is there to watch. */
 		(void)fw_watch_tmp(s->fw, s->pid);
@@ -1541,6 +1579,12 @@ static void supervise(supervisor *s)
 		handle_sync(s);
 	pty_drain(s->pty);
 	drain_proxy(s);
+	{
+		uint64_t n = px_attempt_report(&s->raw_sockets, now_ns(), true);
+
+		if (n)
+			(void)emit(s, "limit.hit", px_attempt_limit_record(n, false));
+	}
 	/* pid 1 never started and the child did not say why (killed during
 	 * setup): a refusal, never the status of a command that did not run. */
 	if (!s->ready && !s->setup_failed) {

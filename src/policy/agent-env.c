@@ -11,10 +11,64 @@
 #define STR_(x)	  #x
 #define STR(x)	  STR_(x)
 #define PROXY_URL "http://127.0.0.1:" STR(PX_LISTEN_PORT)
+/* the same listener speaks SOCKS5; socks5h: names are resolved by the proxy */
+#define SOCKS_URL "socks5h://127.0.0.1:" STR(PX_LISTEN_PORT)
 #define NO_PROXY  "localhost,127.0.0.1"
+/* The JVM reads no proxy variable; these are its own properties. */
+#define JAVA_PROXY                                                                                 \
+	"-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" STR(PX_LISTEN_PORT) " -Dhttps.proxyHost="   \
+									   "127.0.0.1 "            \
+									   "-Dhttps."              \
+									   "proxyPort=" STR(       \
+									       PX_LISTEN_PORT) " " \
+											       "-" \
+											       "D" \
+											       "h" \
+											       "t" \
+											       "t" \
+											       "p" \
+											       "." \
+											       "n" \
+											       "o" \
+											       "n" \
+											       "P" \
+											       "r" \
+											       "o" \
+											       "x" \
+											       "y" \
+											       "H" \
+											       "o" \
+											       "s" \
+											       "t" \
+											       "s" \
+											       "=" \
+											       "l" \
+											       "o" \
+											       "c" \
+											       "a" \
+											       "l" \
+											       "h" \
+											       "o" \
+											       "s" \
+											       "t" \
+											       "|" \
+											       "1" \
+											       "2" \
+											       "7" \
+											       "." \
+											       "*" \
+											       "|" \
+											       "[" \
+											       ":" \
+											       ":" \
+											       "1" \
+											       "]"
 
 /* egress: only when the plan lets the agent out, through the proxy. The
- * lower-case forms are read by curl, wget and most language runtimes. */
+ * lower-case forms are read by curl, wget and most language runtimes; Node
+ * and the JVM have knobs of their own. A client that ignores all of them
+ * still gets through the DNS stub and transparent redirection
+ * (docs/proxy.md). */
 static const struct agent_var {
 	const char *def;
 	bool egress;
@@ -25,12 +79,15 @@ static const struct agent_var {
     {"TMPDIR=/tmp", false},
     {"HTTP_PROXY=" PROXY_URL, true},
     {"HTTPS_PROXY=" PROXY_URL, true},
-    {"ALL_PROXY=" PROXY_URL, true},
+    {"ALL_PROXY=" SOCKS_URL, true},
     {"NO_PROXY=" NO_PROXY, true},
     {"http_proxy=" PROXY_URL, true},
     {"https_proxy=" PROXY_URL, true},
-    {"all_proxy=" PROXY_URL, true},
+    {"all_proxy=" SOCKS_URL, true},
     {"no_proxy=" NO_PROXY, true},
+    /* Node >= 24 reads the variables above only with this (fetch, http) */
+    {"NODE_USE_ENV_PROXY=1", true},
+    {"JAVA_TOOL_OPTIONS=" JAVA_PROXY, true},
 };
 
 _Static_assert(ELEMENTSOF(agent_vars) <= AGENT_ENV_OWN_MAX, "AGENT_ENV_OWN_MAX too small");

@@ -132,14 +132,15 @@ static const struct event_schema {
 } schemas[] = {
     {"net.request",
      {"method", "host", "port", "path", "addr", "decision", "rule", "reason", "status", "bytes_out",
-      "bytes_in", "duration_ms", "events_dropped", "credential", NULL}},
+      "bytes_in", "duration_ms", "via", "credential", "events_dropped", NULL}},
     {"net.denied",
-     {"method", "host", "port", "path", "addr", "reason", "detail", "head_hex", "events_dropped",
-      "normalised_path", "credential", NULL}},
+     {"method", "host", "port", "path", "addr", "reason", "detail", "head_hex", "via", "protocol",
+      "normalised_path", "credential", "events_dropped", NULL}},
     {"net.tunnel.close",
-     {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "events_dropped",
-      NULL}},
-    {"limit.hit", {"limit", "detail", "events_dropped", NULL}},
+     {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "via",
+      "events_dropped", NULL}},
+    {"net.dns", {"name", "type", "rcode", "answer", "rule", "reason", "events_dropped", NULL}},
+    {"limit.hit", {"limit", "detail", "suppressed", "events_dropped", NULL}},
 };
 
 static bool key_known(const struct event_schema *s, const char *key)

@@ -205,6 +205,19 @@ static bool valid_hostname(const char *s, size_t n)
 	return alpha;
 }
 
+int px_http_parse_host(const char *s, size_t n, px_host_kind *ret_kind)
+{
+	if (valid_ipv4(s, n))
+		*ret_kind = PX_HOST_IPV4;
+	else if (valid_ipv6_chars(s, n) && valid_ipv6(s, n))
+		*ret_kind = PX_HOST_IPV6;
+	else if (valid_hostname(s, n))
+		*ret_kind = PX_HOST_NAME;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 /* Parses "host[:port]" or "[v6][:port]" into req->host/host_kind/port. */
 static int parse_authority(const char *s, size_t n, bool port_required, uint16_t default_port,
 			   char *host, px_host_kind *kind, uint16_t *port)

@@ -71,6 +71,11 @@ typedef struct px_request {
 	bool expect_continue; /* "Expect: 100-continue" */
 } px_request;
 
+/* A bare host (no port, no brackets): an IPv4 literal (no leading zeros), an
+ * IPv6 literal or a DNS name, as a request target's host is checked.
+ * Returns 0 with *ret_kind, or -EINVAL. */
+int px_http_parse_host(const char *s, size_t n, px_host_kind *ret_kind);
+
 /*
  * Parses the request head at the start of buf. Returns:
  *   > 0   the request is complete; *ret filled; value = ret->head_len

@@ -89,7 +89,9 @@ out=$(run_net direct python3 -c "
 import socket
 for a in [('127.0.0.1', $port), ('127.0.0.1', $dns)]:
     try:
-        socket.create_connection(a, timeout=2); print('CONNECTED', a)
+        # the sandbox's lo may accept (a transparent listener): nothing may answer
+        s = socket.create_connection(a, timeout=2); s.sendall(b'GET /data.json HTTP/1.0\r\n\r\n')
+        print('CONNECTED', a, s.recv(100))
     except OSError as e:
         print('refused', e.errno)
 try:
