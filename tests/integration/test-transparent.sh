@@ -22,19 +22,7 @@ tls=$(free_port)
 greet=$(free_port)
 start_origin "$port" || skip_all "origin did not start"
 start_dns "$dns" api.allowed.test=127.0.0.1 tls.allowed.test=127.0.0.1 greet.allowed.test=127.0.0.1
-
-mkdir -p "$T/ca"
-openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=sandcap test CA" \
-	-keyout "$T/ca/ca.key" -out "$T/ca/ca.pem" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj "/CN=tls.allowed.test" -keyout "$T/ca/srv.key" \
-	-out "$T/ca/srv.csr" 2>/dev/null
-printf 'subjectAltName=DNS:tls.allowed.test\n' >"$T/ca/ext"
-openssl x509 -req -in "$T/ca/srv.csr" -CA "$T/ca/ca.pem" -CAkey "$T/ca/ca.key" -CAcreateserial \
-	-days 1 -extfile "$T/ca/ext" -out "$T/ca/srv.pem" 2>/dev/null
-chmod 644 "$T/ca/ca.pem"
-openssl s_server -quiet -accept "127.0.0.1:$tls" -cert "$T/ca/srv.pem" -key "$T/ca/srv.key" -www \
-	>/dev/null 2>&1 &
-PIDS+=($!)
+start_tls_origin "$tls" tls.allowed.test || skip_all "TLS origin did not start"
 # A server that speaks first, as SMTP or MySQL do, and echoes one line.
 python3 -c '
 import socket, sys
@@ -44,7 +32,6 @@ while True:
     c, _ = s.accept(); c.sendall(b"220 hello\n"); c.sendall(c.recv(100)); c.close()
 ' "$greet" &
 PIDS+=($!)
-for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/"$tls") 2>/dev/null && break; sleep 0.1; done
 
 policy net "{\"version\": 1,
   \"fs\": {\"grants\": [{\"path\": \"$T/ca\", \"mode\": \"ro\", \"at\": \"/ca\"}]},
