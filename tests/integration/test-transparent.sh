@@ -131,6 +131,15 @@ PermissionError fast'
 check "... each recorded as net.denied not-a-known-name" bash -c \
 	"[ \$(grep -c '\"event\":\"net.denied\".*\"reason\":\"not-a-known-name\"' '$T/audit-direct.jsonl') = 2 ]"
 
+policy literal "{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"127.0.0.1\", \"ports\": [$greet]}],
+    \"allow_private\": [\"127.0.0.1/32\"]}}"
+out=$("$SANDCAP" run --quiet --audit "$T/audit-literal.jsonl" --policy "$T/literal.json" -- $NOPX python3 -c "
+import socket
+s = socket.create_connection(('127.0.0.1', $greet), timeout=5); print(s.recv(100).decode().strip())" 2>&1)
+expect_eq "an address an IP-literal rule allows: a tunnel to it, no name needed" "$out" '220 hello'
+check "... a net.request of CONNECT to the literal" \
+	grep -q '"event":"net.request".*"decision":"allow".*"host":"127.0.0.1".*"method":"CONNECT"' "$T/audit-literal.jsonl"
+
 # DNS on the wire: a resolver address hard-coded (8.8.8.8) reaches the stub
 # too; other types of an allowed name have no data; a malformed query is
 # FORMERR; past net.rate the answer is REFUSED and the count one limit.hit.
