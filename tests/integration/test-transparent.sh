@@ -140,6 +140,19 @@ expect_eq "an address an IP-literal rule allows: a tunnel to it, no name needed"
 check "... a net.request of CONNECT to the literal" \
 	grep -q '"event":"net.request".*"decision":"allow".*"host":"127.0.0.1".*"method":"CONNECT"' "$T/audit-literal.jsonl"
 
+# Where it cannot be set up (more allowed ports than listeners), the proxy
+# variables still work and sandbox.start says why.
+many=$(seq -s, 20000 20059)
+policy many "{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"api.allowed.test\", \"ports\": [$port, $many]}],
+    \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"}}"
+out=$("$SANDCAP" run --quiet --audit "$T/audit-many.jsonl" --policy "$T/many.json" -- sh -c \
+	"curl -sS http://$A/data.json; getent hosts api.allowed.test; echo rc=\$?" 2>&1)
+expect_eq "transparent redirection off: the proxy variables still work, no stub answers" "$out" \
+	'{"answer": 42}
+rc=2'
+check "... and sandbox.start says why" grep -q \
+	'"transparent":"off: more allowed ports than transparent listeners: Argument list too long"' "$T/audit-many.jsonl"
+
 # DNS on the wire: a resolver address hard-coded (8.8.8.8) reaches the stub
 # too; other types of an allowed name have no data; a malformed query is
 # FORMERR; past net.rate the answer is REFUSED and the count one limit.hit.
