@@ -184,4 +184,6 @@ check "... one limit.hit counts them, not a record each" \
 	grep -q '"event":"limit.hit","data":{"detail":"[0-9]* DNS queries refused (REFUSED) over net.rate","limit":"rate"}' "$T/audit-dnsrate.jsonl"
 n=$(grep -c '"event":"net.dns"' "$T/audit-dnsrate.jsonl")
 check "... and only the answered ones are net.dns records ($n)" [ "$n" = "$answered" ]
+# A worker that crashed (an ASan report, a fault) would be a proxy.exit.
+check "no proxy worker died in any of these runs" bash -c "! grep -l '\"event\":\"proxy.exit\"' '$T'/audit-*.jsonl"
 finish
