@@ -140,6 +140,17 @@ expect_eq "an address an IP-literal rule allows: a tunnel to it, no name needed"
 check "... a net.request of CONNECT to the literal" \
 	grep -q '"event":"net.request".*"decision":"allow".*"host":"127.0.0.1".*"method":"CONNECT"' "$T/audit-literal.jsonl"
 
+# A rule for the proxy's own port: its wildcard listener shares 3128 with the
+# proxy's 127.0.0.1 listener (SO_REUSEPORT), and both keep their jobs.
+policy own "{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"api.allowed.test\", \"ports\": [$port, 3128]}],
+    \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"}}"
+out=$("$SANDCAP" run --quiet --audit "$T/audit-own.jsonl" --policy "$T/own.json" -- sh -c \
+	"curl -sS http://$A/data.json; $NOPX curl -sS --noproxy '*' -o /dev/null -w '%{http_code}' http://api.allowed.test:3128/" 2>&1)
+expect_match "with port 3128 allowed, the proxy variable still works and 3128 of a name reaches the proxy" \
+	"$out" '^\{"answer": 42\}.(502|200|404)$'
+check "... which judged it as a request for api.allowed.test:3128" \
+	grep -q '"event":"net.request".*"host":"api.allowed.test".*"port":3128' "$T/audit-own.jsonl"
+
 # Where it cannot be set up (more allowed ports than listeners), the proxy
 # variables still work and sandbox.start says why.
 many=$(seq -s, 20000 20059)
