@@ -15,54 +15,10 @@
 #define SOCKS_URL "socks5h://127.0.0.1:" STR(PX_LISTEN_PORT)
 #define NO_PROXY  "localhost,127.0.0.1"
 /* The JVM reads no proxy variable; these are its own properties. */
+#define JAVA_PX(scheme)                                                                            \
+	"-D" scheme ".proxyHost=127.0.0.1 -D" scheme ".proxyPort=" STR(PX_LISTEN_PORT)
 #define JAVA_PROXY                                                                                 \
-	"-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" STR(PX_LISTEN_PORT) " -Dhttps.proxyHost="   \
-									   "127.0.0.1 "            \
-									   "-Dhttps."              \
-									   "proxyPort=" STR(       \
-									       PX_LISTEN_PORT) " " \
-											       "-" \
-											       "D" \
-											       "h" \
-											       "t" \
-											       "t" \
-											       "p" \
-											       "." \
-											       "n" \
-											       "o" \
-											       "n" \
-											       "P" \
-											       "r" \
-											       "o" \
-											       "x" \
-											       "y" \
-											       "H" \
-											       "o" \
-											       "s" \
-											       "t" \
-											       "s" \
-											       "=" \
-											       "l" \
-											       "o" \
-											       "c" \
-											       "a" \
-											       "l" \
-											       "h" \
-											       "o" \
-											       "s" \
-											       "t" \
-											       "|" \
-											       "1" \
-											       "2" \
-											       "7" \
-											       "." \
-											       "*" \
-											       "|" \
-											       "[" \
-											       ":" \
-											       ":" \
-											       "1" \
-											       "]"
+	JAVA_PX("http") " " JAVA_PX("https") " -Dhttp.nonProxyHosts=localhost|127.*|[::1]"
 
 /* egress: only when the plan lets the agent out, through the proxy. The
  * lower-case forms are read by curl, wget and most language runtimes; Node

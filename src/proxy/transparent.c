@@ -195,7 +195,8 @@ void px_transparent_accept(px_loop *L, px_watch *w)
 		c->tport = port;
 		c->tname = name;
 		c->tmode = PX_T_UNKNOWN;
-		c->deadline_ns = px_now_ns() + PX_PEEK_NS;
+		c->start_ns = px_now_ns(); /* the accept, until a head is judged */
+		c->deadline_ns = c->start_ns + PX_PEEK_NS;
 		if (!name) {
 			/* an IP-literal rule: nothing to match the first bytes against */
 			c->tmode = PX_T_RAW;
@@ -307,10 +308,12 @@ bool px_transparent_head(conn *c)
 	if (c->tmode == PX_T_RAW || !read_more(c))
 		return false;
 	if (c->tmode == PX_T_UNKNOWN) {
+		/* the client spoke: the head deadline from the accept, not the peek's */
+		if (c->cin_len > 0)
+			c->deadline_ns = c->start_ns + PX_HEAD_TIMEOUT_NS;
 		c->tmode = classify(c);
 		if (c->tmode == PX_T_UNKNOWN)
 			return false;
-		c->deadline_ns = px_now_ns() + PX_HEAD_TIMEOUT_NS;
 		if (c->tmode == PX_T_RAW) {
 			judge_as_tunnel(c, PX_HOST_NAME, c->tname);
 			return false;

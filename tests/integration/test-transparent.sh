@@ -22,19 +22,7 @@ tls=$(free_port)
 greet=$(free_port)
 start_origin "$port" || skip_all "origin did not start"
 start_dns "$dns" api.allowed.test=127.0.0.1 tls.allowed.test=127.0.0.1 greet.allowed.test=127.0.0.1
-
-mkdir -p "$T/ca"
-openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=sandcap test CA" \
-	-keyout "$T/ca/ca.key" -out "$T/ca/ca.pem" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj "/CN=tls.allowed.test" -keyout "$T/ca/srv.key" \
-	-out "$T/ca/srv.csr" 2>/dev/null
-printf 'subjectAltName=DNS:tls.allowed.test\n' >"$T/ca/ext"
-openssl x509 -req -in "$T/ca/srv.csr" -CA "$T/ca/ca.pem" -CAkey "$T/ca/ca.key" -CAcreateserial \
-	-days 1 -extfile "$T/ca/ext" -out "$T/ca/srv.pem" 2>/dev/null
-chmod 644 "$T/ca/ca.pem"
-openssl s_server -quiet -accept "127.0.0.1:$tls" -cert "$T/ca/srv.pem" -key "$T/ca/srv.key" -www \
-	>/dev/null 2>&1 &
-PIDS+=($!)
+start_tls_origin "$tls" tls.allowed.test || skip_all "TLS origin did not start"
 # A server that speaks first, as SMTP or MySQL do, and echoes one line.
 python3 -c '
 import socket, sys
@@ -44,7 +32,6 @@ while True:
     c, _ = s.accept(); c.sendall(b"220 hello\n"); c.sendall(c.recv(100)); c.close()
 ' "$greet" &
 PIDS+=($!)
-for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/"$tls") 2>/dev/null && break; sleep 0.1; done
 
 policy net "{\"version\": 1,
   \"fs\": {\"grants\": [{\"path\": \"$T/ca\", \"mode\": \"ro\", \"at\": \"/ca\"}]},
@@ -146,6 +133,39 @@ check "... each recorded as net.denied not-a-known-name" bash -c \
 check "... and the one to port 9 as a direct-connect attempt" \
 	grep -q '"event":"net.denied".*"port":9,.*"reason":"direct-connect"' "$T/audit-direct.jsonl"
 
+policy literal "{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"127.0.0.1\", \"ports\": [$greet]}],
+    \"allow_private\": [\"127.0.0.1/32\"]}}"
+out=$("$SANDCAP" run --quiet --audit "$T/audit-literal.jsonl" --policy "$T/literal.json" -- $NOPX python3 -c "
+import socket
+s = socket.create_connection(('127.0.0.1', $greet), timeout=5); print(s.recv(100).decode().strip())" 2>&1)
+expect_eq "an address an IP-literal rule allows: a tunnel to it, no name needed" "$out" '220 hello'
+check "... a net.request of CONNECT to the literal" \
+	grep -q '"event":"net.request".*"decision":"allow".*"host":"127.0.0.1".*"method":"CONNECT"' "$T/audit-literal.jsonl"
+
+# A rule for the proxy's own port: its wildcard listener shares 3128 with the
+# proxy's 127.0.0.1 listener (SO_REUSEPORT), and both keep their jobs.
+policy own "{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"api.allowed.test\", \"ports\": [$port, 3128]}],
+    \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"}}"
+out=$("$SANDCAP" run --quiet --audit "$T/audit-own.jsonl" --policy "$T/own.json" -- sh -c \
+	"curl -sS http://$A/data.json; $NOPX curl -sS --noproxy '*' -o /dev/null -w '%{http_code}' http://api.allowed.test:3128/" 2>&1)
+expect_match "with port 3128 allowed, the proxy variable still works and 3128 of a name reaches the proxy" \
+	"$out" '^\{"answer": 42\}.(502|200|404)$'
+check "... which judged it as a request for api.allowed.test:3128" \
+	grep -q '"event":"net.request".*"host":"api.allowed.test".*"port":3128' "$T/audit-own.jsonl"
+
+# Where it cannot be set up (more allowed ports than listeners), the proxy
+# variables still work and sandbox.start says why.
+many=$(seq -s, 20000 20059)
+policy many "{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"api.allowed.test\", \"ports\": [$port, $many]}],
+    \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"}}"
+out=$("$SANDCAP" run --quiet --audit "$T/audit-many.jsonl" --policy "$T/many.json" -- sh -c \
+	"curl -sS http://$A/data.json; getent hosts api.allowed.test; echo rc=\$?" 2>&1)
+expect_eq "transparent redirection off: the proxy variables still work, no stub answers" "$out" \
+	'{"answer": 42}
+rc=2'
+check "... and sandbox.start says why" grep -q \
+	'"transparent":"off: more allowed ports than transparent listeners: Argument list too long"' "$T/audit-many.jsonl"
+
 # DNS on the wire: a resolver address hard-coded (8.8.8.8) reaches the stub
 # too; other types of an allowed name have no data; a malformed query is
 # FORMERR; past net.rate the answer is REFUSED and the count one limit.hit.
@@ -177,4 +197,6 @@ check "... one limit.hit counts them, not a record each" \
 	grep -q '"event":"limit.hit","data":{"detail":"[0-9]* DNS queries refused (REFUSED) over net.rate","limit":"rate"}' "$T/audit-dnsrate.jsonl"
 n=$(grep -c '"event":"net.dns"' "$T/audit-dnsrate.jsonl")
 check "... and only the answered ones are net.dns records ($n)" [ "$n" = "$answered" ]
+# A worker that crashed (an ASan report, a fault) would be a proxy.exit.
+check "no proxy worker died in any of these runs" bash -c "! grep -l '\"event\":\"proxy.exit\"' '$T'/audit-*.jsonl"
 finish
