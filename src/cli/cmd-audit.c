@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "audit/export.h"
 #include "audit/prune.h"
 #include "base/cleanup.h"
 #include "cli/cli.h"
@@ -24,52 +25,63 @@
 
 static void audit_usage(FILE *out)
 {
-	fputs("Usage: sandcap audit verify FILE [--key KEYFILE] [--expect-hash HEX]\n"
-	      "       sandcap audit report FILE [--json]\n"
-	      "       sandcap audit prune --older-than AGE [--dry-run] [--dir DIR]\n"
-	      "\n"
-	      "Check and read the hash-chained audit log that every 'sandcap run' writes.\n"
-	      "FILE may be - for standard input.\n"
-	      "\n"
-	      "Commands:\n"
-	      "  verify   exit 0 only if the chain is intact, sealed and complete\n"
-	      "  report   what the sandbox could access, consumed, did and was stopped from\n"
-	      "  prune    remove the per-run logs older than AGE, except running ones\n"
-	      "\n"
-	      "Run 'sandcap audit VERB --help' for the details of each.\n",
-	      out);
+	fputs(
+	    "Usage: sandcap audit verify FILE [--key KEYFILE] [--pubkey PEM] [--expect-hash HEX]\n"
+	    "       sandcap audit report FILE [--json]\n"
+	    "       sandcap audit keygen --out PRIVATE --public PUBLIC\n"
+	    "       sandcap audit export --format ocsf|otlp-json FILE\n"
+	    "       sandcap audit prune --older-than AGE [--dry-run] [--dir DIR]\n"
+	    "\n"
+	    "Check and read the hash-chained audit log that every 'sandcap run' writes.\n"
+	    "FILE may be - for standard input.\n"
+	    "\n"
+	    "Commands:\n"
+	    "  verify   exit 0 only if the chain is intact, sealed and complete\n"
+	    "  report   what the sandbox could access, consumed, did and was stopped from\n"
+	    "  prune    remove the per-run logs older than AGE, except running ones\n"
+	    "  keygen   make an Ed25519 key pair for 'sandcap run --audit-sign'\n"
+	    "  export   the records as OCSF or OpenTelemetry log records, one per line\n"
+	    "\n"
+	    "Run 'sandcap audit VERB --help' for the details of each.\n",
+	    out);
 }
 
 static void verify_usage(FILE *out)
 {
-	fputs("Usage: sandcap audit verify FILE [--key KEYFILE] [--expect-hash HEX]\n"
-	      "\n"
-	      "Checks every record of the log, in constant memory: each line is one record\n"
-	      "with its keys in the canonical order, seq counts up from 0, every record\n"
-	      "names the same sandbox, prev is the hash of the record before (the first\n"
-	      "one's is derived from the sandbox id), each hash recomputes over the line,\n"
-	      "and the last record is audit.seal. This detects any edited, inserted,\n"
-	      "deleted or reordered record and a log cut off before its seal.\n"
-	      "\n"
-	      "Without a key, someone who can write the file could cut it and seal it\n"
-	      "again: use --key, or compare the last hash with the one 'sandcap run'\n"
-	      "printed at the end of the run (--expect-hash).\n"
-	      "\n"
-	      "Options:\n"
-	      "  -k, --key KEYFILE      the seal must carry an HMAC-SHA256 of the final hash\n"
-	      "                         under this key (32 raw bytes, mode 0600 or stricter)\n"
-	      "  -e, --expect-hash HEX  the hash of the last record must be HEX\n"
-	      "  -h, --help             show this help\n"
-	      "\n"
-	      "FILE must be a regular file; give - to read standard input. A line longer\n"
-	      "than 1 MiB ends the check.\n"
-	      "\n"
-	      "Prints 'FILE: intact, ...' and the last hash. Exit status: 0 intact,\n"
-	      "1 not intact (the first bad line and why are printed as FILE: line N: reason)\n"
-	      "or intact but INCOMPLETE (the log records that a write failed and the\n"
-	      "sandbox was stopped: audit.error), 2 usage error or a file that could not\n"
-	      "be read.\n",
-	      out);
+	fputs(
+	    "Usage: sandcap audit verify FILE [--key KEYFILE] [--pubkey PEM] [--expect-hash HEX]\n"
+	    "\n"
+	    "Checks every record of the log, in constant memory: each line is one record\n"
+	    "with its keys in the canonical order, seq counts up from 0, every record\n"
+	    "names the same sandbox, prev is the hash of the record before (the first\n"
+	    "one's is derived from the sandbox id), each hash recomputes over the line,\n"
+	    "and the last record is audit.seal. This detects any edited, inserted,\n"
+	    "deleted or reordered record and a log cut off before its seal.\n"
+	    "\n"
+	    "Without a key, someone who can write the file could cut it and seal it\n"
+	    "again: use --key, or compare the last hash with the one 'sandcap run'\n"
+	    "printed at the end of the run (--expect-hash).\n"
+	    "\n"
+	    "Options:\n"
+	    "  -k, --key KEYFILE      the seal must carry an HMAC-SHA256 of the final hash\n"
+	    "                         under this key (32 raw bytes, mode 0600 or stricter)\n"
+	    "  -p, --pubkey PEM       the seal and every audit.checkpoint must carry an\n"
+	    "                         Ed25519 signature that verifies with this public key\n"
+	    "                         (from 'sandcap audit keygen'). A log cut off after a\n"
+	    "                         checkpoint (its supervisor killed) still fails, and\n"
+	    "                         says up to which record it is signed\n"
+	    "  -e, --expect-hash HEX  the hash of the last record must be HEX\n"
+	    "  -h, --help             show this help\n"
+	    "\n"
+	    "FILE must be a regular file; give - to read standard input. A line longer\n"
+	    "than 1 MiB ends the check.\n"
+	    "\n"
+	    "Prints 'FILE: intact, ...' and the last hash. Exit status: 0 intact,\n"
+	    "1 not intact (the first bad line and why are printed as FILE: line N: reason)\n"
+	    "or intact but INCOMPLETE (the log records that a write failed and the\n"
+	    "sandbox was stopped: audit.error), 2 usage error or a file that could not\n"
+	    "be read.\n",
+	    out);
 }
 
 static void report_usage(FILE *out)
@@ -166,16 +178,38 @@ static int load_key(const char *file, uint8_t key[AU_KEY_FILE_BYTES])
 	return r;
 }
 
+static void sign_key_freep(au_sign_key **k)
+{
+	*k = au_sign_key_free(*k);
+}
+
+/* A signed log that does not verify to its end: how far its signature
+ * still vouches for it (a supervisor killed mid-run leaves such a log). */
+static void say_signed_prefix(const char *file, const au_verify_info *info)
+{
+	if (!info->have_checkpoint) {
+		cli_error("%s: no record is vouched for: no signed checkpoint before the problem",
+			  file);
+		return;
+	}
+	cli_error("%s: verified up to record %llu, signed checkpoint; %llu records after it "
+		  "unverified",
+		  file, (unsigned long long)info->checkpoint_seq,
+		  (unsigned long long)(info->good_records - info->checkpoint_seq - 1));
+}
+
 static int cmd_audit_verify(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"key", required_argument, NULL, 'k'},
+	    {"pubkey", required_argument, NULL, 'p'},
 	    {"expect-hash", required_argument, NULL, 'e'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
 	_cleanup_(fclose_inputp) FILE *in = NULL;
-	const char *keyfile = NULL, *expect = NULL, *file;
+	_cleanup_(sign_key_freep) au_sign_key *pub = NULL;
+	const char *keyfile = NULL, *expect = NULL, *pubfile = NULL, *file;
 	uint8_t key[AU_KEY_FILE_BYTES];
 	char reason[512];
 	au_verify_info info;
@@ -184,10 +218,13 @@ static int cmd_audit_verify(int argc, char **argv)
 
 	optind = 0; /* glibc: reinitialise, argv is a new vector */
 	opterr = 0; /* errors are reported by cli_error() */
-	while ((c = getopt_long(argc, argv, ":k:e:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":k:p:e:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k':
 			keyfile = optarg;
+			break;
+		case 'p':
+			pubfile = optarg;
 			break;
 		case 'e':
 			expect = optarg;
@@ -213,6 +250,8 @@ static int cmd_audit_verify(int argc, char **argv)
 		cli_error("--expect-hash: expected %u lower-case hex digits", AU_HASH_HEX);
 		return AUDIT_EXIT_USAGE;
 	}
+	if (pubfile && cli_load_sign_key(pubfile, false, &pub) < 0)
+		return AUDIT_EXIT_USAGE;
 	if (keyfile && load_key(keyfile, key) < 0)
 		return AUDIT_EXIT_USAGE;
 	in = open_input(file);
@@ -220,11 +259,13 @@ static int cmd_audit_verify(int argc, char **argv)
 		explicit_bzero(key, sizeof(key));
 		return AUDIT_EXIT_USAGE;
 	}
-	r = au_verify_ex(in, keyfile ? key : NULL, keyfile ? sizeof(key) : 0, &info, &line, reason,
-			 sizeof(reason));
+	r = au_verify_pub(in, keyfile ? key : NULL, keyfile ? sizeof(key) : 0, pub, &info, &line,
+			  reason, sizeof(reason));
 	explicit_bzero(key, sizeof(key));
 	if (r == -EBADMSG) {
 		cli_error("%s: line %zu: %s", file, line, reason);
+		if (pub)
+			say_signed_prefix(file, &info);
 		return AUDIT_EXIT_BROKEN;
 	}
 	if (r < 0) {
@@ -245,11 +286,17 @@ static int cmd_audit_verify(int argc, char **argv)
 		printf("last hash: %s\n", info.last_hash);
 		return AUDIT_EXIT_BROKEN;
 	}
-	printf("%s: intact, %llu records, sandbox %s, %s to %s, %s\n", file,
+	printf("%s: intact, %llu records, sandbox %s, %s to %s, %s%s\n", file,
 	       (unsigned long long)info.records, info.sandbox, info.first_ts, info.last_ts,
 	       info.hmac_checked ? "seal HMAC verified"
 	       : info.keyed	 ? "sealed with an HMAC (not checked: no --key)"
-				 : "sealed without a key");
+				 : "sealed without a key",
+	       info.sig_checked	  ? ", seal signature verified with the public key"
+	       : info.seal_signed ? ", signed (not checked: no --pubkey)"
+				  : "");
+	if (info.sig_checked)
+		printf("signed by key %s, %llu checkpoints\n", info.key_id,
+		       (unsigned long long)info.checkpoints);
 	printf("last hash: %s\n", info.last_hash);
 	return AUDIT_EXIT_OK;
 }
@@ -456,6 +503,158 @@ static int cmd_audit_prune(int argc, char **argv)
 	return t.failed ? AUDIT_EXIT_BROKEN : AUDIT_EXIT_OK;
 }
 
+static void export_usage(FILE *out)
+{
+	fputs("Usage: sandcap audit export --format ocsf|otlp-json FILE\n"
+	      "\n"
+	      "Writes every record of the log to standard output as one JSON object per line:\n"
+	      "  ocsf       an OCSF 1.1 event (Process Activity 1007, Network Activity 4001,\n"
+	      "             File System Activity 1001, Detection Finding 2004 for refusals\n"
+	      "             and limits, Base Event 0 for the rest); the native record's\n"
+	      "             event and data are kept under unmapped\n"
+	      "  otlp-json  an OpenTelemetry logs payload (resourceLogs/scopeLogs/logRecords)\n"
+	      "             holding one log record, its body the record's data\n"
+	      "The mapping of each event is in docs/audit.md. The chain is checked on the\n"
+	      "way (without a key): the export stops at a record that breaks it.\n"
+	      "\n"
+	      "Options:\n"
+	      "  -f, --format FORMAT  ocsf or otlp-json\n"
+	      "  -h, --help           show this help\n"
+	      "\n"
+	      "Exit status: 0 every record exported from an intact, sealed log; 1 the chain\n"
+	      "broke (the records before the break were exported) or the log is not sealed;\n"
+	      "2 usage error or a file that could not be read.\n",
+	      out);
+}
+
+static int cmd_audit_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"format", required_argument, NULL, 'f'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	_cleanup_(fclose_inputp) FILE *in = NULL;
+	const char *format = NULL;
+	au_export_format fmt;
+	char reason[512] = "";
+	size_t line = 0;
+	int c, r;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":f:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			format = optarg;
+			break;
+		case 'h':
+			export_usage(stdout);
+			return AUDIT_EXIT_OK;
+		case ':':
+			cli_error("audit export: option '%s' needs an argument", argv[optind - 1]);
+			return AUDIT_EXIT_USAGE;
+		default:
+			cli_error("audit export: bad option '%s' (see --help)", argv[optind - 1]);
+			return AUDIT_EXIT_USAGE;
+		}
+	}
+	if (!format || (strcmp(format, "ocsf") != 0 && strcmp(format, "otlp-json") != 0)) {
+		cli_error("audit export: --format must be ocsf or otlp-json%s%s%s",
+			  format ? " (got '" : "", format ? format : "", format ? "')" : "");
+		return AUDIT_EXIT_USAGE;
+	}
+	fmt = strcmp(format, "ocsf") == 0 ? AU_EXPORT_OCSF : AU_EXPORT_OTLP_JSON;
+	if (argc - optind != 1) {
+		cli_error("audit export: expected exactly one FILE (see --help)");
+		return AUDIT_EXIT_USAGE;
+	}
+	in = open_input(argv[optind]);
+	if (!in)
+		return AUDIT_EXIT_USAGE;
+	r = au_export(in, stdout, fmt, &line, reason, sizeof(reason));
+	if (r == -EBADMSG) {
+		cli_error("%s: line %zu: %s (export stopped there)", argv[optind], line, reason);
+		return AUDIT_EXIT_BROKEN;
+	}
+	if (r < 0) {
+		cli_error("%s: line %zu: %s", argv[optind], line, strerror(-r));
+		return AUDIT_EXIT_USAGE;
+	}
+	return AUDIT_EXIT_OK;
+}
+
+static void keygen_usage(FILE *out)
+{
+	fputs("Usage: sandcap audit keygen --out PRIVATE --public PUBLIC\n"
+	      "\n"
+	      "Makes an Ed25519 key pair for the public-key seal of the audit log: PRIVATE\n"
+	      "(PKCS#8 PEM, mode 0600) is for 'sandcap run --audit-sign PRIVATE', PUBLIC\n"
+	      "(PEM) for 'sandcap audit verify --pubkey PUBLIC', which needs no secret.\n"
+	      "Neither file may exist: a key is never overwritten. Prints the key id, the\n"
+	      "SHA-256 of the raw public key, which every signed record names.\n"
+	      "\n"
+	      "Options:\n"
+	      "  -o, --out PRIVATE    the new private key file\n"
+	      "  -P, --public PUBLIC  the new public key file\n"
+	      "  -h, --help           show this help\n"
+	      "\n"
+	      "Exit status: 0 written, 1 a file could not be written, 2 usage error.\n",
+	      out);
+}
+
+static int cmd_audit_keygen(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"out", required_argument, NULL, 'o'},
+	    {"public", required_argument, NULL, 'P'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	const char *priv = NULL, *pub = NULL;
+	char id[AU_HASH_HEX + 1];
+	int c, r;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:P:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			priv = optarg;
+			break;
+		case 'P':
+			pub = optarg;
+			break;
+		case 'h':
+			keygen_usage(stdout);
+			return AUDIT_EXIT_OK;
+		case ':':
+			cli_error("audit keygen: option '%s' needs an argument", argv[optind - 1]);
+			return AUDIT_EXIT_USAGE;
+		default:
+			cli_error("audit keygen: bad option '%s' (see --help)", argv[optind - 1]);
+			return AUDIT_EXIT_USAGE;
+		}
+	}
+	if (optind != argc || !priv || !pub) {
+		cli_error("audit keygen: expected --out PRIVATE and --public PUBLIC (see --help)");
+		return AUDIT_EXIT_USAGE;
+	}
+	r = au_keygen(priv, pub, id);
+	if (r == -EEXIST) {
+		cli_error("audit keygen: %s or %s exists already: a key is never overwritten", priv,
+			  pub);
+		return AUDIT_EXIT_BROKEN;
+	}
+	if (r < 0) {
+		cli_error("audit keygen: cannot write %s and %s: %s", priv, pub, strerror(-r));
+		return AUDIT_EXIT_BROKEN;
+	}
+	printf("key id %s\nprivate key %s (keep it from the sandbox), public key %s\n", id, priv,
+	       pub);
+	return AUDIT_EXIT_OK;
+}
+
 int cmd_audit(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -473,6 +672,12 @@ int cmd_audit(int argc, char **argv)
 		return cmd_audit_report(argc - 1, argv + 1);
 	if (strcmp(argv[1], "prune") == 0)
 		return cmd_audit_prune(argc - 1, argv + 1);
-	cli_error("audit: unknown command '%s' (expected verify, report or prune)", argv[1]);
+	if (strcmp(argv[1], "keygen") == 0)
+		return cmd_audit_keygen(argc - 1, argv + 1);
+	if (strcmp(argv[1], "export") == 0)
+		return cmd_audit_export(argc - 1, argv + 1);
+	cli_error("audit: unknown command '%s' (expected verify, report, prune, keygen or "
+		  "export)",
+		  argv[1]);
 	return AUDIT_EXIT_USAGE;
 }
