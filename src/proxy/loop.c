@@ -65,13 +65,15 @@ void px_conn_emit_request(conn *c, const char *decision, const char *reason, int
 {
 	uint64_t dur = (px_now_ns() - c->start_ns) / 1000000ull;
 
-	(void)px_events_emit(
-	    c->L->ev, "net.request",
+	json_t *d =
 	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I}", "method",
 		      c->method, "host", c->host, "port", (int)c->port, "path", c->path, "addr",
 		      c->addr_str, "decision", decision, "rule", c->rule, "reason",
 		      reason ? reason : "", "status", status, "bytes_out", (json_int_t)c->bytes_out,
-		      "bytes_in", (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur));
+		      "bytes_in", (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur);
+
+	px_resp_digest_add(c, d);
+	(void)px_events_emit(c->L->ev, "net.request", d);
 }
 
 static void set_deadline(conn *c, uint64_t ns)
@@ -114,6 +116,7 @@ static void free_conn(conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	L->n_conns--;
+	px_resp_digest_free(c);
 	free(c);
 }
 
@@ -239,6 +242,7 @@ void px_conn_reset_for_next(conn *c)
 	c->resp_head_done = c->resp_done = c->resp_cut = c->up_eof = false;
 	memset(&c->resp_chunk, 0, sizeof(c->resp_chunk));
 	c->resp_left = c->resp_body = 0;
+	px_resp_digest_free(c);
 	c->status = 0;
 	c->bytes_in = c->bytes_out = 0;
 	c->throttled_up = c->throttled_down = false;
