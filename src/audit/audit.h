@@ -148,6 +148,10 @@ int au_keygen(const char *priv_path, const char *pub_path, char ret_id[AU_HASH_H
  * algorithm, -EFBIG for a larger file. */
 int au_sign_key_load(const char *path, bool private, au_sign_key **ret);
 au_sign_key *au_sign_key_free(au_sign_key *k); /* NULL-safe, returns NULL */
+static inline void au_sign_key_freep(au_sign_key **k)
+{
+	*k = au_sign_key_free(*k);
+}
 /* Hex SHA-256 of the raw 32-byte public key: records name the key by it. */
 const char *au_sign_key_id(const au_sign_key *k);
 bool au_sign_key_is_private(const au_sign_key *k);

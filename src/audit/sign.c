@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "audit/audit-internal.h"
+#include "audit/bundle.h"
 #include "base/cleanup.h"
 #include "base/io.h"
 #include "base/sha256.h"
@@ -126,27 +127,19 @@ static int read_pem(const char *path, bool private, char *buf, size_t *ret_len)
 	return 0;
 }
 
-int au_sign_key_load(const char *path, bool private, au_sign_key **ret)
+static int key_parse(const char *pem, size_t len, bool private, au_sign_key **ret)
 {
 	_cleanup_(pkey_freep) EVP_PKEY *pkey = NULL;
 	_cleanup_(bio_freep) BIO *bio = NULL;
-	char buf[AU_PEM_MAX];
-	size_t len = 0;
 	int r;
 
-	if (!path || !ret)
-		return -EINVAL;
-	r = read_pem(path, private, buf, &len);
-	if (r < 0)
-		return r;
-	bio = BIO_new_mem_buf(buf, (int)len);
-	if (!bio) {
-		explicit_bzero(buf, sizeof(buf));
+	if (len > AU_PEM_MAX)
+		return -EFBIG;
+	bio = BIO_new_mem_buf(pem, (int)len);
+	if (!bio)
 		return -ENOMEM;
-	}
 	pkey = private ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL)
 		       : PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
-	explicit_bzero(buf, sizeof(buf));
 	if (!pkey)
 		return -EBADMSG;
 	r = key_wrap(pkey, private, ret);
@@ -154,6 +147,28 @@ int au_sign_key_load(const char *path, bool private, au_sign_key **ret)
 		return r;
 	pkey = NULL; /* owned by *ret */
 	return 0;
+}
+
+int au_sign_key_parse(const char *pem, size_t len, au_sign_key **ret)
+{
+	if (!pem || !ret)
+		return -EINVAL;
+	return key_parse(pem, len, false, ret);
+}
+
+int au_sign_key_load(const char *path, bool private, au_sign_key **ret)
+{
+	char buf[AU_PEM_MAX];
+	size_t len = 0;
+	int r;
+
+	if (!path || !ret)
+		return -EINVAL;
+	r = read_pem(path, private, buf, &len);
+	if (r == 0)
+		r = key_parse(buf, len, private, ret);
+	explicit_bzero(buf, sizeof(buf));
+	return r;
 }
 
 /* Writes a PEM to a new file (O_EXCL: an existing key is never replaced). */

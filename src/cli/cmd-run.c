@@ -384,11 +384,6 @@ static void std_fds_open(void)
 	}
 }
 
-static void sign_key_freep(au_sign_key **k)
-{
-	*k = au_sign_key_free(*k);
-}
-
 /* --audit-checkpoint-records N, --audit-checkpoint-interval SECONDS (ms). */
 static int parse_checkpoint(bool records, const char *arg, uint64_t *ret)
 {
@@ -440,7 +435,7 @@ int cmd_run(int argc, char **argv)
 	const char *policy = NULL, *token = NULL, *keyfile = NULL, *audit = NULL, *audit_key = NULL;
 	const char *audit_sign = NULL;
 	uint64_t cp_records = AU_CHECKPOINT_RECORDS_DEF, cp_ms = AU_CHECKPOINT_MS_DEF;
-	_cleanup_(sign_key_freep) au_sign_key *sign_key = NULL;
+	_cleanup_(au_sign_key_freep) au_sign_key *sign_key = NULL;
 	char *sets[MAX_SETS];
 	size_t n_sets = 0;
 	bool json = false, quiet = false;
