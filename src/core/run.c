@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "audit/fsread.h"
 #include "audit/fswatch.h"
 #include "base/cleanup.h"
 #include "base/diag.h"
@@ -81,6 +82,8 @@ typedef struct supervisor {
 	pty_relay *pty;
 	fw_watch *fw;
 	const char *fw_mode; /* for sandbox.start; owned by fw */
+	fr_watch *fr;	     /* fs.read (audit.reads) */
+	const char *fr_mode; /* for sandbox.start; static */
 	spawn_server *spawn; /* delegation socket, when the plan allows spawn */
 
 	int ep, sync, pidfd, sigfd, wallfd, gracefd, notify_fd, proxy_fd;
@@ -404,6 +407,9 @@ static json_t *layers_json(supervisor *s)
 	else if (s->proxy_pid > 0)
 		(void)json_object_set_new(o, "proxy", json_string("active"));
 	(void)json_object_set_new(o, "fs_write", json_string(s->fw_mode ? s->fw_mode : "none"));
+	if (s->plan->audit_reads)
+		(void)json_object_set_new(o, "fs_read",
+					  json_string(s->fr_mode ? s->fr_mode : "none"));
 	if (s->unpriv && (l & LAYER_USERNS)) {
 		char id[160];
 
@@ -649,6 +655,9 @@ static void handle_sync(supervisor *s)
 	case SYNC_LAYERS:
 		/* The child's mounts are built: its /tmp is there to watch. */
 		(void)fw_watch_tmp(s->fw, s->pid);
+		/* Its reads too; a thread only now, after the fork of the child. */
+		if (fr_start(s->plan, on_event, s, &s->fr, &s->fr_mode) < 0)
+			s->fr_mode = "none (out of memory)";
 		s->landlock_abi = m.value;
 		snprintf(s->landlock, sizeof(s->landlock), "%s", m.what);
 		break;
@@ -1007,6 +1016,7 @@ static void emit_refusal(supervisor *s)
 	if (!s->started)
 		emit_start(s, -1);
 	(void)fw_finish(s->fw, on_event, s);
+	fr_finish(s->fr);
 	emit_final(s, "sandbox.exit",
 		   json_pack("{s:s, s:s}", "error", s->diag->path, "detail", s->diag->message));
 }
@@ -1149,6 +1159,7 @@ static void teardown(supervisor *s)
 	}
 	/* After the seal: the fanotify group is closed meanwhile (fswatch.c). */
 	s->fw = fw_free(s->fw);
+	s->fr = fr_free(s->fr);
 	(void)safe_close(s->notify_fd);
 	(void)safe_close(s->proxy_fd);
 	px_seed_done(&s->proxy_seed);
@@ -1392,6 +1403,7 @@ static int host_setup(supervisor *s)
 	if (r < 0)
 		return diag_fail(s->diag, r, "fswatch", "cannot watch the rw grants: %s",
 				 strerror(-r));
+
 	r = pty_relay_new(&s->pty, &s->tty_mask);
 	if (r < 0)
 		return diag_fail(s->diag, r, "terminal", "cannot set up the terminal relay: %s",
@@ -1557,6 +1569,7 @@ static int finish(supervisor *s, int r)
 		emit_start(s, -1);
 		/* The sandbox is gone: every event it caused is queued by now. */
 		(void)fw_finish(s->fw, on_event, s);
+		fr_finish(s->fr);
 		s->res->files_written = s->res->tally.files_written; /* as `audit report` counts */
 		emit_exit(s);
 		return 0;
