@@ -130,9 +130,13 @@ void rp_bound_text(FILE *out, const report *rp)
 		return;
 	(void)fputs("\nThe bound (what was enforced)\n  egress    ", out);
 	(void)fputs(json_string_value(json_object_get(b, "egress")), out);
-	(void)fputs("\n  budget    at most ", out);
-	put_size(out, json_object_get(b, "max_bytes_out"));
-	(void)fputs(" could leave, ", out);
+	if (json_is_integer(json_object_get(b, "max_bytes_out"))) {
+		(void)fputs("\n  budget    at most ", out);
+		put_size(out, json_object_get(b, "max_bytes_out"));
+		(void)fputs(" could leave, ", out);
+	} else {
+		(void)fputs("\n  budget    no bound on what could leave (no net.egress_budget); ", out);
+	}
 	put_size(out, json_object_get(b, "bytes_out"));
 	(void)fputs(" did", out);
 	if (json_is_false(json_object_get(b, "within_budget")))
@@ -158,8 +162,9 @@ void rp_bound_text(FILE *out, const report *rp)
 	{
 		(void)fputs(i ? "            " : "  contacted ", out);
 		au_fputs_safe(json_string_value(json_object_get(v, "host")), out);
-		(void)fprintf(out, ": %" JSON_INTEGER_FORMAT " requests or tunnels\n",
-			      json_integer_value(json_object_get(v, "requests")));
+		(void)fprintf(out, ": %" JSON_INTEGER_FORMAT " request%s\n",
+			      json_integer_value(json_object_get(v, "requests")),
+			      json_integer_value(json_object_get(v, "requests")) == 1 ? "" : "s");
 	}
 	(void)fputs("  sockets   ", out);
 	(void)fputs(json_string_value(json_object_get(b, "sockets")), out);
