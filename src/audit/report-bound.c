@@ -135,7 +135,8 @@ void rp_bound_text(FILE *out, const report *rp)
 		put_size(out, json_object_get(b, "max_bytes_out"));
 		(void)fputs(" could leave, ", out);
 	} else {
-		(void)fputs("\n  budget    no bound on what could leave (no net.egress_budget); ", out);
+		(void)fputs("\n  budget    no bound on what could leave (no net.egress_budget); ",
+			    out);
 	}
 	put_size(out, json_object_get(b, "bytes_out"));
 	(void)fputs(" did", out);
