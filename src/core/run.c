@@ -873,8 +873,10 @@ static int checkpoint_timeout_ms(supervisor *s)
 	if (!s->audit || !s->o->audit_sign || s->o->audit_checkpoint_ms == 0)
 		return -1;
 	pthread_mutex_lock(&s->emit_lock);
-	if (au_checkpoint_due(s->audit) < 0)
+	if (au_checkpoint_due(s->audit) < 0) {
+		s->res->audit_unrecorded++; /* the checkpoint: a record like any other */
 		audit_failed(s);
+	}
 	ns = au_checkpoint_wait_ns(s->audit);
 	pthread_mutex_unlock(&s->emit_lock);
 	if (ns == UINT64_MAX)

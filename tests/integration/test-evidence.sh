@@ -18,6 +18,28 @@ start_origin "$port" || skip_all "origin did not start"
 start_dns "$dns" origin.test=127.0.0.1
 head -c 300000 /dev/urandom >"$W/nginx/html/blob.bin"
 
+# What a forger without any key can do: rewrite records and recompute the
+# whole chain (seq, prev, hash, and the counts and hashes a checkpoint or the
+# seal state), in the canonical form. Imported by the forging scripts below.
+cat >"$T/rechain.py" <<'PY'
+import hashlib, json
+
+def rechain(recs, dst, fix=lambda i, r, prev: None):
+    prev = hashlib.sha256(b"sandcap-audit-v1:" + recs[0]["sandbox"].encode()).hexdigest()
+    out = []
+    for i, r in enumerate(recs):
+        r["seq"], r["prev"] = i, prev
+        if r["event"] in ("audit.checkpoint", "audit.seal"):
+            r["data"]["records"], r["data"]["final_hash"] = i, prev
+        fix(i, r, prev)
+        body = "{" + ",".join('"%s":%s' % (k, json.dumps(r[k], sort_keys=True, separators=(",", ":")))
+                              for k in ["schema", "seq", "ts", "sandbox", "event", "data", "prev"]) + "}"
+        r["hash"] = hashlib.sha256(bytes.fromhex(prev) + body.encode()).hexdigest()
+        out.append(body[:-1] + ',"hash":"%s"}\n' % r["hash"])
+        prev = r["hash"]
+    open(dst, "w").write("".join(out))
+PY
+
 # ---- the public-key seal ----
 "$SANDCAP" audit keygen --out "$T/sign.key" --public "$T/pub.key" >"$T/keygen.out" 2>&1
 check "keygen writes a key pair" test -s "$T/sign.key" -a -s "$T/pub.key"
@@ -225,29 +247,18 @@ expect_eq "its receipts verify" "$?" 0
 expect_match "... both levels recomputed" "$out" "receipts: 2 delegations recomputed, each child within its parent \(depth 2\)"
 # A forger widens the grandchild's memory beyond its parent's and recomputes
 # its receipt's digest and the whole chain (an unsigned log lets him).
-widen() { # widen IN OUT FIELD
-	python3 - "$@" <<'PY'
+widen() { # widen IN OUT digest|keep
+	PYTHONPATH=$T python3 - "$@" <<'PY'
 import hashlib, json, sys
+from rechain import rechain
 src, dst, how = sys.argv[1:]
 recs = [json.loads(l) for l in open(src)]
-starts = [r for r in recs if r["event"] == "spawn.start"]
-child = starts[-1]["data"]
+child = [r for r in recs if r["event"] == "spawn.start"][-1]["data"]
 child["plan"]["limits"]["memory"] = 512 << 20
 if how == "digest":
     dump = json.dumps(child["plan"], sort_keys=True, separators=(",", ":"))
     child["receipt"]["child_digest"] = hashlib.sha256(dump.encode()).hexdigest()
-prev = hashlib.sha256(b"sandcap-audit-v1:" + recs[0]["sandbox"].encode()).hexdigest()
-out = []
-for i, r in enumerate(recs):
-    r["prev"] = prev
-    if r["event"] == "audit.seal":
-        r["data"]["final_hash"] = prev
-    body = "{" + ",".join('"%s":%s' % (k, json.dumps(r[k], sort_keys=True, separators=(",", ":")))
-                          for k in ["schema", "seq", "ts", "sandbox", "event", "data", "prev"]) + "}"
-    r["hash"] = hashlib.sha256(bytes.fromhex(prev) + body.encode()).hexdigest()
-    out.append(body[:-1] + ',"hash":"%s"}\n' % r["hash"])
-    prev = r["hash"]
-open(dst, "w").write("".join(out))
+rechain(recs, dst)
 PY
 }
 widen "$dlog" "$T/widened.jsonl" digest
@@ -280,28 +291,19 @@ expect_match "... and says how far it is signed" \
 # A forger without the key: a record inserted, every hash after it
 # recomputed, the checkpoints' and seal's counts and hashes updated (their
 # signatures kept), or the seal replaced by an unsigned one.
-forge() { # forge IN OUT MODE
-	python3 - "$@" <<'PY'
-import hashlib, json, sys
+forge() { # forge IN OUT keep-sig|unsigned
+	PYTHONPATH=$T python3 - "$@" <<'PY'
+import json, sys
+from rechain import rechain
 src, dst, mode = sys.argv[1:]
 recs = [json.loads(l) for l in open(src)]
 fake = dict(recs[2]); fake["event"] = "proc.exec"
 fake["data"] = {"argv": ["/bin/innocent"], "path": "/bin/innocent", "pid": 7, "truncated": False}
 recs.insert(3, fake)
-prev = hashlib.sha256(b"sandcap-audit-v1:" + recs[0]["sandbox"].encode()).hexdigest()
-out = []
-for i, r in enumerate(recs):
-    r["seq"], r["prev"] = i, prev
-    if r["event"] in ("audit.checkpoint", "audit.seal"):
-        r["data"]["records"], r["data"]["final_hash"] = i, prev
-        if r["event"] == "audit.seal" and mode == "unsigned":
-            r["data"].pop("sig"); r["data"].pop("key_id")
-    body = "{" + ",".join('"%s":%s' % (k, json.dumps(r[k], sort_keys=True, separators=(",", ":")))
-                          for k in ["schema", "seq", "ts", "sandbox", "event", "data", "prev"]) + "}"
-    r["hash"] = hashlib.sha256(bytes.fromhex(prev) + body.encode()).hexdigest()
-    out.append(body[:-1] + ',"hash":"%s"}\n' % r["hash"])
-    prev = r["hash"]
-open(dst, "w").write("".join(out))
+def unsign(i, r, prev):
+    if r["event"] == "audit.seal" and mode == "unsigned":
+        r["data"].pop("sig"); r["data"].pop("key_id")
+rechain(recs, dst, unsign)
 PY
 }
 forge "$log" "$T/forged.jsonl" keep-sig
