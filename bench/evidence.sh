@@ -53,8 +53,10 @@ cat >"$T/policy.json" <<JSON
            "allow_private": [ "127.0.0.1/32" ] } }
 JSON
 t0=$(date +%s.%N)
-"$S" run --quiet --policy "$T/policy.json" --audit "$T/dl.jsonl" -- \
-	curl -s -o /dev/null "http://127.0.0.1:$PORT/bulk.bin"
+# Inside, NO_PROXY lists 127.0.0.1: --noproxy '' sends it to the proxy anyway.
+# shellcheck disable=SC2016 # expanded inside the sandbox
+"$S" run --quiet --policy "$T/policy.json" --audit "$T/dl.jsonl" -- /bin/sh -c \
+	'curl -sS -o /dev/null --noproxy "" -x "$HTTP_PROXY" "$0"' "http://127.0.0.1:$PORT/bulk.bin"
 t1=$(date +%s.%N)
 sum=$(sha256sum <"$T/www/bulk.bin" | cut -d' ' -f1)
 t2=$(date +%s.%N)
