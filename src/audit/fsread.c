@@ -10,9 +10,10 @@
  *     host) is hashed as it is then;
  *   - a process that has exited before its event is read cannot be
  *     identified; its open is kept when it lies under a grant;
- *   - other filesystems mounted inside a grant are not marked;
- *   - every open on a marked filesystem reaches the thread, the host's
- *     too (a /proc/PID/status read per new pid, a readlink per event).
+ *   - other filesystems mounted inside a grant are not marked (the mark
+ *     is on the grant's own mount);
+ *   - an open of the grant's mount by a host process (through
+ *     /proc/PID/root) is filtered by its fsuid, as fswatch.c does.
  */
 #include "audit/fsread.h"
 
@@ -271,9 +272,10 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-int fr_start(const sc_plan *plan, sf_event_cb cb, void *userdata, fr_watch **ret,
+int fr_start(const sc_plan *plan, pid_t pid, sf_event_cb cb, void *userdata, fr_watch **ret,
 	     const char **ret_mode)
 {
+	char path[PATH_MAX + 64];
 	_cleanup_free_ fr_watch *w = NULL;
 	int r;
 
@@ -300,13 +302,18 @@ int fr_start(const sc_plan *plan, sf_event_cb cb, void *userdata, fr_watch **ret
 		*ret_mode = errno == EPERM ? "none (fanotify needs root)" : "none (no fanotify)";
 		return 0;
 	}
-	for (size_t i = 0; i < plan->n_grants; i++)
-		if (fanotify_mark(w->fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN, AT_FDCWD,
-				  plan->grants[i].path) < 0) {
+	/* The grant's own mount in the sandbox's mount namespace, reached
+	 * through the child's root: only opens through it are reported, none
+	 * of the host's. */
+	for (size_t i = 0; i < plan->n_grants; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, plan->grants[i].at);
+		if (fanotify_mark(w->fan, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_OPEN, AT_FDCWD, path) <
+		    0) {
 			(void)close(w->fan);
-			*ret_mode = "none (a grant's filesystem cannot be marked)";
+			*ret_mode = "none (a grant's mount cannot be marked)";
 			return 0;
 		}
+	}
 	w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->stop_fd < 0) {
 		(void)close(w->fan);

@@ -5,7 +5,7 @@
  * the supervisor only; root only (a fanotify filesystem mark).
  *
  * A notification-class fanotify group (the agent never waits for it) with
- * FAN_OPEN on the filesystem of every grant. A thread of its own reads
+ * FAN_OPEN on the mount of every grant in the sandbox's mount namespace. A thread of its own reads
  * the events: each carries an fd of the file as it was opened, so the
  * digest is of that inode, read from that fd (at most FR_HASH_MAX bytes:
  * a larger file is recorded with its size and no digest). Events are kept
@@ -14,6 +14,8 @@
  * then one record {"op": "truncated", "count": N, "reason": ...}.
  */
 #pragma once
+
+#include <sys/types.h>
 
 #include "policy/plan.h"
 #include "seccomp/seccomp.h"
@@ -24,13 +26,14 @@
 typedef struct fr_watch fr_watch;
 
 /*
- * Marks every grant's filesystem and starts the reader thread, which
+ * Once the sandbox child (pid) has built its mounts: marks every grant's
+ * mount there (through /proc/PID/root) and starts the reader thread, which
  * passes each fs.read to cb (from that thread: cb must be thread-safe;
  * data ownership passes to cb; a negative return stops the recording).
  * *ret_mode: "fanotify", or "none (why)" when the watch could not be set
  * up (then *ret is NULL and nothing is recorded). 0 or -ENOMEM.
  */
-int fr_start(const sc_plan *plan, sf_event_cb cb, void *userdata, fr_watch **ret,
+int fr_start(const sc_plan *plan, pid_t pid, sf_event_cb cb, void *userdata, fr_watch **ret,
 	     const char **ret_mode);
 
 /* After the sandbox ended: reads what is still queued, stops the thread,

@@ -656,7 +656,7 @@ static void handle_sync(supervisor *s)
 		/* The child's mounts are built: its /tmp is there to watch. */
 		(void)fw_watch_tmp(s->fw, s->pid);
 		/* Its reads too; a thread only now, after the fork of the child. */
-		if (fr_start(s->plan, on_event, s, &s->fr, &s->fr_mode) < 0)
+		if (fr_start(s->plan, s->pid, on_event, s, &s->fr, &s->fr_mode) < 0)
 			s->fr_mode = "none (out of memory)";
 		s->landlock_abi = m.value;
 		snprintf(s->landlock, sizeof(s->landlock), "%s", m.what);
