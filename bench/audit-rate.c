@@ -3,8 +3,9 @@
  * Audit log throughput: records/s written with fsync at boundaries only and
  * with fsync after every record (AUDIT_FSYNC_ALWAYS), and records/s
  * verified; the same with the public-key seal (Ed25519, a signed checkpoint
- * every AU_CHECKPOINT_RECORDS_DEF records) against the HMAC seal alone. Writes into DIR (default: the current directory, so that the
- * fsync cost is the one of the file system the log will live on).
+ * every AU_CHECKPOINT_RECORDS_DEF records) against the HMAC seal alone.
+ * Writes into DIR (default: the current directory, so that the fsync cost
+ * is the one of the file system the log will live on).
  *
  *   audit-rate [-n RECORDS] [-s SYNC_RECORDS] [-d DIR] [-k]
  *
