@@ -182,6 +182,18 @@ for m in manifest.json audit.jsonl report.json report.txt pubkey.pem policy.json
 	expect_eq "a bundle with one byte of $m changed is refused" "$?" 1
 done
 
+# A run from a token: its claims and caveats go in, never its signature.
+"$SANDCAP" token keygen --out "$T/root.key" >/dev/null 2>&1
+"$SANDCAP" token mint --key "$T/root.key" --policy "$T/reads.json" --ttl 10m --id bundle-tok >"$T/t.tok"
+"$SANDCAP" run --quiet --audit "$T/tok.jsonl" --token "$T/t.tok" --key "$T/root.key" -- /bin/true >/dev/null 2>&1
+"$SANDCAP" audit bundle "$T/tok.jsonl" --out "$T/tok.tar" --token "$T/t.tok" >/dev/null 2>&1
+out=$("$SANDCAP" audit verify --bundle "$T/tok.tar" 2>&1)
+expect_match "a token run's bundle verifies and names its token" "$out" "token-claims.json names the run's token"
+sig=$(sed 's/.*\.//' "$T/t.tok")
+tar xOf "$T/tok.tar" token-claims.json >"$T/claims.json"
+expect_eq "... without the token's signature" "$(grep -c -- "$sig" "$T/claims.json")" 0
+expect_eq "... with its claims" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["claims"]["id"])' "$T/claims.json")" "bundle-tok"
+
 # ---- exports ----
 for fmt in ocsf otlp-json; do
 	"$SANDCAP" audit export --format $fmt "$log" >"$T/export.$fmt"
