@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "audit/fswatch.h"
 #include "base/cleanup.h"
 #include "ns/ns.h"
 
@@ -64,34 +65,20 @@ struct fr_watch {
 
 static fr_who pid_who(fr_watch *w, pid_t pid)
 {
-	char path[64], line[256];
-	_cleanup_fclose_ FILE *f = NULL;
-	fr_who who = FR_GONE;
+	unsigned long fsuid = 0;
+	fr_who who;
 
 	if (pid == w->self)
 		return FR_HOST;
 	for (size_t i = 0; i < FR_PID_CACHE; i++)
 		if (w->pids[i].pid == pid && pid > 0)
 			return w->pids[i].who;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (fw_proc_fsuid(pid, &fsuid) < 0)
 		return FR_GONE;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long ruid, euid, suid, fsuid;
-
-		if (sscanf(line, "Uid: %lu %lu %lu %lu", &ruid, &euid, &suid, &fsuid) == 4) {
-			who = fsuid == w->id_base || fsuid == (unsigned long)w->id_base + 1
-				  ? FR_SANDBOX
-				  : FR_HOST;
-			break;
-		}
-	}
-	if (who != FR_GONE) {
-		w->pids[w->next_pid].pid = pid;
-		w->pids[w->next_pid].who = who;
-		w->next_pid = (w->next_pid + 1) % FR_PID_CACHE;
-	}
+	who = fsuid == w->id_base || fsuid == (unsigned long)w->id_base + 1 ? FR_SANDBOX : FR_HOST;
+	w->pids[w->next_pid].pid = pid;
+	w->pids[w->next_pid].who = who;
+	w->next_pid = (w->next_pid + 1) % FR_PID_CACHE;
 	return who;
 }
 
