@@ -46,7 +46,7 @@ static void put_scalar(FILE *out, json_t *v)
 		(void)fputs("{...}", out);
 }
 
-void rp_put_size(FILE *out, uint64_t b)
+static void put_size(FILE *out, uint64_t b)
 {
 	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	double v = (double)b;
@@ -60,6 +60,11 @@ void rp_put_size(FILE *out, uint64_t b)
 		(void)fprintf(out, "%" PRIu64 " B", b);
 	else
 		(void)fprintf(out, "%.1f %s", v, unit[u]);
+}
+
+void rp_put_size(FILE *out, uint64_t b)
+{
+	put_size(out, b);
 }
 
 static void put_secs(FILE *out, uint64_t ns)
@@ -109,7 +114,7 @@ static void put_value(FILE *out, const char *key, json_t *v)
 	if (n == PLAN_UNLIMITED || (json_is_real(v) && n >= (uint64_t)INT64_MAX))
 		(void)fputs("unlimited", out);
 	else if (key_is(key, sizes))
-		rp_put_size(out, n);
+		put_size(out, n);
 	else if (ends_with(key, "_ns"))
 		put_secs(out, n);
 	else if (ends_with(key, "_millis"))
@@ -405,13 +410,13 @@ static void text_consumed(FILE *out, const report *rp)
 			    "memory");
 
 			(void)fputs("  memory    peak ", out);
-			rp_put_size(out, v);
+			put_size(out, v);
 			if (rp_get_u64(
 				json_object_get(json_object_get(rp->start, "plan"), "limits"),
 				"memory", &limit) &&
 			    limit != PLAN_UNLIMITED) {
 				(void)fputs(" of ", out);
-				rp_put_size(out, limit);
+				put_size(out, limit);
 			} else if (json_is_string(lim)) {
 				(void)fputs(" of ", out);
 				put_safe(out, json_string_value(lim));
@@ -433,9 +438,9 @@ static void text_consumed(FILE *out, const report *rp)
 	if (!rp_get_u64(x, "bytes_in", &w))
 		w = rp->net_bytes_in;
 	(void)fputs("  network   ", out);
-	rp_put_size(out, v);
+	put_size(out, v);
 	(void)fputs(" out, ", out);
-	rp_put_size(out, w);
+	put_size(out, w);
 	(void)fputs(" in", out);
 	if (!rp_get_u64(x, "requests_allowed", &v))
 		v = rp->net.count;
@@ -492,9 +497,9 @@ static void text_did(FILE *out, const report *rp)
 		(void)fputs("    ", out);
 		put_safe(out, c->key);
 		(void)fprintf(out, ": %" PRIu64 " request%s, ", c->count, c->count == 1 ? "" : "s");
-		rp_put_size(out, c->bytes_out);
+		put_size(out, c->bytes_out);
 		(void)fputs(" out, ", out);
-		rp_put_size(out, c->bytes_in);
+		put_size(out, c->bytes_in);
 		(void)fputs(" in\n", out);
 	}
 	if (rp->hosts.other_keys)
