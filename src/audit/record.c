@@ -208,7 +208,7 @@ int au_record_build(uint64_t seq, const struct timespec *ts, const char *sandbox
 	if (!line)
 		return -ENOMEM;
 	p = line;
-	PUT_LITERAL(&p, "{\"seq\":");
+	PUT_LITERAL(&p, AU_SCHEMA_PREFIX "\"seq\":");
 	while (seq_len > 0)
 		*p++ = seqbuf[--seq_len];
 	PUT_LITERAL(&p, ",\"ts\":\"");

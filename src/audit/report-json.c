@@ -128,6 +128,7 @@ int rp_json(FILE *out, const report *rp)
 	set(lim, "by_limit", ctable_json(&rp->tally.limits, "limit", false));
 	set(stopped, "limits", lim);
 	set(root, "stopped", stopped);
+	set(root, "bound", rp_bound(rp));
 
 	if (json_dumpf(root, out, JSON_INDENT(2) | JSON_ENSURE_ASCII) < 0 || fputc('\n', out) < 0)
 		return -EIO;

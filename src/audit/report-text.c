@@ -62,6 +62,11 @@ static void put_size(FILE *out, uint64_t b)
 		(void)fprintf(out, "%.1f %s", v, unit[u]);
 }
 
+void rp_put_size(FILE *out, uint64_t b)
+{
+	put_size(out, b);
+}
+
 static void put_secs(FILE *out, uint64_t ns)
 {
 	(void)fprintf(out, "%.2f s", (double)ns / 1e9);
@@ -693,4 +698,5 @@ void rp_text(FILE *out, const report *rp)
 	text_consumed(out, rp);
 	text_did(out, rp);
 	text_stopped(out, rp);
+	rp_bound_text(out, rp);
 }

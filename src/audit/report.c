@@ -104,9 +104,10 @@ static int blist_add(blist *l, json_t *data, const char *const *keys)
 
 static const char *const proc_keys[] = {"pid", "path", "argv", NULL};
 static const char *const failed_keys[] = {"pid", "path", "result", "errno", "error", NULL};
-static const char *const net_keys[] = {"method", "host",	"port",	      "path",
-				       "addr",	 "status",	"bytes_out",  "bytes_in",
-				       "rule",	 "duration_ms", "credential", NULL};
+static const char *const net_keys[] = {
+    "method",	   "host",	 "port",	"path",	      "addr",	    "status",
+    "bytes_out",   "bytes_in",	 "rule",	"duration_ms", "credential", "body_sha256",
+    "body_bytes", NULL};
 static const char *const denied_keys[] = {"method", "host",	  "port",   "path",
 					  "reason", "credential", "detail", NULL};
 static const char *const file_keys[] = {"path", "op", NULL};
@@ -179,6 +180,8 @@ static int handle_event(report *rp, const char *event, json_t *data)
 	} else if (strcmp(event, AU_ERROR_EVENT) == 0) {
 		if (!rp->failure)
 			rp->failure = json_incref(data);
+	} else if (strcmp(event, AU_CHECKPOINT_EVENT) == 0) {
+		return 0; /* the seal's; verify --pubkey checks them */
 	} else if (strcmp(event, AU_SEAL_EVENT) == 0) {
 		rp->sealed = true;
 		rp->keyed = json_is_true(json_object_get(data, "keyed"));

@@ -57,4 +57,9 @@ typedef struct report {
 bool rp_get_u64(json_t *obj, const char *key, uint64_t *ret);
 const char *rp_get_str(json_t *obj, const char *key);
 void rp_text(FILE *out, const report *rp);
+void rp_put_size(FILE *out, uint64_t bytes); /* "1.5 KiB" */
+/* The bound that was enforced (report-bound.c): a new JSON object, or
+ * null before sandbox.start; and its text section. */
+json_t *rp_bound(const report *rp);
+void rp_bound_text(FILE *out, const report *rp);
 int rp_json(FILE *out, const report *rp);

@@ -43,6 +43,10 @@ int cli_report_diag(const char *file, const sc_diag *d);
  * directory (audit_path, or the default one when NULL). Returns how many. */
 int cli_warn_audit_place(const sc_plan *p, const char *audit_path);
 void cli_sha256_hex(const void *buf, size_t len, char out[65]);
+/* Loads an Ed25519 key of the public-key seal (docs/audit.md), saying
+ * what is wrong with the file. 0 or -errno. */
+struct au_sign_key;
+int cli_load_sign_key(const char *file, bool private, struct au_sign_key **ret);
 
 typedef struct tk_info tk_info;
 /* Reads a token file, loads the key, verifies; prints its own errors.

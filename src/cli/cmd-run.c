@@ -22,7 +22,9 @@
 static void run_usage(FILE *out)
 {
 	fputs("Usage: sandcap run [--policy FILE | --token FILE --key FILE] [--audit FILE "
-	      "[--audit-key FILE]]\n"
+	      "[--audit-key FILE]\n"
+	      "                   [--audit-sign FILE [--audit-checkpoint-records N]\n"
+	      "                   [--audit-checkpoint-interval SECONDS]]]\n"
 	      "                   [--json] [--quiet] [--set KEY=VALUE]... [--] COMMAND [ARG]...\n"
 	      "\n"
 	      "Runs COMMAND inside a sandbox that holds exactly the capabilities of the policy.\n"
@@ -37,6 +39,15 @@ static void run_usage(FILE *out)
 	      "                     $SANDCAP_STATE_DIR/audit; when unset /var/lib/sandcap/audit\n"
 	      "                     for root, ~/.local/state/sandcap/audit for other users)\n"
 	      "  --audit-key FILE   seal the log with an HMAC under this key\n"
+	      "  --audit-sign FILE  sign the seal and checkpoints with this Ed25519 private key\n"
+	      "                     (from 'sandcap audit keygen'); 'sandcap audit verify\n"
+	      "                     --pubkey' checks them with the public key alone\n"
+	      "  --audit-checkpoint-records N\n"
+	      "                     a signed checkpoint after every N records (default 1000;\n"
+	      "                     0: none by count)\n"
+	      "  --audit-checkpoint-interval SECONDS\n"
+	      "                     ... and at least every SECONDS while records come (default\n"
+	      "                     5, at most 86400, in steps of 0.001; 0: none by time)\n"
 	      "  --set KEY=VALUE    override one policy key, e.g. --set limits.wall=10s; VALUE is\n"
 	      "                     read as JSON when it is valid JSON (64, true, [80]) and as a\n"
 	      "                     string otherwise; the result is validated like the file,\n"
@@ -388,21 +399,58 @@ static void std_fds_open(void)
 	}
 }
 
+/* --audit-checkpoint-records N, --audit-checkpoint-interval SECONDS (ms). */
+static int parse_checkpoint(bool records, const char *arg, uint64_t *ret)
+{
+	char *end = NULL;
+	double v;
+
+	errno = 0;
+	if (records) {
+		unsigned long long n = strtoull(arg, &end, 10);
+
+		if (errno || end == arg || *end || arg[0] == '-') {
+			cli_error("--audit-checkpoint-records '%s': expected a number of records "
+				  "(0 for none by count)",
+				  arg);
+			return -EINVAL;
+		}
+		*ret = n;
+		return 0;
+	}
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= 0 && v <= 86400)) {
+		cli_error("--audit-checkpoint-interval '%s': expected seconds from 0 to 86400 "
+			  "(e.g. 5 or 0.5; 0 for none by time)",
+			  arg);
+		return -EINVAL;
+	}
+	*ret = (uint64_t)(v * 1000 + 0.5);
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
-	static const struct option opts[] = {{"policy", required_argument, NULL, 'p'},
-					     {"token", required_argument, NULL, 't'},
-					     {"key", required_argument, NULL, 'k'},
-					     {"audit", required_argument, NULL, 'a'},
-					     {"audit-key", required_argument, NULL, 'K'},
-					     {"set", required_argument, NULL, 's'},
-					     {"json", no_argument, NULL, 'j'},
-					     {"quiet", no_argument, NULL, 'q'},
-					     {"help", no_argument, NULL, 'h'},
-					     /* internal: a sub-sandbox's supervisor */
-					     {"spawned-by", required_argument, NULL, 'S'},
-					     {}};
+	static const struct option opts[] = {
+	    {"policy", required_argument, NULL, 'p'},
+	    {"token", required_argument, NULL, 't'},
+	    {"key", required_argument, NULL, 'k'},
+	    {"audit", required_argument, NULL, 'a'},
+	    {"audit-key", required_argument, NULL, 'K'},
+	    {"audit-sign", required_argument, NULL, 'G'},
+	    {"audit-checkpoint-records", required_argument, NULL, 'R'},
+	    {"audit-checkpoint-interval", required_argument, NULL, 'I'},
+	    {"set", required_argument, NULL, 's'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    /* internal: a sub-sandbox's supervisor */
+	    {"spawned-by", required_argument, NULL, 'S'},
+	    {}};
 	const char *policy = NULL, *token = NULL, *keyfile = NULL, *audit = NULL, *audit_key = NULL;
+	const char *audit_sign = NULL;
+	uint64_t cp_records = AU_CHECKPOINT_RECORDS_DEF, cp_ms = AU_CHECKPOINT_MS_DEF;
+	_cleanup_(au_sign_key_freep) au_sign_key *sign_key = NULL;
 	char *sets[MAX_SETS];
 	size_t n_sets = 0;
 	bool json = false, quiet = false;
@@ -445,6 +493,14 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'K':
 			audit_key = optarg;
+			break;
+		case 'G':
+			audit_sign = optarg;
+			break;
+		case 'R':
+		case 'I':
+			if (parse_checkpoint(c == 'R', optarg, c == 'R' ? &cp_records : &cp_ms) < 0)
+				return SC_EXIT_SETUP;
 			break;
 		case 's':
 			if (n_sets >= MAX_SETS) {
@@ -506,6 +562,13 @@ int cmd_run(int argc, char **argv)
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
+	if (audit_sign && cli_load_sign_key(audit_sign, true, &sign_key) < 0) {
+		sc_plan_free(plan);
+		return SC_EXIT_SETUP;
+	}
+	o.audit_sign = sign_key;
+	o.audit_checkpoint_records = cp_records;
+	o.audit_checkpoint_ms = cp_ms;
 	o.plan = plan;
 	o.argv = argv + optind;
 	o.audit_path = audit;

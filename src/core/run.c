@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "audit/fsread.h"
 #include "audit/fswatch.h"
 #include "base/cleanup.h"
 #include "base/diag.h"
@@ -83,6 +84,8 @@ typedef struct supervisor {
 	pty_relay *pty;
 	fw_watch *fw;
 	const char *fw_mode; /* for sandbox.start; owned by fw */
+	fr_watch *fr;	     /* fs.read (audit.reads) */
+	const char *fr_mode; /* for sandbox.start; static */
 	spawn_server *spawn; /* delegation socket, when the plan allows spawn */
 	ws_run *ws;	     /* cow grants and rw quotas, when the plan has them */
 	json_t *ws_exit;     /* the kept workspaces, for sandbox.exit */
@@ -267,6 +270,9 @@ static int audit_open(supervisor *s)
 	if (r < 0)
 		return diag_fail(s->diag, r, "audit", "cannot open audit log %s: %s",
 				 s->res->audit_path, strerror(-r));
+	if (s->o->audit_sign)
+		(void)au_set_signer(s->audit, s->o->audit_sign, s->o->audit_checkpoint_records,
+				    s->o->audit_checkpoint_ms * 1000000ull);
 	return 0;
 }
 
@@ -408,6 +414,9 @@ static json_t *layers_json(supervisor *s)
 	else if (s->proxy_pid > 0)
 		(void)json_object_set_new(o, "proxy", json_string("active"));
 	(void)json_object_set_new(o, "fs_write", json_string(s->fw_mode ? s->fw_mode : "none"));
+	if (s->plan->audit_reads)
+		(void)json_object_set_new(o, "fs_read",
+					  json_string(s->fr_mode ? s->fr_mode : "none"));
 	if (s->unpriv && (l & LAYER_USERNS)) {
 		char id[160];
 
@@ -697,6 +706,9 @@ static void handle_sync(supervisor *s)
 	case SYNC_LAYERS:
 		/* The child's mounts are built: its /tmp is there to watch. */
 		(void)fw_watch_tmp(s->fw, s->pid);
+		/* Its reads too; a thread only now, after the fork of the child. */
+		if (fr_start(s->plan, s->pid, on_event, s, &s->fr, &s->fr_mode) < 0)
+			s->fr_mode = "none (out of memory)";
 		s->landlock_abi = m.value;
 		snprintf(s->landlock, sizeof(s->landlock), "%s", m.what);
 		break;
@@ -903,11 +915,31 @@ static void handle_signal(supervisor *s)
 	stop_sandbox(s, (int)si.ssi_signo);
 }
 
+/* A signed log gets its time-based checkpoint also while it is quiet
+ * (docs/audit.md, "The public-key seal"): the loop wakes for it. */
+static int checkpoint_timeout_ms(supervisor *s)
+{
+	uint64_t ns;
+
+	if (!s->audit || !s->o->audit_sign || s->o->audit_checkpoint_ms == 0)
+		return -1;
+	pthread_mutex_lock(&s->emit_lock);
+	if (au_checkpoint_due(s->audit) < 0) {
+		s->res->audit_unrecorded++; /* the checkpoint: a record like any other */
+		audit_failed(s);
+	}
+	ns = au_checkpoint_wait_ns(s->audit);
+	pthread_mutex_unlock(&s->emit_lock);
+	if (ns == UINT64_MAX)
+		ns = s->o->audit_checkpoint_ms * 1000000ull;
+	return (int)(ns / 1000000ull) + 1;
+}
+
 static int event_loop(supervisor *s)
 {
 	while (!s->exited) {
 		struct epoll_event evs[16];
-		int n = epoll_wait(s->ep, evs, 16, -1);
+		int n = epoll_wait(s->ep, evs, 16, checkpoint_timeout_ms(s));
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -1037,6 +1069,7 @@ static void emit_refusal(supervisor *s)
 	if (!s->started)
 		emit_start(s, -1);
 	(void)fw_finish(s->fw, on_event, s);
+	fr_finish(s->fr);
 	emit_final(s, "sandbox.exit",
 		   json_pack("{s:s, s:s}", "error", s->diag->path, "detail", s->diag->message));
 }
@@ -1187,6 +1220,7 @@ static void teardown(supervisor *s)
 	}
 	/* After the seal: the fanotify group is closed meanwhile (fswatch.c). */
 	s->fw = fw_free(s->fw);
+	s->fr = fr_free(s->fr);
 	(void)safe_close(s->notify_fd);
 	(void)safe_close(s->proxy_fd);
 	px_seed_done(&s->proxy_seed);
@@ -1439,6 +1473,7 @@ static int host_setup(supervisor *s)
 	if (r < 0)
 		return diag_fail(s->diag, r, "fswatch", "cannot watch the rw grants: %s",
 				 strerror(-r));
+
 	r = pty_relay_new(&s->pty, &s->tty_mask);
 	if (r < 0)
 		return diag_fail(s->diag, r, "terminal", "cannot set up the terminal relay: %s",
@@ -1625,6 +1660,7 @@ static int finish(supervisor *s, int r)
 		emit_start(s, -1);
 		/* The sandbox is gone: every event it caused is queued by now. */
 		(void)fw_finish(s->fw, on_event, s);
+		fr_finish(s->fr);
 		s->res->files_written = s->res->tally.files_written; /* as `audit report` counts */
 		keep_workspaces(s);
 		emit_exit(s);

@@ -25,6 +25,11 @@ typedef struct sc_run_opts {
 	const char *audit_path;	  /* NULL: a per-run file under the state directory */
 	const uint8_t *audit_key; /* may be NULL */
 	size_t audit_key_len;
+	/* The public-key seal (docs/audit.md): signs the seal and a checkpoint
+	 * every audit_checkpoint_records records or audit_checkpoint_ms
+	 * (0 turns that trigger off). May be NULL. */
+	const struct au_sign_key *audit_sign;
+	uint64_t audit_checkpoint_records, audit_checkpoint_ms;
 	const char *policy_source; /* file name or "token", for sandbox.start */
 	const char *policy_digest; /* hex SHA-256 of the policy bytes */
 	const char *token_id;	   /* NULL unless run from a token */

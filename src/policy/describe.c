@@ -329,6 +329,8 @@ int plan_describe(const sc_plan *p, FILE *out)
 	fprintf(out, "  executed programs:     %s\n", p->audit_exec ? "logged" : "not logged");
 	fprintf(out, "  denied system calls:   %s\n",
 		p->audit_denied_syscalls ? "logged" : "not logged");
+	fprintf(out, "  files read in grants:  %s\n",
+		p->audit_reads ? "logged, first open of each, with SHA-256" : "not logged");
 	fprintf(out, "  fsync:                 %s\n",
 		p->audit_fsync == AUDIT_FSYNC_ALWAYS ? "after every record"
 						     : "at start, exit and seal");

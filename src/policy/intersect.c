@@ -622,6 +622,7 @@ int plan_intersect(const sc_plan *pa, const sc_plan *cv, sc_plan **ret)
 	/* Auditing can only be turned up, degradation only turned off. */
 	o->audit_exec = pa->audit_exec || cv->audit_exec;
 	o->audit_denied_syscalls = pa->audit_denied_syscalls || cv->audit_denied_syscalls;
+	o->audit_reads = pa->audit_reads || cv->audit_reads;
 	o->audit_fsync =
 	    pa->audit_fsync == AUDIT_FSYNC_ALWAYS || cv->audit_fsync == AUDIT_FSYNC_ALWAYS
 		? AUDIT_FSYNC_ALWAYS
@@ -853,6 +854,8 @@ int plan_check_narrower(const sc_plan *pa, const sc_plan *cv, char *reason, size
 		return why(reason, size, "audit.exec cannot be turned off by a caveat");
 	if (pa->audit_denied_syscalls && !cv->audit_denied_syscalls)
 		return why(reason, size, "audit.denied_syscalls cannot be turned off by a caveat");
+	if (pa->audit_reads && !cv->audit_reads)
+		return why(reason, size, "audit.reads cannot be turned off by a caveat");
 	if (pa->audit_fsync == AUDIT_FSYNC_ALWAYS && cv->audit_fsync != AUDIT_FSYNC_ALWAYS)
 		return why(reason, size, "audit.fsync cannot be relaxed by a caveat");
 	if (!pa->best_effort && cv->best_effort)

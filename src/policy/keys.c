@@ -439,6 +439,7 @@ static const policy_key audit_keys[] = {
      .def = AUDIT_FSYNC_BOUNDARIES,
      .names = fsync_names,
      .n_names = ELEMENTSOF(fsync_names)},
+    {.name = "reads", .type = KT_BOOL, FIELD(sc_plan, audit_reads), .def = false},
 };
 static const key_table audit_table = {audit_keys, ELEMENTSOF(audit_keys)};
 

@@ -159,6 +159,7 @@ struct sc_plan {
 	bool audit_exec;	    /* default true */
 	bool audit_denied_syscalls; /* default true */
 	audit_fsync audit_fsync;
+	bool audit_reads; /* default false: fs.read of each file first opened under a grant */
 
 	bool best_effort; /* allow degraded layers (recorded in the audit log) */
 

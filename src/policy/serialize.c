@@ -281,6 +281,7 @@ char *plan_to_json(const sc_plan *p)
 	if (o) {
 		put(o, "exec", json_boolean(p->audit_exec), &ok);
 		put(o, "denied_syscalls", json_boolean(p->audit_denied_syscalls), &ok);
+		put(o, "reads", json_boolean(p->audit_reads), &ok);
 		put(o, "fsync",
 		    json_string(p->audit_fsync == AUDIT_FSYNC_ALWAYS ? "always" : "boundaries"),
 		    &ok);
@@ -335,8 +336,8 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 	    a->fsize != b->fsize || a->n_env != b->n_env || !str_eq(a->hostname, b->hostname) ||
 	    a->audit_exec != b->audit_exec ||
 	    a->audit_denied_syscalls != b->audit_denied_syscalls ||
-	    a->audit_fsync != b->audit_fsync || a->best_effort != b->best_effort ||
-	    a->spawn_max_depth != b->spawn_max_depth ||
+	    a->audit_reads != b->audit_reads || a->audit_fsync != b->audit_fsync ||
+	    a->best_effort != b->best_effort || a->spawn_max_depth != b->spawn_max_depth ||
 	    a->spawn_max_children != b->spawn_max_children)
 		return false;
 	for (size_t i = 0; i < a->n_grants; i++)

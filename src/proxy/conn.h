@@ -187,6 +187,10 @@ typedef struct conn {
 	px_chunked resp_chunk;
 	uint64_t resp_left, resp_body;
 	int status;
+	/* the SHA-256 of the body bytes sent to the client (digest.c) */
+	EVP_MD_CTX *resp_md;
+	uint64_t resp_md_bytes;
+	bool resp_md_failed;
 
 	/* upstream TLS */
 	SSL *ssl;
@@ -231,6 +235,12 @@ void px_conn_emit_denied(conn *c, const char *reason, const char *detail);
 void px_limit_hit(px_loop *L, const char *limit, const char *detail);
 void px_conn_throttle(conn *c, px_bucket *b, bool up, uint64_t want);
 void px_conn_reset_for_next(conn *c);
+/* The response digest of net.request (digest.c): fed with the body bytes
+ * sent to the client; added to the record (body_sha256, body_bytes) and
+ * reset when it is emitted; freed with the connection. */
+void px_resp_digest_feed(conn *c, const void *buf, size_t n);
+void px_resp_digest_add(conn *c, json_t *data);
+void px_resp_digest_free(conn *c);
 /* Resets for the next request on a kept-alive connection and parses any
  * pipelined bytes already read. */
 void px_conn_next_request(conn *c);

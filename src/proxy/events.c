@@ -128,11 +128,12 @@ int px_events_emit(px_events *ev, const char *event, json_t *data)
 
 static const struct event_schema {
 	const char *name;
-	const char *keys[16];
+	const char *keys[24];
 } schemas[] = {
     {"net.request",
      {"method", "host", "port", "path", "addr", "decision", "rule", "reason", "status", "bytes_out",
-      "bytes_in", "duration_ms", "via", "credential", "events_dropped", NULL}},
+      "bytes_in", "duration_ms", "via", "credential", "body_sha256", "body_bytes", "events_dropped",
+      NULL}},
     {"net.denied",
      {"method", "host", "port", "path", "addr", "reason", "detail", "head_hex", "via", "protocol",
       "normalised_path", "credential", "events_dropped", NULL}},

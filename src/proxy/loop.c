@@ -82,6 +82,7 @@ void px_conn_emit_request(conn *c, const char *decision, const char *reason, int
 		(void)json_object_set_new(d, "credential", json_string(c->cred->name));
 	if (d && c->socks)
 		(void)json_object_set_new(d, "via", json_string("socks5"));
+	px_resp_digest_add(c, d);
 	(void)px_events_emit(c->L->ev, "net.request", d);
 }
 
@@ -137,6 +138,7 @@ static void free_conn(conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	L->n_conns--;
+	px_resp_digest_free(c);
 	free(c);
 }
 
@@ -273,6 +275,7 @@ void px_conn_reset_for_next(conn *c)
 	c->resp_head_done = c->resp_done = c->resp_cut = c->up_eof = false;
 	memset(&c->resp_chunk, 0, sizeof(c->resp_chunk));
 	c->resp_left = c->resp_body = 0;
+	px_resp_digest_free(c);
 	c->status = 0;
 	c->bytes_in = c->bytes_out = 0;
 	c->throttled_up = c->throttled_down = false;

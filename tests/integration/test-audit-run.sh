@@ -103,7 +103,7 @@ tamper "a swapped pair" 5 'lines[4], lines[5] = lines[5], lines[4]'
 tamper "a forged record with a recomputed hash (seen at the next line)" 8 '
 import hashlib, json
 prev = json.loads(lines[5])
-rec = {"seq": prev["seq"] + 1, "ts": prev["ts"], "sandbox": prev["sandbox"], "event": "proc.exec",
+rec = {"schema": prev["schema"], "seq": prev["seq"] + 1, "ts": prev["ts"], "sandbox": prev["sandbox"], "event": "proc.exec",
        "data": {"argv": ["innocent"], "path": "/bin/true", "pid": 1}, "prev": prev["hash"]}
 body = json.dumps(rec, separators=(",", ":"))
 rec["hash"] = hashlib.sha256(bytes.fromhex(prev["hash"]) + body.encode()).hexdigest()

@@ -1049,7 +1049,7 @@ static void test_round_trip(void)
 		char *j = plan_to_json(a);
 
 		ok(j && str_is(j, "{'audit':{'denied_syscalls':true,'exec':true,'fsync':'"
-				  "boundaries'},'best_effort':"
+				  "boundaries','reads':false},'best_effort':"
 				  "false,'env':{},'fs':{'grants':[],'runtime':'host','tmp':{'"
 				  "inodes':8192,'size':"
 				  "67108864},'workdir':'/"
