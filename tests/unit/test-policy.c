@@ -531,7 +531,8 @@ static void test_limits(void)
 	bad("{'version':1,'limits':{'fsize':'0'}}", -EINVAL, "$.limits.fsize",
 	    "expected a size above 0, got \"0\"");
 	bad("{'version':1,'limits':{'swap':'0'}}", -EINVAL, "$.limits.swap",
-	    "unknown key \"swap\" (expected one of: memory, cpu, pids, wall, nofile, fsize, exec_wall, idle)");
+	    "unknown key \"swap\" (expected one of: memory, cpu, pids, wall, nofile, fsize, "
+	    "exec_wall, idle)");
 
 	p = good(
 	    "{'version':1,'limits':{'memory':'256M','cpu':0.5,'pids':64,'wall':'30s','nofile':256,"
@@ -985,7 +986,8 @@ static void test_round_trip(void)
 				  "inodes':8192,'size':"
 				  "67108864},'workdir':'/"
 				  "tmp'},'identity':{'hostname':'sandbox'},'limits':{'cpu':null,"
-				  "'fsize':null,'memory':null,'nofile':1024,'pids':null,'wall':"
+				  "'exec_wall':null,'fsize':null,'idle':null,'memory':null,'nofile'"
+				  ":1024,'pids':null,'wall':"
 				  "null},'name':'sandbox',"
 				  "'net':{'allow_private':[],'bandwidth':null,'credentials':[],'"
 				  "dns':null,'egress':[],"
