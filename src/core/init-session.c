@@ -94,9 +94,6 @@ static _Noreturn void run_command(const ctl_hdr *h, char **v, size_t n_v, int *f
 
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	/* Its own session and process group: a signal or the exec's wall
-	 * clock reaches what it started too, and a pty becomes its terminal. */
-	(void)setsid();
 	if (h->flags & CTL_TTY) {
 		if (ioctl(fds[0], TIOCSCTTY, 0) < 0)
 			_exit(SC_EXIT_SETUP);
@@ -287,6 +284,9 @@ static void start(const ctl_hdr *h, char *payload, int *fds, size_t n_fds)
 	}
 	pid = fork();
 	if (pid == 0) {
+		/* Its own session and process group: a signal or the exec's wall
+		 * clock reaches what it started too, and a pty becomes its terminal. */
+		(void)setsid();
 		if (exec)
 			run_command(h, v, n_v, fds);
 		run_file_op(h, v[0], fds[0]);

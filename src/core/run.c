@@ -1406,6 +1406,7 @@ static int host_setup(supervisor *s)
 			return diag_fail(s->diag, -errno, "session", "%s", strerror(errno));
 		s->ctl = pair[0];
 		s->child_ctl = pair[1];
+		ss_channel_room(pair);
 		snprintf(s->ctl_arg, sizeof(s->ctl_arg), "%d", s->child_ctl);
 	}
 	supervisor_sigset(&mask);

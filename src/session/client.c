@@ -15,7 +15,9 @@
 
 #include "base/cleanup.h"
 #include "base/diag.h"
+#include "base/exit-status.h"
 #include "base/io.h"
+#include "compat/syscalls.h"
 #include "session/server.h"
 #include "session/session.h"
 #include "session/wire.h"
@@ -25,17 +27,34 @@
 static _Noreturn void become_supervisor(const sc_session_start_opts *o, const char *name, int dirfd,
 					int lock_fd, int ready_fd)
 {
+	int keep[3] = {dirfd, lock_fd, ready_fd}, high[3];
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 	/* Detached: a session of its own, no terminal, nothing of the
-	 * caller's stdio (the audit log is where it reports). */
+	 * caller's stdio (the audit log is where it reports), and no other
+	 * fd of the caller's (a daemon's listening socket, say): ours become
+	 * 3-5, everything above is closed. */
 	(void)setsid();
-	if (null >= 0)
-		for (int fd = 0; fd < 3; fd++)
-			(void)dup2(null, fd);
-	if (null > 2)
-		(void)close(null);
-	_exit(ss_serve(o, name, dirfd, lock_fd, ready_fd));
+	if (null < 0)
+		_exit(SC_EXIT_SETUP);
+	for (int fd = 0; fd < 3; fd++)
+		(void)dup2(null, fd);
+	for (int i = 0; i < 3; i++)
+		if ((high[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 64)) < 0)
+			_exit(SC_EXIT_SETUP);
+	for (int i = 0; i < 3; i++)
+		if (dup3(high[i], 3 + i, O_CLOEXEC) < 0)
+			_exit(SC_EXIT_SETUP);
+	(void)sys_close_range(6, ~0U, 0);
+	_exit(ss_serve(o, name, 3, 4, 5));
+}
+
+static int link_lock(int lock, int dirfd)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", lock);
+	return linkat(AT_FDCWD, path, dirfd, SS_LOCK, AT_SYMLINK_FOLLOW) < 0 ? -1 : 0;
 }
 
 int sc_session_start(const sc_session_start_opts *o, sc_session_info *ret, sc_diag *d)
@@ -82,10 +101,11 @@ int sc_session_start(const sc_session_start_opts *o, sc_session_info *ret, sc_di
 				 name, strerror(errno));
 	sfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sfd >= 0)
-		lock =
-		    openat(sfd, SS_LOCK, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	/* Held by the supervisor (the fork shares it) for as long as it lives. */
-	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0 || pipe2(ready, O_CLOEXEC) < 0) {
+		lock = openat(sfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	/* Held by the supervisor (the fork shares it) for as long as it lives,
+	 * and locked before it has its name: a sweep never sees it unheld. */
+	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0 || link_lock(lock, sfd) < 0 ||
+	    pipe2(ready, O_CLOEXEC) < 0) {
 		r = -errno;
 		(void)unlinkat(sfd, SS_LOCK, 0);
 		(void)unlinkat(dfd, name, AT_REMOVEDIR);

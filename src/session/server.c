@@ -35,6 +35,10 @@
 #include "session/request.h"
 #include "session/wire.h"
 
+/* A datagram costs about 1 KiB of buffer (its skb), so this holds the
+ * answers for every command pid 1 may run at once (SESSION_MAX_CHILDREN). */
+#define SS_CHANNEL_BUFFER (4 << 20)
+
 typedef enum conn_state { C_REQUEST, C_EXEC, C_FILE, C_STOP } conn_state;
 
 typedef struct ss_conn {
@@ -732,6 +736,15 @@ static void announce(ss_server *s)
 			(void)io_write_all(s->ready_fd, text, strlen(text));
 		s->ready_fd = safe_close(s->ready_fd);
 	}
+}
+
+void ss_channel_room(const int pair[2])
+{
+	int size = SS_CHANNEL_BUFFER;
+
+	for (int i = 0; i < 2; i++)
+		if (setsockopt(pair[i], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
+			(void)setsockopt(pair[i], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 }
 
 void ss_attach(ss_server *s, const ss_host *h)

@@ -31,6 +31,9 @@ typedef struct ss_host {
 	void *userdata;
 } ss_host;
 
+/* Enlarges both send buffers of pid 1's channel (before the clone): each
+ * side blocks in send, and a burst of results must not fill them. */
+void ss_channel_room(const int pair[2]);
 void ss_attach(ss_server *s, const ss_host *h);
 void ss_dispatch(ss_server *s, int fd, uint32_t events);
 /* pid 1 is gone: what it said last, then every request still open ends. */
