@@ -44,6 +44,9 @@ int cli_report_diag(const char *file, const sc_diag *d);
  * directory (audit_path, or the default one when NULL). Returns how many. */
 int cli_warn_audit_place(const sc_plan *p, const char *audit_path);
 void cli_sha256_hex(const void *buf, size_t len, char out[65]);
+/* Loads an audit HMAC key (AU_KEY_FILE_BYTES raw bytes, mode 0600 or
+ * stricter) into key; prints its own error. */
+int cli_read_audit_key(const char *file, uint8_t *key, size_t *len);
 
 typedef struct tk_info tk_info;
 /* Reads a token file, loads the key, verifies; prints its own errors.

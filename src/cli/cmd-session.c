@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "audit/audit.h"
 #include "base/cleanup.h"
 #include "base/exit-status.h"
 #include "cli/cli.h"
@@ -38,20 +37,6 @@ static void session_usage(FILE *out)
 	      "inside the sandbox, by a process under its walls: what the policy does not\n"
 	      "grant, the kernel refuses. PATH is relative to the policy's fs.workdir.\n",
 	      out);
-}
-
-static int read_audit_key(const char *file, uint8_t *key, size_t *len)
-{
-	int r = au_key_load(file, key);
-
-	if (r < 0) {
-		cli_error("%s: cannot use as an audit key: %s", file,
-			  r == -EACCES ? "readable or writable by group or others (chmod 600 it)"
-				       : strerror(-r));
-		return r;
-	}
-	*len = AU_KEY_FILE_BYTES;
-	return 0;
 }
 
 static void print_json(json_t *o)
@@ -127,7 +112,7 @@ static int session_start(int argc, char **argv)
 	if (cli_load_policy_sets(policy, sets, n_sets, &plan, digest) < 0)
 		return SC_EXIT_SETUP;
 	if (cli_check_secrets(plan, policy, false) < 0 ||
-	    (audit_key && read_audit_key(audit_key, akey, &akey_len) < 0)) {
+	    (audit_key && cli_read_audit_key(audit_key, akey, &akey_len) < 0)) {
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}

@@ -528,28 +528,44 @@ static json_t *info_json(ss_server *s)
 	return o;
 }
 
+/*
+ * The next request on c into *q: 1, or 0 when nothing is there yet, or
+ * -EPIPE at the client's end, or -EINVAL with a message in err for what
+ * is not a request (not one JSON object, or one that does not check).
+ */
+static int conn_read(ss_conn *c, ss_request *q, char *err, size_t len)
+{
+	json_t *msg = NULL;
+	int fds[SS_MAX_FDS];
+	size_t n_fds;
+	int r = ss_recv(c->fd, MSG_DONTWAIT, &msg, fds, 0, &n_fds);
+
+	q->root = NULL;
+	if (r == -EAGAIN)
+		return 0;
+	if (r == -EBADMSG) {
+		snprintf(err, len, "a request is one JSON object");
+		return -EINVAL;
+	}
+	if (r < 0)
+		return -EPIPE;
+	r = ss_request_parse(msg, q, err, len);
+	json_decref(msg);
+	return r < 0 ? r : 1;
+}
+
 /* One request per connection; its answer, and later its result. */
 static void handle_request(ss_server *s, ss_conn *c)
 {
 	_cleanup_free_ ss_request *q = calloc(1, sizeof(*q));
-	json_t *msg = NULL;
-	int fds[SS_MAX_FDS];
-	size_t n_fds;
 	char err[256];
-	int r = ss_recv(c->fd, MSG_DONTWAIT, &msg, fds, 0, &n_fds);
+	int r = q ? conn_read(c, q, err, sizeof(err)) : -ENOMEM;
 
-	if (r == -EAGAIN)
+	if (r == 0)
 		return;
-	if (r < 0 || !q) {
-		if (r == -EBADMSG)
-			send_error(c->fd, "bad_request", "a request is one JSON object");
-		conn_free(s, c);
-		return;
-	}
-	r = ss_request_parse(msg, q, err, sizeof(err));
-	json_decref(msg);
 	if (r < 0) {
-		send_error(c->fd, "bad_request", "%s", err);
+		if (r == -EINVAL)
+			send_error(c->fd, "bad_request", "%s", err);
 		conn_free(s, c);
 		return;
 	}
@@ -609,28 +625,24 @@ static void handle_request(ss_server *s, ss_conn *c)
  * client, which ends the command too. */
 static void handle_running(ss_server *s, ss_conn *c)
 {
-	ss_request q;
-	json_t *msg = NULL;
-	int fds[SS_MAX_FDS];
-	size_t n_fds;
+	_cleanup_free_ ss_request *q = calloc(1, sizeof(*q));
 	char err[256];
-	int r = ss_recv(c->fd, MSG_DONTWAIT, &msg, fds, 0, &n_fds);
+	int r = q ? conn_read(c, q, err, sizeof(err)) : -ENOMEM;
 
-	if (r == -EAGAIN)
+	if (r == 0)
 		return;
-	if (r < 0) {
+	if (r == -EPIPE || r == -ENOMEM) {
 		ep_del(s, c->fd);
 		c->fd = safe_close(c->fd);
 		(void)ctl_signal(s, c->id, SIGKILL);
 		return;
 	}
-	if (ss_request_parse(msg, &q, err, sizeof(err)) >= 0 && q.op == SS_OP_SIGNAL)
-		(void)ctl_signal(s, c->id, q.signal);
+	if (r > 0 && q->op == SS_OP_SIGNAL)
+		(void)ctl_signal(s, c->id, q->signal);
 	else
 		send_error(c->fd, "bad_request", "only {\"op\": \"signal\"} while it runs");
-	if (q.root)
-		ss_request_done(&q);
-	json_decref(msg);
+	if (r > 0)
+		ss_request_done(q);
 }
 
 static void handle_accept(ss_server *s)
