@@ -23,9 +23,10 @@ policy main "{\"version\": 1, \"fs\": {\"grants\": [
 	\"limits\": {\"exec_wall\": \"1500ms\", \"pids\": 256}}"
 policy other "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$T/work2\", \"at\": \"/work\", \"mode\": \"rw\"}]}}"
 policy idle '{"version": 1, "limits": {"idle": "700ms"}}'
+policy wall '{"version": 1, "limits": {"wall": "1200ms"}}'
 
 stop_all() {
-	for n in a b c idle; do "$S" session stop "$n" >/dev/null 2>&1; done
+	for n in a b c idle wall term; do "$S" session stop "$n" >/dev/null 2>&1; done
 	cleanup_dir
 }
 trap stop_all EXIT
@@ -213,6 +214,21 @@ expect_no_match "an idle session stops by itself" "$out" "idle"
 log=$(ls -t "$SANDCAP_STATE_DIR"/audit/*.jsonl | head -1)
 expect_match "its log records limit.hit idle and is sealed" \
 	"$(grep -c '"limit":"idle"' "$log") $(tail -1 "$log" | grep -c audit.seal)" "^1 1$"
+
+# ---- limits.wall bounds the session; SIGTERM to its supervisor ends it cleanly ----
+"$S" session start --policy "$T/wall.json" --name wall >/dev/null
+"$S" session start --policy "$T/other.json" --name term >/dev/null
+tsup=$(python3 -c 'import json; print(json.load(open("'"$T"'/run/sessions/term/meta.json"))["pid"])')
+tlog=$(python3 -c 'import json; print(json.load(open("'"$T"'/run/sessions/term/meta.json"))["audit"])')
+out=$("$S" exec --ndjson wall -- sleep 30)
+expect_eq "limits.wall: a command still running when it ends the session exits 124" "$?" 124
+expect_match "and limits_hit says wall" "$out" '"limits_hit":\["wall"\]'
+kill -TERM "$tsup"
+for i in $(seq 50); do [ -e "$T/run/sessions/term" ] || break; sleep 0.05; done
+out=$("$S" session list)
+expect_no_match "after limits.wall and SIGTERM neither session is listed" "$out" "wall|term"
+expect_match "SIGTERM to the supervisor: the log ends sealed, stopped_by SIGTERM" \
+	"$(grep -c '"stopped_by":{"forced_kill":false,"signal":"SIGTERM"}' "$tlog") $(tail -1 "$tlog" | grep -c audit.seal)" "^1 1$"
 
 # ---- the supervisor killed: the sandbox dies with it, the next start sweeps ----
 "$S" session start --policy "$T/other.json" --name c >/dev/null
