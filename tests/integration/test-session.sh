@@ -299,4 +299,39 @@ out=$(script -qec "$S exec -t a -- sh -c 'test -t 0 && echo tty-ok'" /dev/null <
 expect_match "-t under script(1) too" "$out" "tty-ok"
 "$S" session stop a >/dev/null 2>&1
 
+# ---- without root: the session under $XDG_RUNTIME_DIR, the same commands ----
+U=sc-sess-$$
+if command -v useradd >/dev/null && command -v setpriv >/dev/null &&
+	useradd --no-create-home --home-dir "$T/uhome" --shell /usr/sbin/nologin --user-group "$U" 2>/dev/null; then
+	mkdir -p "$T/ubin" "$T/uhome" "$T/uxdg"
+	cp "$SANDCAP" "$(dirname "$SANDCAP")/sandcap-init" "$T/ubin/"
+	chmod 755 "$T/ubin"
+	chmod 644 "$T/other.json"
+	chown "$U:$U" "$T/uhome" "$T/uxdg"
+	chmod 700 "$T/uxdg"
+	policy plain '{"version": 1}'
+	chmod 644 "$T/plain.json"
+	as_user() {
+		env -i HOME="$T/uhome" XDG_RUNTIME_DIR="$T/uxdg" PATH=/usr/bin:/bin \
+			setpriv --reuid="$U" --regid="$U" --init-groups -- "$@"
+	}
+	if as_user unshare --user true 2>/dev/null; then
+		as_user "$T/ubin/sandcap" session start --policy "$T/plain.json" --name u >/dev/null
+		out=$(as_user "$T/ubin/sandcap" exec u -- sh -c 'id -u; echo kept > /tmp/k')
+		out2=$(as_user "$T/ubin/sandcap" session get u /tmp/k)
+		check "without root: the session's state is under XDG_RUNTIME_DIR" test -S "$T/uxdg/sandcap/sessions/u/ctl.sock"
+		expect_eq "without root: exec runs as the agent, get reads what it wrote" "$out $out2" "1000 kept"
+		out=$(as_user "$T/ubin/sandcap" session stop u --json)
+		expect_match "without root: stop seals the log" "$out" '"audit_state":"sealed"'
+	else
+		skip "sessions without root" "no unprivileged user namespaces here"
+	fi
+	for p in $(pgrep -u "$U" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+	sleep 0.1
+	userdel "$U" 2>/dev/null
+	getent group "$U" >/dev/null && groupdel "$U" 2>/dev/null
+else
+	skip "sessions without root" "needs useradd and setpriv"
+fi
+
 finish
