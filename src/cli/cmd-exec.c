@@ -234,7 +234,7 @@ int cmd_exec(int argc, char **argv)
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (q.tty) {
 		rl.pty = rl.to = rl.out = h.pty_fd;
-		rl.in = 0;
+		rl.in = interactive || isatty(0) ? 0 : -1;
 		if (isatty(0) && tcgetattr(0, &saved) == 0) {
 			struct termios t = saved;
 

@@ -569,7 +569,8 @@ static void handle_request(ss_server *s, ss_conn *c)
 		conn_free(s, c);
 		return;
 	}
-	idle_rearm(s); /* a request is activity */
+	if (q->op != SS_OP_INFO)
+		idle_rearm(s); /* a request is activity; being listed is not */
 	if (s->stopping && q->op != SS_OP_INFO && q->op != SS_OP_STOP) {
 		send_error(c->fd, "stopping", "session %s is stopping", s->name);
 		conn_free(s, c);
