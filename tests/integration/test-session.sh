@@ -82,6 +82,10 @@ expect_match "exec: only 0-2, all pipes of the supervisor's" "$fds" \
 	$'^3\n.*0 -> pipe:.*1 -> pipe:.*2 -> pipe:[^\n]*$'
 out=$("$S" exec a -- ls /proc/1/fd 2>&1)
 expect_match "exec: pid 1 (and its control channel) is out of reach" "$out" "Permission denied"
+"$S" exec a -- sh -c 'kill -TERM 1; kill -HUP 1; kill -INT 1; kill -KILL 1' 2>/dev/null
+sleep 0.2
+out=$("$S" exec a -- echo alive)
+expect_eq "signals the agent sends to pid 1 do not end the session" "$out" "alive"
 for probe in mount chroot pivot_root mknod ptrace-parent ptrace-init tiocsti keyctl bpf \
 	unshare-user setns socket-raw sethostname io_uring_setup; do
 	out=$("$S" exec a -- /probe/probe-escape "$probe" 2>&1)
