@@ -364,21 +364,6 @@ static void summary_json(const sc_run_result *r)
 	json_decref(o);
 }
 
-static int read_key(const char *file, uint8_t *key, size_t *len)
-{
-	int r = au_key_load(file, key);
-
-	if (r < 0) {
-		cli_error("%s: cannot use as an audit key: %s", file,
-			  r == -EACCES	 ? "readable or writable by group or others (chmod 600 it)"
-			  : r == -EINVAL ? "a key file holds exactly 32 raw bytes"
-					 : strerror(-r));
-		return r;
-	}
-	*len = AU_KEY_FILE_BYTES;
-	return 0;
-}
-
 /* A closed 0-2 (`2>&-`) is /dev/null instead: the next file we opened
  * would take its number, and the summary or the sandbox's output would be
  * written into the audit log or a socket. */
@@ -558,7 +543,7 @@ int cmd_run(int argc, char **argv)
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
-	if (audit_key && read_key(audit_key, akey, &akey_len) < 0) {
+	if (audit_key && cli_read_audit_key(audit_key, akey, &akey_len) < 0) {
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}

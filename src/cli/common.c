@@ -345,3 +345,18 @@ int cli_load_sign_key(const char *file, bool private, au_sign_key **ret)
 	}
 	return r;
 }
+
+int cli_read_audit_key(const char *file, uint8_t *key, size_t *len)
+{
+	int r = au_key_load(file, key);
+
+	if (r < 0) {
+		cli_error("%s: cannot use as an audit key: %s", file,
+			  r == -EACCES	 ? "readable or writable by group or others (chmod 600 it)"
+			  : r == -EINVAL ? "a key file holds exactly 32 raw bytes"
+					 : strerror(-r));
+		return r;
+	}
+	*len = AU_KEY_FILE_BYTES;
+	return 0;
+}
