@@ -19,6 +19,8 @@ static const struct verb {
     {"audit", cmd_audit, "verify, report or prune audit logs"},
     {"token", cmd_token, "mint, attenuate and inspect capability tokens"},
     {"doctor", cmd_doctor, "show what this host can enforce"},
+    {"serve", cmd_serve, "serve the sandbox API on a unix socket (docs/api.md)"},
+    {"mcp", cmd_mcp, "an MCP server on stdio with one sandbox's tools"},
 };
 
 static void usage(FILE *out)

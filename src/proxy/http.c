@@ -1031,3 +1031,139 @@ int px_http_local_response(int status, const char *deny_reason, const char *text
 		return -ENOBUFS;
 	return n;
 }
+
+static int parse_origin_request_line(const char *buf, size_t n, px_request *req,
+				     const char **reason)
+{
+	const char *sp1 = memchr(buf, ' ', n), *sp2, *target, *ver;
+	size_t mlen, tlen;
+
+	if (!sp1) {
+		*reason = "malformed request line";
+		return -400;
+	}
+	mlen = (size_t)(sp1 - buf);
+	if (mlen == 0 || mlen > PX_MAX_METHOD) {
+		*reason = "invalid method";
+		return -400;
+	}
+	for (size_t i = 0; i < mlen; i++)
+		if (!is_tchar((unsigned char)buf[i])) {
+			*reason = "invalid method";
+			return -400;
+		}
+	memcpy(req->method, buf, mlen);
+	req->method[mlen] = 0;
+	target = sp1 + 1;
+	sp2 = memchr(target, ' ', n - (size_t)(target - buf));
+	if (!sp2) {
+		*reason = "malformed request line";
+		return -400;
+	}
+	tlen = (size_t)(sp2 - target);
+	ver = sp2 + 1;
+	if ((size_t)(buf + n - ver) != 8 || memcmp(ver, "HTTP/1.", 7) != 0 ||
+	    (ver[7] != '0' && ver[7] != '1')) {
+		*reason = "invalid HTTP version";
+		return (size_t)(buf + n - ver) == 8 && memcmp(ver, "HTTP/", 5) == 0 ? -505 : -400;
+	}
+	req->minor = ver[7] - '0';
+	if (tlen == 0 || target[0] != '/') {
+		*reason = "not an origin-form target";
+		return -400;
+	}
+	for (size_t i = 0; i < tlen; i++)
+		if (!valid_path_char((unsigned char)target[i])) {
+			*reason = "invalid request target";
+			return -400;
+		}
+	req->path.off = (uint32_t)(target - buf);
+	req->path.len = (uint32_t)tlen;
+	return 0;
+}
+
+int px_http_parse_origin_request(const char *buf, size_t len, size_t max_head, px_request *req,
+				 const char **reason)
+{
+	size_t head_end = 0, line_end;
+	bool have_te = false, conn_close = false, conn_keep = false;
+	const char *crlf;
+	int r;
+
+	*reason = NULL;
+	if (max_head > PX_MAX_HEAD)
+		max_head = PX_MAX_HEAD;
+	r = find_head_end(buf, len, max_head, 431, &head_end, reason);
+	if (r <= 0)
+		return r;
+	crlf = memchr(buf, '\r', head_end);
+	line_end = (size_t)(crlf - buf);
+	if (line_end >= PX_MAX_REQUEST_LINE) {
+		*reason = "request line too long";
+		return -414;
+	}
+	memset(req, 0, sizeof(*req));
+	req->head_len = head_end;
+	r = parse_origin_request_line(buf, line_end, req, reason);
+	if (r < 0)
+		return r;
+	req->line_ok = true;
+	r = parse_header_lines(buf, line_end + 2, head_end, req->headers, PX_MAX_HEADERS,
+			       &req->n_headers, 400, 431, reason);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < req->n_headers; i++) {
+		const px_header *h = &req->headers[i];
+		const char *v = buf + h->value.off;
+
+		if (span_ieq(buf, h->name, "content-length")) {
+			if (req->has_content_length) {
+				*reason = "duplicate Content-Length";
+				return -400;
+			}
+			if (parse_content_length(v, h->value.len, &req->content_length) < 0) {
+				*reason = "invalid Content-Length";
+				return -400;
+			}
+			req->has_content_length = true;
+		} else if (span_ieq(buf, h->name, "transfer-encoding")) {
+			if (have_te) {
+				*reason = "duplicate Transfer-Encoding";
+				return -400;
+			}
+			have_te = true;
+			if (!mem_ieq(v, h->value.len, "chunked")) {
+				*reason = "unsupported Transfer-Encoding";
+				return -501;
+			}
+			req->chunked = true;
+		} else if (span_ieq(buf, h->name, "connection")) {
+			conn_close |= list_has_token(v, h->value.len, "close");
+			conn_keep |= list_has_token(v, h->value.len, "keep-alive");
+		} else if (span_ieq(buf, h->name, "expect")) {
+			if (!mem_ieq(v, h->value.len, "100-continue")) {
+				*reason = "unsupported Expect";
+				return -417;
+			}
+			req->expect_continue = true;
+		}
+	}
+	if (req->has_content_length && req->chunked) {
+		*reason = "both Content-Length and Transfer-Encoding";
+		return -400;
+	}
+	if (req->chunked && req->minor == 0) {
+		*reason = "Transfer-Encoding in HTTP/1.0";
+		return -400;
+	}
+	req->keep_alive = req->minor == 1 ? !conn_close : conn_keep;
+	return (int)head_end;
+}
+
+const px_header *px_http_find_header(const char *buf, const px_request *req, const char *name)
+{
+	for (size_t i = 0; i < req->n_headers; i++)
+		if (span_ieq(buf, req->headers[i].name, name))
+			return &req->headers[i];
+	return NULL;
+}
