@@ -285,7 +285,7 @@ void sv_exec_req_done(sv_exec_req *r)
 
 char **sv_exec_argv(const char *exe, const char *name, const sv_exec_req *r)
 {
-	size_t n = 8 + r->argc + 2 * r->n_env, i = 0;
+	size_t n = 10 + r->argc + 2 * r->n_env, i = 0;
 	char **a = calloc(n, sizeof(char *));
 
 	(void)exe;
@@ -437,6 +437,19 @@ int sv_base64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret
 			pad++;
 		} else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
 			     (c >= '0' && c <= '9') || c == '+' || c == '/'))
+			return -EINVAL;
+	}
+	/* the unused low bits before the padding must be zero: one encoding
+	 * per byte string, as the decoder of tokens has it */
+	if (pad) {
+		char c = s[len - pad - 1];
+		int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+			: c >= 'a' && c <= 'z' ? c - 'a' + 26
+			: c >= '0' && c <= '9' ? c - '0' + 52
+			: c == '+'	       ? 62
+					       : 63;
+
+		if (v & (pad == 1 ? 0x3 : 0xf))
 			return -EINVAL;
 	}
 	out = malloc(len / 4 * 3 + 1);
