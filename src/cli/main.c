@@ -15,6 +15,8 @@ static const struct verb {
 	const char *summary;
 } verbs[] = {
     {"run", cmd_run, "run a command inside a sandbox"},
+    {"session", cmd_session, "start, list and stop sandboxes that stay up; move files"},
+    {"exec", cmd_exec, "run a command in a session"},
     {"check", cmd_check, "validate a policy or token and print its blast radius"},
     {"audit", cmd_audit, "verify, report or prune audit logs"},
     {"token", cmd_token, "mint, attenuate and inspect capability tokens"},

@@ -291,9 +291,14 @@ static int step_landlock(child_ctx *c)
 
 static int step_fds(child_ctx *c)
 {
-	(void)c;
-	/* Nothing but 0-2 crosses into the sandbox (sandcap(1), "run"). */
-	return sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0 ? -errno : 0;
+	/* Nothing but 0-2 crosses into the sandbox (sandcap(1), "run"), and
+	 * a session's control channel into pid 1, which makes it close-on-exec
+	 * again before it starts any command (core/init-session.c). */
+	if (sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return -errno;
+	if (c->ctl_fd >= 0 && fcntl(c->ctl_fd, F_SETFD, 0) < 0)
+		return -errno;
+	return 0;
 }
 
 static int step_seccomp(child_ctx *c)

@@ -48,6 +48,7 @@
 #include "policy/agent-env.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
+#include "session/server.h"
 
 #define STATE_DIR_DEFAULT "/var/lib/sandcap"
 #define CGROUP_PREFIX	  "sandcap-"		 /* + the sandbox id */
@@ -66,7 +67,8 @@ enum {
 	EV_PROXY,
 	EV_PTY,
 	EV_FSWATCH,
-	EV_SPAWN
+	EV_SPAWN,
+	EV_SESSION
 };
 
 typedef struct supervisor {
@@ -97,6 +99,10 @@ typedef struct supervisor {
 	/* What the child is given: pid 1's binary, argv and environment, the
 	 * terminals it gets a pty for, the child's end of the sync pair. */
 	int exe_fd, tty_mask, child_sync;
+	/* A session: the control channel to pid 1 (core/ctl.h), our end and
+	 * the child's, and its fd number for pid 1's argv. */
+	int ctl, child_ctl;
+	char ctl_arg[16];
 	char **init_argv;
 	char *env[MAX_ENV];
 	sigset_t saved_mask; /* restored once the run is over */
@@ -467,7 +473,7 @@ static void emit_start(supervisor *s, int listener_fd)
 	plan_json = plan_to_json(s->plan);
 	layers = layers_json(s);
 	layers_names(layers, s->res->layers, sizeof(s->res->layers));
-	for (argc = 0; s->o->argv[argc]; argc++)
+	for (argc = 0; s->o->argv && s->o->argv[argc]; argc++)
 		;
 	data = json_pack("{s:o, s:o, s:s, s:s, s:o, s:o}", "plan",
 			 plan_json ? json_loads(plan_json, 0, NULL) : json_null(), "command",
@@ -917,6 +923,10 @@ static int event_loop(supervisor *s)
 			case EV_SPAWN:
 				spawn_server_dispatch(s->spawn);
 				break;
+			case EV_SESSION:
+				ss_dispatch(s->o->session, (int)(uint32_t)evs[i].data.u64,
+					    evs[i].events);
+				break;
 			case EV_PTY:
 				if (pty_pump(s->pty, (int)(uint32_t)evs[i].data.u64) < 0)
 					(void)epoll_ctl(s->ep, EPOLL_CTL_DEL,
@@ -1139,6 +1149,8 @@ static void teardown(supervisor *s)
 	(void)safe_close(s->ep);
 	(void)safe_close(s->exe_fd);
 	(void)safe_close(s->child_sync);
+	(void)safe_close(s->ctl);
+	(void)safe_close(s->child_ctl);
 	free(s->init_argv);
 	if (s->mask_saved)
 		sigprocmask(SIG_SETMASK, &s->saved_mask, NULL);
@@ -1302,16 +1314,21 @@ static int prepare(supervisor *s)
 					 "cannot nest a child's cgroup or id range; drop \"spawn\" "
 					 "or run as root");
 	}
-	while (o->argv[argc])
+	while (o->argv && o->argv[argc])
 		argc++;
-	if (argc == 0)
+	if (argc == 0 && !o->session)
 		return diag_fail(s->diag, -EINVAL, "command", "no command given");
-	s->init_argv = calloc(argc + 3, sizeof(char *));
+	s->init_argv = calloc(argc + 4, sizeof(char *)); /* + a session's fd */
 	if (!s->init_argv)
 		return diag_fail(s->diag, -ENOMEM, "command", "out of memory");
 	s->init_argv[0] = (char *)INIT_ARGV0;
-	s->init_argv[1] = (char *)"--";
-	memcpy(s->init_argv + 2, o->argv, argc * sizeof(char *));
+	/* A session's pid 1 serves the control channel (ctl_arg is filled in
+	 * by host_setup, before the clone). */
+	s->init_argv[1] = (char *)(o->session ? INIT_SESSION_ARG : "--");
+	if (o->session)
+		s->init_argv[2] = s->ctl_arg;
+	else
+		memcpy(s->init_argv + 2, o->argv, argc * sizeof(char *));
 	r = agent_env_build(s->plan, s->env, ELEMENTSOF(s->env));
 	if (r < 0)
 		return diag_fail(s->diag, r, "env", "more than %zu environment variables",
@@ -1384,6 +1401,13 @@ static int host_setup(supervisor *s)
 		return diag_fail(s->diag, -errno, "supervisor", "%s", strerror(errno));
 	s->sync = pair[0];
 	s->child_sync = pair[1];
+	if (s->o->session) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+			return diag_fail(s->diag, -errno, "session", "%s", strerror(errno));
+		s->ctl = pair[0];
+		s->child_ctl = pair[1];
+		snprintf(s->ctl_arg, sizeof(s->ctl_arg), "%d", s->child_ctl);
+	}
 	supervisor_sigset(&mask);
 	sigprocmask(SIG_BLOCK, &mask, &s->saved_mask);
 	s->mask_saved = true;
@@ -1439,12 +1463,15 @@ static int start_child(supervisor *s)
 			       .envp = s->env,
 			       .spawn_sock = spawn_server_socket(s->spawn),
 			       .cg_sync = !s->unpriv,
-			       .unpriv = s->unpriv};
+			       .unpriv = s->unpriv,
+			       .ctl_fd = s->child_ctl};
 
 		(void)close(s->sync);
+		(void)safe_close(s->ctl);
 		child_main(&c);
 	}
 	s->child_sync = safe_close(s->child_sync);
+	s->child_ctl = safe_close(s->child_ctl);
 	return 0;
 }
 
@@ -1491,6 +1518,11 @@ static int hand_off(supervisor *s)
 	return 0;
 }
 
+static int session_emit(void *userdata, const char *event, json_t *data)
+{
+	return emit(userdata, event, data);
+}
+
 /* Phase 5: until pid 1 is gone; then what it and the proxy said last. */
 static void supervise(supervisor *s)
 {
@@ -1503,8 +1535,23 @@ static void supervise(supervisor *s)
 	(void)ep_add(s, s->gracefd, EV_GRACE);
 	if (s->spawn)
 		(void)ep_add(s, spawn_server_fd(s->spawn), EV_SPAWN);
+	if (s->o->session) {
+		ss_host h = {.ep = s->ep,
+			     .tag = EV_SESSION,
+			     .ctl = TAKE_FD(s->ctl),
+			     .pid = s->pid,
+			     .cg = s->cg,
+			     .sandbox_id = s->res->sandbox_id,
+			     .audit_path = s->res->audit_path,
+			     .emit = session_emit,
+			     .userdata = s};
+
+		ss_attach(s->o->session, &h);
+	}
 
 	(void)event_loop(s);
+	if (s->o->session)
+		ss_sandbox_gone(s->o->session, s->res->timed_out);
 	stop_listener(s);
 	/* Drain what the child said before dying (e.g. SYNC_FAILED). */
 	while (s->sync >= 0)
@@ -1567,6 +1614,8 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			.proxy_seed = PX_SEED_NONE,
 			.exe_fd = -1,
 			.child_sync = -1,
+			.ctl = -1,
+			.child_ctl = -1,
 			.emit_lock = PTHREAD_MUTEX_INITIALIZER};
 	int r;
 

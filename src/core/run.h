@@ -15,6 +15,7 @@
 #include "policy/plan.h"
 
 struct json_t;
+struct ss_server;
 /* Receives every event instead of a log file; owns data. */
 typedef void (*sc_event_sink)(const char *sandbox_id, const char *event, struct json_t *data,
 			      void *userdata);
@@ -41,6 +42,10 @@ typedef struct sc_run_opts {
 	 * sub-sandbox), NULL when run from a policy: a child's token extends it
 	 * (docs/tokens.md, "Delegation"). */
 	const char *token;
+	/* A session (session/server.h): pid 1 runs no command (argv may be
+	 * NULL) and serves the commands this server sends it until it is
+	 * stopped or a limit ends it. */
+	struct ss_server *session;
 } sc_run_opts;
 
 typedef struct sc_run_result {

@@ -523,6 +523,8 @@ int plan_intersect(const sc_plan *pa, const sc_plan *cv, sc_plan **ret)
 	o->wall_ns = MIN(pa->wall_ns, cv->wall_ns);
 	o->nofile = MIN(pa->nofile, cv->nofile);
 	o->fsize = MIN(pa->fsize, cv->fsize);
+	o->exec_wall_ns = MIN(pa->exec_wall_ns, cv->exec_wall_ns);
+	o->idle_ns = MIN(pa->idle_ns, cv->idle_ns);
 
 	r = intersect_env(pa, cv, o);
 	if (r < 0)
@@ -708,6 +710,8 @@ int plan_check_narrower(const sc_plan *pa, const sc_plan *cv, char *reason, size
 	    {"limits.wall (ns)", offsetof(sc_plan, wall_ns)},
 	    {"limits.nofile", offsetof(sc_plan, nofile)},
 	    {"limits.fsize", offsetof(sc_plan, fsize)},
+	    {"limits.exec_wall (ns)", offsetof(sc_plan, exec_wall_ns)},
+	    {"limits.idle (ns)", offsetof(sc_plan, idle_ns)},
 	};
 	char a[32], b[32];
 	int r;

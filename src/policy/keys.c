@@ -367,6 +367,18 @@ static const policy_key limits_keys[] = {
      .flags = KEY_NULLABLE,
      .def = PLAN_UNLIMITED,
      .min = 1},
+    {.name = "exec_wall",
+     .type = KT_DURATION,
+     FIELD(sc_plan, exec_wall_ns),
+     .flags = KEY_NULLABLE,
+     .def = PLAN_UNLIMITED,
+     .min = 1},
+    {.name = "idle",
+     .type = KT_DURATION,
+     FIELD(sc_plan, idle_ns),
+     .flags = KEY_NULLABLE,
+     .def = PLAN_UNLIMITED,
+     .min = 1},
 };
 static const key_table limits_table = {limits_keys, ELEMENTSOF(limits_keys)};
 

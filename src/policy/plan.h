@@ -130,6 +130,10 @@ struct sc_plan {
 	uint64_t wall_ns;
 	uint64_t nofile; /* default 1024 */
 	uint64_t fsize;	 /* bytes */
+	/* A session (sandcap session): one exec's wall clock, and how long it
+	 * may sit with no command running and no client talking to it. */
+	uint64_t exec_wall_ns;
+	uint64_t idle_ns;
 
 	/* env: "KEY=VALUE" strings, sorted by KEY (names are unique) */
 	char **env;

@@ -191,6 +191,13 @@ static json_t *limits_json(const sc_plan *p, bool *ok)
 	    ok);
 	put(l, "nofile", size_or_null(p->nofile), ok);
 	put(l, "fsize", size_or_null(p->fsize), ok);
+	put(l, "exec_wall",
+	    p->exec_wall_ns == PLAN_UNLIMITED ? json_null()
+					      : num_suffix(p->exec_wall_ns / 1000000ULL, "ms"),
+	    ok);
+	put(l, "idle",
+	    p->idle_ns == PLAN_UNLIMITED ? json_null() : num_suffix(p->idle_ns / 1000000ULL, "ms"),
+	    ok);
 	return l;
 }
 
@@ -271,7 +278,8 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 	    a->n_credentials != b->n_credentials || !str_eq(a->upstream_ca, b->upstream_ca) ||
 	    !str_eq(a->dns, b->dns) || a->memory != b->memory || a->cpu_millis != b->cpu_millis ||
 	    a->pids != b->pids || a->wall_ns != b->wall_ns || a->nofile != b->nofile ||
-	    a->fsize != b->fsize || a->n_env != b->n_env || !str_eq(a->hostname, b->hostname) ||
+	    a->fsize != b->fsize || a->exec_wall_ns != b->exec_wall_ns ||
+	    a->idle_ns != b->idle_ns || a->n_env != b->n_env || !str_eq(a->hostname, b->hostname) ||
 	    a->audit_exec != b->audit_exec ||
 	    a->audit_denied_syscalls != b->audit_denied_syscalls ||
 	    a->audit_fsync != b->audit_fsync || a->best_effort != b->best_effort ||
