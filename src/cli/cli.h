@@ -12,13 +12,10 @@ int cmd_check(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
-<<<<<<< HEAD
-int cmd_serve(int argc, char **argv);
-int cmd_mcp(int argc, char **argv);
-=======
 int cmd_session(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
->>>>>>> wt-session
+int cmd_serve(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 
 /* "sandcap: " + message on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
