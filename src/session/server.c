@@ -818,7 +818,7 @@ static int listen_at(const char *dir, int *ret_fd)
 	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/" SS_SOCKET, dir) >=
 	    sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
-	old = umask(0077);
+	old = umask(0177); /* the socket 0600 */
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)
 		r = -errno;
 	umask(old);
