@@ -56,6 +56,17 @@ AUDIT=$(echo "$out" | jget '["audit"]')
 ms=$(curl -s -o "$T/body" -w '%{time_total}' --unix-socket "$S" -X POST --data-binary @"$T/create.json" \
 	http://sandcap/v1/sessions)
 api DELETE "/v1/sessions/$(jget '["id"]' <"$T/body")" >/dev/null
+# two taken: the pool refills in the background, and never holds more than 2
+over=0
+for _ in $(seq 100); do
+	h=$(curl -s --unix-socket "$S" http://sandcap/v1/health)
+	n=$(echo "$h" | jget '["policies"][0]["ready"] + d["policies"][0]["starting"]')
+	[ "$n" -gt 2 ] && over=1
+	[ "$(echo "$h" | jget '["policies"][0]["ready"]')" = 2 ] && break
+	sleep 0.05
+done
+expect_eq "the pool refilled to 2 in the background, never above" \
+	"$(curl -s --unix-socket "$S" http://sandcap/v1/health | jget '["policies"][0]["ready"]') $over" "2 0"
 tap_diag "create from the pool: ${ms}s (curl time_total)"
 check "a second create from the pool within 50 ms" python3 -c "import sys; sys.exit(not float('$ms') < 0.05)"
 
