@@ -73,31 +73,19 @@ export interface Transport {
   report(id: string, auditPath: string | null): Promise<Record<string, unknown>>;
 }
 
-export declare class DaemonTransport implements Transport {
+/** Talks to `sandcap serve` over its unix socket. */
+export declare class DaemonTransport {
   constructor(socketPath: string);
   socketPath: string;
-  start(policy: Policy | undefined, token: string | undefined): Promise<SessionInfo>;
-  stop(id: string): Promise<Record<string, unknown>>;
-  list(): Promise<SessionInfo[]>;
-  execStream(id: string, argv: string[], opts?: RunOptions): AsyncGenerator<Chunk | { final: Record<string, unknown> }>;
-  put(id: string, path: string, data: string | Uint8Array): Promise<void>;
-  get(id: string, path: string): Promise<Buffer>;
-  ls(id: string, path: string): Promise<DirEntry[]>;
-  report(id: string, auditPath: string | null): Promise<Record<string, unknown>>;
 }
+export interface DaemonTransport extends Transport {}
 
-export declare class CliTransport implements Transport {
+/** Runs the `sandcap` CLI itself (no daemon). */
+export declare class CliTransport {
   constructor(sandcap: string);
   sandcap: string;
-  start(policy: Policy | undefined, token: string | undefined): Promise<SessionInfo>;
-  stop(id: string): Promise<Record<string, unknown>>;
-  list(): Promise<SessionInfo[]>;
-  execStream(id: string, argv: string[], opts?: RunOptions): AsyncGenerator<Chunk | { final: Record<string, unknown> }>;
-  put(id: string, path: string, data: string | Uint8Array): Promise<void>;
-  get(id: string, path: string): Promise<Buffer>;
-  ls(id: string, path: string): Promise<DirEntry[]>;
-  report(id: string, auditPath: string | null): Promise<Record<string, unknown>>;
 }
+export interface CliTransport extends Transport {}
 
 export declare function pickTransport(opts?: SandboxOptions): Transport;
 

@@ -272,7 +272,12 @@ static bool valid_path_char(unsigned char c)
 	return c > 0x20 && c < 0x7f && c != '#';
 }
 
-static int parse_request_line(const char *buf, size_t n, px_request *req, const char **reason)
+/*
+ * Method, target and version of a request line, for both parsers: the
+ * target is returned as it is (non-empty, visible ASCII, no '#').
+ */
+static int split_request_line(const char *buf, size_t n, px_request *req, const char **ret_target,
+			      size_t *ret_tlen, const char **reason)
 {
 	const char *sp1, *sp2, *target, *ver;
 	size_t mlen, tlen;
@@ -329,6 +334,19 @@ static int parse_request_line(const char *buf, size_t n, px_request *req, const 
 			return -400;
 		}
 
+	*ret_target = target;
+	*ret_tlen = tlen;
+	return 0;
+}
+
+static int parse_request_line(const char *buf, size_t n, px_request *req, const char **reason)
+{
+	const char *target;
+	size_t tlen;
+	int r = split_request_line(buf, n, req, &target, &tlen, reason);
+
+	if (r < 0)
+		return r;
 	if (strcmp(req->method, "CONNECT") == 0) {
 		req->target_kind = PX_TARGET_AUTHORITY;
 		if (parse_authority(target, tlen, true, 0, req->host, &req->host_kind, &req->port) <
@@ -465,6 +483,54 @@ static int parse_header_lines(const char *buf, size_t p, size_t end, px_header *
 	return 0;
 }
 
+/*
+ * The headers that frame a request (Content-Length, Transfer-Encoding,
+ * Connection, and Proxy-Connection when proxy, Expect), for both parsers.
+ * Returns 1 when h was one of them, 0 when not, or a negative status.
+ */
+static int framing_header(const char *buf, const px_header *h, px_request *req, bool proxy,
+			  bool *have_te, bool *conn_close, bool *conn_keep, const char **reason)
+{
+	const char *v = buf + h->value.off;
+
+	if (span_ieq(buf, h->name, "content-length")) {
+		if (req->has_content_length) {
+			*reason = "duplicate Content-Length";
+			return -400;
+		}
+		if (parse_content_length(v, h->value.len, &req->content_length) < 0) {
+			*reason = "invalid Content-Length";
+			return -400;
+		}
+		req->has_content_length = true;
+	} else if (span_ieq(buf, h->name, "transfer-encoding")) {
+		if (*have_te) {
+			*reason = "duplicate Transfer-Encoding";
+			return -400;
+		}
+		*have_te = true;
+		if (!mem_ieq(v, h->value.len, "chunked")) {
+			*reason = "unsupported Transfer-Encoding";
+			return -501;
+		}
+		req->chunked = true;
+	} else if (span_ieq(buf, h->name, "connection") ||
+		   (proxy && span_ieq(buf, h->name, "proxy-connection"))) {
+		if (list_has_token(v, h->value.len, "close"))
+			*conn_close = true;
+		if (list_has_token(v, h->value.len, "keep-alive"))
+			*conn_keep = true;
+	} else if (span_ieq(buf, h->name, "expect")) {
+		if (!mem_ieq(v, h->value.len, "100-continue")) {
+			*reason = "unsupported Expect";
+			return -417;
+		}
+		req->expect_continue = true;
+	} else
+		return 0;
+	return 1;
+}
+
 int px_http_parse_request(const char *buf, size_t len, px_request *req, const char **reason)
 {
 	size_t head_end = 0, line_end;
@@ -504,28 +570,10 @@ int px_http_parse_request(const char *buf, size_t len, px_request *req, const ch
 		const px_header *h = &req->headers[i];
 		const char *v = buf + h->value.off;
 
-		if (span_ieq(buf, h->name, "content-length")) {
-			if (req->has_content_length) {
-				*reason = "duplicate Content-Length";
-				return -400;
-			}
-			if (parse_content_length(v, h->value.len, &req->content_length) < 0) {
-				*reason = "invalid Content-Length";
-				return -400;
-			}
-			req->has_content_length = true;
-		} else if (span_ieq(buf, h->name, "transfer-encoding")) {
-			if (have_te) {
-				*reason = "duplicate Transfer-Encoding";
-				return -400;
-			}
-			have_te = true;
-			if (!mem_ieq(v, h->value.len, "chunked")) {
-				*reason = "unsupported Transfer-Encoding";
-				return -501;
-			}
-			req->chunked = true;
-		} else if (span_ieq(buf, h->name, "host")) {
+		r = framing_header(buf, h, req, true, &have_te, &conn_close, &conn_keep, reason);
+		if (r < 0)
+			return r;
+		if (r == 0 && span_ieq(buf, h->name, "host")) {
 			char host[PX_MAX_HOST + 1];
 			px_host_kind kind;
 			uint16_t port;
@@ -549,18 +597,6 @@ int px_http_parse_request(const char *buf, size_t len, px_request *req, const ch
 				*reason = "Host header disagrees with the request target";
 				return -400;
 			}
-		} else if (span_ieq(buf, h->name, "connection") ||
-			   span_ieq(buf, h->name, "proxy-connection")) {
-			if (list_has_token(v, h->value.len, "close"))
-				conn_close = true;
-			if (list_has_token(v, h->value.len, "keep-alive"))
-				conn_keep = true;
-		} else if (span_ieq(buf, h->name, "expect")) {
-			if (!mem_ieq(v, h->value.len, "100-continue")) {
-				*reason = "unsupported Expect";
-				return -417;
-			}
-			req->expect_continue = true;
 		}
 	}
 	if (req->has_content_length && req->chunked) {
@@ -1035,48 +1071,16 @@ int px_http_local_response(int status, const char *deny_reason, const char *text
 static int parse_origin_request_line(const char *buf, size_t n, px_request *req,
 				     const char **reason)
 {
-	const char *sp1 = memchr(buf, ' ', n), *sp2, *target, *ver;
-	size_t mlen, tlen;
+	const char *target;
+	size_t tlen;
+	int r = split_request_line(buf, n, req, &target, &tlen, reason);
 
-	if (!sp1) {
-		*reason = "malformed request line";
-		return -400;
-	}
-	mlen = (size_t)(sp1 - buf);
-	if (mlen == 0 || mlen > PX_MAX_METHOD) {
-		*reason = "invalid method";
-		return -400;
-	}
-	for (size_t i = 0; i < mlen; i++)
-		if (!is_tchar((unsigned char)buf[i])) {
-			*reason = "invalid method";
-			return -400;
-		}
-	memcpy(req->method, buf, mlen);
-	req->method[mlen] = 0;
-	target = sp1 + 1;
-	sp2 = memchr(target, ' ', n - (size_t)(target - buf));
-	if (!sp2) {
-		*reason = "malformed request line";
-		return -400;
-	}
-	tlen = (size_t)(sp2 - target);
-	ver = sp2 + 1;
-	if ((size_t)(buf + n - ver) != 8 || memcmp(ver, "HTTP/1.", 7) != 0 ||
-	    (ver[7] != '0' && ver[7] != '1')) {
-		*reason = "invalid HTTP version";
-		return (size_t)(buf + n - ver) == 8 && memcmp(ver, "HTTP/", 5) == 0 ? -505 : -400;
-	}
-	req->minor = ver[7] - '0';
-	if (tlen == 0 || target[0] != '/') {
+	if (r < 0)
+		return r;
+	if (target[0] != '/') {
 		*reason = "not an origin-form target";
 		return -400;
 	}
-	for (size_t i = 0; i < tlen; i++)
-		if (!valid_path_char((unsigned char)target[i])) {
-			*reason = "invalid request target";
-			return -400;
-		}
 	req->path.off = (uint32_t)(target - buf);
 	req->path.len = (uint32_t)tlen;
 	return 0;
@@ -1113,40 +1117,10 @@ int px_http_parse_origin_request(const char *buf, size_t len, size_t max_head, p
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < req->n_headers; i++) {
-		const px_header *h = &req->headers[i];
-		const char *v = buf + h->value.off;
-
-		if (span_ieq(buf, h->name, "content-length")) {
-			if (req->has_content_length) {
-				*reason = "duplicate Content-Length";
-				return -400;
-			}
-			if (parse_content_length(v, h->value.len, &req->content_length) < 0) {
-				*reason = "invalid Content-Length";
-				return -400;
-			}
-			req->has_content_length = true;
-		} else if (span_ieq(buf, h->name, "transfer-encoding")) {
-			if (have_te) {
-				*reason = "duplicate Transfer-Encoding";
-				return -400;
-			}
-			have_te = true;
-			if (!mem_ieq(v, h->value.len, "chunked")) {
-				*reason = "unsupported Transfer-Encoding";
-				return -501;
-			}
-			req->chunked = true;
-		} else if (span_ieq(buf, h->name, "connection")) {
-			conn_close |= list_has_token(v, h->value.len, "close");
-			conn_keep |= list_has_token(v, h->value.len, "keep-alive");
-		} else if (span_ieq(buf, h->name, "expect")) {
-			if (!mem_ieq(v, h->value.len, "100-continue")) {
-				*reason = "unsupported Expect";
-				return -417;
-			}
-			req->expect_continue = true;
-		}
+		r = framing_header(buf, &req->headers[i], req, false, &have_te, &conn_close,
+				   &conn_keep, reason);
+		if (r < 0)
+			return r;
 	}
 	if (req->has_content_length && req->chunked) {
 		*reason = "both Content-Length and Transfer-Encoding";

@@ -12,35 +12,24 @@ reachable, else runs the `sandcap` CLI itself. Standard library only.
 from typing import Iterator, List, Optional, Union
 
 from ._transport import CliTransport, DaemonTransport, pick
-from ._types import Chunk, Result, SandcapError, result_from_final
+from ._types import Chunk, Result, SandcapError, SessionHandle, result_from_final
 from .aio import AsyncSandbox
 
 __all__ = ["Sandbox", "AsyncSandbox", "Result", "Chunk", "SandcapError",
            "DaemonTransport", "CliTransport"]
 
 
-class Sandbox:
+class Sandbox(SessionHandle):
     """One sandbox. policy: a dict (the policy's JSON), a file name, or the
     name of a policy the daemon offers; or token= a capability token."""
 
     def __init__(self, policy: Union[dict, str, None] = None, *, token: Optional[str] = None,
                  socket_path: Optional[str] = None, sandcap: Optional[str] = None):
-        if (policy is None) == (token is None):
-            raise ValueError("give a policy or a token")
+        self._check(policy, token)
         self._policy = policy
         self._token = token
         self._t = pick(socket_path, sandcap)
         self.info: Optional[dict] = None
-
-    @property
-    def id(self) -> str:
-        if not self.info:
-            raise SandcapError("not_started", "the sandbox is not started")
-        return self.info.get("id") or self.info["name"]
-
-    @property
-    def audit_path(self) -> Optional[str]:
-        return self.info.get("audit") if self.info else None
 
     def start(self) -> "Sandbox":
         if self.info is None:

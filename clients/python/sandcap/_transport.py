@@ -37,6 +37,17 @@ def _raise_for(status: int, body: bytes):
     raise SandcapError(e.get("code", "error"), e.get("message", ""), e.get("path"), status)
 
 
+def create_body(policy: Union[dict, str, None], token: Optional[str]) -> bytes:
+    """The body of a create: a token, a policy's JSON (a dict, or read from a
+    file), or the name of a policy the daemon offers."""
+    if token is not None:
+        return json.dumps({"token": token}).encode()
+    if isinstance(policy, str) and os.path.isfile(policy):
+        with open(policy) as f:
+            policy = json.load(f)
+    return json.dumps({"policy": policy}).encode()
+
+
 def _exec_body(argv, stdin, cwd, env) -> bytes:
     body = {"argv": list(argv)}
     if stdin is not None:
@@ -74,16 +85,7 @@ class DaemonTransport:
         return json.loads(self._request(method, path, body))
 
     def start(self, policy: Union[dict, str, None], token: Optional[str] = None) -> dict:
-        if token is not None:
-            req = {"token": token}
-        elif isinstance(policy, dict):
-            req = {"policy": policy}
-        elif isinstance(policy, str) and os.path.isfile(policy):
-            with open(policy) as f:
-                req = {"policy": json.load(f)}
-        else:
-            req = {"policy": policy}
-        return self._json("POST", "/v1/sessions", json.dumps(req).encode())
+        return self._json("POST", "/v1/sessions", create_body(policy, token))
 
     def stop(self, sid: str) -> dict:
         return self._json("DELETE", "/v1/sessions/" + urllib.parse.quote(sid, safe=""))

@@ -77,3 +77,24 @@ def result_from_final(final: dict, out: bytes, err: bytes, audit_path: Optional[
         audit_path=audit_path,
         extra={k: v for k, v in final.items() if k not in known},
     )
+
+
+class SessionHandle:
+    """What Sandbox and AsyncSandbox share: the session's record once started."""
+
+    info: Optional[dict] = None
+
+    @staticmethod
+    def _check(policy, token):
+        if (policy is None) == (token is None):
+            raise ValueError("give a policy or a token")
+
+    @property
+    def id(self) -> str:
+        if not self.info:
+            raise SandcapError("not_started", "the sandbox is not started")
+        return self.info.get("id") or self.info["name"]
+
+    @property
+    def audit_path(self) -> Optional[str]:
+        return self.info.get("audit") if self.info else None

@@ -14,8 +14,8 @@ import tempfile
 import urllib.parse
 from typing import AsyncIterator, List, Optional, Union
 
-from ._transport import CliTransport, DaemonTransport, _exec_body, _raise_for, pick
-from ._types import Chunk, Result, SandcapError, parse_ndjson_line, result_from_final
+from ._transport import CliTransport, DaemonTransport, _exec_body, _raise_for, create_body, pick
+from ._types import Chunk, Result, SandcapError, SessionHandle, parse_ndjson_line, result_from_final
 
 
 async def _http(socket_path: str, method: str, path: str, body: Optional[bytes] = None):
@@ -76,14 +76,7 @@ class _AsyncDaemon:
         return data
 
     async def start(self, policy, token):
-        if token is not None:
-            req = {"token": token}
-        elif isinstance(policy, str) and os.path.isfile(policy):
-            with open(policy) as f:
-                req = {"policy": json.load(f)}
-        else:
-            req = {"policy": policy}
-        return json.loads(await self._call("POST", "/v1/sessions", json.dumps(req).encode()))
+        return json.loads(await self._call("POST", "/v1/sessions", create_body(policy, token)))
 
     async def stop(self, sid):
         return json.loads(await self._call("DELETE", "/v1/sessions/" + urllib.parse.quote(sid, safe="")))
@@ -206,27 +199,16 @@ class _AsyncCli:
             raise SandcapError("cli_failed", err.decode("utf-8", "replace").strip())
 
 
-class AsyncSandbox:
+class AsyncSandbox(SessionHandle):
     """Sandbox with coroutines: `async with AsyncSandbox(policy) as sb`."""
 
     def __init__(self, policy: Union[dict, str, None] = None, *, token: Optional[str] = None,
                  socket_path: Optional[str] = None, sandcap: Optional[str] = None):
-        if (policy is None) == (token is None):
-            raise ValueError("give a policy or a token")
+        self._check(policy, token)
         t = pick(socket_path, sandcap)
         self._t = _AsyncDaemon(t) if isinstance(t, DaemonTransport) else _AsyncCli(t)
         self._policy, self._token = policy, token
         self.info: Optional[dict] = None
-
-    @property
-    def id(self) -> str:
-        if not self.info:
-            raise SandcapError("not_started", "the sandbox is not started")
-        return self.info.get("id") or self.info["name"]
-
-    @property
-    def audit_path(self) -> Optional[str]:
-        return self.info.get("audit") if self.info else None
 
     async def start(self) -> "AsyncSandbox":
         if self.info is None:
