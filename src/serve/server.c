@@ -512,6 +512,9 @@ static int handle_stop(sv_conn *c, const char *id)
 		return fail_reply(c, 404, "not_found", NULL, "no such sandbox");
 	if (sv_session_stop(c->d->cfg->exe, s.name, &info, &e) < 0) {
 		LOG(c->d, "stopping %s: %s", s.name, e.message);
+		/* still the caller's, if it still runs: a stop may be tried again */
+		if (alive(s.pid))
+			(void)sv_table_add(&c->d->table, &s, 0);
 		return reply_error(c, &e);
 	}
 	if (s.audit[0])
