@@ -15,6 +15,8 @@ int cmd_doctor(int argc, char **argv);
 int cmd_workspace(int argc, char **argv);
 int cmd_session(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 
 /* "sandcap: " + message on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -22,6 +22,8 @@ static const struct verb {
     {"token", cmd_token, "mint, attenuate and inspect capability tokens"},
     {"doctor", cmd_doctor, "show what this host can enforce"},
     {"workspace", cmd_workspace, "review, apply or discard the changes of cow grants"},
+    {"serve", cmd_serve, "serve the sandbox API on a unix socket (docs/api.md)"},
+    {"mcp", cmd_mcp, "an MCP server on stdio with one sandbox's tools"},
 };
 
 static void usage(FILE *out)

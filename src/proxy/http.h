@@ -159,3 +159,17 @@ int px_chunked_feed(px_chunked *st, const char *buf, size_t len, size_t *ret_con
 int px_http_local_response(int status, const char *deny_reason, const char *text, bool close,
 			   char *out, size_t out_size);
 const char *px_http_status_text(int status);
+
+/*
+ * The same strict head parser for an origin server (the `sandcap serve`
+ * API): an origin-form target ("/path?query"), Host not checked (a unix
+ * socket has no authority to compare it with), the same framing rules
+ * (no CL+TE, no duplicate CL, no obs-fold, no bare CR/LF, no NUL), at most
+ * max_head bytes of head. Fills method, path (the whole target), minor,
+ * headers, content_length, chunked, keep_alive, expect_continue; returns as
+ * px_http_parse_request().
+ */
+int px_http_parse_origin_request(const char *buf, size_t len, size_t max_head, px_request *ret,
+				 const char **reterr_reason);
+/* The value of the first header called name (case-insensitive), or NULL. */
+const px_header *px_http_find_header(const char *buf, const px_request *req, const char *name);
