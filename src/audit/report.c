@@ -105,9 +105,8 @@ static int blist_add(blist *l, json_t *data, const char *const *keys)
 static const char *const proc_keys[] = {"pid", "path", "argv", NULL};
 static const char *const failed_keys[] = {"pid", "path", "result", "errno", "error", NULL};
 static const char *const net_keys[] = {
-    "method",	   "host",	 "port",	"path",	      "addr",	    "status",
-    "bytes_out",   "bytes_in",	 "rule",	"duration_ms", "credential", "body_sha256",
-    "body_bytes", NULL};
+    "method",	"host", "port",	       "path",	     "addr",	    "status",	  "bytes_out",
+    "bytes_in", "rule", "duration_ms", "credential", "body_sha256", "body_bytes", NULL};
 static const char *const denied_keys[] = {"method", "host",	  "port",   "path",
 					  "reason", "credential", "detail", NULL};
 static const char *const file_keys[] = {"path", "op", NULL};

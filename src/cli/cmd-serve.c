@@ -37,7 +37,7 @@ static void serve_usage(FILE *out)
 	      out);
 }
 
-static void serve_log(void *userdata, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void serve_log(void *userdata, const char *fmt, ...)
 {
 	char ts[32];
 	time_t now = time(NULL);
