@@ -125,6 +125,7 @@ static json_t *net_json(const sc_plan *p, bool *ok)
 			if (e->methods == HTTP_ANY_METHOD || (e->methods & (1u << m)))
 				push(methods, json_string(plan_method_names[m]), ok);
 		put(r, "methods", methods, ok);
+		put(r, "inspect", json_boolean(e->inspect), ok);
 		push(eg, r, ok);
 	}
 	put(net, "egress", eg, ok);
@@ -156,13 +157,23 @@ static json_t *net_json(const sc_plan *p, bool *ok)
 			break;
 		}
 		put(o, "host", json_string(c->host), ok);
-		put(o, "header", json_string(c->header), ok);
+		if (c->header)
+			put(o, "header", json_string(c->header), ok);
 		if (c->value_env)
 			put(o, "value_env", json_string(c->value_env), ok);
 		else
 			put(o, "value_file", json_string(c->value_file), ok);
 		put(o, "format", json_string(c->format), ok);
 		put(o, "upstream", json_string(c->upstream_https ? "https" : "http"), ok);
+		if (c->placeholder_env) {
+			json_t *in = json_array();
+
+			put(o, "placeholder_env", json_string(c->placeholder_env), ok);
+			push(in, json_string("header"), ok);
+			if (c->in_query)
+				push(in, json_string("query"), ok);
+			put(o, "in", in, ok);
+		}
 		push(cr, o, ok);
 	}
 	put(net, "credentials", cr, ok);
@@ -288,7 +299,7 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 
 		if (!str_eq(x->host, y->host) || x->wildcard != y->wildcard ||
 		    x->n_ports != y->n_ports || x->methods != y->methods ||
-		    x->n_ports > POLICY_MAX_PORTS ||
+		    x->inspect != y->inspect || x->n_ports > POLICY_MAX_PORTS ||
 		    memcmp(x->ports, y->ports, x->n_ports * sizeof(x->ports[0])) != 0)
 			return false;
 	}
@@ -304,7 +315,8 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 
 		if (!str_eq(x->host, y->host) || !str_eq(x->header, y->header) ||
 		    !str_eq(x->value_env, y->value_env) || !str_eq(x->value_file, y->value_file) ||
-		    !str_eq(x->format, y->format) || x->upstream_https != y->upstream_https)
+		    !str_eq(x->format, y->format) || x->upstream_https != y->upstream_https ||
+		    !str_eq(x->placeholder_env, y->placeholder_env) || x->in_query != y->in_query)
 			return false;
 	}
 	for (size_t i = 0; i < a->n_env; i++)
