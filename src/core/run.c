@@ -88,7 +88,7 @@ typedef struct supervisor {
 	bool sync_wakeup;	   /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP is set */
 	pthread_mutex_t emit_lock; /* the listener thread emits too */
 	pid_t pid, proxy_pid;
-	px_seed proxy_seed; /* to start another worker on the same listener */
+	px_seed proxy_seed;	 /* to start another worker on the same listener */
 	px_extras *proxy_extras; /* the sandbox CA and placeholders, or NULL */
 	uid_t id_base;
 	bool unpriv;		/* no root: one user namespace mapping us to the agent */

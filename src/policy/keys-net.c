@@ -626,8 +626,9 @@ static int credential_finish(pctx *c, const json_t *obj, void *base, size_t inde
 			    "expected \"header\" (the proxy sets it) or \"placeholder_env\" (the "
 			    "proxy replaces a placeholder the agent sends), got neither");
 	if (json_object_get(obj, "in") && !cr->placeholder_env)
-		return fail(c, -EINVAL, "\"in\" says where a placeholder is replaced: it needs "
-					"\"placeholder_env\"");
+		return fail(c, -EINVAL,
+			    "\"in\" says where a placeholder is replaced: it needs "
+			    "\"placeholder_env\"");
 	for (size_t i = 0; i < index && cr->placeholder_env; i++)
 		if (p->credentials[i].placeholder_env &&
 		    strcmp(p->credentials[i].placeholder_env, cr->placeholder_env) == 0)

@@ -70,11 +70,11 @@ typedef struct plan_cidr {
 
 typedef struct plan_credential {
 	char *host;
-	char *header;	     /* e.g. "Authorization"; NULL: placeholder replacement only */
-	char *value_env;     /* name of the supervisor's env var holding the secret, or NULL */
-	char *value_file;    /* file holding the secret, or NULL (exactly one is set) */
-	char *format;	     /* printf-like with one %s, default "%s" */
-	bool upstream_https; /* default true */
+	char *header;	       /* e.g. "Authorization"; NULL: placeholder replacement only */
+	char *value_env;       /* name of the supervisor's env var holding the secret, or NULL */
+	char *value_file;      /* file holding the secret, or NULL (exactly one is set) */
+	char *format;	       /* printf-like with one %s, default "%s" */
+	bool upstream_https;   /* default true */
 	char *placeholder_env; /* the agent gets a placeholder in this variable, or NULL */
 	bool in_query;	       /* the placeholder is replaced in the query string too */
 } plan_credential;

@@ -140,7 +140,7 @@ static int add_name_constraints(X509 *x, const char *const *names, size_t n)
 		}
 	}
 	r = X509_add1_ext_i2d(x, NID_name_constraints, nc, 1, X509V3_ADD_DEFAULT) == 1 ? 0
-										     : -ENOMEM;
+										       : -ENOMEM;
 out:
 	NAME_CONSTRAINTS_free(nc);
 	return r;
@@ -160,8 +160,8 @@ int px_ca_generate(uint64_t lifetime_s, const char *const *names, size_t n_names
 	ca->cert = X509_new();
 	if (!ca->key || !ca->cert || RAND_bytes(id, sizeof(id)) != 1)
 		goto fail;
-	(void)snprintf(cn, sizeof(cn), "sandcap sandbox CA %02x%02x%02x%02x%02x%02x%02x%02x",
-		       id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]);
+	(void)snprintf(cn, sizeof(cn), "sandcap sandbox CA %02x%02x%02x%02x%02x%02x%02x%02x", id[0],
+		       id[1], id[2], id[3], id[4], id[5], id[6], id[7]);
 	subj = X509_get_subject_name(ca->cert);
 	if (X509_set_version(ca->cert, X509_VERSION_3) != 1 || random_serial(ca->cert) < 0 ||
 	    !X509_gmtime_adj(X509_getm_notBefore(ca->cert), -60) ||
@@ -303,8 +303,7 @@ int px_ca_prepare(px_ca *ca)
 	return ca->leaf_key ? 0 : -ENOMEM;
 }
 
-int px_ca_leaf(px_ca *ca, const char *host, X509 **ret_cert, EVP_PKEY **ret_key,
-	       bool *ret_minted)
+int px_ca_leaf(px_ca *ca, const char *host, X509 **ret_cert, EVP_PKEY **ret_key, bool *ret_minted)
 {
 	leaf *slot;
 	X509 *x;

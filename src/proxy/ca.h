@@ -40,6 +40,5 @@ int px_ca_prepare(px_ca *ca);
  * certificate and key stay owned by ca. Returns 0 with *ret_minted true when
  * this call minted it, or -ENOMEM / -EINVAL.
  */
-int px_ca_leaf(px_ca *ca, const char *host, X509 **ret_cert, EVP_PKEY **ret_key,
-	       bool *ret_minted);
+int px_ca_leaf(px_ca *ca, const char *host, X509 **ret_cert, EVP_PKEY **ret_key, bool *ret_minted);
 px_ca *px_ca_free(px_ca *ca);

@@ -90,10 +90,10 @@ struct px_loop {
 	px_config *cfg;
 	px_events *ev;
 	px_dns *dns;
-	SSL_CTX *tls;  /* NULL unless a credential has upstream https or a host is inspected */
+	SSL_CTX *tls; /* NULL unless a credential has upstream https or a host is inspected */
 	SSL_CTX *inspect_tls; /* the client side of inspected tunnels, NULL without */
 	struct px_ca *ca;     /* mints their leaves */
-	px_shared *sh; /* rate, bandwidth, budget_left (PLAN_UNLIMITED = none) */
+	px_shared *sh;	      /* rate, bandwidth, budget_left (PLAN_UNLIMITED = none) */
 	struct conn *conns;
 	size_t n_conns;
 	px_watch listen_w, event_w;
@@ -168,11 +168,11 @@ typedef struct conn {
 	/* TLS inspection (inspect.c): the client side of an inspected tunnel */
 	SSL *cssl;
 	int cssl_want_read, cssl_want_write;
-	bool inspected;	  /* the handshake is done: client bytes go through cssl */
+	bool inspected; /* the handshake is done: client bytes go through cssl */
 	bool sni_mismatch;
 	bool tunnel_peeked; /* a plain tunnel's first client bytes were looked at */
-	int client_alert; /* the last TLS alert the client sent, -1 none */
-	px_origin tunnel; /* what its CONNECT asked for */
+	int client_alert;   /* the last TLS alert the client sent, -1 none */
+	px_origin tunnel;   /* what its CONNECT asked for */
 
 	/* tunnel */
 	int c2u[2], u2c[2];

@@ -272,8 +272,8 @@ static bool valid_path_char(unsigned char c)
 	return c > 0x20 && c < 0x7f && c != '#';
 }
 
-static int parse_request_line(const char *buf, size_t n, const px_origin *origin,
-			      px_request *req, const char **reason)
+static int parse_request_line(const char *buf, size_t n, const px_origin *origin, px_request *req,
+			      const char **reason)
 {
 	const char *sp1, *sp2, *target, *ver;
 	size_t mlen, tlen;

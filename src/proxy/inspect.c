@@ -148,8 +148,9 @@ void px_inspect_connect(conn *c)
 		return;
 	}
 	c->cssl = SSL_new(L->inspect_tls);
-	if (!c->cssl || SSL_set_fd(c->cssl, c->cfd) != 1 || SSL_use_certificate(c->cssl, cert) != 1 ||
-	    SSL_use_PrivateKey(c->cssl, key) != 1 || SSL_set_app_data(c->cssl, c) != 1) {
+	if (!c->cssl || SSL_set_fd(c->cssl, c->cfd) != 1 ||
+	    SSL_use_certificate(c->cssl, cert) != 1 || SSL_use_PrivateKey(c->cssl, key) != 1 ||
+	    SSL_set_app_data(c->cssl, c) != 1) {
 		ERR_clear_error();
 		px_conn_deny(c, 500, "internal", "cannot set up TLS", true);
 		return;
@@ -243,9 +244,9 @@ void px_inspect_io(conn *c)
 		}
 		e = ERR_peek_last_error();
 		handshake_failed(c, e ? ERR_reason_error_string(e)
-			       : err == SSL_ERROR_SYSCALL || err == SSL_ERROR_ZERO_RETURN
-				   ? "the client closed the connection"
-				   : "protocol error");
+				    : err == SSL_ERROR_SYSCALL || err == SSL_ERROR_ZERO_RETURN
+					? "the client closed the connection"
+					: "protocol error");
 		ERR_clear_error();
 		return;
 	}
@@ -291,8 +292,8 @@ bool px_inspect_placeholder_refused(conn *c)
 	if (!leak || (strcmp(leak->host, c->host) == 0 && !c->is_connect))
 		return false;
 	(void)snprintf(detail, sizeof(detail),
-		       "the request carries the placeholder of %s, which is only for %s", leak->name,
-		       leak->host);
+		       "the request carries the placeholder of %s, which is only for %s",
+		       leak->name, leak->host);
 	px_conn_deny(c, 403, "credential-exfiltration", detail, true);
 	return true;
 }
@@ -313,9 +314,10 @@ bool px_inspect_tunnel_leak(conn *c)
 	leak = px_placeholder_find(cfg, buf, (size_t)n);
 	if (!leak)
 		return false;
-	(void)snprintf(detail, sizeof(detail),
-		       "cleartext in the tunnel carries the placeholder of %s, which is only for %s",
-		       leak->name, leak->host);
+	(void)snprintf(
+	    detail, sizeof(detail),
+	    "cleartext in the tunnel carries the placeholder of %s, which is only for %s",
+	    leak->name, leak->host);
 	px_conn_emit_denied(c, "credential-exfiltration", detail);
 	return true;
 }

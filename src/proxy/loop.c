@@ -66,12 +66,12 @@ void px_conn_emit_denied(conn *c, const char *reason, const char *detail)
 void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status)
 {
 	uint64_t dur = (px_now_ns() - c->start_ns) / 1000000ull;
-	json_t *d = json_pack(
-	    "{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I}", "method", c->method,
-	    "host", c->host, "port", (int)c->port, "path", c->path, "addr", c->addr_str, "decision",
-	    decision, "rule", c->rule, "reason", reason ? reason : "", "status", status, "bytes_out",
-	    (json_int_t)c->bytes_out, "bytes_in", (json_int_t)c->bytes_in, "duration_ms",
-	    (json_int_t)dur);
+	json_t *d =
+	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I}", "method",
+		      c->method, "host", c->host, "port", (int)c->port, "path", c->path, "addr",
+		      c->addr_str, "decision", decision, "rule", c->rule, "reason",
+		      reason ? reason : "", "status", status, "bytes_out", (json_int_t)c->bytes_out,
+		      "bytes_in", (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur);
 
 	if (d && c->inspected)
 		(void)json_object_set_new(d, "inspected", json_true());

@@ -11,9 +11,15 @@ static const struct shape {
 	const char *prefix;	    /* the placeholder starts with this */
 	size_t random_len;
 } shapes[] = {
-    {"ANTHROPIC", "sk-ant-api03-", 80}, {"OPENAI", "sk-proj-", 48}, {"GITHUB", "ghp_", 36},
-    {"GH_", "ghp_", 36},		{"GITLAB", "glpat-", 20},	{"HF_", "hf_", 34},
-    {"HUGGING", "hf_", 34},		{"SLACK", "xoxb-", 40},		{"GROQ", "gsk_", 52},
+    {"ANTHROPIC", "sk-ant-api03-", 80},
+    {"OPENAI", "sk-proj-", 48},
+    {"GITHUB", "ghp_", 36},
+    {"GH_", "ghp_", 36},
+    {"GITLAB", "glpat-", 20},
+    {"HF_", "hf_", 34},
+    {"HUGGING", "hf_", 34},
+    {"SLACK", "xoxb-", 40},
+    {"GROQ", "gsk_", 52},
 };
 
 int px_placeholder_make(const char *name, char *out, size_t size)
