@@ -100,13 +100,25 @@ static void describe_fs(const sc_plan *p, FILE *out)
 	fprintf(out, "  working directory      %s\n", p->workdir);
 }
 
-/* Only a credential with upstream https makes the proxy originate TLS. */
+/* Only a credential with upstream https or an inspected host makes the proxy
+ * originate TLS. */
 static bool describe_needs_tls(const sc_plan *p)
 {
+	if (plan_inspects(p))
+		return true;
 	for (size_t i = 0; i < p->n_credentials; i++)
 		if (p->credentials[i].upstream_https)
 			return true;
 	return false;
+}
+
+/* An inspect rule, or one naming the host of a placeholder credential. */
+static bool egress_inspected(const sc_plan *p, const plan_egress *e)
+{
+	for (size_t i = 0; i < p->n_credentials && !e->inspect; i++)
+		if (p->credentials[i].placeholder_env && strcmp(p->credentials[i].host, e->host) == 0)
+			return true;
+	return e->inspect;
 }
 
 static void describe_net(const sc_plan *p, FILE *out)
@@ -129,6 +141,8 @@ static void describe_net(const sc_plan *p, FILE *out)
 			e->n_ports == 1 ? "" : "s");
 		for (size_t j = 0; j < e->n_ports && j < POLICY_MAX_PORTS; j++)
 			fprintf(out, "%s%u", j ? ", " : "", e->ports[j]);
+		if (egress_inspected(p, e))
+			fprintf(out, ", TLS inspected");
 		if (e->methods == HTTP_ANY_METHOD) {
 			fprintf(out, ", any method\n");
 		} else {
@@ -185,10 +199,24 @@ static void describe_net(const sc_plan *p, FILE *out)
 		for (size_t i = 0; i < p->n_credentials; i++) {
 			const plan_credential *c = &p->credentials[i];
 
-			fprintf(out, "    %s header for %s, upstream %s\n", c->header, c->host,
-				c->upstream_https ? "https (verified TLS)" : "plain http");
+			if (c->header)
+				fprintf(out, "    %s header for %s, upstream %s\n", c->header,
+					c->host,
+					c->upstream_https ? "https (verified TLS)" : "plain http");
+			if (c->placeholder_env)
+				fprintf(out,
+					"    %s holds a placeholder, swapped for the value only in "
+					"requests to %s%s\n",
+					c->placeholder_env, c->host,
+					c->in_query ? " (headers and query)" : " (headers)");
 		}
 	}
+	if (plan_inspects(p))
+		fprintf(out,
+			"  TLS inspection: CONNECTs to inspected hosts are decrypted with a "
+			"per-sandbox CA\n"
+			"    the sandbox trusts (/etc/ssl/certs/ca-certificates.crt); its key "
+			"never enters it\n");
 }
 
 static void describe_limits(const sc_plan *p, FILE *out)
