@@ -812,9 +812,13 @@ static void interest(conn *c, uint32_t *cm, uint32_t *um)
 	default:
 		break;
 	}
-	/* TLS to the client may need the other direction first */
-	if (c->inspected && c->cfd >= 0)
-		*cm |= (c->cssl_want_write ? EPOLLOUT : 0u) | (c->cssl_want_read ? EPOLLIN : 0u);
+	/* TLS to the client: a read may have to write first, a write read first */
+	if (c->inspected && c->cfd >= 0) {
+		if ((*cm & EPOLLIN) && c->cssl_want_write)
+			*cm |= EPOLLOUT;
+		if ((*cm & EPOLLOUT) && c->cssl_want_read)
+			*cm |= EPOLLIN;
+	}
 }
 
 static void arm(conn *c)
