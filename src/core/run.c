@@ -1132,6 +1132,7 @@ static void teardown(supervisor *s)
 	(void)safe_close(s->notify_fd);
 	(void)safe_close(s->proxy_fd);
 	px_seed_done(&s->proxy_seed);
+	ns_set_sandbox_ca(NULL);
 	s->proxy_extras = px_extras_free(s->proxy_extras);
 	(void)safe_close(s->sync);
 	(void)safe_close(s->pidfd);
@@ -1276,6 +1277,7 @@ static int prepare_inspection(supervisor *s)
 	size_t n = 0;
 	int r;
 
+	ns_set_sandbox_ca(NULL);
 	if (s->plan->n_egress == 0)
 		return 0;
 	r = px_extras_new(s->plan, &s->proxy_extras);

@@ -252,7 +252,8 @@ static int setup_runtime(const sc_plan *plan, const char **what)
 	return 0;
 }
 
-static const char *sandbox_ca;
+/* Per thread: the child is cloned from the thread that runs its supervisor. */
+static _Thread_local const char *sandbox_ca;
 
 void ns_set_sandbox_ca(const char *pem)
 {

@@ -70,7 +70,8 @@ int ns_write_id_maps_unpriv(pid_t pid, uid_t inside_uid, gid_t inside_gid);
  * The sandbox CA (PEM) of TLS inspection, or NULL: set by the supervisor
  * before it clones the child, which appends it to the host's CAs in the
  * generated view of NS_CA_BUNDLE (docs/proxy.md, "TLS inspection"). The
- * string is borrowed and must live until the child has built its root.
+ * string is borrowed and must live until the child has built its root; set
+ * per thread (the thread that clones the child).
  */
 #define NS_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 void ns_set_sandbox_ca(const char *pem);
