@@ -74,6 +74,7 @@ done
 # The real values: read by the supervisor only (an env var and a file
 # outside every grant).
 export REAL_OPENAI="sk-real-openai-$$-$RANDOM$RANDOM"
+export REAL_INJECT="inject-$$-$RANDOM"
 printf '%s\n' "$GH_REAL" >"$T/gh-token"
 chmod 600 "$T/gh-token"
 
@@ -94,7 +95,9 @@ policy https "{\"version\": 1,
       {\"host\": \"api.inspect.test\", \"placeholder_env\": \"OPENAI_API_KEY\",
        \"value_env\": \"REAL_OPENAI\", \"in\": [\"header\", \"query\"]},
       {\"host\": \"git.inspect.test\", \"placeholder_env\": \"GITHUB_TOKEN\",
-       \"value_file\": \"$T/gh-token\"}]}}"
+       \"value_file\": \"$T/gh-token\"},
+      {\"host\": \"other.inspect.test\", \"header\": \"X-Injected\",
+       \"value_env\": \"REAL_INJECT\", \"format\": \"Token %s\"}]}}"
 run_https() { "$SANDCAP" run --quiet --audit "$T/audit-$1.jsonl" --policy "$T/https.json" -- "${@:2}"; }
 A="https://api.inspect.test:$o"
 origin_saw() { grep -F "$1" "$T/origin.log" >/dev/null; }
@@ -127,6 +130,7 @@ h = {\"Authorization\": \"Bearer \" + os.environ[\"OPENAI_API_KEY\"]}
 print(urllib.request.urlopen(urllib.request.Request(\"'"$A"'/v1/urllib\", headers=h)).read().decode().strip())
 print(requests.post(\"'"$A"'/v1/requests\", headers=h, json={\"q\": 1}).text.strip())"
 node /pub/node-get.js api.inspect.test '"$o"' /v1/node
+curl -sS "https://other.inspect.test:'"$o"'/injected" -H "X-Injected: mine"
 ' 2>&1)
 expect_eq "the agent's variable holds a key-shaped placeholder" "$(sed -n 1p <<<"$out")" shaped
 expect_eq "curl, keep-alive, urllib, requests and node https all get through" "$(sed -n '2,$p' <<<"$out")" \
@@ -135,7 +139,8 @@ expect_eq "curl, keep-alive, urllib, requests and node https all get through" "$
 {"ok": true, "path": "/v1/ka2"}
 {"ok": true, "path": "/v1/urllib"}
 {"ok": true, "path": "/v1/requests"}
-{"ok": true, "path": "/v1/node"}'
+{"ok": true, "path": "/v1/node"}
+{"ok": true, "path": "/injected"}'
 for p in curl ka1 ka2 urllib requests node; do
 	line=$(grep -F "\"/v1/$p" "$T/origin.log")
 	case $line in
@@ -145,8 +150,10 @@ for p in curl ka1 ka2 urllib requests node; do
 done
 check "... in the query string too (in: [header, query])" origin_saw "/v1/curl?key=$REAL_OPENAI"
 check "... and never the placeholder" bash -c "! grep -q 'sk-proj-' '$T/origin.log'"
+check "a header credential of an inspected host is set in its decrypted requests" \
+	grep -q "\"/injected\".*\"x-injected\": \"Token $REAL_INJECT\"" "$T/origin.log"
 check "every decrypted request is one net.request record, marked inspected" \
-	bash -c "[ \$(grep -c '\"event\":\"net.request\".*\"inspected\":true.*\"status\":200' '$T/audit-clients.jsonl') = 6 ]"
+	bash -c "[ \$(grep -c '\"event\":\"net.request\".*\"inspected\":true.*\"status\":200' '$T/audit-clients.jsonl') = 7 ]"
 check "... with method and path" grep -q '"event":"net.request".*"method":"POST".*"path":"/v1/requests"' "$T/audit-clients.jsonl"
 
 # --- git over HTTPS with a placeholder token
@@ -217,18 +224,20 @@ expect_eq "the sandbox's trust bundle is the host's CAs plus one" "$(cat "$T/out
 check "... the sandbox CA" test -s "$T/out/bundle-ca"
 check "the host's bundle is unchanged" bash -c "! grep -q 'sandcap sandbox CA' /etc/ssl/certs/ca-certificates.crt"
 check "the CA key was in the sealed configuration (the test could read it from the host)" grep -q "BEGIN PRIVATE KEY" "$T/ca-key.pem"
-python3 - "$T/out/dump" "$T/ca-key.pem" "$REAL_OPENAI" "$GH_REAL" >"$T/found" <<'PY'
+python3 - "$T/out/dump" "$T/ca-key.pem" "$REAL_OPENAI" "$GH_REAL" "$REAL_INJECT" >"$T/found" <<'PY'
 import base64, sys
 dump = open(sys.argv[1], "rb").read()
 pem = open(sys.argv[2]).read().split("\n")
 der = base64.b64decode("".join(l for l in pem if l and not l.startswith("-----")))
 needles = {"CA key (DER)": der, "CA key (PEM body)": pem[1].encode(), "real OpenAI value": sys.argv[3].encode(),
-           "real git token": sys.argv[4].encode()}
+           "real git token": sys.argv[4].encode(), "injected value": sys.argv[5].encode()}
 print(len(dump), *[name for name, n in needles.items() if n in dump], sep="\n")
 PY
 expect_match "the sandbox read its whole fs, /proc environ and cmdline" "$(sed -n 1p "$T/found")" '^[0-9]{5,}$'
 expect_eq "... and found neither the CA key nor a real secret" "$(sed -n '2,$p' "$T/found")" ""
 expect_eq "... nor a memfd" "$(cat "$T/out/memfds")" ""
+check "no audit log holds a real value (records keep what the agent sent)" \
+	bash -c "! grep -l -e '$REAL_OPENAI' -e '$GH_REAL' -e '$REAL_INJECT' '$T'/audit-*.jsonl"
 
 # --- a restarted worker serves with the same CA
 "$SANDCAP" run --quiet --audit "$T/audit-restart.jsonl" --policy "$T/https.json" -- sh -c '
