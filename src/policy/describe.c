@@ -116,7 +116,8 @@ static bool describe_needs_tls(const sc_plan *p)
 static bool egress_inspected(const sc_plan *p, const plan_egress *e)
 {
 	for (size_t i = 0; i < p->n_credentials && !e->inspect; i++)
-		if (p->credentials[i].placeholder_env && strcmp(p->credentials[i].host, e->host) == 0)
+		if (p->credentials[i].placeholder_env &&
+		    strcmp(p->credentials[i].host, e->host) == 0)
 			return true;
 	return e->inspect;
 }
@@ -212,11 +213,10 @@ static void describe_net(const sc_plan *p, FILE *out)
 		}
 	}
 	if (plan_inspects(p))
-		fprintf(out,
-			"  TLS inspection: CONNECTs to inspected hosts are decrypted with a "
-			"per-sandbox CA\n"
-			"    the sandbox trusts (/etc/ssl/certs/ca-certificates.crt); its key "
-			"never enters it\n");
+		fprintf(out, "  TLS inspection: CONNECTs to inspected hosts are decrypted with a "
+			     "per-sandbox CA\n"
+			     "    the sandbox trusts (/etc/ssl/certs/ca-certificates.crt); its key "
+			     "never enters it\n");
 }
 
 static void describe_limits(const sc_plan *p, FILE *out)
