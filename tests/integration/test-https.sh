@@ -185,6 +185,7 @@ curl -sS "https://selfsigned.inspect.test:'"$ss"'/"
 curl -sS --cacert /pub/origin-ca.pem "https://other.inspect.test:'"$o"'/pinned"; echo "pinned rc=$?"
 echo | openssl s_client -proxy 127.0.0.1:3128 -connect other.inspect.test:'"$o"' \
 	-servername api.inspect.test >/dev/null 2>&1; echo "sni rc=$?"
+curl -sS --http2 -w "%{http_version}\n" "https://other.inspect.test:'"$o"'/h2"
 curl -sS --cacert /pub/origin-ca.pem "https://plain.test:'"$o"'/plain"
 ' 2>&1)
 expect_match "upstream certificate for another name: 502 with a clear body" "$(sed -n 1p <<<"$out")" \
@@ -196,6 +197,8 @@ check "... both recorded as upstream-tls" \
 expect_match "a client that pins another CA fails" "$(grep 'pinned rc' <<<"$out")" 'pinned rc=60'
 check "... and is recorded as client-rejected-ca" grep -q '"event":"net.denied".*"detail":"the client refused the certificate of the sandbox CA (TLS alert unknown CA).*"reason":"client-rejected-ca"' "$T/audit-tls.jsonl"
 check "a TLS server name other than the CONNECT host is refused: sni-mismatch" grep -q '"reason":"sni-mismatch"' "$T/audit-tls.jsonl"
+expect_match "a client asking for HTTP/2 is answered in HTTP/1.1 (ALPN offers only http/1.1)" \
+	"$(grep -A1 '"/h2"' <<<"$out" | tr '\n' ' ')" '"/h2"\} 1.1'
 expect_match "a host not inspected keeps a plain tunnel (the origin's own certificate)" "$(sed -n '$p' <<<"$out")" '"path": "/plain"'
 check "... recorded as a tunnel, not decrypted" grep -q '"event":"net.tunnel.close".*"host":"plain.test"' "$T/audit-tls.jsonl"
 
