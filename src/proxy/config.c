@@ -178,9 +178,10 @@ int px_config_from_run(const sc_plan *plan, const px_extras *x, json_t **ret_jso
 		r = read_secret(c, &secret);
 		if (r < 0)
 			return r;
-		/* the placeholder goes into headers as is: the value must fit there */
-		if (c->placeholder_env && strpbrk(secret, "\r\n"))
-			r = -EINVAL;
+		/* the value replaces the placeholder as is: it must fit in a header */
+		for (const char *p = secret; c->placeholder_env && *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				r = -EINVAL;
 		o = r < 0 ? NULL : credential_json(c, secret, ph, &r);
 		explicit_bzero(secret, strlen(secret));
 		if (r < 0)

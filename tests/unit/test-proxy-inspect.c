@@ -18,6 +18,7 @@
 #include "proxy/ca.h"
 #include "proxy/http.h"
 #include "proxy/placeholder.h"
+#include "proxy/proxy.h"
 #include "proxy/px.h"
 #include "tap.h"
 
@@ -280,11 +281,60 @@ static void test_config(void)
 	}
 }
 
+/* Supervisor side: the run's extras into the sealed configuration and back. */
+static void test_extras(void)
+{
+	static const char pol[] =
+	    "{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"api.x.test\"}],"
+	    "\"credentials\": [{\"host\": \"api.x.test\", \"placeholder_env\": "
+	    "\"OPENAI_API_KEY\", \"value_env\": \"PX_UNIT_REAL\"}]}}";
+	sc_plan *plan = NULL;
+	px_extras *x = NULL;
+	px_config *c = NULL;
+	json_t *j = NULL;
+	char *s = NULL;
+	const char *env;
+
+	if (plan_parse_json(pol, strlen(pol), &plan, NULL) < 0) {
+		ok(false, "test policy parses");
+		return;
+	}
+	setenv("PX_UNIT_REAL", "the-real-value", 1);
+	ok(px_extras_new(plan, &x) == 0 && px_extras_ca_pem(x) && px_extras_ca_key(x),
+	   "a placeholder credential gets the run a CA");
+	env = px_extras_env(x, 0);
+	ok(env && strncmp(env, "OPENAI_API_KEY=sk-proj-", 23) == 0 && !px_extras_env(x, 1),
+	   "and one placeholder variable for the agent");
+	ok(px_config_from_run(plan, x, &j) == 0 && (s = json_dumps(j, JSON_COMPACT)) &&
+	       px_config_parse(s, strlen(s), &c) == 0,
+	   "the configuration with them round-trips");
+	ok(c && c->ca_cert && c->ca_key && c->creds[0].placeholder && env &&
+	       strcmp(c->creds[0].placeholder, env + strlen("OPENAI_API_KEY=")) == 0 &&
+	       strcmp(c->creds[0].secret, "the-real-value") == 0 && !c->creds[0].header,
+	   "the worker gets the same placeholder, the real value and the CA");
+	px_config_free(c);
+	json_decref(j);
+	free(s);
+	j = NULL;
+	ok(px_config_from_plan(plan, &j) == -EINVAL && !j,
+	   "a placeholder credential without the run's extras is refused");
+	setenv("PX_UNIT_REAL", "tab\there", 1);
+	ok(px_config_from_run(plan, x, &j) == -EINVAL,
+	   "a real value with a control character is refused");
+	px_extras_forget_key(x);
+	ok(!px_extras_ca_key(x) && px_extras_ca_pem(x),
+	   "the key is forgotten, the certificate kept");
+	unsetenv("PX_UNIT_REAL");
+	px_extras_free(x);
+	sc_plan_free(plan);
+}
+
 int main(void)
 {
 	test_ca();
 	test_placeholder();
 	test_origin_form();
 	test_config();
+	test_extras();
 	return tap_done();
 }
