@@ -24,6 +24,26 @@
 
 #define PX_HIGH_FD 10
 
+/* jansson frees strings without clearing them: the key and values first. */
+static void wipe_string(json_t *v)
+{
+	if (json_is_string(v))
+		explicit_bzero((char *)json_string_value(v), json_string_length(v));
+}
+
+static void wipe_config(json_t *j)
+{
+	json_t *cr;
+	size_t i;
+
+	wipe_string(json_object_get(j, "ca_key"));
+	json_array_foreach(json_object_get(j, "credentials"), i, cr)
+	{
+		wipe_string(json_object_get(cr, "value"));
+		wipe_string(json_object_get(cr, "secret"));
+	}
+}
+
 static int make_config_memfd(const sc_plan *plan, const px_extras *x, int *ret_fd)
 {
 	_cleanup_close_ int fd = -1;
@@ -36,6 +56,7 @@ static int make_config_memfd(const sc_plan *plan, const px_extras *x, int *ret_f
 	if (r < 0)
 		return r;
 	s = json_dumps(j, JSON_COMPACT);
+	wipe_config(j);
 	json_decref(j);
 	if (!s)
 		return -ENOMEM;
