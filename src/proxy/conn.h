@@ -55,6 +55,7 @@ typedef enum conn_state {
 	CS_TUNNEL,
 	CS_FORWARD,
 	CS_REPLY,
+	CS_CLIENT_TLS, /* an inspected CONNECT: "200", then the handshake with the client */
 	_CONN_STATE_MAX,
 	_CONN_STATE_INVALID = -22,
 } conn_state;
@@ -89,8 +90,10 @@ struct px_loop {
 	px_config *cfg;
 	px_events *ev;
 	px_dns *dns;
-	SSL_CTX *tls;  /* NULL unless a credential has upstream https */
-	px_shared *sh; /* rate, bandwidth, budget_left (PLAN_UNLIMITED = none) */
+	SSL_CTX *tls; /* NULL unless a credential has upstream https or a host is inspected */
+	SSL_CTX *inspect_tls; /* the client side of inspected tunnels, NULL without */
+	struct px_ca *ca;     /* mints their leaves */
+	px_shared *sh;	      /* rate, bandwidth, budget_left (PLAN_UNLIMITED = none) */
 	struct conn *conns;
 	size_t n_conns;
 	px_watch listen_w, event_w;
@@ -164,6 +167,15 @@ typedef struct conn {
 	SSL *ssl;
 	int ssl_want_read, ssl_want_write;
 
+	/* TLS inspection (inspect.c): the client side of an inspected tunnel */
+	SSL *cssl;
+	int cssl_want_read, cssl_want_write;
+	bool inspected; /* the handshake is done: client bytes go through cssl */
+	bool sni_mismatch;
+	bool tunnel_peeked; /* a plain tunnel's first client bytes were looked at */
+	int client_alert;   /* the last TLS alert the client sent, -1 none */
+	px_origin tunnel;   /* what its CONNECT asked for */
+
 	/* tunnel */
 	int c2u[2], u2c[2];
 	size_t c2u_n, u2c_n, pipe_cap;
@@ -205,6 +217,29 @@ int px_l7_judge(conn *c, int rule);
 /* How many of want bytes may go upstream with the request's credential. */
 uint64_t px_l7_cred_room(conn *c, uint64_t want);
 void px_l7_cred_sent(conn *c, uint64_t n);
+
+/* inspect.c */
+/* The sandbox CA and the server context, when the configuration has a CA. */
+int px_inspect_setup(px_loop *L);
+/* Is this CONNECT to a host whose tunnel the proxy terminates? */
+bool px_inspect_wanted(const conn *c);
+/* Judges an inspected CONNECT and starts the handshake with the client. */
+void px_inspect_connect(conn *c);
+void px_inspect_io(conn *c);
+void px_inspect_timeout(conn *c);
+void px_inspect_interest(conn *c, uint32_t *cmask, uint32_t *umask);
+void px_inspect_close(conn *c);
+/* The request-side placeholder rules: true when c was refused (and answered). */
+bool px_inspect_placeholder_refused(conn *c);
+/* A plain tunnel whose first client bytes carry a placeholder in clear:
+ * recorded; true when the caller must close it. */
+bool px_inspect_tunnel_leak(conn *c);
+/* recv(2)/send(2) on the client, through TLS in an inspected tunnel (errno set
+ * as they set it: EAGAIN when TLS wants the socket again). */
+ssize_t px_client_recv(conn *c, void *buf, size_t n);
+ssize_t px_client_send(conn *c, const void *buf, size_t n);
+/* shutdown(SHUT_WR), with a TLS close_notify first when inspected. */
+void px_client_shutdown(conn *c);
 
 /* tunnel.c */
 int px_tunnel_start(conn *c);

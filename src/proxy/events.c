@@ -132,10 +132,10 @@ static const struct event_schema {
 } schemas[] = {
     {"net.request",
      {"method", "host", "port", "path", "addr", "decision", "rule", "reason", "status", "bytes_out",
-      "bytes_in", "duration_ms", "events_dropped", "credential", NULL}},
+      "bytes_in", "duration_ms", "events_dropped", "credential", "inspected", NULL}},
     {"net.denied",
      {"method", "host", "port", "path", "addr", "reason", "detail", "head_hex", "events_dropped",
-      "normalised_path", "credential", NULL}},
+      "normalised_path", "credential", "inspected", NULL}},
     {"net.tunnel.close",
      {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "events_dropped",
       NULL}},
@@ -184,7 +184,7 @@ int px_event_parse(const char *buf, size_t len, char **ret_event, json_t **ret_d
 		} else if (json_is_integer(v)) {
 			if (json_integer_value(v) < 0)
 				goto bad;
-		} else if (!json_is_null(v))
+		} else if (!json_is_null(v) && !json_is_boolean(v))
 			goto bad;
 	}
 	name = strdup(schema->name);

@@ -29,6 +29,7 @@
 typedef enum px_target_kind {
 	PX_TARGET_ABSOLUTE,  /* http://host[:port]/path */
 	PX_TARGET_AUTHORITY, /* CONNECT host:port */
+	PX_TARGET_ORIGIN,    /* /path, inside an inspected tunnel: host and port from its CONNECT */
 	_PX_TARGET_KIND_MAX,
 	_PX_TARGET_KIND_INVALID = -22,
 } px_target_kind;
@@ -81,6 +82,22 @@ typedef struct px_request {
  * valid (what was asked for, to record); ret->method may be set without it.
  */
 int px_http_parse_request(const char *buf, size_t len, px_request *ret, const char **reterr_reason);
+
+/* The destination of an inspected tunnel, as its CONNECT named it. */
+typedef struct px_origin {
+	char host[PX_MAX_HOST + 1];
+	px_host_kind host_kind;
+	uint16_t port;
+} px_origin;
+
+/*
+ * The same for a request decrypted from an inspected tunnel to origin: the
+ * target must be origin-form ("/path?query"; no CONNECT, no absolute URI),
+ * host and port are origin's, and a Host header is required in HTTP/1.1
+ * and must name origin (its default port is origin's).
+ */
+int px_http_parse_origin_request(const char *buf, size_t len, const px_origin *origin,
+				 px_request *ret, const char **reterr_reason);
 
 /*
  * Builds the head sent upstream: origin-form request line, a Host header
