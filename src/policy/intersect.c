@@ -289,10 +289,13 @@ static int paths_meet(const plan_egress *a, const plan_egress *b, plan_egress *o
 	return 0;
 }
 
-/* a is allowed whenever b is: same host pattern, ports, methods and paths within. */
+/* a is allowed whenever b is: same host pattern, ports, methods and paths
+ * within; and an inspected piece is never dropped for one that is not. */
 static bool egress_subsumed(const plan_egress *a, const plan_egress *b)
 {
 	if (a->wildcard != b->wildcard || strcmp(a->host, b->host) != 0)
+		return false;
+	if (a->inspect && !b->inspect)
 		return false;
 	if (!paths_within(a->paths, a->n_paths, b->paths, b->n_paths))
 		return false;

@@ -63,7 +63,7 @@ typedef struct plan_egress {
 	uint32_t methods; /* http_method bits; HTTP_ANY_METHOD = all */
 	char **paths;	  /* normalised path prefixes (proxy/rules.h); none: any path */
 	size_t n_paths;
-	bool inspect;	  /* CONNECT is terminated with the sandbox CA and decrypted */
+	bool inspect; /* CONNECT is terminated with the sandbox CA and decrypted */
 } plan_egress;
 
 typedef struct plan_cidr {

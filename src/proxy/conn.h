@@ -250,6 +250,9 @@ void px_tunnel_hup(conn *c, bool upstream);
 void px_tunnel_interest(conn *c, uint32_t *cmask, uint32_t *umask);
 
 /* forward.c */
+/* The head that goes upstream: the client's, cleaned, with the request's
+ * credential (c->cred) set or swapped in. */
+int px_forward_build_head(const conn *c, char **ret, size_t *ret_len);
 int px_forward_start(conn *c);
 void px_forward_io(conn *c);
 void px_forward_interest(conn *c, uint32_t *cmask, uint32_t *umask);

@@ -131,15 +131,24 @@ static int append_cout(conn *c, const char *s, size_t n)
 	return 0;
 }
 
-int px_forward_start(conn *c)
+int px_forward_build_head(const conn *c, char **ret, size_t *ret_len)
 {
 	const px_cred *cred = c->cred;
 	int r;
 
 	r = px_http_build_upstream_head(c->cin, &c->req, cred ? cred->header : NULL,
-					cred ? cred->value : NULL, &c->uhead, &c->uhead_len);
-	if (r >= 0 && c->L->cfg->has_placeholders)
-		r = px_placeholder_replace(c->L->cfg, c->host, &c->uhead, &c->uhead_len);
+					cred ? cred->value : NULL, ret, ret_len);
+	/* only the request's credential: the one whose limits were judged */
+	if (r >= 0 && cred)
+		r = px_placeholder_replace_one(cred, ret, ret_len);
+	return r < 0 ? r : 0;
+}
+
+int px_forward_start(conn *c)
+{
+	int r;
+
+	r = px_forward_build_head(c, &c->uhead, &c->uhead_len);
 	if (r < 0)
 		return px_conn_reply(c, 500, "internal", "cannot build the request", true);
 	c->uhead_off = 0;

@@ -282,14 +282,20 @@ void px_inspect_close(conn *c)
 bool px_inspect_placeholder_refused(conn *c)
 {
 	const px_config *cfg = c->L->cfg;
-	const px_cred *leak;
+	const px_cred *leak = NULL;
 	char detail[PX_MAX_HOST * 2 + 160];
 
 	if (!cfg->has_placeholders)
 		return false;
-	/* the head and the body bytes read with it */
-	leak = px_placeholder_find(cfg, c->cin, c->cin_len);
-	if (!leak || (strcmp(leak->host, c->host) == 0 && !c->is_connect))
+	/* the head and the body bytes read with it: any other host's placeholder */
+	for (size_t i = 0; i < cfg->n_creds && !leak; i++) {
+		const px_cred *p = &cfg->creds[i];
+
+		if (p->placeholder && (c->is_connect || strcmp(p->host, c->host) != 0) &&
+		    memmem(c->cin, c->cin_len, p->placeholder, strlen(p->placeholder)))
+			leak = p;
+	}
+	if (!leak)
 		return false;
 	(void)snprintf(detail, sizeof(detail),
 		       "the request carries the placeholder of %s, which is only for %s",

@@ -19,6 +19,7 @@
 #include "base/cleanup.h"
 #include "proxy/allow.h"
 #include "proxy/conn.h"
+#include "proxy/placeholder.h"
 #include "proxy/tls.h"
 
 typedef void conn_action(conn *c);
@@ -304,12 +305,23 @@ void px_conn_next_request(conn *c)
 	on_read_head(c);
 }
 
-static const px_cred *find_cred(const px_config *cfg, const char *host)
+/*
+ * The one credential a request carries, whose limits are judged and counted
+ * and whose name the records give: the first of the host whose placeholder
+ * the head carries, else the first of the host that sets a header. Only it
+ * goes upstream (px_forward_build_head).
+ */
+static const px_cred *request_cred(const conn *c)
 {
-	for (size_t i = 0; i < cfg->n_creds; i++)
-		if (strcmp(cfg->creds[i].host, host) == 0)
-			return &cfg->creds[i];
-	return NULL;
+	const px_config *cfg = c->L->cfg;
+	const px_cred *used = NULL;
+
+	if (cfg->has_placeholders && !c->is_connect)
+		used = px_placeholder_used(cfg, c->host, c->cin, c->req.head_len);
+	for (size_t i = 0; i < cfg->n_creds && !used; i++)
+		if (cfg->creds[i].header && strcmp(cfg->creds[i].host, c->host) == 0)
+			used = &cfg->creds[i];
+	return used;
 }
 
 static void start_connect(conn *c);
@@ -540,14 +552,15 @@ static void judge_request(conn *c)
 		deny(c, 429, "rate", "request rate limit", false);
 		return;
 	}
-	c->cred = find_cred(cfg, c->host);
+	c->cred = request_cred(c);
 	if (px_inspect_placeholder_refused(c))
 		return;
 	c->up_tls = c->inspected; /* a decrypted request goes on in TLS */
 	if (c->cred && c->is_connect) {
+		/* an inspected host never gets here: its CONNECT is decrypted */
 		deny(c, 403, "credentialed-host",
-		     "this host gets credentials added by the proxy: send plain http:// requests "
-		     "through the proxy instead of CONNECT",
+		     "this host gets credentials added by the proxy and is not inspected: send "
+		     "plain http:// requests through the proxy instead of CONNECT",
 		     true);
 		return;
 	}

@@ -103,37 +103,78 @@ static int replace_in(char **buf, size_t *len, size_t start, size_t *end, const 
 	return count;
 }
 
+/* Where c's placeholder is replaced in a head: [*ret_q, *ret_qend) is the
+ * query string of the request line (empty without in_query or a query);
+ * the headers run from *ret_hdr to the end. -EINVAL without a line. */
+static int regions(const px_cred *c, const char *head, size_t len, size_t *ret_hdr, size_t *ret_q,
+		   size_t *ret_qend)
+{
+	const char *eol = memchr(head, '\n', len);
+	size_t end, query;
+
+	if (!eol)
+		return -EINVAL;
+	*ret_hdr = (size_t)(eol - head) + 1;
+	*ret_q = *ret_qend = 0;
+	if (!c->in_query)
+		return 0;
+	/* the query string: from '?' to the space before the version */
+	end = (size_t)(eol - head);
+	for (query = 0; query < end && head[query] != '?'; query++)
+		;
+	while (end > query && head[end] != ' ')
+		end--;
+	if (query < end) {
+		*ret_q = query;
+		*ret_qend = end;
+	}
+	return 0;
+}
+
+const px_cred *px_placeholder_used(const px_config *cfg, const char *host, const char *head,
+				   size_t len)
+{
+	for (size_t i = 0; i < cfg->n_creds; i++) {
+		const px_cred *c = &cfg->creds[i];
+		size_t pl, hdr, q, qend;
+
+		if (!c->placeholder || strcmp(c->host, host) != 0 ||
+		    regions(c, head, len, &hdr, &q, &qend) < 0)
+			continue;
+		pl = strlen(c->placeholder);
+		if (memmem(head + hdr, len - hdr, c->placeholder, pl) ||
+		    (qend > q && memmem(head + q, qend - q, c->placeholder, pl)))
+			return c;
+	}
+	return NULL;
+}
+
+int px_placeholder_replace_one(const px_cred *c, char **head, size_t *len)
+{
+	size_t hdr, q, qend, end;
+	int total, r;
+
+	if (!c->placeholder || regions(c, *head, *len, &hdr, &q, &qend) < 0)
+		return 0;
+	/* the headers: everything after the request line */
+	end = *len;
+	total = replace_in(head, len, hdr, &end, c->placeholder, c->secret);
+	if (total < 0 || qend <= q)
+		return total;
+	r = replace_in(head, len, q, &qend, c->placeholder, c->secret);
+	return r < 0 ? r : total + r;
+}
+
 int px_placeholder_replace(const px_config *cfg, const char *host, char **head, size_t *len)
 {
 	int total = 0;
 
 	for (size_t i = 0; i < cfg->n_creds; i++) {
-		const px_cred *c = &cfg->creds[i];
-		char *eol = memchr(*head, '\n', *len);
-		size_t line_end, end, query;
 		int r;
 
-		if (!c->placeholder || strcmp(c->host, host) != 0 || !eol)
+		if (strcmp(cfg->creds[i].host, host) != 0)
 			continue;
-		line_end = (size_t)(eol - *head) + 1;
-		end = *len;
-		/* the headers: everything after the request line */
-		r = replace_in(head, len, line_end, &end, c->placeholder, c->secret);
-		if (r < 0)
-			return r;
-		total += r;
-		if (!c->in_query)
-			continue;
-		/* the query string: from '?' to the space before the version */
-		eol = memchr(*head, '\n', *len);
-		end = (size_t)(eol - *head);
-		for (query = 0; query < end && (*head)[query] != '?'; query++)
-			;
-		while (end > query && (*head)[end] != ' ')
-			end--;
-		if (query >= end)
-			continue;
-		r = replace_in(head, len, query, &end, c->placeholder, c->secret);
+		r = px_placeholder_replace_one(&cfg->creds[i], head, len);
 		if (r < 0)
 			return r;
 		total += r;

@@ -34,3 +34,13 @@ const px_cred *px_placeholder_find(const px_config *cfg, const char *buf, size_t
  * replaced, or -ENOMEM.
  */
 int px_placeholder_replace(const px_config *cfg, const char *host, char **head, size_t *len);
+/* px_placeholder_replace() of one credential only. */
+int px_placeholder_replace_one(const px_cred *cred, char **head, size_t *len);
+/*
+ * The credential of host whose placeholder px_placeholder_replace() would
+ * replace in this head (a header, or the query with in_query), the first
+ * one; NULL when the head carries none. The request's credential: its
+ * limits are the ones judged and counted.
+ */
+const px_cred *px_placeholder_used(const px_config *cfg, const char *host, const char *head,
+				   size_t len);

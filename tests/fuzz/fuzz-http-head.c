@@ -35,6 +35,7 @@ static void fuzz_inspected(const char *buf, size_t size)
 	const char *reason;
 	char *head = NULL;
 	size_t len;
+	bool used;
 	int r = px_http_parse_origin_request(buf, size, &origin, &req, &reason);
 
 	if (r <= 0)
@@ -44,8 +45,11 @@ static void fuzz_inspected(const char *buf, size_t size)
 	(void)px_placeholder_find(&cfg, buf, size);
 	if (px_http_build_upstream_head(buf, &req, NULL, NULL, &head, &len) < 0)
 		return;
-	if (px_placeholder_replace(&cfg, req.host, &head, &len) >= 0 &&
-	    (len != strlen(head) || len < 4 || memcmp(head + len - 4, "\r\n\r\n", 4) != 0))
+	/* the credential judged is the one swapped in: both see the same places */
+	used = px_placeholder_used(&cfg, req.host, head, len) != NULL;
+	r = px_placeholder_replace(&cfg, req.host, &head, &len);
+	if (r >= 0 && ((r > 0) != used || len != strlen(head) || len < 4 ||
+		       memcmp(head + len - 4, "\r\n\r\n", 4) != 0))
 		abort();
 	free(head);
 }

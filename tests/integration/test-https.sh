@@ -35,7 +35,8 @@ mkcert() { # mkcert NAME SAN...: $T/ca/NAME.{key,pem} signed by the test CA
 }
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
 	-subj "/CN=sandcap https test CA" -keyout "$T/ca/ca.key" -out "$T/ca/ca.pem" 2>/dev/null
-mkcert origin api.inspect.test other.inspect.test git.inspect.test plain.test
+mkcert origin api.inspect.test other.inspect.test git.inspect.test plain.test \
+	paths.inspect.test lim.inspect.test
 mkcert wrong somewhere.else.test
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
 	-subj "/CN=selfsigned.inspect.test" -addext "subjectAltName=DNS:selfsigned.inspect.test" \
@@ -75,6 +76,7 @@ done
 # outside every grant).
 export REAL_OPENAI="sk-real-openai-$$-$RANDOM$RANDOM"
 export REAL_INJECT="inject-$$-$RANDOM"
+export REAL_LIM="lim-real-$$-$RANDOM$RANDOM"
 printf '%s\n' "$GH_REAL" >"$T/gh-token"
 chmod 600 "$T/gh-token"
 
@@ -258,6 +260,43 @@ expect_eq "after the worker was killed, its successor has the same CA" "$(cat "$
 	'{"ok": true, "path": "/v1/before"}
 {"ok": true, "path": "/v1/after"}'
 check "... and the restart is recorded" grep -q '"event":"proxy.exit"' "$T/audit-restart.jsonl"
+
+# --- path rules and credential limits hold inside inspected tunnels
+policy l7 "{\"version\": 1,
+  \"net\": {\"egress\": [
+      {\"host\": \"paths.inspect.test\", \"ports\": [$o], \"inspect\": true, \"paths\": [\"/v1/\"]},
+      {\"host\": \"lim.inspect.test\", \"ports\": [$o]}],
+    \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\",
+    \"upstream_ca\": \"$T/ca/ca.pem\",
+    \"credentials\": [
+      {\"host\": \"lim.inspect.test\", \"name\": \"lim-key\", \"placeholder_env\": \"LIM_KEY\",
+       \"value_env\": \"REAL_LIM\", \"max_requests\": 3}]}}"
+P="https://paths.inspect.test:$o"
+L="https://lim.inspect.test:$o"
+out=$("$SANDCAP" run --quiet --audit "$T/audit-l7.jsonl" --policy "$T/l7.json" -- sh -c '
+for u in /v1/models /admin /v1/../admin; do
+	curl -sS --path-as-is -o /dev/null -w "%{http_code}\n" "'"$P"'$u"
+done
+curl -sS -o /dev/null -w "nokey %{http_code}\n" "'"$L"'/lim/nokey"
+for i in 1 2 3 4; do
+	curl -sS -o /dev/null -w "$i %{http_code}\n" "'"$L"'/lim/$i" -H "Authorization: Bearer $LIM_KEY"
+done' 2>&1)
+expect_eq "an inspected host's path rule: under the prefix passes, outside it and ../ out of it refused" \
+	"$(sed -n 1,3p <<<"$out" | tr '\n' ' ')" "200 403 403 "
+check "... refused after decryption as path-not-allowed" bash -c \
+	"[ \$(grep -c '\"event\":\"net.denied\".*\"inspected\":true.*\"reason\":\"path-not-allowed\"' '$T/audit-l7.jsonl') = 2 ]"
+check "... and the origin saw neither" bash -c "! grep -q admin '$T/origin.log'"
+expect_eq "a credential with max_requests 3 on an inspected host: 3 pass, the 4th is 429" \
+	"$(sed -n '4,$p' <<<"$out" | tr '\n' ' ')" "nokey 200 1 200 2 200 3 200 4 429 "
+expect_eq "... the origin saw exactly 3 with the real value" "$(grep -c "Bearer $REAL_LIM" "$T/origin.log")" 3
+check "... the refused one did not reach it; the one without the placeholder did, and did not count" \
+	bash -c "! grep -q '/lim/4' '$T/origin.log' && grep -q '/lim/nokey' '$T/origin.log'"
+check "... the refusal is credential-limit, naming the credential, inspected" \
+	grep -q '"event":"net.denied".*"credential":"lim-key".*"inspected":true.*"reason":"credential-limit"' "$T/audit-l7.jsonl"
+check "... each passed request's record names the credential and is inspected" bash -c \
+	"[ \$(grep -c '\"event\":\"net.request\".*\"credential\":\"lim-key\".*\"inspected\":true.*\"status\":200' '$T/audit-l7.jsonl') = 3 ]"
+check "... the request without the placeholder names none" bash -c \
+	"grep '\"event\":\"net.request\".*/lim/nokey' '$T/audit-l7.jsonl' | grep -vq credential"
 
 # --- policy errors name the key
 policy bad1 '{"version": 1, "net": {"egress": [{"host": "a.test"}], "credentials": [{"host": "a.test", "value_env": "X"}]}}'

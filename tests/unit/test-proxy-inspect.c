@@ -211,6 +211,30 @@ static void test_placeholder(void)
 	       strcmp(head, "GET / HTTP/1.1\r\n\r\n") == 0,
 	   "another host: nothing replaced");
 	free(head);
+
+	/* the request's credential: the one whose placeholder would be replaced */
+	if (asprintf(&head, "GET /x?t=%s HTTP/1.1\r\nX: %s\r\n\r\n", a, b) < 0)
+		return;
+	ok(px_placeholder_used(&cfg, "api.x.test", head, strlen(head)) == NULL,
+	   "used: the query of a credential without in_query is not its use");
+	ok(px_placeholder_used(&cfg, "git.x.test", head, strlen(head)) == &creds[1],
+	   "used: a header carrying it is");
+	free(head);
+	if (asprintf(&head, "GET /x?t=%s HTTP/1.1\r\n\r\n", b) < 0)
+		return;
+	ok(px_placeholder_used(&cfg, "git.x.test", head, strlen(head)) == &creds[1] &&
+	       px_placeholder_used(&cfg, "api.x.test", head, strlen(head)) == NULL,
+	   "used: the query with in_query, for its host only");
+	free(head);
+	if (asprintf(&head, "GET / HTTP/1.1\r\nA: %s\r\nB: %s\r\n\r\n", a, b) < 0)
+		return;
+	creds[1].host = (char *)"api.x.test";
+	len = strlen(head);
+	ok(px_placeholder_replace_one(&creds[1], &head, &len) == 1 && strstr(head, a) &&
+	       strstr(head, "B: REAL-LONGER-B\r\n") && len == strlen(head),
+	   "replace_one: that credential's placeholder only, another of the host kept");
+	creds[1].host = (char *)"git.x.test";
+	free(head);
 }
 
 static void test_origin_form(void)
