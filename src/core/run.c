@@ -56,7 +56,7 @@
 #define STATE_DIR_DEFAULT "/var/lib/sandcap"
 #define CGROUP_PREFIX	  "sandcap-"		 /* + the sandbox id */
 #define GRACE_NS	  (3ULL * 1000000000ULL) /* after SIGINT/SIGTERM, before SIGKILL */
-#define MAX_ENV		  (AGENT_ENV_OWN_MAX + POLICY_MAX_ENV + 1)
+#define MAX_ENV		  (AGENT_ENV_OWN_MAX + POLICY_MAX_ENV + POLICY_MAX_CREDENTIALS + 1)
 #define MAX_EVENT_BYTES	  65536
 #define PROXY_DRAIN_NS	  (500ULL * 1000000ULL) /* bound on the worker's last reports */
 
@@ -98,7 +98,8 @@ typedef struct supervisor {
 	bool sync_wakeup;	   /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP is set */
 	pthread_mutex_t emit_lock; /* the listener thread emits too */
 	pid_t pid, proxy_pid;
-	px_seed proxy_seed; /* to start another worker on the same listener */
+	px_seed proxy_seed;	 /* to start another worker on the same listener */
+	px_extras *proxy_extras; /* the sandbox CA and placeholders, or NULL */
 	uid_t id_base;
 	bool unpriv;		/* no root: one user namespace mapping us to the agent */
 	bool cg_early;		/* cgroup made before clone3, which places the child in it */
@@ -693,7 +694,7 @@ static void handle_sync(supervisor *s)
 		m.what[sizeof(m.what) - 1] = 0;
 		snprintf(s->transparent, sizeof(s->transparent), "%s%s",
 			 m.value == 1 && n_fds > 1 ? "on" : "off: ", m.value == 1 ? "" : m.what);
-		r = px_seed_new(s->plan, TAKE_FD(fd), &s->proxy_seed);
+		r = px_seed_new_run(s->plan, s->proxy_extras, TAKE_FD(fd), &s->proxy_seed);
 		r2 = px_seed_add_sockets(&s->proxy_seed, fds + 1, n_fds - 1);
 		if (r >= 0)
 			r = r2;
@@ -1234,6 +1235,8 @@ static void teardown(supervisor *s)
 	(void)safe_close(s->notify_fd);
 	(void)safe_close(s->proxy_fd);
 	px_seed_done(&s->proxy_seed);
+	ns_set_sandbox_ca(NULL);
+	s->proxy_extras = px_extras_free(s->proxy_extras);
 	(void)safe_close(s->sync);
 	(void)safe_close(s->pidfd);
 	(void)safe_close(s->sigfd);
@@ -1373,6 +1376,30 @@ static int refused(supervisor *s, int err)
 }
 
 /* Phase 1: the sandbox's id, the mode, and what pid 1 will be given. */
+/* The sandbox CA for its trust bundle, the placeholders for its environment. */
+static int prepare_inspection(supervisor *s)
+{
+	size_t n = 0;
+	int r;
+
+	ns_set_sandbox_ca(NULL);
+	if (s->plan->n_egress == 0)
+		return 0;
+	r = px_extras_new(s->plan, &s->proxy_extras);
+	if (r < 0)
+		return diag_fail(s->diag, r, "proxy", "cannot make the sandbox CA or placeholders");
+	ns_set_sandbox_ca(px_extras_ca_pem(s->proxy_extras));
+	while (s->env[n])
+		n++;
+	for (size_t i = 0; px_extras_env(s->proxy_extras, i); i++) {
+		if (n + 1 >= ELEMENTSOF(s->env))
+			return diag_fail(s->diag, -E2BIG, "env", "too many environment variables");
+		s->env[n++] = (char *)px_extras_env(s->proxy_extras, i);
+	}
+	s->env[n] = NULL;
+	return 0;
+}
+
 static int prepare(supervisor *s)
 {
 	const sc_run_opts *o = s->o;
@@ -1426,6 +1453,9 @@ static int prepare(supervisor *s)
 	if (r < 0)
 		return diag_fail(s->diag, r, "env", "more than %zu environment variables",
 				 ELEMENTSOF(s->env) - AGENT_ENV_OWN_MAX - 1);
+	r = prepare_inspection(s);
+	if (r < 0)
+		return r;
 	s->exe_fd = open_init(&r);
 	if (s->exe_fd < 0)
 		return diag_fail(s->diag, r, "init", "cannot find %s next to sandcap or in %s: %s",

@@ -252,6 +252,51 @@ static int setup_runtime(const sc_plan *plan, const char **what)
 	return 0;
 }
 
+/* Per thread: the child is cloned from the thread that runs its supervisor. */
+static _Thread_local const char *sandbox_ca;
+
+void ns_set_sandbox_ca(const char *pem)
+{
+	sandbox_ca = pem;
+}
+
+/*
+ * The host's bundle plus the sandbox CA, bound read-only over the bundle in
+ * the /etc/ssl bind: a file of the root tmpfs, unlinked once bound, so that
+ * nothing else names it. Without a host bundle there is nothing to cover.
+ */
+static int setup_ca_bundle(void)
+{
+	static const char tmp[] = NEWROOT "/etc/.ca-bundle";
+	_cleanup_free_ char *host = NULL;
+	_cleanup_close_ int fd = -1;
+	size_t len = 0;
+	int r;
+
+	if (!sandbox_ca)
+		return 0;
+	r = io_read_file_at(AT_FDCWD, NS_CA_BUNDLE, ETC_COPY_MAX, &host, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	r = io_write_all(fd, host, len);
+	if (r >= 0 && len > 0 && host[len - 1] != '\n')
+		r = io_write_all(fd, "\n", 1);
+	if (r >= 0)
+		r = io_write_all(fd, sandbox_ca, strlen(sandbox_ca));
+	if (r < 0)
+		return r;
+	if (mount(tmp, NEWROOT NS_CA_BUNDLE, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, NEWROOT NS_CA_BUNDLE, NULL,
+		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		return -errno;
+	return unlink(tmp) < 0 ? -errno : 0;
+}
+
 static int setup_etc(const sc_plan *plan, const char **what)
 {
 	char buf[1024], target[4096];
@@ -307,7 +352,8 @@ static int setup_etc(const sc_plan *plan, const char **what)
 		if (r < 0)
 			return r;
 	}
-	return 0;
+	*what = NS_CA_BUNDLE;
+	return setup_ca_bundle();
 }
 
 /* mknod is refused in a user namespace (it needs CAP_MKNOD in the initial

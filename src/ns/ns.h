@@ -66,6 +66,16 @@ int ns_write_id_maps(pid_t pid, const char *uid_map, const char *gid_map);
  * gid_map, and it keeps the agent from dropping groups that deny it). */
 int ns_write_id_maps_unpriv(pid_t pid, uid_t inside_uid, gid_t inside_gid);
 
+/*
+ * The sandbox CA (PEM) of TLS inspection, or NULL: set by the supervisor
+ * before it clones the child, which appends it to the host's CAs in the
+ * generated view of NS_CA_BUNDLE (docs/proxy.md, "TLS inspection"). The
+ * string is borrowed and must live until the child has built its root; set
+ * per thread (the thread that clones the child).
+ */
+#define NS_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+void ns_set_sandbox_ca(const char *pem);
+
 /* Where the delegation socket appears inside (docs/tokens.md, "Delegation"). */
 #define NS_SPAWN_SOCKET "/run/sandcap/spawn.sock"
 /* Child (host root in a fresh mount namespace): builds the sandbox's root

@@ -20,31 +20,59 @@
 #define JAVA_PROXY                                                                                 \
 	JAVA_PX("http") " " JAVA_PX("https") " -Dhttp.nonProxyHosts=localhost|127.*|[::1]"
 
-/* egress: only when the plan lets the agent out, through the proxy. The
- * lower-case forms are read by curl, wget and most language runtimes; Node
- * and the JVM have knobs of their own. A client that ignores all of them
- * still gets through the DNS stub and transparent redirection
- * (docs/proxy.md). */
+#define CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+
+typedef enum var_when {
+	ALWAYS,
+	EGRESS,	 /* the plan lets the agent out, through the proxy */
+	INSPECT, /* the proxy decrypts some host: the bundle holds the sandbox CA */
+} var_when;
+
+/* The lower-case proxy forms are read by curl, wget and most language
+ * runtimes; Node and the JVM have knobs of their own. A client that ignores
+ * all of them still gets through the DNS stub and transparent redirection
+ * (docs/proxy.md). The CA variables are read by OpenSSL, Python, curl, Node,
+ * git, pip and the AWS SDKs, which otherwise carry their own CA lists. */
 static const struct agent_var {
 	const char *def;
-	bool egress;
+	var_when when;
 } agent_vars[] = {
-    {"HOME=/tmp", false},
-    {"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", false},
-    {"USER=agent", false},
-    {"TMPDIR=/tmp", false},
-    {"HTTP_PROXY=" PROXY_URL, true},
-    {"HTTPS_PROXY=" PROXY_URL, true},
-    {"ALL_PROXY=" SOCKS_URL, true},
-    {"NO_PROXY=" NO_PROXY, true},
-    {"http_proxy=" PROXY_URL, true},
-    {"https_proxy=" PROXY_URL, true},
-    {"all_proxy=" SOCKS_URL, true},
-    {"no_proxy=" NO_PROXY, true},
+    {"HOME=/tmp", ALWAYS},
+    {"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", ALWAYS},
+    {"USER=agent", ALWAYS},
+    {"TMPDIR=/tmp", ALWAYS},
+    {"HTTP_PROXY=" PROXY_URL, EGRESS},
+    {"HTTPS_PROXY=" PROXY_URL, EGRESS},
+    {"ALL_PROXY=" SOCKS_URL, EGRESS},
+    {"NO_PROXY=" NO_PROXY, EGRESS},
+    {"http_proxy=" PROXY_URL, EGRESS},
+    {"https_proxy=" PROXY_URL, EGRESS},
+    {"all_proxy=" SOCKS_URL, EGRESS},
+    {"no_proxy=" NO_PROXY, EGRESS},
     /* Node >= 24 reads the variables above only with this (fetch, http) */
-    {"NODE_USE_ENV_PROXY=1", true},
-    {"JAVA_TOOL_OPTIONS=" JAVA_PROXY, true},
+    {"NODE_USE_ENV_PROXY=1", EGRESS},
+    {"JAVA_TOOL_OPTIONS=" JAVA_PROXY, EGRESS},
+    {"SSL_CERT_FILE=" CA_BUNDLE, INSPECT},
+    {"REQUESTS_CA_BUNDLE=" CA_BUNDLE, INSPECT},
+    {"CURL_CA_BUNDLE=" CA_BUNDLE, INSPECT},
+    {"NODE_EXTRA_CA_CERTS=" CA_BUNDLE, INSPECT},
+    {"GIT_SSL_CAINFO=" CA_BUNDLE, INSPECT},
+    {"PIP_CERT=" CA_BUNDLE, INSPECT},
+    {"AWS_CA_BUNDLE=" CA_BUNDLE, INSPECT},
 };
+
+static bool var_applies(const sc_plan *p, var_when when)
+{
+	switch (when) {
+	case EGRESS:
+		return p->n_egress > 0;
+	case INSPECT:
+		return p->n_egress > 0 && plan_inspects(p);
+	case ALWAYS:
+	default:
+		return true;
+	}
+}
 
 _Static_assert(ELEMENTSOF(agent_vars) <= AGENT_ENV_OWN_MAX, "AGENT_ENV_OWN_MAX too small");
 
@@ -64,7 +92,7 @@ bool agent_env_reserved(const char *name)
 bool agent_env_name(const sc_plan *p, size_t n, const char **ret_name, size_t *ret_len)
 {
 	for (size_t i = 0; i < ELEMENTSOF(agent_vars); i++) {
-		if (agent_vars[i].egress && p->n_egress == 0)
+		if (!var_applies(p, agent_vars[i].when))
 			continue;
 		if (n-- == 0) {
 			*ret_name = agent_vars[i].def;
@@ -82,7 +110,7 @@ int agent_env_build(const sc_plan *p, char **env, size_t cap)
 	if (p->n_env > cap || cap - p->n_env < ELEMENTSOF(agent_vars) + 1)
 		return -E2BIG;
 	for (size_t i = 0; i < ELEMENTSOF(agent_vars); i++)
-		if (!agent_vars[i].egress || p->n_egress > 0)
+		if (var_applies(p, agent_vars[i].when))
 			env[n++] = (char *)agent_vars[i].def;
 	for (size_t i = 0; i < p->n_env; i++)
 		env[n++] = p->env[i];

@@ -12,7 +12,7 @@
 #include "policy/plan.h"
 
 /* The most variables agent_env_build() adds before the policy's. */
-#define AGENT_ENV_OWN_MAX 16u
+#define AGENT_ENV_OWN_MAX 24u
 
 /* Is name (without "=") one sandcap sets? Case-insensitive. */
 bool agent_env_reserved(const char *name);

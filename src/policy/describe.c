@@ -111,9 +111,12 @@ static void describe_fs(const sc_plan *p, FILE *out)
 	fprintf(out, "  working directory      %s\n", p->workdir);
 }
 
-/* Only a credential with upstream https makes the proxy originate TLS. */
+/* Only a credential with upstream https or an inspected host makes the proxy
+ * originate TLS. */
 static bool describe_needs_tls(const sc_plan *p)
 {
+	if (plan_inspects(p))
+		return true;
 	for (size_t i = 0; i < p->n_credentials; i++)
 		if (p->credentials[i].upstream_https)
 			return true;
@@ -162,6 +165,16 @@ static void describe_credential_limits(const plan_credential *c, FILE *out)
 		fputc('\n', out);
 }
 
+/* An inspect rule, or one naming the host of a placeholder credential. */
+static bool egress_inspected(const sc_plan *p, const plan_egress *e)
+{
+	for (size_t i = 0; i < p->n_credentials && !e->inspect; i++)
+		if (p->credentials[i].placeholder_env &&
+		    strcmp(p->credentials[i].host, e->host) == 0)
+			return true;
+	return e->inspect;
+}
+
 static void describe_net(const sc_plan *p, FILE *out)
 {
 	char b[64];
@@ -182,6 +195,8 @@ static void describe_net(const sc_plan *p, FILE *out)
 			e->n_ports == 1 ? "" : "s");
 		for (size_t j = 0; j < e->n_ports && j < POLICY_MAX_PORTS; j++)
 			fprintf(out, "%s%u", j ? ", " : "", e->ports[j]);
+		if (egress_inspected(p, e))
+			fprintf(out, ", TLS inspected");
 		if (e->methods == HTTP_ANY_METHOD) {
 			fprintf(out, ", any method");
 		} else {
@@ -192,7 +207,9 @@ static void describe_net(const sc_plan *p, FILE *out)
 		if (e->n_paths) {
 			fprintf(out, "      only paths under ");
 			describe_paths(e->paths, e->n_paths, out);
-			fprintf(out, " (normalised first; no CONNECT)\n");
+			fprintf(out, " (normalised first; %s)\n",
+				egress_inspected(p, e) ? "also each request decrypted from a tunnel"
+						       : "no CONNECT");
 		}
 	}
 	if (p->n_allow_private == 0) {
@@ -241,9 +258,17 @@ static void describe_net(const sc_plan *p, FILE *out)
 		for (size_t i = 0; i < p->n_credentials; i++) {
 			const plan_credential *c = &p->credentials[i];
 
-			fprintf(out, "    %s: %s header for %s, upstream %s\n",
-				c->name ? c->name : c->host, c->header, c->host,
-				c->upstream_https ? "https (verified TLS)" : "plain http");
+			if (c->header)
+				fprintf(out, "    %s: %s header for %s, upstream %s\n",
+					c->name ? c->name : c->host, c->header, c->host,
+					c->upstream_https ? "https (verified TLS)" : "plain http");
+			if (c->placeholder_env)
+				fprintf(
+				    out,
+				    "    %s: %s holds a placeholder, swapped for the value only in "
+				    "requests to %s%s\n",
+				    c->name ? c->name : c->host, c->placeholder_env, c->host,
+				    c->in_query ? " (headers and query)" : " (headers)");
 			if (c->max_requests != PLAN_UNLIMITED || c->rate.count ||
 			    c->max_bytes != PLAN_UNLIMITED || c->methods != HTTP_ANY_METHOD ||
 			    c->n_paths || c->expires_ns != PLAN_UNLIMITED) {
@@ -254,6 +279,11 @@ static void describe_net(const sc_plan *p, FILE *out)
 			}
 		}
 	}
+	if (plan_inspects(p))
+		fprintf(out, "  TLS inspection: CONNECTs to inspected hosts are decrypted with a "
+			     "per-sandbox CA\n"
+			     "    the sandbox trusts (/etc/ssl/certs/ca-certificates.crt); its key "
+			     "never enters it\n");
 }
 
 static void describe_limits(const sc_plan *p, FILE *out)

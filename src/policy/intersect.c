@@ -300,10 +300,13 @@ static int paths_meet(const plan_egress *a, const plan_egress *b, plan_egress *o
 	return 0;
 }
 
-/* a is allowed whenever b is: same host pattern, ports, methods and paths within. */
+/* a is allowed whenever b is: same host pattern, ports, methods and paths
+ * within; and an inspected piece is never dropped for one that is not. */
 static bool egress_subsumed(const plan_egress *a, const plan_egress *b)
 {
 	if (a->wildcard != b->wildcard || strcmp(a->host, b->host) != 0)
+		return false;
+	if (a->inspect && !b->inspect)
 		return false;
 	if (!paths_within(a->paths, a->n_paths, b->paths, b->n_paths))
 		return false;
@@ -360,6 +363,8 @@ static int intersect_egress(const sc_plan *pa, const sc_plan *cv, sc_plan *o)
 				continue;
 			e->methods = m == PLAN_ALL_METHODS ? HTTP_ANY_METHOD : m;
 			e->wildcard = ce->wildcard;
+			/* the parent's decrypting stays: a child must not hide what it sends */
+			e->inspect = pe->inspect || ce->inspect;
 			e->host = strdup(ce->host);
 			if (!e->host)
 				goto oom;
@@ -473,10 +478,13 @@ static plan_rate rate_min(const plan_rate *a, const plan_rate *b)
 
 static bool credential_equal(const plan_credential *a, const plan_credential *b)
 {
-	return str_eq(a->host, b->host) && a->header && b->header &&
-	       strcasecmp(a->header, b->header) == 0 && str_eq(a->value_env, b->value_env) &&
-	       str_eq(a->value_file, b->value_file) && str_eq(a->format, b->format) &&
-	       a->upstream_https == b->upstream_https && plan_credential_limits_eq(a, b);
+	return str_eq(a->host, b->host) &&
+	       (a->header && b->header ? strcasecmp(a->header, b->header) == 0
+				       : a->header == b->header) &&
+	       str_eq(a->value_env, b->value_env) && str_eq(a->value_file, b->value_file) &&
+	       str_eq(a->format, b->format) && a->upstream_https == b->upstream_https &&
+	       str_eq(a->placeholder_env, b->placeholder_env) && a->in_query == b->in_query &&
+	       plan_credential_limits_eq(a, b);
 }
 
 static bool host_allowed(const sc_plan *p, const char *host)
@@ -492,9 +500,11 @@ static int dup_credential(const plan_credential *s, plan_credential *d)
 	if (sdup(s->host, &d->host) < 0 || sdup(s->header, &d->header) < 0 ||
 	    sdup(s->value_env, &d->value_env) < 0 || sdup(s->value_file, &d->value_file) < 0 ||
 	    sdup(s->format, &d->format) < 0 || sdup(s->name, &d->name) < 0 ||
+	    sdup(s->placeholder_env, &d->placeholder_env) < 0 ||
 	    plan_paths_dup(s->paths, s->n_paths, &d->paths, &d->n_paths) < 0)
 		return -ENOMEM;
 	d->upstream_https = s->upstream_https;
+	d->in_query = s->in_query;
 	d->max_requests = s->max_requests;
 	d->rate = s->rate;
 	d->max_bytes = s->max_bytes;

@@ -17,6 +17,7 @@
 #include "base/cleanup.h"
 #include "base/parse-num.h"
 #include "policy/parse-internal.h"
+#include "policy/agent-env.h"
 #include "policy/plan.h"
 #include "policy/policy-internal.h"
 #include "proxy/rules.h"
@@ -511,6 +512,7 @@ static const policy_key egress_keys[] = {
      .parse = parse_paths,
      .doc_type = "path prefix",
      .doc_default = "any path"},
+    {.name = "inspect", .type = KT_BOOL, FIELD(plan_egress, inspect), .def = false},
 };
 static const key_table egress_table = {egress_keys, ELEMENTSOF(egress_keys), .init = egress_init};
 
@@ -651,6 +653,49 @@ static int check_format(pctx *c, const json_t *v, const char *s)
 	return fail(c, -EINVAL, "format %s %s", q, err);
 }
 
+/* "in": where the placeholder is replaced; the headers always. */
+static int parse_credential_in(pctx *c, const json_t *v, const policy_key *k, void *base)
+{
+	plan_credential *cr = base;
+	bool header = false;
+	size_t i;
+	json_t *x;
+
+	(void)k;
+	if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 2)
+		return fail_expected(c, v, "[\"header\"] or [\"header\", \"query\"]");
+	cr->in_query = false;
+	json_array_foreach(v, i, x)
+	{
+		const char *s = json_is_string(x) ? json_string_value(x) : "";
+
+		if (strcmp(s, "header") == 0 && !header)
+			header = true;
+		else if (strcmp(s, "query") == 0 && !cr->in_query)
+			cr->in_query = true;
+		else
+			return fail_expected(c, v, "[\"header\"] or [\"header\", \"query\"]");
+	}
+	if (!header)
+		return fail(c, -EINVAL,
+			    "a placeholder is always replaced in the headers: \"in\" must list "
+			    "\"header\"");
+	return 0;
+}
+
+static int check_placeholder_env(pctx *c, const json_t *v, const char *s)
+{
+	char q[160];
+
+	if (!is_ident(s) || strlen(s) > 255)
+		return fail_expected(c, v, "an environment variable name");
+	if (agent_env_reserved(s)) {
+		quote(s, 64, q, sizeof(q));
+		return fail(c, -EINVAL, "%s is set by sandcap itself", q);
+	}
+	return 0;
+}
+
 static int credential_finish(pctx *c, const json_t *obj, void *base, size_t index)
 {
 	plan_credential *cr = base;
@@ -661,8 +706,23 @@ static int credential_finish(pctx *c, const json_t *obj, void *base, size_t inde
 		return fail(c, -EINVAL,
 			    "expected exactly one of \"value_env\" and \"value_file\", got %s",
 			    ve ? "both" : "neither");
-	for (size_t i = 0; i < index; i++)
-		if (strcmp(p->credentials[i].host, cr->host) == 0 &&
+	if (!cr->header && !cr->placeholder_env)
+		return fail(c, -EINVAL,
+			    "expected \"header\" (the proxy sets it) or \"placeholder_env\" (the "
+			    "proxy replaces a placeholder the agent sends), got neither");
+	if (json_object_get(obj, "in") && !cr->placeholder_env)
+		return fail(c, -EINVAL,
+			    "\"in\" says where a placeholder is replaced: it needs "
+			    "\"placeholder_env\"");
+	for (size_t i = 0; i < index && cr->placeholder_env; i++)
+		if (p->credentials[i].placeholder_env &&
+		    strcmp(p->credentials[i].placeholder_env, cr->placeholder_env) == 0)
+			return fail(c, -EINVAL,
+				    "variable \"%s\" already holds the placeholder of "
+				    "$.net.credentials[%zu]",
+				    cr->placeholder_env, i);
+	for (size_t i = 0; i < index && cr->header; i++)
+		if (strcmp(p->credentials[i].host, cr->host) == 0 && p->credentials[i].header &&
 		    strcasecmp(p->credentials[i].header, cr->header) == 0)
 			return fail(c, -EINVAL,
 				    "header \"%s\" for host \"%s\" is already set by "
@@ -706,11 +766,7 @@ static const policy_key credential_keys[] = {
      .flags = KEY_REQUIRED,
      .parse = parse_credential_host,
      .doc_type = "string"},
-    {.name = "header",
-     .type = KT_STRING,
-     FIELD(plan_credential, header),
-     .flags = KEY_REQUIRED,
-     .check = check_header},
+    {.name = "header", .type = KT_STRING, FIELD(plan_credential, header), .check = check_header},
     {.name = "value_env",
      .type = KT_STRING,
      FIELD(plan_credential, value_env),
@@ -774,6 +830,15 @@ static const policy_key credential_keys[] = {
      FIELD(plan_credential, expires_ns),
      .flags = KEY_NULLABLE,
      .def = PLAN_UNLIMITED},
+    {.name = "placeholder_env",
+     .type = KT_STRING,
+     FIELD(plan_credential, placeholder_env),
+     .check = check_placeholder_env},
+    {.name = "in",
+     .type = KT_CUSTOM,
+     .parse = parse_credential_in,
+     .doc_type = "header",
+     .doc_default = "[\"header\"]"},
 };
 static const key_table credential_table = {credential_keys, ELEMENTSOF(credential_keys),
 					   .finish = credential_finish};

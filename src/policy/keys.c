@@ -90,6 +90,12 @@ static int parse_env(pctx *c, const json_t *v, const policy_key *k, void *base)
 		if (agent_env_reserved(key))
 			return fail(c, -EINVAL,
 				    "%s is set by sandcap itself and cannot be overridden", q);
+		for (size_t i = 0; i < p->n_credentials; i++)
+			if (p->credentials[i].placeholder_env &&
+			    strcmp(p->credentials[i].placeholder_env, key) == 0)
+				return fail(c, -EINVAL,
+					    "%s holds the placeholder of $.net.credentials[%zu]", q,
+					    i);
 		r = want_string(c, x, &val);
 		if (r < 0)
 			return r;

@@ -821,6 +821,7 @@ SC_PUBLIC sc_plan *sc_plan_free(sc_plan *p)
 		free(p->credentials[i].value_env);
 		free(p->credentials[i].value_file);
 		free(p->credentials[i].format);
+		free(p->credentials[i].placeholder_env);
 	}
 	free(p->credentials);
 	free(p->upstream_ca);
@@ -850,4 +851,15 @@ void plan_cidr_format(const plan_cidr *c, char *buf, size_t size)
 	if (!inet_ntop(c->family == AF_INET ? AF_INET : AF_INET6, c->addr, a, sizeof(a)))
 		snprintf(a, sizeof(a), "?");
 	snprintf(buf, size, "%s/%u", a, c->prefix);
+}
+
+bool plan_inspects(const sc_plan *p)
+{
+	for (size_t i = 0; i < p->n_egress; i++)
+		if (p->egress[i].inspect)
+			return true;
+	for (size_t i = 0; i < p->n_credentials; i++)
+		if (p->credentials[i].placeholder_env)
+			return true;
+	return false;
 }

@@ -69,6 +69,7 @@ typedef struct plan_egress {
 	uint32_t methods; /* http_method bits; HTTP_ANY_METHOD = all */
 	char **paths;	  /* normalised path prefixes (proxy/rules.h); none: any path */
 	size_t n_paths;
+	bool inspect; /* CONNECT is terminated with the sandbox CA and decrypted */
 } plan_egress;
 
 typedef struct plan_cidr {
@@ -85,11 +86,13 @@ typedef struct plan_rate {
 typedef struct plan_credential {
 	char *name; /* for records; default the host */
 	char *host;
-	char *header;	     /* e.g. "Authorization" */
-	char *value_env;     /* name of the supervisor's env var holding the secret, or NULL */
-	char *value_file;    /* file holding the secret, or NULL (exactly one is set) */
-	char *format;	     /* printf-like with one %s, default "%s" */
-	bool upstream_https; /* default true */
+	char *header;	       /* e.g. "Authorization"; NULL: placeholder replacement only */
+	char *value_env;       /* name of the supervisor's env var holding the secret, or NULL */
+	char *value_file;      /* file holding the secret, or NULL (exactly one is set) */
+	char *format;	       /* printf-like with one %s, default "%s" */
+	bool upstream_https;   /* default true */
+	char *placeholder_env; /* the agent gets a placeholder in this variable, or NULL */
+	bool in_query;	       /* the placeholder is replaced in the query string too */
 	/* what requests may carry it (docs/policy.md, "Credential limits") */
 	uint64_t max_requests; /* PLAN_UNLIMITED default */
 	plan_rate rate;	       /* count 0: unlimited */
@@ -201,6 +204,13 @@ int plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_
  * plan is valid wherever it is read; its secrets matter where it runs.
  */
 int plan_check_secret(const sc_plan *p, size_t i, sc_diag *reterr_diag);
+
+/*
+ * Whether the proxy terminates TLS for some host: an egress rule with
+ * "inspect", or a credential with a placeholder (docs/proxy.md, "TLS
+ * inspection"). Such a sandbox gets the per-sandbox CA in its trust bundle.
+ */
+bool plan_inspects(const sc_plan *p);
 
 /* Re-serialise the effective plan as canonical JSON (for the audit log, tokens, check). Caller
  * frees. */

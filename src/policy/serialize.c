@@ -159,6 +159,7 @@ static json_t *net_json(const sc_plan *p, bool *ok)
 		put(r, "methods", methods, ok);
 		if (e->n_paths)
 			put(r, "paths", paths_json(e->paths, e->n_paths, ok), ok);
+		put(r, "inspect", json_boolean(e->inspect), ok);
 		push(eg, r, ok);
 	}
 	put(net, "egress", eg, ok);
@@ -184,7 +185,8 @@ static json_t *net_json(const sc_plan *p, bool *ok)
 			break;
 		}
 		put(o, "host", json_string(c->host), ok);
-		put(o, "header", json_string(c->header), ok);
+		if (c->header)
+			put(o, "header", json_string(c->header), ok);
 		if (c->value_env)
 			put(o, "value_env", json_string(c->value_env), ok);
 		else
@@ -214,6 +216,15 @@ static json_t *net_json(const sc_plan *p, bool *ok)
 		    c->expires_ns == PLAN_UNLIMITED ? json_null()
 						    : num_suffix(c->expires_ns / 1000000ULL, "ms"),
 		    ok);
+		if (c->placeholder_env) {
+			json_t *in = json_array();
+
+			put(o, "placeholder_env", json_string(c->placeholder_env), ok);
+			push(in, json_string("header"), ok);
+			if (c->in_query)
+				push(in, json_string("query"), ok);
+			put(o, "in", in, ok);
+		}
 		push(cr, o, ok);
 	}
 	put(net, "credentials", cr, ok);
@@ -361,7 +372,7 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 
 		if (!str_eq(x->host, y->host) || x->wildcard != y->wildcard ||
 		    x->n_ports != y->n_ports || x->methods != y->methods ||
-		    x->n_ports > POLICY_MAX_PORTS ||
+		    x->inspect != y->inspect || x->n_ports > POLICY_MAX_PORTS ||
 		    memcmp(x->ports, y->ports, x->n_ports * sizeof(x->ports[0])) != 0 ||
 		    !paths_eq(x->paths, x->n_paths, y->paths, y->n_paths))
 			return false;
@@ -379,7 +390,8 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 		if (!str_eq(x->host, y->host) || !str_eq(x->header, y->header) ||
 		    !str_eq(x->value_env, y->value_env) || !str_eq(x->value_file, y->value_file) ||
 		    !str_eq(x->format, y->format) || x->upstream_https != y->upstream_https ||
-		    !plan_credential_limits_eq(x, y))
+		    !plan_credential_limits_eq(x, y) ||
+		    !str_eq(x->placeholder_env, y->placeholder_env) || x->in_query != y->in_query)
 			return false;
 	}
 	for (size_t i = 0; i < a->n_env; i++)

@@ -214,13 +214,16 @@ static bool method_ok(const plan_egress *e, uint32_t method_bit, bool is_connect
 
 /*
  * A rule with paths refuses CONNECT: a tunnel would hide the paths, as it
- * hides the methods. Only a request the proxy can read is judged by them.
+ * hides the methods. Only a request the proxy can read is judged by them,
+ * which an inspected rule's decrypted requests are: its CONNECT passes.
  */
 static bool path_ok(const plan_egress *e, bool is_connect, const char *norm_path)
 {
 	if (e->n_paths == 0)
 		return true;
-	return !is_connect && px_paths_allow(e->paths, e->n_paths, norm_path);
+	if (is_connect)
+		return e->inspect;
+	return px_paths_allow(e->paths, e->n_paths, norm_path);
 }
 
 /* How far a rule got, for the reason of a refusal: the nearest miss wins. */

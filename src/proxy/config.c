@@ -112,6 +112,48 @@ static int read_secret(const plan_credential *c, char **ret)
 
 int px_config_from_plan(const sc_plan *plan, json_t **ret_json)
 {
+	return px_config_from_run(plan, NULL, ret_json);
+}
+
+/* One credential: the formatted header value and/or the placeholder and raw value. */
+static json_t *credential_json(const plan_credential *c, const char *secret,
+			       const char *placeholder, int *ret)
+{
+	_cleanup_free_ char *value = NULL;
+	json_t *o;
+
+	*ret = 0;
+	if (c->header) {
+		*ret = px_format_secret(c->format, secret, &value);
+		if (*ret < 0)
+			return NULL;
+	}
+	o = json_pack("{s:s, s:s, s:o, s:o, s:b, s:o, s:I, s:I, s:o, s:I, s:o, s:o}", "name",
+		      c->name ? c->name : c->host, "host", c->host, "header",
+		      c->header ? json_string(c->header) : json_null(), "value",
+		      value ? json_string(value) : json_null(), "upstream_https", c->upstream_https,
+		      "max_requests", u64_or_null(c->max_requests), "rate_count",
+		      (json_int_t)c->rate.count, "rate_per_ns", (json_int_t)c->rate.per_ns,
+		      "max_bytes", u64_or_null(c->max_bytes), "methods", (json_int_t)c->methods,
+		      "paths", paths_json(c->paths, c->n_paths), "expires_ns",
+		      u64_or_null(c->expires_ns));
+	if (value)
+		explicit_bzero(value, strlen(value));
+	if (o && c->placeholder_env && placeholder &&
+	    (json_object_set_new(o, "placeholder_env", json_string(c->placeholder_env)) < 0 ||
+	     json_object_set_new(o, "placeholder", json_string(placeholder)) < 0 ||
+	     json_object_set_new(o, "secret", json_string(secret)) < 0 ||
+	     json_object_set_new(o, "in_query", json_boolean(c->in_query)) < 0)) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (!o)
+		*ret = -ENOMEM;
+	return o;
+}
+
+int px_config_from_run(const sc_plan *plan, const px_extras *x, json_t **ret_json)
+{
 	_cleanup_json_ json_t *root = json_object(), *egress = json_array(), *priv = json_array(),
 			      *creds = json_array();
 	int r;
@@ -127,10 +169,11 @@ int px_config_from_plan(const sc_plan *plan, json_t **ret_json)
 		for (size_t k = 0; k < e->n_ports && k < POLICY_MAX_PORTS; k++)
 			json_array_append_new(ports, json_integer(e->ports[k]));
 		if (json_array_append_new(egress,
-					  json_pack("{s:s, s:b, s:o, s:I, s:o}", "host", e->host,
-						    "wildcard", e->wildcard, "ports", ports,
-						    "methods", (json_int_t)e->methods, "paths",
-						    paths_json(e->paths, e->n_paths))) < 0)
+					  json_pack("{s:s, s:b, s:o, s:I, s:o, s:b}", "host",
+						    e->host, "wildcard", e->wildcard, "ports",
+						    ports, "methods", (json_int_t)e->methods,
+						    "paths", paths_json(e->paths, e->n_paths),
+						    "inspect", e->inspect)) < 0)
 			return -ENOMEM;
 	}
 	for (size_t i = 0; i < plan->n_allow_private; i++) {
@@ -145,27 +188,24 @@ int px_config_from_plan(const sc_plan *plan, json_t **ret_json)
 	}
 	for (size_t i = 0; i < plan->n_credentials; i++) {
 		const plan_credential *c = &plan->credentials[i];
-		_cleanup_free_ char *secret = NULL, *value = NULL;
+		_cleanup_free_ char *secret = NULL;
+		const char *ph = px_extras_placeholder(x, i);
+		json_t *o;
 
+		if (c->placeholder_env && !ph)
+			return -EINVAL; /* a placeholder credential needs the run's extras */
 		r = read_secret(c, &secret);
 		if (r < 0)
 			return r;
-		r = px_format_secret(c->format, secret, &value);
+		/* the value replaces the placeholder as is: it must fit in a header */
+		for (const char *p = secret; c->placeholder_env && *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				r = -EINVAL;
+		o = r < 0 ? NULL : credential_json(c, secret, ph, &r);
 		explicit_bzero(secret, strlen(secret));
 		if (r < 0)
 			return r;
-		r = json_array_append_new(
-		    creds,
-		    json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:I, s:I, s:o, s:I, s:o, s:o}",
-			      "name", c->name ? c->name : c->host, "host", c->host, "header",
-			      c->header, "value", value, "upstream_https", c->upstream_https,
-			      "max_requests", u64_or_null(c->max_requests), "rate_count",
-			      (json_int_t)c->rate.count, "rate_per_ns", (json_int_t)c->rate.per_ns,
-			      "max_bytes", u64_or_null(c->max_bytes), "methods",
-			      (json_int_t)c->methods, "paths", paths_json(c->paths, c->n_paths),
-			      "expires_ns", u64_or_null(c->expires_ns)));
-		explicit_bzero(value, strlen(value));
-		if (r < 0)
+		if (json_array_append_new(creds, o) < 0)
 			return -ENOMEM;
 	}
 	if (json_object_set_new(root, "egress", TAKE_PTR(egress)) < 0 ||
@@ -186,6 +226,12 @@ int px_config_from_plan(const sc_plan *plan, json_t **ret_json)
 		0 ||
 	    json_object_set_new(root, "dns", plan->dns ? json_string(plan->dns) : json_null()) <
 		0 ||
+	    json_object_set_new(root, "ca_cert",
+				px_extras_ca_pem(x) ? json_string(px_extras_ca_pem(x))
+						    : json_null()) < 0 ||
+	    json_object_set_new(root, "ca_key",
+				px_extras_ca_key(x) ? json_string(px_extras_ca_key(x))
+						    : json_null()) < 0 ||
 	    json_object_set_new(root, "parent_pid", json_integer((json_int_t)getpid())) < 0)
 		return -ENOMEM;
 	*ret_json = TAKE_PTR(root);
@@ -197,6 +243,14 @@ static void free_paths(char **paths, size_t n)
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);
+}
+
+static void wipe_free(char *s)
+{
+	if (!s)
+		return;
+	explicit_bzero(s, strlen(s));
+	free(s);
 }
 
 px_config *px_config_free(px_config *c)
@@ -214,14 +268,16 @@ px_config *px_config_free(px_config *c)
 		free(c->creds[i].host);
 		free(c->creds[i].header);
 		free_paths(c->creds[i].paths, c->creds[i].n_paths);
-		if (c->creds[i].value) {
-			explicit_bzero(c->creds[i].value, strlen(c->creds[i].value));
-			free(c->creds[i].value);
-		}
+		wipe_free(c->creds[i].value);
+		wipe_free(c->creds[i].secret);
+		free(c->creds[i].placeholder_env);
+		free(c->creds[i].placeholder);
 	}
 	free(c->creds);
 	free(c->upstream_ca);
 	free(c->dns);
+	free(c->ca_cert);
+	wipe_free(c->ca_key);
 	free(c);
 	return NULL;
 }
@@ -284,6 +340,21 @@ static int get_paths(json_t *obj, char ***ret, size_t *ret_n)
 	return 0;
 }
 
+/* PEM text is longer than POLICY_MAX_STRING allows for a policy string. */
+static int get_pem(json_t *obj, const char *key, char **ret)
+{
+	json_t *v = json_object_get(obj, key);
+
+	*ret = NULL;
+	if (json_is_null(v))
+		return 0;
+	if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 65536 ||
+	    strlen(json_string_value(v)) != json_string_length(v))
+		return -EINVAL;
+	*ret = strdup(json_string_value(v));
+	return *ret ? 0 : -ENOMEM;
+}
+
 static inline void px_config_freep(px_config **c)
 {
 	px_config_free(*c);
@@ -323,6 +394,7 @@ int px_config_parse(const char *buf, size_t len, px_config **ret)
 			return r;
 		c->n_egress++;
 		e->wildcard = json_is_true(json_object_get(item, "wildcard"));
+		e->inspect = json_is_true(json_object_get(item, "inspect"));
 		if (!json_is_integer(json_object_get(item, "methods")))
 			return -EINVAL;
 		e->methods = (uint32_t)json_integer_value(json_object_get(item, "methods"));
@@ -380,13 +452,11 @@ int px_config_parse(const char *buf, size_t len, px_config **ret)
 		r = get_str(item, "host", false, &cr->host);
 		if (r < 0)
 			return r;
-		r = get_str(item, "header", false, &cr->header);
-		if (r < 0)
+		if ((r = get_str(item, "header", true, &cr->header)) < 0 ||
+		    (r = get_str(item, "value", !cr->header, &cr->value)) < 0)
 			return r;
-		r = get_str(item, "value", false, &cr->value);
-		if (r < 0)
-			return r;
-		if (strpbrk(cr->value, "\r\n") || strpbrk(cr->header, "\r\n: "))
+		if ((cr->value && strpbrk(cr->value, "\r\n")) ||
+		    (cr->header && strpbrk(cr->header, "\r\n: ")))
 			return -EINVAL;
 		cr->upstream_https = json_is_true(json_object_get(item, "upstream_https"));
 		r = get_str(item, "name", false, &cr->name);
@@ -406,6 +476,18 @@ int px_config_parse(const char *buf, size_t len, px_config **ret)
 		r = get_paths(item, &cr->paths, &cr->n_paths);
 		if (r < 0)
 			return r;
+		if (json_object_get(item, "placeholder")) {
+			if ((r = get_str(item, "placeholder_env", false, &cr->placeholder_env)) <
+				0 ||
+			    (r = get_str(item, "placeholder", false, &cr->placeholder)) < 0 ||
+			    (r = get_str(item, "secret", false, &cr->secret)) < 0)
+				return r;
+			if (strpbrk(cr->secret, "\r\n"))
+				return -EINVAL;
+			cr->in_query = json_is_true(json_object_get(item, "in_query"));
+			c->has_placeholders = true;
+		} else if (!cr->header)
+			return -EINVAL;
 	}
 
 	if ((r = get_u64(root, "rate_count", false, &c->rate.count)) < 0 ||
@@ -415,8 +497,12 @@ int px_config_parse(const char *buf, size_t len, px_config **ret)
 	    (r = get_u64(root, "max_response_body", true, &c->max_response_body)) < 0 ||
 	    (r = get_u64(root, "egress_budget", true, &c->egress_budget)) < 0 ||
 	    (r = get_str(root, "upstream_ca", true, &c->upstream_ca)) < 0 ||
-	    (r = get_str(root, "dns", true, &c->dns)) < 0)
+	    (r = get_str(root, "dns", true, &c->dns)) < 0 ||
+	    (r = get_pem(root, "ca_cert", &c->ca_cert)) < 0 ||
+	    (r = get_pem(root, "ca_key", &c->ca_key)) < 0)
 		return r;
+	if (!c->ca_cert != !c->ca_key)
+		return -EINVAL;
 	if (c->rate.count > 0 && c->rate.per_ns == 0)
 		return -EINVAL;
 	{

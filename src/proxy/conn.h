@@ -60,6 +60,7 @@ typedef enum conn_state {
 	CS_TUNNEL,
 	CS_FORWARD,
 	CS_REPLY,
+	CS_CLIENT_TLS, /* an inspected CONNECT: "200", then the handshake with the client */
 	_CONN_STATE_MAX,
 	_CONN_STATE_INVALID = -22,
 } conn_state;
@@ -95,8 +96,10 @@ struct px_loop {
 	px_config *cfg;
 	px_events *ev;
 	px_dns *dns;
-	SSL_CTX *tls;  /* NULL unless a credential has upstream https */
-	px_shared *sh; /* rate, bandwidth, budget_left (PLAN_UNLIMITED = none) */
+	SSL_CTX *tls; /* NULL unless a credential has upstream https or a host is inspected */
+	SSL_CTX *inspect_tls; /* the client side of inspected tunnels, NULL without */
+	struct px_ca *ca;     /* mints their leaves */
+	px_shared *sh;	      /* rate, bandwidth, budget_left (PLAN_UNLIMITED = none) */
 	struct conn *conns;
 	size_t n_conns;
 	px_watch listen_w, event_w;
@@ -196,6 +199,15 @@ typedef struct conn {
 	SSL *ssl;
 	int ssl_want_read, ssl_want_write;
 
+	/* TLS inspection (inspect.c): the client side of an inspected tunnel */
+	SSL *cssl;
+	int cssl_want_read, cssl_want_write;
+	bool inspected; /* the handshake is done: client bytes go through cssl */
+	bool sni_mismatch;
+	bool tunnel_peeked; /* a plain tunnel's first client bytes were looked at */
+	int client_alert;   /* the last TLS alert the client sent, -1 none */
+	px_origin tunnel;   /* what its CONNECT asked for */
+
 	/* tunnel */
 	int c2u[2], u2c[2];
 	size_t c2u_n, u2c_n, pipe_cap;
@@ -281,6 +293,29 @@ void px_attempts_read(px_loop *L);
 /* The limit.hit of attempts not recorded one by one, when due (or final). */
 void px_attempts_report(px_loop *L, uint64_t now, bool final);
 
+/* inspect.c */
+/* The sandbox CA and the server context, when the configuration has a CA. */
+int px_inspect_setup(px_loop *L);
+/* Is this CONNECT to a host whose tunnel the proxy terminates? */
+bool px_inspect_wanted(const conn *c);
+/* Judges an inspected CONNECT and starts the handshake with the client. */
+void px_inspect_connect(conn *c);
+void px_inspect_io(conn *c);
+void px_inspect_timeout(conn *c);
+void px_inspect_interest(conn *c, uint32_t *cmask, uint32_t *umask);
+void px_inspect_close(conn *c);
+/* The request-side placeholder rules: true when c was refused (and answered). */
+bool px_inspect_placeholder_refused(conn *c);
+/* A plain tunnel whose first client bytes carry a placeholder in clear:
+ * recorded; true when the caller must close it. */
+bool px_inspect_tunnel_leak(conn *c);
+/* recv(2)/send(2) on the client, through TLS in an inspected tunnel (errno set
+ * as they set it: EAGAIN when TLS wants the socket again). */
+ssize_t px_client_recv(conn *c, void *buf, size_t n);
+ssize_t px_client_send(conn *c, const void *buf, size_t n);
+/* shutdown(SHUT_WR), with a TLS close_notify first when inspected. */
+void px_client_shutdown(conn *c);
+
 /* tunnel.c */
 int px_tunnel_start(conn *c);
 void px_tunnel_io(conn *c);
@@ -306,6 +341,9 @@ uint64_t px_redirect_tick(px_loop *L, uint64_t now, bool now_or_never);
 void px_dns_stub_read(px_loop *L, int fd);
 
 /* forward.c */
+/* The head that goes upstream: the client's, cleaned, with the request's
+ * credential (c->cred) set or swapped in. */
+int px_forward_build_head(const conn *c, char **ret, size_t *ret_len);
 int px_forward_start(conn *c);
 void px_forward_io(conn *c);
 void px_forward_interest(conn *c, uint32_t *cmask, uint32_t *umask);

@@ -132,11 +132,11 @@ static const struct event_schema {
 } schemas[] = {
     {"net.request",
      {"method", "host", "port", "path", "addr", "decision", "rule", "reason", "status", "bytes_out",
-      "bytes_in", "duration_ms", "via", "credential", "body_sha256", "body_bytes", "events_dropped",
-      NULL}},
+      "bytes_in", "duration_ms", "via", "credential", "inspected", "body_sha256", "body_bytes",
+      "events_dropped", NULL}},
     {"net.denied",
      {"method", "host", "port", "path", "addr", "reason", "detail", "head_hex", "via", "protocol",
-      "normalised_path", "credential", "events_dropped", NULL}},
+      "normalised_path", "credential", "inspected", "events_dropped", NULL}},
     {"net.tunnel.close",
      {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "via",
       "events_dropped", NULL}},
@@ -186,7 +186,7 @@ int px_event_parse(const char *buf, size_t len, char **ret_event, json_t **ret_d
 		} else if (json_is_integer(v)) {
 			if (json_integer_value(v) < 0)
 				goto bad;
-		} else if (!json_is_null(v))
+		} else if (!json_is_null(v) && !json_is_boolean(v))
 			goto bad;
 	}
 	name = strdup(schema->name);

@@ -17,6 +17,7 @@
 
 #include "base/cleanup.h"
 #include "proxy/conn.h"
+#include "proxy/placeholder.h"
 #include "proxy/tls.h"
 
 static const char continue_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -25,7 +26,7 @@ static void finish(conn *c, const char *reason, bool close_client)
 {
 	px_conn_emit_request(c, "allow", reason, c->status);
 	if (close_client || !c->keep_alive || !c->req_done) {
-		(void)shutdown(c->cfd, SHUT_WR);
+		px_client_shutdown(c);
 		px_conn_close(c, reason);
 		return;
 	}
@@ -130,13 +131,24 @@ static int append_cout(conn *c, const char *s, size_t n)
 	return 0;
 }
 
-int px_forward_start(conn *c)
+int px_forward_build_head(const conn *c, char **ret, size_t *ret_len)
 {
 	const px_cred *cred = c->cred;
 	int r;
 
 	r = px_http_build_upstream_head(c->cin, &c->req, cred ? cred->header : NULL,
-					cred ? cred->value : NULL, &c->uhead, &c->uhead_len);
+					cred ? cred->value : NULL, ret, ret_len);
+	/* only the request's credential: the one whose limits were judged */
+	if (r >= 0 && cred)
+		r = px_placeholder_replace_one(cred, ret, ret_len);
+	return r < 0 ? r : 0;
+}
+
+int px_forward_start(conn *c)
+{
+	int r;
+
+	r = px_forward_build_head(c, &c->uhead, &c->uhead_len);
 	if (r < 0)
 		return px_conn_reply(c, 500, "internal", "cannot build the request", true);
 	c->uhead_off = 0;
@@ -224,7 +236,7 @@ static bool step(conn *c)
 
 	/* 1. read the request body from the client */
 	if (!c->req_done && c->cin_len < sizeof(c->cin)) {
-		n = recv(c->cfd, c->cin + c->cin_len, sizeof(c->cin) - c->cin_len, MSG_DONTWAIT);
+		n = px_client_recv(c, c->cin + c->cin_len, sizeof(c->cin) - c->cin_len);
 		if (n == 0) {
 			px_conn_emit_request(c, "allow", "client-eof", c->status);
 			px_conn_close(c, "client-eof");
@@ -385,8 +397,7 @@ static bool step(conn *c)
 write_client:
 	/* 4. to the client: local/rewritten bytes first, then framed body */
 	while (c->cout_off < c->cout_len) {
-		n = send(c->cfd, c->cout + c->cout_off, c->cout_len - c->cout_off,
-			 MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = px_client_send(c, c->cout + c->cout_off, c->cout_len - c->cout_off);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;
@@ -415,7 +426,7 @@ write_client:
 		if (len > 0 && grant == 0)
 			px_conn_throttle(c, &L->sh->bw_down, false, len);
 		else if (grant > 0) {
-			n = send(c->cfd, c->ubuf, (size_t)grant, MSG_NOSIGNAL | MSG_DONTWAIT);
+			n = px_client_send(c, c->ubuf, (size_t)grant);
 			uint64_t used = n > 0 ? (uint64_t)n : 0;
 
 			if (!L->sh->bw_down.unlimited)

@@ -352,7 +352,8 @@ static int split_request_line(const char *buf, size_t n, px_request *req, const 
 	return 0;
 }
 
-static int parse_request_line(const char *buf, size_t n, px_request *req, const char **reason)
+static int parse_request_line(const char *buf, size_t n, const px_origin *origin, px_request *req,
+			      const char **reason)
 {
 	const char *target;
 	size_t tlen;
@@ -360,6 +361,19 @@ static int parse_request_line(const char *buf, size_t n, px_request *req, const 
 
 	if (r < 0)
 		return r;
+	if (origin) {
+		if (target[0] != '/') {
+			*reason = "not an origin-form target (\"/path\") inside a TLS tunnel";
+			return -400;
+		}
+		req->target_kind = PX_TARGET_ORIGIN;
+		memcpy(req->host, origin->host, sizeof(req->host));
+		req->host_kind = origin->host_kind;
+		req->port = origin->port;
+		req->path.off = (uint32_t)(target - buf);
+		req->path.len = (uint32_t)tlen;
+		return 0;
+	}
 	if (strcmp(req->method, "CONNECT") == 0) {
 		req->target_kind = PX_TARGET_AUTHORITY;
 		if (parse_authority(target, tlen, true, 0, req->host, &req->host_kind, &req->port) <
@@ -544,7 +558,22 @@ static int framing_header(const char *buf, const px_header *h, px_request *req, 
 	return 1;
 }
 
+static int parse_request(const char *buf, size_t len, const px_origin *origin, px_request *req,
+			 const char **reason);
+
 int px_http_parse_request(const char *buf, size_t len, px_request *req, const char **reason)
+{
+	return parse_request(buf, len, NULL, req, reason);
+}
+
+int px_http_parse_origin_request(const char *buf, size_t len, const px_origin *origin,
+				 px_request *req, const char **reason)
+{
+	return parse_request(buf, len, origin, req, reason);
+}
+
+static int parse_request(const char *buf, size_t len, const px_origin *origin, px_request *req,
+			 const char **reason)
 {
 	size_t head_end = 0, line_end;
 	const char *crlf;
@@ -570,7 +599,7 @@ int px_http_parse_request(const char *buf, size_t len, px_request *req, const ch
 	}
 	memset(req, 0, sizeof(*req));
 	req->head_len = head_end;
-	r = parse_request_line(buf, line_end, req, reason);
+	r = parse_request_line(buf, line_end, origin, req, reason);
 	if (r < 0)
 		return r;
 	req->line_ok = true;
@@ -620,7 +649,7 @@ int px_http_parse_request(const char *buf, size_t len, px_request *req, const ch
 		*reason = "Transfer-Encoding in HTTP/1.0";
 		return -400;
 	}
-	if (req->minor == 1 && !have_host && req->target_kind == PX_TARGET_ABSOLUTE) {
+	if (req->minor == 1 && !have_host && req->target_kind != PX_TARGET_AUTHORITY) {
 		*reason = "missing Host";
 		return -400;
 	}
@@ -745,7 +774,7 @@ int px_http_build_upstream_head(const char *buf, const px_request *req, const ch
 		sb_str(&b, "]");
 	} else
 		sb_str(&b, req->host);
-	if (req->port != 80) {
+	if (req->port != (req->target_kind == PX_TARGET_ORIGIN ? 443 : 80)) {
 		(void)snprintf(port, sizeof(port), ":%u", (unsigned)req->port);
 		sb_str(&b, port);
 	}
@@ -1081,7 +1110,7 @@ int px_http_local_response(int status, const char *deny_reason, const char *text
 	return n;
 }
 
-static int parse_origin_request_line(const char *buf, size_t n, px_request *req,
+static int parse_server_request_line(const char *buf, size_t n, px_request *req,
 				     const char **reason)
 {
 	const char *target;
@@ -1099,7 +1128,7 @@ static int parse_origin_request_line(const char *buf, size_t n, px_request *req,
 	return 0;
 }
 
-int px_http_parse_origin_request(const char *buf, size_t len, size_t max_head, px_request *req,
+int px_http_parse_server_request(const char *buf, size_t len, size_t max_head, px_request *req,
 				 const char **reason)
 {
 	size_t head_end = 0, line_end;
@@ -1121,7 +1150,7 @@ int px_http_parse_origin_request(const char *buf, size_t len, size_t max_head, p
 	}
 	memset(req, 0, sizeof(*req));
 	req->head_len = head_end;
-	r = parse_origin_request_line(buf, line_end, req, reason);
+	r = parse_server_request_line(buf, line_end, req, reason);
 	if (r < 0)
 		return r;
 	req->line_ok = true;

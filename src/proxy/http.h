@@ -29,6 +29,7 @@
 typedef enum px_target_kind {
 	PX_TARGET_ABSOLUTE,  /* http://host[:port]/path */
 	PX_TARGET_AUTHORITY, /* CONNECT host:port */
+	PX_TARGET_ORIGIN,    /* /path, inside an inspected tunnel: host and port from its CONNECT */
 	_PX_TARGET_KIND_MAX,
 	_PX_TARGET_KIND_INVALID = -22,
 } px_target_kind;
@@ -86,6 +87,22 @@ int px_http_parse_host(const char *s, size_t n, px_host_kind *ret_kind);
  * valid (what was asked for, to record); ret->method may be set without it.
  */
 int px_http_parse_request(const char *buf, size_t len, px_request *ret, const char **reterr_reason);
+
+/* The destination of an inspected tunnel, as its CONNECT named it. */
+typedef struct px_origin {
+	char host[PX_MAX_HOST + 1];
+	px_host_kind host_kind;
+	uint16_t port;
+} px_origin;
+
+/*
+ * The same for a request decrypted from an inspected tunnel to origin: the
+ * target must be origin-form ("/path?query"; no CONNECT, no absolute URI),
+ * host and port are origin's, and a Host header is required in HTTP/1.1
+ * and must name origin (its default port is origin's).
+ */
+int px_http_parse_origin_request(const char *buf, size_t len, const px_origin *origin,
+				 px_request *ret, const char **reterr_reason);
 
 /*
  * Builds the head sent upstream: origin-form request line, a Host header
@@ -169,7 +186,7 @@ const char *px_http_status_text(int status);
  * headers, content_length, chunked, keep_alive, expect_continue; returns as
  * px_http_parse_request().
  */
-int px_http_parse_origin_request(const char *buf, size_t len, size_t max_head, px_request *ret,
+int px_http_parse_server_request(const char *buf, size_t len, size_t max_head, px_request *ret,
 				 const char **reterr_reason);
 /* The value of the first header called name (case-insensitive), or NULL. */
 const px_header *px_http_find_header(const char *buf, const px_request *req, const char *name);

@@ -31,8 +31,7 @@ static uint64_t upstream_bytes(conn *c)
 	_cleanup_free_ char *head = NULL;
 	size_t len = 0;
 
-	if (px_http_build_upstream_head(c->cin, &c->req, c->cred->header, c->cred->value, &head,
-					&len) < 0)
+	if (px_forward_build_head(c, &head, &len) < 0)
 		return UINT64_MAX; /* cannot be built: refused below or by the forward path */
 	return (uint64_t)len + (c->req.has_content_length ? c->req.content_length : 0);
 }

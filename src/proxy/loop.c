@@ -20,6 +20,7 @@
 #include "proxy/allow.h"
 #include "proxy/conn.h"
 #include "proxy/synthetic.h"
+#include "proxy/placeholder.h"
 #include "proxy/tls.h"
 
 typedef void conn_action(conn *c);
@@ -65,6 +66,8 @@ void px_conn_emit_denied(conn *c, const char *reason, const char *detail)
 		(void)json_object_set_new(d, "credential", json_string(c->cred_refused));
 	if (d && c->socks)
 		(void)json_object_set_new(d, "via", json_string("socks5"));
+	if (d && c->inspected)
+		(void)json_object_set_new(d, "inspected", json_true());
 	(void)px_events_emit(c->L->ev, "net.denied", d);
 }
 
@@ -83,6 +86,8 @@ void px_conn_emit_request(conn *c, const char *decision, const char *reason, int
 	if (d && c->socks)
 		(void)json_object_set_new(d, "via", json_string("socks5"));
 	px_resp_digest_add(c, d);
+	if (d && c->inspected)
+		(void)json_object_set_new(d, "inspected", json_true());
 	(void)px_events_emit(c->L->ev, "net.request", d);
 }
 
@@ -185,6 +190,7 @@ void px_conn_close(conn *c, const char *reason)
 	px_dns_cancel(c->query);
 	c->query = NULL;
 	px_conn_close_upstream(c);
+	px_inspect_close(c);
 	c->cfd = safe_close(c->cfd);
 	free(c->cout);
 	c->cout = NULL;
@@ -298,8 +304,7 @@ static void on_read_head(conn *c);
 static void reply_write(conn *c)
 {
 	while (c->cout_off < c->cout_len) {
-		ssize_t n = send(c->cfd, c->cout + c->cout_off, c->cout_len - c->cout_off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = px_client_send(c, c->cout + c->cout_off, c->cout_len - c->cout_off);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -313,7 +318,7 @@ static void reply_write(conn *c)
 	}
 	if (c->close_after_reply) {
 		/* let the client read the reply before the FIN/RST */
-		(void)shutdown(c->cfd, SHUT_WR);
+		px_client_shutdown(c);
 		px_conn_close(c, "reply-done");
 		return;
 	}
@@ -326,12 +331,23 @@ void px_conn_next_request(conn *c)
 	on_read_head(c);
 }
 
-static const px_cred *find_cred(const px_config *cfg, const char *host)
+/*
+ * The one credential a request carries, whose limits are judged and counted
+ * and whose name the records give: the first of the host whose placeholder
+ * the head carries, else the first of the host that sets a header. Only it
+ * goes upstream (px_forward_build_head).
+ */
+static const px_cred *request_cred(const conn *c)
 {
-	for (size_t i = 0; i < cfg->n_creds; i++)
-		if (strcmp(cfg->creds[i].host, host) == 0)
-			return &cfg->creds[i];
-	return NULL;
+	const px_config *cfg = c->L->cfg;
+	const px_cred *used = NULL;
+
+	if (cfg->has_placeholders && !c->is_connect)
+		used = px_placeholder_used(cfg, c->host, c->cin, c->req.head_len);
+	for (size_t i = 0; i < cfg->n_creds && !used; i++)
+		if (cfg->creds[i].header && strcmp(cfg->creds[i].host, c->host) == 0)
+			used = &cfg->creds[i];
+	return used;
 }
 
 static void start_connect(conn *c);
@@ -449,9 +465,11 @@ static void on_tls(conn *c)
 	if (r == -EAGAIN)
 		return;
 	if (r < 0) {
+		char text[160];
+
 		c->ssl_want_read = c->ssl_want_write = 0;
-		deny(c, 502, "upstream-tls", "upstream TLS handshake or verification failed",
-		     false);
+		px_tls_describe_failure(c->ssl, text, sizeof(text));
+		deny(c, 502, "upstream-tls", text, false);
 		return;
 	}
 	c->ssl_want_read = c->ssl_want_write = 0;
@@ -548,6 +566,10 @@ void px_conn_judge(conn *c)
 	c->up_port = c->req.port;
 	c->is_connect = c->req.target_kind == PX_TARGET_AUTHORITY;
 	c->keep_alive = c->req.keep_alive && !c->is_connect;
+	if (c->is_connect && px_inspect_wanted(c)) {
+		px_inspect_connect(c); /* its requests take the rate, not the CONNECT */
+		return;
+	}
 
 	if (!px_bucket_take_exact(&L->sh->rate, 1, px_now_ns())) {
 		char detail[64];
@@ -559,11 +581,15 @@ void px_conn_judge(conn *c)
 		deny(c, 429, "rate", "request rate limit", false);
 		return;
 	}
-	c->cred = find_cred(cfg, c->host);
+	c->cred = request_cred(c);
+	if (px_inspect_placeholder_refused(c))
+		return;
+	c->up_tls = c->inspected; /* a decrypted request goes on in TLS */
 	if (c->cred && c->is_connect) {
+		/* an inspected host never gets here: its CONNECT is decrypted */
 		deny(c, 403, "credentialed-host",
-		     "this host gets credentials added by the proxy: send plain http:// requests "
-		     "through the proxy instead of CONNECT",
+		     "this host gets credentials added by the proxy and is not inspected: send "
+		     "plain http:// requests through the proxy instead of CONNECT",
 		     true);
 		return;
 	}
@@ -631,12 +657,15 @@ static void on_read_head(conn *c)
 	if (c->tmode != PX_T_NONE && !px_transparent_head(c))
 		return;
 	for (;;) {
-		if (c->socks || px_socks_detect(c)) {
+		if (!c->inspected && (c->socks || px_socks_detect(c))) {
 			if (px_socks_read(c))
 				return;
 			r = 0;
 		} else {
-			r = px_http_parse_request(c->cin, c->cin_len, &c->req, &reason);
+			r = c->inspected
+				? px_http_parse_origin_request(c->cin, c->cin_len, &c->tunnel,
+							       &c->req, &reason)
+				: px_http_parse_request(c->cin, c->cin_len, &c->req, &reason);
 			if (r != 0)
 				break;
 		}
@@ -645,8 +674,7 @@ static void on_read_head(conn *c)
 			px_conn_close(c, "overflow");
 			return;
 		}
-		ssize_t n =
-		    recv(c->cfd, c->cin + c->cin_len, sizeof(c->cin) - c->cin_len, MSG_DONTWAIT);
+		ssize_t n = px_client_recv(c, c->cin + c->cin_len, sizeof(c->cin) - c->cin_len);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -761,7 +789,10 @@ static void reply_in(conn *c)
 
 /* Anything not listed here drops the connection (docs/architecture.md). */
 static conn_action *const transitions[_CONN_STATE_MAX][_CONN_EVENT_MAX] = {
-    [CS_READ_HEAD] = {[EV_C_IN] = on_read_head, [EV_C_HUP] = drop, [EV_TIMEOUT] = head_timeout},
+    [CS_READ_HEAD] = {[EV_C_IN] = on_read_head,
+		      [EV_C_OUT] = on_read_head, /* TLS: a read that must write first */
+		      [EV_C_HUP] = drop,
+		      [EV_TIMEOUT] = head_timeout},
     [CS_RESOLVING] =
 	{[EV_RESOLVED] = on_resolved, [EV_C_HUP] = drop, [EV_TIMEOUT] = on_gateway_timeout},
     [CS_CONNECTING] = {[EV_U_OUT] = on_connected,
@@ -791,6 +822,10 @@ static conn_action *const transitions[_CONN_STATE_MAX][_CONN_EVENT_MAX] = {
 		    [EV_TIMEOUT] = forward_timeout},
     [CS_REPLY] =
 	{[EV_C_OUT] = reply_write, [EV_C_IN] = reply_in, [EV_C_HUP] = drop, [EV_TIMEOUT] = drop},
+    [CS_CLIENT_TLS] = {[EV_C_IN] = px_inspect_io,
+		       [EV_C_OUT] = px_inspect_io,
+		       [EV_C_HUP] = px_inspect_io,
+		       [EV_TIMEOUT] = px_inspect_timeout},
 };
 
 static void dispatch(conn *c, conn_event e)
@@ -835,10 +870,20 @@ static void interest(conn *c, uint32_t *cm, uint32_t *um)
 	case CS_REPLY:
 		*cm = EPOLLOUT;
 		break;
+	case CS_CLIENT_TLS:
+		px_inspect_interest(c, cm, um);
+		return;
 	case _CONN_STATE_MAX:
 	case _CONN_STATE_INVALID:
 	default:
 		break;
+	}
+	/* TLS to the client: a read may have to write first, a write read first */
+	if (c->inspected && c->cfd >= 0) {
+		if ((*cm & EPOLLIN) && c->cssl_want_write)
+			*cm |= EPOLLOUT;
+		if ((*cm & EPOLLOUT) && c->cssl_want_read)
+			*cm |= EPOLLIN;
 	}
 }
 

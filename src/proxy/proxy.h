@@ -56,6 +56,27 @@ int px_seed_new(const sc_plan *plan, int listen_fd, px_seed *ret);
  * -EBADF (they are closed) when seed holds no listener, -E2BIG past
  * PX_SEED_MAX_SOCKETS. */
 int px_seed_add_sockets(px_seed *seed, const int *fds, size_t n);
+/*
+ * What the supervisor makes once per run, before the sandbox is built, for
+ * TLS inspection and placeholder secrets (docs/proxy.md): the sandbox CA
+ * (when plan_inspects()) and one random placeholder per credential with
+ * "placeholder_env". The sandbox gets the CA certificate in its trust bundle
+ * and the placeholders in its environment; the CA key goes only into the
+ * sealed configuration of px_seed_new_run(), then is wiped here.
+ */
+typedef struct px_extras px_extras;
+int px_extras_new(const sc_plan *plan, px_extras **ret);
+px_extras *px_extras_free(px_extras *x);
+/* The CA certificate (PEM), NULL when nothing is inspected. */
+const char *px_extras_ca_pem(const px_extras *x);
+/* The n-th "NAME=placeholder" for the agent's environment, NULL past the last. */
+const char *px_extras_env(const px_extras *x, size_t n);
+/* Internal to src/proxy/: the CA key (PEM, NULL once wiped) and placeholder i. */
+const char *px_extras_ca_key(const px_extras *x);
+const char *px_extras_placeholder(const px_extras *x, size_t i);
+void px_extras_forget_key(px_extras *x);
+/* px_seed_new() with the run's extras (NULL: none); wipes the CA key in x. */
+int px_seed_new_run(const sc_plan *plan, px_extras *x, int listen_fd, px_seed *ret);
 /* Closes what px_seed_new() made; the seed is PX_SEED_NONE afterwards. */
 void px_seed_done(px_seed *seed);
 
@@ -90,8 +111,8 @@ int px_worker_main(int argc, char **argv);
 /*
  * Supervisor side: validates one event datagram from the worker, which is less
  * trusted than the supervisor. Accepts only {"event": NAME, "data": {...}} with
- * NAME one of net.request, net.denied, net.tunnel.close, net.dns, limit.hit, the data
- * an object of that event's known keys, each a bounded string or a
+ * NAME one of net.request, net.denied, net.tunnel.close, limit.hit, the data
+ * an object of that event's known keys, each a bounded string, a boolean or a
  * non-negative integer. On success *ret_event (malloc'd) and *ret_data (a new
  * reference) are set. Returns 0, -EBADMSG or -ENOMEM. Never logs.
  */

@@ -14,6 +14,7 @@
 #include "policy/plan.h"
 #include "proxy/limits.h"
 #include "proxy/synthetic.h"
+#include "proxy/proxy.h"
 
 /* What a credential has been used for so far (cred-limits.h). */
 typedef struct px_cred_state {
@@ -28,8 +29,8 @@ typedef struct px_cred_state {
 typedef struct px_cred {
 	char *name; /* for records */
 	char *host;
-	char *header;
-	char *value; /* the full header value, e.g. "Bearer abc"; never contains CR, LF, NUL */
+	char *header; /* NULL: a placeholder-only credential, no header is set */
+	char *value;  /* the full header value, e.g. "Bearer abc"; never contains CR, LF, NUL */
 	bool upstream_https;
 	/* limits (cred-limits.h); PLAN_UNLIMITED / 0 / none when absent */
 	uint64_t max_requests;
@@ -39,6 +40,11 @@ typedef struct px_cred {
 	char **paths;
 	size_t n_paths;
 	uint64_t expires_ns;
+	/* placeholder secrets (placeholder.c); all NULL without placeholder_env */
+	char *placeholder_env; /* the agent's variable holding the placeholder */
+	char *placeholder;     /* what the agent sends */
+	char *secret;	       /* what the origin gets instead (the raw value, unformatted) */
+	bool in_query;
 } px_cred;
 
 typedef struct px_config {
@@ -55,6 +61,9 @@ typedef struct px_config {
 	size_t n_creds;
 	char *upstream_ca;
 	char *dns;
+	char *ca_cert; /* TLS inspection: the sandbox CA (PEM), or NULL */
+	char *ca_key;  /* its key (PEM); wiped once the worker has loaded it */
+	bool has_placeholders;
 	int64_t parent_pid; /* the supervisor, to notice it is gone before PDEATHSIG was armed */
 } px_config;
 
@@ -82,6 +91,8 @@ _Static_assert(sizeof(px_shared) <= PX_SYNTH_OFFSET, "px_shared outgrew PX_SYNTH
 /* Serialises the net part of plan plus the resolved secrets. Supervisor side.
  * Returns 0, -ENOKEY when a secret is missing, -EINVAL on a bad value. */
 int px_config_from_plan(const sc_plan *plan, json_t **ret_json);
+/* The same with the run's CA and placeholders (x may be NULL: none). */
+int px_config_from_run(const sc_plan *plan, const px_extras *x, json_t **ret_json);
 /* Worker side: strict parse of the serialised configuration. */
 int px_config_parse(const char *buf, size_t len, px_config **ret);
 px_config *px_config_free(px_config *c);

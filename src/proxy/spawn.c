@@ -25,7 +25,27 @@
 /* above the sockets' slots, PX_FD_SOCKETS.. */
 #define PX_HIGH_FD (PX_FD_SOCKETS + (int)PX_SEED_MAX_SOCKETS)
 
-static int make_config_memfd(const sc_plan *plan, int *ret_fd)
+/* jansson frees strings without clearing them: the key and values first. */
+static void wipe_string(json_t *v)
+{
+	if (json_is_string(v))
+		explicit_bzero((char *)json_string_value(v), json_string_length(v));
+}
+
+static void wipe_config(json_t *j)
+{
+	json_t *cr;
+	size_t i;
+
+	wipe_string(json_object_get(j, "ca_key"));
+	json_array_foreach(json_object_get(j, "credentials"), i, cr)
+	{
+		wipe_string(json_object_get(cr, "value"));
+		wipe_string(json_object_get(cr, "secret"));
+	}
+}
+
+static int make_config_memfd(const sc_plan *plan, const px_extras *x, int *ret_fd)
 {
 	_cleanup_close_ int fd = -1;
 	json_t *j = NULL;
@@ -33,10 +53,11 @@ static int make_config_memfd(const sc_plan *plan, int *ret_fd)
 	size_t len;
 	int r;
 
-	r = px_config_from_plan(plan, &j);
+	r = px_config_from_run(plan, x, &j);
 	if (r < 0)
 		return r;
 	s = json_dumps(j, JSON_COMPACT);
+	wipe_config(j);
 	json_decref(j);
 	if (!s)
 		return -ENOMEM;
@@ -80,12 +101,31 @@ static int make_state_memfd(int *ret_fd)
 
 int px_seed_new(const sc_plan *plan, int listen_fd, px_seed *ret)
 {
+	px_extras *x = NULL;
+	int r = 0;
+
+	/* a caller without a sandbox to show them: the worker gets its own */
+	if (plan->n_egress > 0 && plan_inspects(plan))
+		r = px_extras_new(plan, &x);
+	if (r < 0) {
+		(void)safe_close(listen_fd);
+		return r;
+	}
+	r = px_seed_new_run(plan, x, listen_fd, ret);
+	px_extras_free(x);
+	return r;
+}
+
+int px_seed_new_run(const sc_plan *plan, px_extras *x, int listen_fd, px_seed *ret)
+{
 	px_seed s = {.listen_fd = listen_fd, .config_fd = -1, .state_fd = -1};
 	int r;
 
 	if (listen_fd < 0)
 		return -EBADF;
-	r = make_config_memfd(plan, &s.config_fd);
+	r = make_config_memfd(plan, x, &s.config_fd);
+	/* sealed: a restarted worker reads the key from there, nobody else */
+	px_extras_forget_key(x);
 	if (r >= 0)
 		r = make_state_memfd(&s.state_fd);
 	if (r < 0) {

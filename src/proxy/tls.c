@@ -215,3 +215,15 @@ int px_tls_result(SSL *ssl, int ret, int *want_read, int *want_write)
 		return -EPROTO;
 	}
 }
+
+void px_tls_describe_failure(SSL *ssl, char *buf, size_t size)
+{
+	long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+
+	if (v != X509_V_OK)
+		(void)snprintf(buf, size,
+			       "upstream TLS: the origin's certificate is not accepted: %s",
+			       X509_verify_cert_error_string(v));
+	else
+		(void)snprintf(buf, size, "upstream TLS handshake failed");
+}

@@ -36,3 +36,6 @@ int px_tls_new(SSL_CTX *ctx, int fd, const char *host, SSL **ret);
 /* Maps the result of an SSL_* call: >0 done, -EAGAIN with *want_read /
  * *want_write set, -ECONNRESET on clean EOF, -EPROTO on TLS or verify errors. */
 int px_tls_result(SSL *ssl, int ret, int *want_read, int *want_write);
+/* What a failed handshake says, for the refusal: the certificate's verify
+ * error ("hostname mismatch", "self-signed certificate", ...) when there is one. */
+void px_tls_describe_failure(SSL *ssl, char *buf, size_t size);

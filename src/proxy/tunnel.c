@@ -176,6 +176,10 @@ static bool step(conn *c)
 			moved = true;
 		}
 	}
+	if (c->framed == 0 && c->c_rd && px_inspect_tunnel_leak(c)) {
+		tunnel_close(c, "credential-exfiltration");
+		return false;
+	}
 	if (c->framed == 0 && !c->c_eof && c->c2u_n < c->pipe_cap && !c->c2u_full &&
 	    !c->throttled_up && c->c_rd) {
 		uint64_t room = c->pipe_cap - c->c2u_n;

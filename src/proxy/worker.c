@@ -282,6 +282,8 @@ static int apply_seccomp(bool read_files)
 
 static bool needs_tls(const px_config *cfg)
 {
+	if (cfg->ca_cert)
+		return true; /* decrypted requests go on in TLS */
 	for (size_t i = 0; i < cfg->n_creds; i++)
 		if (cfg->creds[i].upstream_https)
 			return true;
@@ -438,7 +440,7 @@ int px_worker_main(int argc, char **argv)
 	abi = landlock_abi();
 	if (abi < 0)
 		return 125;
-	if (setup_tls(&L, abi, trust_fds, &n_trust) < 0)
+	if (setup_tls(&L, abi, trust_fds, &n_trust) < 0 || px_inspect_setup(&L) < 0)
 		return 125;
 	{
 		struct rlimit rl = {0, 0};

@@ -184,7 +184,7 @@ int sv_request_parse(const char *buf, size_t len, size_t max_body, sv_request *r
 	*want_continue = false;
 	if (max_body > SV_MAX_BODY)
 		max_body = SV_MAX_BODY;
-	n = px_http_parse_origin_request(buf, len, SV_MAX_HEAD, &r->head, reason);
+	n = px_http_parse_server_request(buf, len, SV_MAX_HEAD, &r->head, reason);
 	if (n <= 0)
 		return n;
 	head = (size_t)n;

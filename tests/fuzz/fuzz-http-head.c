@@ -4,18 +4,55 @@
  * rewriter, the response-head parser and the chunked framing tracker: all
  * of them see bytes the sandboxed agent (or an origin it picked) controls.
  * The same input also goes to px_event_parse(), the supervisor's validator of
- * datagrams from the (less trusted) worker.
+ * datagrams from the (less trusted) worker, and, as a request decrypted from
+ * an inspected tunnel, to the origin-form parser and the placeholder
+ * replacement.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proxy/http.h"
+#include "proxy/placeholder.h"
 #include "proxy/proxy.h"
 
 #define FUZZ_MAX_INPUT (PX_MAX_HEAD * 2)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* As inside an inspected tunnel: origin-form, then the placeholder swapped. */
+static void fuzz_inspected(const char *buf, size_t size)
+{
+	static px_request req;
+	static px_cred cred = {.host = (char *)"api.x.test",
+			       .name = (char *)"K",
+			       .placeholder = (char *)"sk-PH",
+			       .secret = (char *)"the-real-and-longer-value",
+			       .in_query = true};
+	static px_config cfg = {.creds = &cred, .n_creds = 1, .has_placeholders = true};
+	static const px_origin origin = {
+	    .host = "api.x.test", .host_kind = PX_HOST_NAME, .port = 443};
+	const char *reason;
+	char *head = NULL;
+	size_t len;
+	bool used;
+	int r = px_http_parse_origin_request(buf, size, &origin, &req, &reason);
+
+	if (r <= 0)
+		return;
+	if (req.target_kind != PX_TARGET_ORIGIN || strcmp(req.host, "api.x.test") != 0)
+		abort();
+	(void)px_placeholder_find(&cfg, buf, size);
+	if (px_http_build_upstream_head(buf, &req, NULL, NULL, &head, &len) < 0)
+		return;
+	/* the credential judged is the one swapped in: both see the same places */
+	used = px_placeholder_used(&cfg, req.host, head, len) != NULL;
+	r = px_placeholder_replace(&cfg, req.host, &head, &len);
+	if (r >= 0 && ((r > 0) != used || len != strlen(head) || len < 4 ||
+		       memcmp(head + len - 4, "\r\n\r\n", 4) != 0))
+		abort();
+	free(head);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -52,6 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (r < 0 && r != -400 && r != -414 && r != -417 && r != -431 && r != -501 &&
 		   r != -505)
 		abort();
+	fuzz_inspected(buf, size);
 	r = px_http_parse_response(buf, size, size & 1, &resp, &reason);
 	if (r > 0) {
 		char *head = NULL;

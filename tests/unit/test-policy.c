@@ -651,7 +651,7 @@ static void test_net(void)
 	    "missing required key \"host\"");
 	bad("{'version':1,'net':{'egress':[{'host':'x.org','port':443}]}}", -EINVAL,
 	    "$.net.egress[0].port",
-	    "unknown key \"port\" (expected one of: host, ports, methods, paths)");
+	    "unknown key \"port\" (expected one of: host, ports, methods, paths, inspect)");
 	bad("{'version':1,'net':{'egress':[{'host':'x.org','ports':[]}]}}", -EINVAL,
 	    "$.net.egress[0].ports", "expected at least one port, got an empty array");
 	bad("{'version':1,'net':{'egress':[{'host':'x.org','ports':[0]}]}}", -EINVAL,
@@ -833,7 +833,36 @@ static void test_credentials(void)
 	    "expected an HTTP header name (letters, digits and !#$%&'*+-.^_`|~), got \"Bad "
 	    "Header\"");
 	bad(NET "'credentials':[{'host':'api.x.org','value_env':'K'}]}}", -EINVAL,
-	    "$.net.credentials[0]", "missing required key \"header\"");
+	    "$.net.credentials[0]",
+	    "expected \"header\" (the proxy sets it) or \"placeholder_env\" (the proxy replaces a "
+	    "placeholder the agent sends), got neither");
+	bad(NET "'credentials':[{'host':'api.x.org','value_env':'K','placeholder_env':'A-B'}]}}",
+	    -EINVAL, "$.net.credentials[0].placeholder_env",
+	    "expected an environment variable name, got \"A-B\"");
+	bad(NET
+	    "'credentials':[{'host':'api.x.org','value_env':'K','placeholder_env':'http_proxy'}]}"
+	    "}",
+	    -EINVAL, "$.net.credentials[0].placeholder_env",
+	    "\"http_proxy\" is set by sandcap itself");
+	bad(NET "'credentials':[{'host':'api.x.org','value_env':'K','placeholder_env':'P','in':['"
+		"query']}]}}",
+	    -EINVAL, "$.net.credentials[0].in",
+	    "a placeholder is always replaced in the headers: \"in\" must list \"header\"");
+	bad(NET "'credentials':[{'host':'api.x.org','value_env':'K','placeholder_env':'P','in':['"
+		"body']}]}}",
+	    -EINVAL, "$.net.credentials[0].in",
+	    "expected [\"header\"] or [\"header\", \"query\"], got an array");
+	bad(NET
+	    "'credentials':[{'host':'api.x.org','header':'A','value_env':'K','in':['header']}]}}",
+	    -EINVAL, "$.net.credentials[0]",
+	    "\"in\" says where a placeholder is replaced: it needs \"placeholder_env\"");
+	bad(NET "'credentials':[{'host':'api.x.org','value_env':'K','placeholder_env':'P'},"
+		"{'host':'api.x.org','value_env':'L','placeholder_env':'P'}]}}",
+	    -EINVAL, "$.net.credentials[1]",
+	    "variable \"P\" already holds the placeholder of $.net.credentials[0]");
+	bad(NET "'credentials':[{'host':'api.x.org','value_env':'K','placeholder_env':'P'}]},"
+		"'env':{'P':'x'}}",
+	    -EINVAL, "$.env.P", "\"P\" holds the placeholder of $.net.credentials[0]");
 	bad(NET "'credentials':[{'host':'api.x.org','header':'A','value_env':'K','value_file':'@/"
 		"secret'}]}}",
 	    -EINVAL, "$.net.credentials[0]",
@@ -877,7 +906,8 @@ static void test_credentials(void)
 	bad(NET "'credentials':[{'host':'api.x.org','header':'A','value':'x'}]}}", -EINVAL,
 	    "$.net.credentials[0].value",
 	    "unknown key \"value\" (expected one of: host, header, value_env, value_file, format, "
-	    "upstream, name, max_requests, rate, max_bytes, methods, paths, expires)");
+	    "upstream, name, max_requests, rate, max_bytes, methods, paths, expires, "
+	    "placeholder_env, in)");
 
 	p = good(NET "'credentials':[{'host':'api.x.org','header':'Authorization','value_env':'"
 		     "TOKEN','format':"
@@ -893,6 +923,39 @@ static void test_credentials(void)
 		       str_is(p->credentials[1].value_file, "@/secret") &&
 		       !p->credentials[1].value_env,
 		   "credential for a wildcard rule's subdomain, from a file");
+		ok(!plan_inspects(p), "credentials that only set headers inspect nothing");
+		sc_plan_free(p);
+	}
+	p = good(NET "'credentials':[{'host':'api.x.org','value_env':'K','placeholder_env':"
+		     "'OPENAI_API_KEY','in':['query','header']}]}}");
+	if (p) {
+		char *j = plan_to_json(p);
+		sc_plan *back = NULL;
+
+		ok(!p->credentials[0].header &&
+		       str_is(p->credentials[0].placeholder_env, "OPENAI_API_KEY") &&
+		       p->credentials[0].in_query && plan_inspects(p),
+		   "a placeholder credential needs no header, replaces in the query, implies "
+		   "inspection");
+		ok(j && plan_parse_json(j, strlen(j), &back, NULL) == 0 && plan_equal(p, back),
+		   "a placeholder credential round-trips through plan_to_json");
+		sc_plan_free(back);
+		free(j);
+		sc_plan_free(p);
+	}
+	p = good("{'version':1,'net':{'egress':[{'host':'a.x.org','inspect':true},{'host':'b.x.org'"
+		 "}]}}");
+	if (p) {
+		char *j = plan_to_json(p);
+		sc_plan *back = NULL;
+
+		ok(p->egress[0].inspect && !p->egress[1].inspect && plan_inspects(p),
+		   "net.egress[].inspect, false by default");
+		ok(j && plan_parse_json(j, strlen(j), &back, NULL) == 0 && plan_equal(p, back) &&
+		       back->egress[0].inspect,
+		   "inspect round-trips through plan_to_json");
+		sc_plan_free(back);
+		free(j);
 		sc_plan_free(p);
 	}
 #undef NET

@@ -313,6 +313,10 @@ static void test_events(void)
 	ok(ev("{\"event\":\"net.denied\",\"data\":{\"host\":{\"a\":1}}}") < 0,
 	   "nested value refused");
 	ok(ev("{\"event\":\"net.denied\",\"data\":{\"port\":-1}}") < 0, "negative number refused");
+	ok(ev("{\"event\":\"net.request\",\"data\":{\"host\":\"a\",\"inspected\":true}}") == 0,
+	   "a decrypted request's \"inspected\": true accepted");
+	ok(ev("{\"event\":\"net.tunnel.close\",\"data\":{\"inspected\":true}}") < 0,
+	   "\"inspected\" only where it is known");
 	ok(ev("{\"event\":\"net.denied\",\"data\":{\"host\":\"a\",\"host\":\"b\"}}") < 0,
 	   "duplicate key refused");
 	ok(ev("{\"event\":\"net.denied\",\"data\":[]}") < 0, "non-object data refused");

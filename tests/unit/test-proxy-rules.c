@@ -111,6 +111,7 @@ static void test_allow_paths(void)
 	/* "clone but not push" on git smart HTTP */
 	char *refs[] = {(char *)"/repo.git/info/refs"};
 	char *pack[] = {(char *)"/repo.git/git-upload-pack"};
+	char *v1[] = {(char *)"/v1/"};
 	plan_egress eg[] = {
 	    {.host = (char *)"git.test",
 	     .ports = {80},
@@ -125,8 +126,19 @@ static void test_allow_paths(void)
 	     .paths = pack,
 	     .n_paths = 1},
 	    {.host = (char *)"open.test", .ports = {80}, .n_ports = 1},
+	    {.host = (char *)"api.test",
+	     .ports = {443},
+	     .n_ports = 1,
+	     .paths = v1,
+	     .n_paths = 1,
+	     .inspect = true},
+	    {.host = (char *)"tunnel.test",
+	     .ports = {443},
+	     .n_ports = 1,
+	     .paths = v1,
+	     .n_paths = 1},
 	};
-	px_config cfg = {.egress = eg, .n_egress = 3};
+	px_config cfg = {.egress = eg, .n_egress = 5};
 	const char *reason = NULL;
 
 	ok(px_allow_match_path(&cfg, "git.test", PX_HOST_NAME, 80, HTTP_GET, false,
@@ -159,6 +171,20 @@ static void test_allow_paths(void)
 	   "a rule without paths takes any path, even one that did not normalise");
 	ok(px_allow_match(&cfg, "git.test", PX_HOST_NAME, 80, HTTP_POST, false, &reason) == 1,
 	   "px_allow_match() alone does not look at paths");
+	ok(px_allow_match_path(&cfg, "api.test", PX_HOST_NAME, 443, HTTP_CONNECT, true, NULL,
+			       &reason) == 3,
+	   "an inspected rule with paths takes CONNECT: its decrypted requests are judged");
+	reason = NULL;
+	ok(px_allow_match_path(&cfg, "api.test", PX_HOST_NAME, 443, HTTP_GET, false, "/admin",
+			       &reason) == -EACCES &&
+	       reason && strcmp(reason, "path-not-allowed") == 0,
+	   "... and one of them outside the paths is path-not-allowed");
+	ok(px_allow_match_path(&cfg, "api.test", PX_HOST_NAME, 443, HTTP_GET, false, "/v1/models",
+			       &reason) == 3,
+	   "... one under them passes");
+	ok(px_allow_match_path(&cfg, "tunnel.test", PX_HOST_NAME, 443, HTTP_CONNECT, true, NULL,
+			       &reason) == -EACCES,
+	   "the same rule not inspected refuses CONNECT");
 }
 
 static void test_cred_limits(void)

@@ -681,6 +681,18 @@ static void test_intersect(void)
 	sc_plan_free(c);
 	sc_plan_free(a);
 
+	/* An inspected piece with paths is not dropped for a wider one not inspected. */
+	a = P("{'version':1,'net':{'egress':[{'host':'api.test'}]}}");
+	c = F(a, "{'net':{'egress':[{'host':'api.test','inspect':true,'paths':['/v1/']},"
+		 "{'host':'api.test'}]}}");
+	o = X(a, c);
+	ok(o->n_egress == 2 && o->egress[0].inspect && o->egress[0].n_paths == 1 &&
+	       !o->egress[1].inspect,
+	   "inspect and paths: the inspected piece stays first, the other is kept");
+	sc_plan_free(o);
+	sc_plan_free(c);
+	sc_plan_free(a);
+
 	/* Egress: wildcards, ports, methods. */
 	a = P("{'version':1,'net':{'egress':[{'host':'*.example.com','ports':[443,8443],"
 	      "'methods':['GET','HEAD']},{'host':'api.other.com'},{'host':'10.1.2.3'}]}}");
