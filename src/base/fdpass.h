@@ -11,7 +11,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#define FDPASS_MAX_FDS 4
+#define FDPASS_MAX_FDS 64 /* the most any channel sends: the setup socket, SYNC_MAX_FDS */
 
 /* Sends iov as one datagram (MSG_NOSIGNAL) with n_fds fds; EINTR retried.
  * Returns the bytes sent or -errno (-EINVAL above FDPASS_MAX_FDS). */

@@ -1375,7 +1375,6 @@ static int refused(supervisor *s, int err)
 	return err;
 }
 
-/* Phase 1: the sandbox's id, the mode, and what pid 1 will be given. */
 /* The sandbox CA for its trust bundle, the placeholders for its environment. */
 static int prepare_inspection(supervisor *s)
 {
@@ -1400,6 +1399,7 @@ static int prepare_inspection(supervisor *s)
 	return 0;
 }
 
+/* Phase 1: the sandbox's id, the mode, and what pid 1 will be given. */
 static int prepare(supervisor *s)
 {
 	const sc_run_opts *o = s->o;

@@ -8,6 +8,8 @@
 
 #include "base/fdpass.h"
 
+_Static_assert(SYNC_MAX_FDS <= FDPASS_MAX_FDS, "the setup socket sends more fds than fdpass takes");
+
 int sync_send_fds(int sock, const sync_msg *m, const int *fds, size_t n_fds)
 {
 	struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof(*m)};
