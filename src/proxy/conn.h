@@ -202,7 +202,8 @@ typedef struct conn {
 	/* TLS inspection (inspect.c): the client side of an inspected tunnel */
 	SSL *cssl;
 	int cssl_want_read, cssl_want_write;
-	bool inspected; /* the handshake is done: client bytes go through cssl */
+	bool cssl_prefix; /* reading a transparent ClientHello already read, from memory */
+	bool inspected;	  /* the handshake is done: client bytes go through cssl */
 	bool sni_mismatch;
 	bool tunnel_peeked; /* a plain tunnel's first client bytes were looked at */
 	int client_alert;   /* the last TLS alert the client sent, -1 none */
