@@ -157,6 +157,8 @@ check "a header credential of an inspected host is set in its decrypted requests
 check "every decrypted request is one net.request record, marked inspected" \
 	bash -c "[ \$(grep -c '\"event\":\"net.request\".*\"inspected\":true.*\"status\":200' '$T/audit-clients.jsonl') = 7 ]"
 check "... with method and path" grep -q '"event":"net.request".*"method":"POST".*"path":"/v1/requests"' "$T/audit-clients.jsonl"
+check "... and the SHA-256 of the decrypted body the agent received" \
+	grep -Eq '"event":"net.request".*"body_bytes":[1-9][0-9]*,"body_sha256":"[0-9a-f]{64}".*"inspected":true.*"path":"/v1/node"' "$T/audit-clients.jsonl"
 
 # --- clients that ignore the proxy variables: the DNS stub's address, the
 # transparent listener, then the same inspection and the same swap
