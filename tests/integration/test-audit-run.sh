@@ -4,13 +4,7 @@
 # the report matches a golden text with the variable fields masked.
 . "$(dirname "$0")/lib.sh"
 need_root
-for tool in nginx dnsmasq python3; do
-	command -v $tool >/dev/null || skip_all "$tool not installed"
-done
-W=$T
-PIDS=()
-. "$(dirname "$0")/../../tools/fixtures.sh"
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cleanup_dir' EXIT
+use_fixtures nginx dnsmasq python3
 port=$(free_port)
 dns=$(free_port)
 start_origin "$port" || skip_all "origin did not start"

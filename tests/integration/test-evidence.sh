@@ -5,13 +5,7 @@
 # Real sandboxes, a real nginx origin on loopback, a real SIGKILL.
 . "$(dirname "$0")/lib.sh"
 need_root
-for tool in nginx dnsmasq python3 sha256sum; do
-	command -v $tool >/dev/null || skip_all "$tool not installed"
-done
-W=$T
-PIDS=()
-. "$(dirname "$0")/../../tools/fixtures.sh"
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cleanup_dir' EXIT
+use_fixtures nginx dnsmasq python3 sha256sum
 port=$(free_port)
 dns=$(free_port)
 start_origin "$port" || skip_all "origin did not start"

@@ -5,14 +5,8 @@
 # origins on loopback, whose CA is made here (docs/proxy.md, "TLS inspection").
 . "$(dirname "$0")/lib.sh"
 need_root
-for tool in openssl dnsmasq curl python3 node git nginx; do
-	command -v $tool >/dev/null || skip_all "$tool not installed"
-done
+use_fixtures openssl dnsmasq curl python3 node git nginx
 python3 -c 'import requests' 2>/dev/null || skip_all "python3-requests not installed"
-W=$T
-PIDS=()
-. "$(dirname "$0")/../../tools/fixtures.sh"
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cleanup_dir' EXIT
 
 o=$(free_port)    # the TLS origin (python, git http-backend)
 wn=$(free_port)   # a certificate for another name

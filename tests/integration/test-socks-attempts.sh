@@ -7,13 +7,7 @@
 # refused attempts that stays a bounded number of records.
 . "$(dirname "$0")/lib.sh"
 need_root
-for tool in nginx curl python3 git ssh ssh-keygen nc.openbsd /usr/sbin/sshd; do
-	command -v $tool >/dev/null || skip_all "$tool not installed"
-done
-W=$T
-PIDS=()
-. "$(dirname "$0")/../../tools/fixtures.sh"
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cleanup_dir' EXIT
+use_fixtures nginx curl python3 git ssh ssh-keygen nc.openbsd /usr/sbin/sshd
 
 port=$(free_port)
 sshport=$(free_port)

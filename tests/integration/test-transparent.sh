@@ -8,13 +8,7 @@
 # here, a server that speaks first).
 . "$(dirname "$0")/lib.sh"
 need_root
-for tool in nginx dnsmasq curl openssl python3 node getent; do
-	command -v $tool >/dev/null || skip_all "$tool not installed"
-done
-W=$T
-PIDS=()
-. "$(dirname "$0")/../../tools/fixtures.sh"
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cleanup_dir' EXIT
+use_fixtures nginx dnsmasq curl openssl python3 node getent
 
 port=$(free_port)
 dns=$(free_port)
