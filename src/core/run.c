@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
@@ -1756,6 +1757,37 @@ static int finish(supervisor *s, int r)
 	return r;
 }
 
+sc_run_result *sc_run_result_new(void)
+{
+	void *p = mmap(NULL, sizeof(sc_run_result), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void sc_run_result_free(sc_run_result *res)
+{
+	if (res)
+		(void)munmap(res, sizeof(*res));
+}
+
+/* memset(p, 0, n) that leaves words already zero unwritten: reading a page
+ * never written maps the shared zero page, writing it would back it. */
+static void zero_unbacked(void *p, size_t n)
+{
+	unsigned char *b = p;
+	size_t i = 0;
+
+	for (; i + sizeof(uint64_t) <= n; i += sizeof(uint64_t)) {
+		uint64_t w;
+
+		memcpy(&w, b + i, sizeof(w));
+		if (w)
+			memset(b + i, 0, sizeof(w));
+	}
+	memset(b + i, 0, n - i);
+}
+
 int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 {
 	supervisor s = {.o = o,
@@ -1778,7 +1810,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			.emit_lock = PTHREAD_MUTEX_INITIALIZER};
 	int r;
 
-	memset(res, 0, sizeof(*res));
+	zero_unbacked(res, sizeof(*res));
 	res->memory_peak = UINT64_MAX;
 	snprintf(res->cgroup, sizeof(res->cgroup), "none");
 
