@@ -445,7 +445,7 @@ int cmd_run(int argc, char **argv)
 	uint8_t akey[64];
 	size_t akey_len = 0;
 	sc_run_opts o = {0};
-	sc_run_result res;
+	_cleanup_(sc_run_result_freep) sc_run_result *res = NULL;
 	sc_diag d = {0};
 	tk_info info = {0};
 	sigset_t pipe_only;
@@ -561,32 +561,39 @@ int cmd_run(int argc, char **argv)
 	o.audit_key_len = akey_len;
 	o.policy_digest = digest;
 
-	r = sc_run(&o, &res, &d);
+	res = sc_run_result_new();
+	if (!res) {
+		cli_error("cannot set up the sandbox: out of memory");
+		sc_plan_free(plan);
+		return SC_EXIT_SETUP;
+	}
+	r = sc_run(&o, res, &d);
 	if (r < 0) {
 		cli_error("cannot set up the sandbox: %s%s%s", d.path, d.path[0] ? ": " : "",
 			  d.message[0] ? d.message : strerror(-r));
 		/* What was in place when it was refused, once the sandbox
 		 * existed: the log says the same (named only if it was written:
 		 * a log refused at open, a FIFO or a full disk, holds nothing). */
-		if (res.layers[0])
-			fprintf(stderr, "  %s refused; in place: %s%s%s\n", res.sandbox_id,
-				res.layers, res.audit_records ? "; audit: " : "",
-				res.audit_records ? res.audit_path : "");
+		if (res->layers[0])
+			fprintf(stderr, "  %s refused; in place: %s%s%s\n", res->sandbox_id,
+				res->layers, res->audit_records ? "; audit: " : "",
+				res->audit_records ? res->audit_path : "");
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
 	/* Even with --quiet: a degraded run is something that went wrong. */
-	if (res.not_enforced[0])
-		cli_error("warning: not enforced (best_effort): %s", res.not_enforced);
-	if (res.proxy_restarts && !res.proxy_failed)
+	if (res->not_enforced[0])
+		cli_error("warning: not enforced (best_effort): %s", res->not_enforced);
+	if (res->proxy_restarts && !res->proxy_failed)
 		cli_error("warning: the egress proxy died and was restarted %u time%s "
 			  "(proxy.exit in the audit log)",
-			  res.proxy_restarts, res.proxy_restarts == 1 ? "" : "s");
+			  res->proxy_restarts, res->proxy_restarts == 1 ? "" : "s");
 	if (json)
-		summary_json(&res);
-	else if (!quiet || res.exit_status != 0 || res.oom_killed || res.timed_out ||
-		 res.proxy_failed || res.audit_error || (res.audit_path[0] && !res.audit_sealed))
-		summary_text(plan, &res);
+		summary_json(res);
+	else if (!quiet || res->exit_status != 0 || res->oom_killed || res->timed_out ||
+		 res->proxy_failed || res->audit_error ||
+		 (res->audit_path[0] && !res->audit_sealed))
+		summary_text(plan, res);
 	sc_plan_free(plan);
-	return res.exit_status;
+	return res->exit_status;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
@@ -1609,6 +1610,36 @@ static int start_child(supervisor *s)
 	return 0;
 }
 
+/* The sweep for stale cgroups and spawn directories opens every sibling
+ * sandbox's cgroup in each hierarchy: with many sandboxes running, that is
+ * most of a start's work. What it removes is at least SWEEP_EVERY_S old
+ * (CG_STALE_S, SPAWN_STALE_S), so as root it runs at most once in that
+ * time, whoever starts: the mtime of SWEEP_STAMP says when it last ran. */
+#define SWEEP_STAMP   "/run/sandcap/sweep"
+#define SWEEP_EVERY_S 60
+
+static bool sweep_due(bool unpriv)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	time_t now;
+
+	if (unpriv)
+		return true; /* no host-wide place to keep the stamp in */
+	if (mkdir("/run/sandcap", 0700) < 0 && errno != EEXIST)
+		return true;
+	fd = open(SWEEP_STAMP, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		fd = open(SWEEP_STAMP, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		return true; /* the first start here sweeps */
+	}
+	now = time(NULL);
+	if (fstat(fd, &st) == 0 && st.st_mtime <= now && now - st.st_mtime < SWEEP_EVERY_S)
+		return false;
+	(void)futimens(fd, NULL);
+	return true;
+}
+
 /*
  * Phase 4: what the child waits for before it runs anything of the
  * sandbox. As root it waits for its cgroup, and maps itself through
@@ -1624,9 +1655,11 @@ static int hand_off(supervisor *s)
 	spawn_server_set_cgroup(s->spawn, s->cg);
 	/* While the child sets up: what supervisors that were SIGKILLed left
 	 * (their sandboxes died with them, see step_parent_death). */
-	(void)cg_sweep_stale(s->cg, CGROUP_PREFIX);
-	if (!s->unpriv)
-		(void)spawn_sweep_stale();
+	if (sweep_due(s->unpriv)) {
+		(void)cg_sweep_stale(s->cg, CGROUP_PREFIX);
+		if (!s->unpriv)
+			(void)spawn_sweep_stale();
+	}
 	if (r < 0)
 		return r;
 	if (s->o->set_oom_score_adj && set_oom_score_adj(s->pid, s->o->oom_score_adj) < 0)
@@ -1754,6 +1787,37 @@ static int finish(supervisor *s, int r)
 	return r;
 }
 
+sc_run_result *sc_run_result_new(void)
+{
+	void *p = mmap(NULL, sizeof(sc_run_result), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void sc_run_result_free(sc_run_result *res)
+{
+	if (res)
+		(void)munmap(res, sizeof(*res));
+}
+
+/* memset(p, 0, n) that leaves words already zero unwritten: reading a page
+ * never written maps the shared zero page, writing it would back it. */
+static void zero_unbacked(void *p, size_t n)
+{
+	unsigned char *b = p;
+	size_t i = 0;
+
+	for (; i + sizeof(uint64_t) <= n; i += sizeof(uint64_t)) {
+		uint64_t w;
+
+		memcpy(&w, b + i, sizeof(w));
+		if (w)
+			memset(b + i, 0, sizeof(w));
+	}
+	memset(b + i, 0, n - i);
+}
+
 int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 {
 	supervisor s = {.o = o,
@@ -1776,7 +1840,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			.emit_lock = PTHREAD_MUTEX_INITIALIZER};
 	int r;
 
-	memset(res, 0, sizeof(*res));
+	zero_unbacked(res, sizeof(*res));
 	res->memory_peak = UINT64_MAX;
 	snprintf(res->cgroup, sizeof(res->cgroup), "none");
 

@@ -105,6 +105,16 @@ typedef struct sc_run_result {
  * user's XDG state directory + /sandcap. -ENOENT or -ENAMETOOLONG. */
 int sc_state_dir(bool unpriv, char *buf, size_t len);
 
+/* A result in pages of its own, which stay unbacked until written: a
+ * supervisor lives as long as its sandbox, and most of the result's 90 KB
+ * (the tally's tables) stays zero in most runs. NULL when out of memory. */
+sc_run_result *sc_run_result_new(void);
+void sc_run_result_free(sc_run_result *res);
+static inline void sc_run_result_freep(sc_run_result **res)
+{
+	sc_run_result_free(*res);
+}
+
 /* Returns 0 when the command ran (its status is in ret->exit_status), or
  * -errno when the sandbox could not be set up (reterr_diag says which step). */
 int sc_run(const sc_run_opts *opts, sc_run_result *ret, sc_diag *reterr_diag);
