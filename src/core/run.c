@@ -1647,6 +1647,7 @@ static void supervise(supervisor *s)
 			     .cg = s->cg,
 			     .sandbox_id = s->res->sandbox_id,
 			     .audit_path = s->res->audit_path,
+			     .ws = s->ws,
 			     .emit = session_emit,
 			     .userdata = s};
 
