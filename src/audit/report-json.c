@@ -77,6 +77,7 @@ int rp_json(FILE *out, const report *rp)
 	set(log, "lines", json_integer((json_int_t)rp->lines));
 	set(log, "records", json_integer((json_int_t)rp->records));
 	set(log, "unreadable_lines", json_integer((json_int_t)rp->unreadable));
+	set(log, "stopped_reading", rp->too_long[0] ? json_string(rp->too_long) : json_null());
 	set(log, "first_ts", opt_str(rp->first_ts));
 	set(log, "last_ts", opt_str(rp->last_ts));
 	set(log, "intact", json_boolean(rp->chain_ok));

@@ -690,6 +690,8 @@ void rp_text(FILE *out, const report *rp)
 	if (rp->unreadable)
 		(void)fprintf(out, "Unreadable lines: %" PRIu64 " (%s)\n", rp->unreadable,
 			      rp->stopped ? "the last one not read to its end" : "skipped");
+	if (rp->too_long[0])
+		(void)fprintf(out, "Stopped after line %" PRIu64 ": %s\n", rp->lines, rp->too_long);
 	if (rp->records) {
 		au_hex(rp->last_hash, AU_HASH_BYTES, hex);
 		(void)fprintf(out, "Last hash: %s\n", hex);

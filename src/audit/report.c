@@ -105,9 +105,8 @@ static int blist_add(blist *l, json_t *data, const char *const *keys)
 static const char *const proc_keys[] = {"pid", "path", "argv", NULL};
 static const char *const failed_keys[] = {"pid", "path", "result", "errno", "error", NULL};
 static const char *const net_keys[] = {
-    "method",	   "host",	 "port",	"path",	      "addr",	    "status",
-    "bytes_out",   "bytes_in",	 "rule",	"duration_ms", "credential", "body_sha256",
-    "body_bytes", NULL};
+    "method",	"host", "port",	       "path",	     "addr",	    "status",	  "bytes_out",
+    "bytes_in", "rule", "duration_ms", "credential", "body_sha256", "body_bytes", NULL};
 static const char *const denied_keys[] = {"method", "host",	  "port",   "path",
 					  "reason", "credential", "detail", NULL};
 static const char *const file_keys[] = {"path", "op", NULL};
@@ -256,6 +255,7 @@ int au_report(FILE *in, FILE *out, bool json)
 	_cleanup_free_ report *rp = NULL;
 	size_t len = 0;
 	bool newline = false;
+	au_log_bound bound = {0};
 	int r;
 
 	if (!in || !out)
@@ -296,11 +296,17 @@ int au_report(FILE *in, FILE *out, bool json)
 		}
 		if (r < 0)
 			break;
+		if (au_log_bound_add(&bound, len, newline, rp->too_long, sizeof(rp->too_long)) <
+		    0) {
+			chain_broken(rp, rp->lines + 1, rp->too_long);
+			r = 0;
+			break;
+		}
 		r = report_line(rp, buf, len, newline);
 		if (r < 0)
 			break;
 	}
-	if (r == 0 && rp->chain_ok && !rp->stopped) {
+	if (r == 0 && rp->chain_ok && !rp->stopped && !rp->too_long[0]) {
 		char reason[256];
 
 		if (au_chain_end(&rp->chain, reason, sizeof(reason)) < 0)

@@ -28,7 +28,8 @@ typedef struct report {
 	uint64_t unreadable; /* lines that did not */
 	au_chain chain;
 	bool chain_ok;
-	bool stopped; /* reading stopped at a line that did not end */
+	bool stopped;	    /* reading stopped at a line that did not end */
+	char too_long[160]; /* reading stopped at AU_LOG_MAX_LINES/BYTES: why */
 	uint64_t err_line;
 	char err_reason[256];
 	char sandbox[AU_SANDBOX_ID_MAX + 1];
