@@ -455,6 +455,16 @@ static void text_consumed(FILE *out, const report *rp)
 		      v == 1 ? "" : "s", w);
 }
 
+/* " (S)" for a non-empty string s. */
+static void put_paren(FILE *out, const char *s)
+{
+	if (!s || !s[0])
+		return;
+	(void)fputs(" (", out);
+	put_safe(out, s);
+	(void)fputc(')', out);
+}
+
 /* A session's commands, with their ends, and its file transfers. */
 static void text_session(FILE *out, const report *rp)
 {
@@ -509,11 +519,7 @@ static void text_session(FILE *out, const report *rp)
 			put_scalar(out, v);
 			(void)fputs(" bytes", out);
 		}
-		if (rp_get_str(x, "result")) {
-			(void)fputs(" (", out);
-			put_safe(out, rp_get_str(x, "result"));
-			(void)fputc(')', out);
-		}
+		put_paren(out, rp_get_str(x, "result"));
 		(void)fputc('\n', out);
 	}
 	put_more(out, &rp->file_ops);
@@ -575,11 +581,7 @@ static void text_dns(FILE *out, const report *rp)
 			(void)fputc(' ', out);
 			put_safe(out, rp_get_str(x, "answer"));
 		}
-		if (rp_get_str(x, "reason") && rp_get_str(x, "reason")[0]) {
-			(void)fputs(" (", out);
-			put_safe(out, rp_get_str(x, "reason"));
-			(void)fputc(')', out);
-		}
+		put_paren(out, rp_get_str(x, "reason"));
 		(void)fputc('\n', out);
 	}
 	put_more(out, &rp->dns);

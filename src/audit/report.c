@@ -137,6 +137,23 @@ static int account_traffic(report *rp, json_t *data, bool allowed)
 	return 0;
 }
 
+/* An fs.write or fs.read record: a file listed, or (op "truncated") not a
+ * file but the watch saying what it left out (docs/audit.md 8, 11). */
+static int file_record(blist *l, json_t *data, const char *const *keys, bool *truncated,
+		       uint64_t *unrecorded)
+{
+	const char *op = rp_get_str(data, "op");
+	uint64_t n = 0;
+
+	if (op && strcmp(op, "truncated") == 0) {
+		*truncated = true;
+		if (rp_get_u64(data, "count", &n))
+			sat_add(unrecorded, n);
+		return 0;
+	}
+	return blist_add(l, data, keys);
+}
+
 /* exec.exit: its exec.start, if listed, gets the status and duration. */
 static int command_ended(report *rp, json_t *data)
 {
@@ -201,17 +218,8 @@ static int handle_event(report *rp, const char *event, json_t *data)
 	} else if (strcmp(event, "syscall.denied") == 0 || strcmp(event, "limit.hit") == 0) {
 		return 0; /* counted in the tally */
 	} else if (strcmp(event, "fs.write") == 0) {
-		const char *op = rp_get_str(data, "op");
-		uint64_t n = 0;
-
-		/* Not a file: the watch saying what it left out (docs/audit.md 8). */
-		if (op && strcmp(op, "truncated") == 0) {
-			rp->files_truncated = true;
-			if (rp_get_u64(data, "count", &n))
-				sat_add(&rp->files_unrecorded, n);
-			return 0;
-		}
-		return blist_add(&rp->files, data, file_keys);
+		return file_record(&rp->files, data, file_keys, &rp->files_truncated,
+				   &rp->files_unrecorded);
 	} else if (strcmp(event, "exec.start") == 0) {
 		return blist_add(&rp->commands, data, command_keys);
 	} else if (strcmp(event, "exec.exit") == 0) {
@@ -222,16 +230,8 @@ static int handle_event(report *rp, const char *event, json_t *data)
 	} else if (strcmp(event, "net.dns") == 0) {
 		return blist_add(&rp->dns, data, dns_keys);
 	} else if (strcmp(event, "fs.read") == 0) {
-		const char *op = rp_get_str(data, "op");
-		uint64_t n = 0;
-
-		if (op && strcmp(op, "truncated") == 0) {
-			rp->reads_truncated = true;
-			if (rp_get_u64(data, "count", &n))
-				sat_add(&rp->reads_unrecorded, n);
-			return 0;
-		}
-		return blist_add(&rp->reads, data, read_keys);
+		return file_record(&rp->reads, data, read_keys, &rp->reads_truncated,
+				   &rp->reads_unrecorded);
 	} else if (strcmp(event, AU_ERROR_EVENT) == 0) {
 		if (!rp->failure)
 			rp->failure = json_incref(data);
