@@ -79,6 +79,14 @@ int au_record_build(uint64_t seq, const struct timespec *ts, const char *sandbox
  */
 int au_read_line(FILE *in, char **buf, size_t *cap, size_t *ret_len, bool *ret_newline);
 
+/* What a reader took of a log so far. */
+typedef struct au_log_bound {
+	uint64_t lines, bytes;
+} au_log_bound;
+/* Counts one line read (len bytes and its newline): -EFBIG once the log is
+ * past AU_LOG_MAX_LINES lines or AU_LOG_MAX_BYTES bytes; why says so. */
+int au_log_bound_add(au_log_bound *b, size_t len, bool newline, char *why, size_t why_len);
+
 /* A record line after the structural checks (au_parse_record). */
 typedef struct au_record {
 	json_t *root;	 /* owns everything below */

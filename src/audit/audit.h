@@ -21,7 +21,11 @@
 #define AU_HASH_HEX   64u
 /* One record line, newline included. Emitters bound their fields so that a
  * record stays far below this; a larger one is replaced (see au_emit). */
-#define AU_LINE_MAX	  (1u << 20)
+#define AU_LINE_MAX (1u << 20)
+/* The most `audit report`, `verify` and `export` read of one log: an endless
+ * input (a pipe that never ends) must end, with an error. */
+#define AU_LOG_MAX_LINES  (1u << 24)
+#define AU_LOG_MAX_BYTES  (16ull << 30)
 #define AU_SANDBOX_ID_MAX 128u /* [A-Za-z0-9._:-]+ */
 #define AU_EVENT_MAX	  64u  /* [a-z0-9._]+ */
 #define AU_KEY_MIN	  16u  /* HMAC keys shorter than this are refused */

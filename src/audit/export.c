@@ -325,6 +325,7 @@ int au_export(FILE *in, FILE *out, au_export_format format, size_t *reterr_line,
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t cap = 0, len = 0, lineno = 0;
+	au_log_bound bound = {0};
 	bool newline = false;
 	au_chain chain;
 	int r;
@@ -346,6 +347,8 @@ int au_export(FILE *in, FILE *out, au_export_format format, size_t *reterr_line,
 		}
 		if (r < 0)
 			return r;
+		if (au_log_bound_add(&bound, len, newline, reterr_reason, reason_len) < 0)
+			return -EBADMSG;
 		r = au_parse_record(buf, len, &rec, reterr_reason, reason_len);
 		if (r == 0)
 			r = au_chain_feed(&chain, &rec, buf, reterr_reason, reason_len);

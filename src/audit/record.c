@@ -275,6 +275,19 @@ int au_read_line(FILE *in, char **buf, size_t *cap, size_t *ret_len, bool *ret_n
 	return 1;
 }
 
+int au_log_bound_add(au_log_bound *b, size_t len, bool newline, char *why, size_t why_len)
+{
+	b->lines++;
+	b->bytes += len + newline;
+	if (b->lines <= AU_LOG_MAX_LINES && b->bytes <= AU_LOG_MAX_BYTES)
+		return 0;
+	(void)snprintf(why, why_len,
+		       "the log is longer than %u lines or %llu GiB, the most that is read; not "
+		       "read any further",
+		       AU_LOG_MAX_LINES, (unsigned long long)(AU_LOG_MAX_BYTES >> 30));
+	return -EFBIG;
+}
+
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid:
  * no overlongs, no surrogates, nothing above U+10FFFF (RFC 3629). */
 static size_t utf8_seq(const unsigned char *s, size_t n)

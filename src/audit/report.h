@@ -28,7 +28,8 @@ typedef struct report {
 	uint64_t unreadable; /* lines that did not */
 	au_chain chain;
 	bool chain_ok;
-	bool stopped; /* reading stopped at a line that did not end */
+	bool stopped;	    /* reading stopped at a line that did not end */
+	char too_long[160]; /* reading stopped at AU_LOG_MAX_LINES/BYTES: why */
 	uint64_t err_line;
 	char err_reason[256];
 	char sandbox[AU_SANDBOX_ID_MAX + 1];
@@ -46,7 +47,14 @@ typedef struct report {
 	blist net;	 /* net.request, allowed */
 	blist files;	 /* fs.write */
 	blist denied;	 /* net.denied and denied net.request */
-	au_table hosts;	 /* allowed traffic per host */
+	blist commands;	 /* a session's exec.start, completed by its exec.exit */
+	uint64_t commands_ended;
+	blist file_ops; /* a session's file.put, file.get, file.list */
+	blist dns;	/* net.dns */
+	blist reads;	/* fs.read */
+	bool reads_truncated;
+	uint64_t reads_unrecorded;
+	au_table hosts; /* allowed traffic per host */
 	au_table other_events;
 	au_tally tally; /* the numbers the end-of-run summary shows too */
 	uint64_t net_bytes_out, net_bytes_in, tunnels;

@@ -418,6 +418,7 @@ static int verify_lines(FILE *in, au_chain *chain, size_t *reterr_line, char *re
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t cap = 0, lineno = 0, len = 0;
+	au_log_bound bound = {0};
 	bool newline = false;
 	int r;
 
@@ -438,6 +439,9 @@ static int verify_lines(FILE *in, au_chain *chain, size_t *reterr_line, char *re
 				       r == -ENOMEM ? "out of memory" : "read error");
 			return r;
 		}
+		r = au_log_bound_add(&bound, len, newline, reterr_reason, reason_len);
+		if (r < 0)
+			return -EBADMSG;
 		r = au_parse_record(buf, len, &rec, reterr_reason, reason_len);
 		if (r < 0 && !newline)
 			return fail(reterr_reason, reason_len,

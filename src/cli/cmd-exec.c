@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <termios.h>
 #include <unistd.h>
@@ -136,6 +137,17 @@ static void winsize_to(int pty)
 		(void)ioctl(pty, TIOCSWINSZ, &ws);
 }
 
+/* jansson seeds its hash tables on first use from /dev/urandom (open,
+ * read, close); one getrandom(2) gives it the same for less, on the path
+ * every warm exec takes. 0 would ask jansson to seed itself again. */
+static void seed_json(void)
+{
+	uint32_t seed = 0;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed) && seed)
+		json_object_seed(seed);
+}
+
 int cmd_exec(int argc, char **argv)
 {
 	static const struct option opts[] = {{"interactive", no_argument, NULL, 'i'},
@@ -212,6 +224,7 @@ int cmd_exec(int argc, char **argv)
 		}
 	}
 	(void)signal(SIGPIPE, SIG_IGN);
+	seed_json();
 	r = sc_session_exec(name, &q, &h);
 	if (r < 0) {
 		if (r == -ENOENT || r == -ECONNREFUSED)

@@ -241,6 +241,12 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 		print_size(f, r->bytes_in);
 		fputc('\n', f);
 		summary_denied(f, t);
+		if (t->dns_queries)
+			fprintf(f,
+				"  dns: %" PRIu64 " quer%s to the stub, %" PRIu64
+				" answered, %" PRIu64 " refused\n",
+				t->dns_queries, t->dns_queries == 1 ? "y" : "ies",
+				t->dns_queries - t->dns_refused, t->dns_refused);
 		au_credentials_text(&t->credentials, "    credential ", f);
 		if (r->proxy_restarts)
 			fprintf(f,
@@ -341,6 +347,10 @@ static void summary_json(const sc_run_result *r)
 		(void)json_object_set_new(o, "limits_hit",
 					  table_json(&t->limits, "limit", "detail"));
 		(void)json_object_set_new(o, "credentials", au_credentials_json(&t->credentials));
+		(void)json_object_set_new(o, "dns_queries",
+					  json_integer((json_int_t)t->dns_queries));
+		(void)json_object_set_new(o, "dns_refused",
+					  json_integer((json_int_t)t->dns_refused));
 		(void)json_object_set_new(o, "syscalls_denied_by_name",
 					  table_json(&t->syscalls, "syscall", NULL));
 		(void)json_object_set_new(o, "execs", json_integer((json_int_t)t->execs));

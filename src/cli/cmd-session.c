@@ -133,7 +133,13 @@ static int session_start(int argc, char **argv)
 		json_t *out = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "name", info.name, "pid",
 					(int)info.pid, "audit", info.audit_path, "policy", policy,
 					"sandbox", info.sandbox_id, "started", info.started);
+		json_t *ws = json_array();
+		char *save = NULL;
 
+		for (char *id = strtok_r(info.workspaces, " ", &save); id;
+		     id = strtok_r(NULL, " ", &save))
+			(void)json_array_append_new(ws, json_string(id));
+		(void)json_object_set_new(out, "workspaces", ws);
 		print_json(out);
 		json_decref(out);
 	} else {

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "compat/syscalls.h"
 #include "core/run.h"
+#include "session/session.h"
 #include "workspace/workspace.h"
 
 #define APPLY_FILES_PER_RECORD 2000u /* keeps a workspace.apply record far below AU_LINE_MAX */
@@ -178,31 +179,138 @@ static void content_diff(int upper, int lower, const ws_change *c, bool patch, s
 	(void)ws_text_diff(a ? a : "", al, b ? b : "", bl, an, bn, patch ? stdout : NULL, add, del);
 }
 
+/* A workspace: one kept under the state directory, or a running session's. */
+typedef struct ws_target {
+	int dir;   /* kept: its directory; -1 for a live one */
+	int upper; /* its upper layer (kept: upper/; live: the session's tmpfs) */
+	ws_meta m;
+	char session[SC_SESSION_NAME_MAX + 1]; /* live: the session, else "" */
+} ws_target;
+
+static void target_done(ws_target *t)
+{
+	t->dir = safe_close(t->dir);
+	t->upper = safe_close(t->upper);
+	ws_meta_done(&t->m);
+}
+
+/* The session that has workspace id, or whose name is id (and that has one
+ * workspace): its name in session, the workspace's id in wid. */
+static int find_live(const char *id, char *session, char *wid, sc_diag *d)
+{
+	_cleanup_json_ json_t *a = NULL;
+	json_t *v, *w;
+	size_t i, k;
+
+	if (sc_session_list(&a) < 0)
+		return -ENOENT;
+	json_array_foreach(a, i, v)
+	{
+		const char *name = json_string_value(json_object_get(v, "name"));
+		json_t *ids = json_object_get(v, "workspaces");
+
+		if (!name)
+			continue;
+		json_array_foreach(ids, k, w)
+		{
+			const char *x = json_string_value(w);
+
+			if (x && (strcmp(x, id) == 0 ||
+				  (strcmp(name, id) == 0 && json_array_size(ids) == 1))) {
+				snprintf(session, SC_SESSION_NAME_MAX + 1, "%s", name);
+				snprintf(wid, WS_ID_MAX + 1, "%s", x);
+				return 0;
+			}
+		}
+		if (strcmp(name, id) == 0)
+			return diag_fail(d, -ENOENT, "workspace",
+					 json_array_size(ids)
+					     ? "session %s has %zu workspaces: name one (sandcap "
+					       "session list --json)"
+					     : "session %s has no cow workspace",
+					 id, json_array_size(ids));
+	}
+	return -ENOENT;
+}
+
+static int open_live(const char *id, ws_target *t, sc_diag *d)
+{
+	_cleanup_json_ json_t *meta = NULL;
+	_cleanup_free_ char *text = NULL;
+	char wid[WS_ID_MAX + 1], why[128];
+	int r = find_live(id, t->session, wid, d);
+
+	if (r < 0)
+		return r;
+	r = sc_session_workspace(t->session, wid, &meta, &t->upper);
+	if (r < 0)
+		return diag_fail(d, r, "workspace", "session %s: workspace %s: %s", t->session, wid,
+				 strerror(-r));
+	text = json_dumps(meta, JSON_COMPACT);
+	r = text ? ws_meta_parse(text, strlen(text), &t->m, why, sizeof(why)) : -ENOMEM;
+	if (r < 0)
+		return diag_fail(d, r, "workspace", "session %s: workspace %s: %s", t->session, wid,
+				 r == -ENOMEM ? strerror(ENOMEM) : why);
+	return 0;
+}
+
+/* id: a kept workspace, else a running session's (by its id or the
+ * session's name). */
+static int open_target(const char *state, const char *id, ws_target *t, sc_diag *d)
+{
+	sc_diag live = {0};
+	int r;
+
+	*t = (ws_target){.dir = -1, .upper = -1};
+	r = ws_open(state, id, &t->dir, &t->m, d);
+	if (r == -ENOENT || r == -EINVAL) {
+		int x = open_live(id, t, &live);
+
+		if (x >= 0)
+			return 0;
+		if (live.message[0])
+			*d = live;
+		return r;
+	}
+	if (r < 0)
+		return r;
+	t->upper = openat(t->dir, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (t->upper < 0) {
+		r = diag_fail(d, -errno, "workspace", "workspace %s: upper: %s", id,
+			      strerror(errno));
+		target_done(t);
+	}
+	return r;
+}
+
 static int cmd_diff(const char *id, int mode /* 0 list, 1 stat, 2 patch */)
 {
-	_cleanup_close_ int dir = -1, root = -1, upper = -1;
+	_cleanup_close_ int root = -1;
 	char state[PATH_MAX];
 	ws_changes ch = {0};
+	ws_target t;
 	ws_meta m = {0};
 	sc_diag d = {0};
 	size_t tadd = 0, tdel = 0;
-	int r;
+	int r, upper;
 
 	if (state_dir(state, sizeof(state)) < 0)
 		return 1;
-	r = ws_open(state, id, &dir, &m, &d);
-	if (r >= 0)
-		r = ws_open_grant_root(&m, &root, &d);
+	r = open_target(state, id, &t, &d);
+	if (r < 0)
+		return report(r, &d);
+	m = t.m;
+	upper = t.upper;
+	r = ws_open_grant_root(&m, &root, &d);
 	if (r < 0) {
-		ws_meta_done(&m);
+		target_done(&t);
 		return report(r, &d);
 	}
-	upper = openat(dir, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	r = upper < 0 ? -errno : ws_changes_compute(upper, root, &ch);
+	r = ws_changes_compute(upper, root, &ch);
 	if (r < 0) {
 		cli_error("workspace %s: cannot compare it with %s: %s", id, m.grant_path,
 			  strerror(-r));
-		ws_meta_done(&m);
+		target_done(&t);
 		return 1;
 	}
 	for (size_t i = 0; i < ch.n; i++) {
@@ -267,7 +375,7 @@ static int cmd_diff(const char *id, int mode /* 0 list, 1 stat, 2 patch */)
 		printf(" %zu change(s), %zu insertion(s)(+), %zu deletion(s)(-)\n", ch.n, tadd,
 		       tdel);
 	ws_changes_done(&ch);
-	ws_meta_done(&m);
+	target_done(&t);
 	return 0;
 }
 
@@ -350,42 +458,57 @@ static int record_apply(const char *state, const ws_meta *m, const ws_apply_resu
 	return r;
 }
 
+/* A running session's workspace was applied: from now on only host changes
+ * after t0 (the apply's end, so that what it wrote is not one) are
+ * conflicts; the session's log says so. */
+static void tell_session(const ws_target *t, const ws_apply_result *res, bool force,
+			 const struct timespec *t0, const char *log_path)
+{
+	_cleanup_json_ json_t *req = json_pack(
+	    "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:s}", "op", "workspace-applied", "workspace",
+	    t->m.id, "epoch_sec", (json_int_t)t0->tv_sec, "epoch_nsec", (json_int_t)t0->tv_nsec,
+	    "paths", (json_int_t)res->n, "conflicts", (json_int_t)res->n_conflicts, "changed",
+	    (json_int_t)res->n_changed, "forced", force, "record", log_path);
+	int r = req ? sc_session_workspace_applied(t->session, req) : -ENOMEM;
+
+	if (r < 0)
+		cli_error("session %s could not be told (its next apply may list conflicts): %s",
+			  t->session, strerror(-r));
+}
+
 static int cmd_apply(const char *id, bool force)
 {
-	_cleanup_close_ int dir = -1, upper = -1;
 	char state[PATH_MAX], log_path[PATH_MAX + 64];
 	ws_apply_result res = {0};
-	ws_meta m = {0};
+	struct timespec t0;
+	ws_target t;
 	sc_diag d = {0};
 	int r, rc = 0;
 
 	if (state_dir(state, sizeof(state)) < 0)
 		return 1;
-	r = ws_open(state, id, &dir, &m, &d);
+	r = open_target(state, id, &t, &d);
 	if (r < 0)
 		return report(r, &d);
 	/* One apply at a time: the second would see the first's writes as
 	 * conflicts, or write the same files twice. */
-	if (flock(dir, LOCK_EX | LOCK_NB) < 0) {
-		cli_error("workspace %s is being applied by another sandcap (%s)", id,
+	if (flock(t.dir >= 0 ? t.dir : t.upper, LOCK_EX | LOCK_NB) < 0) {
+		cli_error("workspace %s is being applied by another sandcap (%s)", t.m.id,
 			  strerror(errno));
-		ws_meta_done(&m);
+		target_done(&t);
 		return 1;
 	}
-	if (strcmp(m.state, "applied") == 0) {
+	if (!t.session[0] && strcmp(t.m.state, "applied") == 0) {
 		cli_error("workspace %s was applied already (discard it, or it would be "
 			  "applied twice)",
 			  id);
-		ws_meta_done(&m);
+		target_done(&t);
 		return 1;
 	}
-	upper = openat(dir, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (upper < 0) {
-		cli_error("workspace %s: upper: %s", id, strerror(errno));
-		ws_meta_done(&m);
-		return 1;
-	}
-	r = ws_apply(upper, &m, force, &res, &d);
+	r = ws_apply(t.upper, &t.m, force, &res, &d);
+	/* After every write of ours (each ctime is at or before it): the
+	 * live workspace's next epoch. */
+	clock_gettime(CLOCK_REALTIME, &t0);
 	if (r == -EBUSY) {
 		cli_error("%s", d.message);
 		for (size_t i = 0; i < res.n_conflicts; i++) {
@@ -399,25 +522,32 @@ static int cmd_apply(const char *id, bool force)
 		cli_error("%s (%zu path(s) were applied before it)", d.message, res.n);
 		rc = 1;
 	}
+	for (size_t i = 0; i < res.n_changed; i++) {
+		fprintf(stderr, "  changed during apply (apply again for its new content): ");
+		fput_path(res.changed[i], stderr);
+		fputc('\n', stderr);
+	}
 	if (r != -EBUSY) {
-		int x = record_apply(state, &m, &res, force, log_path, sizeof(log_path));
+		int x = record_apply(state, &t.m, &res, force, log_path, sizeof(log_path));
 
 		if (x < 0) {
 			cli_error("applied, but the record could not be written: %s", strerror(-x));
 			rc = 1;
 		} else {
-			fprintf(stderr, "sandcap: workspace %s: %zu path(s) applied to %s%s\n", id,
-				res.n, m.grant_path,
+			fprintf(stderr, "sandcap: workspace %s: %zu path(s) applied to %s%s\n",
+				t.m.id, res.n, t.m.grant_path,
 				res.n_conflicts ? " (over conflicts: --force)" : "");
 			fprintf(stderr, "  record: %s\n", log_path);
 		}
-		if (r >= 0) {
-			snprintf(m.state, sizeof(m.state), "applied");
-			(void)ws_meta_store(dir, &m);
+		if (t.session[0]) {
+			tell_session(&t, &res, force, &t0, x < 0 ? "" : log_path);
+		} else if (r >= 0) {
+			snprintf(t.m.state, sizeof(t.m.state), "applied");
+			(void)ws_meta_store(t.dir, &t.m);
 		}
 	}
 	ws_apply_result_done(&res);
-	ws_meta_done(&m);
+	target_done(&t);
 	return rc;
 }
 

@@ -511,8 +511,12 @@ static void emit_start(supervisor *s, int listener_fd)
 			(void)json_object_set_new(data, "not_enforced", ne = json_array());
 		(void)json_array_append_new(ne, json_string(s->ws_not_enforced));
 	}
-	if (data && ws_run_start_json(s->ws))
-		(void)json_object_set_new(data, "grant_storage", ws_run_start_json(s->ws));
+	if (data) {
+		json_t *gs = ws_run_start_json(s->ws); /* a reference of ours, or NULL */
+
+		if (gs)
+			(void)json_object_set_new(data, "grant_storage", gs);
+	}
 	if (data && s->transparent[0])
 		(void)json_object_set_new(data, "transparent", json_string(s->transparent));
 	/* How far setup got: "complete", or the step that refused the run. */
@@ -1710,6 +1714,7 @@ static void supervise(supervisor *s)
 			     .cg = s->cg,
 			     .sandbox_id = s->res->sandbox_id,
 			     .audit_path = s->res->audit_path,
+			     .ws = s->ws,
 			     .emit = session_emit,
 			     .userdata = s};
 

@@ -152,6 +152,15 @@ int sc_session_start(const sc_session_start_opts *o, sc_session_info *ret, sc_di
 		 json_string_value(json_object_get(info, "audit")) ?: "");
 	snprintf(ret->started, sizeof(ret->started), "%s",
 		 json_string_value(json_object_get(info, "started")) ?: "");
+	ret->workspaces[0] = '\0';
+	for (size_t i = 0, n = 0; i < json_array_size(json_object_get(info, "workspaces")); i++) {
+		const char *id =
+		    json_string_value(json_array_get(json_object_get(info, "workspaces"), i));
+
+		if (id && n < sizeof(ret->workspaces))
+			n += (size_t)snprintf(ret->workspaces + n, sizeof(ret->workspaces) - n,
+					      "%s%s", n ? " " : "", id);
+	}
 	json_decref(info);
 	return 0;
 }
@@ -526,4 +535,45 @@ int sc_session_list(json_t **ret)
 		(void)closedir(d);
 	*ret = a;
 	return 0;
+}
+
+int sc_session_workspace(const char *name, const char *id, json_t **ret_meta, int *ret_upper)
+{
+	json_t *req = json_pack("{s:s, s:s}", "op", "workspace", "workspace", id), *reply = NULL;
+	_cleanup_close_ int conn = -1;
+	int fd = -1;
+	size_t n = 0;
+	int r;
+
+	if (!req)
+		return -ENOMEM;
+	r = sc_session_request(name, req, &conn, &reply, &fd, 1, &n);
+	json_decref(req);
+	if (r == -EREMOTEIO)
+		r = reply_errno(reply);
+	if (r >= 0 && (n != 1 || !json_is_object(json_object_get(reply, "meta"))))
+		r = -EPROTO;
+	if (r < 0) {
+		if (n == 1)
+			(void)close(fd);
+		json_decref(reply);
+		return r;
+	}
+	*ret_meta = json_incref(json_object_get(reply, "meta"));
+	*ret_upper = fd;
+	json_decref(reply);
+	return 0;
+}
+
+int sc_session_workspace_applied(const char *name, json_t *req)
+{
+	_cleanup_close_ int conn = -1;
+	json_t *reply = NULL;
+	size_t n = 0;
+	int r = sc_session_request(name, req, &conn, &reply, NULL, 0, &n);
+
+	if (r == -EREMOTEIO)
+		r = reply_errno(reply);
+	json_decref(reply);
+	return r;
 }

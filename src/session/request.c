@@ -11,8 +11,15 @@
 #include "core/ctl.h"
 
 static const char *const op_names[_SS_OP_MAX] = {
-    [SS_OP_EXEC] = "exec", [SS_OP_SIGNAL] = "signal", [SS_OP_PUT] = "put",   [SS_OP_GET] = "get",
-    [SS_OP_LS] = "ls",	   [SS_OP_INFO] = "info",     [SS_OP_STOP] = "stop",
+    [SS_OP_EXEC] = "exec",
+    [SS_OP_SIGNAL] = "signal",
+    [SS_OP_PUT] = "put",
+    [SS_OP_GET] = "get",
+    [SS_OP_LS] = "ls",
+    [SS_OP_INFO] = "info",
+    [SS_OP_STOP] = "stop",
+    [SS_OP_WORKSPACE] = "workspace",
+    [SS_OP_APPLIED] = "workspace-applied",
 };
 
 static int bad(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -160,6 +167,53 @@ static int parse_path_op(json_t *o, ss_request *r, char *err, size_t len)
 	return 0;
 }
 
+static int u64_member(json_t *o, const char *key, int64_t max, int64_t *ret, char *err, size_t len)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
+		return bad(err, len, "\"%s\": expected an integer from 0 to %lld", key,
+			   (long long)max);
+	*ret = json_integer_value(v);
+	return 0;
+}
+
+static int parse_workspace(json_t *o, ss_request *r, char *err, size_t len)
+{
+	static const char *const keys[] = {"op", "workspace", NULL};
+	static const char *const applied_keys[] = {"op",     "workspace", "epoch_sec", "epoch_nsec",
+						   "paths",  "conflicts", "changed",   "forced",
+						   "record", NULL};
+	int64_t n[3];
+	int rc = check_keys(o, r->op == SS_OP_WORKSPACE ? keys : applied_keys, err, len);
+
+	if (rc < 0)
+		return rc;
+	r->workspace = str_member(o, "workspace", SS_MAX_WORKSPACE_ID, true, err, len, &rc);
+	if (rc < 0 || r->op == SS_OP_WORKSPACE)
+		return rc;
+	r->record = str_member(o, "record", SS_MAX_PATH, true, err, len, &rc);
+	if (rc >= 0)
+		rc = u64_member(o, "epoch_sec", INT64_MAX, &r->epoch_sec, err, len);
+	if (rc >= 0)
+		rc = u64_member(o, "epoch_nsec", 999999999, &r->epoch_nsec, err, len);
+	if (rc >= 0)
+		rc = u64_member(o, "paths", INT64_MAX, &n[0], err, len);
+	if (rc >= 0)
+		rc = u64_member(o, "conflicts", INT64_MAX, &n[1], err, len);
+	if (rc >= 0)
+		rc = u64_member(o, "changed", INT64_MAX, &n[2], err, len);
+	if (rc >= 0 && !json_is_boolean(json_object_get(o, "forced")))
+		rc = bad(err, len, "\"forced\": expected true or false");
+	if (rc < 0)
+		return rc;
+	r->paths = (uint64_t)n[0];
+	r->conflicts = (uint64_t)n[1];
+	r->changed = (uint64_t)n[2];
+	r->forced = json_is_true(json_object_get(o, "forced"));
+	return 0;
+}
+
 int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 {
 	static const char *const only_op[] = {"op", NULL};
@@ -197,10 +251,16 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	case SS_OP_STOP:
 		rc = check_keys(o, only_op, err, len);
 		break;
+	case SS_OP_WORKSPACE:
+	case SS_OP_APPLIED:
+		rc = parse_workspace(o, r, err, len);
+		break;
 	case _SS_OP_MAX:
 	case _SS_OP_INVALID:
-		rc =
-		    bad(err, len, "\"op\": expected one of exec, signal, put, get, ls, info, stop");
+		rc = bad(
+		    err, len,
+		    "\"op\": expected one of exec, signal, put, get, ls, info, stop, workspace, "
+		    "workspace-applied");
 		break;
 	}
 	if (rc < 0)

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum ss_op {
 	SS_OP_EXEC,
@@ -19,12 +20,15 @@ typedef enum ss_op {
 	SS_OP_LS,
 	SS_OP_INFO,
 	SS_OP_STOP,
+	SS_OP_WORKSPACE, /* a live cow workspace: its meta and its upper layer */
+	SS_OP_APPLIED,	 /* a client applied it: the new epoch, for the record */
 	_SS_OP_MAX,
 	_SS_OP_INVALID = -EINVAL,
 } ss_op;
 
-#define SS_MAX_ARGV 4096u
-#define SS_MAX_PATH 4096u
+#define SS_MAX_ARGV	    4096u
+#define SS_MAX_PATH	    4096u
+#define SS_MAX_WORKSPACE_ID 64u
 
 typedef struct ss_request {
 	ss_op op;
@@ -41,7 +45,13 @@ typedef struct ss_request {
 	/* put, get, ls */
 	const char *path;
 	unsigned mode;
-	json_t *root; /* owns the strings */
+	/* workspace, workspace-applied */
+	const char *workspace;
+	int64_t epoch_sec, epoch_nsec;
+	uint64_t paths, conflicts, changed;
+	bool forced;
+	const char *record; /* the apply's own log */
+	json_t *root;	    /* owns the strings */
 } ss_request;
 
 /* Checks o and fills *ret (which takes a reference on o). On error, -EINVAL

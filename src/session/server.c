@@ -34,6 +34,8 @@
 #include "core/ctl.h"
 #include "session/request.h"
 #include "session/wire.h"
+#include "workspace/grants.h"
+#include "workspace/workspace.h"
 
 /* A datagram costs about 1 KiB of buffer (its skb), so this holds the
  * answers for every command pid 1 may run at once (SESSION_MAX_CHILDREN). */
@@ -525,7 +527,55 @@ static json_t *info_json(ss_server *s)
 		      mem == UINT64_MAX ? json_null() : json_integer((json_int_t)mem), "commands",
 		      (json_int_t)s->commands, "running", (json_int_t)s->active, "state",
 		      s->stopping ? "stopping" : "running");
+	if (o)
+		(void)json_object_set_new(o, "workspaces",
+					  ws_run_ids_json(s->h.ws, s->h.sandbox_id));
 	return o;
+}
+
+/*
+ * A live cow workspace (docs/sessions.md, "Workspaces"): its meta and a
+ * new open directory of its upper layer, for the client to diff or apply
+ * it; and, once applied, its new epoch and a record in the session's log.
+ */
+static void serve_workspace(ss_server *s, ss_conn *c, const ss_request *q)
+{
+	ws_cow *w = ws_run_cow(s->h.ws, s->h.sandbox_id, q->workspace);
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *text = NULL;
+	json_t *o;
+	ws_meta m;
+
+	if (!w) {
+		send_error(c->fd, "ENOENT", "session %s has no workspace %s", s->name,
+			   q->workspace);
+		return;
+	}
+	if (q->op == SS_OP_APPLIED) {
+		struct timespec t = {.tv_sec = (time_t)q->epoch_sec,
+				     .tv_nsec = (long)q->epoch_nsec};
+
+		ws_cow_set_epoch(w, &t);
+		emit(s, "workspace.applied",
+		     json_pack("{s:s, s:I, s:I, s:I, s:b, s:o}", "workspace", q->workspace, "paths",
+			       (json_int_t)q->paths, "conflicts", (json_int_t)q->conflicts,
+			       "changed_during_apply", (json_int_t)q->changed, "forced", q->forced,
+			       "record", au_str(q->record, strlen(q->record), AU_STR_MAX_BYTES)));
+		o = json_pack("{s:b}", "ok", true);
+	} else {
+		ws_cow_meta(w, s->h.sandbox_id, s->h.audit_path, &m);
+		fd = openat(ws_cow_upper_fd(w), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		text = ws_meta_to_json(&m);
+		if (fd < 0 || !text) {
+			send_error(c->fd, "EIO", "workspace %s: %s", q->workspace,
+				   fd < 0 ? strerror(errno) : "out of memory");
+			return;
+		}
+		o = json_pack("{s:b, s:o}", "ok", true, "meta", json_loads(text, 0, NULL));
+	}
+	if (o)
+		(void)ss_send(c->fd, o, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+	json_decref(o);
 }
 
 /*
@@ -612,6 +662,11 @@ static void handle_request(ss_server *s, ss_conn *c)
 		break;
 	case SS_OP_SIGNAL:
 		send_error(c->fd, "bad_request", "\"signal\" is sent on an exec's connection");
+		conn_free(s, c);
+		break;
+	case SS_OP_WORKSPACE:
+	case SS_OP_APPLIED:
+		serve_workspace(s, c, q);
 		conn_free(s, c);
 		break;
 	case _SS_OP_MAX:
@@ -801,6 +856,21 @@ void ss_sandbox_gone(ss_server *s, bool timed_out)
 
 /* ---- the process ---- */
 
+/* "a b" -> ["a", "b"]: the kept workspaces. */
+static json_t *ids_json(const char *ids)
+{
+	json_t *a = json_array();
+
+	while (a && *ids) {
+		size_t n = strcspn(ids, " ");
+
+		if (n)
+			(void)json_array_append_new(a, json_stringn(ids, n));
+		ids += n + (ids[n] == ' ');
+	}
+	return a;
+}
+
 static json_t *summary_json(ss_server *s, int r, const sc_run_result *res, const sc_diag *d)
 {
 	json_t *o;
@@ -828,6 +898,7 @@ static json_t *summary_json(ss_server *s, int r, const sc_run_result *res, const
 		for (size_t i = 0; hits && i < n; i++)
 			(void)json_array_append_new(hits, json_string(e[i]->key));
 		(void)json_object_set_new(o, "limits_hit", hits ? hits : json_null());
+		(void)json_object_set_new(o, "workspaces", ids_json(res->workspaces));
 	}
 	return o;
 }

@@ -27,6 +27,7 @@ typedef struct ss_host {
 	pid_t pid;     /* pid 1, in the host's pid namespace */
 	cg_handle *cg; /* may be NULL */
 	const char *sandbox_id, *audit_path;
+	struct ws_run *ws; /* the cow workspaces, may be NULL */
 	int (*emit)(void *userdata, const char *event, json_t *data); /* takes data */
 	void *userdata;
 } ss_host;

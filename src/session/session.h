@@ -48,7 +48,8 @@ typedef struct sc_session_info {
 	pid_t pid; /* the session's supervisor */
 	char sandbox_id[40];
 	char audit_path[4096];
-	char started[32]; /* UTC, ISO 8601 */
+	char started[32];     /* UTC, ISO 8601 */
+	char workspaces[512]; /* its cow workspaces' ids, space-separated */
 } sc_session_info;
 
 /* Starts the supervisor (forked, detached: its own session, stdio on
@@ -118,6 +119,14 @@ typedef struct sc_dir_entry {
 int sc_session_ls(const char *name, const char *path, sc_dir_entry **ret, size_t *ret_n);
 /* Parses one "TYPE\tSIZE\tMODE\tMTIME\tNAME" record of a listing. */
 int sc_dir_entry_parse(const char *rec, size_t len, sc_dir_entry *ret);
+
+/* A live cow workspace of session name (docs/sessions.md, "Workspaces"):
+ * *ret_meta its meta.json object, *ret_upper an open directory of its upper
+ * layer (the caller's). -ENOENT when the session has no such workspace. */
+int sc_session_workspace(const char *name, const char *id, json_t **ret_meta, int *ret_upper);
+/* Tells session name that its workspace was applied: req is a
+ * {"op": "workspace-applied", ...} object (docs/sessions.md). */
+int sc_session_workspace_applied(const char *name, json_t *req);
 
 /* Stops a session; *ret_summary (may be NULL) gets its end: the log
  * sealed, its final hash, what it used. */

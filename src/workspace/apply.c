@@ -36,8 +36,11 @@ void ws_apply_result_done(ws_apply_result *r)
 		free(r->v[i].path);
 	for (size_t i = 0; i < r->n_conflicts; i++)
 		free(r->conflicts[i]);
+	for (size_t i = 0; i < r->n_changed; i++)
+		free(r->changed[i]);
 	free(r->v);
 	free(r->conflicts);
+	free(r->changed);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -100,18 +103,26 @@ static int host_changed(int root, const char *rel, const struct timespec *epoch)
 	return after_epoch(&st, epoch);
 }
 
-static int add_conflict(ws_apply_result *r, const char *path)
+static int add_path(char ***list, size_t *n, const char *path)
 {
-	char **v = realloc(r->conflicts, (r->n_conflicts + 1) * sizeof(*v));
+	char **v = realloc(*list, (*n + 1) * sizeof(*v));
 
 	if (!v)
 		return -ENOMEM;
-	r->conflicts = v;
-	v[r->n_conflicts] = strdup(path);
-	if (!v[r->n_conflicts])
+	*list = v;
+	v[*n] = strdup(path);
+	if (!v[*n])
 		return -ENOMEM;
-	r->n_conflicts++;
+	(*n)++;
 	return 0;
+}
+
+/* Whether the file at fd changed between the two stats (written, truncated,
+ * its mode changed): ctime moves with each of them. */
+static bool moved(const struct stat *a, const struct stat *b)
+{
+	return a->st_size != b->st_size || a->st_ctim.tv_sec != b->st_ctim.tv_sec ||
+	       a->st_ctim.tv_nsec != b->st_ctim.tv_nsec;
 }
 
 static int add_applied(ws_apply_result *r, const char *path, const char *op, const char *sha)
@@ -132,17 +143,18 @@ static int add_applied(ws_apply_result *r, const char *path, const char *op, con
 
 /* Copies upper's rel into the temporary tmp in parent, hashing it. */
 static int write_beside(int upper, const char *rel, int parent, const char *tmp,
-			const struct stat *owner, char sha[65])
+			const struct stat *owner, char sha[65], bool *ret_changed)
 {
 	_cleanup_close_ int in = open_upper(upper, rel, O_RDONLY | O_NONBLOCK), out = -1;
 	EVP_MD_CTX *md = NULL;
 	unsigned char dig[EVP_MAX_MD_SIZE];
 	unsigned dlen = 0;
-	struct stat st;
+	struct stat st, after;
 	char buf[65536];
 	ssize_t n;
 	int r = 0;
 
+	*ret_changed = false;
 	if (in < 0)
 		return in;
 	if (fstat(in, &st) < 0)
@@ -167,6 +179,9 @@ static int write_beside(int upper, const char *rel, int parent, const char *tmp,
 	if (r >= 0 && EVP_DigestFinal_ex(md, dig, &dlen) != 1)
 		r = -EIO;
 	EVP_MD_CTX_free(md);
+	/* A live upper layer: the agent may be writing it now. */
+	if (r >= 0 && fstat(in, &after) == 0 && moved(&st, &after))
+		*ret_changed = true;
 	if (r >= 0 &&
 	    (fchown(out, owner->st_uid, owner->st_gid) < 0 || fchmod(out, st.st_mode & 01777) < 0))
 		r = -errno;
@@ -249,7 +264,13 @@ static int apply_one(int upper, int root, const struct stat *owner, const ws_cha
 			r = put_in_place(parent, tmp, base);
 			return r < 0 ? r : add_applied(res, c->path, "link", sha);
 		}
-		r = write_beside(upper, c->path, parent, tmp, owner, sha);
+		bool changed = false;
+
+		r = write_beside(upper, c->path, parent, tmp, owner, sha, &changed);
+		if (r == -ENOENT) /* removed by the agent since the listing */
+			return add_path(&res->changed, &res->n_changed, c->path);
+		if (r >= 0 && changed)
+			r = add_path(&res->changed, &res->n_changed, c->path);
 		if (r >= 0)
 			r = put_in_place(parent, tmp, base);
 		if (r >= 0 && uf >= 0 && fs.st_nlink > 1)
@@ -361,7 +382,7 @@ int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_d
 		if (x < 0)
 			r = x;
 		else if (x)
-			r = add_conflict(&res, c->path);
+			r = add_path(&res.conflicts, &res.n_conflicts, c->path);
 	}
 	if (r >= 0 && res.n_conflicts && !force)
 		r = diag_fail(d, -EBUSY, "workspace",

@@ -52,6 +52,13 @@ int ws_cow_upper_fd(const ws_cow *c)
 	return c ? c->upper : -1;
 }
 
+void ws_cow_set_epoch(ws_cow *c, const struct timespec *epoch)
+{
+	if (epoch->tv_sec > c->epoch.tv_sec ||
+	    (epoch->tv_sec == c->epoch.tv_sec && epoch->tv_nsec > c->epoch.tv_nsec))
+		c->epoch = *epoch;
+}
+
 /* The kernel's own words about a refused fs context (fsopen(2): messages
  * are read from the context's fd), appended to buf. */
 static void fs_context_log(int fd, char *buf, size_t len)

@@ -210,3 +210,29 @@ ws_run *ws_run_free(ws_run *w)
 	free(w);
 	return NULL;
 }
+
+json_t *ws_run_ids_json(const ws_run *w, const char *sandbox_id)
+{
+	json_t *a = json_array();
+	ws_meta m;
+
+	for (size_t i = 0; a && w && i < w->n; i++)
+		if (w->cow[i]) {
+			ws_cow_meta(w->cow[i], sandbox_id, NULL, &m);
+			(void)json_array_append_new(a, json_string(m.id));
+		}
+	return a;
+}
+
+ws_cow *ws_run_cow(ws_run *w, const char *sandbox_id, const char *id)
+{
+	ws_meta m;
+
+	for (size_t i = 0; w && i < w->n; i++)
+		if (w->cow[i]) {
+			ws_cow_meta(w->cow[i], sandbox_id, NULL, &m);
+			if (strcmp(m.id, id) == 0)
+				return w->cow[i];
+		}
+	return NULL;
+}

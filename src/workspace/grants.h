@@ -34,3 +34,9 @@ json_t *ws_run_start_json(const ws_run *w);
 int ws_run_finish(ws_run *w, const char *state_dir, const char *sandbox_id, const char *audit_log,
 		  char *ids, size_t ids_len, json_t **ret_json, sc_diag *reterr_diag);
 ws_run *ws_run_free(ws_run *w); /* NULL-safe; lifts quotas still set */
+
+/* While the sandbox runs (a session): the ids of its cow workspaces, as a
+ * JSON array (empty without w), and the overlay of one of them (NULL when
+ * id is none of them). */
+json_t *ws_run_ids_json(const ws_run *w, const char *sandbox_id);
+struct ws_cow *ws_run_cow(ws_run *w, const char *sandbox_id, const char *id);

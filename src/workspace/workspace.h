@@ -50,6 +50,9 @@ int ws_cow_open(const plan_grant *g, size_t index, int lower_tree, uid_t agent_u
  * view of the changes, for a reader while the sandbox runs. */
 int ws_cow_upper_fd(const ws_cow *c);
 ws_cow *ws_cow_free(ws_cow *c); /* NULL-safe */
+/* A live apply wrote the host folder: host changes from epoch on are
+ * conflicts (an earlier epoch is ignored). */
+void ws_cow_set_epoch(ws_cow *c, const struct timespec *epoch);
 
 /* What a workspace was made from: meta.json in its directory. */
 typedef struct ws_meta {
@@ -164,6 +167,11 @@ typedef struct ws_apply_result {
 	size_t n;
 	char **conflicts; /* paths changed on the host since the start */
 	size_t n_conflicts;
+	/* Paths the agent changed while they were applied (a live workspace):
+	 * what was written may be neither version; applying again takes the
+	 * new one. A file gone meanwhile is listed and skipped. */
+	char **changed;
+	size_t n_changed;
 } ws_apply_result;
 
 void ws_apply_result_done(ws_apply_result *r);

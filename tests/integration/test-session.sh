@@ -34,7 +34,7 @@ trap stop_all EXIT
 # ---- lifecycle ----
 out=$("$S" session start --policy "$T/main.json" --name a --json 2>&1)
 expect_match "start --json names the session, its supervisor and its log" "$out" \
-	'^\{"audit":"[^"]+\.jsonl","name":"a","pid":[0-9]+,"policy":"[^"]+","sandbox":"sc-[0-9a-f]+","started":"[0-9T:Z-]+"\}$'
+	'^\{"audit":"[^"]+\.jsonl","name":"a","pid":[0-9]+,"policy":"[^"]+","sandbox":"sc-[0-9a-f]+","started":"[0-9T:Z-]+","workspaces":\[\]\}$'
 sup=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["pid"])' "$out" 2>/dev/null)
 audit=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["audit"])' "$out" 2>/dev/null)
 check "its supervisor runs in the background" kill -0 "${sup:-0}"
@@ -202,6 +202,12 @@ print(len(starts) == len(exits), len(walls), len(execs) >= len(starts), len(seve
       starts[0]["data"]["argv"][0], sorted(set(files)))' "$audit")
 expect_eq "the log: exec.start/exec.exit per command, proc.exec records, the exec_wall hit, file records" \
 	"$ev" "True 1 True 1 sh ['file.get', 'file.list', 'file.put']"
+rep=$("$S" audit report "$audit" 2>&1)
+expect_match "audit report: a session has no command of its own" "$rep" 'command   none of its own: a session, [0-9]+ commands run in it'
+expect_match "audit report: the commands it ran, with their exit statuses and durations" "$rep" \
+	'commands  [0-9]+ run, [0-9]+ ended'$'\n''    #1 [a-z].* -> exit [0-9]+, [0-9]+ ms'
+expect_match "audit report: the file transfers" "$rep" 'transfers [0-9]+ \(put, get, ls'$'\n''(    .*'$'\n'')*    put work/put\.txt: 8 bytes \(ok\)|put /work/put\.txt: 8 bytes \(ok\)'
+check "audit report --json: commands with status" grep -q '"status": [0-9]' <<<"$("$S" audit report --json "$audit")"
 out=$("$S" exec a -- true 2>&1)
 rc=$?
 expect_eq "exec in a stopped session: 125" "$rc" 125

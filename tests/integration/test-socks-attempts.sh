@@ -149,6 +149,10 @@ expect_eq "the TCP connect to a port no rule allows: net.denied direct-connect" 
 	"$(count "$T/direct.jsonl" net.denied reason=direct-connect protocol=tcp addr=1.2.3.4 port=8443)" 1
 expect_eq "... and over IPv6" \
 	"$(count "$T/direct.jsonl" net.denied reason=direct-connect protocol=tcp addr=2001:db8::1 port=80)" 1
+rep=$("$SANDCAP" audit report "$T/direct.jsonl" 2>&1)
+expect_match "audit report shows a direct attempt with its protocol" "$rep" \
+	'direct udp 1\.2\.3\.4:9999 \(udp\)'
+expect_match "... and a direct TCP connect" "$rep" 'direct tcp 1\.2\.3\.4:8443 \(direct-connect\)'
 expect_eq "the packet socket: net.denied raw-socket" \
 	"$(count "$T/direct.jsonl" net.denied reason=raw-socket protocol=packet "host=socket(AF_PACKET)")" 1
 expect_eq "the raw socket: net.denied raw-socket" \

@@ -59,6 +59,13 @@ check "each query is a net.dns record with its answer" \
 	grep -q '"event":"net.dns","data":{"answer":"198.18.[0-9.]*","name":"api.allowed.test","rcode":"NOERROR".*"type":"A"' "$T/audit-getent.jsonl"
 check "... and the refusal with its reason" \
 	grep -q '"event":"net.dns","data":{"answer":"","name":"denied.test","rcode":"NXDOMAIN","reason":"name-not-allowed"' "$T/audit-getent.jsonl"
+rep=$("$SANDCAP" audit report "$T/audit-getent.jsonl" 2>&1)
+expect_match "audit report counts the DNS queries" "$rep" 'dns +[0-9]+ queries, [1-9][0-9]* answered, [1-9][0-9]* refused'
+expect_match "... and lists them with answers and refusals" "$rep" \
+	$'api\\.allowed\\.test A -> NOERROR 198\\.18\\.[0-9.]+\n(.*\n)*    denied\\.test [A-Z]+ -> NXDOMAIN \\(name-not-allowed\\)'
+check "audit report --json has them" grep -q '"queries": [1-9]' <<<"$("$SANDCAP" audit report --json "$T/audit-getent.jsonl")"
+out=$("$SANDCAP" run --audit "$T/audit-sum.jsonl" --policy "$T/net.json" -- getent hosts denied.test 2>&1)
+expect_match "the run summary counts the DNS queries" "$out" 'dns: [0-9]+ quer(y|ies) to the stub, [0-9]+ answered, [1-9][0-9]* refused'
 
 out=$(run_net clients $NOPX sh -c "
 curl -sS --noproxy '*' http://$A/data.json

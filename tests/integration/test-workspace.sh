@@ -140,6 +140,56 @@ check "the hard links are applied as links to one file" \
 check "discard removes the workspace" test ! -e "$SANDCAP_STATE_DIR/workspaces/$id2"
 check "a discarded workspace is no longer listed" bash -c "! '$SANDCAP' workspace list | grep -q '^$id2 '"
 
+# A session's cow workspace lives for the session: diffed and applied while
+# it runs (by the session's name or the workspace id), kept when it stops.
+export SANDCAP_RUNTIME_DIR=$T/run
+L=$T/live
+mkdir -p "$L" && printf 'base\n' > "$L/f.txt" && chown -R 1234:1234 "$L"
+policy live "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$L\", \"at\": \"/w\", \"mode\": \"cow\", \"quota\": \"64M\"}]}}"
+sj=$("$SANDCAP" session start --policy "$T/live.json" --name wsl --json 2>&1)
+lid=$(sed -n 's/.*"workspaces":\["\([^"]*\)"\].*/\1/p' <<<"$sj")
+expect_match "session start --json names the session's workspace" "$lid" '^sc-[0-9a-f]{16}\.0$'
+check "session list --json names it too" grep -q "\"workspaces\":\[\"$lid\"\]" <<<"$("$SANDCAP" session list --json)"
+"$SANDCAP" exec wsl -- sh -c 'echo one > /w/new.txt; echo changed > /w/f.txt'
+d=$("$SANDCAP" workspace diff wsl 2>&1)
+expect_match "diff by session name reads the live upper layer" "$d" $'A  new\\.txt'
+expect_match "diff by workspace id too" "$("$SANDCAP" workspace diff "$lid" 2>&1)" $'M  f\\.txt'
+check "the host is untouched before apply" test ! -e "$L/new.txt"
+r=$("$SANDCAP" workspace apply wsl 2>&1)
+expect_eq "apply while the session runs writes the host" "$(cat "$L/new.txt" "$L/f.txt" 2>&1)" $'one\nchanged'
+check "the session still runs after apply" test "$("$SANDCAP" exec wsl -- cat /w/new.txt)" = one
+"$SANDCAP" exec wsl -- sh -c 'echo two > /w/new.txt'
+r=$("$SANDCAP" workspace apply wsl 2>&1)
+expect_eq "a path applied before and changed again is no conflict the next time" "$?:$(cat "$L/new.txt")" "0:two"
+echo host > "$L/f.txt"
+"$SANDCAP" exec wsl -- sh -c 'echo agent > /w/f.txt'
+r=$("$SANDCAP" workspace apply "$lid" 2>&1); rc=$?
+expect_eq "a host change since the last apply is a conflict (exit 2)" "$rc:$(cat "$L/f.txt")" "2:host"
+expect_match "the conflict is listed" "$r" "conflict: f\.txt"
+# The agent rewrites a file while it is applied: reported, never half-renamed.
+"$SANDCAP" exec wsl -- sh -c 'head -c 8388608 /dev/urandom > /w/seed; (while :; do cat /w/seed > /w/hot; done) >/dev/null 2>&1 & echo $! > /tmp/writer' </dev/null
+seen=no
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	r=$("$SANDCAP" workspace apply "$lid" --force 2>&1)
+	grep -q "changed during apply.*hot" <<<"$r" && { seen=yes; break; }
+done
+expect_eq "a file the agent changed during apply is reported" "$seen" yes
+"$SANDCAP" exec wsl -- sh -c 'kill $(cat /tmp/writer)'
+check "no temporary file is left beside it" bash -c "! ls -a '$L' | grep -q sandcap-apply"
+log=$(sed -n 's/.*"audit":"\([^"]*\)".*/\1/p' <<<"$sj")
+"$SANDCAP" exec wsl -- sh -c 'rm /w/hot /w/seed; echo late > /w/late.txt'
+out=$("$SANDCAP" session stop wsl --json 2>&1)
+expect_match "session stop names the kept workspace" "$out" "\"workspaces\":\[\"$lid\"\]"
+check "the session log records each live apply" grep -q '"event":"workspace.applied".*"paths":2' "$log"
+check "kept as a normal workspace" grep -q "^$lid " <<<"$("$SANDCAP" workspace list)"
+d=$("$SANDCAP" workspace diff "$lid" 2>&1)
+expect_match "the kept workspace lists what was not applied yet" "$d" $'A  late\\.txt'
+expect_no_match "and not what was" "$d" 'new\.txt'
+r=$("$SANDCAP" workspace apply "$lid" 2>&1)
+expect_eq "and applies it without false conflicts" "$?:$(cat "$L/late.txt")" "0:late"
+"$SANDCAP" workspace discard "$lid" >/dev/null 2>&1
+unset SANDCAP_RUNTIME_DIR
+
 # Without root a cow grant is refused before anything runs, saying why.
 if command -v setpriv >/dev/null; then
 	mkdir -p "$T/nobody" && chown 65534:65534 "$T/nobody"

@@ -105,6 +105,27 @@ static void requests(void)
 	bad("{\"op\":\"signal\",\"signal\":0}", "\"signal\": expected a signal number");
 	bad("{\"op\":\"signal\",\"signal\":9999}", "\"signal\"");
 	bad("{\"op\":\"info\",\"x\":1}", "unknown member \"x\"");
+	good("{\"op\":\"workspace\",\"workspace\":\"sc-1.0\"}", SS_OP_WORKSPACE);
+	if (parse("{\"op\":\"workspace-applied\",\"workspace\":\"sc-1.0\",\"epoch_sec\":5,"
+		  "\"epoch_nsec\":6,\"paths\":3,\"conflicts\":1,\"changed\":2,\"forced\":true,"
+		  "\"record\":\"/s/a.jsonl\"}",
+		  err, sizeof(err))) {
+		ok(q.op == SS_OP_APPLIED && strcmp(q.workspace, "sc-1.0") == 0 &&
+		       q.epoch_sec == 5 && q.epoch_nsec == 6 && q.paths == 3 && q.conflicts == 1 &&
+		       q.changed == 2 && q.forced && strcmp(q.record, "/s/a.jsonl") == 0,
+		   "workspace-applied: every member read");
+		ss_request_done(&q);
+	} else {
+		ok(false, "workspace-applied: every member read (%s)", err);
+	}
+	bad("{\"op\":\"workspace\"}", "\"workspace\": missing");
+	bad("{\"op\":\"workspace\",\"workspace\":\"a\",\"path\":\"x\"}", "unknown member \"path\"");
+	bad("{\"op\":\"workspace-applied\",\"workspace\":\"a\",\"record\":\"r\",\"epoch_sec\":1,"
+	    "\"epoch_nsec\":1000000000,\"paths\":0,\"conflicts\":0,\"changed\":0,\"forced\":false}",
+	    "\"epoch_nsec\": expected an integer from 0 to 999999999");
+	bad("{\"op\":\"workspace-applied\",\"workspace\":\"a\",\"record\":\"r\",\"epoch_sec\":1,"
+	    "\"epoch_nsec\":1,\"paths\":0,\"conflicts\":0,\"changed\":0,\"forced\":1}",
+	    "\"forced\": expected true or false");
 
 	/* argv and env above one control message: refused by the parser. */
 	n = CTL_MAX_PAYLOAD + 16;
