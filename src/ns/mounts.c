@@ -406,7 +406,8 @@ static int setup_proc(const char **what)
 	char path[128];
 
 	*what = "/proc";
-	if (mkdir(NEWROOT "/proc", 0555) < 0)
+	/* An image's root has its own /proc, empty: mounted over. */
+	if (mkdir(NEWROOT "/proc", 0555) < 0 && errno != EEXIST)
 		return -errno;
 	/* hidepid is moot: the pid namespace holds only the sandbox. */
 	if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)

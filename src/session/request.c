@@ -12,7 +12,7 @@
 
 static const char *const op_names[_SS_OP_MAX] = {
     [SS_OP_EXEC] = "exec", [SS_OP_SIGNAL] = "signal", [SS_OP_PUT] = "put",   [SS_OP_GET] = "get",
-    [SS_OP_LS] = "ls",	   [SS_OP_INFO] = "info",     [SS_OP_STOP] = "stop",
+    [SS_OP_LS] = "ls",	   [SS_OP_INFO] = "info",     [SS_OP_STOP] = "stop", [SS_OP_GO] = "go",
 };
 
 static int bad(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -67,7 +67,8 @@ static int check_keys(json_t *o, const char *const *allowed, char *err, size_t l
 
 static int parse_exec(json_t *o, ss_request *r, char *err, size_t len)
 {
-	static const char *const keys[] = {"op", "argv", "cwd", "env", "tty", "rows", "cols", NULL};
+	static const char *const keys[] = {"op",   "argv", "cwd",  "env", "tty",
+					   "hold", "rows", "cols", NULL};
 	json_t *argv = json_object_get(o, "argv"), *env = json_object_get(o, "env"), *v;
 	size_t i, total = 0;
 	int rc = check_keys(o, keys, err, len);
@@ -120,6 +121,10 @@ static int parse_exec(json_t *o, ss_request *r, char *err, size_t len)
 	if (v && !json_is_boolean(v))
 		return bad(err, len, "\"tty\": expected true or false");
 	r->tty = json_is_true(v);
+	v = json_object_get(o, "hold");
+	if (v && !json_is_boolean(v))
+		return bad(err, len, "\"hold\": expected true or false");
+	r->hold = json_is_true(v);
 	for (i = 0; i < 2; i++) {
 		const char *k = i ? "cols" : "rows";
 		json_int_t n;
@@ -195,12 +200,13 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 		break;
 	case SS_OP_INFO:
 	case SS_OP_STOP:
+	case SS_OP_GO:
 		rc = check_keys(o, only_op, err, len);
 		break;
 	case _SS_OP_MAX:
 	case _SS_OP_INVALID:
-		rc =
-		    bad(err, len, "\"op\": expected one of exec, signal, put, get, ls, info, stop");
+		rc = bad(err, len,
+			 "\"op\": expected one of exec, signal, put, get, ls, info, stop, go");
 		break;
 	}
 	if (rc < 0)

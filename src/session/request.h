@@ -19,6 +19,7 @@ typedef enum ss_op {
 	SS_OP_LS,
 	SS_OP_INFO,
 	SS_OP_STOP,
+	SS_OP_GO, /* on a held exec's connection: run it now */
 	_SS_OP_MAX,
 	_SS_OP_INVALID = -EINVAL,
 } ss_op;
@@ -35,6 +36,7 @@ typedef struct ss_request {
 	size_t n_env;
 	const char *cwd; /* "" for the workdir */
 	bool tty;
+	bool hold; /* answer with the fds now, run the command on "go" */
 	unsigned rows, cols;
 	/* signal */
 	int signal;
