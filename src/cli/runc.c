@@ -440,6 +440,27 @@ static void remove_dir(const char *dir)
 	(void)rmdir(dir);
 }
 
+/* --root and its parents (containerd's is /run/containerd/runc/NAMESPACE). */
+static int make_root(void)
+{
+	char path[4096];
+
+	if ((size_t)snprintf(path, sizeof(path), "%s", g_root) >= sizeof(path))
+		return -ENAMETOOLONG;
+	for (char *p = path + 1;; p++) {
+		bool end = *p == '\0';
+
+		if (*p != '/' && !end)
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		if (end)
+			return 0;
+		*p = '/';
+	}
+}
+
 /* create, and run without --detach waiting for the end (detach false). */
 static int do_create(const char *id, const char *bundle_arg, const char *pid_file,
 		     const char *console, bool run, bool detach)
@@ -467,7 +488,7 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 		json_decref(config);
 		return SC_EXIT_SETUP;
 	}
-	if (mkdir(g_root, 0700) < 0 && errno != EEXIST) {
+	if (make_root() < 0) {
 		oci_err("--root %s: %s", g_root, strerror(errno));
 		json_decref(config);
 		return SC_EXIT_SETUP;

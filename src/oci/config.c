@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "ns/ns.h"
 
 #define AGENT_ID 1000 /* the agent's uid and gid inside (docs/architecture.md) */
 
@@ -135,14 +136,19 @@ static int map_user(json_t *u, char *err, size_t len)
 
 	if (r < 0)
 		return r;
-	/* The agent is always uid and gid 1000 inside, with no capability. */
-	if (!json_is_integer(uid) || json_integer_value(uid) != AGENT_ID)
+	/* The process is always the agent, uid and gid 1000 inside with no
+	 * capability: 1000 is that, and 0 (an image's default user, which
+	 * would have had capabilities) becomes it (docs/oci.md). */
+	if (!json_is_integer(uid) ||
+	    (json_integer_value(uid) != AGENT_ID && json_integer_value(uid) != 0))
 		return refuse(err, len,
-			      "$.process.user.uid: must be %d, the only user sandcap runs a "
-			      "container's process as",
-			      AGENT_ID);
-	if (gid && (!json_is_integer(gid) || json_integer_value(gid) != AGENT_ID))
-		return refuse(err, len, "$.process.user.gid: must be %d", AGENT_ID);
+			      "$.process.user.uid: must be %d (or 0, which runs as %d): the only "
+			      "user sandcap runs a container's process as",
+			      AGENT_ID, AGENT_ID);
+	if (gid && (!json_is_integer(gid) ||
+		    (json_integer_value(gid) != AGENT_ID && json_integer_value(gid) != 0)))
+		return refuse(err, len, "$.process.user.gid: must be %d (or 0, which runs as %d)",
+			      AGENT_ID, AGENT_ID);
 	if (!empty(json_object_get(u, "additionalGids")))
 		return refuse(err, len, "$.process.user.additionalGids: not supported");
 	if (json_object_get(u, "umask") && (!json_is_integer(json_object_get(u, "umask")) ||
@@ -229,8 +235,8 @@ static int map_process(json_t *p, json_t *policy, json_t *limits, oci_process *p
 /* ---- mounts ---- */
 
 /* The mounts every container gets, which sandcap makes itself: its own
- * /proc (masked, partly read-only), /dev (a few nodes, its devpts, shm)
- * and no /sys at all. */
+ * /proc (masked, partly read-only), /dev (a few nodes, its devpts, shm),
+ * /tmp, /run (a tmpfs where the image has the directory) and no /sys. */
 static bool standard_mount(const char *dest, const char *type)
 {
 	static const struct {
@@ -245,6 +251,7 @@ static bool standard_mount(const char *dest, const char *type)
 	    {"/sys/fs/cgroup", "cgroup"},
 	    {"/sys/fs/cgroup", "cgroup2"},
 	    {"/tmp", "tmpfs"},
+	    {"/run", "tmpfs"},
 	};
 
 	for (size_t i = 0; i < sizeof(std) / sizeof(std[0]); i++)
@@ -465,15 +472,10 @@ static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 }
 
 /* Paths sandcap hides or makes read-only itself: those under /proc it
- * masks (core/mounts), anything under /sys (there is no /sys). */
+ * masks (ns/mounts.c), anything under /sys (there is no /sys). */
 static bool covered(const char *path, bool masked)
 {
-	static const char *const proc_masked[] = {
-	    "kcore",	"keys",	      "timer_list",  "sched_debug", "latency_stats",
-	    "kallsyms", "kpagecount", "kpageflags",  "kpagecgroup", "acpi",
-	    "scsi",	"kmsg",	      "vmallocinfo", NULL};
-	static const char *const proc_ro[] = {"sys", "sysrq-trigger", "irq", "bus", "fs", NULL};
-	const char *const *list = masked ? proc_masked : proc_ro;
+	const char *const *list = masked ? ns_proc_masked : ns_proc_readonly;
 
 	if (strcmp(path, "/sys") == 0 || strncmp(path, "/sys/", 5) == 0)
 		return true;
@@ -483,8 +485,8 @@ static bool covered(const char *path, bool masked)
 		if (strcmp(path + 6, list[i]) == 0)
 			return true;
 	/* A masked path may also be one sandcap makes read-only or hides. */
-	for (size_t i = 0; !masked && proc_masked[i]; i++)
-		if (strcmp(path + 6, proc_masked[i]) == 0)
+	for (size_t i = 0; !masked && ns_proc_masked[i]; i++)
+		if (strcmp(path + 6, ns_proc_masked[i]) == 0)
 			return true;
 	return false;
 }

@@ -177,7 +177,7 @@ refused "a namespace path" "c['linux']['namespaces'].append({'type': 'network', 
 	'\$\.linux\.namespaces\[5\]\.path: joining an existing namespace is not supported'
 refused "an unknown mount type" "c['mounts'].append({'destination': '/mnt', 'type': 'nfs', 'source': 'x:/y'})" \
 	'\$\.mounts\[4\]\.type: a nfs mount at /mnt is not supported'
-refused "another uid" "c['process']['user']['uid'] = 0" '\$\.process\.user\.uid: must be 1000'
+refused "another uid" "c['process']['user']['uid'] = 33" '\$\.process\.user\.uid: must be 1000'
 refused "hooks" "c['hooks'] = {'prestart': [{'path': '/bin/true'}]}" '\$\.hooks: hooks are not supported'
 refused "a seccomp profile" "c['linux']['seccomp'] = {'defaultAction': 'SCMP_ACT_ALLOW'}" '\$\.linux\.seccomp:'
 refused "an rlimit sandcap does not set" "c['process']['rlimits'].append({'type': 'RLIMIT_CORE', 'soft': 1, 'hard': 1})" \

@@ -186,7 +186,7 @@ static void refusals(void)
 		"$.mounts[0].options[1]: noexec is not supported on a bind");
 	refused("{\"mounts\": [{\"destination\": \"x\", \"type\": \"bind\", \"source\": \"/y\"}]}",
 		"$.mounts[0].destination: expected an absolute path");
-	refused("{\"process\": {\"user\": {\"uid\": 0, \"gid\": 0}}}",
+	refused("{\"process\": {\"user\": {\"uid\": 33, \"gid\": 33}}}",
 		"$.process.user.uid: must be 1000");
 	refused(
 	    "{\"process\": {\"user\": {\"uid\": 1000, \"gid\": 1000, \"additionalGids\": [5]}}}",
