@@ -204,4 +204,40 @@ rc delete lim
 expect_eq "linux.resources (memory, pids, cpu): honoured, the log sealed" "$(tail -c 2000 "$a" | grep -c '"event":"audit.seal"')" 1
 expect_match "the audit log's sandbox.start carries the limits" "$(head -c 20000 "$a" | grep -m1 sandbox.start)" '"memory": ?67108864'
 
+# ---- containerd, end to end: its own root, state and socket ----
+if command -v containerd >/dev/null && command -v ctr >/dev/null &&
+	command -v containerd-shim-runc-v2 >/dev/null; then
+	mkdir -p "$T/ctd"
+	cat > "$T/ctd/config.toml" <<EOF
+version = 2
+root = "$T/ctd/root"
+state = "$T/ctd/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$T/ctd/c.sock"
+EOF
+	containerd --config "$T/ctd/config.toml" > "$T/ctd/log" 2>&1 &
+	ctd=$!
+	ctr=(ctr -a "$T/ctd/c.sock")
+	for i in $(seq 100); do "${ctr[@]}" version >/dev/null 2>&1 && break; sleep 0.1; done
+	mkdir -p "$T/b/rootfs/run" "$T/b/rootfs/sys"
+	out=$(timeout 30 "${ctr[@]}" run --runc-binary "$R" --rootfs "$T/b/rootfs" ctd1 \
+		sh -c 'id -u; grep -E "^(Seccomp|NoNewPrivs|CapEff):" /proc/self/status; exit 5' 2>&1)
+	expect_eq "ctr run --runc-binary sandcap-runc: the process's exit code" "$?" 5
+	expect_eq "ctr run: the process runs as the agent" "$(printf '%s\n' "$out" | grep -x 1000)" 1000
+	expect_match "ctr run: Seccomp 2" "$out" 'Seccomp:[[:space:]]+2'
+	expect_match "ctr run: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
+	expect_match "ctr run: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
+	"${ctr[@]}" c rm ctd1 >/dev/null 2>&1
+	out=$(timeout 30 "${ctr[@]}" run --runc-binary "$R" --with-ns network:/proc/1/ns/net \
+		--rootfs "$T/b/rootfs" ctd2 true 2>&1)
+	expect_match "ctr run asking to join a namespace: refused, the field named" "$out" \
+		'linux\.namespaces\[[0-9]+\]\.path: joining an existing namespace is not supported'
+	"${ctr[@]}" c rm ctd2 >/dev/null 2>&1
+	kill "$ctd"
+	wait "$ctd" 2>/dev/null
+else
+	skip "containerd end to end" "containerd, ctr and containerd-shim-runc-v2 are not installed (apt: containerd)"
+fi
+
 finish
