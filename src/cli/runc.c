@@ -468,7 +468,7 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 	_cleanup_(sc_plan_freep) sc_plan *plan = NULL;
 	char bundle[4096], dir[4096], path[4200], digest[65], reply[2048];
 	oci_process proc;
-	json_t *config = NULL, *state;
+	json_t *config = NULL, *state, *annotations;
 	_cleanup_close_ int lock = -1;
 	int ready[2], r;
 	ssize_t n;
@@ -501,9 +501,10 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 	}
 	snprintf(c.dir, sizeof(c.dir), "%s", dir);
 	snprintf(c.id, sizeof(c.id), "%s", id);
+	annotations = json_object_get(config, "annotations");
 	state =
-	    json_pack("{s:s, s:s, s:s, s:O}", "ociVersion", OCI_VERSION, "id", id, "bundle", bundle,
-		      "annotations", json_object_get(config, "annotations") ?: json_object());
+	    json_pack("{s:s, s:s, s:s, s:o}", "ociVersion", OCI_VERSION, "id", id, "bundle", bundle,
+		      "annotations", annotations ? json_deep_copy(annotations) : json_object());
 	snprintf(path, sizeof(path), "%s/state.json", dir);
 	r = state && json_dump_file(state, path, JSON_COMPACT) == 0 ? 0 : -EIO;
 	json_decref(state);
