@@ -61,14 +61,15 @@ static const struct {
     {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0},
 };
 
-/* Hidden from the agent's /proc: kernel memory, keys, timers and the like. */
-static const char *const proc_masked[] = {
-    "kcore",	"keys",	      "timer_list",  "sched_debug", "latency_stats",
-    "kallsyms", "kpagecount", "kpageflags",  "kpagecgroup", "acpi",
-    "scsi",	"kmsg",	      "vmallocinfo",
+/* Hidden from the agent's /proc: kernel memory, keys, timers and the like
+ * (NULL-terminated: sandcap-runc checks a spec's maskedPaths against it). */
+const char *const ns_proc_masked[] = {
+    "kcore",	"keys",	      "timer_list",  "timer_stats", "sched_debug", "latency_stats",
+    "kallsyms", "kpagecount", "kpageflags",  "kpagecgroup", "acpi",	   "asound",
+    "scsi",	"kmsg",	      "vmallocinfo", NULL,
 };
 /* Made read-only in the agent's /proc. */
-static const char *const proc_readonly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
+const char *const ns_proc_readonly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs", NULL};
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -447,18 +448,34 @@ static int setup_tmp(const sc_plan *plan, const char **what)
 	return 0;
 }
 
+/* A rootfs's /run, when the image has one: a small tmpfs, as images expect
+ * (the root itself is read-only). */
+static int setup_run(const char **what)
+{
+	struct stat st;
+
+	*what = "/run";
+	if (stat(NEWROOT "/run", &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	if (mount("tmpfs", NEWROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "mode=0755,size=4m,nr_inodes=1024") < 0)
+		return -errno;
+	return 0;
+}
+
 static int setup_proc(const char **what)
 {
 	char path[128];
 
 	*what = "/proc";
-	if (mkdir(NEWROOT "/proc", 0555) < 0)
+	/* An image's root has its own /proc, empty: mounted over. */
+	if (mkdir(NEWROOT "/proc", 0555) < 0 && errno != EEXIST)
 		return -errno;
 	/* hidepid is moot: the pid namespace holds only the sandbox. */
 	if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return -errno;
-	for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
-		snprintf(path, sizeof(path), NEWROOT "/proc/%s", proc_readonly[i]);
+	for (size_t i = 0; ns_proc_readonly[i]; i++) {
+		snprintf(path, sizeof(path), NEWROOT "/proc/%s", ns_proc_readonly[i]);
 		*what = path;
 		if (access(path, F_OK) < 0)
 			continue;
@@ -468,10 +485,10 @@ static int setup_proc(const char **what)
 			  NULL) < 0)
 			return -errno;
 	}
-	for (size_t i = 0; i < ELEMENTSOF(proc_masked); i++) {
+	for (size_t i = 0; ns_proc_masked[i]; i++) {
 		struct stat st;
 
-		snprintf(path, sizeof(path), NEWROOT "/proc/%s", proc_masked[i]);
+		snprintf(path, sizeof(path), NEWROOT "/proc/%s", ns_proc_masked[i]);
 		*what = path;
 		if (lstat(path, &st) < 0)
 			continue;
@@ -569,17 +586,15 @@ static int setup_grants(const sc_plan *plan, const ns_source *src, const int *fd
 }
 
 /* The only socket from outside: the supervisor's delegation endpoint. After
- * the grants, so that no grant can cover it. A rootfs is read-only, so its
- * /run (which must exist) is covered by a small tmpfs first. */
+ * the grants, so that no grant can cover it. A rootfs is read-only: its
+ * /run (which must exist) is setup_run's tmpfs. */
 static int setup_spawn_socket(const sc_plan *plan, const char *host_sock, const char **what)
 {
 	const char *target = NEWROOT NS_SPAWN_SOCKET;
 	int r;
 
 	*what = NS_SPAWN_SOCKET;
-	if (plan->runtime == RUNTIME_ROOTFS &&
-	    mount("tmpfs", NEWROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  "mode=0755,size=16k,nr_inodes=16") < 0)
+	if (plan->runtime == RUNTIME_ROOTFS && access(NEWROOT "/run", F_OK) < 0)
 		return -errno;
 	r = make_mountpoint(target, false);
 	if (r < 0)
@@ -636,6 +651,8 @@ static int setup_root(const sc_plan *plan, const ns_source *sources, const char 
 		r = setup_proc(&what);
 	if (r >= 0)
 		r = setup_tmp(plan, &what);
+	if (r >= 0 && plan->runtime == RUNTIME_ROOTFS)
+		r = setup_run(&what);
 	if (r >= 0)
 		r = setup_grants(plan, sources, unpriv ? grant_fds : NULL, &what);
 	if (r >= 0 && spawn_sock)

@@ -130,3 +130,8 @@ int ns_transparent_sockets(const sc_plan *plan, unsigned proxy_port, int *fds, s
  * (docs/proxy.md, "Every attempt seen"). Returns the fd or -errno.
  */
 int ns_attempt_socket(void);
+
+/* The entries of the agent's /proc that are hidden, and those made
+ * read-only (names under /proc, NULL-terminated). */
+extern const char *const ns_proc_masked[];
+extern const char *const ns_proc_readonly[];

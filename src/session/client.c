@@ -233,6 +233,8 @@ int sc_session_exec(const char *name, const sc_exec_req *q, sc_exec_handle *ret)
 			(void)json_array_append_new(env, json_string(q->env[i]));
 		(void)json_object_set_new(req, "env", env);
 	}
+	if (q->hold)
+		(void)json_object_set_new(req, "hold", json_true());
 	if (q->tty && q->rows && q->cols) {
 		(void)json_object_set_new(req, "rows", json_integer(q->rows));
 		(void)json_object_set_new(req, "cols", json_integer(q->cols));
@@ -256,6 +258,15 @@ int sc_session_exec(const char *name, const sc_exec_req *q, sc_exec_handle *ret)
 		ret->stderr_fd = fds[2];
 	}
 	return 0;
+}
+
+int sc_session_exec_go(const sc_exec_handle *h)
+{
+	json_t *o = json_pack("{s:s}", "op", "go");
+	int r = o ? ss_send(h->conn, o, NULL, 0) : -ENOMEM;
+
+	json_decref(o);
+	return r;
 }
 
 int sc_session_exec_signal(const sc_exec_handle *h, int sig)

@@ -20,6 +20,7 @@ static const char *const op_names[_SS_OP_MAX] = {
     [SS_OP_STOP] = "stop",
     [SS_OP_WORKSPACE] = "workspace",
     [SS_OP_APPLIED] = "workspace-applied",
+    [SS_OP_GO] = "go",
 };
 
 static int bad(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -74,7 +75,8 @@ static int check_keys(json_t *o, const char *const *allowed, char *err, size_t l
 
 static int parse_exec(json_t *o, ss_request *r, char *err, size_t len)
 {
-	static const char *const keys[] = {"op", "argv", "cwd", "env", "tty", "rows", "cols", NULL};
+	static const char *const keys[] = {"op",   "argv", "cwd",  "env", "tty",
+					   "hold", "rows", "cols", NULL};
 	json_t *argv = json_object_get(o, "argv"), *env = json_object_get(o, "env"), *v;
 	size_t i, total = 0;
 	int rc = check_keys(o, keys, err, len);
@@ -127,6 +129,10 @@ static int parse_exec(json_t *o, ss_request *r, char *err, size_t len)
 	if (v && !json_is_boolean(v))
 		return bad(err, len, "\"tty\": expected true or false");
 	r->tty = json_is_true(v);
+	v = json_object_get(o, "hold");
+	if (v && !json_is_boolean(v))
+		return bad(err, len, "\"hold\": expected true or false");
+	r->hold = json_is_true(v);
 	for (i = 0; i < 2; i++) {
 		const char *k = i ? "cols" : "rows";
 		json_int_t n;
@@ -249,6 +255,7 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 		break;
 	case SS_OP_INFO:
 	case SS_OP_STOP:
+	case SS_OP_GO:
 		rc = check_keys(o, only_op, err, len);
 		break;
 	case SS_OP_WORKSPACE:
@@ -260,7 +267,7 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 		rc = bad(
 		    err, len,
 		    "\"op\": expected one of exec, signal, put, get, ls, info, stop, workspace, "
-		    "workspace-applied");
+		    "workspace-applied, go");
 		break;
 	}
 	if (rc < 0)

@@ -22,6 +22,7 @@ typedef enum ss_op {
 	SS_OP_STOP,
 	SS_OP_WORKSPACE, /* a live cow workspace: its meta and its upper layer */
 	SS_OP_APPLIED,	 /* a client applied it: the new epoch, for the record */
+	SS_OP_GO,	 /* on a held exec's connection: run it now */
 	_SS_OP_MAX,
 	_SS_OP_INVALID = -EINVAL,
 } ss_op;
@@ -39,6 +40,7 @@ typedef struct ss_request {
 	size_t n_env;
 	const char *cwd; /* "" for the workdir */
 	bool tty;
+	bool hold; /* answer with the fds now, run the command on "go" */
 	unsigned rows, cols;
 	/* signal */
 	int signal;

@@ -57,6 +57,12 @@ typedef struct ss_conn {
 	int done_err;
 	uint64_t bytes;
 	char *path; /* file operations, for the record */
+	/* A held exec ("hold"): its message to pid 1 and the sandbox's ends
+	 * of its fds, sent on "go". */
+	char *held;
+	ctl_hdr held_hdr;
+	int held_fds[3];
+	size_t n_held;
 } ss_conn;
 
 struct ss_server {
@@ -165,6 +171,9 @@ static void conn_free(ss_server *s, ss_conn *c)
 	(void)safe_close(c->fd);
 	(void)safe_close(c->timer);
 	free(c->path);
+	free(c->held);
+	for (size_t i = 0; i < c->n_held; i++)
+		(void)safe_close(c->held_fds[i]);
 	free(c);
 	s->n_conns--;
 }
@@ -404,6 +413,19 @@ static char *exec_payload(const ss_request *q, size_t *ret_len)
 	return buf;
 }
 
+/* limits.exec_wall, from the moment pid 1 is asked to run it. */
+static void exec_clock(ss_server *s, ss_conn *c)
+{
+	c->t0 = now_ns();
+	if (s->o->plan->exec_wall_ns == PLAN_UNLIMITED)
+		return;
+	c->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (c->timer >= 0) {
+		arm(c->timer, s->o->plan->exec_wall_ns);
+		(void)ep_add(s, c->timer);
+	}
+}
+
 static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 {
 	_cleanup_free_ char *payload = NULL;
@@ -450,11 +472,18 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 		       au_argv(q->argv, q->n_argv), "cwd",
 		       au_str(q->cwd, strlen(q->cwd), AU_STR_MAX_BYTES), "tty", q->tty, "env",
 		       env_names ? env_names : json_null()));
-	r = ctl_send(s->h.ctl, &h, payload, in_fds, n);
-	close_all(in_fds, 3);
-	if (r < 0) {
-		close_all(out_fds, 3);
-		return r;
+	if (q->hold) {
+		c->held = TAKE_PTR(payload);
+		c->held_hdr = h;
+		memcpy(c->held_fds, in_fds, sizeof(in_fds));
+		c->n_held = n;
+	} else {
+		r = ctl_send(s->h.ctl, &h, payload, in_fds, n);
+		close_all(in_fds, 3);
+		if (r < 0) {
+			close_all(out_fds, 3);
+			return r;
+		}
 	}
 	o = json_pack("{s:b, s:I}", "ok", 1, "id", (json_int_t)c->id);
 	r = o ? ss_send(c->fd, o, out_fds, n) : -ENOMEM;
@@ -462,16 +491,28 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 	close_all(out_fds, 3);
 	c->state = C_EXEC;
 	s->commands++;
-	if (s->o->plan->exec_wall_ns != PLAN_UNLIMITED) {
-		c->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (c->timer >= 0) {
-			arm(c->timer, s->o->plan->exec_wall_ns);
-			(void)ep_add(s, c->timer);
-		}
-	}
+	if (!q->hold)
+		exec_clock(s, c);
 	if (r < 0) /* the client went away: so does the command */
 		(void)ctl_signal(s, c->id, SIGKILL);
 	return 0;
+}
+
+/* A held command runs now: pid 1 gets what start_exec kept. */
+static int release_exec(ss_server *s, ss_conn *c)
+{
+	int r;
+
+	if (!c->held)
+		return -EALREADY;
+	r = ctl_send(s->h.ctl, &c->held_hdr, c->held, c->held_fds, c->n_held);
+	close_all(c->held_fds, c->n_held);
+	c->n_held = 0;
+	free(c->held);
+	c->held = NULL;
+	if (r >= 0)
+		exec_clock(s, c);
+	return r;
 }
 
 static int start_file(ss_server *s, ss_conn *c, const ss_request *q)
@@ -661,7 +702,9 @@ static void handle_request(ss_server *s, ss_conn *c)
 		end_session(s);
 		break;
 	case SS_OP_SIGNAL:
-		send_error(c->fd, "bad_request", "\"signal\" is sent on an exec's connection");
+	case SS_OP_GO:
+		send_error(c->fd, "bad_request", "\"%s\" is sent on an exec's connection",
+			   q->op == SS_OP_GO ? "go" : "signal");
 		conn_free(s, c);
 		break;
 	case SS_OP_WORKSPACE:
@@ -687,15 +730,29 @@ static void handle_running(ss_server *s, ss_conn *c)
 
 	if (r == 0)
 		return;
+	if ((r == -EPIPE || r == -ENOMEM) && c->held) {
+		/* It never ran: nothing to wait for. */
+		s->active--;
+		conn_free(s, c);
+		idle_rearm(s);
+		return;
+	}
 	if (r == -EPIPE || r == -ENOMEM) {
 		ep_del(s, c->fd);
 		c->fd = safe_close(c->fd);
 		(void)ctl_signal(s, c->id, SIGKILL);
 		return;
 	}
-	if (r > 0 && q->op == SS_OP_SIGNAL)
-		(void)ctl_signal(s, c->id, q->signal);
-	else
+	if (r > 0 && q->op == SS_OP_GO && c->state == C_EXEC) {
+		r = release_exec(s, c);
+		if (r == -EALREADY)
+			send_error(c->fd, "bad_request", "the command runs already");
+		else if (r < 0)
+			send_error(c->fd, "EPIPE", "cannot start the command: %s", strerror(-r));
+	} else if (r > 0 && q->op == SS_OP_SIGNAL) {
+		if (!c->held) /* a held command does not run yet */
+			(void)ctl_signal(s, c->id, q->signal);
+	} else
 		send_error(c->fd, "bad_request", "only {\"op\": \"signal\"} while it runs");
 	if (r > 0)
 		ss_request_done(q);

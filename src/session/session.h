@@ -71,6 +71,7 @@ typedef struct sc_exec_req {
 	const char *cwd;	   /* NULL: the policy's workdir */
 	char *const *env;	   /* "KEY=VALUE", NULL-terminated, may be NULL */
 	bool tty;		   /* a pty (allocated by the supervisor) instead of pipes */
+	bool hold;		   /* the fds now, the command only on sc_session_exec_go() */
 	unsigned short rows, cols; /* its first size, with tty */
 } sc_exec_req;
 
@@ -85,6 +86,8 @@ typedef struct sc_exec_handle {
 /* Starts a command; the fds are the caller's to close. Closing conn
  * before the result kills the command. */
 int sc_session_exec(const char *name, const sc_exec_req *req, sc_exec_handle *ret);
+/* Runs a command started with hold. */
+int sc_session_exec_go(const sc_exec_handle *h);
 /* Sends sig to the command's process group. */
 int sc_session_exec_signal(const sc_exec_handle *h, int sig);
 

@@ -58,6 +58,15 @@ static void requests(void)
 	char err[256], *big;
 	size_t n;
 
+	good("{\"op\": \"exec\", \"argv\": [\"sh\"], \"hold\": true}", SS_OP_EXEC);
+	ok(parse("{\"op\": \"exec\", \"argv\": [\"sh\"], \"hold\": true}", err, sizeof(err)) &&
+	       q.hold,
+	   "hold: the exec is held");
+	ss_request_done(&q);
+	bad("{\"op\": \"exec\", \"argv\": [\"sh\"], \"hold\": 1}",
+	    "\"hold\": expected true or false");
+	good("{\"op\": \"go\"}", SS_OP_GO);
+	bad("{\"op\": \"go\", \"now\": true}", "unknown member");
 	good("{\"op\":\"exec\",\"argv\":[\"sh\",\"-c\",\"true\"]}", SS_OP_EXEC);
 	if (parse("{\"op\":\"exec\",\"argv\":[\"a\",\"b\"],\"cwd\":\"/w\",\"env\":[\"K=v=w\"],"
 		  "\"tty\":true,\"rows\":24,\"cols\":80}",

@@ -1,0 +1,897 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sandcap-runc: an OCI runtime (runtime-spec 1.x) with runc's command
+ * line (docs/oci.md). A container is a session (docs/sessions.md) whose
+ * command is config.json's process, held from create until start, and a
+ * container supervisor of its own (the pid in --pid-file and state) that
+ * holds that command's connection, relays its stdio, answers start and
+ * kill on ROOT/ID/oci.sock and exits with the process's status.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/exit-status.h"
+#include "base/fdpass.h"
+#include "base/io.h"
+#include "base/sha256.h"
+#include "oci/config.h"
+#include "policy/plan.h"
+#include "session/session.h"
+
+#define DEFAULT_ROOT "/run/sandcap-runc"
+#define ANNOT_AUDIT  "org.sandcap.audit"
+
+static const char *g_root = DEFAULT_ROOT, *g_log, *g_log_format = "text";
+
+static void oci_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* To standard error, and to --log (one JSON object a line with --log-format
+ * json, as containerd reads it). */
+static void oci_err(const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "sandcap-runc: %s\n", msg);
+	if (g_log) {
+		FILE *f = fopen(g_log, "ae");
+		char ts[40];
+		time_t t = time(NULL);
+
+		if (!f)
+			return;
+		strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+		if (strcmp(g_log_format, "json") == 0) {
+			json_t *o =
+			    json_pack("{s:s, s:s, s:s}", "level", "error", "msg", msg, "time", ts);
+			char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+			if (s)
+				fprintf(f, "%s\n", s);
+			free(s);
+			json_decref(o);
+		} else {
+			fprintf(f, "time=\"%s\" level=error msg=\"%s\"\n", ts, msg);
+		}
+		fclose(f);
+	}
+}
+
+/* ---- the state directory: ROOT/ID ---- */
+
+static int cdir(const char *id, char *buf, size_t len)
+{
+	if (!sc_session_name_valid(id)) {
+		oci_err("%s: a container id is 1 to %d of A-Z a-z 0-9 . _ -, not starting with . "
+			"or -",
+			id, SC_SESSION_NAME_MAX);
+		return -EINVAL;
+	}
+	return (size_t)snprintf(buf, len, "%s/%s", g_root, id) < len ? 0 : -ENAMETOOLONG;
+}
+
+static int write_file(const char *dir, const char *name, const char *text)
+{
+	char path[4200], tmp[4220];
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = io_write_all(fd, text, strlen(text));
+	if (r < 0)
+		return r;
+	return rename(tmp, path) < 0 ? -errno : 0;
+}
+
+static json_t *read_json(const char *path)
+{
+	return json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+}
+
+/* "created", "running" or "stopped" (and the exit code), from the
+ * supervisor's status file and whether it still holds its lock. */
+static const char *container_status(const char *dir, int *ret_code)
+{
+	static char buf[64];
+	char path[4200];
+	_cleanup_close_ int fd = -1, lk = -1;
+	ssize_t n;
+
+	*ret_code = -1;
+	snprintf(path, sizeof(path), "%s/status", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	buf[n > 0 ? n : 0] = '\0';
+	if (strncmp(buf, "stopped", 7) == 0) {
+		*ret_code = atoi(buf + 7);
+		return "stopped";
+	}
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	lk = open(path, O_RDONLY | O_CLOEXEC);
+	if (lk < 0 || flock(lk, LOCK_SH | LOCK_NB) == 0)
+		return "stopped"; /* its supervisor died */
+	return strncmp(buf, "running", 7) == 0 ? "running" : "created";
+}
+
+/* ---- the container supervisor ---- */
+
+typedef struct csup {
+	char dir[4096], id[SC_SESSION_NAME_MAX + 1];
+	sc_exec_handle h;
+	bool started;
+	int listen_fd;
+	int in_fd; /* our stdin, relayed to the process's, or -1 */
+} csup;
+
+static int send_console(const char *sock_path, int master)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	_cleanup_close_ int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct iovec iov = {.iov_base = (void *)"/dev/ptmx", .iov_len = 9};
+
+	if (s < 0)
+		return -errno;
+	if (strlen(sock_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, sock_path);
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	return fdpass_send(s, &iov, 1, &master, 1) < 0 ? -EIO : 0;
+}
+
+static int listen_ctl(const char *dir, int *ret)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/oci.sock", dir) >=
+	    sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sa.sun_path, 0600) < 0 ||
+	    listen(fd, 16) < 0)
+		return -errno;
+	*ret = TAKE_FD(fd);
+	return 0;
+}
+
+/* One request a connection: "start", "kill SIG" or "killall SIG". */
+static void serve_ctl(csup *c)
+{
+	_cleanup_close_ int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	char buf[64], reply[128] = "ok";
+	ssize_t n;
+	int sig;
+
+	if (fd < 0)
+		return;
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	if (strcmp(buf, "start") == 0) {
+		if (c->started)
+			snprintf(reply, sizeof(reply), "container %s is running already", c->id);
+		else if (sc_session_exec_go(&c->h) < 0)
+			snprintf(reply, sizeof(reply), "container %s: its sandbox is gone", c->id);
+		else {
+			c->started = true;
+			(void)write_file(c->dir, "status", "running");
+		}
+	} else if (sscanf(buf, "kill %d", &sig) == 1 || sscanf(buf, "killall %d", &sig) == 1) {
+		/* Before start, and for --all SIGKILL: the whole sandbox goes. */
+		if (!c->started || (buf[4] == 'a' && sig == SIGKILL))
+			(void)sc_session_stop(c->id, NULL);
+		else if (sc_session_exec_signal(&c->h, sig) < 0)
+			snprintf(reply, sizeof(reply), "container %s is not running", c->id);
+	} else {
+		snprintf(reply, sizeof(reply), "unknown request");
+	}
+	(void)send(fd, reply, strlen(reply), MSG_NOSIGNAL);
+}
+
+/* Copies what is there from one fd to another; false at end of file. */
+static bool relay(int from, int to)
+{
+	char buf[65536];
+	ssize_t n = read(from, buf, sizeof(buf));
+
+	if (n < 0 && errno == EINTR)
+		return true;
+	if (n <= 0)
+		return false;
+	(void)io_write_all(to, buf, (size_t)n);
+	return true;
+}
+
+/* Until the process ends: start and kill requests, its stdio. */
+static int supervise(csup *c)
+{
+	sc_exec_result res = {0};
+	int r;
+
+	for (;;) {
+		struct pollfd p[5] = {{c->listen_fd, POLLIN, 0},
+				      {c->h.conn, POLLIN, 0},
+				      {c->h.stdout_fd, POLLIN, 0},
+				      {c->h.stderr_fd, POLLIN, 0},
+				      {c->started ? c->in_fd : -1, POLLIN, 0}};
+
+		if (poll(p, 5, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[0].revents)
+			serve_ctl(c);
+		if (p[2].revents && !relay(c->h.stdout_fd, STDOUT_FILENO))
+			c->h.stdout_fd = safe_close(c->h.stdout_fd);
+		if (p[3].revents && !relay(c->h.stderr_fd, STDERR_FILENO))
+			c->h.stderr_fd = safe_close(c->h.stderr_fd);
+		if (p[4].revents && !relay(c->in_fd, c->h.stdin_fd)) {
+			c->in_fd = -1;
+			c->h.stdin_fd = safe_close(c->h.stdin_fd);
+		}
+		if (p[1].revents)
+			break;
+	}
+	r = sc_session_exec_wait(&c->h, &res);
+	json_decref(res.limits_hit);
+	/* The rest of its output, then the sandbox goes. */
+	while (c->h.stdout_fd >= 0 && relay(c->h.stdout_fd, STDOUT_FILENO))
+		;
+	while (c->h.stderr_fd >= 0 && relay(c->h.stderr_fd, STDERR_FILENO))
+		;
+	return r < 0 ? SC_EXIT_SETUP : res.exit_code;
+}
+
+static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_process *proc,
+					const char *console, const char *digest, int ready)
+{
+	sc_session_start_opts so = {
+	    .plan = plan, .name = c->id, .policy_source = "config.json", .policy_digest = digest};
+	_cleanup_free_ char **argv = calloc(json_array_size(proc->args) + 1, sizeof(char *));
+	_cleanup_free_ char **env = calloc(json_array_size(proc->env) + 1, sizeof(char *));
+	sc_exec_req q = {.argv = argv,
+			 .env = env,
+			 .cwd = strcmp(proc->cwd, "/") == 0 ? "/" : NULL,
+			 .tty = proc->terminal,
+			 .hold = true,
+			 .rows = (unsigned short)proc->rows,
+			 .cols = (unsigned short)proc->cols};
+	sc_session_info info;
+	sc_diag d = {0};
+	json_t *v;
+	char code[32];
+	size_t i;
+	int r;
+
+	(void)setsid();
+	if (!argv || !env)
+		_exit(SC_EXIT_SETUP);
+	json_array_foreach(proc->args, i, v) argv[i] = (char *)json_string_value(v);
+	json_array_foreach(proc->env, i, v) env[i] = (char *)json_string_value(v);
+	r = sc_session_start(&so, &info, &d);
+	if (r < 0) {
+		dprintf(ready, "%s%s%s", d.path, d.path[0] ? ": " : "",
+			d.message[0] ? d.message : strerror(-r));
+		_exit(SC_EXIT_SETUP);
+	}
+	r = sc_session_exec(c->id, &q, &c->h);
+	if (r == 0 && proc->terminal) {
+		r = console ? send_console(console, c->h.pty_fd) : -EINVAL;
+		c->h.pty_fd = safe_close(c->h.pty_fd);
+	}
+	if (r < 0) {
+		dprintf(ready, "cannot prepare the process: %s",
+			r == -EINVAL ? "process.terminal needs --console-socket" : strerror(-r));
+		(void)sc_session_stop(c->id, NULL);
+		_exit(SC_EXIT_SETUP);
+	}
+	{
+		char path[4200];
+		json_t *state;
+
+		snprintf(path, sizeof(path), "%s/state.json", c->dir);
+		state = read_json(path);
+		(void)json_object_set_new(state, "pid", json_integer(getpid()));
+		(void)json_object_set_new(json_object_get(state, "annotations"), ANNOT_AUDIT,
+					  json_string(info.audit_path));
+		if (json_dump_file(state, path, JSON_COMPACT) < 0)
+			r = -EIO;
+		json_decref(state);
+	}
+	if (r >= 0)
+		r = write_file(c->dir, "status", "created");
+	if (r < 0) {
+		dprintf(ready, "%s: cannot write the state: %s", c->dir, strerror(-r));
+		(void)sc_session_stop(c->id, NULL);
+		_exit(SC_EXIT_SETUP);
+	}
+	(void)io_write_all(ready, "ok", 2);
+	(void)close(ready);
+	r = supervise(c);
+	snprintf(code, sizeof(code), "stopped %d", r);
+	(void)write_file(c->dir, "status", code);
+	(void)sc_session_stop(c->id, NULL);
+	_exit(r);
+}
+
+/* ---- commands ---- */
+
+static int runc_start(const char *id);
+
+static int load_config(const char *bundle, const char *id, sc_plan **ret_plan, json_t **ret_config,
+		       oci_process *proc, char digest[65])
+{
+	char path[4200], err[1024];
+	_cleanup_free_ char *buf = NULL, *text = NULL;
+	size_t len = 0;
+	json_error_t jerr;
+	json_t *config, *policy = NULL, *extra = NULL;
+	const char *annot;
+	sc_diag d = {0};
+	int r;
+
+	snprintf(path, sizeof(path), "%s/config.json", bundle);
+	r = io_read_file_at(AT_FDCWD, path, OCI_MAX_CONFIG, &buf, &len);
+	if (r < 0) {
+		oci_err("%s: %s", path, strerror(-r));
+		return r;
+	}
+	config = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!json_is_object(config)) {
+		oci_err("%s:%d:%d: %s", path, jerr.line, jerr.column,
+			config ? "expected an object" : jerr.text);
+		json_decref(config);
+		return -EINVAL;
+	}
+	annot = json_string_value(
+	    json_object_get(json_object_get(config, "annotations"), OCI_ANNOTATION_POLICY));
+	if (annot) {
+		/* Inline JSON, or the path of a policy file. */
+		extra = annot[0] == '{' ? json_loads(annot, JSON_REJECT_DUPLICATES, &jerr)
+					: json_load_file(annot, JSON_REJECT_DUPLICATES, &jerr);
+		if (!json_is_object(extra)) {
+			oci_err("%s: $.annotations[\"%s\"]: %s", path, OCI_ANNOTATION_POLICY,
+				extra ? "expected a policy object" : jerr.text);
+			json_decref(extra);
+			json_decref(config);
+			return -EINVAL;
+		}
+	}
+	r = oci_config_policy(config, bundle, id, extra, true, &policy, proc, err, sizeof(err));
+	json_decref(extra);
+	if (r < 0) {
+		oci_err("%s: %s", path, r == -EINVAL ? err : strerror(-r));
+		json_decref(config);
+		return r;
+	}
+	text = json_dumps(policy, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	json_decref(policy);
+	if (!text) {
+		json_decref(config);
+		return -ENOMEM;
+	}
+	{
+		uint8_t md[SHA256_BYTES];
+
+		sha256_parts(text, strlen(text), "", 0, "", 0, md);
+		for (unsigned i = 0; i < SHA256_BYTES; i++)
+			snprintf(digest + 2 * i, 3, "%02x", md[i]);
+	}
+	r = sc_plan_parse(text, strlen(text), ret_plan, &d);
+	if (r < 0) {
+		oci_err("%s: as a sandcap policy: %s%s%s", path, d.path, d.path[0] ? ": " : "",
+			d.message);
+		json_decref(config);
+		return r;
+	}
+	*ret_config = config;
+	return 0;
+}
+
+static int write_pid_file(const char *path, pid_t pid)
+{
+	char tmp[4200], text[32];
+	_cleanup_close_ int fd = -1;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	snprintf(text, sizeof(text), "%d", (int)pid);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || io_write_all(fd, text, strlen(text)) < 0 || rename(tmp, path) < 0)
+		return -errno;
+	return 0;
+}
+
+static void remove_dir(const char *dir)
+{
+	static const char *const files[] = {"state.json", "status",	    "lock",
+					    "oci.sock",	  "state.json.tmp", "status.tmp"};
+	char path[4200];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		(void)unlink(path);
+	}
+	(void)rmdir(dir);
+}
+
+/* --root and its parents (containerd's is /run/containerd/runc/NAMESPACE). */
+static int make_root(void)
+{
+	char path[4096];
+
+	if ((size_t)snprintf(path, sizeof(path), "%s", g_root) >= sizeof(path))
+		return -ENAMETOOLONG;
+	for (char *p = path + 1;; p++) {
+		bool end = *p == '\0';
+
+		if (*p != '/' && !end)
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		if (end)
+			return 0;
+		*p = '/';
+	}
+}
+
+/* create, and run without --detach waiting for the end (detach false). */
+static int do_create(const char *id, const char *bundle_arg, const char *pid_file,
+		     const char *console, bool run, bool detach)
+{
+	_cleanup_(sc_plan_freep) sc_plan *plan = NULL;
+	char bundle[4096], dir[4096], path[4200], digest[65], reply[2048];
+	oci_process proc;
+	json_t *config = NULL, *state, *annotations;
+	_cleanup_close_ int lock = -1;
+	int ready[2], r;
+	ssize_t n;
+	pid_t pid;
+	csup c = {.listen_fd = -1, .in_fd = STDIN_FILENO};
+
+	if (!realpath(bundle_arg, bundle)) {
+		oci_err("--bundle %s: %s", bundle_arg, strerror(errno));
+		return SC_EXIT_SETUP;
+	}
+	if (cdir(id, dir, sizeof(dir)) < 0)
+		return SC_EXIT_SETUP;
+	if (load_config(bundle, id, &plan, &config, &proc, digest) < 0)
+		return SC_EXIT_SETUP;
+	if (proc.terminal && !console && !run) {
+		oci_err("process.terminal is true: create needs --console-socket");
+		json_decref(config);
+		return SC_EXIT_SETUP;
+	}
+	if (make_root() < 0) {
+		oci_err("--root %s: %s", g_root, strerror(errno));
+		json_decref(config);
+		return SC_EXIT_SETUP;
+	}
+	if (mkdir(dir, 0700) < 0) {
+		oci_err(errno == EEXIST ? "container %s exists already" : "%s: %s", id,
+			strerror(errno));
+		json_decref(config);
+		return SC_EXIT_SETUP;
+	}
+	snprintf(c.dir, sizeof(c.dir), "%s", dir);
+	snprintf(c.id, sizeof(c.id), "%s", id);
+	annotations = json_object_get(config, "annotations");
+	state =
+	    json_pack("{s:s, s:s, s:s, s:o}", "ociVersion", OCI_VERSION, "id", id, "bundle", bundle,
+		      "annotations", annotations ? json_deep_copy(annotations) : json_object());
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	r = state && json_dump_file(state, path, JSON_COMPACT) == 0 ? 0 : -EIO;
+	json_decref(state);
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (r < 0 || lock < 0 || flock(lock, LOCK_EX) < 0 || listen_ctl(dir, &c.listen_fd) < 0 ||
+	    pipe2(ready, O_CLOEXEC) < 0) {
+		oci_err("%s: cannot create the container's state: %s", dir, strerror(errno));
+		remove_dir(dir);
+		json_decref(config);
+		return SC_EXIT_SETUP;
+	}
+	if (proc.terminal) /* the pty is the process's stdio, not ours */
+		c.in_fd = -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		(void)close(ready[0]);
+		/* Not a child of create (containerd's shim, a subreaper, adopts
+		 * it); run waits for its own. */
+		if (run && !detach)
+			become_supervisor(&c, plan, &proc, console, digest, ready[1]);
+		if (fork() == 0)
+			become_supervisor(&c, plan, &proc, console, digest, ready[1]);
+		_exit(0);
+	}
+	(void)close(ready[1]);
+	c.listen_fd = safe_close(c.listen_fd);
+	if (pid < 0 || !(run && !detach))
+		while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	n = read(ready[0], reply, sizeof(reply) - 1);
+	(void)close(ready[0]);
+	reply[n > 0 ? n : 0] = '\0';
+	json_decref(config);
+	if (strcmp(reply, "ok") != 0) {
+		oci_err("cannot create container %s: %s", id,
+			reply[0] ? reply : "its supervisor ended");
+		remove_dir(dir);
+		return SC_EXIT_SETUP;
+	}
+	state = NULL;
+	if (pid_file) {
+		snprintf(path, sizeof(path), "%s/state.json", dir);
+		state = read_json(path);
+		r = write_pid_file(pid_file,
+				   (pid_t)json_integer_value(json_object_get(state, "pid")));
+		json_decref(state);
+		if (r < 0) {
+			oci_err("--pid-file %s: %s", pid_file, strerror(-r));
+			return SC_EXIT_SETUP;
+		}
+	}
+	if (!run)
+		return 0;
+	{
+		int status;
+
+		r = runc_start(id);
+		if (r != 0 || detach)
+			return r;
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		remove_dir(dir);
+		return WIFEXITED(status) ? WEXITSTATUS(status) : SC_EXIT_SETUP;
+	}
+}
+
+static int ctl_request(const char *id, const char *req)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	char dir[4096], reply[256];
+	ssize_t n;
+
+	if (cdir(id, dir, sizeof(dir)) < 0)
+		return SC_EXIT_SETUP;
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/oci.sock", dir) >=
+	    sizeof(sa.sun_path)) {
+		oci_err("--root %s: too long for a socket path", g_root);
+		return SC_EXIT_SETUP;
+	}
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		oci_err("container %s %s", id,
+			access(dir, F_OK) < 0 ? "does not exist" : "is not running");
+		return 1;
+	}
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0 ||
+	    (n = recv(fd, reply, sizeof(reply) - 1, 0)) <= 0) {
+		oci_err("container %s: its supervisor did not answer", id);
+		return 1;
+	}
+	reply[n] = '\0';
+	if (strcmp(reply, "ok") != 0) {
+		oci_err("%s", reply);
+		return 1;
+	}
+	return 0;
+}
+
+static int runc_start(const char *id)
+{
+	char dir[4096];
+	int code;
+
+	if (cdir(id, dir, sizeof(dir)) < 0)
+		return SC_EXIT_SETUP;
+	if (strcmp(container_status(dir, &code), "created") != 0) {
+		oci_err("container %s is not in the created state", id);
+		return 1;
+	}
+	return ctl_request(id, "start");
+}
+
+static int do_state(const char *id)
+{
+	char dir[4096], path[4200];
+	json_t *st;
+	const char *status;
+	char *out;
+	int code;
+
+	if (cdir(id, dir, sizeof(dir)) < 0)
+		return SC_EXIT_SETUP;
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	st = read_json(path);
+	if (!st) {
+		oci_err("container %s does not exist", id);
+		return 1;
+	}
+	status = container_status(dir, &code);
+	(void)json_object_set_new(st, "status", json_string(status));
+	if (strcmp(status, "stopped") == 0)
+		(void)json_object_set_new(st, "pid", json_integer(0));
+	out = json_dumps(st, JSON_INDENT(2) | JSON_SORT_KEYS);
+	json_decref(st);
+	if (!out)
+		return 1;
+	puts(out);
+	free(out);
+	return 0;
+}
+
+static int parse_signal(const char *s)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = {{"HUP", SIGHUP},	  {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
+		     {"USR1", SIGUSR1},	  {"USR2", SIGUSR2}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},
+		     {"TERM", SIGTERM},	  {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},
+		     {"WINCH", SIGWINCH}, {"ABRT", SIGABRT}};
+	char *end;
+	long n = strtol(s, &end, 10);
+
+	if (*s && !*end)
+		return n >= 1 && n < NSIG ? (int)n : -EINVAL;
+	if (strncasecmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcasecmp(s, names[i].name) == 0)
+			return names[i].sig;
+	return -EINVAL;
+}
+
+static int do_kill(const char *id, const char *sigs, bool all)
+{
+	char req[32], dir[4096];
+	int sig = parse_signal(sigs ? sigs : "TERM"), code;
+
+	if (sig < 0) {
+		oci_err("%s: not a signal (a name such as TERM or SIGKILL, or a number)", sigs);
+		return 1;
+	}
+	if (cdir(id, dir, sizeof(dir)) < 0)
+		return SC_EXIT_SETUP;
+	if (access(dir, F_OK) == 0 && strcmp(container_status(dir, &code), "stopped") == 0) {
+		oci_err("container %s is not running", id);
+		return 1;
+	}
+	snprintf(req, sizeof(req), "%s %d", all ? "killall" : "kill", sig);
+	return ctl_request(id, req);
+}
+
+static int do_delete(const char *id, bool force)
+{
+	char dir[4096], path[4200];
+	const char *status;
+	_cleanup_close_ int lk = -1;
+	int code;
+
+	if (cdir(id, dir, sizeof(dir)) < 0)
+		return SC_EXIT_SETUP;
+	if (access(dir, F_OK) < 0) {
+		if (force)
+			return 0;
+		oci_err("container %s does not exist", id);
+		return 1;
+	}
+	status = container_status(dir, &code);
+	if (strcmp(status, "running") == 0 && !force) {
+		oci_err("container %s is running: kill it first, or delete --force", id);
+		return 1;
+	}
+	if (strcmp(status, "stopped") != 0)
+		(void)ctl_request(id, "killall 9");
+	/* Its supervisor's end: the lock is free once it has gone. */
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	lk = open(path, O_RDONLY | O_CLOEXEC);
+	if (lk >= 0)
+		(void)flock(lk, LOCK_EX);
+	remove_dir(dir);
+	return 0;
+}
+
+static int do_spec(const char *bundle)
+{
+	char path[4200];
+	json_t *spec = oci_default_spec();
+	int r;
+
+	snprintf(path, sizeof(path), "%s/config.json", bundle ? bundle : ".");
+	if (access(path, F_OK) == 0) {
+		oci_err("%s exists already", path);
+		json_decref(spec);
+		return 1;
+	}
+	r = spec ? json_dump_file(spec, path, JSON_INDENT(2)) : -1;
+	json_decref(spec);
+	if (r < 0) {
+		oci_err("%s: cannot write it", path);
+		return 1;
+	}
+	return 0;
+}
+
+static int do_features(void)
+{
+	json_t *o = json_pack(
+	    "{s:s, s:s, s:[s, s], s:[s, s, s, s], s:[s, s, s, s, s, s, s, s], s:{s:[s, s, s, s, s, "
+	    "s, s],"
+	    " s:[], s:{s:b, s:b}, s:{s:b}, s:{s:b}}, s:{s:s}}",
+	    "ociVersionMin", "1.0.0", "ociVersionMax", OCI_VERSION, "hooks", "none", "none",
+	    "mountOptions", "bind", "rbind", "ro", "rw", "mountTypes", "bind", "proc", "tmpfs",
+	    "devpts", "mqueue", "sysfs", "cgroup", "cgroup2", "linux", "namespaces", "pid",
+	    "network", "ipc", "uts", "mount", "user", "cgroup", "capabilities", "cgroup", "v1", 1,
+	    "v2", 1, "seccomp", "enabled", 0, "apparmor", "enabled", 0, "annotations",
+	    "org.sandcap.policy", "a sandcap policy (JSON, or a path) whose net and audit apply");
+	char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+
+	json_decref(o);
+	if (!s)
+		return 1;
+	puts(s);
+	free(s);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: sandcap-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND\n"
+	      "  spec [--bundle DIR]\n"
+	      "  create [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] ID\n"
+	      "  start ID\n"
+	      "  run [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] [--detach] ID\n"
+	      "  state ID\n"
+	      "  kill [--all] ID [SIGNAL]\n"
+	      "  delete [--force] ID\n"
+	      "  features\n",
+	      f);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option global[] = {{"root", required_argument, NULL, 'r'},
+					       {"log", required_argument, NULL, 'l'},
+					       {"log-format", required_argument, NULL, 'f'},
+					       {"systemd-cgroup", no_argument, NULL, 's'},
+					       {"debug", no_argument, NULL, 'd'},
+					       {"help", no_argument, NULL, 'h'},
+					       {NULL, 0, NULL, 0}};
+	static const struct option cmd[] = {{"bundle", required_argument, NULL, 'b'},
+					    {"pid-file", required_argument, NULL, 'p'},
+					    {"console-socket", required_argument, NULL, 'c'},
+					    {"no-pivot", no_argument, NULL, 'P'},
+					    {"no-new-keyring", no_argument, NULL, 'K'},
+					    {"detach", no_argument, NULL, 'D'},
+					    {"force", no_argument, NULL, 'F'},
+					    {"all", no_argument, NULL, 'a'},
+					    {NULL, 0, NULL, 0}};
+	const char *bundle = ".", *pid_file = NULL, *console = NULL, *name;
+	bool detach = false, force = false, all = false;
+	int c;
+
+	/* Global options first, then the command and its own. */
+	while ((c = getopt_long(argc, argv, "+h", global, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			g_root = optarg;
+			break;
+		case 'l':
+			g_log = optarg;
+			break;
+		case 'f':
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
+				oci_err("--log-format %s: expected text or json", optarg);
+				return 2;
+			}
+			g_log_format = optarg;
+			break;
+		case 's':
+			oci_err("--systemd-cgroup is not supported: sandcap makes and removes each "
+				"container's cgroup itself (docs/oci.md)");
+			return 2;
+		case 'd':
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	name = argv[optind];
+	argc -= optind;
+	argv += optind;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+b:dF", cmd, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			bundle = optarg;
+			break;
+		case 'p':
+			pid_file = optarg;
+			break;
+		case 'c':
+			console = optarg;
+			break;
+		case 'P':
+			oci_err("--no-pivot is not supported: sandcap always pivots into the root");
+			return 2;
+		case 'K':
+			break; /* sandcap's filter refuses the keyring calls anyway */
+		case 'D':
+		case 'd':
+			detach = true;
+			break;
+		case 'F':
+			force = true;
+			break;
+		case 'a':
+			all = true;
+			break;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	/* sc_session_dir() puts the sessions under --root. */
+	if (setenv("SANDCAP_RUNTIME_DIR", g_root, 1) < 0)
+		return SC_EXIT_SETUP;
+	if (strcmp(name, "spec") == 0)
+		return do_spec(strcmp(bundle, ".") ? bundle : NULL);
+	if (strcmp(name, "features") == 0)
+		return do_features();
+	if (optind >= argc) {
+		oci_err("%s: a container id is required", name);
+		return 2;
+	}
+	if (strcmp(name, "create") == 0)
+		return do_create(argv[optind], bundle, pid_file, console, false, false);
+	if (strcmp(name, "run") == 0)
+		return do_create(argv[optind], bundle, pid_file, console, true, detach);
+	if (strcmp(name, "start") == 0)
+		return runc_start(argv[optind]);
+	if (strcmp(name, "state") == 0)
+		return do_state(argv[optind]);
+	if (strcmp(name, "kill") == 0)
+		return do_kill(argv[optind], optind + 1 < argc ? argv[optind + 1] : NULL, all);
+	if (strcmp(name, "delete") == 0)
+		return do_delete(argv[optind], force);
+	oci_err("%s: unknown command", name);
+	usage(stderr);
+	return 2;
+}

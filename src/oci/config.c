@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: MIT */
+/* config.json onto a sandcap policy (oci/config.h). */
+#include "oci/config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "ns/ns.h"
+
+#define AGENT_ID 1000 /* the agent's uid and gid inside (docs/architecture.md) */
+
+static int refuse(char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int refuse(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* Members of an object outside allowed are refused by name. */
+static int only_keys(json_t *o, const char *where, const char *const *allowed, char *err,
+		     size_t len)
+{
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(o))
+		return refuse(err, len, "%s: expected an object", where);
+	json_object_foreach(o, k, v)
+	{
+		bool ok = false;
+
+		for (size_t i = 0; allowed[i]; i++)
+			ok = ok || strcmp(k, allowed[i]) == 0;
+		if (!ok)
+			return refuse(err, len, "%s.%.64s: not supported by sandcap-runc", where,
+				      k);
+	}
+	return 0;
+}
+
+/* An optional member that is refused unless empty (null, "", [], {}, 0, false). */
+static bool empty(json_t *v)
+{
+	return !v || json_is_null(v) || json_is_false(v) ||
+	       (json_is_string(v) && json_string_length(v) == 0) ||
+	       (json_is_array(v) && json_array_size(v) == 0) ||
+	       (json_is_object(v) && json_object_size(v) == 0) ||
+	       (json_is_integer(v) && json_integer_value(v) == 0);
+}
+
+static const char *str(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v)
+		   ? json_string_value(v)
+		   : NULL;
+}
+
+static int path_in_bundle(const char *bundle, const char *p, char *buf, size_t len)
+{
+	int n = p[0] == '/' ? snprintf(buf, len, "%s", p) : snprintf(buf, len, "%s/%s", bundle, p);
+
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	/* "rootfs/" and "./rootfs": the policy wants the path in normal form. */
+	for (size_t l = strlen(buf); l > 1 && buf[l - 1] == '/'; l--)
+		buf[l - 1] = '\0';
+	for (char *d; (d = strstr(buf, "/./"));)
+		memmove(d, d + 2, strlen(d + 2) + 1);
+	return 0;
+}
+
+/* ---- process ---- */
+
+static int map_rlimits(json_t *rl, json_t *limits, char *err, size_t len)
+{
+	static const char *const keys[] = {"type", "soft", "hard", NULL};
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(rl))
+		return refuse(err, len, "$.process.rlimits: expected an array");
+	json_array_foreach(rl, i, v)
+	{
+		const char *type = str(v, "type");
+		json_t *soft = json_object_get(v, "soft"), *hard = json_object_get(v, "hard");
+		char where[64];
+		int r;
+
+		snprintf(where, sizeof(where), "$.process.rlimits[%zu]", i);
+		r = only_keys(v, where, keys, err, len);
+		if (r < 0)
+			return r;
+		if (!type || !json_is_integer(soft) || !json_is_integer(hard) ||
+		    json_integer_value(soft) < 1 ||
+		    json_integer_value(hard) < json_integer_value(soft))
+			return refuse(
+			    err, len,
+			    "%s: expected {\"type\", \"soft\", \"hard\"} with 1 <= soft <= hard",
+			    where);
+		/* sandcap sets one value as both limits: the soft one, the smaller. */
+		if (strcmp(type, "RLIMIT_NOFILE") == 0)
+			r = json_object_set_new(limits, "nofile",
+						json_integer(json_integer_value(soft)));
+		else if (strcmp(type, "RLIMIT_FSIZE") == 0)
+			r = json_object_set_new(limits, "fsize",
+						json_integer(json_integer_value(soft)));
+		else
+			return refuse(
+			    err, len,
+			    "%s.type: %.32s is not supported (RLIMIT_NOFILE and RLIMIT_FSIZE are)",
+			    where, type);
+		if (r < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int map_user(json_t *u, char *err, size_t len)
+{
+	static const char *const keys[] = {"uid",   "gid",	"additionalGids",
+					   "umask", "username", NULL};
+	json_t *uid = json_object_get(u, "uid"), *gid = json_object_get(u, "gid");
+	int r = only_keys(u, "$.process.user", keys, err, len);
+
+	if (r < 0)
+		return r;
+	/* The process is always the agent, uid and gid 1000 inside with no
+	 * capability: 1000 is that, and 0 (an image's default user, which
+	 * would have had capabilities) becomes it (docs/oci.md). */
+	if (!json_is_integer(uid) ||
+	    (json_integer_value(uid) != AGENT_ID && json_integer_value(uid) != 0))
+		return refuse(err, len,
+			      "$.process.user.uid: must be %d (or 0, which runs as %d): the only "
+			      "user sandcap runs a container's process as",
+			      AGENT_ID, AGENT_ID);
+	if (gid && (!json_is_integer(gid) ||
+		    (json_integer_value(gid) != AGENT_ID && json_integer_value(gid) != 0)))
+		return refuse(err, len, "$.process.user.gid: must be %d (or 0, which runs as %d)",
+			      AGENT_ID, AGENT_ID);
+	if (!empty(json_object_get(u, "additionalGids")))
+		return refuse(err, len, "$.process.user.additionalGids: not supported");
+	if (json_object_get(u, "umask") && (!json_is_integer(json_object_get(u, "umask")) ||
+					    json_integer_value(json_object_get(u, "umask")) != 022))
+		return refuse(err, len, "$.process.user.umask: only 18 (0022) is supported");
+	return 0;
+}
+
+static int map_process(json_t *p, json_t *policy, json_t *limits, oci_process *proc, char *err,
+		       size_t len)
+{
+	static const char *const keys[] = {
+	    "terminal", "consoleSize",	   "user", "args", "env", "cwd", "capabilities",
+	    "rlimits",	"noNewPrivileges", NULL};
+	json_t *args = json_object_get(p, "args"), *env = json_object_get(p, "env"), *v, *cs;
+	const char *cwd = str(p, "cwd");
+	size_t i;
+	int r = only_keys(p, "$.process", keys, err, len);
+
+	if (r < 0)
+		return r;
+	if (!json_is_array(args) || json_array_size(args) == 0)
+		return refuse(err, len, "$.process.args: expected an array of at least one string");
+	json_array_foreach(
+	    args, i,
+	    v) if (!json_is_string(v) ||
+		   strlen(json_string_value(v)) !=
+		       json_string_length(
+			   v)) return refuse(err, len,
+					     "$.process.args[%zu]: expected a string without NUL",
+					     i);
+	if (env && (!json_is_array(env) || json_array_size(env) > 256))
+		return refuse(err, len, "$.process.env: expected an array of at most 256 strings");
+	json_array_foreach(env, i, v)
+	{
+		const char *s = json_string_value(v), *eq = s ? strchr(s, '=') : NULL;
+
+		if (!s || strlen(s) != json_string_length(v) || !eq || eq == s)
+			return refuse(err, len, "$.process.env[%zu]: expected \"KEY=VALUE\"", i);
+		for (const char *c = s; c < eq; c++)
+			if (!(*c == '_' || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+			      (c > s && *c >= '0' && *c <= '9')))
+				return refuse(
+				    err, len,
+				    "$.process.env[%zu]: a name is [A-Za-z_][A-Za-z0-9_]*", i);
+	}
+	if (!cwd || cwd[0] != '/')
+		return refuse(err, len, "$.process.cwd: expected an absolute path");
+	if (json_object_get(p, "terminal") && !json_is_boolean(json_object_get(p, "terminal")))
+		return refuse(err, len, "$.process.terminal: expected true or false");
+	r = map_user(json_object_get(p, "user"), err, len);
+	if (r < 0)
+		return r;
+	if (json_object_get(p, "rlimits")) {
+		r = map_rlimits(json_object_get(p, "rlimits"), limits, err, len);
+		if (r < 0)
+			return r;
+	}
+	/* capabilities and noNewPrivileges: whatever they ask, the process
+	 * has no capability and no_new_privs (docs/oci.md). */
+	*proc = (oci_process){.args = args,
+			      .env = env,
+			      .cwd = cwd,
+			      .terminal = json_is_true(json_object_get(p, "terminal"))};
+	cs = json_object_get(p, "consoleSize");
+	if (cs) {
+		json_t *h = json_object_get(cs, "height"), *w = json_object_get(cs, "width");
+
+		if (!json_is_integer(h) || !json_is_integer(w) || json_integer_value(h) < 0 ||
+		    json_integer_value(h) > 65535 || json_integer_value(w) < 0 ||
+		    json_integer_value(w) > 65535)
+			return refuse(
+			    err, len,
+			    "$.process.consoleSize: expected {\"height\", \"width\"} of 0-65535");
+		proc->rows = (unsigned)json_integer_value(h);
+		proc->cols = (unsigned)json_integer_value(w);
+	}
+	if (strcmp(cwd, "/") != 0 &&
+	    json_object_set_new(json_object_get(policy, "fs"), "workdir", json_string(cwd)) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* ---- mounts ---- */
+
+/* The mounts every container gets, which sandcap makes itself: its own
+ * /proc (masked, partly read-only), /dev (a few nodes, its devpts, shm),
+ * /tmp, /run (a tmpfs where the image has the directory) and no /sys. */
+static bool standard_mount(const char *dest, const char *type)
+{
+	static const struct {
+		const char *dest, *type;
+	} std[] = {
+	    {"/proc", "proc"},
+	    {"/dev", "tmpfs"},
+	    {"/dev/pts", "devpts"},
+	    {"/dev/shm", "tmpfs"},
+	    {"/dev/mqueue", "mqueue"},
+	    {"/sys", "sysfs"},
+	    {"/sys/fs/cgroup", "cgroup"},
+	    {"/sys/fs/cgroup", "cgroup2"},
+	    {"/tmp", "tmpfs"},
+	    {"/run", "tmpfs"},
+	};
+
+	for (size_t i = 0; i < sizeof(std) / sizeof(std[0]); i++)
+		if (strcmp(dest, std[i].dest) == 0 && strcmp(type, std[i].type) == 0)
+			return true;
+	return false;
+}
+
+static int map_bind(json_t *m, size_t i, const char *bundle, const char *dest, json_t *grants,
+		    char *err, size_t len)
+{
+	static const char *const accepted[] = {"bind",	 "rbind", "ro",	       "rw",
+					       "nosuid", "nodev", "rprivate",  "private",
+					       "rslave", "slave", "recursive", NULL};
+	json_t *opts = json_object_get(m, "options"), *v, *g;
+	const char *source = str(m, "source");
+	char path[4096];
+	bool ro = false;
+	size_t j;
+
+	if (!source || !source[0])
+		return refuse(err, len, "$.mounts[%zu].source: a bind mount needs a source", i);
+	json_array_foreach(opts, j, v)
+	{
+		const char *o = json_string_value(v);
+		bool ok = false;
+
+		for (size_t k = 0; o && accepted[k]; k++)
+			ok = ok || strcmp(o, accepted[k]) == 0;
+		if (!ok)
+			return refuse(
+			    err, len,
+			    "$.mounts[%zu].options[%zu]: %.64s is not supported on a bind "
+			    "(ro, rw, nosuid, nodev and the propagation ones are; every "
+			    "bind is nosuid and nodev)",
+			    i, j, o ? o : "a non-string");
+		if (strcmp(o, "ro") == 0)
+			ro = true;
+		else if (strcmp(o, "rw") == 0)
+			ro = false;
+	}
+	if (path_in_bundle(bundle, source, path, sizeof(path)) < 0)
+		return refuse(err, len, "$.mounts[%zu].source: too long", i);
+	g = json_pack("{s:s, s:s, s:s}", "path", path, "at", dest, "mode", ro ? "ro" : "rw");
+	return g && json_array_append_new(grants, g) == 0 ? 0 : -ENOMEM;
+}
+
+static int map_mounts(json_t *mounts, const char *bundle, json_t *grants, char *err, size_t len)
+{
+	static const char *const keys[] = {"destination", "type", "source", "options", NULL};
+	size_t i, j;
+	json_t *m, *v;
+
+	if (!json_is_array(mounts))
+		return refuse(err, len, "$.mounts: expected an array");
+	json_array_foreach(mounts, i, m)
+	{
+		const char *dest = str(m, "destination"), *type = str(m, "type");
+		json_t *opts = json_object_get(m, "options");
+		bool bind = type && strcmp(type, "bind") == 0;
+		char where[64];
+		int r;
+
+		snprintf(where, sizeof(where), "$.mounts[%zu]", i);
+		r = only_keys(m, where, keys, err, len);
+		if (r < 0)
+			return r;
+		if (!dest || dest[0] != '/')
+			return refuse(err, len, "%s.destination: expected an absolute path", where);
+		if (opts && !json_is_array(opts))
+			return refuse(err, len, "%s.options: expected an array of strings", where);
+		json_array_foreach(opts, j, v)
+		{
+			const char *o = json_string_value(v);
+
+			bind = bind || (o && (strcmp(o, "bind") == 0 || strcmp(o, "rbind") == 0));
+		}
+		if (bind)
+			r = map_bind(m, i, bundle, dest, grants, err, len);
+		else if (!type)
+			r = refuse(err, len, "%s.type: expected a string", where);
+		else if (!standard_mount(dest, type))
+			r = refuse(err, len,
+				   "%s.type: a %.32s mount at %.256s is not supported (bind mounts "
+				   "are, and the standard proc, tmpfs, devpts, mqueue, sysfs and "
+				   "cgroup ones, which sandcap makes itself)",
+				   where, type, dest);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- linux ---- */
+
+static int map_namespaces(json_t *nss, char *err, size_t len)
+{
+	static const char *const types[] = {"pid",   "network", "ipc",	  "uts",
+					    "mount", "user",	"cgroup", NULL};
+	static const char *const keys[] = {"type", "path", NULL};
+	size_t i;
+	json_t *n;
+
+	if (!json_is_array(nss))
+		return refuse(err, len, "$.linux.namespaces: expected an array");
+	/* sandcap makes each of these of its own, whether listed or not. */
+	json_array_foreach(nss, i, n)
+	{
+		const char *type = str(n, "type");
+		char where[64];
+		bool ok = false;
+		int r;
+
+		snprintf(where, sizeof(where), "$.linux.namespaces[%zu]", i);
+		r = only_keys(n, where, keys, err, len);
+		if (r < 0)
+			return r;
+		for (size_t k = 0; type && types[k]; k++)
+			ok = ok || strcmp(type, types[k]) == 0;
+		if (!ok)
+			return refuse(
+			    err, len,
+			    "%s.type: %.32s is not a namespace sandcap makes (pid, network, "
+			    "ipc, uts, mount, user, cgroup)",
+			    where, type ? type : "(none)");
+		if (json_object_get(n, "path"))
+			return refuse(err, len,
+				      "%s.path: joining an existing namespace is not supported",
+				      where);
+	}
+	return 0;
+}
+
+static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
+{
+	static const char *const keys[] = {"memory", "cpu", "pids", "devices", NULL};
+	static const char *const mem_keys[] = {"limit", "swap", NULL};
+	static const char *const cpu_keys[] = {"quota", "period", "shares", NULL};
+	static const char *const pids_keys[] = {"limit", NULL};
+	json_t *mem = json_object_get(res, "memory"), *cpu = json_object_get(res, "cpu"),
+	       *pids = json_object_get(res, "pids"), *v;
+	int r = only_keys(res, "$.linux.resources", keys, err, len);
+
+	if (r < 0)
+		return r;
+	/* devices: the device cgroup's rules; sandcap's /dev holds only
+	 * null, zero, full, random, urandom, tty and its own pts. */
+	if (mem) {
+		json_t *lim = json_object_get(mem, "limit"), *swap = json_object_get(mem, "swap");
+
+		r = only_keys(mem, "$.linux.resources.memory", mem_keys, err, len);
+		if (r < 0)
+			return r;
+		if (lim && (!json_is_integer(lim) || json_integer_value(lim) < (4 << 20)))
+			return refuse(
+			    err, len,
+			    "$.linux.resources.memory.limit: expected bytes, at least 4 MiB");
+		/* sandcap's limit counts swap too: a swap limit equal to it is
+		 * what it does; another is not. */
+		if (swap && !(json_is_integer(swap) && lim &&
+			      json_integer_value(swap) == json_integer_value(lim)))
+			return refuse(
+			    err, len,
+			    "$.linux.resources.memory.swap: only equal to limit (memory and "
+			    "swap together) is supported");
+		if (lim && json_object_set_new(limits, "memory",
+					       json_integer(json_integer_value(lim))) < 0)
+			return -ENOMEM;
+	}
+	if (cpu) {
+		json_t *quota = json_object_get(cpu, "quota"),
+		       *period = json_object_get(cpu, "period");
+		json_int_t q = json_integer_value(quota),
+			   p = period ? json_integer_value(period) : 100000;
+
+		r = only_keys(cpu, "$.linux.resources.cpu", cpu_keys, err, len);
+		if (r < 0)
+			return r;
+		if (period && (!json_is_integer(period) || p < 1000 || p > 1000000))
+			return refuse(err, len,
+				      "$.linux.resources.cpu.period: expected 1000 to 1000000 us");
+		/* shares is a weight against other cgroups, not a bound: sandcap
+		 * does not set it (docs/oci.md). */
+		if (quota && !(json_is_integer(quota) && q == -1)) {
+			double cores;
+
+			if (!json_is_integer(quota) || q < 1000)
+				return refuse(
+				    err, len,
+				    "$.linux.resources.cpu.quota: expected -1 or at least "
+				    "1000 us per period");
+			cores = (double)q / (double)p;
+			if (cores > 1024)
+				return refuse(err, len,
+					      "$.linux.resources.cpu.quota: above 1024 cores");
+			/* sandcap's quota is in steps of a thousandth of a core. */
+			cores = (double)((json_int_t)(cores * 1000 + 0.5)) / 1000;
+			if (cores < 0.001)
+				cores = 0.001;
+			if (json_object_set_new(limits, "cpu", json_real(cores)) < 0)
+				return -ENOMEM;
+		}
+	}
+	if (pids) {
+		r = only_keys(pids, "$.linux.resources.pids", pids_keys, err, len);
+		if (r < 0)
+			return r;
+		v = json_object_get(pids, "limit");
+		if (!json_is_integer(v) || json_integer_value(v) == 0 ||
+		    json_integer_value(v) > 4194304)
+			return refuse(err, len,
+				      "$.linux.resources.pids.limit: expected -1 or 1 to 4194304");
+		if (json_integer_value(v) > 0 &&
+		    json_object_set_new(limits, "pids", json_integer(json_integer_value(v))) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Paths sandcap hides or makes read-only itself: those under /proc it
+ * masks (ns/mounts.c), anything under /sys (there is no /sys). */
+static bool covered(const char *path, bool masked)
+{
+	const char *const *list = masked ? ns_proc_masked : ns_proc_readonly;
+
+	if (strcmp(path, "/sys") == 0 || strncmp(path, "/sys/", 5) == 0)
+		return true;
+	if (strncmp(path, "/proc/", 6) != 0)
+		return false;
+	for (size_t i = 0; list[i]; i++)
+		if (strcmp(path + 6, list[i]) == 0)
+			return true;
+	/* A masked path may also be one sandcap makes read-only or hides. */
+	for (size_t i = 0; !masked && ns_proc_masked[i]; i++)
+		if (strcmp(path + 6, ns_proc_masked[i]) == 0)
+			return true;
+	return false;
+}
+
+static int map_paths(json_t *a, const char *name, bool masked, char *err, size_t len)
+{
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(a))
+		return refuse(err, len, "$.linux.%s: expected an array", name);
+	json_array_foreach(a, i, v)
+	{
+		const char *p = json_string_value(v);
+
+		if (!p || !covered(p, masked))
+			return refuse(
+			    err, len,
+			    "$.linux.%s[%zu]: %.256s is not a path sandcap %s (docs/oci.md)", name,
+			    i, p ? p : "a non-string", masked ? "masks" : "makes read-only");
+	}
+	return 0;
+}
+
+static int map_linux(json_t *l, json_t *limits, char *err, size_t len)
+{
+	static const char *const keys[] = {"namespaces",    "resources",	 "maskedPaths",
+					   "readonlyPaths", "cgroupsPath",	 "uidMappings",
+					   "gidMappings",   "devices",		 "seccomp",
+					   "sysctl",	    "rootfsPropagation", NULL};
+	json_t *v;
+	int r = only_keys(l, "$.linux", keys, err, len);
+
+	if (r < 0)
+		return r;
+	if ((v = json_object_get(l, "namespaces")) && (r = map_namespaces(v, err, len)) < 0)
+		return r;
+	if ((v = json_object_get(l, "resources")) && (r = map_resources(v, limits, err, len)) < 0)
+		return r;
+	if ((v = json_object_get(l, "maskedPaths")) &&
+	    (r = map_paths(v, "maskedPaths", true, err, len)) < 0)
+		return r;
+	if ((v = json_object_get(l, "readonlyPaths")) &&
+	    (r = map_paths(v, "readonlyPaths", false, err, len)) < 0)
+		return r;
+	/* cgroupsPath: where to place the cgroup; sandcap makes its own. */
+	if (!empty(json_object_get(l, "uidMappings")) || !empty(json_object_get(l, "gidMappings")))
+		return refuse(
+		    err, len, "$.linux.%s: sandcap maps its own ids (the agent is uid 1000 inside)",
+		    empty(json_object_get(l, "uidMappings")) ? "gidMappings" : "uidMappings");
+	if (!empty(json_object_get(l, "devices")))
+		return refuse(err, len,
+			      "$.linux.devices: device nodes of the container's own are "
+			      "not supported");
+	if (!empty(json_object_get(l, "sysctl")))
+		return refuse(err, len, "$.linux.sysctl: not supported");
+	if (!empty(json_object_get(l, "seccomp")))
+		return refuse(err, len,
+			      "$.linux.seccomp: a profile of the container's own is not supported; "
+			      "sandcap's allowlist applies to every container (docs/oci.md)");
+	v = json_object_get(l, "rootfsPropagation");
+	if (v && !(json_is_string(v) && (strcmp(json_string_value(v), "private") == 0 ||
+					 strcmp(json_string_value(v), "rprivate") == 0)))
+		return refuse(err, len, "$.linux.rootfsPropagation: only private is supported");
+	return 0;
+}
+
+/* ---- the annotation's policy ---- */
+
+static int map_extra(json_t *extra, json_t *policy, char *err, size_t len)
+{
+	static const char *const keys[] = {"version", "net", "audit", NULL};
+	int r = only_keys(extra, "$.annotations[\"" OCI_ANNOTATION_POLICY "\"]", keys, err, len);
+	json_t *v;
+
+	if (r < 0)
+		return r;
+	if ((v = json_object_get(extra, "net")) && json_object_set(policy, "net", v) < 0)
+		return -ENOMEM;
+	if ((v = json_object_get(extra, "audit")) && json_object_set(policy, "audit", v) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t *extra,
+		      bool need_process, json_t **ret_policy, oci_process *ret_proc, char *err,
+		      size_t len)
+{
+	static const char *const keys[] = {"ociVersion", "root",	"mounts", "process",
+					   "hostname",	 "annotations", "linux",  "domainname",
+					   "hooks",	 NULL};
+	json_t *root = json_object_get(config, "root"), *v;
+	const char *ver = str(config, "ociVersion"), *rpath = str(root, "path"), *host;
+	json_t *policy = NULL, *limits;
+	char path[4096];
+	int r;
+
+	*ret_policy = NULL;
+	memset(ret_proc, 0, sizeof(*ret_proc));
+	r = only_keys(config, "$", keys, err, len);
+	if (r < 0)
+		return r;
+	if (!ver || strncmp(ver, "1.", 2) != 0)
+		return refuse(err, len, "$.ociVersion: expected a runtime-spec 1.x version");
+	if (!rpath || !rpath[0])
+		return refuse(err, len, "$.root.path: expected the root filesystem's path");
+	r = only_keys(root, "$.root", (const char *const[]){"path", "readonly", NULL}, err, len);
+	if (r < 0)
+		return r;
+	/* readonly false: the root is read-only whatever it asks; /tmp and
+	 * rw binds are where the process writes (docs/oci.md). */
+	if (path_in_bundle(bundle, rpath, path, sizeof(path)) < 0)
+		return refuse(err, len, "$.root.path: too long");
+	if (!empty(json_object_get(config, "hooks")))
+		return refuse(err, len, "$.hooks: hooks are not supported");
+	if (!empty(json_object_get(config, "domainname")))
+		return refuse(err, len, "$.domainname: not supported");
+	v = json_object_get(config, "annotations");
+	if (v && !json_is_object(v))
+		return refuse(err, len, "$.annotations: expected an object");
+	policy = json_pack("{s:i, s:s, s:{s:{s:s}, s:[]}, s:{}}", "version", 1, "name", id, "fs",
+			   "runtime", "rootfs", path, "grants", "limits");
+	if (!policy)
+		return -ENOMEM;
+	limits = json_object_get(policy, "limits");
+	host = str(config, "hostname");
+	if (host && host[0] &&
+	    json_object_set_new(policy, "identity", json_pack("{s:s}", "hostname", host)) < 0)
+		r = -ENOMEM;
+	if (r >= 0 && (v = json_object_get(config, "mounts")))
+		r = map_mounts(v, bundle, json_object_get(json_object_get(policy, "fs"), "grants"),
+			       err, len);
+	if (r >= 0 && (v = json_object_get(config, "process")))
+		r = map_process(v, policy, limits, ret_proc, err, len);
+	else if (r >= 0 && need_process)
+		r = refuse(err, len, "$.process: required");
+	if (r >= 0 && (v = json_object_get(config, "linux")))
+		r = map_linux(v, limits, err, len);
+	if (r >= 0 && extra)
+		r = map_extra(extra, policy, err, len);
+	if (r < 0) {
+		json_decref(policy);
+		memset(ret_proc, 0, sizeof(*ret_proc));
+		return r;
+	}
+	*ret_policy = policy;
+	return 0;
+}
+
+json_t *oci_default_spec(void)
+{
+	return json_pack(
+	    "{s:s, s:{s:b, s:{s:i, s:i}, s:[s], s:[s, s], s:s, s:{s:[s], s:[s], s:[s], s:[s]},"
+	    " s:[{s:s, s:i, s:i}], s:b},"
+	    " s:{s:s, s:b}, s:s,"
+	    " s:[{s:s, s:s, s:s}, {s:s, s:s, s:s, s:[s, s, s, s]}, {s:s, s:s, s:s, s:[s, s, s, s, "
+	    "s]},"
+	    " {s:s, s:s, s:s, s:[s, s, s, s]}],"
+	    " s:{s:[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}], s:[s, s, s, s], s:[s, s, s, s]}}",
+	    "ociVersion", OCI_VERSION, "process", "terminal", 1, "user", "uid", AGENT_ID, "gid",
+	    AGENT_ID, "args", "sh", "env",
+	    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TERM=xterm",
+	    "cwd", "/", "capabilities", "bounding", "CAP_AUDIT_WRITE", "effective",
+	    "CAP_AUDIT_WRITE", "permitted", "CAP_AUDIT_WRITE", "ambient", "CAP_AUDIT_WRITE",
+	    "rlimits", "type", "RLIMIT_NOFILE", "hard", 1024, "soft", 1024, "noNewPrivileges", 1,
+	    "root", "path", "rootfs", "readonly", 1, "hostname", "sandcap", "mounts", "destination",
+	    "/proc", "type", "proc", "source", "proc", "destination", "/dev", "type", "tmpfs",
+	    "source", "tmpfs", "options", "nosuid", "strictatime", "mode=755", "size=65536k",
+	    "destination", "/dev/pts", "type", "devpts", "source", "devpts", "options", "nosuid",
+	    "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "destination", "/dev/shm",
+	    "type", "tmpfs", "source", "shm", "options", "nosuid", "noexec", "nodev", "mode=1777",
+	    "linux", "namespaces", "type", "pid", "type", "network", "type", "ipc", "type", "uts",
+	    "type", "mount", "maskedPaths", "/proc/kcore", "/proc/keys", "/proc/timer_list",
+	    "/sys/firmware", "readonlyPaths", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys");
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An OCI bundle's config.json (runtime-spec 1.x) mapped onto a sandcap
+ * policy (docs/oci.md, "What config.json may ask"). Pure: no file is read,
+ * so it is unit-tested and fuzzed (tests/fuzz/fuzz-oci-config.c). What
+ * sandcap cannot honour is refused with the JSON field named
+ * ("$.linux.namespaces[2].path: ..."), never ignored.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define OCI_VERSION	      "1.2.0"
+#define OCI_ANNOTATION_POLICY "org.sandcap.policy"
+#define OCI_MAX_CONFIG	      (4u << 20)
+
+/* The container's process, borrowed from the config it came from. */
+typedef struct oci_process {
+	json_t *args; /* array of strings, at least one */
+	json_t *env;  /* array of "KEY=VALUE" (may be empty) */
+	const char *cwd;
+	bool terminal;
+	unsigned rows, cols; /* consoleSize, 0 when absent */
+} oci_process;
+
+/*
+ * Maps config (an object) of the bundle at bundle (absolute) onto a new
+ * policy object named id: the rootfs runtime, binds as grants, limits,
+ * hostname; extra, when not NULL, is the annotation's policy, whose net
+ * and audit members are taken (anything else in it is refused). need_process:
+ * process must be there (create, run). -EINVAL with "$.field: why" in err.
+ */
+int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t *extra,
+		      bool need_process, json_t **ret_policy, oci_process *ret_proc, char *err,
+		      size_t err_len);
+
+/* The config `sandcap-runc spec` writes: a read-only root "rootfs",
+ * `sh` with a terminal, as the agent (uid 1000), the standard mounts. */
+json_t *oci_default_spec(void);

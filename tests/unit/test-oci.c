@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests (TAP) for config.json mapped onto a sandcap policy
+ * (src/oci/config.c): what each field becomes, what is refused and with
+ * which field named, and that the policy it makes is one sandcap takes.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oci/config.h"
+#include "policy/plan.h"
+#include "tap.h"
+
+/* The spec's default config, changed by a JSON object merged over it
+ * member by member at the top level and under process and linux. */
+static json_t *config_with(const char *patch)
+{
+	json_t *c = oci_default_spec(), *p = patch ? json_loads(patch, 0, NULL) : json_object();
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(p, k, v)
+	{
+		json_t *cur = json_object_get(c, k);
+
+		if ((strcmp(k, "process") == 0 || strcmp(k, "linux") == 0) && json_is_object(cur))
+			(void)json_object_update(cur, v);
+		else
+			(void)json_object_set(c, k, v);
+	}
+	json_decref(p);
+	return c;
+}
+
+static json_t *map(const char *patch, json_t *extra, char *err, size_t len, oci_process *proc)
+{
+	json_t *c = config_with(patch), *policy = NULL;
+	int r = oci_config_policy(c, "/b", "c1", extra, true, &policy, proc, err, len);
+
+	/* proc borrows from c: only err and the policy are looked at. */
+	json_decref(c);
+	return r < 0 ? NULL : policy;
+}
+
+static void refused(const char *patch, const char *want)
+{
+	char err[512] = "";
+	oci_process proc;
+	json_t *p = map(patch, NULL, err, sizeof(err), &proc);
+
+	ok(!p && strstr(err, want), "refused, naming the field: %.70s", want);
+	if (p || !strstr(err, want))
+		tap_diag("  got \"%s\"", err);
+	json_decref(p);
+}
+
+static const char *at(json_t *o, const char *path)
+{
+	static char buf[256];
+	char copy[256], *save = NULL;
+
+	snprintf(copy, sizeof(copy), "%s", path);
+	for (char *t = strtok_r(copy, ".", &save); t && o; t = strtok_r(NULL, ".", &save))
+		o = json_is_array(o) ? json_array_get(o, (size_t)atoi(t)) : json_object_get(o, t);
+	if (json_is_string(o))
+		return json_string_value(o);
+	if (json_is_integer(o)) {
+		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(o));
+		return buf;
+	}
+	if (json_is_real(o)) {
+		snprintf(buf, sizeof(buf), "%g", json_real_value(o));
+		return buf;
+	}
+	return "";
+}
+
+static void mapping(void)
+{
+	char err[512];
+	oci_process proc;
+	json_t *c = config_with(
+	    "{\"process\": {\"args\": [\"sh\", \"-c\", \"x\"], \"cwd\": \"/work\", \"terminal\": "
+	    "false, \"env\": [\"A=1\"], \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": "
+	    "512, \"hard\": 4096}, {\"type\": \"RLIMIT_FSIZE\", \"soft\": 1048576, \"hard\": "
+	    "1048576}]}, \"root\": {\"path\": \"./rootfs/\"},"
+	    " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\"}, {\"destination\": "
+	    "\"/data\", \"type\": \"none\", \"source\": \"/srv/data\", \"options\": [\"rbind\", "
+	    "\"ro\"]}, {\"destination\": \"/out\", \"type\": \"bind\", \"source\": \"out\"}],"
+	    " \"linux\": {\"resources\": {\"memory\": {\"limit\": 67108864}, \"cpu\": {\"quota\": "
+	    "50000, \"period\": 100000, \"shares\": 1024}, \"pids\": {\"limit\": 64}}, "
+	    "\"cgroupsPath\": \"/default/c1\"}}");
+	json_t *p = NULL, *extra;
+	char *text;
+	sc_plan *plan = NULL;
+	sc_diag d = {0};
+	int r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
+
+	ok(r == 0, "a config within what sandcap does is mapped");
+	if (r < 0)
+		tap_diag("  %s", err);
+	ok(strcmp(at(p, "fs.runtime.rootfs"), "/b/rootfs") == 0,
+	   "root.path, relative, is the bundle's: %s", at(p, "fs.runtime.rootfs"));
+	ok(strcmp(at(p, "fs.grants.0.path"), "/srv/data") == 0 &&
+	       strcmp(at(p, "fs.grants.0.at"), "/data") == 0 &&
+	       strcmp(at(p, "fs.grants.0.mode"), "ro") == 0,
+	   "an rbind ro mount is a ro grant");
+	ok(strcmp(at(p, "fs.grants.1.path"), "/b/out") == 0 &&
+	       strcmp(at(p, "fs.grants.1.mode"), "rw") == 0,
+	   "a bind without ro is rw, its relative source the bundle's");
+	ok(json_array_size(json_object_get(json_object_get(p, "fs"), "grants")) == 2,
+	   "proc is sandcap's own: no grant");
+	ok(strcmp(at(p, "fs.workdir"), "/work") == 0, "process.cwd is the workdir");
+	ok(strcmp(at(p, "limits.memory"), "67108864") == 0, "memory.limit");
+	ok(strcmp(at(p, "limits.cpu"), "0.5") == 0, "cpu quota/period: 0.5 cores");
+	ok(strcmp(at(p, "limits.pids"), "64") == 0, "pids.limit");
+	ok(strcmp(at(p, "limits.nofile"), "512") == 0, "RLIMIT_NOFILE: the soft limit");
+	ok(strcmp(at(p, "limits.fsize"), "1048576") == 0, "RLIMIT_FSIZE");
+	ok(strcmp(at(p, "identity.hostname"), "sandcap") == 0, "hostname");
+	ok(json_array_size(proc.args) == 3 && !proc.terminal && strcmp(proc.cwd, "/work") == 0 &&
+	       json_array_size(proc.env) == 1,
+	   "the process: args, env, cwd, terminal");
+	text = json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	r = plan_parse_json(text, strlen(text), &plan, &d);
+	ok(r == 0 && plan && plan->cpu_millis == 500 && plan->pids == 64,
+	   "the policy made is one sandcap's parser takes");
+	if (r < 0)
+		tap_diag("  %s: %s", d.path, d.message);
+	sc_plan_free(plan);
+	free(text);
+	json_decref(p);
+
+	extra = json_loads("{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"example.com\"}]}, "
+			   "\"audit\": {\"reads\": true}}",
+			   0, NULL);
+	r = oci_config_policy(c, "/b", "c1", extra, true, &p, &proc, err, sizeof(err));
+	ok(r == 0 && strcmp(at(p, "net.egress.0.host"), "example.com") == 0 &&
+	       json_is_true(json_object_get(json_object_get(p, "audit"), "reads")),
+	   "org.sandcap.policy adds net and audit");
+	json_decref(p);
+	json_decref(extra);
+	extra = json_loads("{\"fs\": {\"grants\": [{\"path\": \"/\"}]}}", 0, NULL);
+	r = oci_config_policy(c, "/b", "c1", extra, true, &p, &proc, err, sizeof(err));
+	ok(r == -EINVAL && strstr(err, "org.sandcap.policy\"].fs: not supported"),
+	   "org.sandcap.policy cannot widen the view: %s", err);
+	json_decref(extra);
+	json_decref(c);
+
+	c = config_with("{\"process\": null}");
+	json_object_del(c, "process");
+	r = oci_config_policy(c, "/b", "c1", NULL, false, &p, &proc, err, sizeof(err));
+	ok(r == 0, "no process: fine where none is needed (state, delete)");
+	json_decref(p);
+	r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
+	ok(r == -EINVAL && strstr(err, "$.process: required"), "no process: refused for create");
+	json_decref(c);
+
+	c = config_with("{\"process\": {\"capabilities\": {\"bounding\": [\"CAP_SYS_ADMIN\"]}, "
+			"\"noNewPrivileges\": false}}");
+	r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
+	ok(r == 0, "capabilities and noNewPrivileges asked: accepted, dropped and set whatever "
+		   "they say");
+	json_decref(p);
+	json_decref(c);
+}
+
+static void refusals(void)
+{
+	refused(
+	    "{\"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"}, {\"type\": "
+	    "\"network\", \"path\": \"/proc/1/ns/net\"}]}}",
+	    "$.linux.namespaces[2].path: joining an existing namespace is not supported");
+	refused("{\"linux\": {\"namespaces\": [{\"type\": \"time\"}]}}",
+		"$.linux.namespaces[0].type: time is not a namespace sandcap makes");
+	refused(
+	    "{\"mounts\": [{\"destination\": \"/mnt\", \"type\": \"nfs\", \"source\": \"h:/x\"}]}",
+	    "$.mounts[0].type: a nfs mount at /mnt is not supported");
+	refused("{\"mounts\": [{\"destination\": \"/x\", \"type\": \"tmpfs\"}]}",
+		"$.mounts[0].type: a tmpfs mount at /x");
+	refused("{\"mounts\": [{\"destination\": \"/x\", \"type\": \"bind\", \"source\": \"/y\", "
+		"\"options\": [\"bind\", \"noexec\"]}]}",
+		"$.mounts[0].options[1]: noexec is not supported on a bind");
+	refused("{\"mounts\": [{\"destination\": \"x\", \"type\": \"bind\", \"source\": \"/y\"}]}",
+		"$.mounts[0].destination: expected an absolute path");
+	refused("{\"process\": {\"user\": {\"uid\": 33, \"gid\": 33}}}",
+		"$.process.user.uid: must be 1000");
+	refused(
+	    "{\"process\": {\"user\": {\"uid\": 1000, \"gid\": 1000, \"additionalGids\": [5]}}}",
+	    "$.process.user.additionalGids");
+	refused("{\"process\": {\"args\": []}}", "$.process.args: expected an array");
+	refused("{\"process\": {\"cwd\": \"rel\"}}", "$.process.cwd: expected an absolute path");
+	refused("{\"process\": {\"env\": [\"NOEQUALS\"]}}", "$.process.env[0]: expected");
+	refused("{\"process\": {\"apparmorProfile\": \"x\"}}",
+		"$.process.apparmorProfile: not supported");
+	refused("{\"process\": {\"rlimits\": [{\"type\": \"RLIMIT_CORE\", \"soft\": 0, \"hard\": "
+		"0}]}}",
+		"$.process.rlimits[0]: expected");
+	refused(
+	    "{\"process\": {\"rlimits\": [{\"type\": \"RLIMIT_AS\", \"soft\": 1, \"hard\": 1}]}}",
+	    "$.process.rlimits[0].type: RLIMIT_AS is not supported");
+	refused("{\"linux\": {\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\"}}}",
+		"$.linux.seccomp:");
+	refused(
+	    "{\"linux\": {\"uidMappings\": [{\"containerID\": 0, \"hostID\": 0, \"size\": 1}]}}",
+	    "$.linux.uidMappings");
+	refused("{\"linux\": {\"resources\": {\"memory\": {\"limit\": 67108864, \"swap\": "
+		"134217728}}}}",
+		"$.linux.resources.memory.swap");
+	refused("{\"linux\": {\"resources\": {\"blockIO\": {}}}}",
+		"$.linux.resources.blockIO: not supported");
+	refused("{\"linux\": {\"resources\": {\"pids\": {\"limit\": 0}}}}",
+		"$.linux.resources.pids.limit");
+	refused("{\"linux\": {\"maskedPaths\": [\"/proc/kcore\", \"/etc/shadow\"]}}",
+		"$.linux.maskedPaths[1]: /etc/shadow is not a path sandcap masks");
+	refused("{\"linux\": {\"readonlyPaths\": [\"/home\"]}}",
+		"$.linux.readonlyPaths[0]: /home is not a path sandcap makes read-only");
+	refused("{\"linux\": {\"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}", "$.linux.sysctl");
+	refused("{\"hooks\": {\"prestart\": [{\"path\": \"/x\"}]}}", "$.hooks");
+	refused("{\"ociVersion\": \"2.0.0\"}", "$.ociVersion");
+	refused("{\"root\": {}}", "$.root.path");
+	refused("{\"vm\": {}}", "$.vm: not supported");
+}
+
+int main(void)
+{
+	mapping();
+	refusals();
+	{
+		json_t *s = oci_default_spec();
+
+		ok(s && strcmp(json_string_value(json_object_get(s, "ociVersion")), OCI_VERSION) ==
+			    0,
+		   "the default spec");
+		json_decref(s);
+	}
+	return tap_done();
+}
