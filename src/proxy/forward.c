@@ -24,10 +24,14 @@ static const char continue_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
 static void finish(conn *c, const char *reason, bool close_client)
 {
+	/* an origin may answer before the whole request reached it: the rest
+	 * is neither the next request's nor may it go on a reused connection */
+	bool unsent = c->uhead_off < c->uhead_len || c->framed > 0;
+
 	px_conn_emit_request(c, "allow", reason, c->status);
-	if (!reason[0])
+	if (!reason[0] && !unsent)
 		px_conn_pool_upstream(c);
-	if (close_client || !c->keep_alive || !c->req_done) {
+	if (close_client || !c->keep_alive || !c->req_done || unsent) {
 		px_client_shutdown(c);
 		px_conn_close(c, reason);
 		return;

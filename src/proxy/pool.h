@@ -18,8 +18,8 @@
 #include "proxy/dns.h"
 #include "proxy/http.h"
 
-#define PX_POOL_MAX	16u /* idle connections per worker */
-#define PX_POOL_PER_KEY 4u
+#define PX_POOL_MAX	64u /* idle connections per worker */
+#define PX_POOL_PER_KEY 16u
 #define PX_POOL_IDLE_NS (15ull * 1000000000ull)
 
 typedef struct px_pool_key {
