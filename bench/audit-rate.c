@@ -2,8 +2,10 @@
 /*
  * Audit log throughput: records/s written with fsync at boundaries only and
  * with fsync after every record (AUDIT_FSYNC_ALWAYS), and records/s
- * verified. Writes into DIR (default: the current directory, so that the
- * fsync cost is the one of the file system the log will live on).
+ * verified; the same with the public-key seal (Ed25519, a signed checkpoint
+ * every AU_CHECKPOINT_RECORDS_DEF records) against the HMAC seal alone.
+ * Writes into DIR (default: the current directory, so that the fsync cost
+ * is the one of the file system the log will live on).
  *
  *   audit-rate [-n RECORDS] [-s SYNC_RECORDS] [-d DIR] [-k]
  *
@@ -27,7 +29,8 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int write_log(const char *path, unsigned n, audit_fsync mode, double *ret_s)
+static int write_log(const char *path, unsigned n, audit_fsync mode, const au_sign_key *signer,
+		     double *ret_s)
 {
 	static const uint8_t key[32] = "audit-rate benchmark key 32 byte";
 	au_log *log = NULL;
@@ -36,6 +39,9 @@ static int write_log(const char *path, unsigned n, audit_fsync mode, double *ret
 
 	(void)unlink(path);
 	r = au_open(path, key, sizeof(key), "sc-bench", mode, &log);
+	if (r >= 0 && signer)
+		r = au_set_signer(log, signer, AU_CHECKPOINT_RECORDS_DEF,
+				  AU_CHECKPOINT_MS_DEF * 1000000ull);
 	/* A representative record: a network request of the proxy. */
 	for (unsigned i = 0; r >= 0 && i < n; i++)
 		r = au_emit(log, "net.request",
@@ -52,7 +58,7 @@ static int write_log(const char *path, unsigned n, audit_fsync mode, double *ret
 	return r;
 }
 
-static int verify_log(const char *path, double *ret_s)
+static int verify_log(const char *path, const au_sign_key *pub, double *ret_s)
 {
 	static const uint8_t key[32] = "audit-rate benchmark key 32 byte";
 	char reason[256];
@@ -63,7 +69,7 @@ static int verify_log(const char *path, double *ret_s)
 
 	if (!f)
 		return -errno;
-	r = au_verify(f, key, sizeof(key), &line, reason, sizeof(reason));
+	r = au_verify_pub(f, key, sizeof(key), pub, NULL, &line, reason, sizeof(reason));
 	fclose(f);
 	*ret_s = now_s() - t0;
 	return r;
@@ -74,7 +80,8 @@ int main(int argc, char **argv)
 	unsigned n = 100000, n_sync = 2000;
 	const char *dir = ".";
 	bool keep = false;
-	char fast[4096], slow[4096];
+	char fast[4096], slow[4096], signd[4096], privp[4096], pubp[4096];
+	au_sign_key *priv = NULL, *pub = NULL;
 	double s;
 	int c, r;
 
@@ -100,17 +107,43 @@ int main(int argc, char **argv)
 	}
 	snprintf(fast, sizeof(fast), "%s/audit-rate-boundaries.log", dir);
 	snprintf(slow, sizeof(slow), "%s/audit-rate-always.log", dir);
+	snprintf(signd, sizeof(signd), "%s/audit-rate-signed.log", dir);
+	snprintf(privp, sizeof(privp), "%s/audit-rate-sign.key", dir);
+	snprintf(pubp, sizeof(pubp), "%s/audit-rate-pub.key", dir);
 
 	printf("%-28s %10s %9s %12s\n", "mode", "records", "seconds", "records/s");
-	r = write_log(fast, n, AUDIT_FSYNC_BOUNDARIES, &s);
+	r = write_log(fast, n, AUDIT_FSYNC_BOUNDARIES, NULL, &s);
 	if (r < 0)
 		goto fail;
 	printf("%-28s %10u %9.3f %12.0f\n", "write, fsync at boundaries", n + 1, s, (n + 1) / s);
-	r = verify_log(fast, &s);
+	r = verify_log(fast, NULL, &s);
 	if (r < 0)
 		goto fail;
 	printf("%-28s %10u %9.3f %12.0f\n", "verify (with key)", n + 1, s, (n + 1) / s);
-	r = write_log(slow, n_sync, AUDIT_FSYNC_ALWAYS, &s);
+	(void)unlink(privp);
+	(void)unlink(pubp);
+	r = au_keygen(privp, pubp, NULL);
+	if (r == 0)
+		r = au_sign_key_load(privp, true, &priv);
+	if (r == 0)
+		r = au_sign_key_load(pubp, false, &pub);
+	if (r == 0)
+		r = write_log(signd, n, AUDIT_FSYNC_BOUNDARIES, priv, &s);
+	if (r < 0)
+		goto fail;
+	printf("%-28s %10u %9.3f %12.0f\n", "write, HMAC + Ed25519 ckpts", n + 1 + n / 1000, s,
+	       (n + 1 + n / 1000) / s);
+	r = verify_log(signd, pub, &s);
+	if (r < 0)
+		goto fail;
+	printf("%-28s %10u %9.3f %12.0f\n", "verify (key + public key)", n + 1 + n / 1000, s,
+	       (n + 1 + n / 1000) / s);
+	(void)unlink(signd);
+	(void)unlink(privp);
+	(void)unlink(pubp);
+	au_sign_key_free(priv);
+	au_sign_key_free(pub);
+	r = write_log(slow, n_sync, AUDIT_FSYNC_ALWAYS, NULL, &s);
 	if (r < 0)
 		goto fail;
 	printf("%-28s %10u %9.3f %12.0f\n", "write, fsync every record", n_sync + 1, s,

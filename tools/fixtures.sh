@@ -68,3 +68,24 @@ start_dns() { # start_dns PORT NAME=IP...
 	PIDS+=($!)
 	sleep 0.3
 }
+
+# A TLS origin for NAME on host loopback (openssl s_server -www), its
+# certificate from a CA made here, for this caller only: $W/ca/ca.pem.
+start_tls_origin() { # start_tls_origin PORT NAME
+	local port=$1 name=$2 d=$W/ca
+	mkdir -p "$d"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=sandcap test CA" \
+		-keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=$name" -keyout "$d/srv.key" \
+		-out "$d/srv.csr" 2>/dev/null
+	printf 'subjectAltName=DNS:%s\n' "$name" >"$d/ext"
+	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+		-days 1 -extfile "$d/ext" -out "$d/srv.pem" 2>/dev/null
+	chmod 644 "$d/ca.pem"
+	openssl s_server -quiet -accept "127.0.0.1:$port" -cert "$d/srv.pem" -key "$d/srv.key" -www \
+		>/dev/null 2>&1 &
+	PIDS+=($!)
+	for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/"$port") 2>/dev/null && return 0; sleep 0.1; done
+	echo "TLS origin did not start" >&2
+	return 1
+}

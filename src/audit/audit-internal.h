@@ -5,7 +5,10 @@
  *
  * A record line is, byte for byte (no spaces, keys in this order):
  *
- *   {"seq":N,"ts":"T","sandbox":"S","event":"E","data":D,"prev":"P","hash":"H"}\n
+ *   {"schema":2,"seq":N,"ts":"T","sandbox":"S","event":"E","data":D,"prev":"P","hash":"H"}\n
+ *
+ * Logs of schema 1 (written before the version was recorded) have no
+ * "schema" member; the verifier accepts both, but not both in one log.
  *
  * N is a decimal integer without sign or leading zeros, T an RFC 3339 UTC
  * time with nanoseconds, D a JSON object dumped compact with sorted keys,
@@ -35,8 +38,11 @@
 #define AU_GENESIS_PREFIX   "sandcap-audit-v1:"
 #define AU_TS_LEN	    30 /* 2026-11-29T08:30:00.123456789Z */
 
-/* The seven members of a record, in their only allowed order. */
-#define AU_N_KEYS 7
+/* The seven members of a record, in their only allowed order, after the
+ * "schema" member of AU_SCHEMA_VERSION records. */
+#define AU_N_KEYS	  7
+#define AU_SCHEMA_VERSION 2
+#define AU_SCHEMA_PREFIX  "{\"schema\":2,"
 
 void au_hex(const uint8_t *bytes, size_t n, char *out); /* out gets 2n+1 bytes */
 /* Exactly 2n lower-case hex digits. 0 or -EINVAL. */
@@ -73,9 +79,18 @@ int au_record_build(uint64_t seq, const struct timespec *ts, const char *sandbox
  */
 int au_read_line(FILE *in, char **buf, size_t *cap, size_t *ret_len, bool *ret_newline);
 
+/* What a reader took of a log so far. */
+typedef struct au_log_bound {
+	uint64_t lines, bytes;
+} au_log_bound;
+/* Counts one line read (len bytes and its newline): -EFBIG once the log is
+ * past AU_LOG_MAX_LINES lines or AU_LOG_MAX_BYTES bytes; why says so. */
+int au_log_bound_add(au_log_bound *b, size_t len, bool newline, char *why, size_t why_len);
+
 /* A record line after the structural checks (au_parse_record). */
 typedef struct au_record {
-	json_t *root; /* owns everything below */
+	json_t *root;	 /* owns everything below */
+	unsigned schema; /* 1: no "schema" member, else its value */
 	uint64_t seq;
 	const char *ts;
 	const char *sandbox;
@@ -101,6 +116,7 @@ typedef struct au_chain {
 	const uint8_t *key;
 	size_t key_len;
 	uint64_t records;
+	unsigned schema; /* the first record's: every record must have it */
 	uint8_t prev[AU_HASH_BYTES];
 	char sandbox[AU_SANDBOX_ID_MAX + 1];
 	bool sealed;
@@ -113,6 +129,16 @@ typedef struct au_chain {
 	uint64_t failed_records;
 	char failed_error[32];
 	char failed_event[AU_EVENT_MAX + 1];
+	/* The public-key seal: the key to check signatures with (may be
+	 * NULL: then they are only checked for form), the key id the log
+	 * signs with, and how far a checked signature reaches. */
+	const au_sign_key *pub;
+	char key_id[AU_HASH_HEX + 1];
+	uint64_t checkpoints;
+	bool seal_signed;
+	bool sig_checked;	 /* the seal's signature verified with pub */
+	bool have_checkpoint;	 /* a checkpoint's signature verified with pub */
+	uint64_t checkpoint_seq; /* ... the last such checkpoint's seq */
 } au_chain;
 
 void au_chain_init(au_chain *c, const uint8_t *key, size_t key_len);

@@ -21,7 +21,11 @@
 #define AU_HASH_HEX   64u
 /* One record line, newline included. Emitters bound their fields so that a
  * record stays far below this; a larger one is replaced (see au_emit). */
-#define AU_LINE_MAX	  (1u << 20)
+#define AU_LINE_MAX (1u << 20)
+/* The most `audit report`, `verify` and `export` read of one log: an endless
+ * input (a pipe that never ends) must end, with an error. */
+#define AU_LOG_MAX_LINES  (1u << 24)
+#define AU_LOG_MAX_BYTES  (16ull << 30)
 #define AU_SANDBOX_ID_MAX 128u /* [A-Za-z0-9._:-]+ */
 #define AU_EVENT_MAX	  64u  /* [a-z0-9._]+ */
 #define AU_KEY_MIN	  16u  /* HMAC keys shorter than this are refused */
@@ -126,6 +130,53 @@ int au_seal(au_log *log);
  * caller fsyncs and closes both. Records appended before this call are
  * durable once those fsyncs return. */
 int au_sync_detach(au_log *log, int *ret_fd, int *ret_dirfd);
+/*
+ * The public-key seal (docs/audit.md, "The public-key seal"): an Ed25519
+ * key pair in PEM files. A log with a signing key signs its seal and, as
+ * records of their own (audit.checkpoint), the prefix written so far every
+ * every_records records or every_ns nanoseconds, whichever comes first.
+ */
+#define AU_SIG_BYTES		  64u
+#define AU_CHECKPOINT_EVENT	  "audit.checkpoint"
+#define AU_CHECKPOINT_RECORDS_DEF 1000u
+#define AU_CHECKPOINT_MS_DEF	  5000u
+typedef struct au_sign_key au_sign_key;
+/* Generates a key pair: the private key (PKCS#8 PEM) into a new file of
+ * mode 0600, the public key (SubjectPublicKeyInfo PEM) into a new file of
+ * mode 0644. Both are created with O_EXCL|O_NOFOLLOW (-EEXIST, -ELOOP):
+ * an existing key is never replaced. ret_id (may be NULL) gets the key id. */
+int au_keygen(const char *priv_path, const char *pub_path, char ret_id[AU_HASH_HEX + 1]);
+/* Loads an Ed25519 key from a PEM file of at most 8 KiB: private (a
+ * regular file, not a symlink, mode & 077 == 0: -EACCES otherwise) or
+ * public. -EBADMSG when it holds no such PEM, -EPROTOTYPE for another
+ * algorithm, -EFBIG for a larger file. */
+int au_sign_key_load(const char *path, bool private, au_sign_key **ret);
+au_sign_key *au_sign_key_free(au_sign_key *k); /* NULL-safe, returns NULL */
+static inline void au_sign_key_freep(au_sign_key **k)
+{
+	*k = au_sign_key_free(*k);
+}
+/* Hex SHA-256 of the raw 32-byte public key: records name the key by it. */
+const char *au_sign_key_id(const au_sign_key *k);
+bool au_sign_key_is_private(const au_sign_key *k);
+/* Signs / checks (0, -EBADMSG) the prefix of sandbox's log: records
+ * records whose last hash is final_hash; kind is "checkpoint" or "seal". */
+int au_sign(const au_sign_key *k, const char *kind, const char *sandbox, uint64_t records,
+	    const uint8_t final_hash[AU_HASH_BYTES], uint8_t ret_sig[AU_SIG_BYTES]);
+int au_sig_check(const au_sign_key *k, const char *kind, const char *sandbox, uint64_t records,
+		 const uint8_t final_hash[AU_HASH_BYTES], const uint8_t sig[AU_SIG_BYTES]);
+/* The log signs with k (not owned: it must outlive the log) from now on;
+ * 0 for either interval turns that trigger off. */
+int au_set_signer(au_log *log, const au_sign_key *k, uint64_t every_records, uint64_t every_ns);
+/* Writes an audit.checkpoint now if one is due by time and a record was
+ * written since the last: for a caller's timer, so that a quiet log is
+ * signed too. 1 when written, 0 when not due, else as au_emit() (a
+ * checkpoint is a record like any other: its failure fails the log). */
+int au_checkpoint_due(au_log *log);
+/* Nanoseconds until the next checkpoint is due by time (0: due now),
+ * UINT64_MAX when none can be (no signer, no interval, nothing new). */
+uint64_t au_checkpoint_wait_ns(const au_log *log);
+
 /* Hex of the last record's hash (after au_seal: of the seal record), or of
  * the genesis value before the first record. The external anchor printed in
  * the run's summary; `sandcap audit verify` prints the same value. */
@@ -177,6 +228,15 @@ typedef struct au_verify_info {
 	uint64_t failed_records; /* records written before the failure */
 	char failed_error[32];	 /* e.g. "ENOSPC" */
 	char failed_event[AU_EVENT_MAX + 1];
+	/* The public-key seal. Filled also when verification fails, so that
+	 * a log cut off (a supervisor killed) can say how far it is signed. */
+	bool seal_signed;	 /* the seal carries an Ed25519 signature */
+	bool sig_checked;	 /* ... verified with the public key */
+	uint64_t checkpoints;	 /* audit.checkpoint records read */
+	bool have_checkpoint;	 /* one verified with the public key ... */
+	uint64_t checkpoint_seq; /* ... the last: records 0..seq are signed */
+	uint64_t good_records;	 /* records that passed every check before a failure */
+	char key_id[AU_HASH_HEX + 1];
 } au_verify_info;
 
 /* Verifies a whole log in constant memory. 0 if intact (which includes a
@@ -190,6 +250,12 @@ int au_verify(FILE *in, const uint8_t *key, size_t key_len, size_t *reterr_line,
 /* The same, also describing an intact log in ret_info (may be NULL). */
 int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *ret_info,
 		 size_t *reterr_line, char *reterr_reason, size_t reason_len);
+/* The same with a public key (may be NULL): then every checkpoint and the
+ * seal must carry a signature by that key that verifies, and ret_info
+ * (also on -EBADMSG) says up to which checkpoint the log is signed. */
+int au_verify_pub(FILE *in, const uint8_t *key, size_t key_len, const au_sign_key *pub,
+		  au_verify_info *ret_info, size_t *reterr_line, char *reterr_reason,
+		  size_t reason_len);
 
 /* Reconstructs what happened: plain text or one JSON object. Streams the
  * log in bounded memory and checks the chain on the way (without a key);

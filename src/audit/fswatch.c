@@ -529,36 +529,40 @@ static int diff(fw_watch *w, sf_event_cb cb, void *ud, const fw_grant *g, const 
 
 /* ---- fanotify --------------------------------------------------------- */
 
-/* Whose event is it? The fsuid is what the kernel checked the write with. */
-static fw_who pid_who(fw_watch *w, pid_t pid)
+int fw_proc_fsuid(pid_t pid, unsigned long *ret_fsuid)
 {
 	char path[64], line[256];
 	_cleanup_fclose_ FILE *f = NULL;
-	fw_who who = FW_GONE;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long ruid, euid, suid;
+
+		if (sscanf(line, "Uid: %lu %lu %lu %lu", &ruid, &euid, &suid, ret_fsuid) == 4)
+			return 0;
+	}
+	return -ESRCH;
+}
+
+/* Whose event is it? The fsuid is what the kernel checked the write with. */
+static fw_who pid_who(fw_watch *w, pid_t pid)
+{
+	unsigned long fsuid = 0;
+	fw_who who;
 
 	if (pid == w->self)
 		return FW_HOST;
 	for (size_t i = 0; i < FW_PID_CACHE; i++)
 		if (w->pids[i].pid == pid && pid > 0)
 			return w->pids[i].who;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (fw_proc_fsuid(pid, &fsuid) < 0)
 		return FW_GONE;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long ruid, euid, suid, fsuid;
-
-		if (sscanf(line, "Uid: %lu %lu %lu %lu", &ruid, &euid, &suid, &fsuid) == 4) {
-			who = fsuid == w->id_base || fsuid == (unsigned long)w->id_base + 1
-				  ? FW_SANDBOX
-				  : FW_HOST;
-			break;
-		}
-	}
-	if (who != FW_GONE) {
-		w->pids[w->next_pid] = (fw_pid){.pid = pid, .who = who};
-		w->next_pid = (w->next_pid + 1) % FW_PID_CACHE;
-	}
+	who = fsuid == w->id_base || fsuid == (unsigned long)w->id_base + 1 ? FW_SANDBOX : FW_HOST;
+	w->pids[w->next_pid] = (fw_pid){.pid = pid, .who = who};
+	w->next_pid = (w->next_pid + 1) % FW_PID_CACHE;
 	return who;
 }
 

@@ -72,3 +72,8 @@ int fw_handle(fw_watch *w, sf_event_cb cb, void *userdata);
 int fw_finish(fw_watch *w, sf_event_cb cb, void *userdata);
 
 fw_watch *fw_free(fw_watch *w); /* NULL-safe, returns NULL */
+
+/* The fsuid of a process (from /proc/PID/status): what the kernel checks
+ * its file accesses with, so what tells the sandbox's processes (its two
+ * host ids) from the host's. 0, or -ESRCH when the process is gone. */
+int fw_proc_fsuid(pid_t pid, unsigned long *ret_fsuid);

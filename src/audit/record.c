@@ -208,7 +208,7 @@ int au_record_build(uint64_t seq, const struct timespec *ts, const char *sandbox
 	if (!line)
 		return -ENOMEM;
 	p = line;
-	PUT_LITERAL(&p, "{\"seq\":");
+	PUT_LITERAL(&p, AU_SCHEMA_PREFIX "\"seq\":");
 	while (seq_len > 0)
 		*p++ = seqbuf[--seq_len];
 	PUT_LITERAL(&p, ",\"ts\":\"");
@@ -273,6 +273,19 @@ int au_read_line(FILE *in, char **buf, size_t *cap, size_t *ret_len, bool *ret_n
 	*ret_len = len;
 	*ret_newline = c == '\n';
 	return 1;
+}
+
+int au_log_bound_add(au_log_bound *b, size_t len, bool newline, char *why, size_t why_len)
+{
+	b->lines++;
+	b->bytes += len + newline;
+	if (b->lines <= AU_LOG_MAX_LINES && b->bytes <= AU_LOG_MAX_BYTES)
+		return 0;
+	(void)snprintf(why, why_len,
+		       "the log is longer than %u lines or %llu GiB, the most that is read; not "
+		       "read any further",
+		       AU_LOG_MAX_LINES, (unsigned long long)(AU_LOG_MAX_BYTES >> 30));
+	return -EFBIG;
 }
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid:

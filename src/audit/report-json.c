@@ -77,6 +77,7 @@ int rp_json(FILE *out, const report *rp)
 	set(log, "lines", json_integer((json_int_t)rp->lines));
 	set(log, "records", json_integer((json_int_t)rp->records));
 	set(log, "unreadable_lines", json_integer((json_int_t)rp->unreadable));
+	set(log, "stopped_reading", rp->too_long[0] ? json_string(rp->too_long) : json_null());
 	set(log, "first_ts", opt_str(rp->first_ts));
 	set(log, "last_ts", opt_str(rp->last_ts));
 	set(log, "intact", json_boolean(rp->chain_ok));
@@ -116,6 +117,16 @@ int rp_json(FILE *out, const report *rp)
 	set(did, "files_written_approx", json_boolean(rp->tally.files_approx));
 	set(did, "files_incomplete", json_boolean(rp->files_truncated));
 	set(did, "files_unrecorded", json_integer((json_int_t)rp->files_unrecorded));
+	set(did, "commands", blist_json(&rp->commands));
+	set(did, "commands_ended", json_integer((json_int_t)rp->commands_ended));
+	set(did, "file_ops", blist_json(&rp->file_ops));
+	set(did, "files_read", blist_json(&rp->reads));
+	set(did, "files_read_incomplete", json_boolean(rp->reads_truncated));
+	set(did, "files_read_unrecorded", json_integer((json_int_t)rp->reads_unrecorded));
+	set(did, "dns",
+	    json_pack("{s:I, s:I, s:o}", "queries", (json_int_t)rp->tally.dns_queries, "refused",
+		      (json_int_t)rp->tally.dns_refused, "shown", blist_json(&rp->dns)));
+	set(did, "workspaces", borrow(json_object_get(rp->exit, "workspaces")));
 	set(did, "other_events", ctable_json(&rp->other_events, "event", false));
 	set(root, "did", did);
 
@@ -128,6 +139,7 @@ int rp_json(FILE *out, const report *rp)
 	set(lim, "by_limit", ctable_json(&rp->tally.limits, "limit", false));
 	set(stopped, "limits", lim);
 	set(root, "stopped", stopped);
+	set(root, "bound", rp_bound(rp));
 
 	if (json_dumpf(root, out, JSON_INDENT(2) | JSON_ENSURE_ASCII) < 0 || fputc('\n', out) < 0)
 		return -EIO;

@@ -62,6 +62,11 @@ static void put_size(FILE *out, uint64_t b)
 		(void)fprintf(out, "%.1f %s", v, unit[u]);
 }
 
+void rp_put_size(FILE *out, uint64_t b)
+{
+	put_size(out, b);
+}
+
 static void put_secs(FILE *out, uint64_t ns)
 {
 	(void)fprintf(out, "%.2f s", (double)ns / 1e9);
@@ -172,7 +177,12 @@ static void text_access(FILE *out, const report *rp)
 		return;
 	}
 	v = json_object_get(rp->start, "command");
-	if (v) {
+	if (json_is_array(v) && json_array_size(v) == 0 && rp->commands.count) {
+		(void)fprintf(out,
+			      "  command   none of its own: a session, %" PRIu64
+			      " command%s run in it (below)\n",
+			      rp->commands.count, rp->commands.count == 1 ? "" : "s");
+	} else if (v) {
 		(void)fputs("  command   ", out);
 		if (json_is_array(v))
 			put_words(out, v);
@@ -445,6 +455,156 @@ static void text_consumed(FILE *out, const report *rp)
 		      v == 1 ? "" : "s", w);
 }
 
+/* " (S)" for a non-empty string s. */
+static void put_paren(FILE *out, const char *s)
+{
+	if (!s || !s[0])
+		return;
+	(void)fputs(" (", out);
+	put_safe(out, s);
+	(void)fputc(')', out);
+}
+
+/* A session's commands, with their ends, and its file transfers. */
+static void text_session(FILE *out, const report *rp)
+{
+	json_t *x, *v;
+	size_t i;
+
+	if (rp->commands.count) {
+		(void)fprintf(out, "  commands  %" PRIu64 " run, %" PRIu64 " ended\n",
+			      rp->commands.count, rp->commands_ended);
+		json_array_foreach(rp->commands.items, i, x)
+		{
+			(void)fputs("    #", out);
+			put_scalar(out, json_object_get(x, "id"));
+			(void)fputc(' ', out);
+			put_words(out, json_object_get(x, "argv"));
+			if ((v = json_object_get(x, "status"))) {
+				(void)fputs(" -> exit ", out);
+				put_scalar(out, v);
+				if (json_is_integer(json_object_get(x, "signal"))) {
+					(void)fputs(" (signal ", out);
+					put_scalar(out, json_object_get(x, "signal"));
+					(void)fputc(')', out);
+				}
+				if ((v = json_object_get(x, "duration_ms"))) {
+					(void)fputs(", ", out);
+					put_scalar(out, v);
+					(void)fputs(" ms", out);
+				}
+				if (json_array_size(json_object_get(x, "limits_hit"))) {
+					(void)fputs(", limit ", out);
+					put_words(out, json_object_get(x, "limits_hit"));
+				}
+			} else {
+				(void)fputs(" (no end recorded)", out);
+			}
+			(void)fputc('\n', out);
+		}
+		put_more(out, &rp->commands);
+	}
+	if (!rp->file_ops.count)
+		return;
+	(void)fprintf(out, "  transfers %" PRIu64 " (put, get, ls through the walls)\n",
+		      rp->file_ops.count);
+	json_array_foreach(rp->file_ops.items, i, x)
+	{
+		(void)fputs("    ", out);
+		put_safe(out, rp_get_str(x, "op"));
+		(void)fputc(' ', out);
+		put_safe(out, rp_get_str(x, "path"));
+		if ((v = json_object_get(x, "bytes"))) {
+			(void)fputs(": ", out);
+			put_scalar(out, v);
+			(void)fputs(" bytes", out);
+		}
+		put_paren(out, rp_get_str(x, "result"));
+		(void)fputc('\n', out);
+	}
+	put_more(out, &rp->file_ops);
+}
+
+static void text_reads(FILE *out, const report *rp)
+{
+	json_t *x, *v;
+	size_t i;
+
+	if (!rp->reads.count && !rp->reads_truncated)
+		return;
+	(void)fprintf(out, "  reads     %" PRIu64 " file%s read\n", rp->reads.count,
+		      rp->reads.count == 1 ? "" : "s");
+	json_array_foreach(rp->reads.items, i, x)
+	{
+		(void)fputs("    ", out);
+		put_safe(out, rp_get_str(x, "path"));
+		if ((v = json_object_get(x, "size"))) {
+			(void)fputs(" (", out);
+			put_scalar(out, v);
+			(void)fputs(" bytes)", out);
+		}
+		if (rp_get_str(x, "sha256")) {
+			(void)fputs(" sha256 ", out);
+			put_safe(out, rp_get_str(x, "sha256"));
+		} else if (rp_get_str(x, "hash_skipped")) {
+			(void)fputs(" not hashed: ", out);
+			put_safe(out, rp_get_str(x, "hash_skipped"));
+		}
+		(void)fputc('\n', out);
+	}
+	put_more(out, &rp->reads);
+	if (rp->reads_truncated)
+		(void)fprintf(out, "    incomplete: %" PRIu64 " reads not recorded\n",
+			      rp->reads_unrecorded);
+}
+
+static void text_dns(FILE *out, const report *rp)
+{
+	json_t *x;
+	size_t i;
+
+	if (!rp->tally.dns_queries)
+		return;
+	(void)fprintf(out,
+		      "  dns       %" PRIu64 " quer%s, %" PRIu64 " answered, %" PRIu64 " refused\n",
+		      rp->tally.dns_queries, rp->tally.dns_queries == 1 ? "y" : "ies",
+		      rp->tally.dns_queries - rp->tally.dns_refused, rp->tally.dns_refused);
+	json_array_foreach(rp->dns.items, i, x)
+	{
+		(void)fputs("    ", out);
+		put_safe(out, rp_get_str(x, "name"));
+		(void)fputc(' ', out);
+		put_safe(out, rp_get_str(x, "type"));
+		(void)fputs(" -> ", out);
+		put_safe(out, rp_get_str(x, "rcode"));
+		if (rp_get_str(x, "answer") && rp_get_str(x, "answer")[0]) {
+			(void)fputc(' ', out);
+			put_safe(out, rp_get_str(x, "answer"));
+		}
+		put_paren(out, rp_get_str(x, "reason"));
+		(void)fputc('\n', out);
+	}
+	put_more(out, &rp->dns);
+}
+
+/* The cow workspaces kept at the end (sandbox.exit). */
+static void text_workspaces(FILE *out, const report *rp)
+{
+	json_t *ws = json_object_get(rp->exit, "workspaces"), *x;
+	size_t i;
+
+	json_array_foreach(ws, i, x)
+	{
+		(void)fputs(i ? "            " : "  workspace ", out);
+		put_safe(out, rp_get_str(x, "id"));
+		(void)fputs(": ", out);
+		put_scalar(out, json_object_get(x, "files"));
+		(void)fputs(" entries, ", out);
+		put_scalar(out, json_object_get(x, "bytes"));
+		(void)fputs(" bytes (sandcap workspace diff)\n", out);
+	}
+}
+
 static void text_did(FILE *out, const report *rp)
 {
 	json_t *x;
@@ -550,6 +710,10 @@ static void text_did(FILE *out, const report *rp)
 			put_safe(out, rp_get_str(x, "op"));
 			(void)fputc(')', out);
 		}
+		if (rp_get_str(x, "sha256")) {
+			(void)fputs(" sha256 ", out);
+			put_safe(out, rp_get_str(x, "sha256"));
+		}
 		(void)fputc('\n', out);
 	}
 	put_more(out, &rp->files);
@@ -558,6 +722,10 @@ static void text_did(FILE *out, const report *rp)
 			      "    incomplete: %" PRIu64
 			      " writes not recorded (caps, queue overflow or unplaced)\n",
 			      rp->files_unrecorded);
+	text_session(out, rp);
+	text_reads(out, rp);
+	text_dns(out, rp);
+	text_workspaces(out, rp);
 	if (rp->other_events.n) {
 		(void)fputs("  other    ", out);
 		for (i = 0; i < rp->other_events.n; i++) {
@@ -619,6 +787,12 @@ static void text_stopped(FILE *out, const report *rp)
 	json_array_foreach(rp->denied.items, i, x)
 	{
 		(void)fputs("    ", out);
+		if (rp_get_str(x, "protocol")) {
+			/* A direct attempt around the proxy, not a request. */
+			(void)fputs("direct ", out);
+			put_safe(out, rp_get_str(x, "protocol"));
+			(void)fputc(' ', out);
+		}
 		if ((v = json_object_get(x, "method"))) {
 			put_scalar(out, v);
 			(void)fputc(' ', out);
@@ -685,6 +859,8 @@ void rp_text(FILE *out, const report *rp)
 	if (rp->unreadable)
 		(void)fprintf(out, "Unreadable lines: %" PRIu64 " (%s)\n", rp->unreadable,
 			      rp->stopped ? "the last one not read to its end" : "skipped");
+	if (rp->too_long[0])
+		(void)fprintf(out, "Stopped after line %" PRIu64 ": %s\n", rp->lines, rp->too_long);
 	if (rp->records) {
 		au_hex(rp->last_hash, AU_HASH_BYTES, hex);
 		(void)fprintf(out, "Last hash: %s\n", hex);
@@ -693,4 +869,5 @@ void rp_text(FILE *out, const report *rp)
 	text_consumed(out, rp);
 	text_did(out, rp);
 	text_stopped(out, rp);
+	rp_bound_text(out, rp);
 }

@@ -104,12 +104,18 @@ static int blist_add(blist *l, json_t *data, const char *const *keys)
 
 static const char *const proc_keys[] = {"pid", "path", "argv", NULL};
 static const char *const failed_keys[] = {"pid", "path", "result", "errno", "error", NULL};
-static const char *const net_keys[] = {"method", "host",	"port",	      "path",
-				       "addr",	 "status",	"bytes_out",  "bytes_in",
-				       "rule",	 "duration_ms", "credential", NULL};
-static const char *const denied_keys[] = {"method", "host",	  "port",   "path",
-					  "reason", "credential", "detail", NULL};
-static const char *const file_keys[] = {"path", "op", NULL};
+static const char *const net_keys[] = {
+    "method",	"host", "port",	       "path",	     "addr",	    "status",	  "bytes_out",
+    "bytes_in", "rule", "duration_ms", "credential", "body_sha256", "body_bytes", NULL};
+static const char *const denied_keys[] = {"method",	"host",	  "port",     "path", "reason",
+					  "credential", "detail", "protocol", NULL};
+static const char *const file_keys[] = {"path", "op", "sha256", NULL};
+static const char *const command_keys[] = {"id", "argv", "cwd", "tty", NULL};
+static const char *const command_exit_keys[] = {"status", "signal", "duration_ms", "limits_hit",
+						NULL};
+static const char *const file_op_keys[] = {"id", "path", "bytes", "result", NULL};
+static const char *const dns_keys[] = {"name", "type", "rcode", "answer", "reason", NULL};
+static const char *const read_keys[] = {"path", "size", "sha256", "hash_skipped", NULL};
 static const char *const grant_keys[] = {"path", "at", "mode", NULL};
 
 static int account_traffic(report *rp, json_t *data, bool allowed)
@@ -129,6 +135,53 @@ static int account_traffic(report *rp, json_t *data, bool allowed)
 		sat_add(&c->bytes_in, in);
 	}
 	return 0;
+}
+
+/* An fs.write or fs.read record: a file listed, or (op "truncated") not a
+ * file but the watch saying what it left out (docs/audit.md 8, 11). */
+static int file_record(blist *l, json_t *data, const char *const *keys, bool *truncated,
+		       uint64_t *unrecorded)
+{
+	const char *op = rp_get_str(data, "op");
+	uint64_t n = 0;
+
+	if (op && strcmp(op, "truncated") == 0) {
+		*truncated = true;
+		if (rp_get_u64(data, "count", &n))
+			sat_add(unrecorded, n);
+		return 0;
+	}
+	return blist_add(l, data, keys);
+}
+
+/* exec.exit: its exec.start, if listed, gets the status and duration. */
+static int command_ended(report *rp, json_t *data)
+{
+	json_t *x;
+	size_t i;
+
+	sat_add(&rp->commands_ended, 1);
+	json_array_foreach(rp->commands.items, i, x)
+	{
+		if (!json_equal(json_object_get(x, "id"), json_object_get(data, "id")))
+			continue;
+		for (const char *const *k = command_exit_keys; *k; k++)
+			if (json_object_get(data, *k))
+				(void)json_object_set_new(x, *k, trim(json_object_get(data, *k)));
+		break;
+	}
+	return 0;
+}
+
+static int file_op(report *rp, const char *event, json_t *data)
+{
+	size_t n = json_array_size(rp->file_ops.items);
+	int r = blist_add(&rp->file_ops, data, file_op_keys);
+
+	if (r >= 0 && json_array_size(rp->file_ops.items) > n)
+		(void)json_object_set_new(json_array_get(rp->file_ops.items, n), "op",
+					  json_string(event + strlen("file.")));
+	return r;
 }
 
 static int handle_event(report *rp, const char *event, json_t *data)
@@ -165,20 +218,25 @@ static int handle_event(report *rp, const char *event, json_t *data)
 	} else if (strcmp(event, "syscall.denied") == 0 || strcmp(event, "limit.hit") == 0) {
 		return 0; /* counted in the tally */
 	} else if (strcmp(event, "fs.write") == 0) {
-		const char *op = rp_get_str(data, "op");
-		uint64_t n = 0;
-
-		/* Not a file: the watch saying what it left out (docs/audit.md 8). */
-		if (op && strcmp(op, "truncated") == 0) {
-			rp->files_truncated = true;
-			if (rp_get_u64(data, "count", &n))
-				sat_add(&rp->files_unrecorded, n);
-			return 0;
-		}
-		return blist_add(&rp->files, data, file_keys);
+		return file_record(&rp->files, data, file_keys, &rp->files_truncated,
+				   &rp->files_unrecorded);
+	} else if (strcmp(event, "exec.start") == 0) {
+		return blist_add(&rp->commands, data, command_keys);
+	} else if (strcmp(event, "exec.exit") == 0) {
+		return command_ended(rp, data);
+	} else if (strcmp(event, "file.put") == 0 || strcmp(event, "file.get") == 0 ||
+		   strcmp(event, "file.list") == 0) {
+		return file_op(rp, event, data);
+	} else if (strcmp(event, "net.dns") == 0) {
+		return blist_add(&rp->dns, data, dns_keys);
+	} else if (strcmp(event, "fs.read") == 0) {
+		return file_record(&rp->reads, data, read_keys, &rp->reads_truncated,
+				   &rp->reads_unrecorded);
 	} else if (strcmp(event, AU_ERROR_EVENT) == 0) {
 		if (!rp->failure)
 			rp->failure = json_incref(data);
+	} else if (strcmp(event, AU_CHECKPOINT_EVENT) == 0) {
+		return 0; /* the seal's; verify --pubkey checks them */
 	} else if (strcmp(event, AU_SEAL_EVENT) == 0) {
 		rp->sealed = true;
 		rp->keyed = json_is_true(json_object_get(data, "keyed"));
@@ -244,6 +302,10 @@ static void report_done(report *rp)
 	json_decref(rp->net.items);
 	json_decref(rp->files.items);
 	json_decref(rp->denied.items);
+	json_decref(rp->commands.items);
+	json_decref(rp->file_ops.items);
+	json_decref(rp->dns.items);
+	json_decref(rp->reads.items);
 }
 
 int au_report(FILE *in, FILE *out, bool json)
@@ -253,6 +315,7 @@ int au_report(FILE *in, FILE *out, bool json)
 	_cleanup_free_ report *rp = NULL;
 	size_t len = 0;
 	bool newline = false;
+	au_log_bound bound = {0};
 	int r;
 
 	if (!in || !out)
@@ -268,8 +331,13 @@ int au_report(FILE *in, FILE *out, bool json)
 	rp->net.items = json_array();
 	rp->files.items = json_array();
 	rp->denied.items = json_array();
+	rp->commands.items = json_array();
+	rp->file_ops.items = json_array();
+	rp->dns.items = json_array();
+	rp->reads.items = json_array();
 	if (!rp->grants.items || !rp->procs.items || !rp->failed.items || !rp->net.items ||
-	    !rp->files.items || !rp->denied.items) {
+	    !rp->files.items || !rp->denied.items || !rp->commands.items || !rp->file_ops.items ||
+	    !rp->dns.items || !rp->reads.items) {
 		report_done(rp);
 		return -ENOMEM;
 	}
@@ -293,11 +361,17 @@ int au_report(FILE *in, FILE *out, bool json)
 		}
 		if (r < 0)
 			break;
+		if (au_log_bound_add(&bound, len, newline, rp->too_long, sizeof(rp->too_long)) <
+		    0) {
+			chain_broken(rp, rp->lines + 1, rp->too_long);
+			r = 0;
+			break;
+		}
 		r = report_line(rp, buf, len, newline);
 		if (r < 0)
 			break;
 	}
-	if (r == 0 && rp->chain_ok && !rp->stopped) {
+	if (r == 0 && rp->chain_ok && !rp->stopped && !rp->too_long[0]) {
 		char reason[256];
 
 		if (au_chain_end(&rp->chain, reason, sizeof(reason)) < 0)

@@ -28,7 +28,8 @@ typedef struct report {
 	uint64_t unreadable; /* lines that did not */
 	au_chain chain;
 	bool chain_ok;
-	bool stopped; /* reading stopped at a line that did not end */
+	bool stopped;	    /* reading stopped at a line that did not end */
+	char too_long[160]; /* reading stopped at AU_LOG_MAX_LINES/BYTES: why */
 	uint64_t err_line;
 	char err_reason[256];
 	char sandbox[AU_SANDBOX_ID_MAX + 1];
@@ -46,7 +47,14 @@ typedef struct report {
 	blist net;	 /* net.request, allowed */
 	blist files;	 /* fs.write */
 	blist denied;	 /* net.denied and denied net.request */
-	au_table hosts;	 /* allowed traffic per host */
+	blist commands;	 /* a session's exec.start, completed by its exec.exit */
+	uint64_t commands_ended;
+	blist file_ops; /* a session's file.put, file.get, file.list */
+	blist dns;	/* net.dns */
+	blist reads;	/* fs.read */
+	bool reads_truncated;
+	uint64_t reads_unrecorded;
+	au_table hosts; /* allowed traffic per host */
 	au_table other_events;
 	au_tally tally; /* the numbers the end-of-run summary shows too */
 	uint64_t net_bytes_out, net_bytes_in, tunnels;
@@ -57,4 +65,9 @@ typedef struct report {
 bool rp_get_u64(json_t *obj, const char *key, uint64_t *ret);
 const char *rp_get_str(json_t *obj, const char *key);
 void rp_text(FILE *out, const report *rp);
+void rp_put_size(FILE *out, uint64_t bytes); /* "1.5 KiB" */
+/* The bound that was enforced (report-bound.c): a new JSON object, or
+ * null before sandbox.start; and its text section. */
+json_t *rp_bound(const report *rp);
+void rp_bound_text(FILE *out, const report *rp);
 int rp_json(FILE *out, const report *rp);

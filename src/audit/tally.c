@@ -134,6 +134,12 @@ void au_tally_event(au_tally *t, const char *event, json_t *data)
 			if (c)
 				sat_add(&c->refused, 1);
 		}
+	} else if (strcmp(event, "net.dns") == 0) {
+		const char *rc = get_str(data, "rcode");
+
+		sat_add(&t->dns_queries, 1);
+		if (!rc || strcmp(rc, "NOERROR") != 0)
+			sat_add(&t->dns_refused, 1);
 	} else if (strcmp(event, "syscall.denied") == 0) {
 		sat_add(&t->syscalls_denied, 1);
 		au_table_count(&t->syscalls, get_str(data, "syscall"), NULL);

@@ -50,6 +50,8 @@ typedef struct au_tally {
 	/* by credential name: allowed net.request records that carried it
 	 * (count, bytes), net.denied records that name it (refused) */
 	au_table credentials;
+	uint64_t dns_queries;		/* net.dns records */
+	uint64_t dns_refused;		/* those not answered NOERROR */
 	uint64_t paths[AU_TALLY_PATHS]; /* 64-bit hashes of written paths, 0 = free */
 	size_t n_paths;
 } au_tally;

@@ -70,9 +70,25 @@ int au_parse_record(const char *line, size_t len, au_record *ret, char *reterr_r
 		au_record_clear(&r);
 		return fail(reterr_reason, reason_len, "not a JSON object");
 	}
-	/* jansson keeps insertion order, i.e. the order of the text. */
+	/* jansson keeps insertion order, i.e. the order of the text. A
+	 * schema 1 record has no "schema" member; a later one has it first. */
+	r.schema = 1;
+	v = json_object_get(r.root, "schema");
+	if (v) {
+		if (!json_is_integer(v) || json_integer_value(v) != AU_SCHEMA_VERSION ||
+		    strcmp(json_object_iter_key(json_object_iter(r.root)), "schema") != 0) {
+			au_record_clear(&r);
+			return fail(reterr_reason, reason_len,
+				    "\"schema\" must be the first key and %d (record malformed, "
+				    "or written by a newer sandcap)",
+				    AU_SCHEMA_VERSION);
+		}
+		r.schema = AU_SCHEMA_VERSION;
+	}
 	json_object_foreach(r.root, key, v)
 	{
+		if (r.schema > 1 && i == 0 && strcmp(key, "schema") == 0)
+			continue;
 		if (i >= AU_N_KEYS || strcmp(key, record_keys[i]) != 0) {
 			au_record_clear(&r);
 			return fail(reterr_reason, reason_len,
@@ -146,28 +162,119 @@ void au_chain_init(au_chain *c, const uint8_t *key, size_t key_len)
 	*c = (au_chain){.key = key, .key_len = key_len};
 }
 
+/* records and final_hash of a checkpoint or seal: the prefix before it. */
+static int check_prefix(const au_record *r, json_t *records, json_t *final, char *reason,
+			size_t reason_len)
+{
+	uint8_t final_bytes[AU_HASH_BYTES];
+
+	if (json_integer_value(records) < 0 || (uint64_t)json_integer_value(records) != r->seq)
+		return fail(reason, reason_len,
+			    "%s counts %" JSON_INTEGER_FORMAT " records, the log has %" PRIu64
+			    " before it",
+			    r->event, json_integer_value(records), r->seq);
+	if (au_unhex(json_string_value(final), json_string_length(final), final_bytes,
+		     AU_HASH_BYTES) < 0 ||
+	    memcmp(final_bytes, r->prev, AU_HASH_BYTES) != 0)
+		return fail(reason, reason_len, "%s final_hash is not the previous hash", r->event);
+	return 0;
+}
+
+/*
+ * The signature of a checkpoint or seal (sig, key_id in data): well-formed
+ * always, by the log's one key, and checked when a public key is given.
+ * 1 when checked, 0 when not (no key given).
+ */
+static int check_signature(au_chain *c, const au_record *r, const char *kind, char *reason,
+			   size_t reason_len)
+{
+	json_t *sig = json_object_get(r->data, "sig");
+	json_t *key_id = json_object_get(r->data, "key_id");
+	uint8_t sig_bytes[AU_SIG_BYTES], id[AU_HASH_BYTES];
+	int r_;
+
+	if (!json_is_string(sig) ||
+	    au_unhex(json_string_value(sig), json_string_length(sig), sig_bytes, AU_SIG_BYTES) < 0)
+		return fail(reason, reason_len, "%s sig is not %u lower-case hex digits", r->event,
+			    2 * AU_SIG_BYTES);
+	if (!json_is_string(key_id) ||
+	    au_unhex(json_string_value(key_id), json_string_length(key_id), id, AU_HASH_BYTES) < 0)
+		return fail(reason, reason_len, "%s key_id is not 64 lower-case hex digits",
+			    r->event);
+	if (!c->key_id[0])
+		strcpy(c->key_id, json_string_value(key_id));
+	else if (strcmp(c->key_id, json_string_value(key_id)) != 0)
+		return fail(reason, reason_len,
+			    "%s signed by key %.16s..., earlier ones by %.16s... (forged?)",
+			    r->event, json_string_value(key_id), c->key_id);
+	if (!c->pub)
+		return 0;
+	if (strcmp(c->key_id, au_sign_key_id(c->pub)) != 0)
+		return fail(reason, reason_len,
+			    "%s signed by key %.16s..., not by the given public key %.16s...",
+			    r->event, c->key_id, au_sign_key_id(c->pub));
+	r_ = au_sig_check(c->pub, kind, c->sandbox, r->seq, r->prev, sig_bytes);
+	if (r_ == -EBADMSG)
+		return fail(reason, reason_len,
+			    "%s signature does not verify with the public key (forged, or the "
+			    "log edited before it?)",
+			    r->event);
+	return r_ < 0 ? r_ : 1;
+}
+
+static int check_checkpoint(au_chain *c, const au_record *r, char *reason, size_t reason_len)
+{
+	json_t *records = json_object_get(r->data, "records");
+	json_t *final = json_object_get(r->data, "final_hash");
+	int r_;
+
+	if (!json_is_integer(records) || !json_is_string(final) || json_object_size(r->data) != 4)
+		return fail(reason, reason_len, "malformed audit.checkpoint data");
+	r_ = check_prefix(r, records, final, reason, reason_len);
+	if (r_ < 0)
+		return r_;
+	r_ = check_signature(c, r, "checkpoint", reason, reason_len);
+	if (r_ < 0)
+		return r_;
+	c->checkpoints++;
+	if (r_ > 0) {
+		c->have_checkpoint = true;
+		c->checkpoint_seq = r->seq;
+	}
+	return 0;
+}
+
 static int check_seal(au_chain *c, const au_record *r, char *reason, size_t reason_len)
 {
 	json_t *records = json_object_get(r->data, "records");
 	json_t *final = json_object_get(r->data, "final_hash");
 	json_t *keyed = json_object_get(r->data, "keyed");
 	json_t *hmac = json_object_get(r->data, "hmac");
-	uint8_t final_bytes[AU_HASH_BYTES], mac[AU_HASH_BYTES], want[AU_HASH_BYTES];
+	bool is_signed = json_object_get(r->data, "sig") != NULL;
+	uint8_t mac[AU_HASH_BYTES], want[AU_HASH_BYTES];
 	int r_;
 
 	if (!json_is_integer(records) || !json_is_string(final) || !json_is_boolean(keyed) ||
-	    json_object_size(r->data) != (json_is_true(keyed) ? 4u : 3u) ||
+	    json_object_size(r->data) != 3u + json_is_true(keyed) + 2u * is_signed ||
 	    (json_is_true(keyed) && !json_is_string(hmac)))
 		return fail(reason, reason_len, "malformed audit.seal data");
-	if (json_integer_value(records) < 0 || (uint64_t)json_integer_value(records) != r->seq)
+	r_ = check_prefix(r, records, final, reason, reason_len);
+	if (r_ < 0)
+		return r_;
+	if (is_signed) {
+		r_ = check_signature(c, r, "seal", reason, reason_len);
+		if (r_ < 0)
+			return r_;
+		c->seal_signed = true;
+		c->sig_checked = r_ > 0;
+	} else if (c->pub)
 		return fail(reason, reason_len,
-			    "audit.seal counts %" JSON_INTEGER_FORMAT
-			    " records, the log has %" PRIu64 " before it",
-			    json_integer_value(records), r->seq);
-	if (au_unhex(json_string_value(final), json_string_length(final), final_bytes,
-		     AU_HASH_BYTES) < 0 ||
-	    memcmp(final_bytes, r->prev, AU_HASH_BYTES) != 0)
-		return fail(reason, reason_len, "audit.seal final_hash is not the previous hash");
+			    "log sealed without a signature, but a public key was given (log "
+			    "cut off and resealed?)");
+	else if (c->checkpoints > 0)
+		return fail(reason, reason_len,
+			    "log has signed checkpoints but an unsigned seal (log cut off and "
+			    "resealed?)");
 
 	c->keyed = json_is_true(keyed);
 	if (c->keyed &&
@@ -229,6 +336,7 @@ int au_chain_feed(au_chain *c, const au_record *r, const char *line, char *reter
 						: "record inserted, duplicated or reordered?");
 	if (c->records == 0) {
 		strcpy(c->sandbox, r->sandbox); /* length checked by au_parse_record */
+		c->schema = r->schema;
 		ret = au_genesis(c->sandbox, c->prev);
 		if (ret < 0)
 			return ret;
@@ -242,6 +350,11 @@ int au_chain_feed(au_chain *c, const au_record *r, const char *line, char *reter
 			return fail(reterr_reason, reason_len,
 				    "sandbox %s, expected %s (record from another log?)",
 				    r->sandbox, c->sandbox);
+		if (r->schema != c->schema)
+			return fail(reterr_reason, reason_len,
+				    "schema %u, the log's first record has %u (record from "
+				    "another log?)",
+				    r->schema, c->schema);
 		if (memcmp(r->prev, c->prev, AU_HASH_BYTES) != 0)
 			return fail(reterr_reason, reason_len,
 				    "prev is not the hash of the record before "
@@ -249,6 +362,11 @@ int au_chain_feed(au_chain *c, const au_record *r, const char *line, char *reter
 	}
 	if (strcmp(r->event, AU_ERROR_EVENT) == 0 && !c->failed)
 		note_failure(c, r->data);
+	if (strcmp(r->event, AU_CHECKPOINT_EVENT) == 0) {
+		ret = check_checkpoint(c, r, reterr_reason, reason_len);
+		if (ret < 0)
+			return ret;
+	}
 	if (strcmp(r->event, AU_SEAL_EVENT) == 0) {
 		ret = check_seal(c, r, reterr_reason, reason_len);
 		if (ret < 0)
@@ -270,28 +388,39 @@ int au_chain_end(const au_chain *c, char *reterr_reason, size_t reason_len)
 	return 0;
 }
 
-int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *ret_info,
-		 size_t *reterr_line, char *reterr_reason, size_t reason_len)
+static void fill_info(const au_chain *c, au_verify_info *info)
+{
+	*info = (au_verify_info){
+	    .records = c->records,
+	    .sealed = c->sealed,
+	    .keyed = c->keyed,
+	    .hmac_checked = c->hmac_checked,
+	    .failed = c->failed,
+	    .failed_records = c->failed_records,
+	    .seal_signed = c->seal_signed,
+	    .sig_checked = c->sig_checked,
+	    .checkpoints = c->checkpoints,
+	    .have_checkpoint = c->have_checkpoint,
+	    .checkpoint_seq = c->checkpoint_seq,
+	    .good_records = c->records,
+	};
+	strcpy(info->sandbox, c->sandbox);
+	au_hex(c->prev, AU_HASH_BYTES, info->last_hash);
+	strcpy(info->first_ts, c->first_ts);
+	strcpy(info->last_ts, c->last_ts);
+	strcpy(info->failed_error, c->failed_error);
+	strcpy(info->failed_event, c->failed_event);
+	strcpy(info->key_id, c->key_id);
+}
+
+static int verify_lines(FILE *in, au_chain *chain, size_t *reterr_line, char *reterr_reason,
+			size_t reason_len)
 {
 	_cleanup_free_ char *buf = NULL;
-	size_t cap = 0;
-	size_t lineno = 0, len = 0, dummy_line;
-	char dummy_reason[1];
-	au_chain chain;
+	size_t cap = 0, lineno = 0, len = 0;
+	au_log_bound bound = {0};
 	bool newline = false;
 	int r;
-
-	if (!reterr_line)
-		reterr_line = &dummy_line;
-	if (!reterr_reason || reason_len == 0) {
-		reterr_reason = dummy_reason;
-		reason_len = sizeof(dummy_reason);
-	}
-	*reterr_line = 0;
-	reterr_reason[0] = '\0';
-	if (!in || (key && (key_len < AU_KEY_MIN || key_len > AU_KEY_MAX)))
-		return -EINVAL;
-	au_chain_init(&chain, key, key_len);
 
 	for (;;) {
 		au_record rec = {0};
@@ -310,13 +439,16 @@ int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *r
 				       r == -ENOMEM ? "out of memory" : "read error");
 			return r;
 		}
+		r = au_log_bound_add(&bound, len, newline, reterr_reason, reason_len);
+		if (r < 0)
+			return -EBADMSG;
 		r = au_parse_record(buf, len, &rec, reterr_reason, reason_len);
 		if (r < 0 && !newline)
 			return fail(reterr_reason, reason_len,
 				    "incomplete record at the end (write cut off?)");
 		if (r < 0)
 			return r;
-		r = au_chain_feed(&chain, &rec, buf, reterr_reason, reason_len);
+		r = au_chain_feed(chain, &rec, buf, reterr_reason, reason_len);
 		au_record_clear(&rec);
 		if (r < 0)
 			return r;
@@ -327,28 +459,45 @@ int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *r
 				    "no newline at the end (write cut off?)");
 	}
 	*reterr_line = lineno + 1;
-	r = au_chain_end(&chain, reterr_reason, reason_len);
+	r = au_chain_end(chain, reterr_reason, reason_len);
 	if (r < 0)
 		return r;
-
 	*reterr_line = 0;
-	if (ret_info) {
-		*ret_info = (au_verify_info){
-		    .records = chain.records,
-		    .sealed = chain.sealed,
-		    .keyed = chain.keyed,
-		    .hmac_checked = chain.hmac_checked,
-		};
-		strcpy(ret_info->sandbox, chain.sandbox);
-		au_hex(chain.prev, AU_HASH_BYTES, ret_info->last_hash);
-		strcpy(ret_info->first_ts, chain.first_ts);
-		strcpy(ret_info->last_ts, chain.last_ts);
-		ret_info->failed = chain.failed;
-		ret_info->failed_records = chain.failed_records;
-		strcpy(ret_info->failed_error, chain.failed_error);
-		strcpy(ret_info->failed_event, chain.failed_event);
-	}
 	return 0;
+}
+
+int au_verify_pub(FILE *in, const uint8_t *key, size_t key_len, const au_sign_key *pub,
+		  au_verify_info *ret_info, size_t *reterr_line, char *reterr_reason,
+		  size_t reason_len)
+{
+	size_t dummy_line;
+	char dummy_reason[1];
+	au_chain chain;
+	int r;
+
+	if (!reterr_line)
+		reterr_line = &dummy_line;
+	if (!reterr_reason || reason_len == 0) {
+		reterr_reason = dummy_reason;
+		reason_len = sizeof(dummy_reason);
+	}
+	*reterr_line = 0;
+	reterr_reason[0] = '\0';
+	if (!in || (key && (key_len < AU_KEY_MIN || key_len > AU_KEY_MAX)))
+		return -EINVAL;
+	au_chain_init(&chain, key, key_len);
+	chain.pub = pub;
+	r = verify_lines(in, &chain, reterr_line, reterr_reason, reason_len);
+	if (ret_info)
+		fill_info(&chain, ret_info);
+	return r;
+}
+
+int au_verify_ex(FILE *in, const uint8_t *key, size_t key_len, au_verify_info *ret_info,
+		 size_t *reterr_line, char *reterr_reason, size_t reason_len)
+{
+	return au_verify_pub(in, key, key_len, NULL, ret_info, reterr_line, reterr_reason,
+			     reason_len);
 }
 
 int au_verify(FILE *in, const uint8_t *key, size_t key_len, size_t *reterr_line,

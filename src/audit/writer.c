@@ -42,7 +42,20 @@ struct au_log {
 	int failed;	    /* sticky: a record could not be written (-errno) */
 	uint64_t failed_at; /* records written before the failure */
 	char failed_event[AU_EVENT_MAX + 1]; /* the record that could not be written */
+	/* The public-key seal: signed checkpoints (docs/audit.md). */
+	const au_sign_key *signer;
+	uint64_t cp_every_records, cp_every_ns;
+	uint64_t cp_seq; /* log->seq right after the last checkpoint (or the start) */
+	uint64_t cp_ns;	 /* CLOCK_MONOTONIC of the last checkpoint (or the start) */
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* What a path is, in words, for a refusal. */
 const char *au_file_type(mode_t mode)
@@ -323,7 +336,8 @@ static int log_record(au_log *log, const char *event, const char *data_json, off
 
 static bool event_reserved(const char *event)
 {
-	return strcmp(event, AU_SEAL_EVENT) == 0 || strcmp(event, AU_ERROR_EVENT) == 0;
+	return strcmp(event, AU_SEAL_EVENT) == 0 || strcmp(event, AU_ERROR_EVENT) == 0 ||
+	       strcmp(event, AU_CHECKPOINT_EVENT) == 0;
 }
 
 /* Dumps data (not owned) and writes it as one record. */
@@ -373,6 +387,73 @@ static void mark_failed(au_log *log, const char *event, int err)
 	(void)snprintf(log->failed_event, sizeof(log->failed_event), "%s", event);
 }
 
+/* Adds the signature of the prefix so far (records, final_hash) to data. */
+static int add_signature(au_log *log, const char *kind, json_t *data)
+{
+	uint8_t sig[AU_SIG_BYTES];
+	char hex[2 * AU_SIG_BYTES + 1];
+	int r;
+
+	r = au_sign(log->signer, kind, log->sandbox, log->seq, log->prev, sig);
+	if (r < 0)
+		return r;
+	au_hex(sig, AU_SIG_BYTES, hex);
+	if (json_object_set_new(data, "sig", json_string(hex)) < 0 ||
+	    json_object_set_new(data, "key_id", json_string(au_sign_key_id(log->signer))) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* audit.checkpoint: a record like any other, with the reserve behind it;
+ * one that cannot be written fails the log. */
+static int write_checkpoint(au_log *log)
+{
+	_cleanup_json_ json_t *data =
+	    json_pack("{s:I, s:s}", "records", (json_int_t)log->seq, "final_hash", log->prev_hex);
+	int r;
+
+	r = data ? add_signature(log, "checkpoint", data) : -ENOMEM;
+	if (r == 0)
+		r = emit_dumped(log, AU_CHECKPOINT_EVENT, data, AU_RESERVE_BYTES);
+	if (r < 0) {
+		mark_failed(log, AU_CHECKPOINT_EVENT, r);
+		return r;
+	}
+	log->cp_seq = log->seq;
+	log->cp_ns = now_ns();
+	return 1;
+}
+
+uint64_t au_checkpoint_wait_ns(const au_log *log)
+{
+	uint64_t t;
+
+	if (!log || !log->signer || log->cp_every_ns == 0 || log->seq == log->cp_seq ||
+	    log->sealed || log->failed || log->error)
+		return UINT64_MAX;
+	t = now_ns() - log->cp_ns;
+	return t >= log->cp_every_ns ? 0 : log->cp_every_ns - t;
+}
+
+int au_checkpoint_due(au_log *log)
+{
+	if (au_checkpoint_wait_ns(log) != 0)
+		return 0;
+	return write_checkpoint(log);
+}
+
+int au_set_signer(au_log *log, const au_sign_key *k, uint64_t every_records, uint64_t every_ns)
+{
+	if (!log || !k || !au_sign_key_is_private(k))
+		return -EINVAL;
+	log->signer = k;
+	log->cp_every_records = every_records;
+	log->cp_every_ns = every_ns;
+	log->cp_seq = log->seq;
+	log->cp_ns = now_ns();
+	return 0;
+}
+
 int au_emit(au_log *log, const char *event, json_t *data)
 {
 	_cleanup_json_ json_t *owned = data;
@@ -386,8 +467,18 @@ int au_emit(au_log *log, const char *event, json_t *data)
 	/* Not written, and the log can no longer promise every record: it
 	 * stays failed, whatever the reason (no space, an I/O error, no
 	 * memory for the line). */
-	if (r < 0)
+	if (r < 0) {
 		mark_failed(log, event, r);
+		return r;
+	}
+	if (log->signer &&
+	    ((log->cp_every_records && log->seq - log->cp_seq >= log->cp_every_records) ||
+	     au_checkpoint_wait_ns(log) == 0)) {
+		int c = write_checkpoint(log);
+
+		if (c < 0)
+			return c;
+	}
 	return r;
 }
 
@@ -470,6 +561,11 @@ int au_seal(au_log *log)
 		au_hex(mac, AU_HASH_BYTES, hex);
 		if (json_object_set_new(data, "hmac", json_string(hex)) < 0)
 			return -ENOMEM;
+	}
+	if (log->signer) {
+		r = add_signature(log, "seal", data);
+		if (r < 0)
+			return r;
 	}
 	dump = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
 	if (!dump)

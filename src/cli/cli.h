@@ -12,6 +12,11 @@ int cmd_check(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_workspace(int argc, char **argv);
+int cmd_session(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 
 /* "sandcap: " + message on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -42,6 +47,13 @@ int cli_report_diag(const char *file, const sc_diag *d);
  * directory (audit_path, or the default one when NULL). Returns how many. */
 int cli_warn_audit_place(const sc_plan *p, const char *audit_path);
 void cli_sha256_hex(const void *buf, size_t len, char out[65]);
+/* Loads an Ed25519 key of the public-key seal (docs/audit.md), saying
+ * what is wrong with the file. 0 or -errno. */
+struct au_sign_key;
+int cli_load_sign_key(const char *file, bool private, struct au_sign_key **ret);
+/* Loads an audit HMAC key (AU_KEY_FILE_BYTES raw bytes, mode 0600 or
+ * stricter) into key; prints its own error. */
+int cli_read_audit_key(const char *file, uint8_t *key, size_t *len);
 
 typedef struct tk_info tk_info;
 /* Reads a token file, loads the key, verifies; prints its own errors.

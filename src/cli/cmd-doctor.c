@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "cgroup/cgroup.h"
 #include "cli/cli.h"
 #include "host/host.h"
+#include "workspace/workspace.h"
 
 /* In a child: as run would, so without root together with a user namespace. */
 static bool can_unshare(int flags)
@@ -56,6 +58,39 @@ static void line(const char *what, bool ok, const char *detail)
 	printf("  %-22s %-9s %s\n", what, ok ? "yes" : "NO", detail ? detail : "");
 }
 
+/* Not part of "all": only policies with cow grants or rw quotas need them. */
+static void doctor_workspaces(bool unpriv)
+{
+	_cleanup_close_ int cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char reason[256], cwdname[PATH_MAX] = ".";
+	bool ok = !unpriv && access("/sys/module/overlay", F_OK) == 0;
+
+	if (!ok && !unpriv) {
+		FILE *f = fopen("/proc/filesystems", "re");
+		char l[128];
+
+		while (f && fgets(l, sizeof(l), f))
+			ok |= strstr(l, "\toverlay") != NULL;
+		if (f)
+			fclose(f);
+	}
+	line("cow grants", ok,
+	     unpriv ? "need root (the upper layer must outlive the user namespace)"
+	     : ok   ? "overlayfs over each grant, upper layer on a tmpfs of the quota"
+		    : "no overlayfs in this kernel");
+	if (!getcwd(cwdname, sizeof(cwdname)))
+		snprintf(cwdname, sizeof(cwdname), ".");
+	ok =
+	    cwd >= 0 && ws_quota_probe(cwd, reason, sizeof(reason)) == WS_QUOTA_ENFORCED && !unpriv;
+	{
+		char detail[PATH_MAX + 300];
+
+		snprintf(detail, sizeof(detail), "here (%.200s): %s%s", cwdname, reason,
+			 unpriv ? "; setting one needs root" : "");
+		line("rw grant quotas", ok, detail);
+	}
+}
+
 int cmd_doctor(int argc, char **argv)
 {
 	static const struct {
@@ -91,6 +126,9 @@ int cmd_doctor(int argc, char **argv)
 		     "agent; limits then need a delegated cgroup v2 subtree).\n\n"
 		     "Exit status: 0 when every layer is available, 1 when some is not\n"
 		     "(policies may then set \"best_effort\": true to run degraded).\n"
+		     "\"transparent egress\" (the DNS stub and the redirection of clients\n"
+		     "that ignore the proxy variables) is no layer and leaves the status\n"
+		     "alone: where it is NO, those clients fail and proxy variables work.\n"
 		     "With --policy, also warns when the audit log (--audit FILE, else the\n"
 		     "default directory) would share a filesystem with a rw grant.");
 		sc_plan_free(plan);
@@ -139,6 +177,10 @@ int cmd_doctor(int argc, char **argv)
 	ok = host_why_seccomp(reason, sizeof(reason)) >= 0;
 	line("seccomp + user notif", ok, reason);
 	all &= ok;
+	doctor_workspaces(unpriv);
+	/* not a wall: without it, clients that use the proxy variables still work */
+	line("transparent egress", host_why_transparent(unpriv, reason, sizeof(reason)) >= 0,
+	     reason);
 	if (unpriv && !userns_ok)
 		fprintf(stderr, "sandcap: error: %s: sandcap run cannot work without root here\n",
 			userns_why);

@@ -22,7 +22,9 @@
 static void run_usage(FILE *out)
 {
 	fputs("Usage: sandcap run [--policy FILE | --token FILE --key FILE] [--audit FILE "
-	      "[--audit-key FILE]]\n"
+	      "[--audit-key FILE]\n"
+	      "                   [--audit-sign FILE [--audit-checkpoint-records N]\n"
+	      "                   [--audit-checkpoint-interval SECONDS]]]\n"
 	      "                   [--json] [--quiet] [--set KEY=VALUE]... [--] COMMAND [ARG]...\n"
 	      "\n"
 	      "Runs COMMAND inside a sandbox that holds exactly the capabilities of the policy.\n"
@@ -37,6 +39,15 @@ static void run_usage(FILE *out)
 	      "                     $SANDCAP_STATE_DIR/audit; when unset /var/lib/sandcap/audit\n"
 	      "                     for root, ~/.local/state/sandcap/audit for other users)\n"
 	      "  --audit-key FILE   seal the log with an HMAC under this key\n"
+	      "  --audit-sign FILE  sign the seal and checkpoints with this Ed25519 private key\n"
+	      "                     (from 'sandcap audit keygen'); 'sandcap audit verify\n"
+	      "                     --pubkey' checks them with the public key alone\n"
+	      "  --audit-checkpoint-records N\n"
+	      "                     a signed checkpoint after every N records (default 1000;\n"
+	      "                     0: none by count)\n"
+	      "  --audit-checkpoint-interval SECONDS\n"
+	      "                     ... and at least every SECONDS while records come (default\n"
+	      "                     5, at most 86400, in steps of 0.001; 0: none by time)\n"
 	      "  --set KEY=VALUE    override one policy key, e.g. --set limits.wall=10s; VALUE is\n"
 	      "                     read as JSON when it is valid JSON (64, true, [80]) and as a\n"
 	      "                     string otherwise; the result is validated like the file,\n"
@@ -92,6 +103,13 @@ static void summary_audit(FILE *f, const sc_run_result *r)
 			r->audit_path, r->audit_records, r->audit_hash);
 	else
 		fprintf(f, "  audit: %s (final hash %s)\n", r->audit_path, r->audit_hash);
+	if (r->workspaces[0])
+		fprintf(f,
+			"  workspace: %s (review: sandcap workspace diff ID; then apply or "
+			"discard)\n",
+			r->workspaces);
+	if (r->workspace_error[0])
+		fprintf(f, "  workspace NOT kept: %s\n", r->workspace_error);
 }
 
 /* limit.hit names in words; the supervisor's own are said on their lines. */
@@ -223,6 +241,12 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 		print_size(f, r->bytes_in);
 		fputc('\n', f);
 		summary_denied(f, t);
+		if (t->dns_queries)
+			fprintf(f,
+				"  dns: %" PRIu64 " quer%s to the stub, %" PRIu64
+				" answered, %" PRIu64 " refused\n",
+				t->dns_queries, t->dns_queries == 1 ? "y" : "ies",
+				t->dns_queries - t->dns_refused, t->dns_refused);
 		au_credentials_text(&t->credentials, "    credential ", f);
 		if (r->proxy_restarts)
 			fprintf(f,
@@ -323,12 +347,21 @@ static void summary_json(const sc_run_result *r)
 		(void)json_object_set_new(o, "limits_hit",
 					  table_json(&t->limits, "limit", "detail"));
 		(void)json_object_set_new(o, "credentials", au_credentials_json(&t->credentials));
+		(void)json_object_set_new(o, "dns_queries",
+					  json_integer((json_int_t)t->dns_queries));
+		(void)json_object_set_new(o, "dns_refused",
+					  json_integer((json_int_t)t->dns_refused));
 		(void)json_object_set_new(o, "syscalls_denied_by_name",
 					  table_json(&t->syscalls, "syscall", NULL));
 		(void)json_object_set_new(o, "execs", json_integer((json_int_t)t->execs));
 		(void)json_object_set_new(o, "execs_failed",
 					  json_integer((json_int_t)t->execs_failed));
 		(void)json_object_set_new(o, "layers", json_string(r->layers));
+		if (r->workspaces[0])
+			(void)json_object_set_new(o, "workspaces", json_string(r->workspaces));
+		if (r->workspace_error[0])
+			(void)json_object_set_new(o, "workspace_error",
+						  json_string(r->workspace_error));
 		if (r->stop_signal) {
 			(void)json_object_set_new(o, "stop_signal", json_integer(r->stop_signal));
 			(void)json_object_set_new(o, "forced_kill", json_boolean(r->forced_kill));
@@ -339,21 +372,6 @@ static void summary_json(const sc_run_result *r)
 		fprintf(stderr, "%s\n", s);
 	free(s);
 	json_decref(o);
-}
-
-static int read_key(const char *file, uint8_t *key, size_t *len)
-{
-	int r = au_key_load(file, key);
-
-	if (r < 0) {
-		cli_error("%s: cannot use as an audit key: %s", file,
-			  r == -EACCES	 ? "readable or writable by group or others (chmod 600 it)"
-			  : r == -EINVAL ? "a key file holds exactly 32 raw bytes"
-					 : strerror(-r));
-		return r;
-	}
-	*len = AU_KEY_FILE_BYTES;
-	return 0;
 }
 
 /* A closed 0-2 (`2>&-`) is /dev/null instead: the next file we opened
@@ -376,21 +394,58 @@ static void std_fds_open(void)
 	}
 }
 
+/* --audit-checkpoint-records N, --audit-checkpoint-interval SECONDS (ms). */
+static int parse_checkpoint(bool records, const char *arg, uint64_t *ret)
+{
+	char *end = NULL;
+	double v;
+
+	errno = 0;
+	if (records) {
+		unsigned long long n = strtoull(arg, &end, 10);
+
+		if (errno || end == arg || *end || arg[0] == '-') {
+			cli_error("--audit-checkpoint-records '%s': expected a number of records "
+				  "(0 for none by count)",
+				  arg);
+			return -EINVAL;
+		}
+		*ret = n;
+		return 0;
+	}
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= 0 && v <= 86400)) {
+		cli_error("--audit-checkpoint-interval '%s': expected seconds from 0 to 86400 "
+			  "(e.g. 5 or 0.5; 0 for none by time)",
+			  arg);
+		return -EINVAL;
+	}
+	*ret = (uint64_t)(v * 1000 + 0.5);
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
-	static const struct option opts[] = {{"policy", required_argument, NULL, 'p'},
-					     {"token", required_argument, NULL, 't'},
-					     {"key", required_argument, NULL, 'k'},
-					     {"audit", required_argument, NULL, 'a'},
-					     {"audit-key", required_argument, NULL, 'K'},
-					     {"set", required_argument, NULL, 's'},
-					     {"json", no_argument, NULL, 'j'},
-					     {"quiet", no_argument, NULL, 'q'},
-					     {"help", no_argument, NULL, 'h'},
-					     /* internal: a sub-sandbox's supervisor */
-					     {"spawned-by", required_argument, NULL, 'S'},
-					     {}};
+	static const struct option opts[] = {
+	    {"policy", required_argument, NULL, 'p'},
+	    {"token", required_argument, NULL, 't'},
+	    {"key", required_argument, NULL, 'k'},
+	    {"audit", required_argument, NULL, 'a'},
+	    {"audit-key", required_argument, NULL, 'K'},
+	    {"audit-sign", required_argument, NULL, 'G'},
+	    {"audit-checkpoint-records", required_argument, NULL, 'R'},
+	    {"audit-checkpoint-interval", required_argument, NULL, 'I'},
+	    {"set", required_argument, NULL, 's'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    /* internal: a sub-sandbox's supervisor */
+	    {"spawned-by", required_argument, NULL, 'S'},
+	    {}};
 	const char *policy = NULL, *token = NULL, *keyfile = NULL, *audit = NULL, *audit_key = NULL;
+	const char *audit_sign = NULL;
+	uint64_t cp_records = AU_CHECKPOINT_RECORDS_DEF, cp_ms = AU_CHECKPOINT_MS_DEF;
+	_cleanup_(au_sign_key_freep) au_sign_key *sign_key = NULL;
 	char *sets[MAX_SETS];
 	size_t n_sets = 0;
 	bool json = false, quiet = false;
@@ -400,7 +455,7 @@ int cmd_run(int argc, char **argv)
 	uint8_t akey[64];
 	size_t akey_len = 0;
 	sc_run_opts o = {0};
-	sc_run_result res;
+	_cleanup_(sc_run_result_freep) sc_run_result *res = NULL;
 	sc_diag d = {0};
 	tk_info info = {0};
 	sigset_t pipe_only;
@@ -433,6 +488,14 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'K':
 			audit_key = optarg;
+			break;
+		case 'G':
+			audit_sign = optarg;
+			break;
+		case 'R':
+		case 'I':
+			if (parse_checkpoint(c == 'R', optarg, c == 'R' ? &cp_records : &cp_ms) < 0)
+				return SC_EXIT_SETUP;
 			break;
 		case 's':
 			if (n_sets >= MAX_SETS) {
@@ -490,10 +553,17 @@ int cmd_run(int argc, char **argv)
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
-	if (audit_key && read_key(audit_key, akey, &akey_len) < 0) {
+	if (audit_key && cli_read_audit_key(audit_key, akey, &akey_len) < 0) {
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
+	if (audit_sign && cli_load_sign_key(audit_sign, true, &sign_key) < 0) {
+		sc_plan_free(plan);
+		return SC_EXIT_SETUP;
+	}
+	o.audit_sign = sign_key;
+	o.audit_checkpoint_records = cp_records;
+	o.audit_checkpoint_ms = cp_ms;
 	o.plan = plan;
 	o.argv = argv + optind;
 	o.audit_path = audit;
@@ -501,32 +571,39 @@ int cmd_run(int argc, char **argv)
 	o.audit_key_len = akey_len;
 	o.policy_digest = digest;
 
-	r = sc_run(&o, &res, &d);
+	res = sc_run_result_new();
+	if (!res) {
+		cli_error("cannot set up the sandbox: out of memory");
+		sc_plan_free(plan);
+		return SC_EXIT_SETUP;
+	}
+	r = sc_run(&o, res, &d);
 	if (r < 0) {
 		cli_error("cannot set up the sandbox: %s%s%s", d.path, d.path[0] ? ": " : "",
 			  d.message[0] ? d.message : strerror(-r));
 		/* What was in place when it was refused, once the sandbox
 		 * existed: the log says the same (named only if it was written:
 		 * a log refused at open, a FIFO or a full disk, holds nothing). */
-		if (res.layers[0])
-			fprintf(stderr, "  %s refused; in place: %s%s%s\n", res.sandbox_id,
-				res.layers, res.audit_records ? "; audit: " : "",
-				res.audit_records ? res.audit_path : "");
+		if (res->layers[0])
+			fprintf(stderr, "  %s refused; in place: %s%s%s\n", res->sandbox_id,
+				res->layers, res->audit_records ? "; audit: " : "",
+				res->audit_records ? res->audit_path : "");
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
 	/* Even with --quiet: a degraded run is something that went wrong. */
-	if (res.not_enforced[0])
-		cli_error("warning: not enforced (best_effort): %s", res.not_enforced);
-	if (res.proxy_restarts && !res.proxy_failed)
+	if (res->not_enforced[0])
+		cli_error("warning: not enforced (best_effort): %s", res->not_enforced);
+	if (res->proxy_restarts && !res->proxy_failed)
 		cli_error("warning: the egress proxy died and was restarted %u time%s "
 			  "(proxy.exit in the audit log)",
-			  res.proxy_restarts, res.proxy_restarts == 1 ? "" : "s");
+			  res->proxy_restarts, res->proxy_restarts == 1 ? "" : "s");
 	if (json)
-		summary_json(&res);
-	else if (!quiet || res.exit_status != 0 || res.oom_killed || res.timed_out ||
-		 res.proxy_failed || res.audit_error || (res.audit_path[0] && !res.audit_sealed))
-		summary_text(plan, &res);
+		summary_json(res);
+	else if (!quiet || res->exit_status != 0 || res->oom_killed || res->timed_out ||
+		 res->proxy_failed || res->audit_error ||
+		 (res->audit_path[0] && !res->audit_sealed))
+		summary_text(plan, res);
 	sc_plan_free(plan);
-	return res.exit_status;
+	return res->exit_status;
 }

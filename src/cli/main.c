@@ -15,10 +15,15 @@ static const struct verb {
 	const char *summary;
 } verbs[] = {
     {"run", cmd_run, "run a command inside a sandbox"},
+    {"session", cmd_session, "start, list and stop sandboxes that stay up; move files"},
+    {"exec", cmd_exec, "run a command in a session"},
     {"check", cmd_check, "validate a policy or token and print its blast radius"},
     {"audit", cmd_audit, "verify, report or prune audit logs"},
     {"token", cmd_token, "mint, attenuate and inspect capability tokens"},
     {"doctor", cmd_doctor, "show what this host can enforce"},
+    {"workspace", cmd_workspace, "review, apply or discard the changes of cow grants"},
+    {"serve", cmd_serve, "serve the sandbox API on a unix socket (docs/api.md)"},
+    {"mcp", cmd_mcp, "an MCP server on stdio with one sandbox's tools"},
 };
 
 static void usage(FILE *out)
@@ -29,7 +34,7 @@ static void usage(FILE *out)
 		     "\n"
 		     "Commands:\n");
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
+		fprintf(out, "  %-9s %s\n", verbs[i].name, verbs[i].summary);
 	fprintf(out, "\nRun 'sandcap COMMAND --help' for the options of a command.\n"
 		     "Exit status of run: the command's own; 128+N signal N (137 also when\n"
 		     "sandcap killed the sandbox: the grace after a signal ran out, the audit\n"

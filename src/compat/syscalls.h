@@ -144,6 +144,30 @@ static inline int sys_openat2(int dfd, const char *path, struct sc_open_how *how
 	return (int)syscall(__NR_openat2, dfd, path, how, sizeof(*how));
 }
 
+/* The new mount API's fs contexts (Debian 12's <sys/mount.h> declares them
+ * but clashes with <linux/mount.h>): only the values used here. */
+#define SC_FSOPEN_CLOEXEC      0x00000001
+#define SC_FSMOUNT_CLOEXEC     0x00000001
+#define SC_FSCONFIG_SET_FLAG   0
+#define SC_FSCONFIG_SET_STRING 1
+#define SC_FSCONFIG_SET_FD     5
+#define SC_FSCONFIG_CMD_CREATE 6
+
+static inline int sys_fsopen(const char *fsname, unsigned flags)
+{
+	return (int)syscall(__NR_fsopen, fsname, flags);
+}
+
+static inline int sys_fsconfig(int fd, unsigned cmd, const char *key, const void *value, int aux)
+{
+	return (int)syscall(__NR_fsconfig, fd, cmd, key, value, aux);
+}
+
+static inline int sys_fsmount(int fd, unsigned flags, unsigned attr_flags)
+{
+	return (int)syscall(__NR_fsmount, fd, flags, attr_flags);
+}
+
 static inline pid_t sys_clone3(struct sc_clone_args *args)
 {
 	return (pid_t)syscall(__NR_clone3, args, sizeof(*args));

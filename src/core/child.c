@@ -118,16 +118,38 @@ static int step_network(child_ctx *c)
 {
 	sync_msg m = {.type = SYNC_LISTENER};
 	int r = ns_loopback_up();
-	int fd;
+	int fds[SYNC_MAX_FDS];
+	size_t n = 0;
+	const char *what = "";
 
 	if (r < 0 || c->plan->n_egress == 0)
 		return r;
-	/* The proxy's only door: a socket born in this netns, served from outside. */
-	fd = ns_proxy_listener(PX_LISTEN_PORT);
-	if (fd < 0)
-		return fd;
-	r = sync_send(c->sync, &m, fd);
-	(void)close(fd);
+	/* The proxy's only door: sockets born in this netns, served from outside. */
+	fds[0] = ns_proxy_listener(PX_LISTEN_PORT);
+	if (fds[0] < 0)
+		return fds[0];
+	/* Transparent redirection and the DNS stub are a convenience: where
+	 * they cannot be set up, the proxy variables still work, and
+	 * sandbox.start says why (m.value 0, m.what). The last slot is the
+	 * attempt socket's. */
+	r = ns_local_routes(&what);
+	if (r >= 0)
+		r = ns_transparent_sockets(c->plan, PX_LISTEN_PORT, fds + 1, SYNC_MAX_FDS - 2, &n,
+					   &what);
+	m.value = r >= 0;
+	if (r < 0)
+		snprintf(m.what, sizeof(m.what), "%s: %s", what, strerror(-r));
+	/* Every attempt to go around the proxy is refused on lo, and seen. */
+	r = ns_attempt_socket();
+	if (r < 0) {
+		for (size_t i = 0; i <= n; i++)
+			(void)close(fds[i]);
+		return r;
+	}
+	fds[1 + n++] = r;
+	r = sync_send_fds(c->sync, &m, fds, n + 1);
+	for (size_t i = 0; i <= n; i++)
+		(void)close(fds[i]);
 	return r;
 }
 
@@ -291,9 +313,14 @@ static int step_landlock(child_ctx *c)
 
 static int step_fds(child_ctx *c)
 {
-	(void)c;
-	/* Nothing but 0-2 crosses into the sandbox (sandcap(1), "run"). */
-	return sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0 ? -errno : 0;
+	/* Nothing but 0-2 crosses into the sandbox (sandcap(1), "run"), and
+	 * a session's control channel into pid 1, which makes it close-on-exec
+	 * again before it starts any command (core/init-session.c). */
+	if (sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return -errno;
+	if (c->ctl_fd >= 0 && fcntl(c->ctl_fd, F_SETFD, 0) < 0)
+		return -errno;
+	return 0;
 }
 
 static int step_seccomp(child_ctx *c)

@@ -22,6 +22,7 @@ typedef struct child_ctx {
 	bool unpriv;		/* cloned with its user namespace, ids already mapped */
 	unsigned layers;	/* sync_layer bits of the steps done so far */
 	int notify_fd;		/* the seccomp listener, for SYNC_READY, or -1 */
+	int ctl_fd;		/* a session's control channel, pid 1 keeps it; or -1 */
 } child_ctx;
 
 /* Runs every setup step in order; never returns. */

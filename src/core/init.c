@@ -54,7 +54,7 @@ static void exec_file(const char *file, char **argv, char **envp)
  * PATH entry is tried in order (an empty one is the working directory); an
  * EACCES is reported if nothing else is found. Returns only on failure.
  */
-static void exec_command(char **argv, char **envp)
+void init_exec_command(char **argv, char **envp)
 {
 	const char *name = argv[0], *path = NULL, *p;
 	size_t nlen = strlen(name);
@@ -104,23 +104,30 @@ static int status_to_exit(int status)
 	return SC_EXIT_SETUP;
 }
 
+void init_block_all(sigset_t *all)
+{
+	/* Every signal, also those libc keeps for itself (musl's sigfillset
+	 * leaves out 32-34, where glibc programs have SIGRTMIN): unblocked,
+	 * pid 1 would drop them, and the command would never see them. */
+	memset(all, 0xff, sizeof(*all));
+	(void)sigprocmask(SIG_SETMASK, all, NULL);
+	/* Not dumpable: the agent (same uid) cannot ptrace or read pid 1's memory. */
+	(void)prctl(PR_SET_DUMPABLE, 0);
+}
+
 int init_main(int argc, char **argv)
 {
 	sigset_t all, none;
 	pid_t child;
 
+	if (argc == 3 && strcmp(argv[1], INIT_SESSION_ARG) == 0)
+		return init_session_main(argv[2]);
 	if (argc < 3 || strcmp(argv[1], "--") != 0) {
 		fputs("sandcap-init: internal entry point, not for direct use\n", stderr);
 		return SC_EXIT_SETUP;
 	}
-	/* Every signal, also those libc keeps for itself (musl's sigfillset
-	 * leaves out 32-34, where glibc programs have SIGRTMIN): unblocked,
-	 * pid 1 would drop them, and the command would never see them. */
-	memset(&all, 0xff, sizeof(all));
+	init_block_all(&all);
 	sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &all, NULL);
-	/* Not dumpable: the agent (same uid) cannot ptrace or read pid 1's memory. */
-	(void)prctl(PR_SET_DUMPABLE, 0);
 
 	child = fork();
 	if (child < 0) {
@@ -129,7 +136,7 @@ int init_main(int argc, char **argv)
 	}
 	if (child == 0) {
 		(void)sigprocmask(SIG_SETMASK, &none, NULL);
-		exec_command(argv + 2, environ);
+		init_exec_command(argv + 2, environ);
 		int err = errno;
 		fprintf(stderr, "sandcap: %s: %s\n", argv[2],
 			err == ENOENT ? "command not found" : strerror(err));

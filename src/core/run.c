@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "audit/fsread.h"
 #include "audit/fswatch.h"
 #include "base/cleanup.h"
 #include "base/diag.h"
@@ -46,8 +48,11 @@
 #include "host/host.h"
 #include "ns/ns.h"
 #include "policy/agent-env.h"
+#include "proxy/attempt.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
+#include "workspace/grants.h"
+#include "session/server.h"
 
 #define STATE_DIR_DEFAULT "/var/lib/sandcap"
 #define CGROUP_PREFIX	  "sandcap-"		 /* + the sandbox id */
@@ -66,7 +71,8 @@ enum {
 	EV_PROXY,
 	EV_PTY,
 	EV_FSWATCH,
-	EV_SPAWN
+	EV_SPAWN,
+	EV_SESSION
 };
 
 typedef struct supervisor {
@@ -81,7 +87,12 @@ typedef struct supervisor {
 	pty_relay *pty;
 	fw_watch *fw;
 	const char *fw_mode; /* for sandbox.start; owned by fw */
+	fr_watch *fr;	     /* fs.read (audit.reads) */
+	const char *fr_mode; /* for sandbox.start; static */
 	spawn_server *spawn; /* delegation socket, when the plan allows spawn */
+	ws_run *ws;	     /* cow grants and rw quotas, when the plan has them */
+	json_t *ws_exit;     /* the kept workspaces, for sandbox.exit */
+	char ws_not_enforced[256];
 
 	int ep, sync, pidfd, sigfd, wallfd, gracefd, notify_fd, proxy_fd;
 	sf_listener *listener;	   /* the seccomp listener's thread */
@@ -94,10 +105,15 @@ typedef struct supervisor {
 	bool unpriv;		/* no root: one user namespace mapping us to the agent */
 	bool cg_early;		/* cgroup made before clone3, which places the child in it */
 	char not_enforced[320]; /* what best_effort let go, for sandbox.start */
+	char transparent[300];	/* "on", or "off: why" (sandbox.start); "" without egress */
 
 	/* What the child is given: pid 1's binary, argv and environment, the
 	 * terminals it gets a pty for, the child's end of the sync pair. */
 	int exe_fd, tty_mask, child_sync;
+	/* A session: the control channel to pid 1 (core/ctl.h), our end and
+	 * the child's, and its fd number for pid 1's argv. */
+	int ctl, child_ctl;
+	char ctl_arg[16];
 	char **init_argv;
 	char *env[MAX_ENV];
 	sigset_t saved_mask; /* restored once the run is over */
@@ -115,6 +131,7 @@ typedef struct supervisor {
 	int landlock_abi;
 	char landlock[256];
 	uint64_t t0;
+	px_attempt_limit raw_sockets; /* raw/packet socket() attempts (attempt-raw.c) */
 } supervisor;
 
 static uint64_t now_ns(void)
@@ -261,6 +278,9 @@ static int audit_open(supervisor *s)
 	if (r < 0)
 		return diag_fail(s->diag, r, "audit", "cannot open audit log %s: %s",
 				 s->res->audit_path, strerror(-r));
+	if (s->o->audit_sign)
+		(void)au_set_signer(s->audit, s->o->audit_sign, s->o->audit_checkpoint_records,
+				    s->o->audit_checkpoint_ms * 1000000ull);
 	return 0;
 }
 
@@ -402,6 +422,9 @@ static json_t *layers_json(supervisor *s)
 	else if (s->proxy_pid > 0)
 		(void)json_object_set_new(o, "proxy", json_string("active"));
 	(void)json_object_set_new(o, "fs_write", json_string(s->fw_mode ? s->fw_mode : "none"));
+	if (s->plan->audit_reads)
+		(void)json_object_set_new(o, "fs_read",
+					  json_string(s->fr_mode ? s->fr_mode : "none"));
 	if (s->unpriv && (l & LAYER_USERNS)) {
 		char id[160];
 
@@ -468,7 +491,7 @@ static void emit_start(supervisor *s, int listener_fd)
 	plan_json = plan_to_json(s->plan);
 	layers = layers_json(s);
 	layers_names(layers, s->res->layers, sizeof(s->res->layers));
-	for (argc = 0; s->o->argv[argc]; argc++)
+	for (argc = 0; s->o->argv && s->o->argv[argc]; argc++)
 		;
 	data = json_pack("{s:o, s:o, s:s, s:s, s:o, s:o}", "plan",
 			 plan_json ? json_loads(plan_json, 0, NULL) : json_null(), "command",
@@ -481,6 +504,21 @@ static void emit_start(supervisor *s, int listener_fd)
 			 "layers", layers);
 	if (data && s->not_enforced[0])
 		(void)json_object_set_new(data, "not_enforced", json_pack("[s]", s->not_enforced));
+	if (data && s->ws_not_enforced[0]) {
+		json_t *ne = json_object_get(data, "not_enforced");
+
+		if (!ne)
+			(void)json_object_set_new(data, "not_enforced", ne = json_array());
+		(void)json_array_append_new(ne, json_string(s->ws_not_enforced));
+	}
+	if (data) {
+		json_t *gs = ws_run_start_json(s->ws); /* a reference of ours, or NULL */
+
+		if (gs)
+			(void)json_object_set_new(data, "grant_storage", gs);
+	}
+	if (data && s->transparent[0])
+		(void)json_object_set_new(data, "transparent", json_string(s->transparent));
 	/* How far setup got: "complete", or the step that refused the run. */
 	if (data) {
 		char setup[64];
@@ -499,7 +537,7 @@ static void emit_start(supervisor *s, int listener_fd)
 
 		emit_locked(s, "fs.grant",
 			    json_pack("{s:s, s:s, s:s}", "path", g->path, "at", g->at, "mode",
-				      g->mode == GRANT_RW ? "rw" : "ro"));
+				      plan_grant_mode_name(g->mode)));
 	}
 	if (s->audit_stopped) {
 		/* Nothing of the sandbox has run: a refused run. Without a
@@ -537,6 +575,21 @@ static int on_event(const char *event, json_t *data, void *userdata)
 	int r;
 
 	pthread_mutex_lock(&s->emit_lock);
+	if (strcmp(event, "syscall.denied") == 0 && s->plan->n_egress > 0) {
+		json_t *denied, *limit;
+
+		/* a raw socket is a direct attempt: recorded as such, rate-limited */
+		r = px_raw_socket_event(&s->raw_sockets, data, now_ns(), &denied, &limit);
+		if (r != 0) {
+			json_decref(data);
+			if (limit && (r = emit_locked(s, "limit.hit", limit)) < 0)
+				json_decref(denied);
+			else if (denied)
+				r = emit_locked(s, "net.denied", denied);
+			pthread_mutex_unlock(&s->emit_lock);
+			return r < 0 ? r : 0;
+		}
+	}
 	if (strcmp(event, "syscall.denied") == 0)
 		s->res->syscalls_denied++;
 	r = emit_locked(s, event, data);
@@ -588,8 +641,14 @@ static void start_listener(supervisor *s, int fd)
 static void handle_sync(supervisor *s)
 {
 	sync_msg m;
-	int fd = -1;
-	int r = sync_recv(s->sync, &m, &fd);
+	int fds[SYNC_MAX_FDS];
+	size_t n_fds = 0;
+	int r = sync_recv_fds(s->sync, &m, fds, SYNC_MAX_FDS, &n_fds);
+	int fd = n_fds > 0 ? fds[0] : -1;
+
+	/* only the listener message carries more than one fd */
+	for (size_t i = 1; i < n_fds && (r < 0 || m.type != SYNC_LISTENER); i++)
+		fds[i] = safe_close(fds[i]);
 
 	if (r == -EPIPE || r == -ECONNRESET) {
 		/* The socket closed on exec: pid 1 is running our init. */
@@ -629,10 +688,21 @@ static void handle_sync(supervisor *s)
 		(void)sync_send(s->sync, &m, -1);
 		break;
 	}
-	case SYNC_LISTENER:
-		if (fd < 0 || s->proxy_fd >= 0 || s->plan->n_egress == 0)
+	case SYNC_LISTENER: {
+		int r2;
+
+		if (fd < 0 || s->proxy_fd >= 0 || s->plan->n_egress == 0) {
+			for (size_t i = 1; i < n_fds; i++)
+				(void)close(fds[i]);
 			break;
+		}
+		m.what[sizeof(m.what) - 1] = 0;
+		snprintf(s->transparent, sizeof(s->transparent), "%s%s",
+			 m.value == 1 && n_fds > 1 ? "on" : "off: ", m.value == 1 ? "" : m.what);
 		r = px_seed_new_run(s->plan, s->proxy_extras, TAKE_FD(fd), &s->proxy_seed);
+		r2 = px_seed_add_sockets(&s->proxy_seed, fds + 1, n_fds - 1);
+		if (r >= 0)
+			r = r2;
 		if (r >= 0)
 			r = px_spawn(&s->proxy_seed, &s->proxy_pid, &s->proxy_fd);
 		if (r < 0) {
@@ -644,9 +714,13 @@ static void handle_sync(supervisor *s)
 		}
 		(void)ep_add(s, s->proxy_fd, EV_PROXY);
 		break;
+	}
 	case SYNC_LAYERS:
 		/* The child's mounts are built: its /tmp is there to watch. */
 		(void)fw_watch_tmp(s->fw, s->pid);
+		/* Its reads too; a thread only now, after the fork of the child. */
+		if (fr_start(s->plan, s->pid, on_event, s, &s->fr, &s->fr_mode) < 0)
+			s->fr_mode = "none (out of memory)";
 		s->landlock_abi = m.value;
 		snprintf(s->landlock, sizeof(s->landlock), "%s", m.what);
 		break;
@@ -853,11 +927,31 @@ static void handle_signal(supervisor *s)
 	stop_sandbox(s, (int)si.ssi_signo);
 }
 
+/* A signed log gets its time-based checkpoint also while it is quiet
+ * (docs/audit.md, "The public-key seal"): the loop wakes for it. */
+static int checkpoint_timeout_ms(supervisor *s)
+{
+	uint64_t ns;
+
+	if (!s->audit || !s->o->audit_sign || s->o->audit_checkpoint_ms == 0)
+		return -1;
+	pthread_mutex_lock(&s->emit_lock);
+	if (au_checkpoint_due(s->audit) < 0) {
+		s->res->audit_unrecorded++; /* the checkpoint: a record like any other */
+		audit_failed(s);
+	}
+	ns = au_checkpoint_wait_ns(s->audit);
+	pthread_mutex_unlock(&s->emit_lock);
+	if (ns == UINT64_MAX)
+		ns = s->o->audit_checkpoint_ms * 1000000ull;
+	return (int)(ns / 1000000ull) + 1;
+}
+
 static int event_loop(supervisor *s)
 {
 	while (!s->exited) {
 		struct epoll_event evs[16];
-		int n = epoll_wait(s->ep, evs, 16, -1);
+		int n = epoll_wait(s->ep, evs, 16, checkpoint_timeout_ms(s));
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -917,6 +1011,10 @@ static int event_loop(supervisor *s)
 				break;
 			case EV_SPAWN:
 				spawn_server_dispatch(s->spawn);
+				break;
+			case EV_SESSION:
+				ss_dispatch(s->o->session, (int)(uint32_t)evs[i].data.u64,
+					    evs[i].events);
 				break;
 			case EV_PTY:
 				if (pty_pump(s->pty, (int)(uint32_t)evs[i].data.u64) < 0)
@@ -987,6 +1085,7 @@ static void emit_refusal(supervisor *s)
 	if (!s->started)
 		emit_start(s, -1);
 	(void)fw_finish(s->fw, on_event, s);
+	fr_finish(s->fr);
 	emit_final(s, "sandbox.exit",
 		   json_pack("{s:s, s:s}", "error", s->diag->path, "detail", s->diag->message));
 }
@@ -1064,6 +1163,10 @@ static void emit_exit(supervisor *s)
 		    data, "stopped_by",
 		    json_pack("{s:s, s:b}", "signal", name, "forced_kill", r->forced_kill));
 	}
+	if (data && s->ws_exit)
+		(void)json_object_set_new(data, "workspaces", TAKE_PTR(s->ws_exit));
+	if (data && r->workspace_error[0])
+		(void)json_object_set_new(data, "workspace_error", json_string(r->workspace_error));
 	/* The records refused after the log failed: they are not in it. */
 	if (data && s->audit_stopped)
 		(void)json_object_set_new(data, "audit_unrecorded",
@@ -1103,14 +1206,18 @@ static void teardown(supervisor *s)
 			;
 	}
 	s->spawn = spawn_server_free(s->spawn); /* before the cgroup: they live in it */
+	/* The overlays and their tmpfs go before the cgroup their pages are
+	 * charged to. */
+	ns_sources_free(s->sources, s->plan->n_grants);
+	s->sources = NULL;
+	s->ws = ws_run_free(s->ws);
+	json_decref(s->ws_exit);
 	s->cg = cg_destroy(s->cg);
 	/* We are the subreaper of everything we started: no zombie of ours is
 	 * left to the host's init. */
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	s->pty = pty_free(s->pty);
-	ns_sources_free(s->sources, s->plan->n_grants);
-	s->sources = NULL;
 	if (s->audit) {
 		const char *event = NULL;
 		int failed;
@@ -1129,6 +1236,7 @@ static void teardown(supervisor *s)
 	}
 	/* After the seal: the fanotify group is closed meanwhile (fswatch.c). */
 	s->fw = fw_free(s->fw);
+	s->fr = fr_free(s->fr);
 	(void)safe_close(s->notify_fd);
 	(void)safe_close(s->proxy_fd);
 	px_seed_done(&s->proxy_seed);
@@ -1142,6 +1250,8 @@ static void teardown(supervisor *s)
 	(void)safe_close(s->ep);
 	(void)safe_close(s->exe_fd);
 	(void)safe_close(s->child_sync);
+	(void)safe_close(s->ctl);
+	(void)safe_close(s->child_ctl);
 	free(s->init_argv);
 	if (s->mask_saved)
 		sigprocmask(SIG_SETMASK, &s->saved_mask, NULL);
@@ -1270,7 +1380,6 @@ static int refused(supervisor *s, int err)
 	return err;
 }
 
-/* Phase 1: the sandbox's id, the mode, and what pid 1 will be given. */
 /* The sandbox CA for its trust bundle, the placeholders for its environment. */
 static int prepare_inspection(supervisor *s)
 {
@@ -1295,6 +1404,7 @@ static int prepare_inspection(supervisor *s)
 	return 0;
 }
 
+/* Phase 1: the sandbox's id, the mode, and what pid 1 will be given. */
 static int prepare(supervisor *s)
 {
 	const sc_run_opts *o = s->o;
@@ -1329,16 +1439,21 @@ static int prepare(supervisor *s)
 					 "cannot nest a child's cgroup or id range; drop \"spawn\" "
 					 "or run as root");
 	}
-	while (o->argv[argc])
+	while (o->argv && o->argv[argc])
 		argc++;
-	if (argc == 0)
+	if (argc == 0 && !o->session)
 		return diag_fail(s->diag, -EINVAL, "command", "no command given");
-	s->init_argv = calloc(argc + 3, sizeof(char *));
+	s->init_argv = calloc(argc + 4, sizeof(char *)); /* + a session's fd */
 	if (!s->init_argv)
 		return diag_fail(s->diag, -ENOMEM, "command", "out of memory");
 	s->init_argv[0] = (char *)INIT_ARGV0;
-	s->init_argv[1] = (char *)"--";
-	memcpy(s->init_argv + 2, o->argv, argc * sizeof(char *));
+	/* A session's pid 1 serves the control channel (ctl_arg is filled in
+	 * by host_setup, before the clone). */
+	s->init_argv[1] = (char *)(o->session ? INIT_SESSION_ARG : "--");
+	if (o->session)
+		s->init_argv[2] = s->ctl_arg;
+	else
+		memcpy(s->init_argv + 2, o->argv, argc * sizeof(char *));
 	r = agent_env_build(s->plan, s->env, ELEMENTSOF(s->env));
 	if (r < 0)
 		return diag_fail(s->diag, r, "env", "more than %zu environment variables",
@@ -1396,11 +1511,21 @@ static int host_setup(supervisor *s)
 		host_explain_refusal(s->diag, r, s->unpriv); /* an id mapping needs a userns */
 		return r;
 	}
+	/* Project ids of sandboxes alive at once differ as their pids do. */
+	r = ws_run_setup(p, s->sources, s->unpriv, s->id_base + 1, s->res->sandbox_id,
+			 0x5c000000u | ((uint32_t)getpid() & 0xffffffu), &s->ws, s->ws_not_enforced,
+			 sizeof(s->ws_not_enforced), s->diag);
+	if (r < 0)
+		return r;
+	if (s->ws_not_enforced[0] && !s->res->not_enforced[0])
+		snprintf(s->res->not_enforced, sizeof(s->res->not_enforced), "%s",
+			 s->ws_not_enforced);
 	/* Before the child exists: the listing fallback snapshots the grants now. */
 	r = fw_start(p, &s->fw, &s->fw_mode);
 	if (r < 0)
 		return diag_fail(s->diag, r, "fswatch", "cannot watch the rw grants: %s",
 				 strerror(-r));
+
 	r = pty_relay_new(&s->pty, &s->tty_mask);
 	if (r < 0)
 		return diag_fail(s->diag, r, "terminal", "cannot set up the terminal relay: %s",
@@ -1414,6 +1539,14 @@ static int host_setup(supervisor *s)
 		return diag_fail(s->diag, -errno, "supervisor", "%s", strerror(errno));
 	s->sync = pair[0];
 	s->child_sync = pair[1];
+	if (s->o->session) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+			return diag_fail(s->diag, -errno, "session", "%s", strerror(errno));
+		s->ctl = pair[0];
+		s->child_ctl = pair[1];
+		ss_channel_room(pair);
+		snprintf(s->ctl_arg, sizeof(s->ctl_arg), "%d", s->child_ctl);
+	}
 	supervisor_sigset(&mask);
 	sigprocmask(SIG_BLOCK, &mask, &s->saved_mask);
 	s->mask_saved = true;
@@ -1469,13 +1602,46 @@ static int start_child(supervisor *s)
 			       .envp = s->env,
 			       .spawn_sock = spawn_server_socket(s->spawn),
 			       .cg_sync = !s->unpriv,
-			       .unpriv = s->unpriv};
+			       .unpriv = s->unpriv,
+			       .ctl_fd = s->child_ctl};
 
 		(void)close(s->sync);
+		(void)safe_close(s->ctl);
 		child_main(&c);
 	}
 	s->child_sync = safe_close(s->child_sync);
+	s->child_ctl = safe_close(s->child_ctl);
 	return 0;
+}
+
+/* The sweep for stale cgroups and spawn directories opens every sibling
+ * sandbox's cgroup in each hierarchy: with many sandboxes running, that is
+ * most of a start's work. What it removes is at least SWEEP_EVERY_S old
+ * (CG_STALE_S, SPAWN_STALE_S), so as root it runs at most once in that
+ * time, whoever starts: the mtime of SWEEP_STAMP says when it last ran. */
+#define SWEEP_STAMP   "/run/sandcap/sweep"
+#define SWEEP_EVERY_S 60
+
+static bool sweep_due(bool unpriv)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	time_t now;
+
+	if (unpriv)
+		return true; /* no host-wide place to keep the stamp in */
+	if (mkdir("/run/sandcap", 0700) < 0 && errno != EEXIST)
+		return true;
+	fd = open(SWEEP_STAMP, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		fd = open(SWEEP_STAMP, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		return true; /* the first start here sweeps */
+	}
+	now = time(NULL);
+	if (fstat(fd, &st) == 0 && st.st_mtime <= now && now - st.st_mtime < SWEEP_EVERY_S)
+		return false;
+	(void)futimens(fd, NULL);
+	return true;
 }
 
 /*
@@ -1493,9 +1659,11 @@ static int hand_off(supervisor *s)
 	spawn_server_set_cgroup(s->spawn, s->cg);
 	/* While the child sets up: what supervisors that were SIGKILLed left
 	 * (their sandboxes died with them, see step_parent_death). */
-	(void)cg_sweep_stale(s->cg, CGROUP_PREFIX);
-	if (!s->unpriv)
-		(void)spawn_sweep_stale();
+	if (sweep_due(s->unpriv)) {
+		(void)cg_sweep_stale(s->cg, CGROUP_PREFIX);
+		if (!s->unpriv)
+			(void)spawn_sweep_stale();
+	}
 	if (r < 0)
 		return r;
 	if (s->o->set_oom_score_adj && set_oom_score_adj(s->pid, s->o->oom_score_adj) < 0)
@@ -1521,6 +1689,11 @@ static int hand_off(supervisor *s)
 	return 0;
 }
 
+static int session_emit(void *userdata, const char *event, json_t *data)
+{
+	return emit(userdata, event, data);
+}
+
 /* Phase 5: until pid 1 is gone; then what it and the proxy said last. */
 static void supervise(supervisor *s)
 {
@@ -1533,14 +1706,36 @@ static void supervise(supervisor *s)
 	(void)ep_add(s, s->gracefd, EV_GRACE);
 	if (s->spawn)
 		(void)ep_add(s, spawn_server_fd(s->spawn), EV_SPAWN);
+	if (s->o->session) {
+		ss_host h = {.ep = s->ep,
+			     .tag = EV_SESSION,
+			     .ctl = TAKE_FD(s->ctl),
+			     .pid = s->pid,
+			     .cg = s->cg,
+			     .sandbox_id = s->res->sandbox_id,
+			     .audit_path = s->res->audit_path,
+			     .ws = s->ws,
+			     .emit = session_emit,
+			     .userdata = s};
+
+		ss_attach(s->o->session, &h);
+	}
 
 	(void)event_loop(s);
+	if (s->o->session)
+		ss_sandbox_gone(s->o->session, s->res->timed_out);
 	stop_listener(s);
 	/* Drain what the child said before dying (e.g. SYNC_FAILED). */
 	while (s->sync >= 0)
 		handle_sync(s);
 	pty_drain(s->pty);
 	drain_proxy(s);
+	{
+		uint64_t n = px_attempt_report(&s->raw_sockets, now_ns(), true);
+
+		if (n)
+			(void)emit(s, "limit.hit", px_attempt_limit_record(n, false));
+	}
 	/* pid 1 never started and the child did not say why (killed during
 	 * setup): a refusal, never the status of a command that did not run. */
 	if (!s->ready && !s->setup_failed) {
@@ -1558,6 +1753,21 @@ static void supervise(supervisor *s)
 	}
 }
 
+/* The sandbox is gone: its cow grants' changes go under the state directory. */
+static void keep_workspaces(supervisor *s)
+{
+	char state[PATH_MAX - 64];
+	sc_diag d = {0};
+
+	if (!s->ws)
+		return;
+	if (sc_state_dir(s->unpriv, state, sizeof(state)) < 0 ||
+	    ws_run_finish(s->ws, state, s->res->sandbox_id, s->res->audit_path, s->res->workspaces,
+			  sizeof(s->res->workspaces), &s->ws_exit, &d) < 0)
+		snprintf(s->res->workspace_error, sizeof(s->res->workspace_error), "%.250s",
+			 d.message[0] ? d.message : "no state directory for the workspaces");
+}
+
 /* Phase 6: the records that end the log; the run's one return value. */
 static int finish(supervisor *s, int r)
 {
@@ -1566,7 +1776,9 @@ static int finish(supervisor *s, int r)
 		emit_start(s, -1);
 		/* The sandbox is gone: every event it caused is queued by now. */
 		(void)fw_finish(s->fw, on_event, s);
+		fr_finish(s->fr);
 		s->res->files_written = s->res->tally.files_written; /* as `audit report` counts */
+		keep_workspaces(s);
 		emit_exit(s);
 		return 0;
 	}
@@ -1578,6 +1790,37 @@ static int finish(supervisor *s, int r)
 	if (r >= 0)
 		r = s->diag->message[0] ? -EINVAL : -EIO;
 	return r;
+}
+
+sc_run_result *sc_run_result_new(void)
+{
+	void *p = mmap(NULL, sizeof(sc_run_result), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void sc_run_result_free(sc_run_result *res)
+{
+	if (res)
+		(void)munmap(res, sizeof(*res));
+}
+
+/* memset(p, 0, n) that leaves words already zero unwritten: reading a page
+ * never written maps the shared zero page, writing it would back it. */
+static void zero_unbacked(void *p, size_t n)
+{
+	unsigned char *b = p;
+	size_t i = 0;
+
+	for (; i + sizeof(uint64_t) <= n; i += sizeof(uint64_t)) {
+		uint64_t w;
+
+		memcpy(&w, b + i, sizeof(w));
+		if (w)
+			memset(b + i, 0, sizeof(w));
+	}
+	memset(b + i, 0, n - i);
 }
 
 int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
@@ -1597,10 +1840,12 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			.proxy_seed = PX_SEED_NONE,
 			.exe_fd = -1,
 			.child_sync = -1,
+			.ctl = -1,
+			.child_ctl = -1,
 			.emit_lock = PTHREAD_MUTEX_INITIALIZER};
 	int r;
 
-	memset(res, 0, sizeof(*res));
+	zero_unbacked(res, sizeof(*res));
 	res->memory_peak = UINT64_MAX;
 	snprintf(res->cgroup, sizeof(res->cgroup), "none");
 

@@ -15,6 +15,7 @@
 #include "policy/plan.h"
 
 struct json_t;
+struct ss_server;
 /* Receives every event instead of a log file; owns data. */
 typedef void (*sc_event_sink)(const char *sandbox_id, const char *event, struct json_t *data,
 			      void *userdata);
@@ -25,6 +26,11 @@ typedef struct sc_run_opts {
 	const char *audit_path;	  /* NULL: a per-run file under the state directory */
 	const uint8_t *audit_key; /* may be NULL */
 	size_t audit_key_len;
+	/* The public-key seal (docs/audit.md): signs the seal and a checkpoint
+	 * every audit_checkpoint_records records or audit_checkpoint_ms
+	 * (0 turns that trigger off). May be NULL. */
+	const struct au_sign_key *audit_sign;
+	uint64_t audit_checkpoint_records, audit_checkpoint_ms;
 	const char *policy_source; /* file name or "token", for sandbox.start */
 	const char *policy_digest; /* hex SHA-256 of the policy bytes */
 	const char *token_id;	   /* NULL unless run from a token */
@@ -41,6 +47,10 @@ typedef struct sc_run_opts {
 	 * sub-sandbox), NULL when run from a policy: a child's token extends it
 	 * (docs/tokens.md, "Delegation"). */
 	const char *token;
+	/* A session (session/server.h): pid 1 runs no command (argv may be
+	 * NULL) and serves the commands this server sends it until it is
+	 * stopped or a limit ends it. */
+	struct ss_server *session;
 } sc_run_opts;
 
 typedef struct sc_run_result {
@@ -84,12 +94,26 @@ typedef struct sc_run_result {
 	/* The layers put in place, as sandbox.start lists them ("namespaces
 	 * mounts cgroup ..."): for a refused run, those before the refusal. */
 	char layers[256];
+	/* The workspaces of cow grants kept at the end, space-separated ids;
+	 * workspace_error says why one could not be kept. */
+	char workspaces[512];
+	char workspace_error[256];
 } sc_run_result;
 
 /* The state directory whose audit/ holds the per-run logs without
  * --audit: SANDCAP_STATE_DIR, else /var/lib/sandcap for root, else the
  * user's XDG state directory + /sandcap. -ENOENT or -ENAMETOOLONG. */
 int sc_state_dir(bool unpriv, char *buf, size_t len);
+
+/* A result in pages of its own, which stay unbacked until written: a
+ * supervisor lives as long as its sandbox, and most of the result's 90 KB
+ * (the tally's tables) stays zero in most runs. NULL when out of memory. */
+sc_run_result *sc_run_result_new(void);
+void sc_run_result_free(sc_run_result *res);
+static inline void sc_run_result_freep(sc_run_result **res)
+{
+	sc_run_result_free(*res);
+}
 
 /* Returns 0 when the command ran (its status is in ret->exit_status), or
  * -errno when the sandbox could not be set up (reterr_diag says which step). */

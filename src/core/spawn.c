@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "audit/receipt.h"
 #include "base/cleanup.h"
 #include "base/diag.h"
 #include "base/io.h"
@@ -61,6 +62,7 @@ typedef struct spawn_slot {
 	bool answered;
 	unsigned cg_slot;  /* its place in the parent's cgroup, 0 when none */
 	char child_id[40]; /* the child's sandbox id, once it said it */
+	json_t *receipt;   /* for the child's spawn.start (audit/receipt.h) */
 } spawn_slot;
 
 struct spawn_server {
@@ -164,6 +166,7 @@ static void slot_release(spawn_server *srv, spawn_slot *sl, bool force)
 	slot_reap(sl, force);
 	if (sl->cg_slot)
 		cg_release_delegate(srv->cg, sl->cg_slot);
+	json_decref(sl->receipt);
 	*sl = (spawn_slot){.conn = -1, .sock = -1};
 }
 
@@ -587,6 +590,7 @@ static void handle_request(spawn_server *srv, spawn_slot *sl)
 		return;
 	}
 	plan_json = plan_to_json(plan);
+	sl->receipt = au_receipt_build(srv->plan, plan, child_tok, srv->base_caveats);
 	/* The token's id is the root's: the chain leads back to the token the
 	 * outermost sandbox was started with (or its per-run token). */
 	msg =
@@ -648,7 +652,7 @@ static void handle_request(spawn_server *srv, spawn_slot *sl)
 
 /* An event of the child (or of a grandchild, already tagged by its own
  * parent): into our log, with the child's and our ids. */
-static void forward_event(spawn_server *srv, json_t *msg)
+static void forward_event(spawn_server *srv, spawn_slot *sl, json_t *msg)
 {
 	const char *sandbox = json_string_value(json_object_get(msg, "sandbox"));
 	const char *event = json_string_value(json_object_get(msg, "event"));
@@ -662,6 +666,9 @@ static void forward_event(spawn_server *srv, json_t *msg)
 	else if (strcmp(event, "sandbox.exit") == 0)
 		event = "spawn.exit";
 	if (!json_object_get(data, "child")) {
+		/* Our own child's start: with the receipt of what we delegated. */
+		if (strcmp(event, "spawn.start") == 0 && sl->receipt)
+			(void)json_object_set_new(data, "receipt", TAKE_PTR(sl->receipt));
 		(void)json_object_set_new(data, "child", json_string(sandbox));
 		(void)json_object_set_new(data, "parent", json_string(srv->parent_id));
 	}
@@ -698,7 +705,7 @@ static int handle_sub(spawn_server *srv, spawn_slot *sl)
 		snprintf(sl->child_id, sizeof(sl->child_id), "%s",
 			 json_string_value(json_object_get(msg, "sandbox")));
 	if (json_object_get(msg, "event")) {
-		forward_event(srv, msg);
+		forward_event(srv, sl, msg);
 	} else if (json_is_object(res) && !sl->answered) {
 		(void)json_object_set_new(res, "ok", json_true());
 		reply(srv, sl, json_incref(res));

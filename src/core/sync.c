@@ -6,38 +6,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/fdpass.h"
+
+_Static_assert(SYNC_MAX_FDS <= FDPASS_MAX_FDS, "the setup socket sends more fds than fdpass takes");
+
 int sync_send_fds(int sock, const sync_msg *m, const int *fds, size_t n_fds)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * SYNC_MAX_FDS)];
-		struct cmsghdr align;
-	} u;
 	struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof(*m)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n;
 
 	if (n_fds > SYNC_MAX_FDS)
 		return -EINVAL;
-	if (n_fds > 0) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
-	}
-	for (;;) {
-		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		return (size_t)n == sizeof(*m) ? 0 : -EIO;
-	}
+	n = fdpass_send(sock, &iov, 1, fds, n_fds);
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == sizeof(*m) ? 0 : -EIO;
 }
 
 int sync_send(int sock, const sync_msg *m, int fd)
@@ -45,61 +28,25 @@ int sync_send(int sock, const sync_msg *m, int fd)
 	return sync_send_fds(sock, m, &fd, fd >= 0 ? 1 : 0);
 }
 
-static void close_all(int *fds, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		(void)close(fds[i]);
-}
-
 int sync_recv_fds(int sock, sync_msg *m, int *fds, size_t max_fds, size_t *ret_n)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * SYNC_MAX_FDS)];
-		struct cmsghdr align;
-	} u;
 	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
 	size_t got = 0;
-	ssize_t n;
+	int flags;
+	/* ECONNRESET (the peer closed with a message of ours unread) is read
+	 * past by fdpass_recv(): what the peer had sent is still queued. */
+	ssize_t n = fdpass_recv(sock, &iov, 1, 0, fds, max_fds, &got, &flags);
 
 	*ret_n = 0;
-	/* ECONNRESET: the peer closed with a message of ours unread
-	 * (net/unix/af_unix.c, unix_release_sock). The error is reported once,
-	 * before what the peer had sent, which is still queued: read on. */
-	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && (errno == EINTR || errno == ECONNRESET));
 	if (n < 0)
-		return -errno;
-	/* Every fd that arrived is either handed out or closed: a peer cannot
-	 * make us leak descriptors by sending more than we asked for. */
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		size_t k;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-		    c->cmsg_len < CMSG_LEN(0))
-			continue;
-		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (got < max_fds)
-				fds[got++] = fd;
-			else
-				(void)close(fd);
-		}
-	}
+		return (int)n;
 	if (n == 0) {
-		close_all(fds, got);
+		fdpass_close(fds, got);
 		return -EPIPE;
 	}
-	if ((size_t)n != sizeof(*m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || m->type <= 0 ||
+	if ((size_t)n != sizeof(*m) || (flags & (MSG_TRUNC | MSG_CTRUNC)) || m->type <= 0 ||
 	    m->type >= _SYNC_TYPE_MAX) {
-		close_all(fds, got);
+		fdpass_close(fds, got);
 		return -EPROTO;
 	}
 	m->step[sizeof(m->step) - 1] = '\0';

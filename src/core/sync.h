@@ -12,7 +12,9 @@ typedef enum sync_type {
 	SYNC_GO = 1,   /* supervisor -> child (unprivileged): maps written, proceed */
 	SYNC_USERNS,   /* child -> supervisor: unshared the user ns, write maps */
 	SYNC_MAPPED,   /* supervisor -> child: maps written */
-	SYNC_LISTENER, /* child -> supervisor: proxy listener fd attached */
+	SYNC_LISTENER, /* child -> supervisor: proxy listener fd attached, then the
+			* DNS stub and transparent listeners; value 1 when those
+			* are there, else 0 and why in what */
 	SYNC_READY,    /* child -> supervisor: every step done, about to exec pid 1;
 			* layers set; the seccomp listener fd attached, if any */
 	SYNC_FAILED,   /* child -> supervisor: step failed, errno, what; layers set */
@@ -46,7 +48,7 @@ typedef struct sync_msg {
 	char what[256];
 } sync_msg;
 
-#define SYNC_MAX_FDS 4
+#define SYNC_MAX_FDS 64 /* the proxy listener and NS_TRANSPARENT_MAX_FDS */
 
 /* Sends one message carrying fd, or none when fd < 0. */
 int sync_send(int sock, const sync_msg *m, int fd);

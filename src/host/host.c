@@ -2,17 +2,22 @@
 /* Why a layer is missing on this host (host.h). */
 #include "host/host.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -353,4 +358,100 @@ void host_explain_refusal(sc_diag *d, int err, bool unpriv)
 	n = strlen(d->message);
 	if (why[0] && !strstr(d->message, why) && n + 3 < sizeof(d->message))
 		(void)snprintf(d->message + n, sizeof(d->message) - n, "%s%s", n ? "; " : "", why);
+}
+
+/* In the probe's netns: a connect to addr reaches a wildcard listener. */
+static int probe_connect(int family, const char *addr)
+{
+	_cleanup_close_ int l = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	_cleanup_close_ int c = -1, a = -1;
+	struct sockaddr_in6 sa6 = {.sin6_family = AF_INET6};
+	struct sockaddr_in sa4 = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa6);
+	int zero = 0;
+
+	if (l < 0)
+		return -errno;
+	(void)setsockopt(l, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(l, (struct sockaddr *)&sa6, sizeof(sa6)) < 0 || listen(l, 1) < 0 ||
+	    getsockname(l, (struct sockaddr *)&sa6, &len) < 0)
+		return -errno;
+	c = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c < 0)
+		return -errno;
+	if (family == AF_INET) {
+		sa4.sin_port = sa6.sin6_port;
+		(void)inet_pton(AF_INET, addr, &sa4.sin_addr);
+		if (connect(c, (struct sockaddr *)&sa4, sizeof(sa4)) < 0)
+			return -errno;
+	} else {
+		(void)inet_pton(AF_INET6, addr, &sa6.sin6_addr);
+		if (connect(c, (struct sockaddr *)&sa6, sizeof(sa6)) < 0)
+			return -errno;
+	}
+	a = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	return a < 0 ? -errno : 0;
+}
+
+/* The child of host_why_transparent(): its answer on fd. */
+_Noreturn static void transparent_probe(int fd, bool unpriv)
+{
+	char why[256] = "";
+	const char *what = "unshare(CLONE_NEWNET)";
+	int r = unshare(CLONE_NEWNET | (unpriv ? CLONE_NEWUSER : 0)) < 0 ? -errno : 0;
+
+	if (r >= 0) {
+		what = "bringing lo up";
+		r = ns_loopback_up();
+	}
+	if (r >= 0)
+		r = ns_local_routes(&what);
+	if (r >= 0) {
+		what = "a connect to 198.18.0.1 on lo";
+		r = probe_connect(AF_INET, "198.18.0.1");
+	}
+	if (r >= 0) {
+		what = "a connect to fd73:616e:6463:6170::1 on lo";
+		r = probe_connect(AF_INET6, "fd73:616e:6463:6170::1");
+	}
+	if (r < 0)
+		snprintf(why, sizeof(why), "%s: %s", what, strerror(-r));
+	(void)io_write_all(fd, why, strlen(why));
+	_exit(r < 0 ? 1 : 0);
+}
+
+int host_why_transparent(bool unpriv, char *why, size_t len)
+{
+	int p[2], status = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		(void)close(p[0]);
+		(void)close(p[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		(void)close(p[0]);
+		transparent_probe(p[1], unpriv);
+	}
+	(void)close(p[1]);
+	n = read(p[0], why, len > 0 ? len - 1 : 0);
+	(void)close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (len > 0)
+		why[n > 0 ? (size_t)n : 0] = '\0';
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		snprintf(why, len,
+			 "local routes on lo: connects to synthetic IPv4 and IPv6 addresses reach "
+			 "the listeners");
+		return 0;
+	}
+	if (n <= 0)
+		snprintf(why, len, "the probe failed");
+	return -EOPNOTSUPP;
 }

@@ -53,6 +53,13 @@ int host_seccomp_explain(int get_seccomp_err, int notif_err, char *why, size_t l
  * subtree without. */
 int host_why_cgroup(bool unpriv, char *why, size_t len);
 
+/* Transparent redirection (docs/proxy.md): in a fresh network namespace (with
+ * a user namespace when unpriv), the local routes on lo and a connect to a
+ * synthetic IPv4 and IPv6 address reaching a wildcard listener, tried for
+ * real. 0, or -EOPNOTSUPP with why naming the step that failed. Where it
+ * cannot be set up, the proxy variables still work. */
+int host_why_transparent(bool unpriv, char *why, size_t len);
+
 /*
  * A refused setup: appends "; " and the host's reason to d->message when
  * the step (d->path: "userns", "clone", "mounts", "landlock", "seccomp",

@@ -17,7 +17,6 @@
 #include "base/cleanup.h"
 #include "compat/landlock.h"
 #include "ns/ns.h"
-#include "proxy/proxy.h"
 
 /* The newest ABI whose rights this file knows. A newer kernel is used at this
  * level: rights we do not name stay unhandled, i.e. allowed (landlock(7),
@@ -271,9 +270,9 @@ int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status
 	if (!plan || !ret_status || abi < 0)
 		return -EINVAL;
 	st.abi = abi;
-	/* Connects must be pinned to the proxy when a proxy exists; without
-	 * egress the netns has nothing but the agent's own loopback, so TCP
-	 * rules are defence in depth that a kernel without ABI 4 may lack. */
+	/* TCP bind is refused when a proxy exists; without egress the netns
+	 * has nothing but the agent's own loopback, so TCP rules are defence
+	 * in depth that a kernel without ABI 4 may lack. */
 	net_needed = plan->n_egress > 0;
 
 	if (abi == 0) {
@@ -294,6 +293,14 @@ int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status
 
 	attr.handled_access_fs = ll_fs_handled[abi];
 	attr.handled_access_net = ll_net_handled[abi];
+	/*
+	 * With egress, TCP connects are left to the netns: a connect Landlock
+	 * refused would never be a packet, and the refusal on lo is what
+	 * records the attempt (docs/decisions.md, "Direct attempts are refused
+	 * by the netns, and seen").
+	 */
+	if (net_needed)
+		attr.handled_access_net &= ~(uint64_t)LANDLOCK_ACCESS_NET_CONNECT_TCP;
 	attr.scoped = ll_scoped[abi];
 	ruleset_fd = sys_landlock_create_ruleset(&attr, ll_attr_size[abi], 0);
 	if (ruleset_fd < 0)
@@ -312,14 +319,15 @@ int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status
 		return r;
 
 	/* Grants must exist in the view: a missing one is a setup error, not
-	 * something to skip silently. */
+	 * something to skip silently. A cow grant is written like a rw one:
+	 * its writes land in its private upper layer. */
 	for (size_t i = 0; i < plan->n_grants; i++) {
 		const plan_grant *g = &plan->grants[i];
 		const char *at = g->at ? g->at : g->path;
 
 		if (!at || at[0] != '/')
 			return -EINVAL;
-		r = ll_add_path(ruleset_fd, at, g->mode == GRANT_RW ? LL_RW : LL_RO,
+		r = ll_add_path(ruleset_fd, at, g->mode != GRANT_RO ? LL_RW : LL_RO,
 				attr.handled_access_fs, true);
 		if (r < 0)
 			return r;
@@ -329,16 +337,6 @@ int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status
 		r = ll_add_fd(ruleset_fd, exe_fd, LL_EXE, attr.handled_access_fs);
 		if (r < 0)
 			return r;
-	}
-
-	if (attr.handled_access_net != 0 && plan->n_egress > 0) {
-		struct sc_landlock_net_port_attr np = {
-		    .allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP,
-		    .port = PX_LISTEN_PORT,
-		};
-
-		if (sys_landlock_add_rule(ruleset_fd, SC_LANDLOCK_RULE_NET_PORT, &np, 0) < 0)
-			return -errno;
 	}
 
 	if (sys_landlock_restrict_self(ruleset_fd, ll_restrict_flags[abi]) < 0)

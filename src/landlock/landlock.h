@@ -39,8 +39,8 @@ uint32_t ll_restrict_flags_for(int kernel_abi);
  * runtime and every grant at grant.at (ro: read+execute; rw: everything but
  * device creation), /tmp and /dev/shm rw, the character devices of /dev
  * read/write, /proc read-only, exe_fd (O_PATH, may be -1: the init binary,
- * outside the view) execute+read; TCP bind denied and TCP connect only to
- * PX_LISTEN_PORT when the plan has egress, none otherwise (ABI >= 4);
+ * outside the view) execute+read; TCP bind denied, and without egress TCP
+ * connect too (with egress the netns refuses and records them) (ABI >= 4);
  * abstract unix sockets and signals scoped to the domain (ABI >= 6); every
  * thread restricted at once (ABI >= 8); connects to pathname unix sockets
  * only inside rw grants, /tmp and /dev/shm, or to sockets the sandbox made

@@ -328,10 +328,14 @@ static int setup_etc(const sc_plan *plan, const char **what)
 			 plan->hostname);
 		r = write_file(NEWROOT "/etc/hosts", buf);
 	}
-	/* No resolver inside: names are resolved by the proxy, outside. */
+	/* The only resolver inside is the proxy's DNS stub, which answers allowed
+	 * names with synthetic addresses (docs/proxy.md); without egress, none. */
 	if (r >= 0)
 		r = write_file(NEWROOT "/etc/resolv.conf",
-			       "# names are resolved by the sandcap proxy\n");
+			       plan->n_egress > 0
+				   ? "# the sandcap proxy's DNS stub: allowed names only\n"
+				     "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n"
+				   : "# no network: no resolver\n");
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(etc_copies); i++) {

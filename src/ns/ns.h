@@ -97,3 +97,36 @@ int ns_setup_root_unpriv(const sc_plan *plan, const ns_source *sources, const ch
 int ns_loopback_up(void);
 /* Child: a TCP listener on 127.0.0.1:port inside the sandbox netns. */
 int ns_proxy_listener(unsigned port);
+
+/* Child: "local 0.0.0.0/0 dev lo" and "local ::/0 dev lo" in the local table
+ * of this netns (rtnetlink), so that a connect to any address is answered on
+ * lo: by a transparent listener, or at once with a RST (docs/proxy.md,
+ * "Transparent redirection"), and a datagram by the DNS stub or an ICMP port
+ * unreachable: the refusals ns_attempt_socket() sees. On failure
+ * *reterr_what names the route. */
+int ns_local_routes(const char **reterr_what);
+
+/* The distinct TCP ports the egress rules allow (80 and 443 for a rule
+ * without ports) into ports[0..max); returns how many there are, which may
+ * be more than max. */
+size_t ns_egress_ports(const sc_plan *plan, uint16_t *ports, size_t max);
+
+#define NS_DNS_PORT	       53
+#define NS_TRANSPARENT_MAX_FDS 60 /* the DNS socket and up to 59 ports */
+/* Child: the sockets the proxy worker serves besides its listener, on the
+ * wildcard address of this netns: fds[0] is UDP port NS_DNS_PORT (the DNS
+ * stub), then one TCP listener per distinct port the egress rules allow
+ * (IPv6 dual-stack where the netns has IPv6). proxy_port is shared with the
+ * proxy listener (SO_REUSEPORT). Returns 0 with *ret_n fds, or -errno with
+ * none left open (-E2BIG: more ports than max - 1) and *reterr_what. */
+int ns_transparent_sockets(const sc_plan *plan, unsigned proxy_port, int *fds, size_t max,
+			   size_t *ret_n, const char **reterr_what);
+/*
+ * Child: an AF_PACKET socket on the sandbox's lo whose classic BPF filter
+ * keeps only the answers of refused attempts: TCP RST|ACK with sequence 0
+ * (the kernel's reset of a SYN no listener took) and ICMP/ICMPv6 port
+ * unreachable, received (not the outgoing copy). Made here, where
+ * CAP_NET_RAW over this netns is ours, and read by the proxy worker
+ * (docs/proxy.md, "Every attempt seen"). Returns the fd or -errno.
+ */
+int ns_attempt_socket(void);

@@ -62,7 +62,7 @@ static int detach_tree(ns_source *s, grant_mode mode)
 {
 	struct sc_mount_attr ma = {
 	    .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_IDMAP |
-			(mode == GRANT_RO ? MOUNT_ATTR_RDONLY : 0),
+			(mode != GRANT_RW ? MOUNT_ATTR_RDONLY : 0),
 	    .userns_fd = (uint64_t)s->idmap_fd,
 	};
 	int tree = sys_open_tree(

@@ -11,7 +11,15 @@
 #define STR_(x)	  #x
 #define STR(x)	  STR_(x)
 #define PROXY_URL "http://127.0.0.1:" STR(PX_LISTEN_PORT)
+/* the same listener speaks SOCKS5; socks5h: names are resolved by the proxy */
+#define SOCKS_URL "socks5h://127.0.0.1:" STR(PX_LISTEN_PORT)
 #define NO_PROXY  "localhost,127.0.0.1"
+/* The JVM reads no proxy variable; these are its own properties. */
+#define JAVA_PX(scheme)                                                                            \
+	"-D" scheme ".proxyHost=127.0.0.1 -D" scheme ".proxyPort=" STR(PX_LISTEN_PORT)
+#define JAVA_PROXY                                                                                 \
+	JAVA_PX("http") " " JAVA_PX("https") " -Dhttp.nonProxyHosts=localhost|127.*|[::1]"
+
 #define CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
 typedef enum var_when {
@@ -21,8 +29,10 @@ typedef enum var_when {
 } var_when;
 
 /* The lower-case proxy forms are read by curl, wget and most language
- * runtimes; the CA variables by OpenSSL, Python, curl, Node, git, pip and
- * the AWS SDKs, which otherwise carry their own CA lists. */
+ * runtimes; Node and the JVM have knobs of their own. A client that ignores
+ * all of them still gets through the DNS stub and transparent redirection
+ * (docs/proxy.md). The CA variables are read by OpenSSL, Python, curl, Node,
+ * git, pip and the AWS SDKs, which otherwise carry their own CA lists. */
 static const struct agent_var {
 	const char *def;
 	var_when when;
@@ -33,12 +43,15 @@ static const struct agent_var {
     {"TMPDIR=/tmp", ALWAYS},
     {"HTTP_PROXY=" PROXY_URL, EGRESS},
     {"HTTPS_PROXY=" PROXY_URL, EGRESS},
-    {"ALL_PROXY=" PROXY_URL, EGRESS},
+    {"ALL_PROXY=" SOCKS_URL, EGRESS},
     {"NO_PROXY=" NO_PROXY, EGRESS},
     {"http_proxy=" PROXY_URL, EGRESS},
     {"https_proxy=" PROXY_URL, EGRESS},
-    {"all_proxy=" PROXY_URL, EGRESS},
+    {"all_proxy=" SOCKS_URL, EGRESS},
     {"no_proxy=" NO_PROXY, EGRESS},
+    /* Node >= 24 reads the variables above only with this (fetch, http) */
+    {"NODE_USE_ENV_PROXY=1", EGRESS},
+    {"JAVA_TOOL_OPTIONS=" JAVA_PROXY, EGRESS},
     {"SSL_CERT_FILE=" CA_BUNDLE, INSPECT},
     {"REQUESTS_CA_BUNDLE=" CA_BUNDLE, INSPECT},
     {"CURL_CA_BUNDLE=" CA_BUNDLE, INSPECT},

@@ -88,8 +88,19 @@ static void describe_fs(const sc_plan *p, FILE *out)
 	for (size_t i = 0; i < p->n_grants; i++) {
 		const plan_grant *g = &p->grants[i];
 
+		if (g->mode == GRANT_COW) {
+			fprintf(out,
+				"  %-22s read-write copy-on-write of the host's %s: changes (at "
+				"most %s) stay in a workspace until applied\n",
+				g->at, g->path, human_size(g->quota, b, sizeof(b)));
+			continue;
+		}
 		fprintf(out, "  %-22s %s, nosuid, nodev: the host's %s\n", g->at,
 			g->mode == GRANT_RW ? "READ-WRITE" : "read-only (recursively)", g->path);
+		if (g->mode == GRANT_RW && g->quota != PLAN_UNLIMITED)
+			fprintf(out, "  %-22s may hold at most %s (project quota%s)\n", "",
+				human_size(g->quota, b, sizeof(b)),
+				g->best_effort ? ", or none where the host has none" : "");
 	}
 	fprintf(out, "  %-22s private tmpfs of %s, %" PRIu64 " inodes, gone at exit\n", "/tmp",
 		human_size(p->tmp_size, b, sizeof(b)), p->tmp_inodes);
@@ -348,6 +359,8 @@ int plan_describe(const sc_plan *p, FILE *out)
 	fprintf(out, "  executed programs:     %s\n", p->audit_exec ? "logged" : "not logged");
 	fprintf(out, "  denied system calls:   %s\n",
 		p->audit_denied_syscalls ? "logged" : "not logged");
+	fprintf(out, "  files read in grants:  %s\n",
+		p->audit_reads ? "logged, first open of each, with SHA-256" : "not logged");
 	fprintf(out, "  fsync:                 %s\n",
 		p->audit_fsync == AUDIT_FSYNC_ALWAYS ? "after every record"
 						     : "at start, exit and seal");

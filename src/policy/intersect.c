@@ -187,6 +187,17 @@ static int intersect_grants(const sc_plan *pa, const sc_plan *cv, sc_plan *o)
 			continue;
 		g = &o->grants[o->n_grants++];
 		g->mode = c[i].mode;
+		/* A quota only narrows: the smaller of the two, on rw only. */
+		g->quota = g->inodes = PLAN_UNLIMITED;
+		if (g->mode == GRANT_RW) {
+			const plan_grant *pg = &pa->grants[c[i].parent];
+
+			g->quota =
+			    cv->grants[i].quota < pg->quota ? cv->grants[i].quota : pg->quota;
+			g->inodes =
+			    cv->grants[i].inodes < pg->inodes ? cv->grants[i].inodes : pg->inodes;
+			g->best_effort = cv->grants[i].best_effort && pg->best_effort;
+		}
 		g->at = TAKE_PTR(c[i].at);
 		if (sdup(cv->grants[i].path, &g->path) < 0) {
 			cands_free(c, cv->n_grants);
@@ -613,6 +624,8 @@ int plan_intersect(const sc_plan *pa, const sc_plan *cv, sc_plan **ret)
 	o->wall_ns = MIN(pa->wall_ns, cv->wall_ns);
 	o->nofile = MIN(pa->nofile, cv->nofile);
 	o->fsize = MIN(pa->fsize, cv->fsize);
+	o->exec_wall_ns = MIN(pa->exec_wall_ns, cv->exec_wall_ns);
+	o->idle_ns = MIN(pa->idle_ns, cv->idle_ns);
 
 	r = intersect_env(pa, cv, o);
 	if (r < 0)
@@ -621,6 +634,7 @@ int plan_intersect(const sc_plan *pa, const sc_plan *cv, sc_plan **ret)
 	/* Auditing can only be turned up, degradation only turned off. */
 	o->audit_exec = pa->audit_exec || cv->audit_exec;
 	o->audit_denied_syscalls = pa->audit_denied_syscalls || cv->audit_denied_syscalls;
+	o->audit_reads = pa->audit_reads || cv->audit_reads;
 	o->audit_fsync =
 	    pa->audit_fsync == AUDIT_FSYNC_ALWAYS || cv->audit_fsync == AUDIT_FSYNC_ALWAYS
 		? AUDIT_FSYNC_ALWAYS
@@ -667,7 +681,7 @@ static int check_grants(const sc_plan *pa, const sc_plan *cv, char *reason, size
 		return r;
 	for (size_t i = 0; i < cv->n_grants && r == 0; i++) {
 		const plan_grant *cg = &cv->grants[i];
-		const char *m = cg->mode == GRANT_RW ? "rw" : "ro";
+		const char *m = plan_grant_mode_name(cg->mode);
 
 		if (c[i].uncovers)
 			r = why(
@@ -678,6 +692,11 @@ static int check_grants(const sc_plan *pa, const sc_plan *cv, char *reason, size
 		else if (c[i].parent < 0)
 			r = why(reason, size, "grant %s %s is not inside the token's grants",
 				cg->path, m);
+		else if (cg->mode == GRANT_COW)
+			r = why(reason, size,
+				"grant %s: a \"cow\" grant cannot be delegated (its workspace is "
+				"the parent's); use \"ro\" or \"rw\"",
+				cg->path);
 		else if (cg->mode == GRANT_RW && c[i].mode != GRANT_RW)
 			r = why(reason, size, "grant %s rw is read-only in the token", cg->path);
 		else if (!str_eq(cg->at, cg->path) && !str_eq(cg->at, c[i].at))
@@ -807,6 +826,8 @@ int plan_check_narrower(const sc_plan *pa, const sc_plan *cv, char *reason, size
 	    {"limits.wall (ns)", offsetof(sc_plan, wall_ns)},
 	    {"limits.nofile", offsetof(sc_plan, nofile)},
 	    {"limits.fsize", offsetof(sc_plan, fsize)},
+	    {"limits.exec_wall (ns)", offsetof(sc_plan, exec_wall_ns)},
+	    {"limits.idle (ns)", offsetof(sc_plan, idle_ns)},
 	};
 	char a[32], b[32];
 	int r;
@@ -847,6 +868,8 @@ int plan_check_narrower(const sc_plan *pa, const sc_plan *cv, char *reason, size
 		return why(reason, size, "audit.exec cannot be turned off by a caveat");
 	if (pa->audit_denied_syscalls && !cv->audit_denied_syscalls)
 		return why(reason, size, "audit.denied_syscalls cannot be turned off by a caveat");
+	if (pa->audit_reads && !cv->audit_reads)
+		return why(reason, size, "audit.reads cannot be turned off by a caveat");
 	if (pa->audit_fsync == AUDIT_FSYNC_ALWAYS && cv->audit_fsync != AUDIT_FSYNC_ALWAYS)
 		return why(reason, size, "audit.fsync cannot be relaxed by a caveat");
 	if (!pa->best_effort && cv->best_effort)

@@ -17,8 +17,13 @@
 #include "policy/parse-internal.h"
 #include "policy/plan.h"
 
-static const char *const grant_modes[] = {"ro", "rw"};
+static const char *const grant_modes[] = {"ro", "rw", "cow"};
 static const char *const fsync_names[] = {"boundaries", "always"};
+
+const char *plan_grant_mode_name(grant_mode m)
+{
+	return m >= 0 && (size_t)m < ELEMENTSOF(grant_modes) ? grant_modes[m] : "?";
+}
 
 /* ---- top level ---- */
 
@@ -239,6 +244,21 @@ static int grant_finish(pctx *c, const json_t *obj, void *base, size_t index)
 			    err);
 		}
 	}
+	if (g->mode == GRANT_COW && g->quota == PLAN_UNLIMITED) {
+		(void)path_push_key(c, "mode");
+		return fail(c, -EINVAL,
+			    "a \"cow\" grant needs \"quota\", the most its changes may take "
+			    "(e.g. \"64M\")");
+	}
+	if (g->mode == GRANT_RO && (g->quota != PLAN_UNLIMITED || g->inodes != PLAN_UNLIMITED)) {
+		(void)path_push_key(c, g->quota != PLAN_UNLIMITED ? "quota" : "inodes");
+		return fail(c, -EINVAL, "a read-only grant cannot be written: drop the quota");
+	}
+	if (g->best_effort && (g->mode != GRANT_RW || g->quota == PLAN_UNLIMITED)) {
+		(void)path_push_key(c, "best_effort");
+		return fail(c, -EINVAL,
+			    "\"best_effort\" applies only to the \"quota\" of a \"rw\" grant");
+	}
 	for (size_t i = 0; i < index; i++) {
 		const plan_grant *o = &p->grants[i];
 
@@ -282,6 +302,20 @@ static const policy_key grant_keys[] = {
      FIELD(plan_grant, at),
      .check = check_grant_at,
      .doc_default = "path"},
+    {.name = "quota",
+     .type = KT_SIZE,
+     FIELD(plan_grant, quota),
+     .flags = KEY_NULLABLE,
+     .def = PLAN_UNLIMITED,
+     .min = 1},
+    {.name = "inodes",
+     .type = KT_UINT,
+     FIELD(plan_grant, inodes),
+     .flags = KEY_NULLABLE,
+     .def = PLAN_UNLIMITED,
+     .min = 16,
+     .max = POLICY_MAX_TMP_INODES},
+    {.name = "best_effort", .type = KT_BOOL, FIELD(plan_grant, best_effort), .def = false},
 };
 static const key_table grant_table = {grant_keys, ELEMENTSOF(grant_keys), .finish = grant_finish};
 
@@ -373,6 +407,18 @@ static const policy_key limits_keys[] = {
      .flags = KEY_NULLABLE,
      .def = PLAN_UNLIMITED,
      .min = 1},
+    {.name = "exec_wall",
+     .type = KT_DURATION,
+     FIELD(sc_plan, exec_wall_ns),
+     .flags = KEY_NULLABLE,
+     .def = PLAN_UNLIMITED,
+     .min = 1},
+    {.name = "idle",
+     .type = KT_DURATION,
+     FIELD(sc_plan, idle_ns),
+     .flags = KEY_NULLABLE,
+     .def = PLAN_UNLIMITED,
+     .min = 1},
 };
 static const key_table limits_table = {limits_keys, ELEMENTSOF(limits_keys)};
 
@@ -411,6 +457,7 @@ static const policy_key audit_keys[] = {
      .def = AUDIT_FSYNC_BOUNDARIES,
      .names = fsync_names,
      .n_names = ELEMENTSOF(fsync_names)},
+    {.name = "reads", .type = KT_BOOL, FIELD(sc_plan, audit_reads), .def = false},
 };
 static const key_table audit_table = {audit_keys, ELEMENTSOF(audit_keys)};
 

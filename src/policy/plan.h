@@ -33,6 +33,7 @@
 typedef enum grant_mode {
 	GRANT_RO,
 	GRANT_RW,
+	GRANT_COW, /* read-write view; writes go to a private upper layer (workspace) */
 	_GRANT_MODE_MAX,
 	_GRANT_MODE_INVALID = -EINVAL,
 } grant_mode;
@@ -41,6 +42,11 @@ typedef struct plan_grant {
 	char *path; /* absolute, normalised host path (no "." "..", no trailing /) */
 	char *at;   /* absolute path inside the sandbox; equals path when "at" is absent */
 	grant_mode mode;
+	uint64_t quota;	  /* bytes: cow the upper layer's size, rw a project quota;
+			   * PLAN_UNLIMITED when absent (cow requires it) */
+	uint64_t inodes;  /* files the upper layer (cow) or the project (rw) may hold;
+			   * PLAN_UNLIMITED when absent */
+	bool best_effort; /* rw quota: run without it where the host cannot enforce it */
 } plan_grant;
 
 typedef enum http_method {
@@ -146,6 +152,10 @@ struct sc_plan {
 	uint64_t wall_ns;
 	uint64_t nofile; /* default 1024 */
 	uint64_t fsize;	 /* bytes */
+	/* A session (sandcap session): one exec's wall clock, and how long it
+	 * may sit with no command running and no client talking to it. */
+	uint64_t exec_wall_ns;
+	uint64_t idle_ns;
 
 	/* env: "KEY=VALUE" strings, sorted by KEY (names are unique) */
 	char **env;
@@ -156,6 +166,7 @@ struct sc_plan {
 	bool audit_exec;	    /* default true */
 	bool audit_denied_syscalls; /* default true */
 	audit_fsync audit_fsync;
+	bool audit_reads; /* default false: fs.read of each file first opened under a grant */
 
 	bool best_effort; /* allow degraded layers (recorded in the audit log) */
 
@@ -211,6 +222,9 @@ int plan_describe(const sc_plan *p, FILE *out);
 
 /* True when a and b grant exactly the same (plan_to_json round-trips to an equal plan). */
 bool plan_equal(const sc_plan *a, const sc_plan *b);
+
+/* "ro", "rw" or "cow". */
+const char *plan_grant_mode_name(grant_mode m);
 
 /* The grant whose host path is host_path or one of its parents, or NULL. host_path must be
  * absolute and normalised (e.g. from realpath()); used to keep the audit log and secret

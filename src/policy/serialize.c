@@ -75,7 +75,13 @@ static json_t *fs_json(const sc_plan *p, bool *ok)
 		}
 		put(g, "path", json_string(p->grants[i].path), ok);
 		put(g, "at", json_string(p->grants[i].at), ok);
-		put(g, "mode", json_string(p->grants[i].mode == GRANT_RW ? "rw" : "ro"), ok);
+		put(g, "mode", json_string(plan_grant_mode_name(p->grants[i].mode)), ok);
+		/* Only where they can mean something: ro grants keep their old form. */
+		if (p->grants[i].mode != GRANT_RO) {
+			put(g, "quota", size_or_null(p->grants[i].quota), ok);
+			put(g, "inodes", size_or_null(p->grants[i].inodes), ok);
+			put(g, "best_effort", json_boolean(p->grants[i].best_effort), ok);
+		}
 		push(grants, g, ok);
 	}
 	put(fs, "grants", grants, ok);
@@ -247,6 +253,13 @@ static json_t *limits_json(const sc_plan *p, bool *ok)
 	    ok);
 	put(l, "nofile", size_or_null(p->nofile), ok);
 	put(l, "fsize", size_or_null(p->fsize), ok);
+	put(l, "exec_wall",
+	    p->exec_wall_ns == PLAN_UNLIMITED ? json_null()
+					      : num_suffix(p->exec_wall_ns / 1000000ULL, "ms"),
+	    ok);
+	put(l, "idle",
+	    p->idle_ns == PLAN_UNLIMITED ? json_null() : num_suffix(p->idle_ns / 1000000ULL, "ms"),
+	    ok);
 	return l;
 }
 
@@ -286,6 +299,7 @@ char *plan_to_json(const sc_plan *p)
 	if (o) {
 		put(o, "exec", json_boolean(p->audit_exec), &ok);
 		put(o, "denied_syscalls", json_boolean(p->audit_denied_syscalls), &ok);
+		put(o, "reads", json_boolean(p->audit_reads), &ok);
 		put(o, "fsync",
 		    json_string(p->audit_fsync == AUDIT_FSYNC_ALWAYS ? "always" : "boundaries"),
 		    &ok);
@@ -337,17 +351,21 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 	    a->n_credentials != b->n_credentials || !str_eq(a->upstream_ca, b->upstream_ca) ||
 	    !str_eq(a->dns, b->dns) || a->memory != b->memory || a->cpu_millis != b->cpu_millis ||
 	    a->pids != b->pids || a->wall_ns != b->wall_ns || a->nofile != b->nofile ||
-	    a->fsize != b->fsize || a->n_env != b->n_env || !str_eq(a->hostname, b->hostname) ||
+	    a->fsize != b->fsize || a->exec_wall_ns != b->exec_wall_ns ||
+	    a->idle_ns != b->idle_ns || a->n_env != b->n_env || !str_eq(a->hostname, b->hostname) ||
 	    a->audit_exec != b->audit_exec ||
 	    a->audit_denied_syscalls != b->audit_denied_syscalls ||
-	    a->audit_fsync != b->audit_fsync || a->best_effort != b->best_effort ||
-	    a->spawn_max_depth != b->spawn_max_depth ||
+	    a->audit_reads != b->audit_reads || a->audit_fsync != b->audit_fsync ||
+	    a->best_effort != b->best_effort || a->spawn_max_depth != b->spawn_max_depth ||
 	    a->spawn_max_children != b->spawn_max_children)
 		return false;
 	for (size_t i = 0; i < a->n_grants; i++)
 		if (!str_eq(a->grants[i].path, b->grants[i].path) ||
 		    !str_eq(a->grants[i].at, b->grants[i].at) ||
-		    a->grants[i].mode != b->grants[i].mode)
+		    a->grants[i].mode != b->grants[i].mode ||
+		    a->grants[i].quota != b->grants[i].quota ||
+		    a->grants[i].inodes != b->grants[i].inodes ||
+		    a->grants[i].best_effort != b->grants[i].best_effort)
 			return false;
 	for (size_t i = 0; i < a->n_egress; i++) {
 		const plan_egress *x = &a->egress[i], *y = &b->egress[i];

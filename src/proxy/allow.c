@@ -301,3 +301,19 @@ int px_allow_match_path(const px_config *cfg, const char *host, px_host_kind kin
 {
 	return match(cfg, host, kind, port, method_bit, is_connect, true, norm_path, reterr_reason);
 }
+
+int px_allow_name(const px_config *cfg, const char *name)
+{
+	plan_cidr range;
+
+	for (size_t i = 0; i < cfg->n_egress; i++) {
+		const plan_egress *e = &cfg->egress[i];
+
+		/* an IP-literal rule names no DNS name */
+		if (!e->wildcard && parse_rule_range(e->host, &range) == 0)
+			continue;
+		if (host_matches(e, name))
+			return (int)i;
+	}
+	return -EACCES;
+}

@@ -37,6 +37,11 @@ int px_allow_match_path(const px_config *cfg, const char *host, px_host_kind kin
 			uint32_t method_bit, bool is_connect, const char *norm_path,
 			const char **reterr_reason);
 
+/* May a rule let the agent reach name (a DNS name, lower-case), on some
+ * port? The index of the first rule whose host pattern matches it, or
+ * -EACCES. What the DNS stub answers (docs/proxy.md). */
+int px_allow_name(const px_config *cfg, const char *name);
+
 /* True for every address that is not globally routable: loopback, RFC 1918,
  * link-local (169.254/16, fe80::/10), CGNAT 100.64/10, multicast, unspecified,
  * broadcast and reserved 240/4, ULA fc00::/7, and the IPv4-mapped ::ffff:0:0/96,

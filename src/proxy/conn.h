@@ -12,12 +12,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "proxy/attempt.h"
 #include "proxy/dns.h"
 #include "proxy/events.h"
 #include "proxy/http.h"
 #include "proxy/limits.h"
 #include "proxy/pool.h"
 #include "proxy/px.h"
+#include "proxy/synthetic.h"
 
 #define PX_MAX_CONNS		512u
 #define PX_CIN_SIZE		(PX_MAX_HEAD + 16384u)
@@ -46,6 +48,9 @@ typedef enum watch_type {
 	W_DNS,
 	W_CLIENT,
 	W_UPSTREAM,
+	W_ATTEMPTS,
+	W_DNS_STUB,    /* the DNS stub's UDP socket (dnsstub.c) */
+	W_TRANSPARENT, /* a transparent listener (transparent.c) */
 } watch_type;
 
 typedef enum conn_state {
@@ -77,6 +82,7 @@ typedef enum conn_event {
 
 struct conn;
 typedef struct px_loop px_loop;
+typedef struct px_redirect px_redirect;
 
 typedef struct px_watch {
 	int type;
@@ -106,7 +112,25 @@ struct px_loop {
 	uint64_t now_ns;	/* when the last epoll_wait(2) returned */
 	px_pool pool;		/* idle upstream connections (pool.h) */
 	bool quit;
+	px_synth_table *synth; /* the DNS stub's names, shared with a successor */
+	px_redirect *redir;    /* DNS stub and transparent listeners, or NULL */
+	uint64_t redir_due_ns; /* px_redirect_tick() wants to run, 0 = never */
+
+	/* refused direct attempts (attempt-watch.c) */
+	int attempt_fd; /* -1: none */
+	px_watch attempt_w;
+	px_attempt_limit attempts;
+	uint64_t attempts_unseen; /* dropped by the kernel's queue, not yet reported */
 };
+
+/* How a transparent connection's first bytes were read (transparent.c). */
+typedef enum px_tmode {
+	PX_T_NONE,    /* not transparent: a client of the proxy listener */
+	PX_T_UNKNOWN, /* nothing read yet */
+	PX_T_HTTP,    /* origin-form HTTP, each head rewritten to absolute-form */
+	PX_T_TLS,     /* a ClientHello whose SNI matched: a tunnel */
+	PX_T_RAW,     /* other TCP, or the client said nothing: a tunnel */
+} px_tmode;
 
 typedef struct conn {
 	px_loop *L;
@@ -137,6 +161,10 @@ typedef struct conn {
 	char rule[PX_MAX_HOST + 32];
 	char head_hex[2 * PX_HEAD_HEX_BYTES + 1]; /* of a head that did not parse */
 	unsigned n_requests;			  /* heads received on this connection */
+	bool socks;				  /* SOCKS5 (socks-conn.c), not HTTP */
+	uint8_t socks_stage;			  /* PX_SOCKS_GREETING, PX_SOCKS_REQUEST */
+	uint8_t socks_rep;			  /* a reply code chosen by the parser, or 0 */
+	int connect_errno;			  /* why the upstream connect failed */
 	px_dns_query *query;
 	int dns_status;
 	px_addr addrs[PX_DNS_MAX_ADDRS];
@@ -166,6 +194,10 @@ typedef struct conn {
 	px_chunked resp_chunk;
 	uint64_t resp_left, resp_body;
 	int status;
+	/* the SHA-256 of the body bytes sent to the client (digest.c) */
+	EVP_MD_CTX *resp_md;
+	uint64_t resp_md_bytes;
+	bool resp_md_failed;
 
 	/* upstream TLS */
 	SSL *ssl;
@@ -174,7 +206,8 @@ typedef struct conn {
 	/* TLS inspection (inspect.c): the client side of an inspected tunnel */
 	SSL *cssl;
 	int cssl_want_read, cssl_want_write;
-	bool inspected; /* the handshake is done: client bytes go through cssl */
+	bool cssl_prefix; /* reading a transparent ClientHello already read, from memory */
+	bool inspected;	  /* the handshake is done: client bytes go through cssl */
 	bool sni_mismatch;
 	bool tunnel_peeked; /* a plain tunnel's first client bytes were looked at */
 	int client_alert;   /* the last TLS alert the client sent, -1 none */
@@ -189,10 +222,25 @@ typedef struct conn {
 
 	bool throttled_up, throttled_down, bw_reported;
 	uint64_t bytes_out, bytes_in;
+
+	/* transparent redirection: the name the address was given for */
+	px_tmode tmode;
+	const char *tname; /* in L->synth, or NULL for an IP-literal destination */
+	uint16_t tport;
 } conn;
 
 /* loop.c */
 uint64_t px_now_ns(void);
+/* A connection for the accepted socket fd (taken), reading its first head;
+ * NULL (fd closed) at the cap or without memory. */
+conn *px_conn_new(px_loop *L, int fd);
+/* The policy for the head in c->req, as for every request: the one
+ * judgement CONNECT, forwarded requests, SOCKS5 and transparent connections
+ * share. */
+void px_conn_judge(conn *c);
+/* Records the refusal and answers status (a SOCKS5 reply code for SOCKS5,
+ * nothing for a tunnel-only transparent connection, which is closed). */
+void px_conn_deny(conn *c, int status, const char *reason, const char *text, bool close);
 void px_conn_close(conn *c, const char *reason);
 void px_conn_close_upstream(conn *c);
 /* Closes only the upstream socket (and its TLS), keeping the tunnel pipes. */
@@ -211,6 +259,12 @@ void px_conn_emit_denied(conn *c, const char *reason, const char *detail);
 void px_limit_hit(px_loop *L, const char *limit, const char *detail);
 void px_conn_throttle(conn *c, px_bucket *b, bool up, uint64_t want);
 void px_conn_reset_for_next(conn *c);
+/* The response digest of net.request (digest.c): fed with the body bytes
+ * sent to the client; added to the record (body_sha256, body_bytes) and
+ * reset when it is emitted; freed with the connection. */
+void px_resp_digest_feed(conn *c, const void *buf, size_t n);
+void px_resp_digest_add(conn *c, json_t *data);
+void px_resp_digest_free(conn *c);
 /* Resets for the next request on a kept-alive connection and parses any
  * pipelined bytes already read. */
 void px_conn_next_request(conn *c);
@@ -228,6 +282,28 @@ int px_l7_judge(conn *c, int rule);
 /* How many of want bytes may go upstream with the request's credential. */
 uint64_t px_l7_cred_room(conn *c, uint64_t want);
 void px_l7_cred_sent(conn *c, uint64_t n);
+/* The name a synthetic address stands for, or NULL (DNS stub, synthetic.c). */
+const char *px_loop_synthetic_name(px_loop *L, int family, const uint8_t *addr);
+
+/* socks-conn.c */
+#define PX_SOCKS_GREETING 0
+#define PX_SOCKS_REQUEST  1
+/* Whether a new connection's first bytes are a SOCKS5 greeting. */
+bool px_socks_detect(const conn *c);
+/* Goes on with the handshake in c->cin; true once the connection moved on
+ * (judged, answered or closed), false when more bytes are needed. */
+bool px_socks_read(conn *c);
+/* The reply to a refusal: [5, 0xff] during the greeting, else the 10-byte
+ * reply with the code for reason. Returns its length. */
+int px_socks_refusal(const conn *c, const char *reason, uint8_t *buf, size_t size);
+/* The reply that opens a tunnel. */
+int px_socks_success(uint8_t *buf, size_t size);
+
+/* attempt-watch.c */
+/* Reads what the attempt socket holds and records it (rate-limited). */
+void px_attempts_read(px_loop *L);
+/* The limit.hit of attempts not recorded one by one, when due (or final). */
+void px_attempts_report(px_loop *L, uint64_t now, bool final);
 
 /* inspect.c */
 /* The sandbox CA and the server context, when the configuration has a CA. */
@@ -259,6 +335,22 @@ void px_tunnel_io(conn *c);
 void px_tunnel_end(conn *c, const char *reason);
 void px_tunnel_hup(conn *c, bool upstream);
 void px_tunnel_interest(conn *c, uint32_t *cmask, uint32_t *umask);
+
+/* transparent.c */
+int px_redirect_new(px_loop *L, const int *fds, size_t n);
+/* on_read_head() of a transparent connection: false while it is handled
+ * here (more to read, judged as a tunnel, refused); true when c->cin holds
+ * an absolute-form head for the ordinary parser. */
+bool px_transparent_head(conn *c);
+/* The head deadline passed: true when c was turned into a tunnel (a
+ * client that waits for the server to speak first). */
+bool px_transparent_timeout(conn *c);
+void px_transparent_accept(px_loop *L, px_watch *w);
+/* Reports what was counted but not recorded; the next time it is due. */
+uint64_t px_redirect_tick(px_loop *L, uint64_t now, bool now_or_never);
+
+/* dnsstub.c */
+void px_dns_stub_read(px_loop *L, int fd);
 
 /* forward.c */
 /* The head that goes upstream: the client's, cleaned, with the request's

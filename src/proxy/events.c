@@ -128,18 +128,20 @@ int px_events_emit(px_events *ev, const char *event, json_t *data)
 
 static const struct event_schema {
 	const char *name;
-	const char *keys[16];
+	const char *keys[24];
 } schemas[] = {
     {"net.request",
      {"method", "host", "port", "path", "addr", "decision", "rule", "reason", "status", "bytes_out",
-      "bytes_in", "duration_ms", "events_dropped", "credential", "inspected", NULL}},
+      "bytes_in", "duration_ms", "via", "credential", "inspected", "body_sha256", "body_bytes",
+      "events_dropped", NULL}},
     {"net.denied",
-     {"method", "host", "port", "path", "addr", "reason", "detail", "head_hex", "events_dropped",
-      "normalised_path", "credential", "inspected", NULL}},
+     {"method", "host", "port", "path", "addr", "reason", "detail", "head_hex", "via", "protocol",
+      "normalised_path", "credential", "inspected", "events_dropped", NULL}},
     {"net.tunnel.close",
-     {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "events_dropped",
-      NULL}},
-    {"limit.hit", {"limit", "detail", "events_dropped", NULL}},
+     {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "via",
+      "events_dropped", NULL}},
+    {"net.dns", {"name", "type", "rcode", "answer", "rule", "reason", "events_dropped", NULL}},
+    {"limit.hit", {"limit", "detail", "suppressed", "events_dropped", NULL}},
 };
 
 static bool key_known(const struct event_schema *s, const char *key)

@@ -453,6 +453,7 @@ write_client:
 			if (!L->sh->bw_down.unlimited)
 				L->sh->bw_down.tokens += grant - used;
 			if (n > 0) {
+				px_resp_digest_feed(c, c->ubuf, (size_t)n);
 				memmove(c->ubuf, c->ubuf + n, c->ubuf_len - (size_t)n);
 				c->ubuf_len -= (size_t)n;
 				c->uframed -= (size_t)n;

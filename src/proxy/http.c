@@ -205,6 +205,19 @@ static bool valid_hostname(const char *s, size_t n)
 	return alpha;
 }
 
+int px_http_parse_host(const char *s, size_t n, px_host_kind *ret_kind)
+{
+	if (valid_ipv4(s, n))
+		*ret_kind = PX_HOST_IPV4;
+	else if (valid_ipv6_chars(s, n) && valid_ipv6(s, n))
+		*ret_kind = PX_HOST_IPV6;
+	else if (valid_hostname(s, n))
+		*ret_kind = PX_HOST_NAME;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 /* Parses "host[:port]" or "[v6][:port]" into req->host/host_kind/port. */
 static int parse_authority(const char *s, size_t n, bool port_required, uint16_t default_port,
 			   char *host, px_host_kind *kind, uint16_t *port)
@@ -272,8 +285,12 @@ static bool valid_path_char(unsigned char c)
 	return c > 0x20 && c < 0x7f && c != '#';
 }
 
-static int parse_request_line(const char *buf, size_t n, const px_origin *origin, px_request *req,
-			      const char **reason)
+/*
+ * Method, target and version of a request line, for both parsers: the
+ * target is returned as it is (non-empty, visible ASCII, no '#').
+ */
+static int split_request_line(const char *buf, size_t n, px_request *req, const char **ret_target,
+			      size_t *ret_tlen, const char **reason)
 {
 	const char *sp1, *sp2, *target, *ver;
 	size_t mlen, tlen;
@@ -330,6 +347,20 @@ static int parse_request_line(const char *buf, size_t n, const px_origin *origin
 			return -400;
 		}
 
+	*ret_target = target;
+	*ret_tlen = tlen;
+	return 0;
+}
+
+static int parse_request_line(const char *buf, size_t n, const px_origin *origin, px_request *req,
+			      const char **reason)
+{
+	const char *target;
+	size_t tlen;
+	int r = split_request_line(buf, n, req, &target, &tlen, reason);
+
+	if (r < 0)
+		return r;
 	if (origin) {
 		if (target[0] != '/') {
 			*reason = "not an origin-form target (\"/path\") inside a TLS tunnel";
@@ -479,6 +510,54 @@ static int parse_header_lines(const char *buf, size_t p, size_t end, px_header *
 	return 0;
 }
 
+/*
+ * The headers that frame a request (Content-Length, Transfer-Encoding,
+ * Connection, and Proxy-Connection when proxy, Expect), for both parsers.
+ * Returns 1 when h was one of them, 0 when not, or a negative status.
+ */
+static int framing_header(const char *buf, const px_header *h, px_request *req, bool proxy,
+			  bool *have_te, bool *conn_close, bool *conn_keep, const char **reason)
+{
+	const char *v = buf + h->value.off;
+
+	if (span_ieq(buf, h->name, "content-length")) {
+		if (req->has_content_length) {
+			*reason = "duplicate Content-Length";
+			return -400;
+		}
+		if (parse_content_length(v, h->value.len, &req->content_length) < 0) {
+			*reason = "invalid Content-Length";
+			return -400;
+		}
+		req->has_content_length = true;
+	} else if (span_ieq(buf, h->name, "transfer-encoding")) {
+		if (*have_te) {
+			*reason = "duplicate Transfer-Encoding";
+			return -400;
+		}
+		*have_te = true;
+		if (!mem_ieq(v, h->value.len, "chunked")) {
+			*reason = "unsupported Transfer-Encoding";
+			return -501;
+		}
+		req->chunked = true;
+	} else if (span_ieq(buf, h->name, "connection") ||
+		   (proxy && span_ieq(buf, h->name, "proxy-connection"))) {
+		if (list_has_token(v, h->value.len, "close"))
+			*conn_close = true;
+		if (list_has_token(v, h->value.len, "keep-alive"))
+			*conn_keep = true;
+	} else if (span_ieq(buf, h->name, "expect")) {
+		if (!mem_ieq(v, h->value.len, "100-continue")) {
+			*reason = "unsupported Expect";
+			return -417;
+		}
+		req->expect_continue = true;
+	} else
+		return 0;
+	return 1;
+}
+
 static int parse_request(const char *buf, size_t len, const px_origin *origin, px_request *req,
 			 const char **reason);
 
@@ -533,28 +612,10 @@ static int parse_request(const char *buf, size_t len, const px_origin *origin, p
 		const px_header *h = &req->headers[i];
 		const char *v = buf + h->value.off;
 
-		if (span_ieq(buf, h->name, "content-length")) {
-			if (req->has_content_length) {
-				*reason = "duplicate Content-Length";
-				return -400;
-			}
-			if (parse_content_length(v, h->value.len, &req->content_length) < 0) {
-				*reason = "invalid Content-Length";
-				return -400;
-			}
-			req->has_content_length = true;
-		} else if (span_ieq(buf, h->name, "transfer-encoding")) {
-			if (have_te) {
-				*reason = "duplicate Transfer-Encoding";
-				return -400;
-			}
-			have_te = true;
-			if (!mem_ieq(v, h->value.len, "chunked")) {
-				*reason = "unsupported Transfer-Encoding";
-				return -501;
-			}
-			req->chunked = true;
-		} else if (span_ieq(buf, h->name, "host")) {
+		r = framing_header(buf, h, req, true, &have_te, &conn_close, &conn_keep, reason);
+		if (r < 0)
+			return r;
+		if (r == 0 && span_ieq(buf, h->name, "host")) {
 			char host[PX_MAX_HOST + 1];
 			px_host_kind kind;
 			uint16_t port;
@@ -578,18 +639,6 @@ static int parse_request(const char *buf, size_t len, const px_origin *origin, p
 				*reason = "Host header disagrees with the request target";
 				return -400;
 			}
-		} else if (span_ieq(buf, h->name, "connection") ||
-			   span_ieq(buf, h->name, "proxy-connection")) {
-			if (list_has_token(v, h->value.len, "close"))
-				conn_close = true;
-			if (list_has_token(v, h->value.len, "keep-alive"))
-				conn_keep = true;
-		} else if (span_ieq(buf, h->name, "expect")) {
-			if (!mem_ieq(v, h->value.len, "100-continue")) {
-				*reason = "unsupported Expect";
-				return -417;
-			}
-			req->expect_continue = true;
 		}
 	}
 	if (req->has_content_length && req->chunked) {
@@ -1065,4 +1114,78 @@ int px_http_local_response(int status, const char *deny_reason, const char *text
 	if (n < 0 || (size_t)n >= out_size)
 		return -ENOBUFS;
 	return n;
+}
+
+static int parse_server_request_line(const char *buf, size_t n, px_request *req,
+				     const char **reason)
+{
+	const char *target;
+	size_t tlen;
+	int r = split_request_line(buf, n, req, &target, &tlen, reason);
+
+	if (r < 0)
+		return r;
+	if (target[0] != '/') {
+		*reason = "not an origin-form target";
+		return -400;
+	}
+	req->path.off = (uint32_t)(target - buf);
+	req->path.len = (uint32_t)tlen;
+	return 0;
+}
+
+int px_http_parse_server_request(const char *buf, size_t len, size_t max_head, px_request *req,
+				 const char **reason)
+{
+	size_t head_end = 0, line_end;
+	bool have_te = false, conn_close = false, conn_keep = false;
+	const char *crlf;
+	int r;
+
+	*reason = NULL;
+	if (max_head > PX_MAX_HEAD)
+		max_head = PX_MAX_HEAD;
+	r = find_head_end(buf, len, max_head, 431, &head_end, reason);
+	if (r <= 0)
+		return r;
+	crlf = memchr(buf, '\r', head_end);
+	line_end = (size_t)(crlf - buf);
+	if (line_end >= PX_MAX_REQUEST_LINE) {
+		*reason = "request line too long";
+		return -414;
+	}
+	memset(req, 0, sizeof(*req));
+	req->head_len = head_end;
+	r = parse_server_request_line(buf, line_end, req, reason);
+	if (r < 0)
+		return r;
+	req->line_ok = true;
+	r = parse_header_lines(buf, line_end + 2, head_end, req->headers, PX_MAX_HEADERS,
+			       &req->n_headers, 400, 431, reason);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < req->n_headers; i++) {
+		r = framing_header(buf, &req->headers[i], req, false, &have_te, &conn_close,
+				   &conn_keep, reason);
+		if (r < 0)
+			return r;
+	}
+	if (req->has_content_length && req->chunked) {
+		*reason = "both Content-Length and Transfer-Encoding";
+		return -400;
+	}
+	if (req->chunked && req->minor == 0) {
+		*reason = "Transfer-Encoding in HTTP/1.0";
+		return -400;
+	}
+	req->keep_alive = req->minor == 1 ? !conn_close : conn_keep;
+	return (int)head_end;
+}
+
+const px_header *px_http_find_header(const char *buf, const px_request *req, const char *name)
+{
+	for (size_t i = 0; i < req->n_headers; i++)
+		if (span_ieq(buf, req->headers[i].name, name))
+			return &req->headers[i];
+	return NULL;
 }

@@ -72,6 +72,11 @@ typedef struct px_request {
 	bool expect_continue; /* "Expect: 100-continue" */
 } px_request;
 
+/* A bare host (no port, no brackets): an IPv4 literal (no leading zeros), an
+ * IPv6 literal or a DNS name, as a request target's host is checked.
+ * Returns 0 with *ret_kind, or -EINVAL. */
+int px_http_parse_host(const char *s, size_t n, px_host_kind *ret_kind);
+
 /*
  * Parses the request head at the start of buf. Returns:
  *   > 0   the request is complete; *ret filled; value = ret->head_len
@@ -172,3 +177,17 @@ int px_chunked_feed(px_chunked *st, const char *buf, size_t len, size_t *ret_con
 int px_http_local_response(int status, const char *deny_reason, const char *text, bool close,
 			   char *out, size_t out_size);
 const char *px_http_status_text(int status);
+
+/*
+ * The same strict head parser for an origin server (the `sandcap serve`
+ * API): an origin-form target ("/path?query"), Host not checked (a unix
+ * socket has no authority to compare it with), the same framing rules
+ * (no CL+TE, no duplicate CL, no obs-fold, no bare CR/LF, no NUL), at most
+ * max_head bytes of head. Fills method, path (the whole target), minor,
+ * headers, content_length, chunked, keep_alive, expect_continue; returns as
+ * px_http_parse_request().
+ */
+int px_http_parse_server_request(const char *buf, size_t len, size_t max_head, px_request *ret,
+				 const char **reterr_reason);
+/* The value of the first header called name (case-insensitive), or NULL. */
+const px_header *px_http_find_header(const char *buf, const px_request *req, const char *name);

@@ -115,6 +115,39 @@ bool px_inspect_wanted(const conn *c)
 
 static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
+/*
+ * A transparent client's ClientHello is in c->cin already (it was read to
+ * check its SNI): the handshake reads it from a memory BIO, then from the
+ * socket once that is drained (switch_to_socket()).
+ */
+static int read_from_prefix(conn *c)
+{
+	BIO *mem = BIO_new(BIO_s_mem());
+
+	if (!mem || BIO_write(mem, c->cin, (int)c->cin_len) != (int)c->cin_len) {
+		BIO_free(mem);
+		return -ENOMEM;
+	}
+	BIO_set_mem_eof_return(mem, -1); /* empty: "retry", not end of file */
+	SSL_set0_rbio(c->cssl, mem);
+	c->cssl_prefix = true;
+	return 0;
+}
+
+static int switch_to_socket(conn *c)
+{
+	BIO *sock;
+
+	if (!c->cssl_prefix || BIO_ctrl_pending(SSL_get_rbio(c->cssl)) > 0)
+		return 0;
+	sock = BIO_new_socket(c->cfd, BIO_NOCLOSE);
+	if (!sock)
+		return -ENOMEM;
+	SSL_set0_rbio(c->cssl, sock);
+	c->cssl_prefix = false;
+	return 1;
+}
+
 void px_inspect_connect(conn *c)
 {
 	px_loop *L = c->L;
@@ -138,7 +171,7 @@ void px_inspect_connect(conn *c)
 		px_conn_deny(c, 403, "egress-budget", "the egress budget is spent", true);
 		return;
 	}
-	if (c->cin_len > c->req.head_len) {
+	if (c->tmode == PX_T_NONE && c->cin_len > c->req.head_len) {
 		/* a client waits for the 200 before its ClientHello */
 		px_conn_deny(c, 400, "bad-request", "bytes after CONNECT before its answer", true);
 		return;
@@ -160,15 +193,24 @@ void px_inspect_connect(conn *c)
 	memcpy(c->tunnel.host, c->req.host, sizeof(c->tunnel.host));
 	c->tunnel.host_kind = c->req.host_kind;
 	c->tunnel.port = c->port;
-	c->cin_len = 0;
 	free(c->cout);
-	c->cout = strdup(established);
-	if (!c->cout) {
-		px_conn_close(c, "oom");
-		return;
+	c->cout = NULL;
+	c->cout_len = c->cout_off = 0;
+	if (c->tmode != PX_T_NONE) {
+		/* transparent: no CONNECT to answer, and its ClientHello is read */
+		if (read_from_prefix(c) < 0) {
+			px_conn_close(c, "oom");
+			return;
+		}
+	} else {
+		c->cout = strdup(established);
+		if (!c->cout) {
+			px_conn_close(c, "oom");
+			return;
+		}
+		c->cout_len = strlen(established);
 	}
-	c->cout_len = strlen(established);
-	c->cout_off = 0;
+	c->cin_len = 0;
 	c->state = CS_CLIENT_TLS;
 	c->deadline_ns = px_now_ns() + PX_CONN_TIMEOUT_NS;
 	px_inspect_io(c);
@@ -230,11 +272,20 @@ void px_inspect_io(conn *c)
 		}
 		c->cout_off += (size_t)n;
 	}
+again:
 	c->cssl_want_read = c->cssl_want_write = 0;
 	r = SSL_do_handshake(c->cssl);
 	if (r != 1) {
 		err = SSL_get_error(c->cssl, r);
 		if (err == SSL_ERROR_WANT_READ) {
+			int s = switch_to_socket(c);
+
+			if (s < 0) {
+				px_conn_close(c, "oom");
+				return;
+			}
+			if (s > 0)
+				goto again;
 			c->cssl_want_read = 1;
 			return;
 		}
@@ -251,6 +302,8 @@ void px_inspect_io(conn *c)
 		return;
 	}
 	c->inspected = true;
+	/* from here a transparent client is an inspected tunnel like any other */
+	c->tmode = PX_T_NONE;
 	/* the first request head, as on a kept-alive connection */
 	px_conn_next_request(c);
 }

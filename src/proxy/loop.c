@@ -19,6 +19,7 @@
 #include "base/cleanup.h"
 #include "proxy/allow.h"
 #include "proxy/conn.h"
+#include "proxy/synthetic.h"
 #include "proxy/placeholder.h"
 #include "proxy/tls.h"
 
@@ -63,6 +64,8 @@ void px_conn_emit_denied(conn *c, const char *reason, const char *detail)
 		(void)json_object_set_new(d, "normalised_path", json_string(c->norm_path));
 	if (d && c->cred_refused)
 		(void)json_object_set_new(d, "credential", json_string(c->cred_refused));
+	if (d && c->socks)
+		(void)json_object_set_new(d, "via", json_string("socks5"));
 	if (d && c->inspected)
 		(void)json_object_set_new(d, "inspected", json_true());
 	(void)px_events_emit(c->L->ev, "net.denied", d);
@@ -80,9 +83,24 @@ void px_conn_emit_request(conn *c, const char *decision, const char *reason, int
 
 	if (d && c->cred)
 		(void)json_object_set_new(d, "credential", json_string(c->cred->name));
+	if (d && c->socks)
+		(void)json_object_set_new(d, "via", json_string("socks5"));
+	px_resp_digest_add(c, d);
 	if (d && c->inspected)
 		(void)json_object_set_new(d, "inspected", json_true());
 	(void)px_events_emit(c->L->ev, "net.request", d);
+}
+
+/* The name the DNS stub gave this address out for (SOCKS5 targets, direct
+ * attempts), or NULL: a real address, or one no name was given yet. */
+const char *px_loop_synthetic_name(px_loop *L, int family, const uint8_t *addr)
+{
+	px_addr a = {.family = family};
+
+	if (!L->synth)
+		return NULL;
+	memcpy(a.addr, addr, family == AF_INET ? 4 : 16);
+	return px_synthetic_name(L->synth, &a);
 }
 
 static void set_deadline(conn *c, uint64_t ns)
@@ -125,6 +143,7 @@ static void free_conn(conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	L->n_conns--;
+	px_resp_digest_free(c);
 	free(c);
 }
 
@@ -235,9 +254,15 @@ static void drop(conn *c)
 int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close)
 {
 	char buf[1024];
-	int n = px_http_local_response(status, deny_reason, text, close, buf, sizeof(buf));
+	/* a transparent tunnel's client speaks TLS or its own protocol, not HTTP */
+	bool raw = c->tmode == PX_T_TLS || c->tmode == PX_T_RAW;
+	int n = c->socks ? px_socks_refusal(c, deny_reason, (uint8_t *)buf, sizeof(buf))
+		: raw	 ? 0
+		      : px_http_local_response(status, deny_reason, text, close, buf, sizeof(buf));
 	char *p;
 
+	if (c->socks)
+		close = true; /* a refused SOCKS5 request ends its connection */
 	if (n < 0)
 		return n;
 	p = realloc(c->cout, c->cout_len + (size_t)n);
@@ -246,7 +271,7 @@ int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text
 	memcpy(p + c->cout_len, buf, (size_t)n);
 	c->cout = p;
 	c->cout_len += (size_t)n;
-	c->close_after_reply = close;
+	c->close_after_reply = close || raw;
 	c->status = status;
 	c->wake_ns = 0;
 	c->throttled_up = c->throttled_down = false;
@@ -303,6 +328,7 @@ void px_conn_reset_for_next(conn *c)
 	c->resp_head_done = c->resp_done = c->resp_cut = c->up_eof = false;
 	memset(&c->resp_chunk, 0, sizeof(c->resp_chunk));
 	c->resp_left = c->resp_body = 0;
+	px_resp_digest_free(c);
 	c->status = 0;
 	c->bytes_in = c->bytes_out = 0;
 	c->throttled_up = c->throttled_down = false;
@@ -442,6 +468,7 @@ static void start_connect(conn *c)
 
 	fd = socket(c->addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
+		c->connect_errno = errno;
 		deny(c, 502, "connect-failed", "cannot create a socket", false);
 		return;
 	}
@@ -459,6 +486,7 @@ static void start_connect(conn *c)
 	}
 	c->ufd = fd;
 	if (connect(fd, &sa.sa, len) < 0 && errno != EINPROGRESS) {
+		c->connect_errno = errno;
 		deny(c, 502, "connect-failed", "connection refused", false);
 		return;
 	}
@@ -520,6 +548,7 @@ static void on_connected(conn *c)
 	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
 		err = errno;
 	if (err) {
+		c->connect_errno = err;
 		deny(c, 502, "connect-failed", "cannot connect to the origin", false);
 		return;
 	}
@@ -587,8 +616,8 @@ static void take_unparsed(conn *c)
 	c->head_hex[2 * n] = 0;
 }
 
-/* The request head is complete: apply the policy in a fixed order. */
-static void judge_request(conn *c)
+/* The request is complete: apply the policy in a fixed order. */
+void px_conn_judge(conn *c)
 {
 	px_loop *L = c->L;
 	const px_config *cfg = L->cfg;
@@ -693,14 +722,26 @@ static void on_read_head(conn *c)
 	const char *reason = NULL;
 	int r;
 
+	if (c->tmode != PX_T_NONE && !px_transparent_head(c))
+		return;
 	for (;;) {
-		r = c->inspected ? px_http_parse_origin_request(c->cin, c->cin_len, &c->tunnel,
-								&c->req, &reason)
-				 : px_http_parse_request(c->cin, c->cin_len, &c->req, &reason);
-		if (r != 0)
-			break;
-		if (c->cin_len >= sizeof(c->cin))
-			break; /* cannot happen: the parser reports 431 first */
+		if (!c->inspected && (c->socks || px_socks_detect(c))) {
+			if (px_socks_read(c))
+				return;
+			r = 0;
+		} else {
+			r = c->inspected
+				? px_http_parse_origin_request(c->cin, c->cin_len, &c->tunnel,
+							       &c->req, &reason)
+				: px_http_parse_request(c->cin, c->cin_len, &c->req, &reason);
+			if (r != 0)
+				break;
+		}
+		if (c->cin_len >= sizeof(c->cin)) {
+			/* cannot happen: the parsers refuse long before */
+			px_conn_close(c, "overflow");
+			return;
+		}
 		ssize_t n = px_client_recv(c, c->cin + c->cin_len, sizeof(c->cin) - c->cin_len);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -724,7 +765,7 @@ static void on_read_head(conn *c)
 		deny(c, -r, "bad-request", reason ? reason : "malformed request", true);
 		return;
 	}
-	judge_request(c);
+	px_conn_judge(c);
 }
 
 /*
@@ -737,6 +778,8 @@ static void head_timeout(conn *c)
 {
 	char detail[96];
 
+	if (c->tmode != PX_T_NONE && px_transparent_timeout(c))
+		return;
 	if (c->cin_len > 0 || c->n_requests == 0) {
 		c->start_ns = px_now_ns();
 		take_unparsed(c);
@@ -949,9 +992,6 @@ static void arm(conn *c)
 
 static void accept_one(px_loop *L)
 {
-	struct epoll_event ev = {0};
-	int one = 1;
-	conn *c;
 	int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 	if (fd < 0) {
@@ -964,15 +1004,24 @@ static void accept_one(px_loop *L)
 		}
 		return;
 	}
+	(void)px_conn_new(L, fd);
+}
+
+conn *px_conn_new(px_loop *L, int fd)
+{
+	struct epoll_event ev = {0};
+	int one = 1;
+	conn *c;
+
 	if (L->n_conns >= L->max_conns) {
 		(void)close(fd);
 		L->cap_refused++;
-		return;
+		return NULL;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		(void)close(fd);
-		return;
+		return NULL;
 	}
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->L = L;
@@ -989,13 +1038,14 @@ static void accept_one(px_loop *L)
 	if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		(void)close(fd);
 		free(c);
-		return;
+		return NULL;
 	}
 	c->next = L->conns;
 	if (L->conns)
 		L->conns->prev = c;
 	L->conns = c;
 	L->n_conns++;
+	return c;
 }
 
 /*
@@ -1062,6 +1112,10 @@ static int timeout_ms(px_loop *L, uint64_t now)
 	for (size_t i = 0; i < L->pool.n; i++)
 		if (L->pool.e[i].idle_since_ns + PX_POOL_IDLE_NS < next)
 			next = L->pool.e[i].idle_since_ns + PX_POOL_IDLE_NS;
+	if (px_attempt_next_report_ns(&L->attempts) < next)
+		next = px_attempt_next_report_ns(&L->attempts);
+	if (L->redir_due_ns && L->redir_due_ns < next)
+		next = L->redir_due_ns;
 	if (next == UINT64_MAX)
 		ms = 60000;
 	else
@@ -1099,6 +1153,8 @@ static void handle_events_fd(px_loop *L, uint32_t e)
 static void drain(px_loop *L)
 {
 	report_refused(L, px_now_ns(), true);
+	px_attempts_report(L, px_now_ns(), true);
+	(void)px_redirect_tick(L, px_now_ns(), true);
 	for (conn *c = L->conns; c; c = c->next)
 		px_tunnel_end(c, "sandbox-ended");
 	for (int i = 0; i < 50 && px_events_pending(L->ev); i++) {
@@ -1127,6 +1183,14 @@ int px_loop_run(px_loop *L)
 	ev.data.ptr = &L->event_w;
 	if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, L->event_fd, &ev) < 0)
 		return -errno;
+	px_attempt_limit_init(&L->attempts, px_now_ns());
+	if (L->attempt_fd >= 0) {
+		L->attempt_w.type = W_ATTEMPTS;
+		ev.events = EPOLLIN;
+		ev.data.ptr = &L->attempt_w;
+		if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, L->attempt_fd, &ev) < 0)
+			return -errno;
+	}
 
 	while (!L->quit) {
 		uint64_t now = px_now_ns();
@@ -1149,6 +1213,9 @@ int px_loop_run(px_loop *L)
 			case W_EVENTS:
 				handle_events_fd(L, evs[i].events);
 				break;
+			case W_ATTEMPTS:
+				px_attempts_read(L);
+				break;
 			case W_DNS: {
 				px_dns_watch *dw = (px_dns_watch *)(void *)w;
 
@@ -1159,6 +1226,12 @@ int px_loop_run(px_loop *L)
 			case W_UPSTREAM:
 				on_fd_event(w, evs[i].events);
 				break;
+			case W_DNS_STUB:
+				px_dns_stub_read(L, ((px_dns_watch *)(void *)w)->fd);
+				break;
+			case W_TRANSPARENT:
+				px_transparent_accept(L, w);
+				break;
 			default:
 				break;
 			}
@@ -1167,6 +1240,8 @@ int px_loop_run(px_loop *L)
 			px_dns_process_timeouts(L->dns);
 		now = L->now_ns = px_now_ns();
 		report_refused(L, now, false);
+		px_attempts_report(L, now, false);
+		L->redir_due_ns = px_redirect_tick(L, now, false);
 		if (L->accept_resume_ns && L->accept_resume_ns <= now) {
 			L->accept_resume_ns = 0;
 			ev.events = EPOLLIN;

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -23,10 +25,15 @@
  * counters that outlive one worker (budget, rate and bandwidth buckets; a
  * memfd each worker maps shared, size sealed).
  */
+#define PX_SEED_MAX_SOCKETS 64u
+#define PX_FD_SOCKETS	    8 /* the worker's fd of the first of them */
 typedef struct px_seed {
 	int listen_fd;
 	int config_fd;
 	int state_fd;
+	/* the DNS stub's socket and the transparent listeners (docs/proxy.md) */
+	int sockets[PX_SEED_MAX_SOCKETS];
+	size_t n_sockets;
 } px_seed;
 #define PX_SEED_NONE ((px_seed){.listen_fd = -1, .config_fd = -1, .state_fd = -1})
 
@@ -43,6 +50,12 @@ typedef struct px_seed {
  * would inject headers, -errno from memfd.
  */
 int px_seed_new(const sc_plan *plan, int listen_fd, px_seed *ret);
+/* Adds the sockets besides the listener that a worker serves, created in
+ * the sandbox's netns (ns_transparent_sockets(), ns_attempt_socket(): the
+ * worker tells them apart by their type). Always consumes fds:
+ * -EBADF (they are closed) when seed holds no listener, -E2BIG past
+ * PX_SEED_MAX_SOCKETS. */
+int px_seed_add_sockets(px_seed *seed, const int *fds, size_t n);
 /*
  * What the supervisor makes once per run, before the sandbox is built, for
  * TLS inspection and placeholder secrets (docs/proxy.md): the sandbox CA
@@ -71,8 +84,8 @@ void px_seed_done(px_seed *seed);
  * Supervisor side: starts a worker from seed (borrowed). The worker is
  * /proc/self/exe re-exec'd as "sandcap-proxy" with an empty environment and
  * only fds 0-2 (/dev/null), 3 (listener), 4 (event socket), 5 (config),
- * 6 (shared counters); it dies with the caller (PR_SET_PDEATHSIG) and exits
- * when *ret_event_fd is closed.
+ * 6 (shared counters), and from 8 on the seed's sockets; it dies with the caller (PR_SET_PDEATHSIG)
+ * and exits when *ret_event_fd is closed.
  *
  * Returns 0 with the worker's pid (the caller reaps it) and the supervisor's
  * end of a SOCK_SEQPACKET socketpair carrying one JSON event per message
@@ -104,3 +117,19 @@ int px_worker_main(int argc, char **argv);
  * reference) are set. Returns 0, -EBADMSG or -ENOMEM. Never logs.
  */
 int px_event_parse(const char *buf, size_t len, char **ret_event, json_t **ret_data);
+
+/*
+ * Supervisor side: a syscall.denied of socket(2) for a raw socket
+ * (AF_INET/AF_INET6 with SOCK_RAW or SOCK_PACKET) or any AF_PACKET socket
+ * is recorded as net.denied "raw-socket" instead, rate-limited by l like
+ * the direct attempts (docs/proxy.md, "Every attempt seen"). Returns 0 when
+ * data is no such call (record it as it is), 1 when it is: then
+ * *ret_denied is the net.denied to record instead (NULL when the limiter
+ * counted it) and *ret_limit a limit.hit of the attempts counted so far
+ * (NULL when none is due); -ENOMEM.
+ */
+struct px_attempt_limit;
+int px_raw_socket_event(struct px_attempt_limit *l, json_t *data, uint64_t now_ns,
+			json_t **ret_denied, json_t **ret_limit);
+/* The limit.hit "net.attempts" of n attempts not recorded one by one. */
+json_t *px_attempt_limit_record(uint64_t n, bool some_unseen);

@@ -13,6 +13,7 @@
 
 #include "policy/plan.h"
 #include "proxy/limits.h"
+#include "proxy/synthetic.h"
 #include "proxy/proxy.h"
 
 /* What a credential has been used for so far (cred-limits.h). */
@@ -79,6 +80,12 @@ typedef struct px_shared {
 	uint64_t start_ns; /* CLOCK_MONOTONIC when the first worker started: expires */
 	px_cred_state creds[POLICY_MAX_CREDENTIALS]; /* index: px_config.creds */
 } px_shared;
+
+/* The same memfd holds, from PX_SYNTH_OFFSET (page-aligned on every
+ * architecture), the DNS stub's table of names (synthetic.h). */
+#define PX_SYNTH_OFFSET 65536u
+#define PX_STATE_SIZE	(PX_SYNTH_OFFSET + sizeof(px_synth_table))
+_Static_assert(sizeof(px_shared) <= PX_SYNTH_OFFSET, "px_shared outgrew PX_SYNTH_OFFSET");
 
 /* config.c */
 /* Serialises the net part of plan plus the resolved secrets. Supervisor side.

@@ -22,7 +22,8 @@
 #include "proxy/proxy.h"
 #include "proxy/px.h"
 
-#define PX_HIGH_FD 10
+/* above the sockets' slots, PX_FD_SOCKETS.. */
+#define PX_HIGH_FD (PX_FD_SOCKETS + (int)PX_SEED_MAX_SOCKETS)
 
 /* jansson frees strings without clearing them: the key and values first. */
 static void wipe_string(json_t *v)
@@ -89,7 +90,7 @@ static int make_state_memfd(int *ret_fd)
 
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, sizeof(px_shared)) < 0)
+	if (ftruncate(fd, (off_t)PX_STATE_SIZE) < 0)
 		return -errno;
 	/* a worker may write the counters, never change the size a successor maps */
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
@@ -135,11 +136,50 @@ int px_seed_new_run(const sc_plan *plan, px_extras *x, int listen_fd, px_seed *r
 	return 0;
 }
 
+/*
+ * A flood of refused attempts comes faster than a worker turn: a queue of
+ * PX_ATTEMPT_RCVBUF keeps most of them itemised (root only: past
+ * net.core.rmem_max); what the queue still drops is counted, not lost
+ * (PACKET_STATISTICS, docs/proxy.md).
+ */
+#define PX_ATTEMPT_RCVBUF (4 << 20)
+
+static void size_attempt_queue(int fd)
+{
+	int domain = 0, size = PX_ATTEMPT_RCVBUF;
+	socklen_t len = sizeof(domain);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 || domain != AF_PACKET)
+		return;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+}
+
+int px_seed_add_sockets(px_seed *s, const int *fds, size_t n)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_attempt_queue(fds[i]);
+		if (s->listen_fd < 0)
+			r = -EBADF;
+		else if (s->n_sockets >= PX_SEED_MAX_SOCKETS)
+			r = -E2BIG;
+		if (r < 0)
+			(void)close(fds[i]);
+		else
+			s->sockets[s->n_sockets++] = fds[i];
+	}
+	return r;
+}
+
 void px_seed_done(px_seed *s)
 {
 	s->listen_fd = safe_close(s->listen_fd);
 	s->config_fd = safe_close(s->config_fd);
 	s->state_fd = safe_close(s->state_fd);
+	while (s->n_sockets > 0)
+		(void)close(s->sockets[--s->n_sockets]);
 }
 
 /* After fork: async-signal-safe calls only. Never returns. */
@@ -148,7 +188,8 @@ _Noreturn static void child(const px_seed *seed, int ev_fd, int exe_fd)
 	static char *const argv[] = {(char *)"sandcap-proxy", NULL};
 	static char *const envp[] = {NULL};
 	sigset_t all;
-	int l, e, c, st, x, null;
+	int socks[PX_SEED_MAX_SOCKETS];
+	int l, e, c, st, x, null, first_free;
 
 	(void)sigemptyset(&all);
 	(void)sigprocmask(SIG_SETMASK, &all, NULL);
@@ -167,14 +208,23 @@ _Noreturn static void child(const px_seed *seed, int ev_fd, int exe_fd)
 	x = fcntl(exe_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
 	if (l < 0 || e < 0 || c < 0 || st < 0 || x < 0)
 		_exit(125);
+	for (size_t i = 0; i < seed->n_sockets; i++) {
+		socks[i] = fcntl(seed->sockets[i], F_DUPFD_CLOEXEC, PX_HIGH_FD);
+		if (socks[i] < 0)
+			_exit(125);
+	}
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
 		_exit(125);
 	if (dup2(l, 3) < 0 || dup2(e, 4) < 0 || dup2(c, 5) < 0 || dup2(st, 6) < 0 ||
 	    dup3(x, 7, O_CLOEXEC) < 0)
 		_exit(125);
-	if (sys_close_range(8, ~0U, 0) < 0) {
-		for (int fd = 8; fd < 1024; fd++)
+	for (size_t i = 0; i < seed->n_sockets; i++)
+		if (dup2(socks[i], PX_FD_SOCKETS + (int)i) < 0)
+			_exit(125);
+	first_free = PX_FD_SOCKETS + (int)seed->n_sockets;
+	if (sys_close_range((unsigned)first_free, ~0U, 0) < 0) {
+		for (int fd = first_free; fd < 1024; fd++)
 			(void)close(fd);
 	}
 	(void)sys_execveat(7, "", argv, envp, AT_EMPTY_PATH);

@@ -52,10 +52,19 @@ int px_tunnel_start(conn *c)
 	lowat = PX_CLIENT_NOTSENT_LOWAT;
 	(void)setsockopt(c->cfd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
 	free(c->cout);
-	c->cout = strdup(established);
+	c->cout = malloc(sizeof(established));
 	if (!c->cout)
 		return -ENOMEM;
-	c->cout_len = strlen(established);
+	/* the answer that opens the tunnel, in the client's protocol; a
+	 * transparent client did not ask a proxy: it gets no answer of one */
+	if (c->socks)
+		c->cout_len = (size_t)px_socks_success((uint8_t *)c->cout, sizeof(established));
+	else if (c->tmode != PX_T_NONE)
+		c->cout_len = 0;
+	else {
+		memcpy(c->cout, established, sizeof(established));
+		c->cout_len = strlen(established);
+	}
 	c->cout_off = 0;
 	c->status = 200;
 	/* bytes the client sent after the CONNECT head go upstream first */
@@ -74,12 +83,14 @@ int px_tunnel_start(conn *c)
 static void tunnel_close(conn *c, const char *reason)
 {
 	uint64_t dur = (px_now_ns() - c->start_ns) / 1000000ull;
-
-	(void)px_events_emit(
-	    c->L->ev, "net.tunnel.close",
+	json_t *d =
 	    json_pack("{s:s, s:i, s:s, s:I, s:I, s:I, s:s}", "host", c->host, "port", (int)c->port,
 		      "addr", c->addr_str, "bytes_out", (json_int_t)c->bytes_out, "bytes_in",
-		      (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur, "reason", reason));
+		      (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur, "reason", reason);
+
+	if (d && c->socks)
+		(void)json_object_set_new(d, "via", json_string("socks5"));
+	(void)px_events_emit(c->L->ev, "net.tunnel.close", d);
 	px_conn_close(c, reason);
 }
 

@@ -2,7 +2,8 @@
 /*
  * The proxy worker process: "sandcap-proxy", exec'd fresh by px_spawn() with
  * an empty environment and exactly fds 3 (listener), 4 (event socket),
- * 5 (configuration memfd) and 6 (the counters shared with a successor). It
+ * 5 (configuration memfd), 6 (the counters shared with a successor) and, from
+ * PX_FD_SOCKETS on, the DNS stub's socket and the transparent listeners. It
  * parses hostile HTTP, so before it reads a single byte from the sandbox it
  * gives up everything (docs/proxy.md):
  *
@@ -317,6 +318,15 @@ static int setup_tls(px_loop *L, int abi, int *trust_fds, size_t *n_trust)
 	return px_tls_ctx_new(L->cfg->upstream_ca, lazy, &L->tls);
 }
 
+/* The attempt socket (ns_attempt_socket()) among the seed's sockets. */
+static bool is_packet_socket(int fd)
+{
+	int domain = 0;
+	socklen_t len = sizeof(domain);
+
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_PACKET;
+}
+
 /* The counters a predecessor left (PX_SHARED_MAGIC), or fresh ones. */
 static int map_shared(px_loop *L, int fd)
 {
@@ -352,7 +362,35 @@ static int map_shared(px_loop *L, int fd)
 	}
 	*sh = fresh;
 	L->sh = sh;
+	/* the names a predecessor handed out keep their addresses */
+	L->synth =
+	    mmap(NULL, sizeof(*L->synth), PROT_READ | PROT_WRITE, MAP_SHARED, fd, PX_SYNTH_OFFSET);
+	if (L->synth == MAP_FAILED) {
+		L->synth = NULL;
+		return -errno;
+	}
 	return 0;
+}
+
+/* The seed's sockets, from PX_FD_SOCKETS on (docs/proxy.md). */
+static int take_sockets(px_loop *L)
+{
+	int fds[PX_SEED_MAX_SOCKETS];
+	size_t n = 0;
+
+	for (int i = 0; i < (int)PX_SEED_MAX_SOCKETS; i++) {
+		int fd = PX_FD_SOCKETS + i;
+
+		if (fcntl(fd, F_GETFD) < 0)
+			break;
+		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+			return -errno;
+		if (is_packet_socket(fd))
+			L->attempt_fd = fd; /* the others are the redirection's */
+		else
+			fds[n++] = fd;
+	}
+	return n > 0 ? px_redirect_new(L, fds, n) : 0;
 }
 
 int px_worker_main(int argc, char **argv)
@@ -382,6 +420,7 @@ int px_worker_main(int argc, char **argv)
 	L.cfg = cfg;
 	L.listen_fd = PX_FD_LISTEN;
 	L.event_fd = PX_FD_EVENTS;
+	L.attempt_fd = -1;
 	r = map_shared(&L, PX_FD_STATE);
 	(void)close(PX_FD_STATE);
 	if (r < 0)
@@ -395,6 +434,8 @@ int px_worker_main(int argc, char **argv)
 	if (px_events_new(L.event_fd, &L.ev) < 0)
 		return 125;
 	if (px_dns_new(cfg->dns, L.epfd, W_DNS, &L.dns) < 0)
+		return 125;
+	if (take_sockets(&L) < 0)
 		return 125;
 	abi = landlock_abi();
 	if (abi < 0)

@@ -57,3 +57,16 @@ sc() {
 	shift
 	"$SANDCAP" run --quiet --policy "$T/$p.json" -- "$@"
 }
+
+# The loopback servers of tools/fixtures.sh (origins, DNS), stopped when the
+# suite exits: use_fixtures TOOL... skips the suite when a tool is missing.
+use_fixtures() {
+	local tool
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null || skip_all "$tool not installed"
+	done
+	W=$T
+	PIDS=()
+	. "$(dirname "$0")/../../tools/fixtures.sh"
+	trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cleanup_dir' EXIT
+}

@@ -74,5 +74,16 @@ has 'Chain: BROKEN at line 3' "$dir/out" "report says broken"
 check 0 "report --json" -- "$SANDCAP" audit report --json "$log"
 check 0 "report --help" -- "$SANDCAP" audit report --help
 
+# An endless input ends: report reads at most AU_LOG_MAX_LINES lines and
+# says so; verify and export stop at the first line that is no record.
+check 1 "report of an endless stdin of empty lines ends (exit 1)" -- \
+	sh -c "yes '' | timeout 120 \"$SANDCAP\" audit report -"
+has 'Stopped after line 16777216: the log is longer than' "$dir/out" "report says where and why it stopped"
+check 1 "report --json of it ends too" -- sh -c "yes '' | timeout 120 \"$SANDCAP\" audit report --json -"
+has '"stopped_reading": "the log is longer than' "$dir/out" "report --json says why it stopped"
+check 1 "verify of an endless stdin ends (exit 1)" -- sh -c "yes '' | timeout 60 \"$SANDCAP\" audit verify -"
+check 1 "export of an endless stdin ends (exit 1)" -- \
+	sh -c "yes '' | timeout 60 \"$SANDCAP\" audit export --format ocsf -"
+
 echo "1..$n"
 exit $fail

@@ -4,13 +4,7 @@
 # the report matches a golden text with the variable fields masked.
 . "$(dirname "$0")/lib.sh"
 need_root
-for tool in nginx dnsmasq python3; do
-	command -v $tool >/dev/null || skip_all "$tool not installed"
-done
-W=$T
-PIDS=()
-. "$(dirname "$0")/../../tools/fixtures.sh"
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cleanup_dir' EXIT
+use_fixtures nginx dnsmasq python3
 port=$(free_port)
 dns=$(free_port)
 start_origin "$port" || skip_all "origin did not start"
@@ -103,7 +97,7 @@ tamper "a swapped pair" 5 'lines[4], lines[5] = lines[5], lines[4]'
 tamper "a forged record with a recomputed hash (seen at the next line)" 8 '
 import hashlib, json
 prev = json.loads(lines[5])
-rec = {"seq": prev["seq"] + 1, "ts": prev["ts"], "sandbox": prev["sandbox"], "event": "proc.exec",
+rec = {"schema": prev["schema"], "seq": prev["seq"] + 1, "ts": prev["ts"], "sandbox": prev["sandbox"], "event": "proc.exec",
        "data": {"argv": ["innocent"], "path": "/bin/true", "pid": 1}, "prev": prev["hash"]}
 body = json.dumps(rec, separators=(",", ":"))
 rec["hash"] = hashlib.sha256(bytes.fromhex(prev["hash"]) + body.encode()).hexdigest()

@@ -4,13 +4,7 @@
 # (nginx origin, dnsmasq names, a TLS origin with a CA made here).
 . "$(dirname "$0")/lib.sh"
 need_root
-for tool in nginx dnsmasq curl openssl python3; do
-	command -v $tool >/dev/null || skip_all "$tool not installed"
-done
-W=$T
-PIDS=()
-. "$(dirname "$0")/../../tools/fixtures.sh"
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cleanup_dir' EXIT
+use_fixtures nginx dnsmasq curl openssl python3
 
 port=$(free_port)
 dns=$(free_port)
@@ -20,18 +14,7 @@ start_dns "$dns" api.allowed.test=127.0.0.1 tls.allowed.test=127.0.0.1 other.all
 	wild.test=127.0.0.1 denied.test=127.0.0.1 rebind.test=127.0.0.2 metadata.test=169.254.169.254 gone.internal=
 
 # A TLS origin whose CA exists only for this test.
-mkdir -p "$T/ca"
-openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=sandcap test CA" \
-	-keyout "$T/ca/ca.key" -out "$T/ca/ca.pem" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj "/CN=tls.allowed.test" -keyout "$T/ca/srv.key" \
-	-out "$T/ca/srv.csr" 2>/dev/null
-printf 'subjectAltName=DNS:tls.allowed.test\n' >"$T/ca/ext"
-openssl x509 -req -in "$T/ca/srv.csr" -CA "$T/ca/ca.pem" -CAkey "$T/ca/ca.key" -CAcreateserial \
-	-days 1 -extfile "$T/ca/ext" -out "$T/ca/srv.pem" 2>/dev/null
-openssl s_server -quiet -accept "127.0.0.1:$tls" -cert "$T/ca/srv.pem" -key "$T/ca/srv.key" -www \
-	>/dev/null 2>&1 &
-PIDS+=($!)
-chmod 644 "$T/ca/ca.pem"
+start_tls_origin "$tls" tls.allowed.test || skip_all "TLS origin did not start"
 
 policy net "{\"version\": 1,
   \"fs\": {\"grants\": [{\"path\": \"$T/ca\", \"mode\": \"ro\", \"at\": \"/ca\"}]},
@@ -89,7 +72,9 @@ out=$(run_net direct python3 -c "
 import socket
 for a in [('127.0.0.1', $port), ('127.0.0.1', $dns)]:
     try:
-        socket.create_connection(a, timeout=2); print('CONNECTED', a)
+        # the sandbox's lo may accept (a transparent listener): nothing may answer
+        s = socket.create_connection(a, timeout=2); s.sendall(b'GET /data.json HTTP/1.0\r\n\r\n')
+        print('CONNECTED', a, s.recv(100))
     except OSError as e:
         print('refused', e.errno)
 try:

@@ -140,7 +140,7 @@ out=$("$SANDCAP" run --quiet --policy "$T/badgrant.json" -- true 2>&1); rc=$?
 expect_eq "non-existent grant gives 125" "$rc" 125
 expect_match "error names file and key" "$out" "badgrant.json: \\\$\\.fs\\.grants\\[0\\]\\.path"
 out=$(echo '{"version": 1, "fs": {"grants": [{"path": "/tmp", "mode": "rwx"}]}}' > "$T/rwx.json"; "$SANDCAP" run --policy "$T/rwx.json" -- true 2>&1)
-expect_eq "bad mode: exact message" "$out" "sandcap: $T/rwx.json: \$.fs.grants[0].mode: expected \"ro\" or \"rw\", got \"rwx\""
+expect_eq "bad mode: exact message" "$out" "sandcap: $T/rwx.json: \$.fs.grants[0].mode: expected one of \"ro\", \"rw\", \"cow\", got \"rwx\""
 
 policy spawn '{"version": 1, "spawn": {"max_depth": 1}}'
 out=$("$SANDCAP" run --quiet --policy "$T/spawn.json" -- sh -c 'test -S /run/sandcap/spawn.sock && echo socket' 2>&1); rc=$?

@@ -5,14 +5,8 @@
 # origins on loopback, whose CA is made here (docs/proxy.md, "TLS inspection").
 . "$(dirname "$0")/lib.sh"
 need_root
-for tool in openssl dnsmasq curl python3 node git nginx; do
-	command -v $tool >/dev/null || skip_all "$tool not installed"
-done
+use_fixtures openssl dnsmasq curl python3 node git nginx
 python3 -c 'import requests' 2>/dev/null || skip_all "python3-requests not installed"
-W=$T
-PIDS=()
-. "$(dirname "$0")/../../tools/fixtures.sh"
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cleanup_dir' EXIT
 
 o=$(free_port)    # the TLS origin (python, git http-backend)
 wn=$(free_port)   # a certificate for another name
@@ -157,6 +151,27 @@ check "a header credential of an inspected host is set in its decrypted requests
 check "every decrypted request is one net.request record, marked inspected" \
 	bash -c "[ \$(grep -c '\"event\":\"net.request\".*\"inspected\":true.*\"status\":200' '$T/audit-clients.jsonl') = 7 ]"
 check "... with method and path" grep -q '"event":"net.request".*"method":"POST".*"path":"/v1/requests"' "$T/audit-clients.jsonl"
+check "... and the SHA-256 of the decrypted body the agent received" \
+	grep -Eq '"event":"net.request".*"body_bytes":[1-9][0-9]*,"body_sha256":"[0-9a-f]{64}".*"inspected":true.*"path":"/v1/node"' "$T/audit-clients.jsonl"
+
+# --- clients that ignore the proxy variables: the DNS stub's address, the
+# transparent listener, then the same inspection and the same swap
+out=$(run_https transparent sh -c '
+curl -sS --noproxy "*" "'"$A"'/v1/transparent-curl" -H "Authorization: Bearer $OPENAI_API_KEY"
+node -e "fetch(\"'"$A"'/v1/transparent-fetch\", {headers: {authorization: \"Bearer \" + process.env.OPENAI_API_KEY}}).then(r => r.text()).then(t => console.log(t.trim()), e => console.log(\"ERR\", e.cause || e))"
+' 2>&1)
+expect_eq "curl --noproxy and node fetch reach an inspected host transparently" "$out" \
+	'{"ok": true, "path": "/v1/transparent-curl"}
+{"ok": true, "path": "/v1/transparent-fetch"}'
+for p in transparent-curl transparent-fetch; do
+	line=$(grep -F "\"/v1/$p" "$T/origin.log")
+	case $line in
+	*"$REAL_OPENAI"*) ok "... the origin got the real value from $p" ;;
+	*) not_ok "... the origin got the real value from $p ($line)" ;;
+	esac
+done
+check "... each decrypted request is a net.request record, marked inspected" \
+	bash -c "[ \$(grep -c '\"event\":\"net.request\".*\"inspected\":true.*\"status\":200' '$T/audit-transparent.jsonl') = 2 ]"
 
 # --- git over HTTPS with a placeholder token
 out=$(run_https git sh -c 'cd /tmp && git -c "http.extraHeader=Authorization: Bearer $GITHUB_TOKEN" \

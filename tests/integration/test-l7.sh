@@ -7,13 +7,7 @@
 # run summary and `sandcap audit report` show the per-credential use.
 . "$(dirname "$0")/lib.sh"
 need_root
-for tool in nginx dnsmasq curl python3 git; do
-	command -v $tool >/dev/null || skip_all "$tool not installed"
-done
-W=$T
-PIDS=()
-. "$(dirname "$0")/../../tools/fixtures.sh"
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cleanup_dir' EXIT
+use_fixtures nginx dnsmasq curl python3 git
 
 port=$(free_port)
 dns=$(free_port)

@@ -44,7 +44,7 @@ expect_match "... but not when the file alone has an error there" "$out" \
 policy badmode '{"version": 1, "fs": {"grants": [{"path": "/tmp", "mode": "rwx"}]}}'
 out=$("$SANDCAP" run --quiet --policy "$T/badmode.json" --set limits.wall=5s -- true 2>&1)
 expect_eq "an error the file holds still names the file" "$out" \
-	"sandcap: $T/badmode.json (as changed by --set): \$.fs.grants[0].mode: expected \"ro\" or \"rw\", got \"rwx\""
+	"sandcap: $T/badmode.json (as changed by --set): \$.fs.grants[0].mode: expected one of \"ro\", \"rw\", \"cow\", got \"rwx\""
 out=$("$SANDCAP" run --quiet --policy "$T/base.json" --set limits.wall=1s -- sleep 5 2>&1); rc=$?
 expect_eq "a good --set takes effect (wall 1s ends sleep 5)" "$rc" 124
 

@@ -1173,6 +1173,29 @@ static void test_endless_line(void)
 	free(zeros);
 }
 
+/* A log is read to AU_LOG_MAX_LINES lines or AU_LOG_MAX_BYTES bytes, no
+ * further: an endless input ends. */
+static void test_log_bound(void)
+{
+	au_log_bound b = {0};
+	char why[160] = "";
+	int r = 0;
+
+	for (uint64_t i = 0; i < AU_LOG_MAX_LINES && r == 0; i++)
+		r = au_log_bound_add(&b, 0, true, why, sizeof(why));
+	ok(r == 0 && b.lines == AU_LOG_MAX_LINES, "AU_LOG_MAX_LINES lines are read");
+	r = au_log_bound_add(&b, 0, true, why, sizeof(why));
+	ok(r == -EFBIG && strstr(why, "not read any further"), "one more is refused: %s", why);
+	b = (au_log_bound){0};
+	r = 0;
+	for (uint64_t i = 0; i < AU_LOG_MAX_BYTES / AU_LINE_MAX && r == 0; i++)
+		r = au_log_bound_add(&b, AU_LINE_MAX - 1, true, why, sizeof(why));
+	ok(r == 0 && b.bytes == AU_LOG_MAX_BYTES, "AU_LOG_MAX_BYTES bytes are read");
+	ok(au_log_bound_add(&b, 0, false, why, sizeof(why)) == 0,
+	   "an empty last line adds nothing");
+	ok(au_log_bound_add(&b, 0, true, why, sizeof(why)) == -EFBIG, "one more byte is refused");
+}
+
 static void cleanup_tmp(void)
 {
 	_cleanup_close_ int dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1201,6 +1224,7 @@ int main(void)
 	test_reserve();
 	test_failure();
 	test_endless_line();
+	test_log_bound();
 	test_sync_detach();
 	test_untrusted();
 	test_argv();

@@ -323,9 +323,10 @@ static void test_grants(void)
 	bad("{'version':1,'fs':{'grants':{}}}", -EINVAL, "$.fs.grants",
 	    "expected an array of grants, got an object");
 	bad("{'version':1,'fs':{'grants':[{'path':'@/a'},{'path':'@/b','mode':'rwx'}]}}", -EINVAL,
-	    "$.fs.grants[1].mode", "expected \"ro\" or \"rw\", got \"rwx\"");
+	    "$.fs.grants[1].mode", "expected one of \"ro\", \"rw\", \"cow\", got \"rwx\"");
 	bad("{'version':1,'fs':{'grants':[{'path':'@/a','mdoe':'ro'}]}}", -EINVAL,
-	    "$.fs.grants[0].mdoe", "unknown key \"mdoe\" (expected one of: path, mode, at)");
+	    "$.fs.grants[0].mdoe",
+	    "unknown key \"mdoe\" (expected one of: path, mode, at, quota, inodes, best_effort)");
 	bad("{'version':1,'fs':{'grants':[{'mode':'ro'}]}}", -EINVAL, "$.fs.grants[0]",
 	    "missing required key \"path\"");
 	bad("{'version':1,'fs':{'grants':['@/a']}}", -EINVAL, "$.fs.grants[0]",
@@ -531,7 +532,8 @@ static void test_limits(void)
 	bad("{'version':1,'limits':{'fsize':'0'}}", -EINVAL, "$.limits.fsize",
 	    "expected a size above 0, got \"0\"");
 	bad("{'version':1,'limits':{'swap':'0'}}", -EINVAL, "$.limits.swap",
-	    "unknown key \"swap\" (expected one of: memory, cpu, pids, wall, nofile, fsize)");
+	    "unknown key \"swap\" (expected one of: memory, cpu, pids, wall, nofile, fsize, "
+	    "exec_wall, idle)");
 
 	p = good(
 	    "{'version':1,'limits':{'memory':'256M','cpu':0.5,'pids':64,'wall':'30s','nofile':256,"
@@ -542,6 +544,15 @@ static void test_limits(void)
 		   "limits parsed");
 		sc_plan_free(p);
 	}
+	p = good("{'version':1,'limits':{'exec_wall':'2s','idle':'500ms'}}");
+	if (p) {
+		ok(p->exec_wall_ns == 2000000000ull && p->idle_ns == 500000000ull &&
+		       p->wall_ns == PLAN_UNLIMITED,
+		   "session limits parsed");
+		sc_plan_free(p);
+	}
+	bad("{'version':1,'limits':{'exec_wall':'0s'}}", -EINVAL, "$.limits.exec_wall",
+	    "expected a duration above 0, got \"0s\"");
 	p = good("{'version':1,'limits':{'memory':null,'cpu':2,'pids':null,'wall':'1500ms','fsize':"
 		 "4096}}");
 	if (p) {
@@ -1111,12 +1122,13 @@ static void test_round_trip(void)
 		char *j = plan_to_json(a);
 
 		ok(j && str_is(j, "{'audit':{'denied_syscalls':true,'exec':true,'fsync':'"
-				  "boundaries'},'best_effort':"
+				  "boundaries','reads':false},'best_effort':"
 				  "false,'env':{},'fs':{'grants':[],'runtime':'host','tmp':{'"
 				  "inodes':8192,'size':"
 				  "67108864},'workdir':'/"
 				  "tmp'},'identity':{'hostname':'sandbox'},'limits':{'cpu':null,"
-				  "'fsize':null,'memory':null,'nofile':1024,'pids':null,'wall':"
+				  "'exec_wall':null,'fsize':null,'idle':null,'memory':null,'nofile'"
+				  ":1024,'pids':null,'wall':"
 				  "null},'name':'sandbox',"
 				  "'net':{'allow_private':[],'bandwidth':null,'credentials':[],'"
 				  "dns':null,'egress':[],"

@@ -458,8 +458,35 @@ static void test_event_queue(void)
 	close(sv[0]);
 }
 
+/* What the DNS stub answers: names a rule's host pattern matches. */
+static void test_allow_name(void)
+{
+	plan_egress eg[3] = {{.host = (char *)"api.a.test"},
+			     {.host = (char *)"*.b.test", .wildcard = true},
+			     {.host = (char *)"10.0.0.0/8"}};
+	px_config cfg = {.egress = eg, .n_egress = 3};
+	char *name = NULL;
+	json_t *data = NULL;
+	static const char dns_ev[] =
+	    "{\"event\":\"net.dns\",\"data\":{\"name\":\"x.test\",\"type\":\"A\","
+	    "\"rcode\":\"NXDOMAIN\",\"answer\":\"\",\"rule\":\"\",\"reason\":\"name-not-allowed\"}"
+	    "}";
+
+	ok(px_allow_name(&cfg, "api.a.test") == 0, "an exact name is answered (rule 0)");
+	ok(px_allow_name(&cfg, "x.y.b.test") == 1, "a name under *.b.test is answered (rule 1)");
+	ok(px_allow_name(&cfg, "b.test") == -EACCES, "*.b.test does not cover b.test itself");
+	ok(px_allow_name(&cfg, "10.0.0.0/8") == -EACCES && px_allow_name(&cfg, "a.test") == -EACCES,
+	   "an IP-literal rule names no DNS name; other names are refused");
+	ok(px_event_parse(dns_ev, strlen(dns_ev), &name, &data) == 0 &&
+	       strcmp(name, "net.dns") == 0,
+	   "the supervisor accepts a net.dns event");
+	free(name);
+	json_decref(data);
+}
+
 int main(void)
 {
+	test_allow_name();
 	test_event_queue();
 	test_events();
 	test_config_roundtrip();

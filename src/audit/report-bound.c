@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The bound that was enforced, stated from the log alone (docs/audit.md,
+ * "The bound"): what could leave and what did, what was reachable, which
+ * sockets and resolvers the sandbox had, which credentials it could use.
+ * Built from sandbox.start (the effective plan and the layers put in
+ * place, never what a policy asked for) and the traffic records.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "audit/report.h"
+#include "base/cleanup.h"
+
+static json_t *net_plan(const report *rp, const char *key)
+{
+	return json_object_get(json_object_get(json_object_get(rp->start, "plan"), "net"), key);
+}
+
+static bool has_word(const char *words, const char *w)
+{
+	size_t n = strlen(w);
+
+	for (const char *p = words; p && (p = strstr(p, w)); p += n)
+		if ((p == words || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' '))
+			return true;
+	return false;
+}
+
+/* Credentials as the proxy held them: host, header and format, never the
+ * value or where it came from. */
+static json_t *credentials(const report *rp)
+{
+	json_t *out = json_array(), *c;
+	size_t i;
+
+	json_array_foreach(net_plan(rp, "credentials"), i, c)
+	{
+		json_t *o =
+		    json_pack("{s:O?, s:O?, s:O?}", "host", json_object_get(c, "host"), "header",
+			      json_object_get(c, "header"), "format", json_object_get(c, "format"));
+
+		if (o)
+			(void)json_array_append_new(out, o);
+	}
+	return out;
+}
+
+static json_t *contacted(const report *rp)
+{
+	json_t *out = json_array();
+
+	for (size_t i = 0; out && i < rp->hosts.n; i++) {
+		json_t *o = json_pack("{s:s, s:I, s:I}", "host", rp->hosts.e[i].key, "requests",
+				      (json_int_t)rp->hosts.e[i].count, "bytes_out",
+				      (json_int_t)rp->hosts.e[i].bytes_out);
+
+		if (o)
+			(void)json_array_append_new(out, o);
+	}
+	return out;
+}
+
+json_t *rp_bound(const report *rp)
+{
+	json_t *layers = json_object_get(rp->start, "layers");
+	const char *ns = json_string_value(json_object_get(layers, "namespaces"));
+	const char *proxy = json_string_value(json_object_get(layers, "proxy"));
+	json_t *budget = net_plan(rp, "egress_budget"), *egress = net_plan(rp, "egress");
+	bool own_net = has_word(ns, "net");
+	bool proxied = proxy && strcmp(proxy, "active") == 0;
+	uint64_t out = rp->net_bytes_out;
+	json_t *max_out;
+
+	if (!rp->start)
+		return json_null();
+	/* sandbox.exit counts what the proxy forwarded, the records too; the
+	 * larger is the safer statement. */
+	if (rp->exit) {
+		uint64_t x = 0;
+
+		if (rp_get_u64(rp->exit, "bytes_out", &x) && x > out)
+			out = x;
+	}
+	/* Without the proxy, a sandbox in its own network namespace has
+	 * nothing to send to; with it, the budget is the most that leaves. */
+	if (own_net && !proxied)
+		max_out = json_integer(0);
+	else if (own_net && json_is_integer(budget))
+		max_out = json_incref(budget);
+	else
+		max_out = json_null();
+	return json_pack(
+	    "{s:b, s:s, s:o, s:O?, s:I, s:o, s:O?, s:O?, s:o, s:o, s:s, s:I}",
+	    "own_network_namespace", own_net, "egress",
+	    !own_net  ? "the host's network (no network namespace)"
+	    : proxied ? "only through the proxy, to the hosts and ports below"
+		      : "none: a network namespace with loopback only",
+	    "max_bytes_out", max_out, "egress_budget", budget, "bytes_out", (json_int_t)out,
+	    "within_budget",
+	    json_is_integer(max_out) ? json_boolean(out <= (uint64_t)json_integer_value(max_out))
+				     : json_null(),
+	    "reachable", proxied ? egress : NULL, "private_addresses",
+	    proxied ? net_plan(rp, "allow_private") : NULL, "contacted", contacted(rp),
+	    "credentials", proxied ? credentials(rp) : json_array(), "sockets",
+	    !own_net ? "the host's: not bounded by sandcap"
+	    : proxied
+		? "loopback of its own network namespace, where the proxy listens; no route, no "
+		  "DNS resolver, no other interface (the proxy resolves names itself)"
+		: "loopback of its own network namespace only; no route, no DNS resolver",
+	    "requests_denied", (json_int_t)rp->tally.net_denied);
+}
+
+static void put_size(FILE *out, json_t *v)
+{
+	if (json_is_integer(v) && json_integer_value(v) >= 0)
+		rp_put_size(out, (uint64_t)json_integer_value(v));
+	else
+		(void)fputs("unbounded", out);
+}
+
+void rp_bound_text(FILE *out, const report *rp)
+{
+	_cleanup_json_ json_t *b = rp_bound(rp);
+	json_t *v, *x;
+	size_t i, j;
+
+	if (!json_is_object(b))
+		return;
+	(void)fputs("\nThe bound (what was enforced)\n  egress    ", out);
+	(void)fputs(json_string_value(json_object_get(b, "egress")), out);
+	if (json_is_integer(json_object_get(b, "max_bytes_out"))) {
+		(void)fputs("\n  budget    at most ", out);
+		put_size(out, json_object_get(b, "max_bytes_out"));
+		(void)fputs(" could leave, ", out);
+	} else {
+		(void)fputs("\n  budget    no bound on what could leave (no net.egress_budget); ",
+			    out);
+	}
+	put_size(out, json_object_get(b, "bytes_out"));
+	(void)fputs(" did", out);
+	if (json_is_false(json_object_get(b, "within_budget")))
+		(void)fputs(" (MORE THAN THE BOUND)", out);
+	(void)fputc('\n', out);
+	json_array_foreach(json_object_get(b, "reachable"), i, v)
+	{
+		(void)fputs(i ? "            " : "  reachable ", out);
+		au_fputs_safe(json_string_value(json_object_get(v, "host")), out);
+		(void)fputs(" ports", out);
+		json_array_foreach(json_object_get(v, "ports"), j, x)(void)
+		    fprintf(out, "%s%" JSON_INTEGER_FORMAT, j ? "," : " ", json_integer_value(x));
+		(void)fputc('\n', out);
+	}
+	json_array_foreach(json_object_get(b, "private_addresses"), i, v)
+	{
+		(void)fputs(i ? "," : "  private   ", out);
+		au_fputs_safe(json_string_value(v), out);
+	}
+	if (json_array_size(json_object_get(b, "private_addresses")))
+		(void)fputc('\n', out);
+	json_array_foreach(json_object_get(b, "contacted"), i, v)
+	{
+		(void)fputs(i ? "            " : "  contacted ", out);
+		au_fputs_safe(json_string_value(json_object_get(v, "host")), out);
+		(void)fprintf(out, ": %" JSON_INTEGER_FORMAT " request%s\n",
+			      json_integer_value(json_object_get(v, "requests")),
+			      json_integer_value(json_object_get(v, "requests")) == 1 ? "" : "s");
+	}
+	(void)fputs("  sockets   ", out);
+	(void)fputs(json_string_value(json_object_get(b, "sockets")), out);
+	(void)fputc('\n', out);
+	json_array_foreach(json_object_get(b, "credentials"), i, v)
+	{
+		(void)fputs(i ? "            " : "  credentials ", out);
+		au_fputs_safe(json_string_value(json_object_get(v, "header")), out);
+		(void)fputs(" for ", out);
+		au_fputs_safe(json_string_value(json_object_get(v, "host")), out);
+		(void)fputc('\n', out);
+	}
+	if (!json_array_size(json_object_get(b, "credentials")))
+		(void)fputs("  credentials none\n", out);
+}

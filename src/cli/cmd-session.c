@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/* sandcap session start|stop|list|put|get|ls (docs/sessions.md). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/exit-status.h"
+#include "cli/cli.h"
+#include "session/session.h"
+
+#define MAX_SETS 64
+
+static void session_usage(FILE *out)
+{
+	fputs("Usage: sandcap session start --policy FILE [--name NAME] [--audit FILE]\n"
+	      "                             [--audit-key FILE] [--set KEY=VALUE]... [--json]\n"
+	      "       sandcap session stop NAME [--json]\n"
+	      "       sandcap session list [--json]\n"
+	      "       sandcap session put NAME PATH [--mode OCTAL] < DATA\n"
+	      "       sandcap session get NAME PATH > DATA\n"
+	      "       sandcap session ls NAME PATH [--json]\n"
+	      "\n"
+	      "A session is a sandbox that stays up: `start` returns once it is ready and its\n"
+	      "supervisor keeps running in the background; `sandcap exec NAME CMD...` runs\n"
+	      "commands in it, each under every layer of the policy. Files in rw grants and\n"
+	      "/tmp persist between commands. limits.exec_wall bounds one command,\n"
+	      "limits.wall the session, limits.idle stops it when idle. `stop` kills what\n"
+	      "runs, seals the audit log and prints the summary. put, get and ls are done\n"
+	      "inside the sandbox, by a process under its walls: what the policy does not\n"
+	      "grant, the kernel refuses. PATH is relative to the policy's fs.workdir.\n",
+	      out);
+}
+
+static void print_json(json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+
+	printf("%s\n", s ? s : "null");
+	free(s);
+}
+
+static int session_start(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"policy", required_argument, NULL, 'p'}, {"name", required_argument, NULL, 'n'},
+	    {"audit", required_argument, NULL, 'a'},  {"audit-key", required_argument, NULL, 'K'},
+	    {"set", required_argument, NULL, 's'},    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},	      {}};
+	const char *policy = NULL, *audit_key = NULL;
+	char *sets[MAX_SETS], digest[65] = "";
+	size_t n_sets = 0;
+	bool json = false;
+	sc_session_start_opts o = {0};
+	sc_session_info info;
+	uint8_t akey[64];
+	size_t akey_len = 0;
+	sc_plan *plan = NULL;
+	sc_diag d = {0};
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			policy = optarg;
+			break;
+		case 'n':
+			o.name = optarg;
+			break;
+		case 'a':
+			o.audit_path = optarg;
+			break;
+		case 'K':
+			audit_key = optarg;
+			break;
+		case 's':
+			if (n_sets >= MAX_SETS) {
+				cli_error("more than %d --set options", MAX_SETS);
+				return SC_EXIT_SETUP;
+			}
+			sets[n_sets++] = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			session_usage(stdout);
+			return 0;
+		default:
+			session_usage(stderr);
+			return SC_EXIT_SETUP;
+		}
+	}
+	if (!policy || optind != argc) {
+		cli_error("session start: give --policy FILE and no command (commands go to "
+			  "`sandcap exec NAME`)");
+		return SC_EXIT_SETUP;
+	}
+	if (strcmp(policy, "-") == 0) {
+		cli_error("session start: --policy - is not for sessions (the supervisor outlives "
+			  "this command): give a file");
+		return SC_EXIT_SETUP;
+	}
+	if (cli_load_policy_sets(policy, sets, n_sets, &plan, digest) < 0)
+		return SC_EXIT_SETUP;
+	if (cli_check_secrets(plan, policy, false) < 0 ||
+	    (audit_key && cli_read_audit_key(audit_key, akey, &akey_len) < 0)) {
+		sc_plan_free(plan);
+		return SC_EXIT_SETUP;
+	}
+	o.plan = plan;
+	o.policy_source = cli_policy_name(policy);
+	o.policy_digest = digest;
+	o.audit_key = akey_len ? akey : NULL;
+	o.audit_key_len = akey_len;
+	fflush(NULL); /* nothing buffered is written twice by the fork */
+	r = sc_session_start(&o, &info, &d);
+	sc_plan_free(plan);
+	if (r < 0) {
+		cli_error("session start: %s%s%s", d.path, d.path[0] ? ": " : "",
+			  d.message[0] ? d.message : strerror(-r));
+		return SC_EXIT_SETUP;
+	}
+	if (json) {
+		json_t *out = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "name", info.name, "pid",
+					(int)info.pid, "audit", info.audit_path, "policy", policy,
+					"sandbox", info.sandbox_id, "started", info.started);
+		json_t *ws = json_array();
+		char *save = NULL;
+
+		for (char *id = strtok_r(info.workspaces, " ", &save); id;
+		     id = strtok_r(NULL, " ", &save))
+			(void)json_array_append_new(ws, json_string(id));
+		(void)json_object_set_new(out, "workspaces", ws);
+		print_json(out);
+		json_decref(out);
+	} else {
+		printf("%s\n", info.name);
+	}
+	return 0;
+}
+
+static int not_reached(const char *what, const char *name, int r)
+{
+	if (r == -ENOENT || r == -ECONNREFUSED)
+		cli_error("%s: no session %s (sandcap session list)", what, name);
+	else if (r == -EINVAL)
+		cli_error("%s: %s is not a session name", what, name);
+	else
+		cli_error("%s: session %s: %s", what, name, strerror(-r));
+	return SC_EXIT_SETUP;
+}
+
+/* NAME [PATH] and --json / --mode after or between them. */
+static int positional(int argc, char **argv, size_t want, const char **pos, bool *json,
+		      unsigned *mode, const char *what)
+{
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+					     {"mode", required_argument, NULL, 'm'},
+					     {"help", no_argument, NULL, 'h'},
+					     {}};
+	size_t n = 0;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'j':
+			if (!json)
+				goto bad;
+			*json = true;
+			break;
+		case 'm':
+			if (!mode)
+				goto bad;
+			*mode = (unsigned)strtoul(optarg, &end, 8);
+			if (*end || !optarg[0] || *mode > 0777) {
+				cli_error("%s: --mode %s: expected an octal mode up to 0777", what,
+					  optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'h':
+			session_usage(stdout);
+			return 1;
+		default:
+			goto bad;
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (n == want)
+			goto bad;
+		pos[n++] = argv[i];
+	}
+	if (n == want)
+		return 0;
+bad:
+	cli_error("%s: see 'sandcap session --help'", what);
+	return -EINVAL;
+}
+
+static int session_stop(int argc, char **argv)
+{
+	const char *name;
+	bool json = false;
+	json_t *sum = NULL;
+	int r = positional(argc, argv, 1, &name, &json, NULL, "session stop");
+
+	if (r)
+		return r > 0 ? 0 : SC_EXIT_SETUP;
+	r = sc_session_stop(name, &sum);
+	if (r < 0)
+		return not_reached("session stop", name, r);
+	if (json) {
+		print_json(sum);
+	} else if (sum) {
+		const char *err = json_string_value(json_object_get(sum, "error"));
+
+		if (err)
+			fprintf(stderr, "sandcap: session %s ended: %s: %s\n", name, err,
+				json_string_value(json_object_get(sum, "detail")) ?: "");
+		else
+			fprintf(
+			    stderr,
+			    "sandcap: session %s (%s) stopped after %.3f s: %" JSON_INTEGER_FORMAT
+			    " commands, cpu %.3f s\n  audit: %s (%s, final hash %s)\n",
+			    name, json_string_value(json_object_get(sum, "sandbox")) ?: "?",
+			    json_real_value(json_object_get(sum, "wall_s")),
+			    json_integer_value(json_object_get(sum, "commands")),
+			    json_real_value(json_object_get(sum, "cpu_s")),
+			    json_string_value(json_object_get(sum, "audit")) ?: "",
+			    json_string_value(json_object_get(sum, "audit_state")) ?: "",
+			    json_string_value(json_object_get(sum, "audit_hash")) ?: "");
+	}
+	json_decref(sum);
+	return 0;
+}
+
+static void human_size(json_t *v, char *buf, size_t len)
+{
+	double b = (double)json_integer_value(v);
+
+	if (!json_is_integer(v))
+		snprintf(buf, len, "-");
+	else if (b >= 1 << 20)
+		snprintf(buf, len, "%.1fM", b / (1 << 20));
+	else
+		snprintf(buf, len, "%.0fK", b / 1024);
+}
+
+static int session_list(int argc, char **argv)
+{
+	bool json = false;
+	json_t *a = NULL, *v;
+	size_t i;
+	int r = positional(argc, argv, 0, NULL, &json, NULL, "session list");
+
+	if (r)
+		return r > 0 ? 0 : SC_EXIT_SETUP;
+	r = sc_session_list(&a);
+	if (r < 0) {
+		cli_error("session list: %s", strerror(-r));
+		return SC_EXIT_SETUP;
+	}
+	if (json) {
+		print_json(a);
+		json_decref(a);
+		return 0;
+	}
+	printf("%-20s %-9s %8s %8s %8s  %s\n", "NAME", "STATE", "AGE", "MEMORY", "COMMANDS",
+	       "POLICY");
+	json_array_foreach(a, i, v)
+	{
+		char mem[32];
+
+		human_size(json_object_get(v, "memory_peak"), mem, sizeof(mem));
+		printf("%-20s %-9s %7" JSON_INTEGER_FORMAT "s %8s %8" JSON_INTEGER_FORMAT "  %s\n",
+		       json_string_value(json_object_get(v, "name")) ?: "?",
+		       json_string_value(json_object_get(v, "state")) ?: "?",
+		       json_integer_value(json_object_get(v, "age_s")), mem,
+		       json_integer_value(json_object_get(v, "commands")),
+		       json_string_value(json_object_get(v, "policy")) ?: "");
+	}
+	json_decref(a);
+	return 0;
+}
+
+static int file_error(const char *what, const char *name, const char *path, int r)
+{
+	if (r == -ENOENT && access(path, F_OK) < 0 && errno != ENOENT)
+		return not_reached(what, name, r);
+	if (r == -ECONNREFUSED || r == -ECONNRESET)
+		return not_reached(what, name, r);
+	cli_error("%s: %s in session %s: %s", what, path, name, strerror(-r));
+	return 1;
+}
+
+static int session_put(int argc, char **argv)
+{
+	const char *pos[2];
+	unsigned mode = 0644;
+	uint64_t bytes = 0;
+	int r = positional(argc, argv, 2, pos, NULL, &mode, "session put");
+
+	if (r)
+		return r > 0 ? 0 : SC_EXIT_SETUP;
+	r = sc_session_put(pos[0], pos[1], mode, 0, &bytes);
+	return r < 0 ? file_error("session put", pos[0], pos[1], r) : 0;
+}
+
+static int session_get(int argc, char **argv)
+{
+	const char *pos[2];
+	int r = positional(argc, argv, 2, pos, NULL, NULL, "session get");
+
+	if (r)
+		return r > 0 ? 0 : SC_EXIT_SETUP;
+	r = sc_session_get(pos[0], pos[1], 1, NULL);
+	return r < 0 ? file_error("session get", pos[0], pos[1], r) : 0;
+}
+
+static int session_ls(int argc, char **argv)
+{
+	const char *pos[2];
+	bool json = false;
+	sc_dir_entry *e = NULL;
+	size_t n = 0;
+	int r = positional(argc, argv, 2, pos, &json, NULL, "session ls");
+
+	if (r)
+		return r > 0 ? 0 : SC_EXIT_SETUP;
+	r = sc_session_ls(pos[0], pos[1], &e, &n);
+	if (r < 0)
+		return file_error("session ls", pos[0], pos[1], r);
+	if (json) {
+		json_t *a = json_array();
+
+		for (size_t i = 0; a && i < n; i++) {
+			char t[2] = {e[i].type, 0};
+
+			(void)json_array_append_new(
+			    a, json_pack("{s:s, s:s, s:I, s:i, s:I}", "name", e[i].name, "type", t,
+					 "size", (json_int_t)e[i].size, "mode", (int)e[i].mode,
+					 "mtime", (json_int_t)e[i].mtime));
+		}
+		print_json(a);
+		json_decref(a);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			printf("%c %04o %10" PRIu64 " %s\n", e[i].type, e[i].mode, e[i].size,
+			       e[i].name);
+	}
+	free(e);
+	return 0;
+}
+
+int cmd_session(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} subs[] = {{"start", session_start}, {"stop", session_stop}, {"list", session_list},
+		    {"put", session_put},     {"get", session_get},   {"ls", session_ls}};
+
+	/* A client that dies mid-transfer gets EPIPE, not a signal. */
+	(void)signal(SIGPIPE, SIG_IGN);
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		session_usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? SC_EXIT_SETUP : 0;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(subs); i++)
+		if (strcmp(argv[1], subs[i].name) == 0)
+			return subs[i].fn(argc - 1, argv + 1);
+	cli_error("session: unknown subcommand '%s' (start, stop, list, put, get, ls)", argv[1]);
+	return SC_EXIT_SETUP;
+}

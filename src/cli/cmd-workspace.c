@@ -1,0 +1,612 @@
+/* SPDX-License-Identifier: MIT */
+/* sandcap workspace list | diff | apply | discard: the kept changes of cow grants. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "base/cleanup.h"
+#include "cli/cli.h"
+#include "compat/syscalls.h"
+#include "core/run.h"
+#include "session/session.h"
+#include "workspace/workspace.h"
+
+#define APPLY_FILES_PER_RECORD 2000u /* keeps a workspace.apply record far below AU_LINE_MAX */
+
+static void usage(FILE *out)
+{
+	fprintf(out, "Usage: sandcap workspace list [--json]\n"
+		     "       sandcap workspace diff ID [--stat | --patch]\n"
+		     "       sandcap workspace apply ID [--force]\n"
+		     "       sandcap workspace discard ID\n"
+		     "\n"
+		     "The changes a sandbox made to its \"cow\" grants, kept under the state\n"
+		     "directory when it ended. diff compares them with the host folder as it is\n"
+		     "now; apply writes them there (refused when a path it touches changed on\n"
+		     "the host since the sandbox started, unless --force) and records it in a\n"
+		     "sealed log chained to the run's; discard removes the workspace.\n");
+}
+
+static int state_dir(char *buf, size_t len)
+{
+	int r = sc_state_dir(geteuid() != 0, buf, len);
+
+	if (r < 0)
+		cli_error("no state directory (set HOME, XDG_STATE_HOME or SANDCAP_STATE_DIR)");
+	return r;
+}
+
+static int report(int r, const sc_diag *d)
+{
+	cli_error("%s", d->message[0] ? d->message : strerror(-r));
+	return 1;
+}
+
+static int cmd_list(bool json)
+{
+	char state[PATH_MAX];
+	ws_meta *v = NULL;
+	size_t n = 0;
+	sc_diag d = {0};
+	int r;
+
+	if (state_dir(state, sizeof(state)) < 0)
+		return 1;
+	r = ws_list(state, &v, &n, &d);
+	if (r < 0)
+		return report(r, &d);
+	if (json) {
+		json_t *a = json_array();
+		char *s;
+
+		for (size_t i = 0; i < n; i++)
+			(void)json_array_append_new(
+			    a, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "id", v[i].id,
+					 "sandbox", v[i].sandbox, "path", v[i].grant_path, "at",
+					 v[i].grant_at, "state", v[i].state, "files",
+					 (json_int_t)v[i].files, "bytes", (json_int_t)v[i].bytes));
+		s = json_dumps(a, JSON_COMPACT);
+		printf("%s\n", s ? s : "[]");
+		free(s);
+		json_decref(a);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			printf("%-24s %-8s %6llu entries %10llu bytes  %s (seen at %s)\n", v[i].id,
+			       v[i].state, (unsigned long long)v[i].files,
+			       (unsigned long long)v[i].bytes, v[i].grant_path, v[i].grant_at);
+	}
+	for (size_t i = 0; i < n; i++)
+		ws_meta_done(&v[i]);
+	free(v);
+	return 0;
+}
+
+/* The agent's bytes are printed as they are, except control characters. */
+static void fput_path(const char *p, FILE *f)
+{
+	for (; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\x%02x", (unsigned char)*p);
+		else
+			fputc(*p, f);
+}
+
+static void put_path(const char *p)
+{
+	fput_path(p, stdout);
+}
+
+static const char *type_word(char t)
+{
+	return t == 'd' ? "directory" : t == 'l' ? "symlink" : t == 'p' ? "FIFO" : "file";
+}
+
+static void print_change(const ws_change *c)
+{
+	printf("%c  ", ws_op_letter(c->op));
+	if (c->op == WS_RENAMED) {
+		put_path(c->from);
+		printf(" -> ");
+	}
+	put_path(c->path);
+	if (c->type == 'd' && c->op != WS_DELETED)
+		putchar('/');
+	if (c->op == WS_DELETED && c->old_type == 'd')
+		putchar('/');
+	if (c->type == 'l') {
+		printf(" -> ");
+		put_path(c->link);
+		printf(" (symlink)");
+	}
+	if (c->op == WS_MODIFIED && c->old_type && c->old_type != c->type)
+		printf(" (%s, was a %s)", type_word(c->type), type_word(c->old_type));
+	if (c->op != WS_DELETED && c->op != WS_ADDED && c->old_mode != c->mode)
+		printf(" (mode %04o -> %04o)", (unsigned)c->old_mode, (unsigned)c->mode);
+	putchar('\n');
+}
+
+static int read_rel(int root, const char *rel, char **ret, size_t *ret_len)
+{
+	struct sc_open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+				  .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					     RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int fd = sys_openat2(root, rel, &how);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return -EINVAL;
+	return ws_read_all(fd, WS_DIFF_MAX_BYTES + 1, ret, ret_len);
+}
+
+/* One file's content diff, for --patch (out) or --stat (out NULL). */
+static void content_diff(int upper, int lower, const ws_change *c, bool patch, size_t *add,
+			 size_t *del, bool *binary)
+{
+	_cleanup_free_ char *a = NULL, *b = NULL, *an = NULL, *bn = NULL;
+	size_t al = 0, bl = 0;
+	const char *old = c->from ? c->from : c->path;
+	bool old_file = c->old_type == 'f' && c->op != WS_ADDED;
+	bool new_file = c->type == 'f' && c->op != WS_DELETED;
+
+	*add = *del = 0;
+	*binary = false;
+	if ((old_file && read_rel(lower, old, &a, &al) < 0) ||
+	    (new_file && read_rel(upper, c->path, &b, &bl) < 0)) {
+		*binary = true;
+		return;
+	}
+	if ((a && !ws_is_text(a, al)) || (b && !ws_is_text(b, bl))) {
+		*binary = true;
+		if (patch)
+			printf("Binary files %s%s and %s%s differ\n", old_file ? "a/" : "",
+			       old_file ? old : "/dev/null", new_file ? "b/" : "",
+			       new_file ? c->path : "/dev/null");
+		return;
+	}
+	if (asprintf(&an, "%s%s", old_file ? "a/" : "", old_file ? old : "/dev/null") < 0 ||
+	    asprintf(&bn, "%s%s", new_file ? "b/" : "", new_file ? c->path : "/dev/null") < 0)
+		return;
+	(void)ws_text_diff(a ? a : "", al, b ? b : "", bl, an, bn, patch ? stdout : NULL, add, del);
+}
+
+/* A workspace: one kept under the state directory, or a running session's. */
+typedef struct ws_target {
+	int dir;   /* kept: its directory; -1 for a live one */
+	int upper; /* its upper layer (kept: upper/; live: the session's tmpfs) */
+	ws_meta m;
+	char session[SC_SESSION_NAME_MAX + 1]; /* live: the session, else "" */
+} ws_target;
+
+static void target_done(ws_target *t)
+{
+	t->dir = safe_close(t->dir);
+	t->upper = safe_close(t->upper);
+	ws_meta_done(&t->m);
+}
+
+/* The session that has workspace id, or whose name is id (and that has one
+ * workspace): its name in session, the workspace's id in wid. */
+static int find_live(const char *id, char *session, char *wid, sc_diag *d)
+{
+	_cleanup_json_ json_t *a = NULL;
+	json_t *v, *w;
+	size_t i, k;
+
+	if (sc_session_list(&a) < 0)
+		return -ENOENT;
+	json_array_foreach(a, i, v)
+	{
+		const char *name = json_string_value(json_object_get(v, "name"));
+		json_t *ids = json_object_get(v, "workspaces");
+
+		if (!name)
+			continue;
+		json_array_foreach(ids, k, w)
+		{
+			const char *x = json_string_value(w);
+
+			if (x && (strcmp(x, id) == 0 ||
+				  (strcmp(name, id) == 0 && json_array_size(ids) == 1))) {
+				snprintf(session, SC_SESSION_NAME_MAX + 1, "%s", name);
+				snprintf(wid, WS_ID_MAX + 1, "%s", x);
+				return 0;
+			}
+		}
+		if (strcmp(name, id) == 0)
+			return diag_fail(d, -ENOENT, "workspace",
+					 json_array_size(ids)
+					     ? "session %s has %zu workspaces: name one (sandcap "
+					       "session list --json)"
+					     : "session %s has no cow workspace",
+					 id, json_array_size(ids));
+	}
+	return -ENOENT;
+}
+
+static int open_live(const char *id, ws_target *t, sc_diag *d)
+{
+	_cleanup_json_ json_t *meta = NULL;
+	_cleanup_free_ char *text = NULL;
+	char wid[WS_ID_MAX + 1], why[128];
+	int r = find_live(id, t->session, wid, d);
+
+	if (r < 0)
+		return r;
+	r = sc_session_workspace(t->session, wid, &meta, &t->upper);
+	if (r < 0)
+		return diag_fail(d, r, "workspace", "session %s: workspace %s: %s", t->session, wid,
+				 strerror(-r));
+	text = json_dumps(meta, JSON_COMPACT);
+	r = text ? ws_meta_parse(text, strlen(text), &t->m, why, sizeof(why)) : -ENOMEM;
+	if (r < 0)
+		return diag_fail(d, r, "workspace", "session %s: workspace %s: %s", t->session, wid,
+				 r == -ENOMEM ? strerror(ENOMEM) : why);
+	return 0;
+}
+
+/* id: a kept workspace, else a running session's (by its id or the
+ * session's name). */
+static int open_target(const char *state, const char *id, ws_target *t, sc_diag *d)
+{
+	sc_diag live = {0};
+	int r;
+
+	*t = (ws_target){.dir = -1, .upper = -1};
+	r = ws_open(state, id, &t->dir, &t->m, d);
+	if (r == -ENOENT || r == -EINVAL) {
+		int x = open_live(id, t, &live);
+
+		if (x >= 0)
+			return 0;
+		if (live.message[0])
+			*d = live;
+		return r;
+	}
+	if (r < 0)
+		return r;
+	t->upper = openat(t->dir, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (t->upper < 0) {
+		r = diag_fail(d, -errno, "workspace", "workspace %s: upper: %s", id,
+			      strerror(errno));
+		target_done(t);
+	}
+	return r;
+}
+
+static int cmd_diff(const char *id, int mode /* 0 list, 1 stat, 2 patch */)
+{
+	_cleanup_close_ int root = -1;
+	char state[PATH_MAX];
+	ws_changes ch = {0};
+	ws_target t;
+	ws_meta m = {0};
+	sc_diag d = {0};
+	size_t tadd = 0, tdel = 0;
+	int r, upper;
+
+	if (state_dir(state, sizeof(state)) < 0)
+		return 1;
+	r = open_target(state, id, &t, &d);
+	if (r < 0)
+		return report(r, &d);
+	m = t.m;
+	upper = t.upper;
+	r = ws_open_grant_root(&m, &root, &d);
+	if (r < 0) {
+		target_done(&t);
+		return report(r, &d);
+	}
+	r = ws_changes_compute(upper, root, &ch);
+	if (r < 0) {
+		cli_error("workspace %s: cannot compare it with %s: %s", id, m.grant_path,
+			  strerror(-r));
+		target_done(&t);
+		return 1;
+	}
+	for (size_t i = 0; i < ch.n; i++) {
+		const ws_change *c = &ch.v[i];
+		size_t add = 0, del = 0;
+		bool bin = false,
+		     content = (c->type == 'f' || c->old_type == 'f') && c->op != WS_MODE;
+
+		if (mode == 0) {
+			print_change(c);
+			continue;
+		}
+		if (mode == 1) {
+			if (content)
+				content_diff(upper, root, c, false, &add, &del, &bin);
+			printf(" %c ", ws_op_letter(c->op));
+			put_path(c->path);
+			if (bin)
+				printf(" | binary\n");
+			else if (content)
+				printf(" | +%zu -%zu\n", add, del);
+			else
+				printf(" | %s\n", type_word(c->type ? c->type : c->old_type));
+			tadd += add;
+			tdel += del;
+			continue;
+		}
+		printf("diff --sandcap a/");
+		put_path(c->from ? c->from : c->path);
+		printf(" b/");
+		put_path(c->path);
+		putchar('\n');
+		if (c->op == WS_RENAMED) {
+			printf("rename from ");
+			put_path(c->from);
+			printf("\nrename to ");
+			put_path(c->path);
+			putchar('\n');
+		}
+		if (c->op == WS_ADDED)
+			printf("new %s mode %04o\n", type_word(c->type), (unsigned)c->mode);
+		else if (c->op == WS_DELETED)
+			printf("deleted %s mode %04o\n", type_word(c->old_type),
+			       (unsigned)c->old_mode);
+		else if (c->old_mode != c->mode || c->old_type != c->type)
+			printf("old mode %04o (%s)\nnew mode %04o (%s)\n", (unsigned)c->old_mode,
+			       type_word(c->old_type), (unsigned)c->mode, type_word(c->type));
+		if (c->old_link && c->op != WS_ADDED) {
+			printf("old symlink -> ");
+			put_path(c->old_link);
+			putchar('\n');
+		}
+		if (c->link) {
+			printf("symlink -> ");
+			put_path(c->link);
+			putchar('\n');
+		}
+		if (content)
+			content_diff(upper, root, c, true, &add, &del, &bin);
+	}
+	if (mode == 1)
+		printf(" %zu change(s), %zu insertion(s)(+), %zu deletion(s)(-)\n", ch.n, tadd,
+		       tdel);
+	ws_changes_done(&ch);
+	target_done(&t);
+	return 0;
+}
+
+/* A new log next to the run's: STATE/audit/ID.apply[.N].jsonl. */
+static int open_apply_log(const char *state, const char *id, au_log **ret, char *path, size_t len)
+{
+	char dir[PATH_MAX];
+	int r = -EEXIST;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%.3900s/audit", state) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	for (unsigned n = 1; n < 1000 && r == -EEXIST; n++) {
+		if (n == 1)
+			snprintf(path, len, "%.3950s/%.64s.apply.jsonl", dir, id);
+		else
+			snprintf(path, len, "%.3950s/%.64s.apply.%u.jsonl", dir, id, n);
+		r = au_open(path, NULL, 0, id, AUDIT_FSYNC_BOUNDARIES, ret);
+	}
+	return r;
+}
+
+/*
+ * The record of an apply: workspace.apply records (the files in chunks),
+ * each naming the run's log and its final hash (verified first), in a log
+ * of their own, sealed (docs/audit.md, "workspace.apply").
+ */
+static int record_apply(const char *state, const ws_meta *m, const ws_apply_result *res, bool force,
+			char *log_path, size_t len)
+{
+	au_verify_info info = {0};
+	char reason[256] = "";
+	size_t line = 0;
+	au_log *log = NULL;
+	int r;
+
+	if (m->audit_log[0]) {
+		_cleanup_fclose_ FILE *f = fopen(m->audit_log, "re");
+
+		if (!f || au_verify_ex(f, NULL, 0, &info, &line, reason, sizeof(reason)) < 0)
+			snprintf(info.last_hash, sizeof(info.last_hash), "%s", "");
+	}
+	r = open_apply_log(state, m->id, &log, log_path, len);
+	if (r < 0)
+		return r;
+	for (size_t k = 0; k == 0 || k < res->n; k += APPLY_FILES_PER_RECORD) {
+		json_t *files = json_array(), *conf = json_array();
+
+		for (size_t i = k; i < res->n && i < k + APPLY_FILES_PER_RECORD; i++) {
+			const ws_applied *a = &res->v[i];
+			json_t *o = json_pack("{s:o, s:s}", "path",
+					      au_str(a->path, strlen(a->path), AU_STR_MAX_BYTES),
+					      "op", a->op);
+
+			if (o && a->sha256[0])
+				(void)json_object_set_new(o, "sha256", json_string(a->sha256));
+			(void)json_array_append_new(files, o);
+		}
+		for (size_t i = 0; k == 0 && i < res->n_conflicts; i++)
+			(void)json_array_append_new(
+			    conf,
+			    au_str(res->conflicts[i], strlen(res->conflicts[i]), AU_STR_MAX_BYTES));
+		r = au_emit(log, "workspace.apply",
+			    json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:o, s:o, s:I, s:I}",
+				      "workspace", m->id, "sandbox", m->sandbox, "grant",
+				      m->grant_path, "run_log", m->audit_log, "run_final_hash",
+				      info.last_hash, "run_log_intact", info.last_hash[0] != 0,
+				      "forced", force, "conflicts", conf, "files", files, "part",
+				      (json_int_t)(k / APPLY_FILES_PER_RECORD + 1), "parts",
+				      (json_int_t)(res->n ? (res->n + APPLY_FILES_PER_RECORD - 1) /
+								APPLY_FILES_PER_RECORD
+							  : 1)));
+		if (r < 0 || res->n == 0)
+			break;
+	}
+	if (r >= 0)
+		r = au_seal(log);
+	au_close(log);
+	return r;
+}
+
+/* A running session's workspace was applied: from now on only host changes
+ * after t0 (the apply's end, so that what it wrote is not one) are
+ * conflicts; the session's log says so. */
+static void tell_session(const ws_target *t, const ws_apply_result *res, bool force,
+			 const struct timespec *t0, const char *log_path)
+{
+	_cleanup_json_ json_t *req = json_pack(
+	    "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:s}", "op", "workspace-applied", "workspace",
+	    t->m.id, "epoch_sec", (json_int_t)t0->tv_sec, "epoch_nsec", (json_int_t)t0->tv_nsec,
+	    "paths", (json_int_t)res->n, "conflicts", (json_int_t)res->n_conflicts, "changed",
+	    (json_int_t)res->n_changed, "forced", force, "record", log_path);
+	int r = req ? sc_session_workspace_applied(t->session, req) : -ENOMEM;
+
+	if (r < 0)
+		cli_error("session %s could not be told (its next apply may list conflicts): %s",
+			  t->session, strerror(-r));
+}
+
+static int cmd_apply(const char *id, bool force)
+{
+	char state[PATH_MAX], log_path[PATH_MAX + 64];
+	ws_apply_result res = {0};
+	struct timespec t0;
+	ws_target t;
+	sc_diag d = {0};
+	int r, rc = 0;
+
+	if (state_dir(state, sizeof(state)) < 0)
+		return 1;
+	r = open_target(state, id, &t, &d);
+	if (r < 0)
+		return report(r, &d);
+	/* One apply at a time: the second would see the first's writes as
+	 * conflicts, or write the same files twice. */
+	if (flock(t.dir >= 0 ? t.dir : t.upper, LOCK_EX | LOCK_NB) < 0) {
+		cli_error("workspace %s is being applied by another sandcap (%s)", t.m.id,
+			  strerror(errno));
+		target_done(&t);
+		return 1;
+	}
+	if (!t.session[0] && strcmp(t.m.state, "applied") == 0) {
+		cli_error("workspace %s was applied already (discard it, or it would be "
+			  "applied twice)",
+			  id);
+		target_done(&t);
+		return 1;
+	}
+	r = ws_apply(t.upper, &t.m, force, &res, &d);
+	/* After every write of ours (each ctime is at or before it): the
+	 * live workspace's next epoch. */
+	clock_gettime(CLOCK_REALTIME, &t0);
+	if (r == -EBUSY) {
+		cli_error("%s", d.message);
+		for (size_t i = 0; i < res.n_conflicts; i++) {
+			fprintf(stderr, "  conflict: ");
+			fput_path(res.conflicts[i], stderr);
+			fputc('\n', stderr);
+		}
+		rc = 2;
+	} else if (r < 0) {
+		/* What was written before the failure is recorded all the same. */
+		cli_error("%s (%zu path(s) were applied before it)", d.message, res.n);
+		rc = 1;
+	}
+	for (size_t i = 0; i < res.n_changed; i++) {
+		fprintf(stderr, "  changed during apply (apply again for its new content): ");
+		fput_path(res.changed[i], stderr);
+		fputc('\n', stderr);
+	}
+	if (r != -EBUSY) {
+		int x = record_apply(state, &t.m, &res, force, log_path, sizeof(log_path));
+
+		if (x < 0) {
+			cli_error("applied, but the record could not be written: %s", strerror(-x));
+			rc = 1;
+		} else {
+			fprintf(stderr, "sandcap: workspace %s: %zu path(s) applied to %s%s\n",
+				t.m.id, res.n, t.m.grant_path,
+				res.n_conflicts ? " (over conflicts: --force)" : "");
+			fprintf(stderr, "  record: %s\n", log_path);
+		}
+		if (t.session[0]) {
+			tell_session(&t, &res, force, &t0, x < 0 ? "" : log_path);
+		} else if (r >= 0) {
+			snprintf(t.m.state, sizeof(t.m.state), "applied");
+			(void)ws_meta_store(t.dir, &t.m);
+		}
+	}
+	ws_apply_result_done(&res);
+	target_done(&t);
+	return rc;
+}
+
+static int cmd_discard(const char *id)
+{
+	char state[PATH_MAX];
+	sc_diag d = {0};
+	int r;
+
+	if (state_dir(state, sizeof(state)) < 0)
+		return 1;
+	r = ws_discard(state, id, &d);
+	if (r < 0)
+		return report(r, &d);
+	fprintf(stderr, "sandcap: workspace %s discarded\n", id);
+	return 0;
+}
+
+int cmd_workspace(int argc, char **argv)
+{
+	const char *verb = argc > 1 ? argv[1] : NULL;
+	bool json = false, force = false;
+	int mode = 0;
+	const char *id = NULL;
+
+	if (!verb || strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0) {
+		usage(verb ? stdout : stderr);
+		return verb ? 0 : SC_EXIT_SETUP;
+	}
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0 && strcmp(verb, "list") == 0)
+			json = true;
+		else if (strcmp(argv[i], "--stat") == 0 && strcmp(verb, "diff") == 0)
+			mode = 1;
+		else if (strcmp(argv[i], "--patch") == 0 && strcmp(verb, "diff") == 0)
+			mode = 2;
+		else if (strcmp(argv[i], "--force") == 0 && strcmp(verb, "apply") == 0)
+			force = true;
+		else if (argv[i][0] != '-' && !id)
+			id = argv[i];
+		else {
+			cli_error("workspace %s: unexpected argument '%s' (see 'sandcap workspace "
+				  "--help')",
+				  verb, argv[i]);
+			return SC_EXIT_SETUP;
+		}
+	}
+	if (strcmp(verb, "list") == 0 && !id)
+		return cmd_list(json);
+	if (!id) {
+		cli_error("workspace %s: which workspace? (see 'sandcap workspace list')", verb);
+		return SC_EXIT_SETUP;
+	}
+	if (strcmp(verb, "diff") == 0)
+		return cmd_diff(id, mode);
+	if (strcmp(verb, "apply") == 0)
+		return cmd_apply(id, force);
+	if (strcmp(verb, "discard") == 0)
+		return cmd_discard(id);
+	cli_error("unknown workspace command '%s' (see 'sandcap workspace --help')", verb);
+	return SC_EXIT_SETUP;
+}

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pid 1 of a session (docs/sessions.md): no command of its own; it runs
+ * what the supervisor sends on the control channel (core/ctl.h), each
+ * command forked from here and so under every layer pid 1 is under (the
+ * namespaces, the cgroup, the Landlock domain, the seccomp filter, the
+ * agent's ids), and reports when each ends. The channel is the
+ * supervisor's and trusted; what reaches pid 1 from inside the sandbox (a
+ * signal the agent sends) is not, and is ignored.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/exit-status.h"
+#include "core/ctl.h"
+#include "core/init.h"
+
+/* Commands and file workers running at once. */
+#define SESSION_MAX_CHILDREN 1024
+#define SESSION_MAX_ENV	     4096
+#define COPY_CHUNK	     65536
+
+typedef struct kid {
+	uint32_t id;
+	pid_t pid;
+} kid;
+
+static kid kids[SESSION_MAX_CHILDREN];
+static size_t n_kids;
+static int ctl = -1;
+
+static void reply(uint32_t type, uint32_t id, int32_t value, int err, uint64_t bytes)
+{
+	ctl_hdr h = {.type = type, .id = id, .value = value, .err = err, .bytes = bytes};
+
+	/* Blocking: the supervisor reads every message it is sent. */
+	(void)ctl_send(ctl, &h, NULL, NULL, 0);
+}
+
+static void close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		(void)close(fds[i]);
+}
+
+/* The session's environment (ours, the agent's) with KEY=VALUE of the
+ * request replacing the same KEY or added. Child only: it execs or exits. */
+static char **merge_env(char **add, size_t n_add)
+{
+	size_t n = 0, cap;
+	char **env;
+
+	while (environ[n])
+		n++;
+	cap = n + n_add + 1;
+	env = calloc(cap, sizeof(char *));
+	if (!env)
+		return environ;
+	memcpy(env, environ, n * sizeof(char *));
+	for (size_t i = 0; i < n_add; i++) {
+		const char *eq = strchr(add[i], '=');
+		size_t klen = eq ? (size_t)(eq - add[i]) + 1 : 0, j;
+
+		if (!eq)
+			continue;
+		for (j = 0; j < n; j++)
+			if (strncmp(env[j], add[i], klen) == 0)
+				break;
+		env[j] = add[i];
+		if (j == n)
+			n++;
+	}
+	env[n] = NULL;
+	return env;
+}
+
+static _Noreturn void run_command(const ctl_hdr *h, char **v, size_t n_v, int *fds)
+{
+	sigset_t none;
+	const char *cwd = v[0];
+	char **argv = v + 1, **env;
+
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	if (h->flags & CTL_TTY) {
+		if (ioctl(fds[0], TIOCSCTTY, 0) < 0)
+			_exit(SC_EXIT_SETUP);
+		for (int fd = 0; fd < 3; fd++)
+			if (dup2(fds[0], fd) < 0)
+				_exit(SC_EXIT_SETUP);
+		if (fds[0] > 2)
+			(void)close(fds[0]);
+	} else {
+		for (int fd = 0; fd < 3; fd++)
+			if (dup2(fds[fd], fd) < 0)
+				_exit(SC_EXIT_SETUP);
+		for (int fd = 0; fd < 3; fd++)
+			if (fds[fd] > 2)
+				(void)close(fds[fd]);
+	}
+	if (cwd[0] && chdir(cwd) < 0) {
+		fprintf(stderr, "sandcap: working directory %s: %s\n", cwd, strerror(errno));
+		_exit(SC_EXIT_SETUP);
+	}
+	env = merge_env(argv + h->n_argv, n_v - 1 - h->n_argv);
+	argv[h->n_argv] = NULL;
+	init_exec_command(argv, env);
+	{
+		int err = errno;
+
+		fprintf(stderr, "sandcap: %s: %s\n", argv[0],
+			err == ENOENT ? "command not found" : strerror(err));
+		_exit(err == ENOENT ? SC_EXIT_NOTFOUND : SC_EXIT_NOEXEC);
+	}
+}
+
+static int copy_fd(int in, int out, uint64_t *bytes)
+{
+	char buf[COPY_CHUNK];
+
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(out, buf + off, (size_t)(n - off));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				return w < 0 ? -errno : -EIO;
+			off += w;
+		}
+		*bytes += (uint64_t)n;
+	}
+}
+
+static int file_put(const char *path, int fd, mode_t mode, uint64_t *bytes)
+{
+	int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, mode & 07777);
+	int r;
+
+	if (out < 0)
+		return -errno;
+	r = copy_fd(fd, out, bytes);
+	if (close(out) < 0 && r >= 0)
+		r = -errno;
+	return r;
+}
+
+static int file_get(const char *path, int fd, uint64_t *bytes)
+{
+	/* Not blocking in open: a FIFO is refused below, not waited on. */
+	int in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	int r;
+
+	if (in < 0)
+		return -errno;
+	if (fstat(in, &st) < 0)
+		r = -errno;
+	else if (S_ISDIR(st.st_mode))
+		r = -EISDIR;
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	else
+		r = copy_fd(in, fd, bytes);
+	(void)close(in);
+	return r;
+}
+
+static char type_char(mode_t m)
+{
+	return S_ISREG(m)    ? 'f'
+	       : S_ISDIR(m)  ? 'd'
+	       : S_ISLNK(m)  ? 'l'
+	       : S_ISCHR(m)  ? 'c'
+	       : S_ISBLK(m)  ? 'b'
+	       : S_ISFIFO(m) ? 'p'
+	       : S_ISSOCK(m) ? 's'
+			     : '?';
+}
+
+/* One record per entry: "TYPE\tSIZE\tMODE\tMTIME\tNAME\0" (session/session.h). */
+static int file_list(const char *path, int fd, uint64_t *bytes)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char rec[512];
+		struct stat st;
+		int n;
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			memset(&st, 0, sizeof(st));
+		n = snprintf(rec, sizeof(rec), "%c\t%llu\t%o\t%lld\t%s", type_char(st.st_mode),
+			     (unsigned long long)st.st_size, (unsigned)(st.st_mode & 07777),
+			     (long long)st.st_mtime, e->d_name);
+		if (n < 0 || (size_t)n >= sizeof(rec))
+			continue; /* NAME_MAX is 255: cannot happen */
+		for (ssize_t off = 0; off <= n;) {
+			ssize_t w = write(fd, rec + off, (size_t)(n + 1 - off));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				r = w < 0 ? -errno : -EIO;
+				goto out;
+			}
+			off += w;
+		}
+		*bytes += (uint64_t)n + 1;
+	}
+out:
+	(void)closedir(d);
+	return r;
+}
+
+/* A file operation, forked: under the same walls as any command, but our
+ * own code, so nothing needs to be installed in the sandbox for it. */
+static _Noreturn void run_file_op(const ctl_hdr *h, const char *path, int fd)
+{
+	uint64_t bytes = 0;
+	int r;
+
+	switch ((ctl_type)h->type) {
+	case CTL_PUT:
+		r = file_put(path, fd, (mode_t)h->mode, &bytes);
+		break;
+	case CTL_GET:
+		r = file_get(path, fd, &bytes);
+		break;
+	default:
+		r = file_list(path, fd, &bytes);
+		break;
+	}
+	(void)close(fd);
+	reply(CTL_DONE, h->id, 0, r < 0 ? -r : 0, bytes);
+	_exit(0);
+}
+
+static void start(const ctl_hdr *h, char *payload, int *fds, size_t n_fds)
+{
+	static char *v[CTL_MAX_ARGS + SESSION_MAX_ENV + 2];
+	size_t n_v = 0;
+	bool exec = h->type == CTL_EXEC;
+	size_t want = exec && !(h->flags & CTL_TTY) ? 3 : 1;
+	int err = 0;
+	pid_t pid;
+
+	if (n_fds != want ||
+	    ctl_split(payload, h->len, v, (sizeof(v) / sizeof(v[0])) - 1, &n_v) < 0 ||
+	    (exec ? (h->n_argv < 1 || h->n_argv > CTL_MAX_ARGS || n_v < 1 + h->n_argv) : n_v != 1))
+		err = EPROTO;
+	else if (n_kids >= SESSION_MAX_CHILDREN)
+		err = EAGAIN;
+	if (err) {
+		close_fds(fds, n_fds);
+		reply(CTL_STARTED, h->id, 0, err, 0);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		/* Its own session and process group: a signal or the exec's wall
+		 * clock reaches what it started too, and a pty becomes its terminal. */
+		(void)setsid();
+		if (exec)
+			run_command(h, v, n_v, fds);
+		run_file_op(h, v[0], fds[0]);
+	}
+	close_fds(fds, n_fds);
+	if (pid < 0) {
+		reply(CTL_STARTED, h->id, 0, errno, 0);
+		return;
+	}
+	kids[n_kids++] = (kid){.id = h->id, .pid = pid};
+	reply(CTL_STARTED, h->id, pid, 0, 0);
+}
+
+static void reap(void)
+{
+	int status;
+	pid_t p;
+
+	while ((p = waitpid(-1, &status, WNOHANG)) > 0)
+		for (size_t i = 0; i < n_kids; i++)
+			if (kids[i].pid == p) {
+				reply(CTL_EXITED, kids[i].id, status, 0, 0);
+				kids[i] = kids[--n_kids];
+				break;
+			}
+}
+
+static void send_signal(const ctl_hdr *h)
+{
+	for (size_t i = 0; i < n_kids; i++)
+		if (kids[i].id == h->id && h->value > 0 && h->value < NSIG)
+			(void)kill(-kids[i].pid, h->value);
+}
+
+int init_session_main(const char *fd_arg)
+{
+	static char payload[CTL_MAX_PAYLOAD + 1];
+	sigset_t all;
+	char *end;
+	long fd = strtol(fd_arg, &end, 10);
+	int sfd;
+
+	if (*end || fd < 3 || fd > 1024) {
+		fputs("sandcap-init: internal entry point, not for direct use\n", stderr);
+		return SC_EXIT_SETUP;
+	}
+	ctl = (int)fd;
+	/* Ours alone: no command we start inherits it. */
+	if (fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0)
+		return SC_EXIT_SETUP;
+	init_block_all(&all);
+	sfd = signalfd(-1, &all, SFD_CLOEXEC);
+	if (sfd < 0)
+		return SC_EXIT_SETUP;
+	reply(CTL_HELLO, 0, 0, 0, 0);
+	for (;;) {
+		struct pollfd p[2] = {{.fd = ctl, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		int fds[CTL_MAX_FDS];
+		size_t n_fds;
+		ctl_hdr h;
+		int r;
+
+		if (poll(p, 2, -1) < 0)
+			continue;
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGCHLD)
+					reap();
+				/* From the supervisor (outside our pid namespace,
+				 * so no sender pid here): the session ends, and the
+				 * kernel kills what is left with us. From inside:
+				 * the agent's, not a request we take. */
+				else if (si.ssi_pid == 0 && si.ssi_signo != SIGWINCH &&
+					 si.ssi_signo != SIGURG && si.ssi_signo != SIGCONT)
+					return SC_EXIT_SIGNAL_BASE + (int)si.ssi_signo;
+			}
+		}
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		r = ctl_recv(ctl, &h, payload, sizeof(payload), fds, CTL_MAX_FDS, &n_fds);
+		if (r == -EPIPE)
+			return 0; /* the supervisor ended the session, or died */
+		if (r < 0)
+			continue;
+		switch ((ctl_type)h.type) {
+		case CTL_EXEC:
+		case CTL_PUT:
+		case CTL_GET:
+		case CTL_LIST:
+			start(&h, payload, fds, n_fds);
+			break;
+		case CTL_SIGNAL:
+			send_signal(&h);
+			close_fds(fds, n_fds);
+			break;
+		case CTL_HELLO:
+		case CTL_STARTED:
+		case CTL_DONE:
+		case CTL_EXITED:
+		case _CTL_TYPE_MAX:
+			close_fds(fds, n_fds);
+			break;
+		}
+	}
+}

@@ -1,0 +1,1260 @@
+/* SPDX-License-Identifier: MIT */
+#include "serve/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <limits.h>
+#include <openssl/crypto.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/io.h"
+#include "base/sha256.h"
+#include "policy/plan.h"
+#include "serve/backend.h"
+#include "serve/request.h"
+#include "serve/table.h"
+#include "token/token.h"
+
+#define SV_IO_TIMEOUT_S 30 /* a client that neither sends nor reads for this long is gone */
+#define SV_READ_CHUNK	65536u
+#define SV_POOL_RETRY_S 5
+
+typedef struct sv_pol {
+	char name[128];
+	char file[PATH_MAX];
+	char digest[65];
+	unsigned size;
+	sv_session ready[SV_MAX_POOL];
+	size_t n_ready;
+	unsigned filling;
+	time_t retry_at; /* after a failed start */
+} sv_pol;
+
+typedef struct sv_daemon {
+	const sv_config *cfg;
+	sv_table table;
+	sv_pol pols[SV_MAX_POLICIES];
+	size_t n_pols;
+	pthread_mutex_t pool_lock;
+	pthread_cond_t pool_cond;
+	bool stopping;
+	char tmpdir[PATH_MAX]; /* inline policies, written for `session start` */
+	atomic_uint conns;
+	uint8_t key[TK_KEY_LEN];
+	bool has_key;
+} sv_daemon;
+
+typedef struct sv_conn {
+	sv_daemon *d;
+	int fd;
+	uid_t uid;
+	pid_t pid;
+	char *buf;
+	size_t len, cap;
+	bool keep_alive;
+} sv_conn;
+
+#define LOG(d, ...)                                                                                \
+	do {                                                                                       \
+		if ((d)->cfg->log)                                                                 \
+			(d)->cfg->log((d)->cfg->log_data, __VA_ARGS__);                            \
+	} while (0)
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	(void)clock_gettime(CLOCK_REALTIME, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void sha256_hex(const char *s, size_t n, char out[65])
+{
+	uint8_t md[SHA256_BYTES];
+
+	sha256_parts(s, n, "", 0, "", 0, md);
+	for (unsigned i = 0; i < SHA256_BYTES; i++)
+		(void)snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+/* Validates a policy and names it by the SHA-256 of its canonical JSON:
+ * two spellings of one policy are the same policy (and share a pool). */
+static int canonical_digest(const char *buf, size_t len, char out[65], sv_error *e)
+{
+	_cleanup_(sc_plan_freep) sc_plan *p = NULL;
+	_cleanup_free_ char *canon = NULL;
+	sc_diag d = {0};
+	int r = plan_parse(buf, len, &p, &d);
+
+	if (r < 0)
+		return sv_fail(e, 400, "policy_invalid", d.path[0] ? d.path : "$.policy", "%s",
+			       d.message[0] ? d.message : strerror(-r));
+	canon = plan_to_json(p);
+	if (!canon)
+		return sv_fail(e, 500, "internal", NULL, "out of memory");
+	sha256_hex(canon, strlen(canon), out);
+	return 0;
+}
+
+/* ---- responses ---- */
+
+static int send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static const char *status_text(int status)
+{
+	switch (status) {
+	case 201:
+		return "Created";
+	case 409:
+		return "Conflict";
+	default:
+		return px_http_status_text(status);
+	}
+}
+
+static int reply(sv_conn *c, int status, const char *ctype, const void *body, size_t len)
+{
+	char head[256];
+	int n =
+	    snprintf(head, sizeof(head),
+		     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n", status,
+		     status_text(status), ctype, len, c->keep_alive ? "" : "Connection: close\r\n");
+	int r = send_all(c->fd, head, (size_t)n);
+
+	if (r >= 0 && len)
+		r = send_all(c->fd, body, len);
+	if (r < 0)
+		c->keep_alive = false;
+	return r;
+}
+
+static int reply_json(sv_conn *c, int status, json_t *o)
+{
+	_cleanup_free_ char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	int r;
+
+	json_decref(o);
+	if (!s)
+		return reply(c, 500, "application/json",
+			     "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}\n",
+			     58);
+	size_t n = strlen(s);
+	char *p = realloc(s, n + 2);
+
+	if (!p)
+		return -ENOMEM;
+	s = p;
+	s[n] = '\n';
+	s[n + 1] = 0;
+	r = reply(c, status, "application/json", s, n + 1);
+	return r;
+}
+
+static json_t *error_json(const sv_error *e)
+{
+	json_t *err = json_pack("{s:s, s:s}", "code", e->code, "message", e->message);
+
+	if (err && e->path[0])
+		(void)json_object_set_new(err, "path", json_string(e->path));
+	return json_pack("{s:o}", "error", err);
+}
+
+static int reply_error(sv_conn *c, const sv_error *e)
+{
+	return reply_json(c, e->status ? e->status : 500, error_json(e));
+}
+
+static int fail_reply(sv_conn *c, int status, const char *code, const char *path, const char *msg)
+{
+	sv_error e;
+
+	(void)sv_fail(&e, status, code, path, "%s", msg);
+	return reply_error(c, &e);
+}
+
+/* ---- the pool ---- */
+
+static bool alive(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* Takes a started session of pol, or returns -EAGAIN when none is ready. */
+static int pool_take(sv_daemon *d, sv_pol *pol, sv_session *ret)
+{
+	int r = -EAGAIN;
+
+	(void)pthread_mutex_lock(&d->pool_lock);
+	while (pol->n_ready > 0) {
+		sv_session s = pol->ready[--pol->n_ready];
+
+		if (alive(s.pid)) {
+			*ret = s;
+			r = 0;
+			break;
+		}
+		/* it ended on its own (limits.idle, limits.wall): refilled below */
+	}
+	(void)pthread_cond_broadcast(&d->pool_cond);
+	(void)pthread_mutex_unlock(&d->pool_lock);
+	return r;
+}
+
+static int start_session(sv_daemon *d, const char *file, const char *label, const char *digest,
+			 sv_session *ret, sv_error *e)
+{
+	_cleanup_json_ json_t *info = NULL;
+	char name[SV_NAME_MAX];
+	const char *audit;
+	int r = sv_new_name("api-", name, sizeof(name));
+
+	if (r < 0)
+		return sv_fail(e, 500, "internal", NULL, "no random name: %s", strerror(-r));
+	r = sv_session_start(d->cfg->exe, file, name, &info, e);
+	if (r < 0)
+		return r;
+	memset(ret, 0, sizeof(*ret));
+	(void)snprintf(ret->name, sizeof(ret->name), "%s",
+		       json_string_value(json_object_get(info, "name")) ?: name);
+	(void)snprintf(ret->policy, sizeof(ret->policy), "%s", label);
+	(void)snprintf(ret->digest, sizeof(ret->digest), "%s", digest);
+	audit = json_string_value(json_object_get(info, "audit"));
+	(void)snprintf(ret->audit, sizeof(ret->audit), "%s", audit ? audit : "");
+	ret->pid = (pid_t)json_integer_value(json_object_get(info, "pid"));
+	ret->created_ms = now_ms();
+	return 0;
+}
+
+static void stop_quietly(sv_daemon *d, const char *name)
+{
+	sv_error e;
+
+	if (sv_session_stop(d->cfg->exe, name, NULL, &e) < 0)
+		LOG(d, "stopping %s: %s", name, e.message);
+}
+
+/* Keeps every pool full: one start at a time, never more than its size
+ * (ready + starting), and drops sessions that ended on their own. */
+static void *pool_main(void *arg)
+{
+	sv_daemon *d = arg;
+
+	(void)pthread_mutex_lock(&d->pool_lock);
+	while (!d->stopping) {
+		sv_pol *want = NULL;
+		time_t now = time(NULL);
+
+		for (size_t i = 0; i < d->n_pols && !want; i++) {
+			sv_pol *p = &d->pols[i];
+
+			for (size_t k = 0; k < p->n_ready;)
+				if (!alive(p->ready[k].pid))
+					p->ready[k] = p->ready[--p->n_ready];
+				else
+					k++;
+			if (p->n_ready + p->filling < p->size && now >= p->retry_at)
+				want = p;
+		}
+		if (!want) {
+			struct timespec until;
+
+			(void)clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			(void)pthread_cond_timedwait(&d->pool_cond, &d->pool_lock, &until);
+			continue;
+		}
+		want->filling++;
+		(void)pthread_mutex_unlock(&d->pool_lock);
+		sv_session s;
+		sv_error e;
+		int r = start_session(d, want->file, want->name, want->digest, &s, &e);
+
+		(void)pthread_mutex_lock(&d->pool_lock);
+		want->filling--;
+		if (r < 0) {
+			LOG(d, "pool %s: %s (retrying in %d s)", want->name, e.message,
+			    SV_POOL_RETRY_S);
+			want->retry_at = time(NULL) + SV_POOL_RETRY_S;
+			continue;
+		}
+		s.from_pool = true;
+		if (d->stopping) {
+			(void)pthread_mutex_unlock(&d->pool_lock);
+			stop_quietly(d, s.name);
+			(void)pthread_mutex_lock(&d->pool_lock);
+			break;
+		}
+		want->ready[want->n_ready++] = s;
+	}
+	(void)pthread_mutex_unlock(&d->pool_lock);
+	return NULL;
+}
+
+/* ---- requests ---- */
+
+static sv_pol *find_policy_name(sv_daemon *d, const char *name)
+{
+	for (size_t i = 0; i < d->n_pols; i++)
+		if (!strcmp(d->pols[i].name, name))
+			return &d->pols[i];
+	return NULL;
+}
+
+static sv_pol *find_policy_digest(sv_daemon *d, const char *digest)
+{
+	for (size_t i = 0; i < d->n_pols; i++)
+		if (!strcmp(d->pols[i].digest, digest))
+			return &d->pols[i];
+	return NULL;
+}
+
+/* Writes a policy for `session start` into the daemon's private directory. */
+static int write_temp_policy(sv_daemon *d, const char *text, char *path, size_t size)
+{
+	_cleanup_close_ int fd = -1;
+	char name[40];
+	int r = sv_new_name("p-", name, sizeof(name));
+
+	if (r < 0)
+		return r;
+	if ((size_t)snprintf(path, size, "%s/%s.json", d->tmpdir, name) >= size)
+		return -ENAMETOOLONG;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = io_write_all(fd, text, strlen(text));
+	if (r < 0)
+		(void)unlink(path);
+	return r;
+}
+
+static int verify_token(sv_daemon *d, const char *token, char **ret_canon, tk_info *info,
+			sv_error *e)
+{
+	_cleanup_(sc_plan_freep) sc_plan *p = NULL;
+	sc_diag diag = {0};
+	int r;
+
+	if (!d->has_key)
+		return sv_fail(e, 400, "tokens_disabled", "$.token",
+			       "this daemon takes no tokens (it was started without --token-key)");
+	r = tk_verify(token, d->key, time(NULL), &p, info, &diag);
+	if (r < 0)
+		return sv_fail(e, 403, "token_invalid", diag.path[0] ? diag.path : "$.token", "%s",
+			       diag.message[0] ? diag.message : strerror(-r));
+	*ret_canon = plan_to_json(p);
+	return *ret_canon ? 0 : sv_fail(e, 500, "internal", NULL, "out of memory");
+}
+
+/* Resolves the body of a create into the policy file to start from. */
+static int create_session(sv_conn *c, const sv_request *req, sv_session *ret, sv_error *e)
+{
+	sv_daemon *d = c->d;
+	_cleanup_json_ json_t *body = NULL;
+	_cleanup_free_ char *text = NULL;
+	json_error_t je;
+	json_t *pol, *tok, *v;
+	const char *key, *file = NULL;
+	char label[256], digest[65], tmp[PATH_MAX] = "";
+	sv_pol *entry = NULL;
+	int r;
+
+	body = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(body))
+		return sv_fail(e, 400, "bad_json", "$", "line %d column %d: %s", je.line, je.column,
+			       body ? "expected an object" : je.text);
+	json_object_foreach(
+	    body, key,
+	    v) if (strcmp(key, "policy") &&
+		   strcmp(
+		       key,
+		       "token")) return sv_fail(e, 400, "bad_request", "$",
+						"unknown key \"%.64s\" (expected policy or token)",
+						key);
+	pol = json_object_get(body, "policy");
+	tok = json_object_get(body, "token");
+	if (!!pol == !!tok)
+		return sv_fail(e, 400, "bad_request", "$", "expected exactly one of policy, token");
+	if (json_is_string(pol)) {
+		entry = find_policy_name(d, json_string_value(pol));
+		if (!entry)
+			return sv_fail(e, 404, "unknown_policy", "$.policy",
+				       "no policy \"%.128s\" here (GET /v1/policies lists them)",
+				       json_string_value(pol));
+		(void)snprintf(label, sizeof(label), "%s", entry->name);
+	} else if (json_is_object(pol)) {
+		text = json_dumps(pol, JSON_COMPACT);
+		if (!text)
+			return sv_fail(e, 500, "internal", NULL, "out of memory");
+		r = canonical_digest(text, strlen(text), digest, e);
+		if (r < 0)
+			return r;
+		entry = find_policy_digest(d, digest);
+		if (!entry && c->uid != 0 && !d->cfg->allow_inline)
+			return sv_fail(e, 403, "forbidden", "$.policy",
+				       "inline policies are taken from root only; name one of "
+				       "GET /v1/policies or send a token");
+		(void)snprintf(label, sizeof(label), "%s", entry ? entry->name : "inline");
+	} else if (json_is_string(tok)) {
+		tk_info info;
+
+		r = verify_token(d, json_string_value(tok), &text, &info, e);
+		if (r < 0)
+			return r;
+		sha256_hex(text, strlen(text), digest);
+		entry = find_policy_digest(d, digest);
+		(void)snprintf(label, sizeof(label), "token:%s", info.id);
+	} else
+		return sv_fail(e, 400, "bad_request", pol ? "$.policy" : "$.token",
+			       pol ? "expected a policy name or a policy object"
+				   : "expected a token string");
+
+	r = sv_table_reserve(&d->table, c->uid, d->cfg->quota);
+	if (r == -EDQUOT)
+		return sv_fail(e, 429, "quota_exceeded", NULL,
+			       "uid %u has %u live sandboxes, its quota", (unsigned)c->uid,
+			       d->cfg->quota);
+	if (r < 0)
+		return sv_fail(e, 503, "unavailable", NULL, "the daemon holds too many sandboxes");
+
+	if (entry && entry->size && pool_take(d, entry, ret) == 0) {
+		ret->uid = c->uid;
+		if (strncmp(label, "token:", 6) == 0)
+			(void)snprintf(ret->policy, sizeof(ret->policy), "%s", label);
+	} else {
+		if (entry && !tok)
+			file = entry->file;
+		else {
+			r = write_temp_policy(d, text, tmp, sizeof(tmp));
+			if (r < 0) {
+				sv_table_unreserve(&d->table, c->uid);
+				return sv_fail(e, 500, "internal", NULL, "writing the policy: %s",
+					       strerror(-r));
+			}
+			file = tmp;
+		}
+		r = start_session(d, file, label, entry ? entry->digest : digest, ret, e);
+		if (tmp[0])
+			(void)unlink(tmp);
+		if (r < 0) {
+			sv_table_unreserve(&d->table, c->uid);
+			return r;
+		}
+		ret->uid = c->uid;
+	}
+	r = sv_table_add(&d->table, ret, 0);
+	if (r < 0) {
+		stop_quietly(d, ret->name);
+		return sv_fail(e, 503, "unavailable", NULL, "the daemon holds too many sandboxes");
+	}
+	return 0;
+}
+
+static int handle_create(sv_conn *c, const sv_request *req)
+{
+	sv_session s;
+	sv_error e;
+
+	if (create_session(c, req, &s, &e) < 0)
+		return reply_error(c, &e);
+	LOG(c->d, "uid %u created %s (%s%s)", (unsigned)c->uid, s.name, s.policy,
+	    s.from_pool ? ", from the pool" : "");
+	return reply_json(c, 201, sv_session_json(&s));
+}
+
+static int session_or_404(sv_conn *c, const char *id, sv_session *s)
+{
+	if (sv_table_get(&c->d->table, id, c->uid, s) == 0)
+		return 0;
+	(void)fail_reply(c, 404, "not_found", NULL, "no such sandbox");
+	return -ENOENT;
+}
+
+static int handle_stop(sv_conn *c, const char *id)
+{
+	json_t *info = NULL, *report = NULL, *o;
+	sv_session s;
+	sv_error e;
+
+	if (sv_table_remove(&c->d->table, id, c->uid, &s) < 0)
+		return fail_reply(c, 404, "not_found", NULL, "no such sandbox");
+	if (sv_session_stop(c->d->cfg->exe, s.name, &info, &e) < 0) {
+		LOG(c->d, "stopping %s: %s", s.name, e.message);
+		/* still the caller's, if it still runs: a stop may be tried again */
+		if (alive(s.pid))
+			(void)sv_table_add(&c->d->table, &s, 0);
+		return reply_error(c, &e);
+	}
+	if (s.audit[0])
+		(void)sv_audit_report(c->d->cfg->exe, s.audit, &report, NULL);
+	o = sv_session_json(&s);
+	(void)json_object_set_new(o, "stopped", info ? info : json_true());
+	if (report)
+		(void)json_object_set_new(o, "report", report);
+	LOG(c->d, "uid %u stopped %s", (unsigned)c->uid, s.name);
+	return reply_json(c, 200, o);
+}
+
+static int query_path(sv_conn *c, const sv_request *req, bool required, const char **ret)
+{
+	const char *p = sv_request_query(req, "path");
+
+	if (!p && !required) {
+		*ret = "/";
+		return 0;
+	}
+	if (!p || p[0] != '/' || strlen(p) >= PATH_MAX) {
+		(void)fail_reply(c, 400, "bad_path", "?path",
+				 "expected ?path=ABSOLUTE-PATH inside the sandbox");
+		return -EINVAL;
+	}
+	*ret = p;
+	return 0;
+}
+
+static int handle_files(sv_conn *c, const sv_request *req, const sv_session *s, bool put)
+{
+	const char *path;
+	sv_error e;
+
+	if (query_path(c, req, true, &path) < 0)
+		return 0;
+	if (put) {
+		if (sv_session_put(c->d->cfg->exe, s->name, path, req->body, req->body_len, &e) < 0)
+			return reply_error(c, &e);
+		return reply_json(
+		    c, 200,
+		    json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)req->body_len));
+	}
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+
+	if (sv_session_get(c->d->cfg->exe, s->name, path, &data, &len, &e) < 0)
+		return reply_error(c, &e);
+	return reply(c, 200, "application/octet-stream", data, len);
+}
+
+static int handle_ls(sv_conn *c, const sv_request *req, const sv_session *s)
+{
+	json_t *list = NULL;
+	const char *path;
+	sv_error e;
+
+	if (query_path(c, req, false, &path) < 0)
+		return 0;
+	if (sv_session_ls(c->d->cfg->exe, s->name, path, &list, &e) < 0)
+		return reply_error(c, &e);
+	return reply_json(c, 200, json_pack("{s:s, s:o}", "path", path, "entries", list));
+}
+
+static int handle_audit(sv_conn *c, const sv_session *s)
+{
+	json_t *report = NULL;
+	sv_error e;
+
+	if (sv_audit_report(c->d->cfg->exe, s->audit, &report, &e) < 0)
+		return reply_error(c, &e);
+	return reply_json(
+	    c, 200,
+	    json_pack("{s:s, s:s, s:o}", "id", s->name, "audit", s->audit, "report", report));
+}
+
+/* ---- exec: NDJSON in chunked transfer encoding ---- */
+
+static int send_chunk(int fd, const char *data, size_t len)
+{
+	char size[24];
+	int n = snprintf(size, sizeof(size), "%zx\r\n", len);
+	int r = send_all(fd, size, (size_t)n);
+
+	if (r >= 0)
+		r = send_all(fd, data, len);
+	return r >= 0 ? send_all(fd, "\r\n", 2) : r;
+}
+
+static int send_error_line(int fd, const sv_error *e)
+{
+	_cleanup_json_ json_t *o = error_json(e);
+	_cleanup_free_ char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	char line[1024];
+	int n;
+
+	if (!s)
+		return -ENOMEM;
+	n = snprintf(line, sizeof(line), "%s\n", s);
+	return send_chunk(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+typedef struct exec_stream {
+	sv_child child;
+	const sv_exec_req *req;
+	size_t in_off;
+	char *err;
+	size_t err_len, err_cap;
+	bool saw_final;
+	char tail[32]; /* the end of the output so far: did the last line carry exit_code? */
+} exec_stream;
+
+/*
+ * Relays the exec's NDJSON to the client as it comes, feeding its stdin.
+ * Returns 0 when the exec ended, -EPIPE when the client went away (the
+ * exec is killed: nobody reads its output, and its sandbox stays usable).
+ */
+static int relay_exec(sv_conn *c, exec_stream *x)
+{
+	char buf[SV_READ_CHUNK];
+
+	while (x->child.out >= 0) {
+		struct pollfd p[4] = {
+		    {.fd = x->child.out, .events = POLLIN},
+		    {.fd = x->child.err, .events = POLLIN},
+		    {.fd = x->child.in, .events = POLLOUT},
+		    {.fd = c->fd, .events = POLLRDHUP},
+		};
+
+		if (poll(p, 4, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[3].revents & (POLLRDHUP | POLLHUP | POLLERR))
+			return -EPIPE;
+		if (p[2].revents) {
+			ssize_t n = write(x->child.in, x->req->stdin_data + x->in_off,
+					  x->req->stdin_len - x->in_off);
+
+			if (n > 0)
+				x->in_off += (size_t)n;
+			if ((n < 0 && errno != EAGAIN && errno != EINTR) ||
+			    x->in_off == x->req->stdin_len)
+				x->child.in = safe_close(x->child.in);
+		}
+		if (p[1].revents) {
+			ssize_t n = read(x->child.err, buf, sizeof(buf));
+
+			if (n <= 0)
+				x->child.err = safe_close(x->child.err);
+			else if (x->err_len + (size_t)n < SV_MAX_STDERR) {
+				char *np = realloc(x->err, x->err_len + (size_t)n + 1);
+
+				if (np) {
+					memcpy(np + x->err_len, buf, (size_t)n);
+					x->err_len += (size_t)n;
+					np[x->err_len] = 0;
+					x->err = np;
+				}
+			}
+		}
+		if (p[0].revents) {
+			ssize_t n = read(x->child.out, buf, sizeof(buf));
+
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (n <= 0) {
+				x->child.out = safe_close(x->child.out);
+				break;
+			}
+			if (send_chunk(c->fd, buf, (size_t)n) < 0)
+				return -EPIPE;
+			if (memmem(buf, (size_t)n, "\"exit_code\"", 11))
+				x->saw_final = true;
+		}
+	}
+	return 0;
+}
+
+static int handle_exec(sv_conn *c, const sv_request *req, const sv_session *s)
+{
+	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+				   "Transfer-Encoding: chunked\r\n\r\n";
+	_cleanup_json_ json_t *body = NULL;
+	_cleanup_free_ char **argv = NULL;
+	sv_exec_req er = {0};
+	exec_stream x = {.child = {.pid = 0, .in = -1, .out = -1, .err = -1}};
+	json_error_t je;
+	sv_error e;
+	int r, st = 0;
+
+	body = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &je);
+	if (!body)
+		return fail_reply(c, 400, "bad_json", "$", je.text);
+	if (sv_exec_req_from_json(body, &er, &e) < 0) {
+		sv_exec_req_done(&er);
+		return reply_error(c, &e);
+	}
+	argv = sv_exec_argv(c->d->cfg->exe, s->name, &er);
+	r = argv ? sv_child_spawn(c->d->cfg->exe, argv, er.has_stdin, &x.child) : -ENOMEM;
+	if (r < 0) {
+		sv_exec_req_done(&er);
+		return fail_reply(c, 500, "internal", NULL, strerror(-r));
+	}
+	sv_table_count_exec(&c->d->table, s->name);
+	if (x.child.in >= 0) {
+		(void)fcntl(x.child.in, F_SETFL, O_NONBLOCK);
+		if (er.stdin_len == 0)
+			x.child.in = safe_close(x.child.in);
+	}
+	x.req = &er;
+	r = send_all(c->fd, head, sizeof(head) - 1);
+	if (r >= 0)
+		r = relay_exec(c, &x);
+	if (r < 0) {
+		/* the client is gone: end the command rather than let it run unread */
+		LOG(c->d, "uid %u left during an exec in %s: the command is stopped",
+		    (unsigned)c->uid, s->name);
+		sv_child_kill(&x.child, 2000);
+		c->keep_alive = false;
+	} else {
+		(void)sv_child_wait(&x.child, &st);
+		if (!x.saw_final) {
+			sv_capture cap = {.err = x.err, .err_len = x.err_len, .status = st};
+			char msg[512];
+
+			sv_capture_message(&cap, msg, sizeof(msg));
+			(void)sv_fail(&e, strstr(msg, "no session") ? 404 : 500, "exec_failed",
+				      NULL, "%s", msg);
+			r = send_error_line(c->fd, &e);
+		}
+		if (r >= 0)
+			r = send_all(c->fd, "0\r\n\r\n", 5);
+		if (r < 0)
+			c->keep_alive = false;
+	}
+	free(x.err);
+	sv_exec_req_done(&er);
+	return 0;
+}
+
+static int handle_health(sv_conn *c)
+{
+	json_t *pools = json_array();
+	sv_daemon *d = c->d;
+
+	(void)pthread_mutex_lock(&d->pool_lock);
+	for (size_t i = 0; i < d->n_pols; i++)
+		(void)json_array_append_new(
+		    pools,
+		    json_pack("{s:s, s:s, s:i, s:i, s:i}", "policy", d->pols[i].name, "digest",
+			      d->pols[i].digest, "size", (int)d->pols[i].size, "ready",
+			      (int)d->pols[i].n_ready, "starting", (int)d->pols[i].filling));
+	(void)pthread_mutex_unlock(&d->pool_lock);
+	return reply_json(c, 200,
+			  json_pack("{s:b, s:s, s:i, s:i, s:o}", "ok", 1, "version",
+				    SANDCAP_VERSION, "uid", (int)c->uid, "quota",
+				    (int)d->cfg->quota, "policies", pools));
+}
+
+static bool is(const sv_request *r, size_t i, const char *s)
+{
+	return i < r->n_segments && !strcmp(r->segments[i], s);
+}
+
+static int method_not_allowed(sv_conn *c, const char *allowed)
+{
+	char msg[96];
+
+	(void)snprintf(msg, sizeof(msg), "allowed: %s", allowed);
+	return fail_reply(c, 405, "method_not_allowed", NULL, msg);
+}
+
+static int route(sv_conn *c, const sv_request *req)
+{
+	const char *m = req->head.method;
+	sv_session s;
+
+	if (!is(req, 0, "v1"))
+		return fail_reply(c, 404, "not_found", NULL,
+				  "no such endpoint (the API is /v1/...)");
+	if (req->n_segments == 2 && (is(req, 1, "health") || is(req, 1, "policies")))
+		return strcmp(m, "GET") ? method_not_allowed(c, "GET") : handle_health(c);
+	if (!is(req, 1, "sessions"))
+		return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
+	if (req->n_segments == 2) {
+		if (!strcmp(m, "GET"))
+			return reply_json(
+			    c, 200,
+			    json_pack("{s:o}", "sessions", sv_table_list(&c->d->table, c->uid)));
+		if (!strcmp(m, "POST"))
+			return handle_create(c, req);
+		return method_not_allowed(c, "GET, POST");
+	}
+	if (req->n_segments == 3) {
+		if (!strcmp(m, "DELETE"))
+			return handle_stop(c, req->segments[2]);
+		if (strcmp(m, "GET"))
+			return method_not_allowed(c, "GET, DELETE");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		return reply_json(c, 200, sv_session_json(&s));
+	}
+	if (req->n_segments != 4)
+		return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
+	if (is(req, 3, "exec")) {
+		if (strcmp(m, "POST"))
+			return method_not_allowed(c, "POST");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		return handle_exec(c, req, &s);
+	}
+	if (is(req, 3, "files")) {
+		if (strcmp(m, "GET") && strcmp(m, "PUT"))
+			return method_not_allowed(c, "GET, PUT");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		return handle_files(c, req, &s, !strcmp(m, "PUT"));
+	}
+	if (is(req, 3, "ls") || is(req, 3, "audit")) {
+		if (strcmp(m, "GET"))
+			return method_not_allowed(c, "GET");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		return is(req, 3, "ls") ? handle_ls(c, req, &s) : handle_audit(c, &s);
+	}
+	return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
+}
+
+/* ---- connections ---- */
+
+static const char *error_code(int status)
+{
+	switch (status) {
+	case 413:
+		return "too_large";
+	case 414:
+	case 431:
+		return "head_too_large";
+	case 404:
+		return "not_found";
+	case 417:
+		return "expectation_failed";
+	case 501:
+		return "not_implemented";
+	case 505:
+		return "http_version";
+	default:
+		return "bad_request";
+	}
+}
+
+/* Reads one whole request. 1 got one, 0 the client closed between
+ * requests, < 0 answered (with an error) or gone. */
+static int read_request(sv_conn *c, sv_request *req)
+{
+	bool sent_continue = false, want_continue;
+	size_t max = SV_MAX_HEAD + 2 * (size_t)SV_MAX_BODY + 65536;
+	const char *reason = NULL;
+	int r;
+
+	for (;;) {
+		bool worth = c->len > 0;
+
+		/* A body being read: parse again only when it could be complete. */
+		if (worth && req->head.head_len && req->head.has_content_length)
+			worth = c->len >= req->head.head_len + req->head.content_length;
+		else if (worth && req->head.head_len && req->head.chunked)
+			worth = c->len >= 5 && !memcmp(c->buf + c->len - 4, "\r\n\r\n", 4);
+		if (worth) {
+			r = sv_request_parse(c->buf, c->len, SV_MAX_BODY, req, &want_continue,
+					     &reason);
+			if (r == 1)
+				return 1;
+			if (r < 0) {
+				c->keep_alive = false;
+				(void)fail_reply(c, -r, error_code(-r), NULL, reason);
+				return r;
+			}
+			if (want_continue && !sent_continue) {
+				sent_continue = true;
+				if (send_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
+					return -EPIPE;
+			}
+		}
+		if (c->len == c->cap) {
+			size_t nc = c->cap ? c->cap * 2 : SV_READ_CHUNK;
+			char *p;
+
+			if (c->cap >= max) {
+				c->keep_alive = false;
+				(void)fail_reply(c, 413, "too_large", NULL, "request too large");
+				return -EFBIG;
+			}
+			p = realloc(c->buf, nc);
+			if (!p)
+				return -ENOMEM;
+			c->buf = p;
+			c->cap = nc;
+		}
+		ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (c->len && n < 0 && errno == EAGAIN) {
+				c->keep_alive = false;
+				(void)fail_reply(c, 408, "timeout", NULL,
+						 "no complete request within 30 s");
+			}
+			return c->len ? -EPIPE : 0;
+		}
+		c->len += (size_t)n;
+	}
+}
+
+static void *conn_main(void *arg)
+{
+	sv_conn *c = arg;
+
+	for (;;) {
+		sv_request *req = calloc(1, sizeof(*req));
+		int r;
+
+		if (!req)
+			break;
+		c->keep_alive = true;
+		r = read_request(c, req);
+		if (r <= 0) {
+			free(req);
+			break;
+		}
+		c->keep_alive = req->head.keep_alive;
+		(void)route(c, req);
+		memmove(c->buf, c->buf + req->consumed, c->len - req->consumed);
+		c->len -= req->consumed;
+		sv_request_done(req);
+		free(req);
+		if (!c->keep_alive)
+			break;
+		/* A big buffer is not kept for a connection that idles. */
+		if (c->cap > 4 * SV_READ_CHUNK && c->len < SV_READ_CHUNK) {
+			char *p = realloc(c->buf, SV_READ_CHUNK);
+
+			if (p) {
+				c->buf = p;
+				c->cap = SV_READ_CHUNK;
+			}
+		}
+	}
+	(void)close(c->fd);
+	atomic_fetch_sub(&c->d->conns, 1);
+	free(c->buf);
+	free(c);
+	return NULL;
+}
+
+static void accept_one(sv_daemon *d, int lfd)
+{
+	struct timeval tv = {.tv_sec = SV_IO_TIMEOUT_S};
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	pthread_attr_t attr;
+	pthread_t th;
+	sv_conn *c;
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+		(void)close(fd);
+		return;
+	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		(void)close(fd);
+		return;
+	}
+	*c = (sv_conn){.d = d, .fd = fd, .uid = cred.uid, .pid = cred.pid};
+	if (atomic_fetch_add(&d->conns, 1) >= SV_MAX_CONNECTIONS) {
+		(void)fail_reply(c, 503, "busy", NULL, "too many connections");
+		atomic_fetch_sub(&d->conns, 1);
+		(void)close(fd);
+		free(c);
+		return;
+	}
+	(void)pthread_attr_init(&attr);
+	(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	(void)pthread_attr_setstacksize(&attr, 256 * 1024);
+	if (pthread_create(&th, &attr, conn_main, c) != 0) {
+		atomic_fetch_sub(&d->conns, 1);
+		(void)close(fd);
+		free(c);
+	}
+	(void)pthread_attr_destroy(&attr);
+}
+
+static int listen_socket(const sv_config *cfg, int *ret)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (strlen(cfg->socket_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, cfg->socket_path);
+	/* A stale socket from a daemon that died is replaced; anything else is not. */
+	if (lstat(cfg->socket_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST;
+		_cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return -EADDRINUSE;
+		(void)unlink(cfg->socket_path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* created 0600, opened to the group only once its group is right */
+	mode_t old = umask(0177);
+	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+
+	(void)umask(old);
+	if (r < 0)
+		return -errno;
+	if ((cfg->gid != (gid_t)-1 && chown(cfg->socket_path, (uid_t)-1, cfg->gid) < 0) ||
+	    chmod(cfg->socket_path, 0660) < 0 || listen(fd, 128) < 0) {
+		r = -errno;
+		(void)unlink(cfg->socket_path);
+		return r;
+	}
+	*ret = TAKE_FD(fd);
+	return 0;
+}
+
+static int load_policies(sv_daemon *d)
+{
+	for (size_t i = 0; i < d->cfg->n_policies; i++) {
+		const sv_policy_opt *o = &d->cfg->policies[i];
+		sv_pol *p = &d->pols[d->n_pols];
+		_cleanup_free_ char *buf = NULL;
+		const char *base = strrchr(o->file, '/');
+		size_t len, n;
+		sv_error e;
+		int r;
+
+		if (d->n_pols >= SV_MAX_POLICIES) {
+			LOG(d, "more than %u policies", SV_MAX_POLICIES);
+			return -E2BIG;
+		}
+		if (!realpath(o->file, p->file)) {
+			r = -errno;
+			LOG(d, "%s: %s", o->file, strerror(-r));
+			return r;
+		}
+		r = io_read_file_at(AT_FDCWD, p->file, 1 << 20, &buf, &len);
+		if (r < 0) {
+			LOG(d, "%s: %s", o->file, strerror(-r));
+			return r;
+		}
+		r = canonical_digest(buf, len, p->digest, &e);
+		if (r < 0) {
+			LOG(d, "%s: %s: %s", o->file, e.path, e.message);
+			return -EINVAL;
+		}
+		base = base ? base + 1 : o->file;
+		n = strlen(base);
+		if (n > 5 && !strcmp(base + n - 5, ".json"))
+			n -= 5;
+		(void)snprintf(p->name, sizeof(p->name), "%.*s", (int)n, base);
+		if (find_policy_name(d, p->name)) {
+			LOG(d, "%s: a second policy called %s", o->file, p->name);
+			return -EEXIST;
+		}
+		if (o->pool > SV_MAX_POOL) {
+			LOG(d, "%s: a pool of at most %u", o->file, SV_MAX_POOL);
+			return -E2BIG;
+		}
+		p->size = o->pool;
+		d->n_pols++;
+	}
+	return 0;
+}
+
+/* Stops every session at once (each `session stop` seals its log). */
+static void stop_all(sv_daemon *d)
+{
+	_cleanup_free_ sv_session *all = NULL;
+	size_t n = sv_table_take_all(&d->table, &all), total;
+
+	if (!all)
+		return;
+	(void)pthread_mutex_lock(&d->pool_lock);
+	total = n;
+	for (size_t i = 0; i < d->n_pols; i++)
+		total += d->pols[i].n_ready;
+	sv_session *p = realloc(all, (total ? total : 1) * sizeof(*all));
+
+	if (p) {
+		all = p;
+		for (size_t i = 0; i < d->n_pols; i++) {
+			memcpy(all + n, d->pols[i].ready, d->pols[i].n_ready * sizeof(*all));
+			n += d->pols[i].n_ready;
+			d->pols[i].n_ready = 0;
+		}
+	}
+	(void)pthread_mutex_unlock(&d->pool_lock);
+	LOG(d, "stopping %zu sandboxes", n);
+	for (size_t i = 0; i < n; i += 32) {
+		sv_child kids[32];
+		size_t k = 0;
+
+		for (; k < 32 && i + k < n; k++) {
+			char *argv[] = {(char *)"sandcap", (char *)"session", (char *)"stop",
+					all[i + k].name, NULL};
+
+			if (sv_child_spawn(d->cfg->exe, argv, false, &kids[k]) < 0)
+				kids[k].pid = 0;
+		}
+		for (size_t j = 0; j < k; j++) {
+			int st = 0;
+
+			if (kids[j].pid > 0 && sv_child_wait(&kids[j], &st) == 0 &&
+			    sv_exit_code(st) != 0)
+				LOG(d, "stopping %s: exit status %d", all[i + j].name,
+				    sv_exit_code(st));
+		}
+	}
+}
+
+int sv_serve(const sv_config *cfg)
+{
+	_cleanup_free_ sv_daemon *d = calloc(1, sizeof(*d));
+	_cleanup_close_ int lfd = -1, sfd = -1;
+	pthread_t pool_thread;
+	bool pool_started = false;
+	sigset_t mask;
+	int r;
+
+	if (!d)
+		return -ENOMEM;
+	d->cfg = cfg;
+	r = sv_table_init(&d->table);
+	if (r < 0)
+		return r;
+	(void)pthread_mutex_init(&d->pool_lock, NULL);
+	(void)pthread_cond_init(&d->pool_cond, NULL);
+	r = load_policies(d);
+	if (r < 0)
+		goto out;
+	if (cfg->token_key) {
+		sc_diag diag = {0};
+
+		r = tk_key_load_diag(cfg->token_key, d->key, &diag);
+		if (r < 0) {
+			LOG(d, "%s: %s", cfg->token_key, diag.message);
+			goto out;
+		}
+		d->has_key = true;
+	}
+	(void)snprintf(d->tmpdir, sizeof(d->tmpdir), "%s/sandcap-serve.XXXXXX",
+		       getenv("TMPDIR") ?: "/tmp");
+	if (!mkdtemp(d->tmpdir)) {
+		r = -errno;
+		LOG(d, "%s: %s", d->tmpdir, strerror(-r));
+		goto out;
+	}
+	r = listen_socket(cfg, &lfd);
+	if (r < 0) {
+		LOG(d, "%s: %s", cfg->socket_path,
+		    r == -EADDRINUSE ? "another daemon is serving it"
+		    : r == -EEXIST   ? "exists and is not a socket"
+				     : strerror(-r));
+		(void)rmdir(d->tmpdir);
+		goto out;
+	}
+	/* Signals are taken here, by signalfd: every thread has them blocked. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	(void)pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	(void)signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0) {
+		r = -errno;
+		goto out_sock;
+	}
+	if (d->n_pols && pthread_create(&pool_thread, NULL, pool_main, d) == 0)
+		pool_started = true;
+	if (cfg->ready_fd >= 0) {
+		(void)io_write_all(cfg->ready_fd, "ready\n", 6);
+		(void)close(cfg->ready_fd);
+	}
+	LOG(d, "serving %s (%zu policies)", cfg->socket_path, d->n_pols);
+	for (;;) {
+		struct pollfd p[2] = {{.fd = lfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			break;
+		}
+		if (p[1].revents) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				LOG(d, "signal %u: stopping", si.ssi_signo);
+				r = 0;
+				break;
+			}
+		}
+		if (p[0].revents)
+			accept_one(d, lfd);
+	}
+	(void)unlink(cfg->socket_path);
+	lfd = safe_close(lfd);
+	(void)pthread_mutex_lock(&d->pool_lock);
+	d->stopping = true;
+	(void)pthread_cond_broadcast(&d->pool_cond);
+	(void)pthread_mutex_unlock(&d->pool_lock);
+	if (pool_started)
+		(void)pthread_join(pool_thread, NULL);
+	stop_all(d);
+	/* A create that was under way when the signal came adds its session
+	 * after the first sweep: wait for the requests to end, sweep again. */
+	for (int i = 0; i < 1000 && atomic_load(&d->conns) > 0; i++)
+		(void)nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+	stop_all(d);
+	(void)rmdir(d->tmpdir);
+	OPENSSL_cleanse(d->key, sizeof(d->key));
+	return r;
+out_sock:
+	(void)unlink(cfg->socket_path);
+	(void)rmdir(d->tmpdir);
+out:
+	sv_table_free(&d->table);
+	return r;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `sandcap serve`: the API daemon. HTTP/1.1 + JSON on a unix socket
+ * (docs/api.md). One thread per connection (bounded), each request
+ * driving sessions through `sandcap` subcommands (serve/child.h); the
+ * callers identified by SO_PEERCRED, each uid seeing only its own sessions
+ * and bounded by a quota; warm pools of started sessions per policy.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SV_MAX_POLICIES	   64u
+#define SV_MAX_POOL	   256u
+#define SV_MAX_CONNECTIONS 256u
+
+typedef struct sv_policy_opt {
+	const char *file;
+	unsigned pool; /* sessions kept started ahead of time */
+} sv_policy_opt;
+
+typedef void (*sv_log_fn)(void *userdata, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+typedef struct sv_config {
+	const char *socket_path;
+	gid_t gid;	       /* (gid_t)-1: the socket keeps root's group */
+	unsigned quota;	       /* live sessions per uid; 0: no bound */
+	bool allow_inline;     /* inline policies from any caller, not only root */
+	const char *exe;       /* the sandcap binary the subcommands run */
+	const char *token_key; /* NULL: tokens refused */
+	const sv_policy_opt *policies;
+	size_t n_policies;
+	sv_log_fn log;
+	void *log_data;
+	int ready_fd; /* >= 0: "ready\n" written here once the socket listens, then closed */
+} sv_config;
+
+/* Runs until SIGTERM or SIGINT, then stops every session (sealing its log)
+ * and returns 0; -errno when it could not start (log says why). */
+int sv_serve(const sv_config *cfg);

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+#include "serve/table.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* A reservation is an entry without a name: it counts, nobody can find it. */
+
+int sv_table_init(sv_table *t)
+{
+	memset(t, 0, sizeof(*t));
+	return -pthread_mutex_init(&t->lock, NULL);
+}
+
+void sv_table_free(sv_table *t)
+{
+	free(t->s);
+	(void)pthread_mutex_destroy(&t->lock);
+}
+
+static size_t count_uid(const sv_table *t, uid_t uid)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->n; i++)
+		n += t->s[i].uid == uid;
+	return n;
+}
+
+static int append_locked(sv_table *t, const sv_session *s)
+{
+	if (t->n >= SV_MAX_SESSIONS)
+		return -ENOSPC;
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 16;
+		sv_session *p = realloc(t->s, nc * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		t->s = p;
+		t->cap = nc;
+	}
+	t->s[t->n++] = *s;
+	return 0;
+}
+
+int sv_table_reserve(sv_table *t, uid_t uid, unsigned quota)
+{
+	sv_session r = {.uid = uid};
+	int ret;
+
+	(void)pthread_mutex_lock(&t->lock);
+	if (quota && count_uid(t, uid) >= quota)
+		ret = -EDQUOT;
+	else
+		ret = append_locked(t, &r);
+	(void)pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+static void remove_at(sv_table *t, size_t i)
+{
+	t->s[i] = t->s[--t->n];
+}
+
+void sv_table_unreserve(sv_table *t, uid_t uid)
+{
+	(void)pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n; i++)
+		if (t->s[i].uid == uid && !t->s[i].name[0]) {
+			remove_at(t, i);
+			break;
+		}
+	(void)pthread_mutex_unlock(&t->lock);
+}
+
+int sv_table_add(sv_table *t, const sv_session *s, unsigned quota)
+{
+	int ret = -EDQUOT;
+
+	(void)pthread_mutex_lock(&t->lock);
+	/* a reservation of this uid becomes the session */
+	for (size_t i = 0; i < t->n; i++)
+		if (t->s[i].uid == s->uid && !t->s[i].name[0]) {
+			t->s[i] = *s;
+			ret = 0;
+			break;
+		}
+	if (ret < 0 && !(quota && count_uid(t, s->uid) >= quota))
+		ret = append_locked(t, s);
+	(void)pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+static ssize_t find(const sv_table *t, const char *name, uid_t uid)
+{
+	if (!name[0])
+		return -1;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->s[i].uid == uid && !strcmp(t->s[i].name, name))
+			return (ssize_t)i;
+	return -1;
+}
+
+int sv_table_get(sv_table *t, const char *name, uid_t uid, sv_session *ret)
+{
+	ssize_t i;
+
+	(void)pthread_mutex_lock(&t->lock);
+	i = find(t, name, uid);
+	if (i >= 0)
+		*ret = t->s[i];
+	(void)pthread_mutex_unlock(&t->lock);
+	return i >= 0 ? 0 : -ENOENT;
+}
+
+int sv_table_remove(sv_table *t, const char *name, uid_t uid, sv_session *ret)
+{
+	ssize_t i;
+
+	(void)pthread_mutex_lock(&t->lock);
+	i = find(t, name, uid);
+	if (i >= 0) {
+		*ret = t->s[i];
+		remove_at(t, (size_t)i);
+	}
+	(void)pthread_mutex_unlock(&t->lock);
+	return i >= 0 ? 0 : -ENOENT;
+}
+
+void sv_table_count_exec(sv_table *t, const char *name)
+{
+	(void)pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->s[i].name, name))
+			t->s[i].execs++;
+	(void)pthread_mutex_unlock(&t->lock);
+}
+
+size_t sv_table_take_all(sv_table *t, sv_session **ret)
+{
+	size_t n = 0;
+
+	(void)pthread_mutex_lock(&t->lock);
+	*ret = malloc((t->n ? t->n : 1) * sizeof(sv_session));
+	if (*ret) {
+		for (size_t i = 0; i < t->n; i++)
+			if (t->s[i].name[0])
+				(*ret)[n++] = t->s[i];
+		t->n = 0;
+	}
+	(void)pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+json_t *sv_session_json(const sv_session *s)
+{
+	struct timespec now;
+	int64_t now_ms;
+
+	(void)clock_gettime(CLOCK_REALTIME, &now);
+	now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	return json_pack("{s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:i}", "id", s->name, "uid",
+			 (int)s->uid, "policy", s->policy, "policy_digest", s->digest, "audit",
+			 s->audit, "pid", (json_int_t)s->pid, "created_ms",
+			 (json_int_t)s->created_ms, "age_ms", (json_int_t)(now_ms - s->created_ms),
+			 "from_pool", s->from_pool, "execs", (int)s->execs);
+}
+
+json_t *sv_table_list(sv_table *t, uid_t uid)
+{
+	json_t *a = json_array();
+
+	if (!a)
+		return NULL;
+	(void)pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n; i++)
+		if (t->s[i].uid == uid && t->s[i].name[0])
+			(void)json_array_append_new(a, sv_session_json(&t->s[i]));
+	(void)pthread_mutex_unlock(&t->lock);
+	return a;
+}

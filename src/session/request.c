@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+#include "session/request.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "core/ctl.h"
+
+static const char *const op_names[_SS_OP_MAX] = {
+    [SS_OP_EXEC] = "exec",
+    [SS_OP_SIGNAL] = "signal",
+    [SS_OP_PUT] = "put",
+    [SS_OP_GET] = "get",
+    [SS_OP_LS] = "ls",
+    [SS_OP_INFO] = "info",
+    [SS_OP_STOP] = "stop",
+    [SS_OP_WORKSPACE] = "workspace",
+    [SS_OP_APPLIED] = "workspace-applied",
+};
+
+static int bad(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int bad(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* A string of at most max bytes without NUL (jansson's default refuses
+ * \u0000 already; json_stringn() could make one). */
+static const char *str_member(json_t *o, const char *key, size_t max, bool required, char *err,
+			      size_t len, int *r)
+{
+	json_t *v = json_object_get(o, key);
+	const char *s;
+
+	if (!v) {
+		if (required)
+			*r = bad(err, len, "\"%s\": missing", key);
+		return NULL;
+	}
+	s = json_string_value(v);
+	if (!s || strlen(s) != json_string_length(v) || json_string_length(v) > max) {
+		*r = bad(err, len, "\"%s\": expected a string of at most %zu bytes", key, max);
+		return NULL;
+	}
+	return s;
+}
+
+static int check_keys(json_t *o, const char *const *allowed, char *err, size_t len)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(o, k, v)
+	{
+		bool ok = false;
+
+		for (size_t i = 0; allowed[i]; i++)
+			ok = ok || strcmp(k, allowed[i]) == 0;
+		if (!ok)
+			return bad(err, len, "unknown member \"%.64s\"", k);
+	}
+	return 0;
+}
+
+static int parse_exec(json_t *o, ss_request *r, char *err, size_t len)
+{
+	static const char *const keys[] = {"op", "argv", "cwd", "env", "tty", "rows", "cols", NULL};
+	json_t *argv = json_object_get(o, "argv"), *env = json_object_get(o, "env"), *v;
+	size_t i, total = 0;
+	int rc = check_keys(o, keys, err, len);
+
+	if (rc < 0)
+		return rc;
+	if (!json_is_array(argv) || json_array_size(argv) == 0 ||
+	    json_array_size(argv) > SS_MAX_ARGV)
+		return bad(err, len, "\"argv\": expected an array of 1 to %u strings", SS_MAX_ARGV);
+	json_array_foreach(argv, i, v)
+	{
+		const char *s = json_string_value(v);
+
+		if (!s || strlen(s) != json_string_length(v))
+			return bad(err, len, "\"argv\"[%zu]: expected a string without NUL", i);
+		r->argv[i] = s;
+		total += json_string_length(v) + 1;
+	}
+	r->n_argv = json_array_size(argv);
+	if (r->argv[0][0] == '\0')
+		return bad(err, len, "\"argv\"[0]: empty command");
+	r->cwd = str_member(o, "cwd", SS_MAX_PATH, false, err, len, &rc);
+	if (rc < 0)
+		return rc;
+	if (!r->cwd)
+		r->cwd = "";
+	total += strlen(r->cwd) + 1;
+	if (env && (!json_is_array(env) || json_array_size(env) > ELEMENTSOF(r->env) - 1))
+		return bad(err, len,
+			   "\"env\": expected an array of at most %zu \"KEY=VALUE\" strings",
+			   ELEMENTSOF(r->env) - 1);
+	json_array_foreach(env, i, v)
+	{
+		const char *s = json_string_value(v), *eq = s ? strchr(s, '=') : NULL;
+
+		if (!s || strlen(s) != json_string_length(v) || !eq || eq == s)
+			return bad(err, len, "\"env\"[%zu]: expected \"KEY=VALUE\"", i);
+		for (const char *c = s; c < eq; c++)
+			if (!(*c == '_' || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+			      (c > s && *c >= '0' && *c <= '9')))
+				return bad(err, len,
+					   "\"env\"[%zu]: a name is [A-Za-z_][A-Za-z0-9_]*", i);
+		r->env[i] = s;
+		total += json_string_length(v) + 1;
+	}
+	r->n_env = env ? json_array_size(env) : 0;
+	if (total > CTL_MAX_PAYLOAD)
+		return bad(err, len, "argv, env and cwd together exceed %u bytes", CTL_MAX_PAYLOAD);
+	v = json_object_get(o, "tty");
+	if (v && !json_is_boolean(v))
+		return bad(err, len, "\"tty\": expected true or false");
+	r->tty = json_is_true(v);
+	for (i = 0; i < 2; i++) {
+		const char *k = i ? "cols" : "rows";
+		json_int_t n;
+
+		v = json_object_get(o, k);
+		if (!v)
+			continue;
+		n = json_integer_value(v);
+		if (!json_is_integer(v) || n < 0 || n > 65535)
+			return bad(err, len, "\"%s\": expected an integer from 0 to 65535", k);
+		*(i ? &r->cols : &r->rows) = (unsigned)n;
+	}
+	return 0;
+}
+
+static int parse_path_op(json_t *o, ss_request *r, char *err, size_t len)
+{
+	static const char *const keys[] = {"op", "path", "mode", NULL};
+	json_t *mode = json_object_get(o, "mode");
+	int rc = check_keys(o, keys, err, len);
+
+	if (rc < 0)
+		return rc;
+	r->path = str_member(o, "path", SS_MAX_PATH, true, err, len, &rc);
+	if (rc < 0)
+		return rc;
+	if (!r->path[0])
+		return bad(err, len, "\"path\": empty");
+	r->mode = 0644;
+	if (mode) {
+		json_int_t m = json_integer_value(mode);
+
+		if (r->op != SS_OP_PUT || !json_is_integer(mode) || m < 0 || m > 0777)
+			return bad(err, len,
+				   "\"mode\": expected a permission from 0 to 0777 (put)");
+		r->mode = (unsigned)m;
+	}
+	return 0;
+}
+
+static int u64_member(json_t *o, const char *key, int64_t max, int64_t *ret, char *err, size_t len)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
+		return bad(err, len, "\"%s\": expected an integer from 0 to %lld", key,
+			   (long long)max);
+	*ret = json_integer_value(v);
+	return 0;
+}
+
+static int parse_workspace(json_t *o, ss_request *r, char *err, size_t len)
+{
+	static const char *const keys[] = {"op", "workspace", NULL};
+	static const char *const applied_keys[] = {"op",     "workspace", "epoch_sec", "epoch_nsec",
+						   "paths",  "conflicts", "changed",   "forced",
+						   "record", NULL};
+	int64_t n[3];
+	int rc = check_keys(o, r->op == SS_OP_WORKSPACE ? keys : applied_keys, err, len);
+
+	if (rc < 0)
+		return rc;
+	r->workspace = str_member(o, "workspace", SS_MAX_WORKSPACE_ID, true, err, len, &rc);
+	if (rc < 0 || r->op == SS_OP_WORKSPACE)
+		return rc;
+	r->record = str_member(o, "record", SS_MAX_PATH, true, err, len, &rc);
+	if (rc >= 0)
+		rc = u64_member(o, "epoch_sec", INT64_MAX, &r->epoch_sec, err, len);
+	if (rc >= 0)
+		rc = u64_member(o, "epoch_nsec", 999999999, &r->epoch_nsec, err, len);
+	if (rc >= 0)
+		rc = u64_member(o, "paths", INT64_MAX, &n[0], err, len);
+	if (rc >= 0)
+		rc = u64_member(o, "conflicts", INT64_MAX, &n[1], err, len);
+	if (rc >= 0)
+		rc = u64_member(o, "changed", INT64_MAX, &n[2], err, len);
+	if (rc >= 0 && !json_is_boolean(json_object_get(o, "forced")))
+		rc = bad(err, len, "\"forced\": expected true or false");
+	if (rc < 0)
+		return rc;
+	r->paths = (uint64_t)n[0];
+	r->conflicts = (uint64_t)n[1];
+	r->changed = (uint64_t)n[2];
+	r->forced = json_is_true(json_object_get(o, "forced"));
+	return 0;
+}
+
+int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
+{
+	static const char *const only_op[] = {"op", NULL};
+	static const char *const signal_keys[] = {"op", "signal", NULL};
+	const char *op = json_string_value(json_object_get(o, "op"));
+	int rc = -EINVAL;
+
+	memset(r, 0, sizeof(*r));
+	r->op = _SS_OP_INVALID;
+	if (!json_is_object(o))
+		return bad(err, len, "a request is a JSON object");
+	for (int i = 0; op && i < _SS_OP_MAX; i++)
+		if (strcmp(op, op_names[i]) == 0)
+			r->op = (ss_op)i;
+	switch (r->op) {
+	case SS_OP_EXEC:
+		rc = parse_exec(o, r, err, len);
+		break;
+	case SS_OP_SIGNAL: {
+		json_int_t sig = json_integer_value(json_object_get(o, "signal"));
+
+		rc = check_keys(o, signal_keys, err, len);
+		if (rc >= 0 && (sig < 1 || sig >= NSIG))
+			rc = bad(err, len, "\"signal\": expected a signal number from 1 to %d",
+				 NSIG - 1);
+		r->signal = (int)sig;
+		break;
+	}
+	case SS_OP_PUT:
+	case SS_OP_GET:
+	case SS_OP_LS:
+		rc = parse_path_op(o, r, err, len);
+		break;
+	case SS_OP_INFO:
+	case SS_OP_STOP:
+		rc = check_keys(o, only_op, err, len);
+		break;
+	case SS_OP_WORKSPACE:
+	case SS_OP_APPLIED:
+		rc = parse_workspace(o, r, err, len);
+		break;
+	case _SS_OP_MAX:
+	case _SS_OP_INVALID:
+		rc = bad(
+		    err, len,
+		    "\"op\": expected one of exec, signal, put, get, ls, info, stop, workspace, "
+		    "workspace-applied");
+		break;
+	}
+	if (rc < 0)
+		return rc;
+	r->root = json_incref(o);
+	return 0;
+}
+
+void ss_request_done(ss_request *r)
+{
+	json_decref(r->root);
+	r->root = NULL;
+}

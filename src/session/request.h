@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A client's request to a session's supervisor, checked (docs/sessions.md,
+ * "The client protocol"). The parser is pure and fuzzed
+ * (tests/fuzz/fuzz-session-request.c).
+ */
+#pragma once
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum ss_op {
+	SS_OP_EXEC,
+	SS_OP_SIGNAL,
+	SS_OP_PUT,
+	SS_OP_GET,
+	SS_OP_LS,
+	SS_OP_INFO,
+	SS_OP_STOP,
+	SS_OP_WORKSPACE, /* a live cow workspace: its meta and its upper layer */
+	SS_OP_APPLIED,	 /* a client applied it: the new epoch, for the record */
+	_SS_OP_MAX,
+	_SS_OP_INVALID = -EINVAL,
+} ss_op;
+
+#define SS_MAX_ARGV	    4096u
+#define SS_MAX_PATH	    4096u
+#define SS_MAX_WORKSPACE_ID 64u
+
+typedef struct ss_request {
+	ss_op op;
+	/* exec: strings borrowed from root */
+	const char *argv[SS_MAX_ARGV + 1];
+	size_t n_argv;
+	const char *env[256 + 1]; /* "KEY=VALUE" */
+	size_t n_env;
+	const char *cwd; /* "" for the workdir */
+	bool tty;
+	unsigned rows, cols;
+	/* signal */
+	int signal;
+	/* put, get, ls */
+	const char *path;
+	unsigned mode;
+	/* workspace, workspace-applied */
+	const char *workspace;
+	int64_t epoch_sec, epoch_nsec;
+	uint64_t paths, conflicts, changed;
+	bool forced;
+	const char *record; /* the apply's own log */
+	json_t *root;	    /* owns the strings */
+} ss_request;
+
+/* Checks o and fills *ret (which takes a reference on o). On error, -EINVAL
+ * and a message in err naming the member. */
+int ss_request_parse(json_t *o, ss_request *ret, char *err, size_t err_len);
+void ss_request_done(ss_request *r);

@@ -1,0 +1,999 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A session's supervisor: sc_run() with a pid 1 that waits for commands
+ * (core/init-session.c), and this server in its event loop. Clients are
+ * the host user (the socket is 0600 in a 0700 directory, and SO_PEERCRED
+ * is checked); pid 1's channel is ours; what the sandbox writes into the
+ * pipes and the pty never passes through here.
+ */
+#include "session/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "base/cleanup.h"
+#include "base/exit-status.h"
+#include "base/io.h"
+#include "compat/syscalls.h"
+#include "core/ctl.h"
+#include "session/request.h"
+#include "session/wire.h"
+#include "workspace/grants.h"
+#include "workspace/workspace.h"
+
+/* A datagram costs about 1 KiB of buffer (its skb), so this holds the
+ * answers for every command pid 1 may run at once (SESSION_MAX_CHILDREN). */
+#define SS_CHANNEL_BUFFER (4 << 20)
+
+typedef enum conn_state { C_REQUEST, C_EXEC, C_FILE, C_STOP } conn_state;
+
+typedef struct ss_conn {
+	struct ss_conn *next;
+	int fd; /* -1 once the client has gone */
+	conn_state state;
+	ss_op op;
+	uint32_t id;   /* the request's number on pid 1's channel */
+	int timer;     /* limits.exec_wall, or -1 */
+	uint64_t t0;   /* CLOCK_MONOTONIC ns */
+	pid_t pid;     /* in the sandbox, from CTL_STARTED */
+	bool wall_hit; /* limits.exec_wall killed it */
+	bool done;     /* CTL_DONE came (file operations) */
+	int done_err;
+	uint64_t bytes;
+	char *path; /* file operations, for the record */
+} ss_conn;
+
+struct ss_server {
+	const sc_session_start_opts *o;
+	char name[SC_SESSION_NAME_MAX + 1];
+	char dir[4096];
+	int lock_fd, ready_fd, listen_fd, idle_fd;
+	ss_host h;
+	bool attached, ready, stopping, gone;
+	uint32_t next_id;
+	uint64_t commands; /* execs started */
+	size_t active;	   /* execs and file operations running */
+	size_t n_conns;
+	time_t started;
+	uint64_t t0;
+	ss_conn *conns;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void arm(int tfd, uint64_t ns)
+{
+	struct itimerspec its = {.it_value = {.tv_sec = (time_t)(ns / 1000000000ULL),
+					      .tv_nsec = (long)(ns % 1000000000ULL)}};
+
+	(void)timerfd_settime(tfd, 0, &its, NULL);
+}
+
+static int ep_add(ss_server *s, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN,
+				 .data.u64 = (uint64_t)s->h.tag << 32 | (uint32_t)fd};
+
+	return epoll_ctl(s->h.ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+static void ep_del(ss_server *s, int fd)
+{
+	if (fd >= 0 && s->attached)
+		(void)epoll_ctl(s->h.ep, EPOLL_CTL_DEL, fd, NULL);
+}
+
+static void emit(ss_server *s, const char *event, json_t *data)
+{
+	if (s->attached && s->h.emit)
+		(void)s->h.emit(s->h.userdata, event, data);
+	else
+		json_decref(data);
+}
+
+static void send_error(int fd, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void send_error(int fd, const char *code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	json_t *o;
+
+	if (fd < 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	o = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
+	if (o)
+		(void)ss_send(fd, o, NULL, 0);
+	json_decref(o);
+}
+
+/* No command running and no request for limits.idle: the session stops. */
+static void idle_rearm(ss_server *s)
+{
+	if (s->idle_fd < 0 || s->o->plan->idle_ns == PLAN_UNLIMITED)
+		return;
+	arm(s->idle_fd, s->active == 0 && !s->stopping ? s->o->plan->idle_ns : 0);
+}
+
+/* Closing pid 1's channel ends it (core/init-session.c): the kernel kills
+ * what is left in the pid namespace, and sc_run() writes the end. */
+static void end_session(ss_server *s)
+{
+	s->stopping = true;
+	idle_rearm(s);
+	if (s->h.ctl >= 0) {
+		ep_del(s, s->h.ctl);
+		s->h.ctl = safe_close(s->h.ctl);
+	}
+}
+
+static void conn_free(ss_server *s, ss_conn *c)
+{
+	for (ss_conn **p = &s->conns; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	ep_del(s, c->fd);
+	ep_del(s, c->timer);
+	(void)safe_close(c->fd);
+	(void)safe_close(c->timer);
+	free(c->path);
+	free(c);
+	s->n_conns--;
+}
+
+static ss_conn *conn_by_id(ss_server *s, uint32_t id)
+{
+	for (ss_conn *c = s->conns; c; c = c->next)
+		if ((c->state == C_EXEC || c->state == C_FILE) && c->id == id)
+			return c;
+	return NULL;
+}
+
+static int ctl_signal(ss_server *s, uint32_t id, int sig)
+{
+	ctl_hdr h = {.type = CTL_SIGNAL, .id = id, .value = sig};
+
+	return s->h.ctl >= 0 ? ctl_send(s->h.ctl, &h, NULL, NULL, 0) : -EPIPE;
+}
+
+/* ---- the end of a command or a file operation ---- */
+
+static const char *op_event(ss_op op)
+{
+	return op == SS_OP_PUT ? "file.put" : op == SS_OP_GET ? "file.get" : "file.list";
+}
+
+static void finish_file(ss_server *s, ss_conn *c, int err)
+{
+	json_t *rec;
+
+	if (!err && !c->done)
+		err = EIO; /* the worker died before it could say */
+	if (!err)
+		err = c->done_err;
+	rec = json_pack("{s:I, s:o, s:I, s:s}", "id", (json_int_t)c->id, "path",
+			au_str(c->path, strlen(c->path), AU_STR_MAX_BYTES), "bytes",
+			(json_int_t)c->bytes, "result",
+			err ? (strerrorname_np(err) ? strerrorname_np(err) : "error") : "ok");
+	emit(s, op_event(c->op), rec);
+	if (err) {
+		send_error(c->fd, strerrorname_np(err) ? strerrorname_np(err) : "EIO", "%s: %s",
+			   c->path, strerror(err));
+	} else if (c->fd >= 0) {
+		json_t *o = json_pack("{s:b, s:I}", "ok", 1, "bytes", (json_int_t)c->bytes);
+
+		(void)ss_send(c->fd, o, NULL, 0);
+		json_decref(o);
+	}
+}
+
+/* status: a wait status, or -1 when the session ended first. */
+static void finish_exec(ss_server *s, ss_conn *c, int status, bool timed_out, int err)
+{
+	uint64_t ms = (now_ns() - c->t0) / 1000000ULL;
+	int code, sig = 0;
+	json_t *hits = json_array(), *o;
+
+	if (err) {
+		code = SC_EXIT_SETUP;
+	} else if (c->wall_hit) {
+		code = SC_EXIT_TIMEOUT;
+		sig = SIGKILL;
+		(void)json_array_append_new(hits, json_string("exec_wall"));
+		emit(s, "limit.hit",
+		     json_pack("{s:s, s:s, s:I}", "limit", "exec_wall", "detail",
+			       "limits.exec_wall reached: the command's process group was killed",
+			       "id", (json_int_t)c->id));
+	} else if (status < 0) {
+		code = timed_out ? SC_EXIT_TIMEOUT : SC_EXIT_SIGNAL_BASE + SIGKILL;
+		sig = SIGKILL;
+		if (timed_out)
+			(void)json_array_append_new(hits, json_string("wall"));
+	} else if (WIFEXITED(status)) {
+		code = WEXITSTATUS(status);
+	} else {
+		sig = WTERMSIG(status);
+		code = SC_EXIT_SIGNAL_BASE + sig;
+	}
+	emit(s, "exec.exit",
+	     json_pack("{s:I, s:i, s:i, s:o, s:I, s:O, s:b}", "id", (json_int_t)c->id, "pid",
+		       (int)c->pid, "status", code, "signal", sig ? json_integer(sig) : json_null(),
+		       "duration_ms", (json_int_t)ms, "limits_hit", hits, "session_ended",
+		       status < 0 && !err));
+	o = json_pack("{s:i, s:o, s:O, s:I}", "exit_code", code, "signal",
+		      sig ? json_integer(sig) : json_null(), "limits_hit", hits, "duration_ms",
+		      (json_int_t)ms);
+	if (o && status < 0 && !err)
+		(void)json_object_set_new(o, "session_ended", json_true());
+	if (o && err)
+		(void)json_object_set_new(o, "error", json_string(strerror(err)));
+	if (o && c->fd >= 0)
+		(void)ss_send(c->fd, o, NULL, 0);
+	json_decref(o);
+	json_decref(hits);
+}
+
+static void finish(ss_server *s, ss_conn *c, int status, bool timed_out, int err)
+{
+	if (c->op == SS_OP_EXEC)
+		finish_exec(s, c, status, timed_out, err);
+	else
+		finish_file(s, c, status < 0 && !err ? EPIPE : err);
+	s->active--;
+	conn_free(s, c);
+	idle_rearm(s);
+}
+
+static void hello(ss_server *s);
+
+/* ---- pid 1's channel ---- */
+
+static void handle_ctl(ss_server *s, int flags)
+{
+	static char payload[CTL_MAX_PAYLOAD + 1];
+
+	for (;;) {
+		int fds[CTL_MAX_FDS];
+		size_t n_fds;
+		ctl_hdr h;
+		ss_conn *c;
+		int r;
+
+		if (flags & MSG_DONTWAIT)
+			(void)fcntl(s->h.ctl, F_SETFL, O_NONBLOCK);
+		r = ctl_recv(s->h.ctl, &h, payload, sizeof(payload), fds, 0, &n_fds);
+		if (r == -EPIPE) {
+			end_session(s); /* pid 1 is going */
+			return;
+		}
+		if (r < 0)
+			return; /* EAGAIN, or nothing we sent for */
+		c = conn_by_id(s, h.id);
+		switch ((ctl_type)h.type) {
+		case CTL_HELLO:
+			hello(s);
+			break;
+		case CTL_STARTED:
+			if (!c)
+				break;
+			c->pid = h.value;
+			if (h.err)
+				finish(s, c, 0, false, h.err > 0 && h.err < 4096 ? h.err : EPROTO);
+			break;
+		case CTL_DONE:
+			if (c) {
+				c->done = true;
+				c->done_err = h.err > 0 && h.err < 4096 ? h.err : 0;
+				c->bytes = h.bytes;
+			}
+			break;
+		case CTL_EXITED:
+			if (c)
+				finish(s, c, h.value, false, 0);
+			break;
+		case CTL_EXEC:
+		case CTL_PUT:
+		case CTL_GET:
+		case CTL_LIST:
+		case CTL_SIGNAL:
+		case _CTL_TYPE_MAX:
+			break;
+		}
+		if (!(flags & MSG_DONTWAIT))
+			return;
+	}
+}
+
+/* ---- requests ---- */
+
+/*
+ * The sandbox's own pty, opened by us in its devpts through pid 1's root
+ * (never a path of the host, never by following what the agent may have
+ * linked): only the slave goes in, the master to the client.
+ */
+static int open_sandbox_pty(ss_server *s, unsigned rows, unsigned cols, int *ret_master,
+			    int *ret_slave)
+{
+	struct sc_open_how how = {.flags = O_RDWR | O_NOCTTY | O_CLOEXEC,
+				  .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
+					     RESOLVE_NO_MAGICLINKS};
+	char root_path[64];
+	_cleanup_close_ int root = -1, master = -1;
+	struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+	struct stat st;
+	int unlock = 0, slave;
+
+	snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)s->h.pid);
+	root = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return -errno;
+	master = sys_openat2(root, "/dev/pts/ptmx", &how);
+	if (master < 0)
+		return -errno;
+	if (fstat(master, &st) < 0)
+		return -errno;
+	if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != 5 || minor(st.st_rdev) != 2)
+		return -ENOTTY;
+	if (ioctl(master, TIOCSPTLCK, &unlock) < 0)
+		return -errno;
+	slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (slave < 0)
+		return -errno;
+	if (rows && cols)
+		(void)ioctl(master, TIOCSWINSZ, &ws);
+	*ret_master = TAKE_FD(master);
+	*ret_slave = slave;
+	return 0;
+}
+
+static void close_all(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		(void)safe_close(fds[i]);
+}
+
+/* cwd\0 argv...\0 env...\0, as core/ctl.h has it. */
+static char *exec_payload(const ss_request *q, size_t *ret_len)
+{
+	size_t len = strlen(q->cwd) + 1;
+	char *buf, *p;
+
+	for (size_t i = 0; i < q->n_argv; i++)
+		len += strlen(q->argv[i]) + 1;
+	for (size_t i = 0; i < q->n_env; i++)
+		len += strlen(q->env[i]) + 1;
+	if (len > CTL_MAX_PAYLOAD)
+		return NULL;
+	buf = malloc(len);
+	if (!buf)
+		return NULL;
+	p = stpcpy(buf, q->cwd) + 1;
+	for (size_t i = 0; i < q->n_argv; i++)
+		p = stpcpy(p, q->argv[i]) + 1;
+	for (size_t i = 0; i < q->n_env; i++)
+		p = stpcpy(p, q->env[i]) + 1;
+	*ret_len = len;
+	return buf;
+}
+
+static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
+{
+	_cleanup_free_ char *payload = NULL;
+	int in_fds[3] = {-1, -1, -1}, out_fds[3] = {-1, -1, -1};
+	size_t n = q->tty ? 1 : 3, len = 0;
+	ctl_hdr h = {.type = CTL_EXEC,
+		     .id = c->id,
+		     .flags = q->tty ? CTL_TTY : 0,
+		     .n_argv = (uint32_t)q->n_argv};
+	json_t *o, *env_names;
+	int r;
+
+	payload = exec_payload(q, &len);
+	if (!payload)
+		return -E2BIG;
+	h.len = (uint32_t)len;
+	if (q->tty) {
+		r = open_sandbox_pty(s, q->rows, q->cols, &out_fds[0], &in_fds[0]);
+		if (r < 0)
+			return r;
+	} else {
+		/* The sandbox gets only these pipes: stdin's read end, the write
+		 * ends of stdout and stderr. */
+		for (int i = 0; i < 3; i++) {
+			int p[2];
+
+			if (pipe2(p, O_CLOEXEC) < 0) {
+				r = -errno;
+				close_all(in_fds, 3);
+				close_all(out_fds, 3);
+				return r;
+			}
+			in_fds[i] = i == 0 ? p[0] : p[1];
+			out_fds[i] = i == 0 ? p[1] : p[0];
+		}
+	}
+	/* Its record before it can run (its own proc.exec follows). */
+	env_names = json_array();
+	for (size_t i = 0; env_names && i < q->n_env; i++)
+		(void)json_array_append_new(env_names,
+					    au_str(q->env[i], strcspn(q->env[i], "="), 256));
+	emit(s, "exec.start",
+	     json_pack("{s:I, s:o, s:o, s:b, s:o}", "id", (json_int_t)c->id, "argv",
+		       au_argv(q->argv, q->n_argv), "cwd",
+		       au_str(q->cwd, strlen(q->cwd), AU_STR_MAX_BYTES), "tty", q->tty, "env",
+		       env_names ? env_names : json_null()));
+	r = ctl_send(s->h.ctl, &h, payload, in_fds, n);
+	close_all(in_fds, 3);
+	if (r < 0) {
+		close_all(out_fds, 3);
+		return r;
+	}
+	o = json_pack("{s:b, s:I}", "ok", 1, "id", (json_int_t)c->id);
+	r = o ? ss_send(c->fd, o, out_fds, n) : -ENOMEM;
+	json_decref(o);
+	close_all(out_fds, 3);
+	c->state = C_EXEC;
+	s->commands++;
+	if (s->o->plan->exec_wall_ns != PLAN_UNLIMITED) {
+		c->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (c->timer >= 0) {
+			arm(c->timer, s->o->plan->exec_wall_ns);
+			(void)ep_add(s, c->timer);
+		}
+	}
+	if (r < 0) /* the client went away: so does the command */
+		(void)ctl_signal(s, c->id, SIGKILL);
+	return 0;
+}
+
+static int start_file(ss_server *s, ss_conn *c, const ss_request *q)
+{
+	ctl_hdr h = {.type = q->op == SS_OP_PUT	  ? CTL_PUT
+			     : q->op == SS_OP_GET ? CTL_GET
+						  : CTL_LIST,
+		     .id = c->id,
+		     .mode = q->mode,
+		     .len = (uint32_t)strlen(q->path) + 1};
+	int p[2], r;
+	json_t *o;
+
+	c->path = strdup(q->path);
+	if (!c->path)
+		return -ENOMEM;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	/* put: the sandbox reads; get and ls: it writes. */
+	r = ctl_send(s->h.ctl, &h, q->path, q->op == SS_OP_PUT ? &p[0] : &p[1], 1);
+	(void)close(q->op == SS_OP_PUT ? p[0] : p[1]);
+	if (r < 0) {
+		(void)close(q->op == SS_OP_PUT ? p[1] : p[0]);
+		return r;
+	}
+	o = json_pack("{s:b, s:I}", "ok", 1, "id", (json_int_t)c->id);
+	r = o ? ss_send(c->fd, o, q->op == SS_OP_PUT ? &p[1] : &p[0], 1) : -ENOMEM;
+	json_decref(o);
+	(void)close(q->op == SS_OP_PUT ? p[1] : p[0]);
+	c->state = C_FILE;
+	if (r < 0)
+		(void)ctl_signal(s, c->id, SIGKILL);
+	return 0;
+}
+
+static json_t *info_json(ss_server *s)
+{
+	cg_stats st;
+	uint64_t mem = UINT64_MAX;
+	char started[32];
+	struct tm tm;
+	json_t *o;
+
+	if (s->h.cg && cg_read_stats(s->h.cg, &st) >= 0)
+		mem = st.memory_peak;
+	gmtime_r(&s->started, &tm);
+	strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	o = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:I, s:o, s:I, s:I, s:s}", "name", s->name,
+		      "pid", (int)getpid(), "sandbox", s->h.sandbox_id ? s->h.sandbox_id : "",
+		      "policy", s->o->policy_source ? s->o->policy_source : "", "audit",
+		      s->h.audit_path ? s->h.audit_path : "", "started", started, "age_s",
+		      (json_int_t)(time(NULL) - s->started), "memory_peak",
+		      mem == UINT64_MAX ? json_null() : json_integer((json_int_t)mem), "commands",
+		      (json_int_t)s->commands, "running", (json_int_t)s->active, "state",
+		      s->stopping ? "stopping" : "running");
+	if (o)
+		(void)json_object_set_new(o, "workspaces",
+					  ws_run_ids_json(s->h.ws, s->h.sandbox_id));
+	return o;
+}
+
+/*
+ * A live cow workspace (docs/sessions.md, "Workspaces"): its meta and a
+ * new open directory of its upper layer, for the client to diff or apply
+ * it; and, once applied, its new epoch and a record in the session's log.
+ */
+static void serve_workspace(ss_server *s, ss_conn *c, const ss_request *q)
+{
+	ws_cow *w = ws_run_cow(s->h.ws, s->h.sandbox_id, q->workspace);
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *text = NULL;
+	json_t *o;
+	ws_meta m;
+
+	if (!w) {
+		send_error(c->fd, "ENOENT", "session %s has no workspace %s", s->name,
+			   q->workspace);
+		return;
+	}
+	if (q->op == SS_OP_APPLIED) {
+		struct timespec t = {.tv_sec = (time_t)q->epoch_sec,
+				     .tv_nsec = (long)q->epoch_nsec};
+
+		ws_cow_set_epoch(w, &t);
+		emit(s, "workspace.applied",
+		     json_pack("{s:s, s:I, s:I, s:I, s:b, s:o}", "workspace", q->workspace, "paths",
+			       (json_int_t)q->paths, "conflicts", (json_int_t)q->conflicts,
+			       "changed_during_apply", (json_int_t)q->changed, "forced", q->forced,
+			       "record", au_str(q->record, strlen(q->record), AU_STR_MAX_BYTES)));
+		o = json_pack("{s:b}", "ok", true);
+	} else {
+		ws_cow_meta(w, s->h.sandbox_id, s->h.audit_path, &m);
+		fd = openat(ws_cow_upper_fd(w), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		text = ws_meta_to_json(&m);
+		if (fd < 0 || !text) {
+			send_error(c->fd, "EIO", "workspace %s: %s", q->workspace,
+				   fd < 0 ? strerror(errno) : "out of memory");
+			return;
+		}
+		o = json_pack("{s:b, s:o}", "ok", true, "meta", json_loads(text, 0, NULL));
+	}
+	if (o)
+		(void)ss_send(c->fd, o, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+	json_decref(o);
+}
+
+/*
+ * The next request on c into *q: 1, or 0 when nothing is there yet, or
+ * -EPIPE at the client's end, or -EINVAL with a message in err for what
+ * is not a request (not one JSON object, or one that does not check).
+ */
+static int conn_read(ss_conn *c, ss_request *q, char *err, size_t len)
+{
+	json_t *msg = NULL;
+	int fds[SS_MAX_FDS];
+	size_t n_fds;
+	int r = ss_recv(c->fd, MSG_DONTWAIT, &msg, fds, 0, &n_fds);
+
+	q->root = NULL;
+	if (r == -EAGAIN)
+		return 0;
+	if (r == -EBADMSG) {
+		snprintf(err, len, "a request is one JSON object");
+		return -EINVAL;
+	}
+	if (r < 0)
+		return -EPIPE;
+	r = ss_request_parse(msg, q, err, len);
+	json_decref(msg);
+	return r < 0 ? r : 1;
+}
+
+/* One request per connection; its answer, and later its result. */
+static void handle_request(ss_server *s, ss_conn *c)
+{
+	_cleanup_free_ ss_request *q = calloc(1, sizeof(*q));
+	char err[256];
+	int r = q ? conn_read(c, q, err, sizeof(err)) : -ENOMEM;
+
+	if (r == 0)
+		return;
+	if (r < 0) {
+		if (r == -EINVAL)
+			send_error(c->fd, "bad_request", "%s", err);
+		conn_free(s, c);
+		return;
+	}
+	if (q->op != SS_OP_INFO)
+		idle_rearm(s); /* a request is activity; being listed is not */
+	if (s->stopping && q->op != SS_OP_INFO && q->op != SS_OP_STOP) {
+		send_error(c->fd, "stopping", "session %s is stopping", s->name);
+		conn_free(s, c);
+		ss_request_done(q);
+		return;
+	}
+	c->op = q->op;
+	c->id = ++s->next_id;
+	c->t0 = now_ns();
+	switch (q->op) {
+	case SS_OP_EXEC:
+	case SS_OP_PUT:
+	case SS_OP_GET:
+	case SS_OP_LS:
+		r = q->op == SS_OP_EXEC ? start_exec(s, c, q) : start_file(s, c, q);
+		if (r < 0) {
+			send_error(c->fd, strerrorname_np(-r) ? strerrorname_np(-r) : "error",
+				   "cannot start it in session %s: %s", s->name, strerror(-r));
+			conn_free(s, c);
+		} else {
+			s->active++;
+			idle_rearm(s);
+		}
+		break;
+	case SS_OP_INFO: {
+		json_t *o = info_json(s);
+
+		if (o)
+			(void)ss_send(c->fd, o, NULL, 0);
+		json_decref(o);
+		conn_free(s, c);
+		break;
+	}
+	case SS_OP_STOP:
+		/* Answered with the summary once the log is sealed (ss_serve). */
+		c->state = C_STOP;
+		ep_del(s, c->fd);
+		end_session(s);
+		break;
+	case SS_OP_SIGNAL:
+		send_error(c->fd, "bad_request", "\"signal\" is sent on an exec's connection");
+		conn_free(s, c);
+		break;
+	case SS_OP_WORKSPACE:
+	case SS_OP_APPLIED:
+		serve_workspace(s, c, q);
+		conn_free(s, c);
+		break;
+	case _SS_OP_MAX:
+	case _SS_OP_INVALID:
+		conn_free(s, c);
+		break;
+	}
+	ss_request_done(q);
+}
+
+/* On a running command's connection: a signal for it, or the end of the
+ * client, which ends the command too. */
+static void handle_running(ss_server *s, ss_conn *c)
+{
+	_cleanup_free_ ss_request *q = calloc(1, sizeof(*q));
+	char err[256];
+	int r = q ? conn_read(c, q, err, sizeof(err)) : -ENOMEM;
+
+	if (r == 0)
+		return;
+	if (r == -EPIPE || r == -ENOMEM) {
+		ep_del(s, c->fd);
+		c->fd = safe_close(c->fd);
+		(void)ctl_signal(s, c->id, SIGKILL);
+		return;
+	}
+	if (r > 0 && q->op == SS_OP_SIGNAL)
+		(void)ctl_signal(s, c->id, q->signal);
+	else
+		send_error(c->fd, "bad_request", "only {\"op\": \"signal\"} while it runs");
+	if (r > 0)
+		ss_request_done(q);
+}
+
+static void handle_accept(ss_server *s)
+{
+	for (;;) {
+		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		ss_conn *c;
+
+		if (fd < 0)
+			return;
+		/* Only the user the session runs as (or root) may drive it. */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+		    (cred.uid != geteuid() && cred.uid != 0) || s->n_conns >= SS_MAX_CLIENTS) {
+			if (s->n_conns >= SS_MAX_CLIENTS)
+				send_error(fd, "busy", "more than %u connections", SS_MAX_CLIENTS);
+			(void)close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			(void)close(fd);
+			return;
+		}
+		c->fd = fd;
+		c->timer = -1;
+		c->next = s->conns;
+		s->conns = c;
+		s->n_conns++;
+		(void)ep_add(s, fd);
+	}
+}
+
+void ss_dispatch(ss_server *s, int fd, uint32_t events)
+{
+	uint64_t ticks;
+
+	(void)events;
+	if (fd == s->listen_fd && s->ready) {
+		handle_accept(s);
+		return;
+	}
+	if (fd == s->h.ctl) {
+		handle_ctl(s, 0);
+		return;
+	}
+	if (fd == s->idle_fd) {
+		(void)!read(s->idle_fd, &ticks, sizeof(ticks));
+		if (s->active == 0 && !s->stopping) {
+			emit(s, "limit.hit",
+			     json_pack("{s:s, s:s}", "limit", "idle", "detail",
+				       "limits.idle reached: no command and no request"));
+			end_session(s);
+		}
+		return;
+	}
+	for (ss_conn *c = s->conns; c; c = c->next) {
+		if (fd == c->timer) {
+			(void)!read(c->timer, &ticks, sizeof(ticks));
+			c->wall_hit = true;
+			(void)ctl_signal(s, c->id, SIGKILL);
+			return;
+		}
+		if (fd == c->fd) {
+			if (c->state == C_REQUEST)
+				handle_request(s, c);
+			else if (c->state == C_EXEC || c->state == C_FILE)
+				handle_running(s, c);
+			return;
+		}
+	}
+}
+
+/* pid 1 said hello: the session is ready. Its description, for the
+ * directory and for the caller of sc_session_start(). */
+static void announce(ss_server *s)
+{
+	_cleanup_free_ char *text = NULL;
+	json_t *o = info_json(s);
+	_cleanup_close_ int fd = -1;
+
+	s->ready = true;
+	if (o) {
+		json_object_del(o, "age_s");
+		json_object_del(o, "memory_peak");
+		json_object_del(o, "commands");
+		json_object_del(o, "running");
+		json_object_del(o, "state");
+		text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	}
+	json_decref(o);
+	fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && text) {
+		_cleanup_close_ int m = openat(
+		    fd, SS_META, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+		if (m >= 0)
+			(void)io_write_all(m, text, strlen(text));
+	}
+	if (s->ready_fd >= 0) {
+		if (text)
+			(void)io_write_all(s->ready_fd, text, strlen(text));
+		s->ready_fd = safe_close(s->ready_fd);
+	}
+}
+
+void ss_channel_room(const int pair[2])
+{
+	int size = SS_CHANNEL_BUFFER;
+
+	for (int i = 0; i < 2; i++)
+		if (setsockopt(pair[i], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
+			(void)setsockopt(pair[i], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+}
+
+void ss_attach(ss_server *s, const ss_host *h)
+{
+	s->h = *h;
+	s->attached = true;
+	s->t0 = now_ns();
+	/* Clients are served from pid 1's CTL_HELLO on: until then the
+	 * sandbox is still being set up (or refused; then EOF). */
+	(void)ep_add(s, s->h.ctl);
+}
+
+/* pid 1 runs the session loop: serve. */
+static void hello(ss_server *s)
+{
+	if (s->ready)
+		return;
+	(void)ep_add(s, s->listen_fd);
+	if (s->idle_fd >= 0)
+		(void)ep_add(s, s->idle_fd);
+	idle_rearm(s);
+	announce(s);
+}
+
+void ss_sandbox_gone(ss_server *s, bool timed_out)
+{
+	if (s->h.ctl >= 0)
+		handle_ctl(s, MSG_DONTWAIT); /* what pid 1 said before it ended */
+	s->gone = true;
+	s->stopping = true;
+	for (ss_conn *c = s->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->state == C_EXEC || c->state == C_FILE)
+			finish(s, c, -1, timed_out, 0);
+	}
+	end_session(s);
+	ep_del(s, s->listen_fd);
+	ep_del(s, s->idle_fd);
+	s->attached = false;
+}
+
+/* ---- the process ---- */
+
+/* "a b" -> ["a", "b"]: the kept workspaces. */
+static json_t *ids_json(const char *ids)
+{
+	json_t *a = json_array();
+
+	while (a && *ids) {
+		size_t n = strcspn(ids, " ");
+
+		if (n)
+			(void)json_array_append_new(a, json_stringn(ids, n));
+		ids += n + (ids[n] == ' ');
+	}
+	return a;
+}
+
+static json_t *summary_json(ss_server *s, int r, const sc_run_result *res, const sc_diag *d)
+{
+	json_t *o;
+
+	if (r < 0)
+		return json_pack("{s:s, s:s, s:s}", "name", s->name, "error", d->path, "detail",
+				 d->message);
+	o = json_pack("{s:s, s:s, s:i, s:f, s:f, s:o, s:I, s:I, s:s, s:s, s:s, s:b}", "name",
+		      s->name, "sandbox", res->sandbox_id, "exit_status", res->exit_status,
+		      "wall_s", (double)res->wall_ns / 1e9, "cpu_s", (double)res->cpu_ns / 1e9,
+		      "memory_peak",
+		      res->memory_peak == UINT64_MAX ? json_null()
+						     : json_integer((json_int_t)res->memory_peak),
+		      "commands", (json_int_t)s->commands, "execs", (json_int_t)res->tally.execs,
+		      "audit", res->audit_path, "audit_hash", res->audit_hash, "audit_state",
+		      !res->audit_sealed ? "unsealed"
+		      : res->audit_error ? "failed"
+					 : "sealed",
+		      "timed_out", res->timed_out);
+	if (o) {
+		const au_count *e[AU_TALLY_KEYS];
+		size_t n = au_table_sorted(&res->tally.limits, e);
+		json_t *hits = json_array();
+
+		for (size_t i = 0; hits && i < n; i++)
+			(void)json_array_append_new(hits, json_string(e[i]->key));
+		(void)json_object_set_new(o, "limits_hit", hits ? hits : json_null());
+		(void)json_object_set_new(o, "workspaces", ids_json(res->workspaces));
+	}
+	return o;
+}
+
+static int listen_at(const char *dir, int *ret_fd)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	mode_t old;
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/" SS_SOCKET, dir) >=
+	    sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	old = umask(0177); /* the socket 0600 */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)
+		r = -errno;
+	umask(old);
+	if (r < 0)
+		return r;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int ss_serve(const sc_session_start_opts *o, const char *name, int dirfd, int lock_fd, int ready_fd)
+{
+	ss_server s = {
+	    .o = o, .lock_fd = lock_fd, .ready_fd = ready_fd, .listen_fd = -1, .idle_fd = -1};
+	sc_run_opts ro = {.plan = o->plan,
+			  .audit_path = o->audit_path,
+			  .audit_key = o->audit_key,
+			  .audit_key_len = o->audit_key_len,
+			  .policy_source = o->policy_source,
+			  .policy_digest = o->policy_digest,
+			  .session = &s};
+	sc_run_result *res = calloc(1, sizeof(*res));
+	sc_diag d = {0};
+	char path[64];
+	int r;
+
+	snprintf(s.name, sizeof(s.name), "%s", name);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", dirfd);
+	if (!res || !realpath(path, s.dir)) {
+		free(res);
+		return SC_EXIT_SETUP;
+	}
+	s.started = time(NULL);
+	r = listen_at(s.dir, &s.listen_fd);
+	if (r < 0) {
+		dprintf(ready_fd, "cannot listen on %s/%s: %s", s.dir, SS_SOCKET, strerror(-r));
+		free(res);
+		return SC_EXIT_SETUP;
+	}
+	if (o->plan->idle_ns != PLAN_UNLIMITED)
+		s.idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	r = sc_run(&ro, res, &d);
+	if (!s.ready && s.ready_fd >= 0)
+		dprintf(s.ready_fd, "cannot set up the sandbox: %s%s%s", d.path,
+			d.path[0] ? ": " : "",
+			d.message[0] ? d.message : strerror(r < 0 ? -r : EIO));
+	/* The log is sealed: whoever asked for the stop gets its end. */
+	{
+		json_t *sum = summary_json(&s, r, res, &d);
+
+		for (ss_conn *c = s.conns, *next; c; c = next) {
+			next = c->next;
+			if (c->state == C_STOP && sum) {
+				json_t *m = json_pack("{s:b, s:O}", "ok", 1, "summary", sum);
+
+				if (m)
+					(void)ss_send(c->fd, m, NULL, 0);
+				json_decref(m);
+			}
+			conn_free(&s, c);
+		}
+		json_decref(sum);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(ss_files); i++)
+		(void)unlinkat(dirfd, ss_files[i], 0);
+	{
+		char parent[4096], *slash;
+
+		snprintf(parent, sizeof(parent), "%s", s.dir);
+		slash = strrchr(parent, '/');
+		if (slash) {
+			*slash = '\0';
+			(void)rmdir(s.dir);
+		}
+	}
+	(void)safe_close(s.listen_fd);
+	(void)safe_close(s.idle_fd);
+	(void)safe_close(s.ready_fd);
+	r = r < 0 ? SC_EXIT_SETUP : res->exit_status;
+	free(res);
+	return r;
+}

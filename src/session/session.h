@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sessions (docs/sessions.md): a sandbox that stays up, run by a
+ * supervisor of its own in the background, and commands run in it one
+ * after another or at once, each under every layer the first would have
+ * had. This is the client side: start one, run a command in it, move
+ * files in and out through its walls, list and stop them. Library code:
+ * returns -errno, never prints; a message for the user goes in *reterr_diag
+ * where one is taken.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/diag.h"
+#include "policy/plan.h"
+
+#define SC_SESSION_NAME_MAX 64
+#define SC_SESSION_MAX_ENV  256
+
+/* Where session state lives: /run/sandcap/sessions as root, else
+ * $XDG_RUNTIME_DIR/sandcap/sessions; SANDCAP_RUNTIME_DIR overrides (for
+ * tests), + /sessions. Created 0700 when create. */
+int sc_session_dir(bool create, char *buf, size_t len);
+/* A name is 1-64 of [A-Za-z0-9._-], not starting with '.' or '-'. */
+bool sc_session_name_valid(const char *name);
+
+/* Removes what supervisors that died left behind: a session directory
+ * whose lock nobody holds. Returns how many were removed. */
+unsigned sc_session_sweep(void);
+
+typedef struct sc_session_start_opts {
+	const sc_plan *plan;
+	const char *name; /* NULL: generated */
+	const char *policy_source;
+	const char *policy_digest;
+	const char *audit_path; /* NULL: a new file under the state directory */
+	const uint8_t *audit_key;
+	size_t audit_key_len;
+} sc_session_start_opts;
+
+typedef struct sc_session_info {
+	char name[SC_SESSION_NAME_MAX + 1];
+	pid_t pid; /* the session's supervisor */
+	char sandbox_id[40];
+	char audit_path[4096];
+	char started[32];     /* UTC, ISO 8601 */
+	char workspaces[512]; /* its cow workspaces' ids, space-separated */
+} sc_session_info;
+
+/* Starts the supervisor (forked, detached: its own session, stdio on
+ * /dev/null) and returns once the sandbox is ready for commands. -EEXIST
+ * when the name is taken. The caller must be single-threaded. */
+int sc_session_start(const sc_session_start_opts *o, sc_session_info *ret, sc_diag *reterr_diag);
+
+/* One request on a new connection: req is sent (not consumed), *ret_reply
+ * gets the first answer, fds the fds that came with it. An answer
+ * {"error": {"code", "message"}} is returned as -EREMOTEIO with the reply
+ * still set. */
+int sc_session_request(const char *name, json_t *req, int *ret_conn, json_t **ret_reply, int *fds,
+		       size_t max_fds, size_t *ret_n_fds);
+/* The next message on a connection (a result, after an exec or file op). */
+int sc_session_recv(int conn, json_t **ret_msg);
+
+typedef struct sc_exec_req {
+	char *const *argv;
+	const char *cwd;	   /* NULL: the policy's workdir */
+	char *const *env;	   /* "KEY=VALUE", NULL-terminated, may be NULL */
+	bool tty;		   /* a pty (allocated by the supervisor) instead of pipes */
+	unsigned short rows, cols; /* its first size, with tty */
+} sc_exec_req;
+
+typedef struct sc_exec_handle {
+	int conn;      /* the request's connection: the result comes on it */
+	int stdin_fd;  /* write end; close it for end of file */
+	int stdout_fd; /* read ends */
+	int stderr_fd;
+	int pty_fd; /* with tty: the master, read and written, all three above -1 */
+} sc_exec_handle;
+
+/* Starts a command; the fds are the caller's to close. Closing conn
+ * before the result kills the command. */
+int sc_session_exec(const char *name, const sc_exec_req *req, sc_exec_handle *ret);
+/* Sends sig to the command's process group. */
+int sc_session_exec_signal(const sc_exec_handle *h, int sig);
+
+typedef struct sc_exec_result {
+	int exit_code; /* as `sandcap run`: 128+N for signal N, 124 for limits.exec_wall */
+	int signal;    /* 0 when it exited */
+	bool exec_wall_hit, wall_hit, session_ended;
+	uint64_t duration_ms;
+	json_t *limits_hit; /* array of strings, the caller's */
+} sc_exec_result;
+
+/* Waits for the command's end; closes h->conn. */
+int sc_session_exec_wait(sc_exec_handle *h, sc_exec_result *ret);
+
+/* File operations, done inside the sandbox by a process under its walls:
+ * put copies data_fd to PATH (created with mode, truncated), get copies
+ * PATH into out_fd. PATH relative to the policy's workdir. The kernel's
+ * refusal comes back as its -errno. *ret_bytes may be NULL. */
+int sc_session_put(const char *name, const char *path, unsigned mode, int data_fd,
+		   uint64_t *ret_bytes);
+int sc_session_get(const char *name, const char *path, int out_fd, uint64_t *ret_bytes);
+
+typedef struct sc_dir_entry {
+	char type; /* f d l c b p s ? */
+	uint64_t size;
+	unsigned mode;
+	int64_t mtime;
+	char name[256];
+} sc_dir_entry;
+
+/* Lists a directory: *ret (malloc'd) gets *ret_n entries. */
+int sc_session_ls(const char *name, const char *path, sc_dir_entry **ret, size_t *ret_n);
+/* Parses one "TYPE\tSIZE\tMODE\tMTIME\tNAME" record of a listing. */
+int sc_dir_entry_parse(const char *rec, size_t len, sc_dir_entry *ret);
+
+/* A live cow workspace of session name (docs/sessions.md, "Workspaces"):
+ * *ret_meta its meta.json object, *ret_upper an open directory of its upper
+ * layer (the caller's). -ENOENT when the session has no such workspace. */
+int sc_session_workspace(const char *name, const char *id, json_t **ret_meta, int *ret_upper);
+/* Tells session name that its workspace was applied: req is a
+ * {"op": "workspace-applied", ...} object (docs/sessions.md). */
+int sc_session_workspace_applied(const char *name, json_t *req);
+
+/* Stops a session; *ret_summary (may be NULL) gets its end: the log
+ * sealed, its final hash, what it used. */
+int sc_session_stop(const char *name, json_t **ret_summary);
+/* Every live session's info (name, pid, sandbox, policy, audit,
+ * started, age_s, memory_peak, commands, running, state), after a sweep. */
+int sc_session_list(json_t **ret_array);

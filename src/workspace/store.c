@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where workspaces are kept: STATE/workspaces/ID/ with meta.json (what the
+ * workspace was made from) and upper/ (a copy of the overlay's upper layer,
+ * in overlayfs' own encoding: a whiteout is a 0/0 character device, an
+ * opaque directory has trusted.overlay.opaque = "y"). Only root (or the
+ * invoking user) can reach the state directory; its contents are still
+ * the agent's bytes and read as such.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/diag.h"
+#include "base/io.h"
+#include "workspace/ws-internal.h"
+
+bool ws_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > WS_ID_MAX || id[0] == '.' || id[0] == '-')
+		return false;
+	for (const char *q = id; *q; q++)
+		if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+		      (*q >= '0' && *q <= '9') || *q == '.' || *q == '-' || *q == '_'))
+			return false;
+	return true;
+}
+
+bool ws_is_whiteout(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
+}
+
+bool ws_is_opaque(int fd)
+{
+	char v[4];
+	ssize_t n = fgetxattr(fd, WS_OPAQUE_XATTR, v, sizeof(v));
+
+	return n == 1 && v[0] == 'y';
+}
+
+char ws_type_of(mode_t mode)
+{
+	return S_ISREG(mode)	? 'f'
+	       : S_ISDIR(mode)	? 'd'
+	       : S_ISLNK(mode)	? 'l'
+	       : S_ISFIFO(mode) ? 'p'
+				: 0;
+}
+
+int ws_read_all(int fd, size_t max, char **ret, size_t *ret_len)
+{
+	struct stat st;
+	char *buf;
+	size_t n = 0;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return -ENOMEM;
+	while (n < (size_t)st.st_size) {
+		ssize_t k = read(fd, buf + n, (size_t)st.st_size - n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break; /* shrank meanwhile: what is there */
+		n += (size_t)k;
+	}
+	buf[n] = '\0';
+	*ret = buf;
+	*ret_len = n;
+	return 0;
+}
+
+DIR *ws_opendir_at(int dir, const char *name)
+{
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+
+		(void)close(fd);
+		errno = e;
+	}
+	return d;
+}
+
+bool ws_is_dot(const char *name)
+{
+	return strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+}
+
+static int ensure_dir(int at, const char *name)
+{
+	return mkdirat(at, name, 0700) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+int ws_store_new(const char *state_dir, const char *id, int *ret_dir, sc_diag *reterr_diag)
+{
+	_cleanup_close_ int state = -1, all = -1;
+	int fd;
+
+	if (!ws_id_valid(id))
+		return diag_fail(reterr_diag, -EINVAL, "workspace", "bad workspace id");
+	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
+		return diag_fail(reterr_diag, -errno, "workspace", "cannot create %s: %s",
+				 state_dir, strerror(errno));
+	state = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (state < 0 || ensure_dir(state, "workspaces") < 0 ||
+	    (all = openat(state, "workspaces", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+		0)
+		return diag_fail(reterr_diag, -errno, "workspace", "%s/workspaces: %s", state_dir,
+				 strerror(errno));
+	if (mkdirat(all, id, 0700) < 0)
+		return diag_fail(reterr_diag, -errno, "workspace", "%s/workspaces/%s: %s",
+				 state_dir, id, strerror(errno));
+	fd = openat(all, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return diag_fail(reterr_diag, -errno, "workspace", "%s/workspaces/%s: %s",
+				 state_dir, id, strerror(errno));
+	*ret_dir = fd;
+	return 0;
+}
+
+static int copy_file(int src, int dst_dir, const char *name, const struct stat *st, uint64_t *bytes)
+{
+	_cleanup_close_ int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	_cleanup_close_ int out = -1;
+
+	if (in < 0)
+		return -errno;
+	out = openat(dst_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, 1u << 30, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EXDEV || errno == EOPNOTSUPP || errno == EINVAL)) {
+			char buf[65536];
+
+			while ((n = read(in, buf, sizeof(buf))) > 0) {
+				int r = io_write_all(out, buf, (size_t)n);
+
+				if (r < 0)
+					return r;
+				*bytes += (uint64_t)n;
+			}
+			if (n < 0)
+				return -errno;
+			break;
+		}
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		*bytes += (uint64_t)n;
+	}
+	if (fchown(out, st->st_uid, st->st_gid) < 0 || fchmod(out, st->st_mode & 07777) < 0)
+		return -errno;
+	return 0;
+}
+
+/* A second name of a file already copied: a link to that copy. */
+static int copy_link(int dst_root, const char *first, int dst, const char *name)
+{
+	const char *base;
+	int parent = ws_open_parent(dst_root, first, &base), r = 0;
+
+	if (parent < 0)
+		return parent;
+	if (linkat(parent, base, dst, name, 0) < 0)
+		r = -errno;
+	(void)close(parent);
+	return r;
+}
+
+int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *links, unsigned depth,
+		 uint64_t *files, uint64_t *bytes)
+{
+	DIR *d;
+	struct dirent *e;
+	int r = 0;
+
+	if (depth > WS_MAX_DEPTH)
+		return -ELOOP;
+	d = ws_opendir_at(src, ".");
+	if (!d)
+		return -errno;
+	while (r >= 0 && (errno = 0, e = readdir(d))) {
+		const char *name = e->d_name;
+		struct stat st;
+
+		if (ws_is_dot(name))
+			continue;
+		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = -errno;
+			break;
+		}
+		if (++*files > WS_MAX_CHANGES) {
+			r = -E2BIG;
+			break;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			_cleanup_close_ int s2 = -1, d2 = -1;
+
+			if (mkdirat(dst, name, 0700) < 0) {
+				r = -errno;
+				break;
+			}
+			s2 =
+			    openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			d2 = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (s2 < 0 || d2 < 0) {
+				r = -errno;
+				break;
+			}
+			_cleanup_free_ char *sub = NULL;
+
+			if (asprintf(&sub, "%s%s%s", rel, *rel ? "/" : "", name) < 0) {
+				r = -ENOMEM;
+				break;
+			}
+			r = ws_copy_tree(s2, d2, dst_root, sub, links, depth + 1, files, bytes);
+			if (r >= 0 && ws_is_opaque(s2) &&
+			    fsetxattr(d2, WS_OPAQUE_XATTR, "y", 1, 0) < 0)
+				r = -errno;
+			/* After its entries: a mode without w must not stop them. */
+			if (r >= 0 && (fchown(d2, st.st_uid, st.st_gid) < 0 ||
+				       fchmod(d2, st.st_mode & 07777) < 0))
+				r = -errno;
+		} else if (S_ISREG(st.st_mode)) {
+			const ws_link *l = st.st_nlink > 1 ? ws_links_find(links, st.st_ino) : NULL;
+			_cleanup_free_ char *me = NULL;
+
+			if (l) {
+				r = copy_link(dst_root, l->rel, dst, name);
+				continue;
+			}
+			r = copy_file(dirfd(d), dst, name, &st, bytes);
+			if (r >= 0 && st.st_nlink > 1)
+				r = asprintf(&me, "%s%s%s", rel, *rel ? "/" : "", name) < 0
+					? -ENOMEM
+					: ws_links_add(links, st.st_ino, me, NULL);
+		} else if (S_ISLNK(st.st_mode)) {
+			char target[PATH_MAX];
+			ssize_t n = readlinkat(dirfd(d), name, target, sizeof(target) - 1);
+
+			if (n < 0) {
+				r = -errno;
+				break;
+			}
+			target[n] = '\0';
+			if (symlinkat(target, dst, name) < 0 ||
+			    fchownat(dst, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+				r = -errno;
+		} else if (ws_is_whiteout(&st)) {
+			if (mknodat(dst, name, S_IFCHR | 0600, makedev(0, 0)) < 0)
+				r = -errno;
+		} else if (S_ISFIFO(st.st_mode)) {
+			if (mknodat(dst, name, S_IFIFO | (st.st_mode & 0777), 0) < 0 ||
+			    fchownat(dst, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+				r = -errno;
+		}
+		/* Sockets and devices cannot be made inside (nodev, seccomp): none. */
+	}
+	if (r >= 0 && errno)
+		r = -errno;
+	closedir(d);
+	return r;
+}
+
+int ws_remove_at(int dir, const char *name, unsigned depth)
+{
+	DIR *d;
+	struct dirent *e;
+	int r = 0;
+
+	if (unlinkat(dir, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (depth > WS_MAX_DEPTH)
+		return -ELOOP;
+	d = ws_opendir_at(dir, name);
+	if (!d)
+		return -errno;
+	while (r >= 0 && (e = readdir(d)))
+		if (!ws_is_dot(e->d_name))
+			r = ws_remove_at(dirfd(d), e->d_name, depth + 1);
+	closedir(d);
+	if (r < 0)
+		return r;
+	return unlinkat(dir, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* ---- meta.json ---- */
+
+void ws_meta_done(ws_meta *m)
+{
+	free(m->grant_path);
+	free(m->grant_at);
+	free(m->audit_log);
+	m->grant_path = m->grant_at = m->audit_log = NULL;
+}
+
+static json_t *u64_or_null(uint64_t v)
+{
+	return v == PLAN_UNLIMITED ? json_null() : json_integer((json_int_t)v);
+}
+
+char *ws_meta_to_json(const ws_meta *m)
+{
+	_cleanup_json_ json_t *o = json_pack(
+	    "{s:s, s:s, s:{s:s, s:s, s:o, s:o, s:I, s:I}, s:{s:I, s:I}, s:s, s:s, s:I, s:I}", "id",
+	    m->id, "sandbox", m->sandbox, "grant", "path", m->grant_path, "at", m->grant_at,
+	    "quota", u64_or_null(m->quota), "inodes", u64_or_null(m->inodes), "dev",
+	    (json_int_t)m->grant_dev, "ino", (json_int_t)m->grant_ino, "epoch", "sec",
+	    (json_int_t)m->epoch.tv_sec, "nsec", (json_int_t)m->epoch.tv_nsec, "audit_log",
+	    m->audit_log, "state", m->state, "files", (json_int_t)m->files, "bytes",
+	    (json_int_t)m->bytes);
+
+	return o ? json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+}
+
+static int get_str(json_t *o, const char *k, size_t max, char **ret)
+{
+	json_t *v = json_object_get(o, k);
+
+	if (!json_is_string(v) || json_string_length(v) > max ||
+	    strlen(json_string_value(v)) != json_string_length(v))
+		return -EBADMSG;
+	*ret = strdup(json_string_value(v));
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int get_u64(json_t *o, const char *k, bool nullable, uint64_t *ret)
+{
+	json_t *v = json_object_get(o, k);
+
+	if (nullable && json_is_null(v)) {
+		*ret = PLAN_UNLIMITED;
+		return 0;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return -EBADMSG;
+	*ret = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+int ws_meta_parse(const char *buf, size_t len, ws_meta *ret, char *why, size_t why_len)
+{
+	_cleanup_json_ json_t *o = NULL;
+	json_t *g, *ep;
+	json_error_t err;
+	_cleanup_free_ char *id = NULL, *sb = NULL, *state = NULL;
+	uint64_t sec = 0, nsec = 0;
+	ws_meta m = {0};
+	int r;
+
+	if (len > WS_META_MAX) {
+		snprintf(why, why_len, "larger than %u bytes", WS_META_MAX);
+		return -EBADMSG;
+	}
+	o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
+	if (!json_is_object(o)) {
+		snprintf(why, why_len, "not a JSON object (%s)", o ? "" : err.text);
+		return -EBADMSG;
+	}
+	g = json_object_get(o, "grant");
+	ep = json_object_get(o, "epoch");
+	r = json_is_object(g) && json_is_object(ep) ? 0 : -EBADMSG;
+	if (r >= 0)
+		r = get_str(o, "id", WS_ID_MAX, &id);
+	if (r >= 0)
+		r = get_str(o, "sandbox", sizeof(m.sandbox) - 1, &sb);
+	if (r >= 0)
+		r = get_str(o, "state", sizeof(m.state) - 1, &state);
+	if (r >= 0)
+		r = get_str(g, "path", POLICY_MAX_STRING, &m.grant_path);
+	if (r >= 0)
+		r = get_str(g, "at", POLICY_MAX_STRING, &m.grant_at);
+	if (r >= 0)
+		r = get_str(o, "audit_log", POLICY_MAX_STRING, &m.audit_log);
+	if (r >= 0)
+		r = get_u64(g, "quota", true, &m.quota);
+	if (r >= 0)
+		r = get_u64(g, "inodes", true, &m.inodes);
+	if (r >= 0)
+		r = get_u64(g, "dev", false, &m.grant_dev);
+	if (r >= 0)
+		r = get_u64(g, "ino", false, &m.grant_ino);
+	if (r >= 0)
+		r = get_u64(ep, "sec", false, &sec);
+	if (r >= 0)
+		r = get_u64(ep, "nsec", false, &nsec);
+	if (r >= 0)
+		r = get_u64(o, "files", false, &m.files);
+	if (r >= 0)
+		r = get_u64(o, "bytes", false, &m.bytes);
+	if (r == -ENOMEM) {
+		ws_meta_done(&m);
+		return r;
+	}
+	if (r < 0 || !ws_id_valid(id) || m.grant_path[0] != '/' || nsec >= 1000000000u ||
+	    sec > INT64_MAX) {
+		ws_meta_done(&m);
+		snprintf(why, why_len, "a key is missing or has a value of the wrong kind");
+		return -EBADMSG;
+	}
+	snprintf(m.id, sizeof(m.id), "%s", id);
+	snprintf(m.sandbox, sizeof(m.sandbox), "%s", sb);
+	snprintf(m.state, sizeof(m.state), "%s", state);
+	m.epoch.tv_sec = (time_t)sec;
+	m.epoch.tv_nsec = (long)nsec;
+	*ret = m;
+	return 0;
+}
+
+int ws_meta_store(int dir, const ws_meta *m)
+{
+	_cleanup_free_ char *json = ws_meta_to_json(m);
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (!json)
+		return -ENOMEM;
+	fd = openat(dir, "meta.json.new", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+	if (fd < 0)
+		return -errno;
+	r = io_write_all(fd, json, strlen(json));
+	if (r >= 0)
+		r = io_write_all(fd, "\n", 1);
+	if (r >= 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r >= 0 && renameat(dir, "meta.json.new", dir, "meta.json") < 0)
+		r = -errno;
+	return r;
+}
+
+static int workspaces_dir(const char *state_dir, sc_diag *d)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/workspaces", state_dir) >= sizeof(path))
+		return diag_fail(d, -ENAMETOOLONG, "workspace", "state directory path too long");
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT
+			   ? -ENOENT
+			   : diag_fail(d, -errno, "workspace", "%s: %s", path, strerror(errno));
+	return fd;
+}
+
+static int read_meta(int dir, const char *id, ws_meta *ret, sc_diag *d)
+{
+	_cleanup_close_ int fd = openat(dir, "meta.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	char why[128];
+	size_t n;
+	int r;
+
+	if (fd < 0)
+		return diag_fail(d, -errno, "workspace", "workspace %s: meta.json: %s", id,
+				 strerror(errno));
+	r = ws_read_all(fd, WS_META_MAX, &buf, &n);
+	if (r < 0)
+		return diag_fail(d, r, "workspace", "workspace %s: meta.json: %s", id,
+				 strerror(-r));
+	r = ws_meta_parse(buf, n, ret, why, sizeof(why));
+	if (r < 0)
+		return diag_fail(d, r, "workspace", "workspace %s: meta.json: %s", id, why);
+	if (strcmp(ret->id, id) != 0) {
+		ws_meta_done(ret);
+		return diag_fail(d, -EBADMSG, "workspace", "workspace %s: meta.json names %s", id,
+				 ret->id);
+	}
+	return 0;
+}
+
+int ws_open(const char *state_dir, const char *id, int *ret_dir, ws_meta *ret_meta, sc_diag *d)
+{
+	_cleanup_close_ int all = -1, dir = -1;
+	int r;
+
+	if (!ws_id_valid(id))
+		return diag_fail(d, -EINVAL, "workspace",
+				 "'%s' is not a workspace id (see 'sandcap workspace list')", id);
+	all = workspaces_dir(state_dir, d);
+	if (all == -ENOENT)
+		return diag_fail(d, -ENOENT, "workspace", "no workspace %s in %s", id, state_dir);
+	if (all < 0)
+		return all;
+	dir = openat(all, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0)
+		return diag_fail(d, -errno, "workspace", "no workspace %s in %s/workspaces%s%s", id,
+				 state_dir, errno == ENOENT ? "" : ": ",
+				 errno == ENOENT ? "" : strerror(errno));
+	r = read_meta(dir, id, ret_meta, d);
+	if (r < 0)
+		return r;
+	*ret_dir = TAKE_FD(dir);
+	return 0;
+}
+
+static int cmp_meta(const void *a, const void *b)
+{
+	return strcmp(((const ws_meta *)a)->id, ((const ws_meta *)b)->id);
+}
+
+int ws_list(const char *state_dir, ws_meta **ret, size_t *ret_n, sc_diag *d)
+{
+	_cleanup_close_ int all = workspaces_dir(state_dir, d);
+	ws_meta *v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	DIR *dp;
+
+	*ret = NULL;
+	*ret_n = 0;
+	if (all == -ENOENT)
+		return 0;
+	if (all < 0)
+		return all;
+	dp = fdopendir(all);
+	if (!dp)
+		return -errno;
+	all = -1;
+	while ((e = readdir(dp))) {
+		_cleanup_close_ int dir = -1;
+		ws_meta m;
+
+		if (!ws_id_valid(e->d_name))
+			continue;
+		dir = openat(dirfd(dp), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		/* One that cannot be read is skipped: `diff ID` says why. */
+		if (dir < 0 || read_meta(dir, e->d_name, &m, NULL) < 0)
+			continue;
+		if (n == cap) {
+			ws_meta *nv;
+
+			cap = cap ? cap * 2 : 16;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				ws_meta_done(&m);
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = m;
+	}
+	closedir(dp);
+	qsort(v, n, sizeof(*v), cmp_meta);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+int ws_discard_dir(const char *state_dir, const char *id)
+{
+	_cleanup_close_ int all = workspaces_dir(state_dir, NULL);
+
+	if (all < 0)
+		return all;
+	return ws_id_valid(id) ? ws_remove_at(all, id, 0) : -EINVAL;
+}
+
+int ws_discard(const char *state_dir, const char *id, sc_diag *d)
+{
+	_cleanup_close_ int dir = -1;
+	ws_meta m;
+	int r;
+
+	r = ws_open(state_dir, id, &dir, &m, d);
+	if (r < 0)
+		return r;
+	ws_meta_done(&m);
+	r = ws_discard_dir(state_dir, id);
+	if (r < 0)
+		return diag_fail(d, r, "workspace", "cannot remove workspace %s: %s", id,
+				 strerror(-r));
+	return 0;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target for the requests a session's supervisor reads from its
+ * clients (src/session/request.c): bytes as ss_recv() takes them (one JSON
+ * object, duplicates refused, at most SS_MAX_MSG), then the checks, then
+ * what the supervisor builds from an exec request for pid 1.
+ */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctl.h"
+#include "session/request.h"
+#include "session/wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static ss_request q;
+	char err[256];
+	json_t *o;
+
+	if (size > SS_MAX_MSG)
+		return 0;
+	o = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return 0;
+	}
+	if (ss_request_parse(o, &q, err, sizeof(err)) >= 0) {
+		size_t total = strlen(q.cwd ? q.cwd : "") + 1;
+
+		/* What start_exec() relies on: argv non-empty, every string
+		 * NUL-free, the whole within one control message. */
+		if (q.op == SS_OP_EXEC) {
+			if (q.n_argv == 0 || !q.argv[0][0])
+				abort();
+			for (size_t i = 0; i < q.n_argv; i++)
+				total += strlen(q.argv[i]) + 1;
+			for (size_t i = 0; i < q.n_env; i++)
+				total += strlen(q.env[i]) + 1;
+			if (total > CTL_MAX_PAYLOAD)
+				abort();
+		}
+		if ((q.op == SS_OP_PUT || q.op == SS_OP_GET || q.op == SS_OP_LS) &&
+		    (!q.path || !q.path[0]))
+			abort();
+		ss_request_done(&q);
+	}
+	json_decref(o);
+	return 0;
+}

@@ -1,0 +1,347 @@
+#!/usr/bin/env bash
+# Sessions: a sandbox that stays up and runs commands one after another and
+# at once (sandcap session, sandcap exec). Each command is checked for the
+# layers the first would have had, state persists between them, two
+# sessions cannot see each other, the exec and idle limits end what they
+# bound, a killed supervisor takes its sandbox with it and the next start
+# sweeps what it left, files move only where the policy lets them, and -t
+# gives a real pty that Ctrl-C reaches.
+. "$(dirname "$0")/lib.sh"
+need_root
+command -v python3 >/dev/null || skip_all "needs python3"
+
+export SANDCAP_RUNTIME_DIR="$T/run"
+S=$SANDCAP
+B=$(dirname "$SANDCAP")
+PROBE=$B/tests/escape/probe-escape
+[ -x "$PROBE" ] || PROBE=$(dirname "$0")/../../build/tests/escape/probe-escape
+mkdir -p "$T/work" "$T/work2"
+chmod 777 "$T/work" "$T/work2"
+policy main "{\"version\": 1, \"fs\": {\"grants\": [
+	{\"path\": \"$T/work\", \"at\": \"/work\", \"mode\": \"rw\"},
+	{\"path\": \"$(dirname "$PROBE")\", \"at\": \"/probe\", \"mode\": \"ro\"}]},
+	\"limits\": {\"exec_wall\": \"1500ms\", \"pids\": 256}}"
+policy other "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$T/work2\", \"at\": \"/work\", \"mode\": \"rw\"}]}}"
+policy idle '{"version": 1, "limits": {"idle": "700ms"}}'
+policy wall '{"version": 1, "limits": {"wall": "1200ms"}}'
+
+stop_all() {
+	for n in a b c idle wall term; do "$S" session stop "$n" >/dev/null 2>&1; done
+	cleanup_dir
+}
+trap stop_all EXIT
+
+# ---- lifecycle ----
+out=$("$S" session start --policy "$T/main.json" --name a --json 2>&1)
+expect_match "start --json names the session, its supervisor and its log" "$out" \
+	'^\{"audit":"[^"]+\.jsonl","name":"a","pid":[0-9]+,"policy":"[^"]+","sandbox":"sc-[0-9a-f]+","started":"[0-9T:Z-]+","workspaces":\[\]\}$'
+sup=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["pid"])' "$out" 2>/dev/null)
+audit=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["audit"])' "$out" 2>/dev/null)
+check "its supervisor runs in the background" kill -0 "${sup:-0}"
+expect_eq "the session directory is 0700" "$(stat -c %a "$T/run/sessions/a")" 700
+expect_eq "its control socket is 0600" "$(stat -c %a "$T/run/sessions/a/ctl.sock")" 600
+out=$("$S" session start --policy "$T/main.json" --name a 2>&1)
+rc=$?
+expect_eq "a second start with the same name is refused (125)" "$rc" 125
+expect_match "and says the name is taken" "$out" "exists already"
+
+out=$("$S" exec a -- sh -c 'echo to-out; echo to-err >&2; exit 7' 2>"$T/err")
+rc=$?
+expect_eq "exec: the command's exit status" "$rc" 7
+expect_eq "exec: its stdout" "$out" "to-out"
+expect_eq "exec: its stderr" "$(cat "$T/err")" "to-err"
+"$S" exec a -- sh -c 'kill -TERM $$'
+expect_eq "exec: 128+N for a command that died of signal N" "$?" 143
+"$S" exec a -- /nonexistent 2>/dev/null
+expect_eq "exec: 127 for a command not found" "$?" 127
+out=$(printf 'line1\nline2\n' | "$S" exec -i a -- wc -l)
+expect_eq "exec -i: standard input reaches the command" "$out" "2"
+out=$(echo ignored | "$S" exec a -- cat)
+expect_eq "exec without -i: the command reads end of file" "$out" ""
+out=$("$S" exec --cwd /work --env FOO=bar a -- sh -c 'echo "$PWD $FOO $USER"')
+expect_eq "exec --cwd and --env over the session's environment" "$out" "/work bar agent"
+
+# ---- state persists between commands ----
+"$S" exec a -- sh -c 'echo in-tmp > /tmp/kept; echo in-grant > /work/kept'
+out=$("$S" exec a -- cat /tmp/kept /work/kept)
+expect_eq "/tmp and the rw grant persist between execs" "$out" $'in-tmp\nin-grant'
+expect_eq "the grant's file is on the host" "$(cat "$T/work/kept")" "in-grant"
+
+# ---- every command has the layers of the first ----
+st=$("$S" exec a -- cat /proc/self/status)
+expect_match "exec: seccomp filter in place (Seccomp: 2)" "$st" $'Seccomp:\t2'
+expect_match "exec: no_new_privs" "$st" $'NoNewPrivs:\t1'
+expect_match "exec: no effective capability" "$st" $'CapEff:\t0000000000000000'
+expect_match "exec: the agent's uid" "$st" $'Uid:\t1000\t1000\t1000\t1000'
+out=$("$S" exec a -- sh -c 'echo x > /proc/self/comm' 2>&1)
+expect_match "exec: Landlock refuses a write the mounts allow (/proc/self/comm)" "$out" "Permission denied"
+out=$("$S" exec a -- sh -c 'echo x > /etc/passwd' 2>&1)
+expect_match "exec: a write outside the grants is refused" "$out" "Read-only file system|Permission denied"
+fds=$("$S" exec a -- sh -c 'ls -l /proc/$$/fd | grep -c "\->"; ls -l /proc/$$/fd')
+expect_match "exec: only 0-2, all pipes of the supervisor's" "$fds" \
+	$'^3\n.*0 -> pipe:.*1 -> pipe:.*2 -> pipe:[^\n]*$'
+out=$("$S" exec a -- ls /proc/1/fd 2>&1)
+expect_match "exec: pid 1 (and its control channel) is out of reach" "$out" "Permission denied"
+"$S" exec a -- sh -c 'kill -TERM 1; kill -HUP 1; kill -INT 1; kill -KILL 1' 2>/dev/null
+sleep 0.2
+out=$("$S" exec a -- echo alive)
+expect_eq "signals the agent sends to pid 1 do not end the session" "$out" "alive"
+for probe in mount chroot pivot_root mknod ptrace-parent ptrace-init tiocsti keyctl bpf \
+	unshare-user setns socket-raw sethostname io_uring_setup; do
+	out=$("$S" exec a -- /probe/probe-escape "$probe" 2>&1)
+	rc=$?
+	if [[ $out == *"HELD "* ]] || { [ $rc -gt 128 ] && [ $rc -lt 160 ]; }; then
+		ok "exec: escape probe $probe is held"
+	else
+		not_ok "exec: escape probe $probe is held (rc $rc: $out)"
+	fi
+done
+
+# ---- concurrent execs ----
+for i in $(seq 10); do
+	"$S" exec a -- sh -c "sleep 0.3; echo n$i" >"$T/par.$i" &
+done
+wait
+good=0
+for i in $(seq 10); do [ "$(cat "$T/par.$i")" = "n$i" ] && good=$((good + 1)); done
+expect_eq "10 concurrent execs each get their own output" "$good" 10
+
+# ---- --ndjson ----
+out=$("$S" exec --ndjson a -- sh -c 'printf out; printf err >&2; exit 3')
+rc=$?
+expect_eq "--ndjson: the exit status is still the command's" "$rc" 3
+res=$(printf '%s\n' "$out" | python3 -c '
+import base64, json, sys
+streams, last = {"stdout": b"", "stderr": b""}, None
+for line in sys.stdin:
+    o = json.loads(line)
+    if "stream" in o:
+        streams[o["stream"]] += base64.b64decode(o["data"])
+    else:
+        last = o
+print(streams["stdout"].decode(), streams["stderr"].decode(), last["exit_code"], last["signal"],
+      last["limits_hit"], isinstance(last["duration_ms"], int))')
+expect_eq "--ndjson: base64 chunks per stream, then the result" "$res" "out err 3 None [] True"
+
+# ---- limits.exec_wall ----
+t0=$(date +%s%N)
+out=$("$S" exec --ndjson a -- sleep 30)
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+expect_eq "limits.exec_wall: the command is killed, exit 124" "$rc" 124
+expect_match "and limits_hit says exec_wall" "$out" '"limits_hit":\["exec_wall"\]'
+check "within the bound (1.5 s, took ${ms} ms)" test "$ms" -lt 4000
+out=$("$S" exec a -- echo still-up)
+expect_eq "the session runs on after an exec_wall kill" "$out" "still-up"
+
+# ---- files through the walls ----
+printf 'payload\n' | "$S" session put a /work/put.txt
+expect_eq "put into the rw grant: written" "$?" 0
+expect_eq "and the file is on the host" "$(cat "$T/work/put.txt")" "payload"
+out=$("$S" session get a /work/put.txt)
+expect_eq "get reads it back" "$out" "payload"
+out=$("$S" session get a /tmp/kept)
+expect_eq "get reads the sandbox's /tmp" "$out" "in-tmp"
+out=$("$S" session ls a /work --json)
+expect_match "ls lists the grant" "$out" '"name":"put.txt","size":8,"type":"f"'
+out=$(echo no | "$S" session put a /etc/refused 2>&1)
+rc=$?
+expect_eq "put outside the grants fails (1)" "$rc" 1
+expect_match "refused by the kernel inside" "$out" "Read-only file system|Permission denied"
+out=$(echo no | "$S" session put a /proc/self/comm 2>&1)
+expect_match "put where only Landlock stands is refused by Landlock" "$out" "Permission denied"
+out=$("$S" session get a "$T/main.json" 2>&1)
+expect_match "get of a host file outside the view: not there" "$out" "No such file"
+
+# ---- isolation between sessions ----
+"$S" session start --policy "$T/other.json" --name b >/dev/null
+"$S" exec a -- sh -c 'echo secret > /tmp/mine'
+"$S" exec a -- sleep 1 &
+sleep 0.3
+out=$("$S" exec b -- sh -c 'cat /tmp/mine /work/kept 2>&1; ls /proc | grep -c "^[0-9]"')
+expect_match "session b sees neither a's /tmp nor a's grant" "$out" "No such file.*No such file"
+expect_match "and only its own processes (pid 1 and this exec's sh, ls, grep)" "$out" $'\n[1-4]$'
+out=$("$S" exec b -- cat /proc/sys/kernel/hostname)
+out2=$("$S" exec b -- sh -c 'readlink /proc/self/ns/pid')
+out3=$("$S" exec a -- sh -c 'readlink /proc/self/ns/pid')
+check "two sessions are in different pid namespaces" test "$out2" != "$out3"
+wait
+
+# ---- list and stop ----
+out=$("$S" session list --json)
+res=$(python3 -c '
+import json, sys
+l = {s["name"]: s for s in json.loads(sys.argv[1])}
+a = l.get("a", {})
+print(sorted(l), a.get("state"), a.get("commands", 0) > 20, a.get("memory_peak", 0) > 0,
+      isinstance(a.get("age_s"), int), a.get("policy", "").endswith("main.json"))' "$out")
+expect_eq "list: both sessions, running, with commands, memory, age, policy" "$res" \
+	"['a', 'b'] running True True True True"
+out=$("$S" session stop a --json)
+res=$(python3 -c '
+import json, sys
+s = json.loads(sys.argv[1])
+print(s["name"], s["audit_state"], s["commands"] > 20, len(s["audit_hash"]))' "$out")
+expect_eq "stop: the summary, the log sealed" "$res" "a sealed True 64"
+# (gone, or a zombie its new parent, the host's pid 1, has not reaped yet)
+check "stop: the supervisor has ended" bash -c "for i in \$(seq 50); do
+	[ -e /proc/$sup ] && ! grep -q '^State:.*Z' /proc/$sup/status 2>/dev/null || exit 0; sleep 0.02; done; exit 1"
+check "stop: the session's directory is removed" test ! -e "$T/run/sessions/a"
+out=$("$S" audit verify "$audit" 2>&1)
+expect_match "the session's log verifies" "$out" "intact"
+ev=$(python3 -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+starts = [r for r in recs if r["event"] == "exec.start"]
+exits = [r for r in recs if r["event"] == "exec.exit"]
+walls = [r for r in recs if r["event"] == "limit.hit" and r["data"]["limit"] == "exec_wall"]
+execs = [r for r in recs if r["event"] == "proc.exec"]
+files = [r["event"] for r in recs if r["event"].startswith("file.")]
+seven = [r for r in exits if r["data"]["status"] == 7]
+print(len(starts) == len(exits), len(walls), len(execs) >= len(starts), len(seven),
+      starts[0]["data"]["argv"][0], sorted(set(files)))' "$audit")
+expect_eq "the log: exec.start/exec.exit per command, proc.exec records, the exec_wall hit, file records" \
+	"$ev" "True 1 True 1 sh ['file.get', 'file.list', 'file.put']"
+rep=$("$S" audit report "$audit" 2>&1)
+expect_match "audit report: a session has no command of its own" "$rep" 'command   none of its own: a session, [0-9]+ commands run in it'
+expect_match "audit report: the commands it ran, with their exit statuses and durations" "$rep" \
+	'commands  [0-9]+ run, [0-9]+ ended'$'\n''    #1 [a-z].* -> exit [0-9]+, [0-9]+ ms'
+expect_match "audit report: the file transfers" "$rep" 'transfers [0-9]+ \(put, get, ls'$'\n''(    .*'$'\n'')*    put work/put\.txt: 8 bytes \(ok\)|put /work/put\.txt: 8 bytes \(ok\)'
+check "audit report --json: commands with status" grep -q '"status": [0-9]' <<<"$("$S" audit report --json "$audit")"
+out=$("$S" exec a -- true 2>&1)
+rc=$?
+expect_eq "exec in a stopped session: 125" "$rc" 125
+expect_match "and says there is no such session" "$out" "no session a"
+"$S" session stop b >/dev/null 2>&1
+
+# ---- limits.idle ----
+"$S" session start --policy "$T/idle.json" --name idle >/dev/null
+"$S" exec idle -- sleep 1.2
+expect_eq "a command longer than limits.idle keeps the session up" "$?" 0
+sleep 1.5
+out=$("$S" session list)
+expect_no_match "an idle session stops by itself" "$out" "idle"
+log=$(ls -t "$SANDCAP_STATE_DIR"/audit/*.jsonl | head -1)
+expect_match "its log records limit.hit idle and is sealed" \
+	"$(grep -c '"limit":"idle"' "$log") $(tail -1 "$log" | grep -c audit.seal)" "^1 1$"
+
+# ---- limits.wall bounds the session; SIGTERM to its supervisor ends it cleanly ----
+"$S" session start --policy "$T/wall.json" --name wall >/dev/null
+"$S" session start --policy "$T/other.json" --name term >/dev/null
+tsup=$(python3 -c 'import json; print(json.load(open("'"$T"'/run/sessions/term/meta.json"))["pid"])')
+tlog=$(python3 -c 'import json; print(json.load(open("'"$T"'/run/sessions/term/meta.json"))["audit"])')
+out=$("$S" exec --ndjson wall -- sleep 30)
+expect_eq "limits.wall: a command still running when it ends the session exits 124" "$?" 124
+expect_match "and limits_hit says wall" "$out" '"limits_hit":\["wall"\]'
+kill -TERM "$tsup"
+for i in $(seq 50); do [ -e "$T/run/sessions/term" ] || break; sleep 0.05; done
+out=$("$S" session list)
+expect_no_match "after limits.wall and SIGTERM neither session is listed" "$out" "wall|term"
+expect_match "SIGTERM to the supervisor: the log ends sealed, stopped_by SIGTERM" \
+	"$(grep -c '"stopped_by":{"forced_kill":false,"signal":"SIGTERM"}' "$tlog") $(tail -1 "$tlog" | grep -c audit.seal)" "^1 1$"
+
+# ---- the supervisor killed: the sandbox dies with it, the next start sweeps ----
+"$S" session start --policy "$T/other.json" --name c >/dev/null
+sup=$(python3 -c 'import json; print(json.load(open("'"$T"'/run/sessions/c/meta.json"))["pid"])')
+"$S" exec c -- sleep 300 2>/dev/null &
+sleep 0.4
+pids=$(for p in /proc/[0-9]*; do
+	[ "$(cat "$p/comm" 2>/dev/null)" = sleep ] && grep -q "sandcap-sc-" "$p/cgroup" 2>/dev/null &&
+		grep -q "^PPid:" "$p/status" && echo "${p#/proc/}"
+done)
+check "the session's command runs (host pid ${pids:-none})" test -n "$pids"
+kill -KILL "$sup"
+wait
+sleep 0.5
+alive=0
+for p in $pids; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+expect_eq "after SIGKILL of the supervisor no process of its sandbox is left" "$alive" 0
+check "its directory is left behind" test -d "$T/run/sessions/c"
+"$S" session list >/dev/null
+check "the next list (or start) sweeps it" test ! -e "$T/run/sessions/c"
+
+# ---- -t: a pty of the sandbox's own, Ctrl-C delivered inside ----
+"$S" session start --policy "$T/other.json" --name a >/dev/null
+term() {
+	python3 - "$@" <<'EOF'
+import os, pty, signal, struct, sys, termios, fcntl, time, select
+out, inp, argv = sys.argv[1], sys.argv[2].encode().decode("unicode_escape").encode(), sys.argv[3:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(argv[0], argv)
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 111, 0, 0))
+buf, sent, resized, t0 = b"", False, False, time.time()
+while True:
+    if not resized and b"ready" in buf:
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        os.kill(pid, signal.SIGWINCH)
+        resized, t1 = True, time.time()
+    if resized and not sent and time.time() - t1 > 0.5:
+        os.write(fd, inp)
+        sent = True
+    r, _, _ = select.select([fd], [], [], 0.1)
+    if fd in r:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        buf += data
+    if time.time() - t0 > 15:
+        os.kill(pid, signal.SIGKILL)
+_, status = os.waitpid(pid, 0)
+open(out, "wb").write(buf)
+print(os.waitstatus_to_exitcode(status))
+EOF
+}
+rc=$(term "$T/tty.out" '\x03' "$S" exec -t a -- sh -c \
+	'tty; stty size; ls -l /proc/self/fd/0; trap "stty size; exit 9" WINCH; echo ready; while :; do sleep 0.1; done')
+out=$(tr -d '\r' <"$T/tty.out")
+expect_match "-t: the command's terminal is a pty of the sandbox's devpts" "$out" $'(^|\n)/dev/pts/[0-9]+\n'
+expect_match "-t: it starts with the caller's window size" "$out" $'\n33 111\n'
+expect_match "-t: fd 0 is that pty" "$out" "/proc/self/fd/0 -> /dev/pts/[0-9]+"
+expect_match "-t: a window-size change reaches it" "$out" $'\n40 120($|\n)'
+expect_eq "-t: exit status after the resize trap" "$rc" 9
+rc=$(term "$T/int.out" '\x03' "$S" exec -t a -- sh -c 'echo ready; sleep 30')
+expect_eq "-t: Ctrl-C reaches the command inside (130)" "$rc" 130
+out=$(script -qec "$S exec -t a -- sh -c 'test -t 0 && echo tty-ok'" /dev/null </dev/null | tr -d '\r')
+expect_match "-t under script(1) too" "$out" "tty-ok"
+"$S" session stop a >/dev/null 2>&1
+
+# ---- without root: the session under $XDG_RUNTIME_DIR, the same commands ----
+U=sc-sess-$$
+if command -v useradd >/dev/null && command -v setpriv >/dev/null &&
+	useradd --no-create-home --home-dir "$T/uhome" --shell /usr/sbin/nologin --user-group "$U" 2>/dev/null; then
+	mkdir -p "$T/ubin" "$T/uhome" "$T/uxdg"
+	cp "$SANDCAP" "$(dirname "$SANDCAP")/sandcap-init" "$T/ubin/"
+	chmod 755 "$T/ubin"
+	chmod 644 "$T/other.json"
+	chown "$U:$U" "$T/uhome" "$T/uxdg"
+	chmod 700 "$T/uxdg"
+	policy plain '{"version": 1}'
+	chmod 644 "$T/plain.json"
+	as_user() {
+		env -i HOME="$T/uhome" XDG_RUNTIME_DIR="$T/uxdg" PATH=/usr/bin:/bin \
+			setpriv --reuid="$U" --regid="$U" --init-groups -- "$@"
+	}
+	if as_user unshare --user true 2>/dev/null; then
+		as_user "$T/ubin/sandcap" session start --policy "$T/plain.json" --name u >/dev/null
+		out=$(as_user "$T/ubin/sandcap" exec u -- sh -c 'id -u; echo kept > /tmp/k')
+		out2=$(as_user "$T/ubin/sandcap" session get u /tmp/k)
+		check "without root: the session's state is under XDG_RUNTIME_DIR" test -S "$T/uxdg/sandcap/sessions/u/ctl.sock"
+		expect_eq "without root: exec runs as the agent, get reads what it wrote" "$out $out2" "1000 kept"
+		out=$(as_user "$T/ubin/sandcap" session stop u --json)
+		expect_match "without root: stop seals the log" "$out" '"audit_state":"sealed"'
+	else
+		skip "sessions without root" "no unprivileged user namespaces here"
+	fi
+	for p in $(pgrep -u "$U" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+	sleep 0.1
+	userdel "$U" 2>/dev/null
+	getent group "$U" >/dev/null && groupdel "$U" 2>/dev/null
+else
+	skip "sessions without root" "needs useradd and setpriv"
+fi
+
+finish

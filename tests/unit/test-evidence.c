@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Evidence checked offline: Ed25519 keys and signatures, a signed log with
+ * checkpoints and what its verification says when it is whole, cut or
+ * signed by another key; schema-1 logs still verify; the OCSF export of
+ * a log; delegation receipts recomputed and a widened child refused.
+ * Unprivileged. TAP output.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit/audit-internal.h"
+#include "audit/audit.h"
+#include "audit/export.h"
+#include "audit/receipt.h"
+#include "base/cleanup.h"
+#include "base/io.h"
+#include "base/sha256.h"
+#include "policy/plan.h"
+#include "tap.h"
+
+static char tmpdir[] = "/tmp/test-evidence-XXXXXX";
+
+static char *in_tmp(const char *name)
+{
+	char *p = NULL;
+
+	if (asprintf(&p, "%s/%s", tmpdir, name) < 0)
+		abort();
+	return p;
+}
+
+static char *slurp(const char *path, size_t *ret_len)
+{
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (io_read_file_at(AT_FDCWD, path, 64u << 20, &buf, &len) < 0)
+		return NULL;
+	if (ret_len)
+		*ret_len = len;
+	return buf;
+}
+
+static void spit(const char *path, const char *buf, size_t len)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f || fwrite(buf, 1, len, f) != len)
+		abort();
+	fclose(f);
+}
+
+static int verify_file(const char *path, const au_sign_key *pub, au_verify_info *info, char *reason,
+		       size_t reason_len)
+{
+	size_t line = 0;
+	FILE *f = fopen(path, "re");
+	int r;
+
+	if (!f)
+		return -errno;
+	r = au_verify_pub(f, NULL, 0, pub, info, &line, reason, reason_len);
+	fclose(f);
+	return r;
+}
+
+static au_sign_key *priv, *pub, *other_pub;
+
+static void test_keys(void)
+{
+	_cleanup_free_ char *p = in_tmp("sign.key"), *q = in_tmp("pub.key");
+	_cleanup_free_ char *p2 = in_tmp("other.key"), *q2 = in_tmp("other.pub");
+	_cleanup_free_ char *x = in_tmp("x.pub");
+	char id[AU_HASH_HEX + 1];
+	struct stat st;
+
+	ok(au_keygen(p, q, id) == 0, "keygen writes a pair");
+	ok(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600, "the private key is 0600");
+	ok(au_keygen(p, x, NULL) == -EEXIST, "an existing key is not overwritten");
+	ok(access(x, F_OK) < 0, "... and no half pair is left");
+	ok(au_sign_key_load(p, true, &priv) == 0 && au_sign_key_is_private(priv),
+	   "the private key loads");
+	ok(au_sign_key_load(q, false, &pub) == 0 && !au_sign_key_is_private(pub),
+	   "the public key loads");
+	ok(priv && pub && strcmp(au_sign_key_id(priv), id) == 0 &&
+	       strcmp(au_sign_key_id(pub), id) == 0,
+	   "both have the key id keygen printed");
+	ok(au_keygen(p2, q2, NULL) == 0 && au_sign_key_load(q2, false, &other_pub) == 0,
+	   "a second pair");
+	ok(chmod(p, 0640) == 0 && au_sign_key_load(p, true, &(au_sign_key *){NULL}) == -EACCES,
+	   "a private key readable by the group is refused");
+	ok(chmod(q, 0600) == 0 && au_sign_key_load(q, true, &(au_sign_key *){NULL}) == -EBADMSG,
+	   "a public key is not a private key");
+}
+
+static void test_signatures(void)
+{
+	uint8_t h[AU_HASH_BYTES] = {1, 2, 3}, sig[AU_SIG_BYTES];
+
+	ok(au_sign(priv, "checkpoint", "sc-1", 5, h, sig) == 0, "sign");
+	ok(au_sig_check(pub, "checkpoint", "sc-1", 5, h, sig) == 0, "the signature verifies");
+	ok(au_sig_check(pub, "seal", "sc-1", 5, h, sig) == -EBADMSG,
+	   "a checkpoint's signature is not a seal's");
+	ok(au_sig_check(pub, "checkpoint", "sc-2", 5, h, sig) == -EBADMSG, "nor another log's");
+	ok(au_sig_check(pub, "checkpoint", "sc-1", 6, h, sig) == -EBADMSG, "nor of another count");
+	h[0] ^= 1;
+	ok(au_sig_check(pub, "checkpoint", "sc-1", 5, h, sig) == -EBADMSG, "nor of another hash");
+	ok(au_sig_check(other_pub, "checkpoint", "sc-1", 5, (uint8_t[32]){1, 2, 3}, sig) ==
+	       -EBADMSG,
+	   "nor with another key");
+	ok(au_sign(pub, "checkpoint", "sc-1", 5, h, sig) == -EINVAL, "a public key cannot sign");
+}
+
+/* A log of n proc.exec records, signed with checkpoints every 3 records. */
+static void write_signed(const char *path, int n, bool seal)
+{
+	au_log *log = NULL;
+
+	if (au_open(path, NULL, 0, "sc-evidence", AUDIT_FSYNC_BOUNDARIES, &log) < 0 ||
+	    au_set_signer(log, priv, 3, 0) < 0)
+		abort();
+	for (int i = 0; i < n; i++)
+		(void)au_emit(log, "proc.exec",
+			      json_pack("{s:i, s:s, s:[s]}", "pid", 100 + i, "path", "/bin/true",
+					"argv", "true"));
+	if (seal)
+		(void)au_seal(log);
+	au_close(log);
+}
+
+static void test_signed_log(void)
+{
+	_cleanup_free_ char *path = in_tmp("signed.jsonl"), *cut = in_tmp("cut.jsonl");
+	_cleanup_free_ char *buf = NULL;
+	au_verify_info info;
+	char reason[512];
+	size_t len = 0;
+	char *last;
+
+	write_signed(path, 10, true);
+	/* 3 records, a checkpoint, ...: 10 execs and 3 checkpoints, the seal. */
+	ok(verify_file(path, pub, &info, reason, sizeof(reason)) == 0, "a signed log verifies");
+	ok(info.records == 14 && info.checkpoints == 3 && info.sig_checked && info.seal_signed,
+	   "14 records, 3 checkpoints, the seal's signature checked (%llu, %llu)",
+	   (unsigned long long)info.records, (unsigned long long)info.checkpoints);
+	ok(verify_file(path, NULL, &info, reason, sizeof(reason)) == 0 && info.seal_signed &&
+	       !info.sig_checked,
+	   "without the public key it is checked for form only");
+	ok(verify_file(path, other_pub, &info, reason, sizeof(reason)) == -EBADMSG &&
+	       strstr(reason, "not by the given public key"),
+	   "another public key is refused: %s", reason);
+
+	/* Cut after the last checkpoint (seq 11): the seal and record 12 go. */
+	buf = slurp(path, &len);
+	last = buf ? strstr(buf, "\"seq\":12,") : NULL;
+	ok(last != NULL, "the log has a record 12");
+	if (last) {
+		last = memrchr(buf, '\n', (size_t)(last - buf));
+		spit(cut, buf, (size_t)(last - buf) + 1 + 30); /* a torn record 12 too */
+	}
+	ok(verify_file(cut, pub, &info, reason, sizeof(reason)) == -EBADMSG &&
+	       strstr(reason, "incomplete record"),
+	   "the cut log does not verify: %s", reason);
+	ok(info.have_checkpoint && info.checkpoint_seq == 11 && info.good_records == 12,
+	   "... but is signed up to its last checkpoint, record 11 (%llu of %llu)",
+	   (unsigned long long)info.checkpoint_seq, (unsigned long long)info.good_records);
+}
+
+/* The same record in schema 1: without "schema", hashes recomputed. */
+static void test_schema1(void)
+{
+	_cleanup_free_ char *path = in_tmp("v1.jsonl");
+	uint8_t prev[AU_HASH_BYTES], hash[AU_HASH_BYTES];
+	char out[4096], hex[AU_HASH_HEX + 1], prevhex[AU_HASH_HEX + 1], reason[256];
+	const char *events[] = {"sandbox.start", "audit.seal"};
+	au_verify_info info;
+	size_t o = 0;
+
+	au_genesis("sc-old", prev);
+	for (int i = 0; i < 2; i++) {
+		char body[1024], data[256];
+		int n;
+
+		au_hex(prev, AU_HASH_BYTES, prevhex);
+		if (i == 1)
+			snprintf(data, sizeof(data),
+				 "{\"final_hash\":\"%s\",\"keyed\":false,\"records\":1}", prevhex);
+		else
+			snprintf(data, sizeof(data), "{}");
+		n = snprintf(body, sizeof(body),
+			     "{\"seq\":%d,\"ts\":\"2026-01-01T00:00:00.000000000Z\",\"sandbox\":"
+			     "\"sc-old\",\"event\":\"%s\",\"data\":%s,\"prev\":\"%s\"",
+			     i, events[i], data, prevhex);
+		au_chain_hash(prev, body, (size_t)n, hash);
+		au_hex(hash, AU_HASH_BYTES, hex);
+		o += (size_t)snprintf(out + o, sizeof(out) - o, "%s,\"hash\":\"%s\"}\n", body, hex);
+		memcpy(prev, hash, AU_HASH_BYTES);
+	}
+	spit(path, out, o);
+	ok(verify_file(path, NULL, &info, reason, sizeof(reason)) == 0 && info.records == 2,
+	   "a schema-1 log (no \"schema\" member) still verifies: %s", reason);
+}
+
+static void test_export(void)
+{
+	_cleanup_free_ char *path = in_tmp("signed.jsonl"), *out = NULL;
+	size_t out_len = 0, line = 0, n = 0;
+	char reason[256];
+	FILE *in = fopen(path, "re"), *o = open_memstream(&out, &out_len);
+	int r;
+
+	r = in && o ? au_export(in, o, AU_EXPORT_OCSF, &line, reason, sizeof(reason)) : -EIO;
+	if (in)
+		fclose(in);
+	if (o)
+		fclose(o);
+	ok(r == 0, "the OCSF export of a sealed log succeeds");
+	for (char *p = out, *nl; p && (nl = strchr(p, '\n')); p = nl + 1) {
+		_cleanup_json_ json_t *ev = json_loadb(p, (size_t)(nl - p), 0, NULL);
+		json_t *cls = json_object_get(ev, "class_uid");
+		const char *native =
+		    json_string_value(json_object_get(json_object_get(ev, "unmapped"), "event"));
+
+		n++;
+		if (!ev || !json_is_integer(cls) ||
+		    json_integer_value(json_object_get(ev, "type_uid")) !=
+			json_integer_value(cls) * 100 +
+			    json_integer_value(json_object_get(ev, "activity_id")) ||
+		    (native && strcmp(native, "proc.exec") == 0 && json_integer_value(cls) != 1007))
+			break;
+	}
+	ok(n == 14, "one valid OCSF event per record, proc.exec as Process Activity (%zu)", n);
+}
+
+/* A log of a root sandbox and one child: receipts as spawn.c writes them. */
+static int write_deleg(const char *path, const char *child_policy, bool fix_digest)
+{
+	_cleanup_(sc_plan_freep) sc_plan *parent = NULL, *child = NULL;
+	_cleanup_free_ char *pj = NULL, *cj = NULL;
+	json_t *pplan, *cplan, *receipt;
+	const char *pp =
+	    "{\"version\":1,\"limits\":{\"memory\":\"128M\"},\"spawn\":{\"max_depth\":1}}";
+	char pd[AU_HASH_HEX + 1], cd[AU_HASH_HEX + 1];
+	sc_diag d = {0};
+	au_log *log = NULL;
+
+	if (plan_parse_json(pp, strlen(pp), &parent, &d) < 0 ||
+	    plan_parse_json(child_policy, strlen(child_policy), &child, &d) < 0)
+		return -EINVAL;
+	pj = plan_to_json(parent);
+	cj = plan_to_json(child);
+	pplan = json_loads(pj, 0, NULL);
+	cplan = json_loads(cj, 0, NULL);
+	au_plan_digest(pplan, pd);
+	au_plan_digest(cplan, cd);
+	if (!fix_digest) /* the digest of the parent's plan in place of the child's */
+		memcpy(cd, pd, sizeof(cd));
+	receipt = json_pack("{s:s, s:s, s:[]}", "parent_digest", pd, "child_digest", cd, "caveats");
+	if (au_open(path, NULL, 0, "sc-root", AUDIT_FSYNC_BOUNDARIES, &log) < 0)
+		return -EIO;
+	(void)au_emit(log, "sandbox.start", json_pack("{s:o}", "plan", pplan));
+	(void)au_emit(log, "spawn.start",
+		      json_pack("{s:o, s:s, s:s, s:o}", "plan", cplan, "child", "sc-child",
+				"parent", "sc-root", "receipt", receipt));
+	(void)au_seal(log);
+	au_close(log);
+	return 0;
+}
+
+static int receipts_of(const char *path, au_receipts_info *info, char *reason, size_t len)
+{
+	size_t line = 0;
+	FILE *f = fopen(path, "re");
+	int r;
+
+	if (!f)
+		return -errno;
+	r = au_receipts_check(f, info, &line, reason, len);
+	fclose(f);
+	return r;
+}
+
+static void test_receipts(void)
+{
+	_cleanup_free_ char *a = in_tmp("deleg.jsonl"), *b = in_tmp("wide.jsonl");
+	_cleanup_free_ char *c = in_tmp("digest.jsonl");
+	au_receipts_info info;
+	char reason[512] = "";
+
+	ok(write_deleg(a, "{\"version\":1,\"limits\":{\"memory\":\"64M\"}}", true) == 0 &&
+	       receipts_of(a, &info, reason, sizeof(reason)) == 0 && info.checked == 1 &&
+	       info.max_depth == 1,
+	   "a narrower child's receipt is recomputed: %s", reason);
+	ok(write_deleg(b, "{\"version\":1,\"limits\":{\"memory\":\"256M\"}}", true) == 0 &&
+	       receipts_of(b, &info, reason, sizeof(reason)) == -EBADMSG &&
+	       strstr(reason, "wider than its parent"),
+	   "a wider child is refused: %s", reason);
+	ok(write_deleg(c, "{\"version\":1,\"limits\":{\"memory\":\"64M\"}}", false) == 0 &&
+	       receipts_of(c, &info, reason, sizeof(reason)) == -EBADMSG &&
+	       strstr(reason, "child_digest"),
+	   "a digest that is not the plan's is refused: %s", reason);
+}
+
+int main(void)
+{
+	if (!mkdtemp(tmpdir))
+		tap_skip_all("no temporary directory");
+	test_keys();
+	if (!priv || !pub || !other_pub)
+		tap_skip_all("keys could not be made");
+	test_signatures();
+	test_signed_log();
+	test_schema1();
+	test_export();
+	test_receipts();
+	au_sign_key_free(priv);
+	au_sign_key_free(pub);
+	au_sign_key_free(other_pub);
+	{
+		_cleanup_free_ char *cmd = NULL;
+
+		if (asprintf(&cmd, "rm -rf '%s'", tmpdir) >= 0)
+			(void)!system(cmd);
+	}
+	return tap_done();
+}
