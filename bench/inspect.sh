@@ -4,7 +4,7 @@
 # latency (p50, p99) of small HTTPS requests on one kept-alive client
 # connection, directly from the host, through the proxy's plain CONNECT
 # tunnel, and through an inspected tunnel (where each request is decrypted,
-# judged, recorded and sent on a new upstream TLS connection); and the cost
+# judged, recorded and sent on a pooled upstream TLS connection); and the cost
 # of a new inspected connection (CONNECT + TLS handshake + one request) for
 # a host whose leaf is minted then versus one already cached. Clients run
 # inside a real sandbox (python3 http.client); the origin is nginx with TLS.

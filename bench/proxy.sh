@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Egress proxy benchmark on loopback: bulk CONNECT-tunnel throughput and
 # small-request rate/latency through the forward proxy, each against direct
-# access and tinyproxy measured in the same run. The bulk download is also
+# access and tinyproxy measured in the same run, and the small requests
+# against squid too (when installed), which keeps upstream connections alive
+# as sandcap's pool does. The bulk download is also
 # relayed by HAProxy in TCP mode with splice(2) both ways: no CONNECT, no
 # policy, no limits, one thread, the fastest user-space relay Debian ships,
 # and so the ceiling for any relay on this machine. Reports figures and
@@ -39,6 +41,7 @@ P_HTTP=$BASE
 P_SC=$((BASE + 1))
 P_TP=$((BASE + 2))
 P_HA=$((BASE + 3))
+P_SQ=$((BASE + 4))
 
 mkdir -p "$T/www"
 truncate -s "$SIZE" "$T/www/bulk.bin" # sparse: the origin is not the bottleneck
@@ -92,7 +95,33 @@ HA
 	pids+=($!)
 	have_haproxy=1
 fi
+have_squid=0
+if command -v squid >/dev/null; then
+	mkdir -p "$T/squid"
+	chmod 777 "$T/squid"
+	cat >"$T/squid.conf" <<SQ
+http_port 127.0.0.1:$P_SQ
+http_access allow all
+cache deny all
+cache_mem 8 MB
+access_log none
+cache_log $T/squid/cache.log
+pid_filename $T/squid/squid.pid
+coredump_dir $T/squid
+workers 1
+shutdown_lifetime 0 seconds
+SQ
+	squid -N -f "$T/squid.conf" >"$T/squid/out.log" 2>&1 &
+	pids+=($!)
+	have_squid=1
+fi
 sleep 0.7
+if [ $have_squid = 1 ]; then
+	for _ in $(seq 50); do
+		(echo >/dev/tcp/127.0.0.1/$P_SQ) 2>/dev/null && break
+		sleep 0.1
+	done
+fi
 
 URL="http://127.0.0.1:$P_HTTP"
 mib() { echo "scale=1; $1 / 1048576" | bc; }
@@ -182,13 +211,21 @@ echo "== small requests (wrk -t1 -c16 ${SECS}s, GET /index.html) =="
 read -r d_rps d_p50 d_p99 <<<"$(wrk_run "$URL/index.html")"
 read -r s_rps s_p50 s_p99 <<<"$(wrk_run "http://127.0.0.1:$P_SC" "$T/abs.lua")"
 read -r t_rps t_p50 t_p99 <<<"$(wrk_run "http://127.0.0.1:$P_TP" "$T/abs.lua")"
+whos="s t"
+if [ $have_squid = 1 ]; then
+	read -r q_rps q_p50 q_p99 <<<"$(wrk_run "http://127.0.0.1:$P_SQ" "$T/abs.lua")"
+	whos="s t q"
+fi
 printf "direct             %10s req/s  p50 %8s us  p99 %8s us\n" "$d_rps" "$d_p50" "$d_p99"
-for who in s t; do
+for who in $whos; do
 	name="sandcap forward  "
 	[ $who = t ] && name="tinyproxy forward"
+	[ $who = q ] && name="squid forward    "
 	rps=${who}_rps p50=${who}_p50 p99=${who}_p99
 	printf "%s  %10s req/s  p50 %8s us  p99 %8s us  (%sx direct; added p50 %s us, p99 %s us)\n" \
 		"$name" "${!rps}" "${!p50}" "${!p99}" "$(ratio "${!rps}" "$d_rps")" \
 		"$(echo "${!p50} - $d_p50" | bc)" "$(echo "${!p99} - $d_p99" | bc)"
 done
+[ $have_squid = 1 ] && printf "sandcap/squid      %10sx (target >= 2), sandcap/direct %sx (target >= 0.5)\n" \
+	"$(ratio "$s_rps" "$q_rps")" "$(ratio "$s_rps" "$d_rps")"
 exit 0

@@ -17,6 +17,7 @@
 #include "proxy/events.h"
 #include "proxy/http.h"
 #include "proxy/limits.h"
+#include "proxy/pool.h"
 #include "proxy/px.h"
 #include "proxy/synthetic.h"
 
@@ -109,6 +110,7 @@ struct px_loop {
 	uint64_t cap_refused;	/* connections refused at max_conns, not yet reported */
 	uint64_t cap_report_ns; /* the next report, see report_refused() */
 	uint64_t now_ns;	/* when the last epoll_wait(2) returned */
+	px_pool pool;		/* idle upstream connections (pool.h) */
 	bool quit;
 	px_synth_table *synth; /* the DNS stub's names, shared with a successor */
 	px_redirect *redir;    /* DNS stub and transparent listeners, or NULL */
@@ -151,6 +153,8 @@ typedef struct conn {
 	char path[PX_LOG_PATH + 1];
 	uint16_t port, up_port;
 	bool is_connect, keep_alive, up_tls;
+	bool reused;   /* the upstream connection came from the pool */
+	bool up_dirty; /* the origin sent more than the response: not for the pool */
 	const px_cred *cred;
 	const char *cred_refused;	 /* the credential a credential-limit refusal names */
 	char norm_path[PX_LOG_PATH + 1]; /* the normalised path, when it normalised */
@@ -241,6 +245,13 @@ void px_conn_close(conn *c, const char *reason);
 void px_conn_close_upstream(conn *c);
 /* Closes only the upstream socket (and its TLS), keeping the tunnel pipes. */
 void px_conn_drop_ufd(conn *c);
+/* After a complete, properly framed response: the upstream connection goes
+ * to the pool (or is closed when it cannot be reused). */
+void px_conn_pool_upstream(conn *c);
+/* A pooled connection the origin had closed before this request got an
+ * answer: the same request again on a fresh connection to the same address.
+ * False when it cannot be retried (bytes of it are lost). */
+bool px_conn_retry_fresh(conn *c);
 int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close);
 void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status);
 /* net.denied for the current request; detail (may be NULL) says more than reason. */

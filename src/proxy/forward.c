@@ -24,8 +24,14 @@ static const char continue_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
 static void finish(conn *c, const char *reason, bool close_client)
 {
+	/* an origin may answer before the whole request reached it: the rest
+	 * is neither the next request's nor may it go on a reused connection */
+	bool unsent = c->uhead_off < c->uhead_len || c->framed > 0;
+
 	px_conn_emit_request(c, "allow", reason, c->status);
-	if (close_client || !c->keep_alive || !c->req_done) {
+	if (!reason[0] && !unsent)
+		px_conn_pool_upstream(c);
+	if (close_client || !c->keep_alive || !c->req_done || unsent) {
 		px_client_shutdown(c);
 		px_conn_close(c, reason);
 		return;
@@ -90,7 +96,10 @@ static int frame_response(conn *c)
 		if (r == 1)
 			c->resp_done = true;
 		/* bytes past the end of a framed body are garbage from the origin */
-		c->ubuf_len = c->uframed < c->ubuf_len && c->resp_done ? c->uframed : c->ubuf_len;
+		if (c->resp_done && c->uframed < c->ubuf_len) {
+			c->ubuf_len = c->uframed;
+			c->up_dirty = true;
+		}
 		return 0;
 	}
 	if (c->resp.has_content_length) {
@@ -102,6 +111,7 @@ static int frame_response(conn *c)
 		c->resp_left -= avail;
 		if (c->resp_left == 0) {
 			c->resp_done = true;
+			c->up_dirty = c->up_dirty || c->ubuf_len > c->uframed;
 			c->ubuf_len = c->uframed;
 		}
 		return 0;
@@ -148,6 +158,13 @@ int px_forward_start(conn *c)
 {
 	int r;
 
+	if (c->uhead) {
+		/* px_conn_retry_fresh(): the head built before, on a new connection */
+		c->state = CS_FORWARD;
+		c->deadline_ns = px_now_ns() + PX_FWD_IDLE_NS;
+		px_forward_io(c);
+		return 0;
+	}
 	r = px_forward_build_head(c, &c->uhead, &c->uhead_len);
 	if (r < 0)
 		return px_conn_reply(c, 500, "internal", "cannot build the request", true);
@@ -318,6 +335,8 @@ static bool step(conn *c)
 					c->framed -= (size_t)n;
 				}
 			} else if (n != -EAGAIN) {
+				if (px_conn_retry_fresh(c))
+					return false;
 				px_conn_emit_request(c, "allow", "upstream-error", 502);
 				if (!c->resp_head_done && c->cout_off == c->cout_len &&
 				    px_conn_reply(c, 502, "upstream-error", "origin write failed",
@@ -336,6 +355,8 @@ static bool step(conn *c)
 			c->ubuf_len += (size_t)n;
 			moved = true;
 		} else if (n == 0 || n != -EAGAIN) {
+			if (px_conn_retry_fresh(c))
+				return false;
 			c->up_eof = true;
 			moved = true;
 			/* nothing more will come; and a closed socket would keep

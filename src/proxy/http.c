@@ -798,7 +798,9 @@ int px_http_build_upstream_head(const char *buf, const px_request *req, const ch
 		sb_str(&b, cred_value);
 		sb_str(&b, "\r\n");
 	}
-	sb_str(&b, "Connection: close\r\n\r\n");
+	/* a 1.1 request leaves the connection open for the next one (pool.h) */
+	sb_str(&b,
+	       req->minor == 0 ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n");
 	return sb_finish(&b, ret_head, ret_len);
 }
 
@@ -831,6 +833,7 @@ int px_http_parse_response(const char *buf, size_t len, bool request_was_head, p
 		return -502;
 	}
 	resp->minor = buf[7] - '0';
+	resp->conn_close = resp->minor == 0;
 	resp->status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
 	if (resp->status < 100) {
 		*reason = "malformed status line";
@@ -850,6 +853,9 @@ int px_http_parse_response(const char *buf, size_t len, bool request_was_head, p
 				return -502;
 			}
 			resp->has_content_length = true;
+		} else if (span_ieq(buf, hdrs[i].name, "connection")) {
+			if (list_has_token(v, hdrs[i].value.len, "close"))
+				resp->conn_close = true;
 		} else if (span_ieq(buf, hdrs[i].name, "transfer-encoding")) {
 			if (have_te) {
 				*reason = "duplicate Transfer-Encoding";

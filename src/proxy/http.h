@@ -123,6 +123,7 @@ typedef struct px_response {
 	bool chunked;
 	bool close_delimited; /* body ends when the origin closes */
 	bool no_body;	      /* 1xx, 204, 304 or a response to HEAD */
+	bool conn_close;      /* "Connection: close", or HTTP/1.0: the origin is done after it */
 } px_response;
 
 /*

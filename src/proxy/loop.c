@@ -172,6 +172,53 @@ void px_conn_drop_ufd(conn *c)
 	}
 }
 
+/* The key of the connections c's request may use (pool.h). */
+static px_pool_key pool_key(const conn *c)
+{
+	px_pool_key k = {.port = c->up_port, .tls = c->up_tls, .cred = -1};
+
+	memcpy(k.host, c->host, sizeof(k.host));
+	if (c->cred)
+		k.cred = (int)(c->cred - c->L->cfg->creds);
+	return k;
+}
+
+void px_conn_pool_upstream(conn *c)
+{
+	px_pool_key k = pool_key(c);
+	int fd = c->ufd;
+	SSL *ssl = c->ssl;
+
+	if (fd < 0 || c->is_connect || c->up_eof || c->up_dirty || !c->resp_done ||
+	    c->resp.close_delimited || c->resp.conn_close || !c->req_done || c->req.minor == 0 ||
+	    (ssl && SSL_pending(ssl) > 0))
+		return; /* px_conn_reset_for_next() closes it */
+	if (c->u_registered)
+		(void)epoll_ctl(c->L->epfd, EPOLL_CTL_DEL, fd, NULL);
+	c->ssl = NULL;
+	c->ufd = -1;
+	c->u_registered = false;
+	c->u_mask = 0;
+	px_conn_drop_ufd(c); /* orphans the watch; nothing left to close */
+	px_pool_put(&c->L->pool, &k, fd, ssl, &c->addr, px_now_ns());
+}
+
+/* A request without a body, on a kept connection when there is one. */
+static bool take_pooled(conn *c)
+{
+	px_pool_key k;
+
+	if (c->is_connect || c->req.chunked ||
+	    (c->req.has_content_length && c->req.content_length > 0))
+		return false;
+	k = pool_key(c);
+	if (!px_pool_take(&c->L->pool, &k, px_now_ns(), &c->ufd, &c->ssl, &c->addr))
+		return false;
+	(void)inet_ntop(c->addr.family, c->addr.addr, c->addr_str, sizeof(c->addr_str));
+	c->reused = true;
+	return true;
+}
+
 void px_conn_close_upstream(conn *c)
 {
 	px_conn_drop_ufd(c);
@@ -287,6 +334,7 @@ void px_conn_reset_for_next(conn *c)
 	c->throttled_up = c->throttled_down = false;
 	c->wake_ns = 0;
 	c->cred = NULL;
+	c->reused = c->up_dirty = false;
 	c->cred_refused = NULL;
 	c->norm_path[0] = 0;
 	c->up_tls = false;
@@ -352,6 +400,7 @@ static const px_cred *request_cred(const conn *c)
 
 static void start_connect(conn *c);
 static void dispatch(conn *c, conn_event e);
+static void after_connected(conn *c);
 
 static const char *dns_error_text(int status)
 {
@@ -443,6 +492,21 @@ static void start_connect(conn *c)
 	}
 	c->state = CS_CONNECTING;
 	set_deadline(c, PX_CONN_TIMEOUT_NS);
+}
+
+bool px_conn_retry_fresh(conn *c)
+{
+	if (!c->reused || c->resp_head_done || c->ubuf_len > 0 || !c->uhead || c->dead)
+		return false;
+	/* only requests without a body are sent on a pooled connection: the
+	 * head is all of it, and it is still in uhead */
+	px_conn_drop_ufd(c);
+	c->reused = false;
+	c->up_eof = false;
+	c->uhead_off = 0;
+	c->bytes_out = 0; /* the record counts what the origin got once */
+	start_connect(c);
+	return true;
 }
 
 static void after_connected(conn *c)
@@ -622,6 +686,10 @@ void px_conn_judge(conn *c)
 	}
 	if (px_l7_judge(c, rule) < 0)
 		return; /* the rules' paths or the credential's limits refused it */
+	if (take_pooled(c)) {
+		after_connected(c); /* neither DNS nor connect: the address it went to stands */
+		return;
+	}
 
 	if (c->req.host_kind != PX_HOST_NAME) {
 		uint8_t a[16];
@@ -1041,6 +1109,9 @@ static int timeout_ms(px_loop *L, uint64_t now)
 		next = L->accept_resume_ns;
 	if (L->cap_refused && L->cap_report_ns < next)
 		next = L->cap_report_ns;
+	for (size_t i = 0; i < L->pool.n; i++)
+		if (L->pool.e[i].idle_since_ns + PX_POOL_IDLE_NS < next)
+			next = L->pool.e[i].idle_since_ns + PX_POOL_IDLE_NS;
 	if (px_attempt_next_report_ns(&L->attempts) < next)
 		next = px_attempt_next_report_ns(&L->attempts);
 	if (L->redir_due_ns && L->redir_due_ns < next)
@@ -1188,6 +1259,7 @@ int px_loop_run(px_loop *L)
 			if (!c->dead && c->deadline_ns && c->deadline_ns <= now)
 				dispatch(c, EV_TIMEOUT);
 		}
+		(void)px_pool_expire(&L->pool, now);
 		while (L->graveyard) {
 			px_watch *w = L->graveyard;
 
@@ -1209,5 +1281,6 @@ int px_loop_run(px_loop *L)
 		}
 	}
 	drain(L);
+	px_pool_clear(&L->pool);
 	return 0;
 }

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # tls-origin.py PORT CERT KEY LOG [GIT_ROOT [TOKEN]]: an HTTPS origin on
 # 127.0.0.1 for the inspection tests. Every request is appended to LOG as one
-# JSON line (method, path, headers, body length): what the origin really
-# received. It answers {"ok": true, "path": PATH} (without the query) and
+# JSON line (method, path, headers, body length, the client's port: which
+# connection it came on): what the origin really received. A path under
+# /close/ is answered with "Connection: close". It answers {"ok": true, "path": PATH} (without the query) and
 # never echoes a header, so a secret it receives cannot travel back. Under /git/ it serves the bare
 # repositories in GIT_ROOT through git http-backend (CGI), and only to a
 # request whose Authorization is "Bearer TOKEN".
@@ -30,7 +31,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def record(self, body):
         line = {"method": self.command, "path": self.path,
                 "headers": {k.lower(): v for k, v in self.headers.items()},
-                "body_len": len(body)}
+                "body_len": len(body), "peer": self.client_address[1]}
         with lock, open(log, "a") as f:
             f.write(json.dumps(line) + "\n")
 
@@ -38,6 +39,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
+        if self.path.startswith("/close/"):
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)

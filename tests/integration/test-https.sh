@@ -312,6 +312,26 @@ check "... each passed request's record names the credential and is inspected" b
 	"[ \$(grep -c '\"event\":\"net.request\".*\"credential\":\"lim-key\".*\"inspected\":true.*\"status\":200' '$T/audit-l7.jsonl') = 3 ]"
 check "... the request without the placeholder names none" bash -c \
 	"grep '\"event\":\"net.request\".*/lim/nokey' '$T/audit-l7.jsonl' | grep -vq credential"
+peer() { python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r["path"] == sys.argv[2]: print(r["peer"]); break
+else: print("no request for", sys.argv[2])' "$T/origin.log" "$1"; }
+check "pooled upstreams: the 2nd and 3rd requests with the key reuse the connection of the 1st" \
+	bash -c "[ '$(peer /lim/1)' = '$(peer /lim/2)' ] && [ '$(peer /lim/2)' = '$(peer /lim/3)' ]"
+check "... but not the one of the request without a credential" test "$(peer /lim/nokey)" != "$(peer /lim/1)"
+
+# --- pooled upstream connections: reused across client connections, never after Connection: close
+out=$(run_https pool sh -c '
+for p in a b close/c d; do curl -sS "'"$A"'/$p" -o /dev/null -w "%{http_code} "; done
+curl -sS "'"$A"'/e" -H "Authorization: Bearer $OPENAI_API_KEY" -o /dev/null -w "%{http_code}"' 2>&1)
+expect_eq "five inspected requests, each on its own client connection" "$out" "200 200 200 200 200"
+check "... the 2nd and the 3rd went on the 1st's upstream connection" \
+	bash -c "[ '$(peer /a)' = '$(peer /b)' ] && [ '$(peer /b)' = '$(peer /close/c)' ]"
+check "... after the origin's Connection: close, a new one" test "$(peer /d)" != "$(peer /a)"
+check "... a request with the credential does not take the one without" test "$(peer /e)" != "$(peer /d)"
+check "... one net.request record each, as without pooling" \
+	bash -c "[ \$(grep -c '\"event\":\"net.request\".*\"inspected\":true.*\"status\":200' '$T/audit-pool.jsonl') = 5 ]"
 
 # --- policy errors name the key
 policy bad1 '{"version": 1, "net": {"egress": [{"host": "a.test"}], "credentials": [{"host": "a.test", "value_env": "X"}]}}'

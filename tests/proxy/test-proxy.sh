@@ -81,7 +81,7 @@ cat >"$T/nginx.conf" <<EOF
 daemon on; pid $T/nginx.pid; error_log $T/nginx-error.log; worker_processes 1;
 events { worker_connections 256; }
 http {
-  log_format auth '\$request auth="\$http_authorization" key="\$http_x_api_key"';
+  log_format auth '\$request auth="\$http_authorization" key="\$http_x_api_key" conn=\$connection';
   access_log $T/access.log auth;
   client_body_temp_path $T/cbt; proxy_temp_path $T/pt; fastcgi_temp_path $T/ft;
   uwsgi_temp_path $T/ut; scgi_temp_path $T/st;
@@ -267,6 +267,15 @@ ok $? "allow_private is no side door: not even GET on the allowed name's port"
 out=$($C -v $X1 "http://allowed.test:$P_HTTP/index.html" "http://other.allowed.test:$P_HTTP/index.html" 2>&1)
 [ "$(echo "$out" | grep -c '^hello')" = 2 ] && echo "$out" | grep -q "Re-using existing connection"
 ok $? "client keep-alive across two requests"
+
+# pooled upstreams: separate client connections, one upstream connection per
+# host; a request with a body opens its own; none after Connection: close
+conn_of() { grep -F "GET $1 " "$T/access.log" | tail -1 | sed 's/.*conn=//'; }
+for u in /index.html?pool1 /index.html?pool2; do $C $X1 "http://allowed.test:$P_HTTP$u" >/dev/null; done
+$C $X1 "http://other.allowed.test:$P_HTTP/index.html?pool3" >/dev/null
+a=$(conn_of "/index.html?pool1") b=$(conn_of "/index.html?pool2") o=$(conn_of "/index.html?pool3")
+[ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$o" ] && [ "$o" != "$a" ]
+ok $? "plain requests on new client connections reuse the upstream connection of the same host only ($a $b $o)"
 
 [ "$(raw_line $P1 "GET http://[127.0.0.1]:$P_HTTP/index.html HTTP/1.1\r\nHost: [127.0.0.1]:$P_HTTP\r\n\r\n")" = "HTTP/1.1 400 Bad Request" ]
 ok $? "[127.0.0.1] (brackets around IPv4) refused with 400, not forwarded"

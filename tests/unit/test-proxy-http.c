@@ -188,13 +188,15 @@ static void test_rewrite(void)
 	   "end-to-end headers kept");
 	ok(strstr(out, "Authorization: Bearer real\r\n") && !strstr(out, "agent"),
 	   "credential replaces the agent's header");
-	ok(strstr(out, "Connection: close\r\n\r\n") != NULL, "Connection: close upstream");
+	ok(strstr(out, "Connection: keep-alive\r\n\r\n") != NULL,
+	   "HTTP/1.1 upstream: Connection: keep-alive, the connection may be pooled");
 	free(out);
 	ok(parse("GET http://h.test/x HTTP/1.0\r\n\r\n", &req) > 0 &&
 	       px_http_build_upstream_head("GET http://h.test/x HTTP/1.0\r\n\r\n", &req, NULL, NULL,
 					   &out, &len) == 0 &&
-	       strncmp(out, "GET /x HTTP/1.0\r\nHost: h.test\r\n", 31) == 0,
-	   "HTTP/1.0 client: HTTP/1.0 upstream");
+	       strncmp(out, "GET /x HTTP/1.0\r\nHost: h.test\r\n", 31) == 0 &&
+	       strstr(out, "Connection: close\r\n\r\n"),
+	   "HTTP/1.0 client: HTTP/1.0 upstream, Connection: close");
 	free(out);
 }
 
@@ -215,6 +217,13 @@ static void test_response(void)
 	       !strstr(out, "Keep-Alive") && strstr(out, "Connection: close\r\n"),
 	   "client response head rewritten");
 	free(out);
+	ok(!resp.conn_close, "a 1.1 response without Connection: close keeps the connection");
+	s = "HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n";
+	ok(px_http_parse_response(s, strlen(s), false, &resp, &reason) > 0 && resp.conn_close,
+	   "Connection: close (any case, in a list): the origin is done after it");
+	s = "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n";
+	ok(px_http_parse_response(s, strlen(s), false, &resp, &reason) > 0 && resp.conn_close,
+	   "an HTTP/1.0 response: not reused");
 	s = "HTTP/1.1 204 No Content\r\n\r\n";
 	ok(px_http_parse_response(s, strlen(s), false, &resp, &reason) > 0 && resp.no_body,
 	   "204 has no body");
