@@ -24,8 +24,6 @@
 #
 #   bench/density.sh [SANDCAP_BINARY]   (as root)
 #   env: N (default 200), ROUNDS (default 3), TIMEOUT (s, default 120),
-#        BEFORE (another sandcap binary, e.g. of the previous commit, run as
-#        "sandcap-before" in the same rounds),
 #        BENCH_RESULTS (append "density<TAB>NAME<TAB>VALUE<TAB>UNIT" lines)
 # Exits 1 only when a sandbox failed or something leaked, never on a figure.
 set -euo pipefail
@@ -68,9 +66,9 @@ PY
 	for d in usr lib lib64 bin sbin proc dev tmp; do mkdir -p "$T/bundle/rootfs/$d"; done
 fi
 
-python3 - "$S" "$T" "$N" "$ROUNDS" "$TIMEOUT" "$have_crun" "${BENCH_RESULTS:-}" "${BEFORE:-}" <<'PY'
+python3 - "$S" "$T" "$N" "$ROUNDS" "$TIMEOUT" "$have_crun" "${BENCH_RESULTS:-}" <<'PY'
 import os, signal, statistics, subprocess, sys, time
-sandcap, T, N, rounds, timeout, have_crun, out, before_bin = sys.argv[1:9]
+sandcap, T, N, rounds, timeout, have_crun, out = sys.argv[1:8]
 N, rounds, timeout = int(N), int(rounds), float(timeout)
 
 # A sleep whose argument names its tool: found in /proc by that.
@@ -83,8 +81,6 @@ tools = {
     "sandcap": lambda i: [sandcap, "run", "--quiet", "--policy", f"{T}/minimal.json", "--", "/bin/sleep", TOKEN],
     "bwrap": lambda i: bwrap,
 }
-if before_bin:
-    tools["sandcap-before"] = lambda i: [before_bin] + tools["sandcap"](i)[1:]
 if have_crun == "1":
     # crun 1.8 refuses this cgroup v1 hybrid layout while the cgroup2 mount
     # lists a controller: as in bench/startup.sh, each runs in a mount

@@ -1614,36 +1614,6 @@ static int start_child(supervisor *s)
 	return 0;
 }
 
-/* The sweep for stale cgroups and spawn directories opens every sibling
- * sandbox's cgroup in each hierarchy: with many sandboxes running, that is
- * most of a start's work. What it removes is at least SWEEP_EVERY_S old
- * (CG_STALE_S, SPAWN_STALE_S), so as root it runs at most once in that
- * time, whoever starts: the mtime of SWEEP_STAMP says when it last ran. */
-#define SWEEP_STAMP   "/run/sandcap/sweep"
-#define SWEEP_EVERY_S 60
-
-static bool sweep_due(bool unpriv)
-{
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-	time_t now;
-
-	if (unpriv)
-		return true; /* no host-wide place to keep the stamp in */
-	if (mkdir("/run/sandcap", 0700) < 0 && errno != EEXIST)
-		return true;
-	fd = open(SWEEP_STAMP, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		fd = open(SWEEP_STAMP, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-		return true; /* the first start here sweeps */
-	}
-	now = time(NULL);
-	if (fstat(fd, &st) == 0 && st.st_mtime <= now && now - st.st_mtime < SWEEP_EVERY_S)
-		return false;
-	(void)futimens(fd, NULL);
-	return true;
-}
-
 /*
  * Phase 4: what the child waits for before it runs anything of the
  * sandbox. As root it waits for its cgroup, and maps itself through
@@ -1659,11 +1629,9 @@ static int hand_off(supervisor *s)
 	spawn_server_set_cgroup(s->spawn, s->cg);
 	/* While the child sets up: what supervisors that were SIGKILLed left
 	 * (their sandboxes died with them, see step_parent_death). */
-	if (sweep_due(s->unpriv)) {
-		(void)cg_sweep_stale(s->cg, CGROUP_PREFIX);
-		if (!s->unpriv)
-			(void)spawn_sweep_stale();
-	}
+	(void)cg_sweep_stale(s->cg, CGROUP_PREFIX);
+	if (!s->unpriv)
+		(void)spawn_sweep_stale();
 	if (r < 0)
 		return r;
 	if (s->o->set_oom_score_adj && set_oom_score_adj(s->pid, s->o->oom_score_adj) < 0)
