@@ -14,6 +14,10 @@
  *     is on the grant's own mount);
  *   - an open of the grant's mount by a host process (through
  *     /proc/PID/root) is filtered by its fsuid, as fswatch.c does.
+ * The sandbox's mount namespace is held open until the queue is drained:
+ * once its last process exits the kernel detaches its mounts, and an
+ * event's path would then read back relative to the grant ("/note.txt"
+ * for "/in/note.txt") and match no grant.
  */
 #include "audit/fsread.h"
 
@@ -44,6 +48,7 @@ typedef enum fr_who { FR_GONE, FR_SANDBOX, FR_HOST } fr_who;
 
 struct fr_watch {
 	int fan, stop_fd;
+	int mnt_ns; /* keeps the sandbox's mounts attached until the drain */
 	pthread_t thread;
 	bool running;
 	bool stopped_by_cb; /* the log failed: record nothing more */
@@ -283,9 +288,16 @@ int fr_start(const sc_plan *plan, pid_t pid, sf_event_cb cb, void *userdata, fr_
 	w->ud = userdata;
 	w->self = getpid();
 	w->id_base = ns_host_id_base(getpid());
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	w->mnt_ns = open(path, O_RDONLY | O_CLOEXEC);
+	if (w->mnt_ns < 0) {
+		*ret_mode = "none (the sandbox's mount namespace cannot be held)";
+		return 0;
+	}
 	w->fan = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK,
 			       O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NOATIME);
 	if (w->fan < 0) {
+		(void)close(w->mnt_ns);
 		*ret_mode = errno == EPERM ? "none (fanotify needs root)" : "none (no fanotify)";
 		return 0;
 	}
@@ -297,6 +309,7 @@ int fr_start(const sc_plan *plan, pid_t pid, sf_event_cb cb, void *userdata, fr_
 		if (fanotify_mark(w->fan, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_OPEN, AT_FDCWD, path) <
 		    0) {
 			(void)close(w->fan);
+			(void)close(w->mnt_ns);
 			*ret_mode = "none (a grant's mount cannot be marked)";
 			return 0;
 		}
@@ -304,12 +317,14 @@ int fr_start(const sc_plan *plan, pid_t pid, sf_event_cb cb, void *userdata, fr_
 	w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->stop_fd < 0) {
 		(void)close(w->fan);
+		(void)close(w->mnt_ns);
 		return -errno;
 	}
 	r = pthread_create(&w->thread, NULL, reader, w);
 	if (r != 0) {
 		(void)close(w->fan);
 		(void)close(w->stop_fd);
+		(void)close(w->mnt_ns);
 		return -r;
 	}
 	w->running = true;
@@ -355,6 +370,7 @@ fr_watch *fr_free(fr_watch *w)
 		return NULL;
 	stop(w); /* without records: the log may be sealed by now */
 	(void)close(w->fan);
+	(void)close(w->mnt_ns);
 	(void)close(w->stop_fd);
 	free(w);
 	return NULL;
