@@ -49,6 +49,15 @@ worker_of() {
 	return 1
 }
 
+# binaries_for_others DIR: copies sandcap and the sandcap-init beside it
+# (sandcap finds it next to itself) into DIR, mode 755, for tests that run
+# as another uid: the build tree may live where that user cannot look (a
+# checkout under /root). Prints DIR/sandcap.
+binaries_for_others() {
+	mkdir -p "$1" && cp "$SANDCAP" "$(dirname "$SANDCAP")/sandcap-init" "$1/" && chmod 755 "$1"
+	echo "$1/sandcap"
+}
+
 # policy NAME JSON: writes $T/NAME.json
 policy() { printf '%s\n' "$2" > "$T/$1.json"; }
 # sc POLICYNAME CMD...: runs CMD in a sandbox quietly, stdout+stderr captured by caller

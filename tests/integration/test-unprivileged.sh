@@ -24,14 +24,12 @@ useradd --no-create-home --home-dir "$HOMEDIR" --shell /usr/sbin/nologin --user-
 	skip_all "useradd failed"
 trap cleanup_user EXIT
 
-# The build tree lives where the user may not look: sandcap finds
-# sandcap-init next to itself, so both go to a directory the user can read.
-mkdir -p "$B" "$HOMEDIR"
-cp "$SANDCAP" "$(dirname "$SANDCAP")/sandcap-init" "$B/"
+# The build tree may live where the user cannot look: copies it can read.
+mkdir -p "$HOMEDIR"
+binaries_for_others "$B" >/dev/null
 probe=$(dirname "$SANDCAP")/tests/escape/probe-escape
 [ -x "$probe" ] || probe=$HERE/../../build/tests/escape/probe-escape
 [ -x "$probe" ] && cp "$probe" "$B/"
-chmod 755 "$B"
 chown "$U:$U" "$HOMEDIR"
 cd "$T" || exit 1
 

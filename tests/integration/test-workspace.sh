@@ -193,8 +193,9 @@ unset SANDCAP_RUNTIME_DIR
 # Without root a cow grant is refused before anything runs, saying why.
 if command -v setpriv >/dev/null; then
 	mkdir -p "$T/nobody" && chown 65534:65534 "$T/nobody"
+	nb=$(binaries_for_others "$T/nobody-bin")
 	r=$(cd "$T/nobody" && setpriv --reuid=65534 --regid=65534 --clear-groups \
-		env HOME="$T/nobody" SANDCAP_STATE_DIR="$T/nobody/state" "$SANDCAP" run --policy "$T/cow2.json" -- true 2>&1)
+		env HOME="$T/nobody" SANDCAP_STATE_DIR="$T/nobody/state" "$nb" run --policy "$T/cow2.json" -- true 2>&1)
 	expect_match "unprivileged, a cow grant is refused clearly" "$r" "cow workspace needs root"
 else
 	skip "unprivileged cow refusal" "no setpriv"
