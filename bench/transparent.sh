@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: MIT
 # The three ways out, side by side (docs/proxy.md, "Transparent
 # redirection"): a client inside `sandcap run` that ignores the proxy
-# variables (the DNS stub's synthetic address, a transparent listener),
+# variables (the sandbox resolver's synthetic address, a transparent listener),
 # the same client through the proxy variable (a forward request), and curl
 # on the host fetching directly. For each: a SIZE download from an nginx
 # origin on the host's loopback (best of two, MiB/s; the byte count must be
 # the full SIZE) and small-request latency (N requests, a new connection
 # each, median and p90 in ms, measured inside one sandbox by python). Then
-# the DNS stub's queries per second (one client, one query in flight, for
+# the sandbox resolver's queries per second (one client, one query in flight, for
 # 2 s). No number ever fails the script.
 #
 #   bench/transparent.sh [SANDCAP_BINARY]   (as root)
@@ -114,7 +114,7 @@ printf '  %-16s %s\n' direct "$(python3 "$T/lat.py" 127.0.0.1 "$PORT" "$N" direc
 printf '  %-16s %s\n' proxy-variable "$(lat proxy)"
 printf '  %-16s %s\n' transparent "$(lat transparent)"
 
-# --- the DNS stub ---------------------------------------------------------------
+# --- the sandbox resolver ------------------------------------------------------
 cat >"$T/www/dnsq.py" <<'PY'
 import socket, struct, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(("127.0.0.1", 53)); s.settimeout(2)
@@ -125,5 +125,5 @@ while time.monotonic() < end:
 print("%.0f" % (n / 2))
 PY
 chmod 644 "$T/www/dnsq.py"
-echo "transparent: DNS stub, queries/s (one client, one in flight; every one a net.dns record)"
-printf '  %-16s %s\n' stub "$("$S" run --quiet --policy "$T/lat-policy.json" -- python3 /bench/dnsq.py 2>/dev/null || echo -)"
+echo "transparent: sandbox resolver, queries/s (one client, one in flight; every one a net.dns record)"
+printf '  %-16s %s\n' sandbox-resolver "$("$S" run --quiet --policy "$T/lat-policy.json" -- python3 /bench/dnsq.py 2>/dev/null || echo -)"
