@@ -15,46 +15,21 @@
 #   env: BENCH_SIZE (default 1G), BENCH_REQUESTS (default 300)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 S=${1:-$(pwd)/build/sandcap}
 SIZE=${BENCH_SIZE:-1G}
 N=${BENCH_REQUESTS:-300}
-for tool in nginx dnsmasq curl python3; do
-	command -v $tool >/dev/null || { echo "transparent: $tool not installed" >&2; exit 77; }
-done
-T=$(mktemp -d /tmp/sandcap-transparent-bench.XXXXXX)
-chmod 755 "$T"
-cleanup() {
-	[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
-	[ -n "${DNSPID:-}" ] && kill "$DNSPID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-export SANDCAP_STATE_DIR=$T/state
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-PORT=$(free_port)
-DNS=$(free_port)
+bench_need transparent nginx dnsmasq curl python3
+bench_tmp transparent-bench
+PORT=$(bench_free_port)
+DNS=$(bench_free_port)
 mkdir -p "$T/www"
 truncate -s "$SIZE" "$T/www/bulk.bin" # sparse: the origin is not the bottleneck
 echo ok >"$T/www/small"
 want=$(stat -c %s "$T/www/bulk.bin")
-cat >"$T/nginx.conf" <<NGINX
-daemon on; pid $T/nginx.pid; error_log $T/nginx-error.log; worker_processes 1;
-events { worker_connections 256; }
-http { access_log off; sendfile on;
-  client_body_temp_path $T/cbt; proxy_temp_path $T/pt; fastcgi_temp_path $T/ft;
-  uwsgi_temp_path $T/ut; scgi_temp_path $T/st;
-  server { listen 127.0.0.1:$PORT; root $T/www; } }
-NGINX
-nginx -c "$T/nginx.conf" -p "$T"
-dnsmasq --no-daemon --no-resolv --no-hosts --listen-address=127.0.0.1 --bind-interfaces \
-	--port="$DNS" --address=/bulk.bench.test/127.0.0.1 >/dev/null 2>&1 &
-DNSPID=$!
-sleep 0.3
-cat >"$T/policy.json" <<JSON
-{ "version": 1, "audit": { "exec": false },
-  "net": { "egress": [ { "host": "bulk.bench.test", "ports": [$PORT] } ],
-           "allow_private": [ "127.0.0.1/32" ], "dns": "127.0.0.1:$DNS" } }
-JSON
+bench_nginx "$PORT" 256
+bench_dnsmasq "$DNS" bulk.bench.test
+bench_policy "$T/policy.json" bulk.bench.test "$PORT" '"dns": "127.0.0.1:'"$DNS"'"'
 URL="http://bulk.bench.test:$PORT"
 NOPX="env -u HTTP_PROXY -u http_proxy -u HTTPS_PROXY -u https_proxy -u ALL_PROXY -u all_proxy"
 run() { "$S" run --quiet --policy "$T/policy.json" -- "$@"; }
@@ -103,12 +78,8 @@ PY
 chmod 644 "$T/lat.py"
 cp "$T/lat.py" "$T/www/lat.py"
 echo "transparent: small-request latency, $N requests, new connection each: median / p90 ms"
-cat >"$T/lat-policy.json" <<JSON
-{ "version": 1, "audit": { "exec": false },
-  "fs": { "grants": [ { "path": "$T/www", "mode": "ro", "at": "/bench" } ] },
-  "net": { "egress": [ { "host": "bulk.bench.test", "ports": [$PORT] } ],
-           "allow_private": [ "127.0.0.1/32" ], "dns": "127.0.0.1:$DNS" } }
-JSON
+bench_policy "$T/lat-policy.json" bulk.bench.test "$PORT" '"dns": "127.0.0.1:'"$DNS"'"' \
+	'"fs": { "grants": [ { "path": "'"$T/www"'", "mode": "ro", "at": "/bench" } ] }'
 lat() { "$S" run --quiet --policy "$T/lat-policy.json" -- $NOPX python3 /bench/lat.py bulk.bench.test "$PORT" "$N" "$1" 2>/dev/null || echo "- -"; }
 printf '  %-16s %s\n' direct "$(python3 "$T/lat.py" 127.0.0.1 "$PORT" "$N" direct)"
 printf '  %-16s %s\n' proxy-variable "$(lat proxy)"
