@@ -13,15 +13,16 @@
 #   "api<TAB>NAME<TAB>VALUE<TAB>UNIT" lines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 S=${1:-$(pwd)/build/sandcap}
 RUNS=${RUNS:-50}
 IDLE=${IDLE:-100}
-T=$(mktemp -d)
-export SANDCAP_STATE_DIR=$T/state SANDCAP_RUNTIME_DIR=$T/run
+bench_tmp api
+export SANDCAP_RUNTIME_DIR=$T/run
 echo '{"version": 1, "name": "bench", "limits": {"memory": "64M", "pids": 16, "wall": "10m"}}' >"$T/bench.json"
 "$S" serve --socket "$T/api.sock" --pool "$T/bench.json=$RUNS" --quota-per-uid 0 2>"$T/serve.log" &
 daemon=$!
-trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$T"' EXIT
+bench_on_exit 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null'
 
 python3 - "$S" "$T/api.sock" "$RUNS" "$IDLE" "$T/bench.json" <<'PY'
 import http.client, json, os, socket, statistics, subprocess, sys, time

@@ -28,42 +28,22 @@
 # Exits 1 only when a sandbox failed or something leaked, never on a figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 S=${1:-$(pwd)/build/sandcap}
 N=${N:-200}
 ROUNDS=${ROUNDS:-3}
 TIMEOUT=${TIMEOUT:-120}
 [ "$(id -u)" = 0 ] || { echo "density.sh: run as root" >&2; exit 2; }
 command -v bwrap >/dev/null || { echo "density.sh: bwrap missing" >&2; exit 77; }
-T=$(mktemp -d /var/tmp/sandcap-density.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+bench_tmp density /var/tmp
 mkdir "$T/state"
 echo '{ "version": 1, "audit": { "exec": false } }' >"$T/minimal.json"
 
-# The crun bundle of bench/startup.sh, running sleep.
+# The crun bundle of bench/startup.sh (bench_crun_bundle), running sleep.
 have_crun=0
 if command -v crun >/dev/null; then
 	have_crun=1
-	mkdir -p "$T/bundle/rootfs"
-	(cd "$T/bundle" && crun spec >/dev/null)
-	python3 - "$T/bundle/config.json" <<'PY'
-import json, sys
-p = sys.argv[1]; c = json.load(open(p))
-c["process"]["args"] = ["/bin/sleep", "86399"]; c["process"]["terminal"] = False
-c["process"]["env"] = ["PATH=/usr/bin:/bin", "HOME=/tmp"]
-c["process"]["cwd"] = "/tmp"
-c["root"] = {"path": "rootfs", "readonly": True}
-c["mounts"] = [m for m in c["mounts"] if m["destination"] in ("/proc", "/dev", "/dev/pts", "/dev/shm")]
-for d in ("/usr", "/lib", "/lib64", "/bin", "/sbin"):
-    c["mounts"].append({"destination": d, "type": "bind", "source": d, "options": ["rbind", "ro", "nosuid", "nodev"]})
-c["mounts"].append({"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev"]})
-lin = c.setdefault("linux", {})
-lin["namespaces"] = [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount", "cgroup")]
-lin["resources"] = {"memory": {"limit": 268435456}, "cpu": {"quota": 100000, "period": 100000}, "pids": {"limit": 64}}
-lin.pop("uidMappings", None); lin.pop("gidMappings", None)
-c["process"]["user"] = {"uid": 0, "gid": 0}
-json.dump(c, open(p, "w"))
-PY
-	for d in usr lib lib64 bin sbin proc dev tmp; do mkdir -p "$T/bundle/rootfs/$d"; done
+	bench_crun_bundle "$T/bundle" /bin/sleep 86399
 fi
 
 python3 - "$S" "$T" "$N" "$ROUNDS" "$TIMEOUT" "$have_crun" "${BENCH_RESULTS:-}" <<'PY'

@@ -20,38 +20,17 @@
 #   "egress-start<TAB>NAME<TAB>MS<TAB>RATIO" lines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 S=${1:-$(pwd)/build/sandcap}
 SIZE=${BENCH_SIZE:-1G}
-for tool in nginx curl python3; do
-	command -v $tool >/dev/null || { echo "egress-sandbox: $tool not installed" >&2; exit 77; }
-done
-T=$(mktemp -d /tmp/sandcap-egress-bench.XXXXXX)
-chmod 755 "$T"
-cleanup() {
-	[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-export SANDCAP_STATE_DIR=$T/state
-
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+bench_need egress-sandbox nginx curl python3
+bench_tmp egress-bench
+PORT=$(bench_free_port)
 mkdir -p "$T/www"
 truncate -s "$SIZE" "$T/www/bulk.bin" # sparse: the origin is not the bottleneck
 want=$(stat -c %s "$T/www/bulk.bin")
-cat >"$T/nginx.conf" <<NGINX
-daemon on; pid $T/nginx.pid; error_log $T/nginx-error.log; worker_processes 1;
-events { worker_connections 64; }
-http { access_log off; sendfile on;
-  client_body_temp_path $T/cbt; proxy_temp_path $T/pt; fastcgi_temp_path $T/ft;
-  uwsgi_temp_path $T/ut; scgi_temp_path $T/st;
-  server { listen 127.0.0.1:$PORT; root $T/www; } }
-NGINX
-nginx -c "$T/nginx.conf" -p "$T"
-cat >"$T/policy.json" <<JSON
-{ "version": 1, "audit": { "exec": false },
-  "net": { "egress": [ { "host": "127.0.0.1", "ports": [$PORT] } ],
-           "allow_private": [ "127.0.0.1/32" ] } }
-JSON
+bench_nginx "$PORT" 64
+bench_policy "$T/policy.json" 127.0.0.1 "$PORT"
 
 # --- start-up -----------------------------------------------------------------
 if command -v hyperfine >/dev/null; then

@@ -18,43 +18,23 @@
 #   env: BENCH_SIZE (default 1G), BENCH_RECORDS (default 200000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 S=${1:-$(pwd)/build/sandcap}
 RATE=$(dirname "$S")/bench/audit-rate
 SIZE=${BENCH_SIZE:-1G}
-for tool in nginx curl python3 sha256sum openssl; do
-	command -v $tool >/dev/null || { echo "evidence: $tool not installed" >&2; exit 77; }
-done
-T=$(mktemp -d /tmp/sandcap-evidence-bench.XXXXXX)
-chmod 755 "$T"
-cleanup() {
-	[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-export SANDCAP_STATE_DIR=$T/state
+bench_need evidence nginx curl python3 sha256sum openssl
+bench_tmp evidence-bench
 
 echo "== audit records/s, HMAC seal vs HMAC + Ed25519 checkpoints"
 "$RATE" -n "${BENCH_RECORDS:-200000}" -s 200 -d "$T"
 
 echo "== response digest on a $SIZE download through the proxy"
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(bench_free_port)
 mkdir -p "$T/www"
 head -c "$(numfmt --from=iec "$SIZE")" /dev/urandom >"$T/www/bulk.bin"
 want=$(stat -c %s "$T/www/bulk.bin")
-cat >"$T/nginx.conf" <<NGINX
-daemon on; pid $T/nginx.pid; error_log $T/nginx-error.log; worker_processes 1;
-events { worker_connections 64; }
-http { access_log off; sendfile on;
-  client_body_temp_path $T/cbt; proxy_temp_path $T/pt; fastcgi_temp_path $T/ft;
-  uwsgi_temp_path $T/ut; scgi_temp_path $T/st;
-  server { listen 127.0.0.1:$PORT; root $T/www; } }
-NGINX
-nginx -c "$T/nginx.conf" -p "$T"
-cat >"$T/policy.json" <<JSON
-{ "version": 1, "audit": { "exec": false },
-  "net": { "egress": [ { "host": "127.0.0.1", "ports": [$PORT] } ],
-           "allow_private": [ "127.0.0.1/32" ] } }
-JSON
+bench_nginx "$PORT" 64
+bench_policy "$T/policy.json" 127.0.0.1 "$PORT"
 t0=$(date +%s.%N)
 # Inside, NO_PROXY lists 127.0.0.1: --noproxy '' sends it to the proxy anyway.
 # shellcheck disable=SC2016 # expanded inside the sandbox

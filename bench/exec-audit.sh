@@ -15,12 +15,11 @@
 #   "exec-audit<TAB>NAME<TAB>VALUE<TAB>UNIT" lines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 S=${1:-$(pwd)/build/sandcap}
 N=${EXECS:-1000}
 RUNS=${RUNS:-5}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export SANDCAP_STATE_DIR=$T/state
+bench_tmp exec-audit
 
 echo '{ "version": 1, "audit": { "exec": true } }' >"$T/on.json"
 echo '{ "version": 1, "audit": { "exec": false } }' >"$T/off.json"

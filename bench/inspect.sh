@@ -14,25 +14,15 @@
 #   bench/inspect.sh [BUILDDIR]    env: BENCH_REQS (default 2000), BENCH_HOSTS (default 50)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/bench/lib.sh"
 B=${1:-$top/build}
 SANDCAP=$B/sandcap
 REQS=${BENCH_REQS:-2000}
 HOSTS=${BENCH_HOSTS:-50}
-for tool in nginx openssl dnsmasq python3; do
-	command -v $tool >/dev/null || { echo "bench: $tool not installed, skipping"; exit 77; }
-done
+bench_need inspect nginx openssl dnsmasq python3
 [ "$(id -u)" = 0 ] || { echo "bench: needs root"; exit 77; }
 [ -x "$SANDCAP" ] || { echo "bench: no $SANDCAP"; exit 77; }
-T=$(mktemp -d /tmp/sandcap-inspect-bench.XXXXXX)
-chmod 755 "$T"
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+bench_tmp inspect-bench
 
 BASE=$((40000 + RANDOM % 10000))
 P_TLS=$BASE
@@ -47,20 +37,9 @@ printf 'subjectAltName=DNS:plain.bench.test,DNS:*.in.bench.test\n' >"$T/ext"
 openssl x509 -req -in "$T/srv.csr" -CA "$T/pub/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
 	-days 1 -extfile "$T/ext" -out "$T/srv.pem" 2>/dev/null
 chmod 644 "$T"/*.pem "$T"/*.key "$T/pub/ca.pem"
-cat >"$T/nginx.conf" <<NGINX
-daemon on; pid $T/nginx.pid; error_log $T/nginx-error.log; worker_processes 1;
-events { worker_connections 1024; }
-http { access_log off; keepalive_requests 1000000;
-  client_body_temp_path $T/cbt; proxy_temp_path $T/pt; fastcgi_temp_path $T/ft;
-  uwsgi_temp_path $T/ut; scgi_temp_path $T/st;
-  server { listen 127.0.0.1:$P_TLS ssl backlog=1024; root $T/www;
-    ssl_certificate $T/srv.pem; ssl_certificate_key $T/srv.key; } }
-NGINX
-nginx -c "$T/nginx.conf" -p "$T" || exit 77
-dnsmasq --no-daemon --no-resolv --no-hosts --listen-address=127.0.0.1 --bind-interfaces \
-	--port="$P_DNS" --address=/bench.test/127.0.0.1 >/dev/null 2>&1 &
-pids+=($!)
-sleep 0.3
+bench_nginx "$P_TLS ssl backlog=1024" 1024 \
+	"ssl_certificate $T/srv.pem; ssl_certificate_key $T/srv.key;" "keepalive_requests 1000000;" || exit 77
+bench_dnsmasq "$P_DNS" bench.test
 
 cat >"$T/pub/client.py" <<'PY'
 # client.py MODE PORT N CAFILE: MODE direct|tunnel|inspect|mint

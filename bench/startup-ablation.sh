@@ -15,12 +15,13 @@
 #   "ablation<TAB>NAME<TAB>MS" lines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 top=$(pwd)
 RUNS=${RUNS:-100}
-T=$(mktemp -d)
+bench_tmp startup-ablation
 
 mkdir "$T/src" "$T/state" /dev/shm/sandcap-ablation.$$
-trap 'rm -rf "$T" /dev/shm/sandcap-ablation.$$' EXIT
+bench_on_exit 'rm -rf /dev/shm/sandcap-ablation.$$'
 tar -C "$top" --exclude='./build*' --exclude=./.git -cf - . | tar -C "$T/src" -xf -
 patch -s -d "$T/src" -p1 <bench/ablation.patch
 meson setup "$T/build" "$T/src" >"$T/setup.log" 2>&1 || { cat "$T/setup.log" >&2; exit 1; }

@@ -7,12 +7,11 @@
 #   env: RUNS (default 100), ROUNDS (default 5), BENCH_RESULTS (append "startup<TAB>WORKLOAD<TAB>NAME<TAB>MS" lines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 S=${1:-$(pwd)/build/sandcap}
 RUNS=${RUNS:-100}
 ROUNDS=${ROUNDS:-5}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export SANDCAP_STATE_DIR=$T/state
+bench_tmp startup
 
 cat >"$T/minimal.json" <<'JSON'
 { "version": 1, "audit": { "exec": false } }
@@ -28,34 +27,6 @@ JSON
 BWRAP=(bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr
 	--symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin
 	--symlink usr/sbin /sbin --proc /proc --dev /dev --tmpfs /tmp)
-
-# crun: an OCI bundle with the same binds and limits, in every namespace but
-# the user one (crun runs as root here, like sandcap's supervisor).
-crun_bundle() { # DIR ARG...
-	local dir=$1
-	shift
-	mkdir -p "$dir/rootfs"
-	(cd "$dir" && crun spec >/dev/null)
-	python3 - "$dir/config.json" "$@" <<'PY'
-import json, sys
-p = sys.argv[1]; c = json.load(open(p))
-c["process"]["args"] = sys.argv[2:]; c["process"]["terminal"] = False
-c["process"]["env"] = ["PATH=/usr/bin:/bin", "HOME=/tmp"]
-c["process"]["cwd"] = "/tmp"
-c["root"] = {"path": "rootfs", "readonly": True}
-c["mounts"] = [m for m in c["mounts"] if m["destination"] in ("/proc", "/dev", "/dev/pts", "/dev/shm")]
-for d in ("/usr", "/lib", "/lib64", "/bin", "/sbin"):
-    c["mounts"].append({"destination": d, "type": "bind", "source": d, "options": ["rbind", "ro", "nosuid", "nodev"]})
-c["mounts"].append({"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev"]})
-lin = c.setdefault("linux", {})
-lin["namespaces"] = [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount", "cgroup")]
-lin["resources"] = {"memory": {"limit": 268435456}, "cpu": {"quota": 100000, "period": 100000}, "pids": {"limit": 64}}
-lin.pop("uidMappings", None); lin.pop("gidMappings", None)
-c["process"]["user"] = {"uid": 0, "gid": 0}
-json.dump(c, open(p, "w"))
-PY
-	for d in usr lib lib64 bin sbin proc dev tmp; do mkdir -p "$dir/rootfs/$d"; done
-}
 
 # crun 1.8 refuses cgroup v1 hybrid hosts whose cgroup2 mount lists a
 # controller; inside a private mount namespace without that mount it runs.
@@ -76,7 +47,7 @@ bench_one() { # LABEL ARGV-AS-STRING BUNDLE-ARGS...
 		cmds+=("firejail|firejail --quiet --noprofile --net=none $argv")
 	fi
 	if command -v crun >/dev/null; then
-		crun_bundle "$T/bundle-$label" "$@"
+		bench_crun_bundle "$T/bundle-$label" "$@"
 		cmds+=("crun-limits|$CRUN_PRE crun run --bundle $T/bundle-$label bench-\$\$'")
 		cmds+=("crun-wrapper|$CRUN_PRE /bin/true'")
 	fi

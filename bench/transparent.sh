@@ -2,59 +2,34 @@
 # SPDX-License-Identifier: MIT
 # The three ways out, side by side (docs/proxy.md, "Transparent
 # redirection"): a client inside `sandcap run` that ignores the proxy
-# variables (the DNS stub's synthetic address, a transparent listener),
+# variables (the sandbox resolver's synthetic address, a transparent listener),
 # the same client through the proxy variable (a forward request), and curl
 # on the host fetching directly. For each: a SIZE download from an nginx
 # origin on the host's loopback (best of two, MiB/s; the byte count must be
 # the full SIZE) and small-request latency (N requests, a new connection
 # each, median and p90 in ms, measured inside one sandbox by python). Then
-# the DNS stub's queries per second (one client, one query in flight, for
+# the sandbox resolver's queries per second (one client, one query in flight, for
 # 2 s). No number ever fails the script.
 #
 #   bench/transparent.sh [SANDCAP_BINARY]   (as root)
 #   env: BENCH_SIZE (default 1G), BENCH_REQUESTS (default 300)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 S=${1:-$(pwd)/build/sandcap}
 SIZE=${BENCH_SIZE:-1G}
 N=${BENCH_REQUESTS:-300}
-for tool in nginx dnsmasq curl python3; do
-	command -v $tool >/dev/null || { echo "transparent: $tool not installed" >&2; exit 77; }
-done
-T=$(mktemp -d /tmp/sandcap-transparent-bench.XXXXXX)
-chmod 755 "$T"
-cleanup() {
-	[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
-	[ -n "${DNSPID:-}" ] && kill "$DNSPID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-export SANDCAP_STATE_DIR=$T/state
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-PORT=$(free_port)
-DNS=$(free_port)
+bench_need transparent nginx dnsmasq curl python3
+bench_tmp transparent-bench
+PORT=$(bench_free_port)
+DNS=$(bench_free_port)
 mkdir -p "$T/www"
 truncate -s "$SIZE" "$T/www/bulk.bin" # sparse: the origin is not the bottleneck
 echo ok >"$T/www/small"
 want=$(stat -c %s "$T/www/bulk.bin")
-cat >"$T/nginx.conf" <<NGINX
-daemon on; pid $T/nginx.pid; error_log $T/nginx-error.log; worker_processes 1;
-events { worker_connections 256; }
-http { access_log off; sendfile on;
-  client_body_temp_path $T/cbt; proxy_temp_path $T/pt; fastcgi_temp_path $T/ft;
-  uwsgi_temp_path $T/ut; scgi_temp_path $T/st;
-  server { listen 127.0.0.1:$PORT; root $T/www; } }
-NGINX
-nginx -c "$T/nginx.conf" -p "$T"
-dnsmasq --no-daemon --no-resolv --no-hosts --listen-address=127.0.0.1 --bind-interfaces \
-	--port="$DNS" --address=/bulk.bench.test/127.0.0.1 >/dev/null 2>&1 &
-DNSPID=$!
-sleep 0.3
-cat >"$T/policy.json" <<JSON
-{ "version": 1, "audit": { "exec": false },
-  "net": { "egress": [ { "host": "bulk.bench.test", "ports": [$PORT] } ],
-           "allow_private": [ "127.0.0.1/32" ], "dns": "127.0.0.1:$DNS" } }
-JSON
+bench_nginx "$PORT" 256
+bench_dnsmasq "$DNS" bulk.bench.test
+bench_policy "$T/policy.json" bulk.bench.test "$PORT" '"dns": "127.0.0.1:'"$DNS"'"'
 URL="http://bulk.bench.test:$PORT"
 NOPX="env -u HTTP_PROXY -u http_proxy -u HTTPS_PROXY -u https_proxy -u ALL_PROXY -u all_proxy"
 run() { "$S" run --quiet --policy "$T/policy.json" -- "$@"; }
@@ -103,18 +78,14 @@ PY
 chmod 644 "$T/lat.py"
 cp "$T/lat.py" "$T/www/lat.py"
 echo "transparent: small-request latency, $N requests, new connection each: median / p90 ms"
-cat >"$T/lat-policy.json" <<JSON
-{ "version": 1, "audit": { "exec": false },
-  "fs": { "grants": [ { "path": "$T/www", "mode": "ro", "at": "/bench" } ] },
-  "net": { "egress": [ { "host": "bulk.bench.test", "ports": [$PORT] } ],
-           "allow_private": [ "127.0.0.1/32" ], "dns": "127.0.0.1:$DNS" } }
-JSON
+bench_policy "$T/lat-policy.json" bulk.bench.test "$PORT" '"dns": "127.0.0.1:'"$DNS"'"' \
+	'"fs": { "grants": [ { "path": "'"$T/www"'", "mode": "ro", "at": "/bench" } ] }'
 lat() { "$S" run --quiet --policy "$T/lat-policy.json" -- $NOPX python3 /bench/lat.py bulk.bench.test "$PORT" "$N" "$1" 2>/dev/null || echo "- -"; }
 printf '  %-16s %s\n' direct "$(python3 "$T/lat.py" 127.0.0.1 "$PORT" "$N" direct)"
 printf '  %-16s %s\n' proxy-variable "$(lat proxy)"
 printf '  %-16s %s\n' transparent "$(lat transparent)"
 
-# --- the DNS stub ---------------------------------------------------------------
+# --- the sandbox resolver ------------------------------------------------------
 cat >"$T/www/dnsq.py" <<'PY'
 import socket, struct, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(("127.0.0.1", 53)); s.settimeout(2)
@@ -125,5 +96,5 @@ while time.monotonic() < end:
 print("%.0f" % (n / 2))
 PY
 chmod 644 "$T/www/dnsq.py"
-echo "transparent: DNS stub, queries/s (one client, one in flight; every one a net.dns record)"
-printf '  %-16s %s\n' stub "$("$S" run --quiet --policy "$T/lat-policy.json" -- python3 /bench/dnsq.py 2>/dev/null || echo -)"
+echo "transparent: sandbox resolver, queries/s (one client, one in flight; every one a net.dns record)"
+printf '  %-16s %s\n' sandbox-resolver "$("$S" run --quiet --policy "$T/lat-policy.json" -- python3 /bench/dnsq.py 2>/dev/null || echo -)"

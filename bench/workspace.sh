@@ -13,14 +13,13 @@
 #   BENCH_RESULTS (append "workspace<TAB>NAME<TAB>VALUE<TAB>UNIT" lines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 S=${1:-$(pwd)/build/sandcap}
 FILES=${FILES:-20000}
 DIRS=${DIRS:-200}
 CHANGED=${CHANGED:-1000}
 RUNS=${RUNS:-5}
-T=$(mktemp -d /var/tmp/sandcap-bench-ws.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-export SANDCAP_STATE_DIR=$T/state
+bench_tmp bench-ws /var/tmp
 R=$T/repo
 
 mkdir -p "$R"

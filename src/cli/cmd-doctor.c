@@ -126,7 +126,7 @@ int cmd_doctor(int argc, char **argv)
 		     "agent; limits then need a delegated cgroup v2 subtree).\n\n"
 		     "Exit status: 0 when every layer is available, 1 when some is not\n"
 		     "(policies may then set \"best_effort\": true to run degraded).\n"
-		     "\"transparent egress\" (the DNS stub and the redirection of clients\n"
+		     "\"transparent egress\" (the sandbox resolver and the redirection of clients\n"
 		     "that ignore the proxy variables) is no layer and leaves the status\n"
 		     "alone: where it is NO, those clients fail and proxy variables work.\n"
 		     "With --policy, also warns when the audit log (--audit FILE, else the\n"

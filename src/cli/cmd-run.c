@@ -243,7 +243,7 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 		summary_denied(f, t);
 		if (t->dns_queries)
 			fprintf(f,
-				"  dns: %" PRIu64 " quer%s to the stub, %" PRIu64
+				"  dns: %" PRIu64 " quer%s to the sandbox resolver, %" PRIu64
 				" answered, %" PRIu64 " refused\n",
 				t->dns_queries, t->dns_queries == 1 ? "y" : "ies",
 				t->dns_queries - t->dns_refused, t->dns_refused);

@@ -128,8 +128,8 @@ static int step_network(child_ctx *c)
 	fds[0] = ns_proxy_listener(PX_LISTEN_PORT);
 	if (fds[0] < 0)
 		return fds[0];
-	/* Transparent redirection and the DNS stub are a convenience: where
-	 * they cannot be set up, the proxy variables still work, and
+	/* Transparent redirection and the sandbox resolver are a convenience:
+	 * where they cannot be set up, the proxy variables still work, and
 	 * sandbox.start says why (m.value 0, m.what). The last slot is the
 	 * attempt socket's. */
 	r = ns_local_routes(&what);

@@ -13,8 +13,8 @@ typedef enum sync_type {
 	SYNC_USERNS,   /* child -> supervisor: unshared the user ns, write maps */
 	SYNC_MAPPED,   /* supervisor -> child: maps written */
 	SYNC_LISTENER, /* child -> supervisor: proxy listener fd attached, then the
-			* DNS stub and transparent listeners; value 1 when those
-			* are there, else 0 and why in what */
+			* sandbox resolver and transparent listeners; value 1
+			* when those are there, else 0 and why in what */
 	SYNC_READY,    /* child -> supervisor: every step done, about to exec pid 1;
 			* layers set; the seccomp listener fd attached, if any */
 	SYNC_FAILED,   /* child -> supervisor: step failed, errno, what; layers set */

@@ -329,12 +329,13 @@ static int setup_etc(const sc_plan *plan, const char **what)
 			 plan->hostname);
 		r = write_file(NEWROOT "/etc/hosts", buf);
 	}
-	/* The only resolver inside is the proxy's DNS stub, which answers allowed
-	 * names with synthetic addresses (docs/proxy.md); without egress, none. */
+	/* The only resolver inside is the proxy worker's sandbox resolver,
+	 * which answers allowed names with synthetic addresses (docs/proxy.md);
+	 * without egress, none. */
 	if (r >= 0)
 		r = write_file(NEWROOT "/etc/resolv.conf",
 			       plan->n_egress > 0
-				   ? "# the sandcap proxy's DNS stub: allowed names only\n"
+				   ? "# sandcap's sandbox resolver: allowed names only\n"
 				     "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n"
 				   : "# no network: no resolver\n");
 	if (r < 0)

@@ -101,8 +101,8 @@ int ns_proxy_listener(unsigned port);
 /* Child: "local 0.0.0.0/0 dev lo" and "local ::/0 dev lo" in the local table
  * of this netns (rtnetlink), so that a connect to any address is answered on
  * lo: by a transparent listener, or at once with a RST (docs/proxy.md,
- * "Transparent redirection"), and a datagram by the DNS stub or an ICMP port
- * unreachable: the refusals ns_attempt_socket() sees. On failure
+ * "Transparent redirection"), and a datagram by the sandbox resolver or an ICMP
+ * port unreachable: the refusals ns_attempt_socket() sees. On failure
  * *reterr_what names the route. */
 int ns_local_routes(const char **reterr_what);
 
@@ -114,8 +114,8 @@ size_t ns_egress_ports(const sc_plan *plan, uint16_t *ports, size_t max);
 #define NS_DNS_PORT	       53
 #define NS_TRANSPARENT_MAX_FDS 60 /* the DNS socket and up to 59 ports */
 /* Child: the sockets the proxy worker serves besides its listener, on the
- * wildcard address of this netns: fds[0] is UDP port NS_DNS_PORT (the DNS
- * stub), then one TCP listener per distinct port the egress rules allow
+ * wildcard address of this netns: fds[0] is UDP port NS_DNS_PORT (the sandbox
+ * resolver), then one TCP listener per distinct port the egress rules allow
  * (IPv6 dual-stack where the netns has IPv6). proxy_port is shared with the
  * proxy listener (SO_REUSEPORT). Returns 0 with *ret_n fds, or -errno with
  * none left open (-E2BIG: more ports than max - 1) and *reterr_what. */

@@ -30,9 +30,10 @@ typedef enum var_when {
 
 /* The lower-case proxy forms are read by curl, wget and most language
  * runtimes; Node and the JVM have knobs of their own. A client that ignores
- * all of them still gets through the DNS stub and transparent redirection
- * (docs/proxy.md). The CA variables are read by OpenSSL, Python, curl, Node,
- * git, pip and the AWS SDKs, which otherwise carry their own CA lists. */
+ * all of them still gets through the sandbox resolver and transparent
+ * redirection (docs/proxy.md). The CA variables are read by OpenSSL, Python,
+ * curl, Node, git, pip and the AWS SDKs, which otherwise carry their own CA
+ * lists. */
 static const struct agent_var {
 	const char *def;
 	var_when when;

@@ -39,7 +39,7 @@ int px_allow_match_path(const px_config *cfg, const char *host, px_host_kind kin
 
 /* May a rule let the agent reach name (a DNS name, lower-case), on some
  * port? The index of the first rule whose host pattern matches it, or
- * -EACCES. What the DNS stub answers (docs/proxy.md). */
+ * -EACCES. What the sandbox resolver answers (docs/proxy.md). */
 int px_allow_name(const px_config *cfg, const char *name);
 
 /* True for every address that is not globally routable: loopback, RFC 1918,

@@ -49,8 +49,8 @@ typedef enum watch_type {
 	W_CLIENT,
 	W_UPSTREAM,
 	W_ATTEMPTS,
-	W_DNS_STUB,    /* the DNS stub's UDP socket (dnsstub.c) */
-	W_TRANSPARENT, /* a transparent listener (transparent.c) */
+	W_SANDBOX_RESOLVER, /* the sandbox resolver's UDP socket (sandbox-resolver.c) */
+	W_TRANSPARENT,	    /* a transparent listener (transparent.c) */
 } watch_type;
 
 typedef enum conn_state {
@@ -112,8 +112,8 @@ struct px_loop {
 	uint64_t now_ns;	/* when the last epoll_wait(2) returned */
 	px_pool pool;		/* idle upstream connections (pool.h) */
 	bool quit;
-	px_synth_table *synth; /* the DNS stub's names, shared with a successor */
-	px_redirect *redir;    /* DNS stub and transparent listeners, or NULL */
+	px_synth_table *synth; /* the sandbox resolver's names, shared with a successor */
+	px_redirect *redir;    /* sandbox resolver and transparent listeners, or NULL */
 	uint64_t redir_due_ns; /* px_redirect_tick() wants to run, 0 = never */
 
 	/* refused direct attempts (attempt-watch.c) */
@@ -282,7 +282,7 @@ int px_l7_judge(conn *c, int rule);
 /* How many of want bytes may go upstream with the request's credential. */
 uint64_t px_l7_cred_room(conn *c, uint64_t want);
 void px_l7_cred_sent(conn *c, uint64_t n);
-/* The name a synthetic address stands for, or NULL (DNS stub, synthetic.c). */
+/* The name a synthetic address stands for, or NULL (sandbox resolver, synthetic.c). */
 const char *px_loop_synthetic_name(px_loop *L, int family, const uint8_t *addr);
 
 /* socks-conn.c */
@@ -349,8 +349,8 @@ void px_transparent_accept(px_loop *L, px_watch *w);
 /* Reports what was counted but not recorded; the next time it is due. */
 uint64_t px_redirect_tick(px_loop *L, uint64_t now, bool now_or_never);
 
-/* dnsstub.c */
-void px_dns_stub_read(px_loop *L, int fd);
+/* sandbox-resolver.c */
+void px_sandbox_resolver_read(px_loop *L, int fd);
 
 /* forward.c */
 /* The head that goes upstream: the client's, cleaned, with the request's

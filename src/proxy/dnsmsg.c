@@ -105,8 +105,8 @@ size_t px_dns_build_answer(const px_dns_question *q, const uint8_t *buf, px_dns_
 
 	memset(out, 0, HDR);
 	put16(out, q->id);
-	/* QR, opcode QUERY, AA (the stub is the authority on what exists here),
-	 * RD echoed, RA */
+	/* QR, opcode QUERY, AA (the sandbox resolver is the authority on what
+	 * exists here), RD echoed, RA */
 	out[2] = (uint8_t)(0x80 | 0x04 | (q->rd ? 0x01 : 0));
 	out[3] = (uint8_t)(0x80 | (rcode & 0xf));
 	if (!with_q)

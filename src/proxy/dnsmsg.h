@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The DNS stub's wire format (RFC 1035 4.1): a strict parser for the one
- * question of a query the agent sent, and the builder of its answer. Pure:
+ * The sandbox resolver's wire format (RFC 1035 4.1): a strict parser for the
+ * one question of a query the agent sent, and the builder of its answer. Pure:
  * no I/O, safe on any byte string (the query comes from the sandbox).
  *
  * Why hand-written: Debian 12's c-ares (1.18) parses answers only

@@ -91,8 +91,8 @@ void px_conn_emit_request(conn *c, const char *decision, const char *reason, int
 	(void)px_events_emit(c->L->ev, "net.request", d);
 }
 
-/* The name the DNS stub gave this address out for (SOCKS5 targets, direct
- * attempts), or NULL: a real address, or one no name was given yet. */
+/* The name the sandbox resolver gave this address out for (SOCKS5 targets,
+ * direct attempts), or NULL: a real address, or one no name was given yet. */
 const char *px_loop_synthetic_name(px_loop *L, int family, const uint8_t *addr)
 {
 	px_addr a = {.family = family};
@@ -1226,8 +1226,8 @@ int px_loop_run(px_loop *L)
 			case W_UPSTREAM:
 				on_fd_event(w, evs[i].events);
 				break;
-			case W_DNS_STUB:
-				px_dns_stub_read(L, ((px_dns_watch *)(void *)w)->fd);
+			case W_SANDBOX_RESOLVER:
+				px_sandbox_resolver_read(L, ((px_dns_watch *)(void *)w)->fd);
 				break;
 			case W_TRANSPARENT:
 				px_transparent_accept(L, w);

@@ -31,7 +31,7 @@ typedef struct px_seed {
 	int listen_fd;
 	int config_fd;
 	int state_fd;
-	/* the DNS stub's socket and the transparent listeners (docs/proxy.md) */
+	/* the sandbox resolver's socket and the transparent listeners (docs/proxy.md) */
 	int sockets[PX_SEED_MAX_SOCKETS];
 	size_t n_sockets;
 } px_seed;

@@ -82,7 +82,7 @@ typedef struct px_shared {
 } px_shared;
 
 /* The same memfd holds, from PX_SYNTH_OFFSET (page-aligned on every
- * architecture), the DNS stub's table of names (synthetic.h). */
+ * architecture), the sandbox resolver's table of names (synthetic.h). */
 #define PX_SYNTH_OFFSET 65536u
 #define PX_STATE_SIZE	(PX_SYNTH_OFFSET + sizeof(px_synth_table))
 _Static_assert(sizeof(px_shared) <= PX_SYNTH_OFFSET, "px_shared outgrew PX_SYNTH_OFFSET");

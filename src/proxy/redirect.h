@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the worker serves besides its listener (docs/proxy.md, "DNS inside the
- * sandbox" and "Transparent redirection"): the DNS stub's UDP socket and one
- * transparent listener per allowed port, all created in the sandbox's netns.
- * Internal to dnsstub.c and transparent.c.
+ * sandbox" and "Transparent redirection"): the sandbox resolver's UDP socket
+ * and one transparent listener per allowed port, all created in the sandbox's
+ * netns. Internal to sandbox-resolver.c and transparent.c.
  */
 #pragma once
 
@@ -23,7 +23,7 @@ typedef struct px_tlisten {
 } px_tlisten;
 
 struct px_redirect {
-	px_dns_watch dns_w; /* type W_DNS_STUB; fd -1 when there is no stub */
+	px_dns_watch dns_w; /* type W_SANDBOX_RESOLVER; fd -1 when there is none */
 	px_tlisten listeners[PX_SEED_MAX_SOCKETS];
 	size_t n_listeners;
 	uint64_t dns_over_rate;	    /* queries refused over net.rate, not yet reported */

@@ -143,7 +143,7 @@ bool px_socks_read(conn *c)
 		const char *name = px_loop_synthetic_name(
 		    c->L, req.host_kind == PX_HOST_IPV4 ? AF_INET : AF_INET6, req.addr);
 
-		/* an address the DNS stub gave out stands for its name */
+		/* an address the sandbox resolver gave out stands for its name */
 		if (name && strlen(name) < sizeof(c->req.host)) {
 			strcpy(req.host, name);
 			c->req.host_kind = PX_HOST_NAME;

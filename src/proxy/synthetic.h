@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Synthetic addresses (docs/proxy.md, "DNS inside the sandbox"): the DNS stub
- * answers an allowed name with an address of its own, one per name for this
- * sandbox, so that a later connection to that address says which name it is
- * for. Nothing real is ever given to the agent. Pure: no I/O.
+ * Synthetic addresses (docs/proxy.md, "DNS inside the sandbox"): the sandbox
+ * resolver answers an allowed name with an address of its own, one per name for
+ * this sandbox, so that a later connection to that address says which name it
+ * is for. Nothing real is ever given to the agent. Pure: no I/O.
  *
  *   IPv4: 198.18.0.0/15 (RFC 2544 benchmarking, never globally routed);
  *         the name with index i gets 198.18.0.0 + 1 + i.

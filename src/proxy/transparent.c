@@ -2,8 +2,8 @@
 /*
  * Transparent redirection (docs/proxy.md): in the sandbox's netns every
  * address is local to lo, and a listener on the wildcard address of each
- * allowed port takes the connections a client made to an address the DNS
- * stub gave it. getsockname() says which address, so which name; the first
+ * allowed port takes the connections a client made to an address the sandbox
+ * resolver gave it. getsockname() says which address, so which name; the first
  * bytes say what the client speaks:
  *
  *   a TLS ClientHello: its SNI must be that name; then a tunnel, judged as
@@ -14,8 +14,9 @@
  *   anything else, or nothing within PX_PEEK_NS (a protocol where the server
  *     speaks first): a tunnel, as CONNECT.
  *
- * An address the stub did not give out is refused unless an IP-literal rule
- * allows it (then a tunnel to it): net.denied with "not-a-known-name".
+ * An address the sandbox resolver did not give out is refused unless an
+ * IP-literal rule allows it (then a tunnel to it): net.denied with
+ * "not-a-known-name".
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,7 +41,7 @@ int px_redirect_new(px_loop *L, const int *fds, size_t n)
 
 	if (!R)
 		return -ENOMEM;
-	R->dns_w.type = W_DNS_STUB;
+	R->dns_w.type = W_SANDBOX_RESOLVER;
 	R->dns_w.fd = -1;
 	for (size_t i = 0; i < n; i++) {
 		struct epoll_event ev = {.events = EPOLLIN};
@@ -58,7 +59,7 @@ int px_redirect_new(px_loop *L, const int *fds, size_t n)
 		    getsockname(fds[i], &sa.sa, &len) < 0)
 			goto fail;
 		if (type == SOCK_DGRAM && R->dns_w.fd < 0) {
-			/* answers leave from the address asked (dnsstub.c) */
+			/* answers leave from the address asked (sandbox-resolver.c) */
 			if (fam == AF_INET6)
 				(void)setsockopt(fds[i], IPPROTO_IPV6, IPV6_RECVPKTINFO, &one,
 						 sizeof(one));
@@ -132,11 +133,11 @@ static void refuse_unknown(px_loop *L, const char *addr, uint16_t port)
 {
 	if (!may_record(L->redir, px_now_ns()))
 		return;
-	(void)px_events_emit(L->ev, "net.denied",
-			     json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "method", "", "host",
-				       addr, "port", (int)port, "path", "", "addr", addr, "reason",
-				       "not-a-known-name", "detail",
-				       "a connection to an address the DNS stub did not give out"));
+	(void)px_events_emit(
+	    L->ev, "net.denied",
+	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "method", "", "host", addr, "port",
+		      (int)port, "path", "", "addr", addr, "reason", "not-a-known-name", "detail",
+		      "a connection to an address the sandbox resolver did not give out"));
 }
 
 /* c asks for host:port as "CONNECT host:port" would: the same judgement. */

@@ -3,9 +3,9 @@
  * The proxy worker process: "sandcap-proxy", exec'd fresh by px_spawn() with
  * an empty environment and exactly fds 3 (listener), 4 (event socket),
  * 5 (configuration memfd), 6 (the counters shared with a successor) and, from
- * PX_FD_SOCKETS on, the DNS stub's socket and the transparent listeners. It
- * parses hostile HTTP, so before it reads a single byte from the sandbox it
- * gives up everything (docs/proxy.md):
+ * PX_FD_SOCKETS on, the sandbox resolver's socket and the transparent
+ * listeners. It parses hostile HTTP, so before it reads a single byte from the
+ * sandbox it gives up everything (docs/proxy.md):
  *
  *   1. read the configuration, init c-ares (reads /etc/resolv.conf) and
  *      /etc/hosts; only when a credential has upstream https, OpenSSL: the

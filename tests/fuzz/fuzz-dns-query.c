@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for the DNS stub's query parser and answer builder: every
- * datagram the sandboxed agent sends to port 53 reaches them.
+ * libFuzzer target for the sandbox resolver's query parser and answer builder:
+ * every datagram the sandboxed agent sends to port 53 reaches them.
  */
 #include <errno.h>
 #include <stdint.h>

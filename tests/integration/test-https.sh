@@ -154,7 +154,7 @@ check "... with method and path" grep -q '"event":"net.request".*"method":"POST"
 check "... and the SHA-256 of the decrypted body the agent received" \
 	grep -Eq '"event":"net.request".*"body_bytes":[1-9][0-9]*,"body_sha256":"[0-9a-f]{64}".*"inspected":true.*"path":"/v1/node"' "$T/audit-clients.jsonl"
 
-# --- clients that ignore the proxy variables: the DNS stub's address, the
+# --- clients that ignore the proxy variables: the sandbox resolver's address, the
 # transparent listener, then the same inspection and the same swap
 out=$(run_https transparent sh -c '
 curl -sS --noproxy "*" "'"$A"'/v1/transparent-curl" -H "Authorization: Bearer $OPENAI_API_KEY"

@@ -264,39 +264,9 @@ check "the next list (or start) sweeps it" test ! -e "$T/run/sessions/c"
 
 # ---- -t: a pty of the sandbox's own, Ctrl-C delivered inside ----
 "$S" session start --policy "$T/other.json" --name a >/dev/null
-term() {
-	python3 - "$@" <<'EOF'
-import os, pty, signal, struct, sys, termios, fcntl, time, select
-out, inp, argv = sys.argv[1], sys.argv[2].encode().decode("unicode_escape").encode(), sys.argv[3:]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp(argv[0], argv)
-fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 111, 0, 0))
-buf, sent, resized, t0 = b"", False, False, time.time()
-while True:
-    if not resized and b"ready" in buf:
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        os.kill(pid, signal.SIGWINCH)
-        resized, t1 = True, time.time()
-    if resized and not sent and time.time() - t1 > 0.5:
-        os.write(fd, inp)
-        sent = True
-    r, _, _ = select.select([fd], [], [], 0.1)
-    if fd in r:
-        try:
-            data = os.read(fd, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        buf += data
-    if time.time() - t0 > 15:
-        os.kill(pid, signal.SIGKILL)
-_, status = os.waitpid(pid, 0)
-open(out, "wb").write(buf)
-print(os.waitstatus_to_exitcode(status))
-EOF
-}
+# term OUT INPUT CMD...: CMD on a fresh 33x111 pty; once it prints "ready",
+# the window becomes 40x120 and INPUT is typed (tests/helpers/pty-run.py)
+term() { python3 "$(dirname "$0")/../helpers/pty-run.py" --resize-on-ready --timeout 15 "$@"; }
 rc=$(term "$T/tty.out" '\x03' "$S" exec -t a -- sh -c \
 	'tty; stty size; ls -l /proc/self/fd/0; trap "stty size; exit 9" WINCH; echo ready; while :; do sleep 0.1; done')
 out=$(tr -d '\r' <"$T/tty.out")

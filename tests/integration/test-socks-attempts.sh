@@ -46,7 +46,7 @@ expect_eq "ALL_PROXY inside names the SOCKS5 door, and curl --socks5-hostname re
 expect_eq "... recorded as an allowed CONNECT via socks5 to the name" \
 	"$(count "$T/socks.jsonl" net.request decision=allow via=socks5 host=localhost method=CONNECT)" 1
 check "... and its tunnel's close with the bytes" grep -q '"event":"net.tunnel.close".*"via":"socks5"' "$T/socks.jsonl"
-# The client resolves the name with the sandbox's DNS stub and sends the
+# The client resolves the name with the sandbox resolver and sends the
 # synthetic address (ATYP 1), which stands for the name. (curl --socks5
 # would not do: it resolves *.localhost to 127.0.0.1 itself.)
 out=$(run_net socks-synth python3 -c '

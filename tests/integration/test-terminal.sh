@@ -10,65 +10,35 @@ command -v python3 >/dev/null || skip_all "needs python3"
 policy plain '{"version": 1}'
 chmod 644 "$T/plain.json"
 
-# term OUT INPUT SIGNAL CMD...: runs CMD on a fresh 33x111 pty, types INPUT
-# (Python escapes) once the command is up, sends SIGNAL (name or "") to the
-# child, and writes what the terminal showed to OUT; prints the exit status.
-term() {
-	python3 - "$@" <<'EOF'
-import os, pty, signal, struct, sys, termios, fcntl, time, select
-out, inp, sig, argv = sys.argv[1], sys.argv[2].encode().decode("unicode_escape").encode(), sys.argv[3], sys.argv[4:]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp(argv[0], argv)
-fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 111, 0, 0))
-buf, sent, t0 = b"", False, time.time()
-while True:
-    if not sent and time.time() - t0 > 1.0:
-        if inp:
-            os.write(fd, inp)
-        if sig:
-            os.kill(pid, getattr(signal, sig))
-        sent = True
-    r, _, _ = select.select([fd], [], [], 0.1)
-    if fd in r:
-        try:
-            data = os.read(fd, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        buf += data
-    if time.time() - t0 > 20:
-        os.kill(pid, signal.SIGKILL)
-_, status = os.waitpid(pid, 0)
-open(out, "wb").write(buf)
-print(os.waitstatus_to_exitcode(status))
-EOF
-}
+# term [--signal NAME] OUT INPUT CMD...: runs CMD on a fresh 33x111 pty,
+# types INPUT (Python escapes) once the command is up, sends signal NAME to
+# the child, and writes what the terminal showed to OUT; prints the exit
+# status (tests/helpers/pty-run.py).
+term() { python3 "$(dirname "$0")/../helpers/pty-run.py" "$@"; }
 
 run=("$SANDCAP" run --policy "$T/plain.json" --)
 
-rc=$(term "$T/tty.out" "" "" "${run[@]}" sh -c 'tty; stty size; ls -l /proc/self/fd/0')
+rc=$(term "$T/tty.out" "" "${run[@]}" sh -c 'tty; stty size; ls -l /proc/self/fd/0')
 out=$(tr -d '\r' <"$T/tty.out")
 expect_eq "tty in a pty: exit 0" "$rc" 0
 expect_match "tty names the sandbox's pty" "$out" $'(^|\n)/dev/pts/[0-9]+\n'
 expect_match "the size is the host terminal's" "$out" $'\n33 111\n'
 expect_match "fd 0 is that pty" "$out" "/proc/self/fd/0 -> /dev/pts/[0-9]+"
 
-rc=$(term "$T/read.out" 'hello\r' "" "${run[@]}" sh -c 'read x; echo "got:$x"')
+rc=$(term "$T/read.out" 'hello\r' "${run[@]}" sh -c 'read x; echo "got:$x"')
 expect_eq "a line typed reaches the command: exit 0" "$rc" 0
 expect_match "and it read it" "$(tr -d '\r' <"$T/read.out")" "got:hello"
 
-rc=$(term "$T/ctrlc.out" '\x03' "" "${run[@]}" sleep 44.5)
+rc=$(term "$T/ctrlc.out" '\x03' "${run[@]}" sleep 44.5)
 expect_eq "Ctrl-C on the terminal is the command's: it dies of SIGINT (130)" "$rc" 130
 
 # The host terminal is as it was after the run (the relay puts it in raw mode).
-rc=$(term "$T/stty.out" "" "" sh -c "stty -g >'$T/before'; ${run[*]} true; stty -g >'$T/after'")
+rc=$(term "$T/stty.out" "" sh -c "stty -g >'$T/before'; ${run[*]} true; stty -g >'$T/after'")
 expect_eq "the host terminal's mode is restored" "$(cat "$T/after")" "$(cat "$T/before")"
 
 # SIGINT to the supervisor of a command that ignores it: killed after the
 # grace, and the summary (on the terminal) and the log say so.
-rc=$(term "$T/forced.out" "" SIGINT "$SANDCAP" run --audit "$T/forced.jsonl" --policy "$T/plain.json" -- \
+rc=$(term --signal SIGINT "$T/forced.out" "" "$SANDCAP" run --audit "$T/forced.jsonl" --policy "$T/plain.json" -- \
 	sh -c 'trap "" INT; sleep 45.5; :')
 out=$(tr -d '\r' <"$T/forced.out")
 expect_eq "SIGINT ignored under a pty: a forced kill (137)" "$rc" 137

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Clients that ignore the proxy variables still get through the one door:
-# the proxy's DNS stub answers allowed names with synthetic addresses, and a
+# the proxy's sandbox resolver answers allowed names with synthetic addresses, and a
 # connection to one reaches the proxy (docs/proxy.md, "Transparent
 # redirection"). Real clients (Node's fetch and https, python http.client,
 # curl --noproxy '*', getent) inside real sandboxes with NO proxy variable,
@@ -47,7 +47,7 @@ out=$(run_net env sh -c 'env; cat /etc/resolv.conf' 2>&1)
 expect_match "Node's own proxy knob is set" "$out" "NODE_USE_ENV_PROXY=1"
 expect_match "... and the JVM's" "$out" \
 	"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128"
-expect_match "resolv.conf inside names the stub" "$out" "nameserver 127.0.0.1"
+expect_match "resolv.conf inside names the sandbox resolver" "$out" "nameserver 127.0.0.1"
 check "sandbox.start says transparent redirection is on" \
 	grep -q '"event":"sandbox.start".*"transparent":"on"' "$T/audit-env.jsonl"
 
@@ -65,7 +65,7 @@ expect_match "... and lists them with answers and refusals" "$rep" \
 	$'api\\.allowed\\.test A -> NOERROR 198\\.18\\.[0-9.]+\n(.*\n)*    denied\\.test [A-Z]+ -> NXDOMAIN \\(name-not-allowed\\)'
 check "audit report --json has them" grep -q '"queries": [1-9]' <<<"$("$SANDCAP" audit report --json "$T/audit-getent.jsonl")"
 out=$("$SANDCAP" run --audit "$T/audit-sum.jsonl" --policy "$T/net.json" -- getent hosts denied.test 2>&1)
-expect_match "the run summary counts the DNS queries" "$out" 'dns: [0-9]+ quer(y|ies) to the stub, [0-9]+ answered, [1-9][0-9]* refused'
+expect_match "the run summary counts the DNS queries" "$out" 'dns: [0-9]+ quer(y|ies) to the sandbox resolver, [0-9]+ answered, [1-9][0-9]* refused'
 
 out=$(run_net clients $NOPX sh -c "
 curl -sS --noproxy '*' http://$A/data.json
@@ -125,7 +125,7 @@ for a in [('1.2.3.4', $port), ('127.0.0.1', $port), ('1.2.3.4', 9)]:
     print('fast' if time.monotonic() - t < 1 else 'slow')
 " 2>&1)
 # (port 9 is no rule's: no listener, the kernel's reset, a direct attempt)
-expect_eq "a connect to an address the stub did not give out is refused at once, never reaches the host" "$out" \
+expect_eq "a connect to an address the sandbox resolver did not give out is refused at once, never reaches the host" "$out" \
 	'ConnectionResetError fast
 ConnectionResetError fast
 ConnectionRefusedError fast'
@@ -161,13 +161,13 @@ policy many "{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"api.allowed.te
     \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"}}"
 out=$("$SANDCAP" run --quiet --audit "$T/audit-many.jsonl" --policy "$T/many.json" -- sh -c \
 	"curl -sS http://$A/data.json; getent hosts api.allowed.test; echo rc=\$?" 2>&1)
-expect_eq "transparent redirection off: the proxy variables still work, no stub answers" "$out" \
+expect_eq "transparent redirection off: the proxy variables still work, no sandbox resolver answers" "$out" \
 	'{"answer": 42}
 rc=2'
 check "... and sandbox.start says why" grep -q \
 	'"transparent":"off: more allowed ports than transparent listeners: Argument list too long"' "$T/audit-many.jsonl"
 
-# DNS on the wire: a resolver address hard-coded (8.8.8.8) reaches the stub
+# DNS on the wire: a resolver address hard-coded (8.8.8.8) reaches the sandbox resolver
 # too; other types of an allowed name have no data; a malformed query is
 # FORMERR; past net.rate the answer is REFUSED and the count one limit.hit.
 cat >"$T/ca/dnsq.py" <<'PY'
@@ -188,7 +188,7 @@ else:
     print(got.count('NOERROR/1'), got.count('REFUSED/0'))
 PY
 out=$(run_net dnskinds $NOPX python3 /ca/dnsq.py kinds 2>&1)
-expect_eq "8.8.8.8 answered by the stub; MX of an allowed name: no data; a denied name; a compression pointer: FORMERR" \
+expect_eq "8.8.8.8 answered by the sandbox resolver; MX of an allowed name: no data; a denied name; a compression pointer: FORMERR" \
 	"$out" "NOERROR/1 NOERROR/0 NXDOMAIN/0 FORMERR/0"
 sed -i 's/"allow_private": \[/"rate": "10\/s", "allow_private": [/' "$T/net.json"
 out=$(run_net dnsrate $NOPX python3 /ca/dnsq.py flood 2>&1)

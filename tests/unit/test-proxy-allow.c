@@ -458,7 +458,7 @@ static void test_event_queue(void)
 	close(sv[0]);
 }
 
-/* What the DNS stub answers: names a rule's host pattern matches. */
+/* What the sandbox resolver answers: names a rule's host pattern matches. */
 static void test_allow_name(void)
 {
 	plan_egress eg[3] = {{.host = (char *)"api.a.test"},

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* TAP tests for the DNS stub's query parser and answer builder. */
+/* TAP tests for the sandbox resolver's query parser and answer builder. */
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>

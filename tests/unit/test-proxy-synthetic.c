@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* TAP tests for the synthetic addresses the DNS stub hands out. */
+/* TAP tests for the synthetic addresses the sandbox resolver hands out. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>

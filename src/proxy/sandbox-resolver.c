@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The DNS stub (docs/proxy.md, "DNS inside the sandbox"): each query the
- * agent sends to port 53 of any address is answered here, from the egress
+ * The sandbox resolver (docs/proxy.md, "DNS inside the sandbox"): each query
+ * the agent sends to port 53 of any address is answered here, from the egress
  * rules alone. An allowed name gets its synthetic address (synthetic.h), any
  * other name NXDOMAIN; nothing is ever looked up for the agent, so nothing
  * real reaches it by DNS. Every query within net.rate is a net.dns record;
@@ -117,7 +117,7 @@ static void fix_pktinfo(struct msghdr *mh)
 	}
 }
 
-void px_dns_stub_read(px_loop *L, int fd)
+void px_sandbox_resolver_read(px_loop *L, int fd)
 {
 	/* bounded per wake-up: a flood of queries must not starve the tunnels */
 	for (int k = 0; k < 64; k++) {
