@@ -232,6 +232,18 @@ static int map_process(json_t *p, json_t *policy, json_t *limits, oci_process *p
 	return 0;
 }
 
+int oci_process_parse(json_t *p, oci_process *ret_proc, char *err, size_t err_len)
+{
+	/* Checked as config.json's is; what it would set in a policy is the
+	 * container's already (its rlimits, its directory as the workdir). */
+	json_t *policy = json_pack("{s:{}}", "fs"), *limits = json_object();
+	int r = policy && limits ? map_process(p, policy, limits, ret_proc, err, err_len) : -ENOMEM;
+
+	json_decref(policy);
+	json_decref(limits);
+	return r;
+}
+
 /* ---- mounts ---- */
 
 /* The mounts every container gets, which sandcap makes itself: its own
@@ -543,10 +555,7 @@ static int map_linux(json_t *l, json_t *limits, char *err, size_t len)
 			      "not supported");
 	if (!empty(json_object_get(l, "sysctl")))
 		return refuse(err, len, "$.linux.sysctl: not supported");
-	if (!empty(json_object_get(l, "seccomp")))
-		return refuse(err, len,
-			      "$.linux.seccomp: a profile of the container's own is not supported; "
-			      "sandcap's allowlist applies to every container (docs/oci.md)");
+	/* seccomp: a second filter, oci_seccomp_compile()'s (oci/seccomp.h). */
 	v = json_object_get(l, "rootfsPropagation");
 	if (v && !(json_is_string(v) && (strcmp(json_string_value(v), "private") == 0 ||
 					 strcmp(json_string_value(v), "rprivate") == 0)))
