@@ -7,53 +7,17 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/cleanup.h"
+#include "oci/fields.h"
+#include "seccomp/profile.h"
 
 #define WHERE	  "$.linux.seccomp"
 #define MAX_ERRNO 4095 /* the largest errno a filter may return (seccomp(2)) */
-
-static int refuse(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int refuse(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-static int only_keys(json_t *o, const char *where, const char *const *allowed, char *err,
-		     size_t len)
-{
-	const char *k;
-	json_t *v;
-
-	if (!json_is_object(o))
-		return refuse(err, len, "%s: expected an object", where);
-	json_object_foreach(o, k, v)
-	{
-		bool ok = false;
-
-		for (size_t i = 0; allowed[i]; i++)
-			ok = ok || strcmp(k, allowed[i]) == 0;
-		if (!ok)
-			return refuse(err, len, "%s.%.64s: not supported by sandcap-runc", where,
-				      k);
-	}
-	return 0;
-}
 
 /* errnoRet (or defaultErrnoRet) of an SCMP_ACT_ERRNO: EPERM when absent. */
 static int errno_ret(json_t *v, const char *where, unsigned *ret, char *err, size_t len)
@@ -63,7 +27,7 @@ static int errno_ret(json_t *v, const char *where, unsigned *ret, char *err, siz
 		return 0;
 	}
 	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > MAX_ERRNO)
-		return refuse(err, len, "%s: expected an errno, 0 to %d", where, MAX_ERRNO);
+		return oci_refuse(err, len, "%s: expected an errno, 0 to %d", where, MAX_ERRNO);
 	*ret = (unsigned)json_integer_value(v);
 	return 0;
 }
@@ -77,14 +41,14 @@ static int map_action(json_t *act, json_t *eret, const char *where, const char *
 	int r;
 
 	if (!a)
-		return refuse(err, len, "%s: expected an action (SCMP_ACT_...)", where);
+		return oci_refuse(err, len, "%s: expected an action (SCMP_ACT_...)", where);
 	if (strcmp(a, "SCMP_ACT_ERRNO") == 0) {
 		r = errno_ret(eret, where_errno, &e, err, len);
 		*ret = SCMP_ACT_ERRNO(e);
 		return r;
 	}
 	if (eret)
-		return refuse(err, len, "%s: only with SCMP_ACT_ERRNO", where_errno);
+		return oci_refuse(err, len, "%s: only with SCMP_ACT_ERRNO", where_errno);
 	if (strcmp(a, "SCMP_ACT_ALLOW") == 0)
 		*ret = SCMP_ACT_ALLOW;
 	else if (strcmp(a, "SCMP_ACT_LOG") == 0)
@@ -96,17 +60,17 @@ static int map_action(json_t *act, json_t *eret, const char *where, const char *
 	else if (strcmp(a, "SCMP_ACT_KILL_PROCESS") == 0)
 		*ret = SCMP_ACT_KILL_PROCESS;
 	else if (strcmp(a, "SCMP_ACT_NOTIFY") == 0)
-		return refuse(err, len,
-			      "%s: SCMP_ACT_NOTIFY is not supported: a process carries one "
-			      "listener, and sandcap's own filter has it",
-			      where);
+		return oci_refuse(err, len,
+				  "%s: SCMP_ACT_NOTIFY is not supported: a process carries one "
+				  "listener, and sandcap's own filter has it",
+				  where);
 	else if (strcmp(a, "SCMP_ACT_TRACE") == 0)
-		return refuse(err, len,
-			      "%s: SCMP_ACT_TRACE is not supported: nothing traces a "
-			      "sandcap container",
-			      where);
+		return oci_refuse(err, len,
+				  "%s: SCMP_ACT_TRACE is not supported: nothing traces a "
+				  "sandcap container",
+				  where);
 	else
-		return refuse(err, len, "%s: %.64s is not an action", where, a);
+		return oci_refuse(err, len, "%s: %.64s is not an action", where, a);
 	return 0;
 }
 
@@ -145,7 +109,7 @@ static int map_args(json_t *args, const char *where, struct scmp_arg_cmp cmp[6],
 	if (!args)
 		return 0;
 	if (!json_is_array(args) || json_array_size(args) > 6)
-		return refuse(err, len, "%s.args: expected an array of at most 6", where);
+		return oci_refuse(err, len, "%s.args: expected an array of at most 6", where);
 	json_array_foreach(args, i, a)
 	{
 		json_t *idx = json_object_get(a, "index"), *val = json_object_get(a, "value"),
@@ -155,20 +119,20 @@ static int map_args(json_t *args, const char *where, struct scmp_arg_cmp cmp[6],
 		int r;
 
 		snprintf(w, sizeof(w), "%s.args[%zu]", where, i);
-		r = only_keys(a, w, keys, err, len);
+		r = oci_only_keys(a, w, keys, err, len);
 		if (r < 0)
 			return r;
 		if (!json_is_integer(idx) || json_integer_value(idx) < 0 ||
 		    json_integer_value(idx) > 5)
-			return refuse(err, len, "%s.index: expected 0 to 5", w);
+			return oci_refuse(err, len, "%s.index: expected 0 to 5", w);
 		/* Unsigned 64-bit in the spec: jansson holds it as a signed one. */
 		if (!json_is_integer(val) || (two && !json_is_integer(two)))
-			return refuse(err, len, "%s: expected integer value and valueTwo", w);
+			return oci_refuse(err, len, "%s: expected integer value and valueTwo", w);
 		if (map_op(json_string_value(json_object_get(a, "op")), &op) < 0)
-			return refuse(err, len,
-				      "%s.op: expected SCMP_CMP_NE, _LT, _LE, _EQ, _GE, "
-				      "_GT or _MASKED_EQ",
-				      w);
+			return oci_refuse(err, len,
+					  "%s.op: expected SCMP_CMP_NE, _LT, _LE, _EQ, _GE, "
+					  "_GT or _MASKED_EQ",
+					  w);
 		if (seen & (1u << json_integer_value(idx)))
 			*ret_repeat = true;
 		seen |= 1u << json_integer_value(idx);
@@ -199,13 +163,13 @@ static int map_syscall(scmp_filter_ctx ctx, uint32_t def, json_t *s, size_t i, c
 	snprintf(where, sizeof(where), WHERE ".syscalls[%zu]", i);
 	snprintf(wa, sizeof(wa), "%s.action", where);
 	snprintf(we, sizeof(we), "%s.errnoRet", where);
-	r = only_keys(s, where, keys, err, len);
+	r = oci_only_keys(s, where, keys, err, len);
 	if (r < 0)
 		return r;
 	if (!json_is_array(names) || json_array_size(names) == 0 ||
 	    json_array_size(names) > OCI_SECCOMP_MAX_NAMES)
-		return refuse(err, len, "%s.names: expected 1 to %u syscall names", where,
-			      OCI_SECCOMP_MAX_NAMES);
+		return oci_refuse(err, len, "%s.names: expected 1 to %u syscall names", where,
+				  OCI_SECCOMP_MAX_NAMES);
 	r = map_action(json_object_get(s, "action"), json_object_get(s, "errnoRet"), wa, we, &act,
 		       err, len);
 	if (r < 0)
@@ -219,7 +183,8 @@ static int map_syscall(scmp_filter_ctx ctx, uint32_t def, json_t *s, size_t i, c
 		int nr;
 
 		if (!name || strlen(name) != json_string_length(n))
-			return refuse(err, len, "%s.names[%zu]: expected a syscall name", where, j);
+			return oci_refuse(err, len, "%s.names[%zu]: expected a syscall name", where,
+					  j);
 		nr = seccomp_syscall_resolve_name(name);
 		/* Unknown here (a newer kernel's, another architecture's): runc
 		 * skips it too. The default already answers what the rule would. */
@@ -234,9 +199,9 @@ static int map_syscall(scmp_filter_ctx ctx, uint32_t def, json_t *s, size_t i, c
 			r = seccomp_rule_add_array(ctx, act, nr, n_cmp, n_cmp ? cmp : NULL);
 		}
 		if (r < 0)
-			return refuse(err, len,
-				      "%s.names[%zu]: libseccomp refuses the rule for %s: %s",
-				      where, j, name, strerror(-r));
+			return oci_refuse(err, len,
+					  "%s.names[%zu]: libseccomp refuses the rule for %s: %s",
+					  where, j, name, strerror(-r));
 	}
 	return 0;
 }
@@ -250,7 +215,7 @@ static int map_flags(json_t *flags, unsigned *ret, char *err, size_t len)
 	if (!flags)
 		return 0;
 	if (!json_is_array(flags))
-		return refuse(err, len, WHERE ".flags: expected an array");
+		return oci_refuse(err, len, WHERE ".flags: expected an array");
 	json_array_foreach(flags, i, v)
 	{
 		const char *f = json_string_value(v);
@@ -260,16 +225,17 @@ static int map_flags(json_t *flags, unsigned *ret, char *err, size_t len)
 		else if (f && strcmp(f, "SECCOMP_FILTER_FLAG_TSYNC") == 0)
 			; /* loaded before the sandbox has a second thread: all have it */
 		else if (f && strcmp(f, "SECCOMP_FILTER_FLAG_SPEC_ALLOW") == 0)
-			return refuse(err, len,
-				      WHERE ".flags[%zu]: SECCOMP_FILTER_FLAG_SPEC_ALLOW is not "
-					    "supported: it turns the speculative store bypass "
-					    "mitigation off",
-				      i);
+			return oci_refuse(err, len,
+					  WHERE
+					  ".flags[%zu]: SECCOMP_FILTER_FLAG_SPEC_ALLOW is not "
+					  "supported: it turns the speculative store bypass "
+					  "mitigation off",
+					  i);
 		else
-			return refuse(err, len,
-				      WHERE ".flags[%zu]: %.64s is not supported "
-					    "(SECCOMP_FILTER_FLAG_LOG and _TSYNC are)",
-				      i, f ? f : "a non-string");
+			return oci_refuse(err, len,
+					  WHERE ".flags[%zu]: %.64s is not supported "
+						"(SECCOMP_FILTER_FLAG_LOG and _TSYNC are)",
+					  i, f ? f : "a non-string");
 	}
 	return 0;
 }
@@ -282,7 +248,7 @@ static int map_arches(scmp_filter_ctx ctx, json_t *arches, char *err, size_t len
 	if (!arches)
 		return 0;
 	if (!json_is_array(arches))
-		return refuse(err, len, WHERE ".architectures: expected an array");
+		return oci_refuse(err, len, WHERE ".architectures: expected an array");
 	json_array_foreach(arches, i, v)
 	{
 		const char *a = json_string_value(v);
@@ -291,51 +257,21 @@ static int map_arches(scmp_filter_ctx ctx, json_t *arches, char *err, size_t len
 		int r;
 
 		if (!a || strncmp(a, "SCMP_ARCH_", 10) != 0 || strlen(a) >= 10 + sizeof(name))
-			return refuse(err, len, WHERE ".architectures[%zu]: expected SCMP_ARCH_...",
-				      i);
+			return oci_refuse(err, len,
+					  WHERE ".architectures[%zu]: expected SCMP_ARCH_...", i);
 		for (size_t k = 0; (name[k] = (char)tolower((unsigned char)a[10 + k])); k++)
 			;
 		token = seccomp_arch_resolve_name(name);
 		if (!token)
-			return refuse(err, len, WHERE ".architectures[%zu]: %.40s is unknown", i,
-				      a);
+			return oci_refuse(err, len, WHERE ".architectures[%zu]: %.40s is unknown",
+					  i, a);
 		/* The native one is there; another one's calls reach sandcap's
 		 * filter first, which kills foreign ABIs. */
 		r = seccomp_arch_add(ctx, token);
 		if (r < 0 && r != -EEXIST)
-			return refuse(err, len, WHERE ".architectures[%zu]: %s", i, strerror(-r));
+			return oci_refuse(err, len, WHERE ".architectures[%zu]: %s", i,
+					  strerror(-r));
 	}
-	return 0;
-}
-
-/* Through a memfd: libseccomp 2.5 exports to an fd only. */
-static int export_bpf(scmp_filter_ctx ctx, oci_filter *ret)
-{
-	_cleanup_close_ int fd = memfd_create("oci-seccomp", MFD_CLOEXEC);
-	struct stat st;
-	void *buf;
-	int r;
-
-	if (fd < 0)
-		return -errno;
-	r = seccomp_export_bpf(ctx, fd);
-	if (r < 0)
-		return r;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (st.st_size <= 0 || st.st_size % (off_t)sizeof(struct sock_filter))
-		return -EPROTO;
-	if ((size_t)st.st_size / sizeof(struct sock_filter) > OCI_SECCOMP_MAX_INSNS)
-		return -E2BIG;
-	buf = malloc((size_t)st.st_size);
-	if (!buf)
-		return -ENOMEM;
-	if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
-		free(buf);
-		return -EIO;
-	}
-	ret->insns = buf;
-	ret->n_insns = (size_t)st.st_size / sizeof(struct sock_filter);
 	return 0;
 }
 
@@ -361,17 +297,17 @@ int oci_seccomp_compile(json_t *seccomp, oci_filter *ret, char *err, size_t err_
 	if (!seccomp || json_is_null(seccomp) ||
 	    (json_is_object(seccomp) && json_object_size(seccomp) == 0))
 		return 0;
-	r = only_keys(seccomp, WHERE, keys, err, err_len);
+	r = oci_only_keys(seccomp, WHERE, keys, err, err_len);
 	if (r < 0)
 		return r;
 	if (json_string_length(json_object_get(seccomp, "listenerPath")) ||
 	    json_string_length(json_object_get(seccomp, "listenerMetadata")))
-		return refuse(err, err_len,
-			      WHERE ".%s: not supported: sandcap's own filter has the "
-				    "sandbox's one listener",
-			      json_string_length(json_object_get(seccomp, "listenerPath"))
-				  ? "listenerPath"
-				  : "listenerMetadata");
+		return oci_refuse(err, err_len,
+				  WHERE ".%s: not supported: sandcap's own filter has the "
+					"sandbox's one listener",
+				  json_string_length(json_object_get(seccomp, "listenerPath"))
+				      ? "listenerPath"
+				      : "listenerMetadata");
 	r = map_action(json_object_get(seccomp, "defaultAction"),
 		       json_object_get(seccomp, "defaultErrnoRet"), WHERE ".defaultAction",
 		       WHERE ".defaultErrnoRet", &def, err, err_len);
@@ -388,21 +324,27 @@ int oci_seccomp_compile(json_t *seccomp, oci_filter *ret, char *err, size_t err_
 		return r;
 	calls = json_object_get(seccomp, "syscalls");
 	if (calls && (!json_is_array(calls) || json_array_size(calls) > OCI_SECCOMP_MAX_RULES))
-		return refuse(err, err_len, WHERE ".syscalls: expected an array of at most %u",
-			      OCI_SECCOMP_MAX_RULES);
+		return oci_refuse(err, err_len, WHERE ".syscalls: expected an array of at most %u",
+				  OCI_SECCOMP_MAX_RULES);
 	json_array_foreach(calls, i, s)
 	{
 		r = map_syscall(ctx, def, s, i, err, err_len);
 		if (r < 0)
 			return r;
 	}
-	r = export_bpf(ctx, ret);
-	if (r == -E2BIG)
-		return refuse(err, err_len, WHERE ": compiles to more than %u BPF instructions",
-			      OCI_SECCOMP_MAX_INSNS);
-	if (r < 0)
-		return r;
-	ret->flags = flags;
+	{
+		struct sock_filter *insns = NULL;
+		size_t n = 0;
+
+		r = sf_export(ctx, &insns, &n);
+		if (r == -E2BIG)
+			return oci_refuse(err, err_len,
+					  WHERE ": compiles to more than %u BPF instructions",
+					  OCI_SECCOMP_MAX_INSNS);
+		if (r < 0)
+			return r;
+		*ret = (oci_filter){.insns = insns, .n_insns = n, .flags = flags};
+	}
 	return 0;
 }
 
