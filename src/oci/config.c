@@ -48,6 +48,16 @@ static int path_in_bundle(const char *bundle, const char *p, char *buf, size_t l
 
 /* ---- process ---- */
 
+/* limits.pids, lowered to n: both an rlimit and linux.resources bound it. */
+static int lower_pids(json_t *limits, json_int_t n)
+{
+	json_t *cur = json_object_get(limits, "pids");
+
+	if (cur && json_integer_value(cur) <= n)
+		return 0;
+	return json_object_set_new(limits, "pids", json_integer(n)) < 0 ? -ENOMEM : 0;
+}
+
 static int map_rlimits(json_t *rl, json_t *limits, char *err, size_t len)
 {
 	static const char *const keys[] = {"type", "soft", "hard", NULL};
@@ -81,10 +91,18 @@ static int map_rlimits(json_t *rl, json_t *limits, char *err, size_t len)
 		else if (strcmp(type, "RLIMIT_FSIZE") == 0)
 			r = json_object_set_new(limits, "fsize",
 						json_integer(json_integer_value(soft)));
+		/* Every process inside is the agent's: the cgroup's task count
+		 * (threads too, as RLIMIT_NPROC counts them) bounds them all.
+		 * Above the kernel's largest pid_max it bounds nothing. */
+		else if (strcmp(type, "RLIMIT_NPROC") == 0)
+			r = json_integer_value(soft) > 4194304
+				? 0
+				: lower_pids(limits, json_integer_value(soft));
 		else
 			return oci_refuse(
 			    err, len,
-			    "%s.type: %.32s is not supported (RLIMIT_NOFILE and RLIMIT_FSIZE are)",
+			    "%s.type: %.32s is not supported (RLIMIT_NOFILE, RLIMIT_FSIZE and "
+			    "RLIMIT_NPROC are)",
 			    where, type);
 		if (r < 0)
 			return -ENOMEM;
@@ -448,8 +466,8 @@ static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 			return oci_refuse(
 			    err, len, "$.linux.resources.pids.limit: expected -1 or 1 to 4194304");
 		if (json_integer_value(v) > 0 &&
-		    json_object_set_new(limits, "pids", json_integer(json_integer_value(v))) < 0)
-			return -ENOMEM;
+		    (r = lower_pids(limits, json_integer_value(v))) < 0)
+			return r;
 	}
 	return 0;
 }
@@ -494,6 +512,36 @@ static int map_paths(json_t *a, const char *name, bool masked, char *err, size_t
 	return 0;
 }
 
+/* sandcap sets no sysctl. It takes only one that would change nothing: a
+ * ping_group_range without the agent's gid (podman asks for "0 0"; no
+ * process inside has gid 0), the sandbox's netns keeping its "1 0". */
+static int map_sysctl(json_t *sysctl, char *err, size_t len)
+{
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(sysctl))
+		return oci_refuse(err, len, "$.linux.sysctl: expected an object");
+	json_object_foreach(sysctl, k, v)
+	{
+		long lo, hi;
+		char end;
+
+		if (strcmp(k, "net.ipv4.ping_group_range") != 0)
+			return oci_refuse(err, len, "$.linux.sysctl[\"%.64s\"]: not supported", k);
+		if (!json_is_string(v) ||
+		    sscanf(json_string_value(v), "%ld %ld%c", &lo, &hi, &end) != 2)
+			return oci_refuse(err, len,
+					  "$.linux.sysctl[\"%s\"]: expected \"FIRST LAST\"", k);
+		if (lo <= AGENT_ID && AGENT_ID <= hi)
+			return oci_refuse(err, len,
+					  "$.linux.sysctl[\"%s\"]: a range holding the agent's gid "
+					  "%d (it would open ICMP sockets) is not supported",
+					  k, AGENT_ID);
+	}
+	return 0;
+}
+
 static int map_linux(json_t *l, json_t *limits, char *err, size_t len)
 {
 	static const char *const keys[] = {"namespaces",    "resources",	 "maskedPaths",
@@ -524,8 +572,8 @@ static int map_linux(json_t *l, json_t *limits, char *err, size_t len)
 		return oci_refuse(err, len,
 				  "$.linux.devices: device nodes of the container's own are "
 				  "not supported");
-	if (!empty(json_object_get(l, "sysctl")))
-		return oci_refuse(err, len, "$.linux.sysctl: not supported");
+	if ((v = json_object_get(l, "sysctl")) && (r = map_sysctl(v, err, len)) < 0)
+		return r;
 	/* seccomp: a second filter, oci_seccomp_compile()'s (oci/seccomp.h). */
 	v = json_object_get(l, "rootfsPropagation");
 	if (v && !(json_is_string(v) && (strcmp(json_string_value(v), "private") == 0 ||

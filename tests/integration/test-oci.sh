@@ -330,6 +330,20 @@ EOF
 	expect_match "ctr run asking to join a namespace: refused, the field named" "$out" \
 		'linux\.namespaces\[[0-9]+\]\.path: joining an existing namespace is not supported'
 	"${ctr[@]}" c rm ctd2 >/dev/null 2>&1
+	timeout 30 "${ctr[@]}" run -d --runc-binary "$R" --rootfs "$T/b/rootfs" ctd3 sleep 30 >/dev/null 2>&1
+	out=$(timeout 30 "${ctr[@]}" task exec --exec-id e1 ctd3 \
+		sh -c 'id -u; grep -E "^(Seccomp|NoNewPrivs|CapEff):" /proc/self/status; exit 6' 2>&1)
+	expect_eq "ctr task exec: the process's exit code" "$?" 6
+	expect_eq "ctr task exec: as the agent" "$(printf '%s\n' "$out" | grep -x 1000)" 1000
+	expect_match "ctr task exec: Seccomp 2" "$out" 'Seccomp:[[:space:]]+2'
+	expect_match "ctr task exec: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
+	expect_match "ctr task exec: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
+	out=$(timeout 30 "${ctr[@]}" task ps ctd3 2>&1)
+	expect_eq "ctr task ps: sandcap-init and the first process" "$(printf '%s\n' "$out" | grep -cE '^[0-9]+ ')" 2
+	timeout 30 "${ctr[@]}" task kill -s KILL ctd3 >/dev/null 2>&1
+	for i in $(seq 50); do "${ctr[@]}" task ls 2>/dev/null | grep -q 'ctd3.*STOPPED' && break; sleep 0.1; done
+	"${ctr[@]}" task rm ctd3 >/dev/null 2>&1
+	"${ctr[@]}" c rm ctd3 >/dev/null 2>&1
 	kill "$ctd"
 	wait "$ctd" 2>/dev/null
 else

@@ -167,6 +167,26 @@ static void mapping(void)
 	ok(r == -EINVAL && strstr(err, "$.process: required"), "no process: refused for create");
 	json_decref(c);
 
+	c = config_with(
+	    "{\"process\": {\"rlimits\": [{\"type\": \"RLIMIT_NPROC\", \"soft\": 100, "
+	    "\"hard\": 200}]}, \"linux\": {\"resources\": {\"pids\": {\"limit\": 500}}, "
+	    "\"sysctl\": {\"net.ipv4.ping_group_range\": \"0 0\"}}}");
+	r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
+	ok(r == 0 && strcmp(at(p, "limits.pids"), "100") == 0,
+	   "RLIMIT_NPROC and pids.limit: the lower bounds the cgroup's tasks (%s)",
+	   r == 0 ? at(p, "limits.pids") : err);
+	ok(r == 0, "podman's ping_group_range \"0 0\" (no gid of the sandbox's): accepted");
+	json_decref(p);
+	json_decref(c);
+	c = config_with(
+	    "{\"process\": {\"rlimits\": [{\"type\": \"RLIMIT_NPROC\", \"soft\": 900, "
+	    "\"hard\": 900}]}, \"linux\": {\"resources\": {\"pids\": {\"limit\": 64}}}}");
+	r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
+	ok(r == 0 && strcmp(at(p, "limits.pids"), "64") == 0,
+	   "a lower pids.limit stays under a larger RLIMIT_NPROC");
+	json_decref(p);
+	json_decref(c);
+
 	c = config_with("{\"process\": {\"capabilities\": {\"bounding\": [\"CAP_SYS_ADMIN\"]}, "
 			"\"noNewPrivileges\": false}}");
 	r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
@@ -224,7 +244,10 @@ static void refusals(void)
 		"$.linux.maskedPaths[1]: /etc/shadow is not a path sandcap masks");
 	refused("{\"linux\": {\"readonlyPaths\": [\"/home\"]}}",
 		"$.linux.readonlyPaths[0]: /home is not a path sandcap makes read-only");
-	refused("{\"linux\": {\"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}", "$.linux.sysctl");
+	refused("{\"linux\": {\"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}",
+		"$.linux.sysctl[\"net.ipv4.ip_forward\"]: not supported");
+	refused("{\"linux\": {\"sysctl\": {\"net.ipv4.ping_group_range\": \"0 2147483647\"}}}",
+		"a range holding the agent's gid 1000");
 	refused("{\"hooks\": {\"prestart\": [{\"path\": \"/x\"}]}}", "$.hooks");
 	refused("{\"ociVersion\": \"2.0.0\"}", "$.ociVersion");
 	refused("{\"root\": {}}", "$.root.path");
