@@ -350,4 +350,25 @@ else
 	skip "containerd end to end" "containerd, ctr and containerd-shim-runc-v2 are not installed (apt: containerd)"
 fi
 
+# ---- podman, rootful, with a root directory for an image (--rootfs) and
+# storage of its own; --ipc none: its /dev/shm bind is noexec, which a
+# grant cannot be (sandcap makes the container's /dev/shm itself) ----
+if command -v podman >/dev/null && command -v conmon >/dev/null; then
+	# The mount points of podman's binds, in the read-only root.
+	mkdir -p "$T/b/rootfs/etc" "$T/b/rootfs/run"
+	: > "$T/b/rootfs/etc/hostname"
+	pm=(podman --root "$T/pm/root" --runroot "$T/pm/run" --cgroup-manager cgroupfs
+		--events-backend none --runtime "$R")
+	out=$(timeout 60 "${pm[@]}" run --rm --ipc none --no-hosts --network none \
+		--rootfs "$T/b/rootfs" sh -c 'id -u; grep -E "^(Seccomp|Seccomp_filters|NoNewPrivs|CapEff):" /proc/self/status; exit 8' 2>&1)
+	expect_eq "podman --runtime sandcap-runc run --rootfs: the process's exit code" "$?" 8
+	expect_eq "podman: the process runs as the agent" "$(printf '%s\n' "$out" | grep -x 1000)" 1000
+	expect_match "podman: its seccomp profile stacked on sandcap's (two filters)" "$out" 'Seccomp_filters:[[:space:]]+2'
+	expect_match "podman: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
+	expect_match "podman: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
+	"${pm[@]}" rm -af >/dev/null 2>&1
+else
+	skip "podman end to end" "podman and conmon are not installed (apt: podman)"
+fi
+
 finish
