@@ -357,8 +357,15 @@ if command -v podman >/dev/null && command -v conmon >/dev/null; then
 	# The mount points of podman's binds, in the read-only root.
 	mkdir -p "$T/b/rootfs/etc" "$T/b/rootfs/run"
 	: > "$T/b/rootfs/etc/hostname"
-	pm=(podman --root "$T/pm/root" --runroot "$T/pm/run" --cgroup-manager cgroupfs
-		--events-backend none --runtime "$R")
+	# What podman makes outside its --root and --runroot, removed after
+	# unless it was there: its network run directory, conmon's cgroups,
+	# sandcap-runc's default --root (conmon passes none).
+	made=()
+	for d in /run/containers /run/sandcap-runc /sys/fs/cgroup/*/libpod_parent; do
+		[ -e "$d" ] || made+=("$d")
+	done
+	pm=(podman --root "$T/pm/root" --runroot "$T/pm/run" --tmpdir "$T/pm/tmp"
+		--cgroup-manager cgroupfs --events-backend none --runtime "$R")
 	out=$(timeout 60 "${pm[@]}" run --rm --ipc none --no-hosts --network none \
 		--rootfs "$T/b/rootfs" sh -c 'id -u; grep -E "^(Seccomp|Seccomp_filters|NoNewPrivs|CapEff):" /proc/self/status; exit 8' 2>&1)
 	expect_eq "podman --runtime sandcap-runc run --rootfs: the process's exit code" "$?" 8
@@ -367,6 +374,13 @@ if command -v podman >/dev/null && command -v conmon >/dev/null; then
 	expect_match "podman: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
 	expect_match "podman: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
 	"${pm[@]}" rm -af >/dev/null 2>&1
+	for d in "${made[@]}"; do
+		case $d in
+		/sys/fs/cgroup/*) rmdir "$d"/* "$d" 2>/dev/null ;;
+		/run/sandcap-runc) rmdir "$d/sessions" "$d" 2>/dev/null ;;
+		*) rm -rf "$d" ;;
+		esac
+	done
 else
 	skip "podman end to end" "podman and conmon are not installed (apt: podman)"
 fi
