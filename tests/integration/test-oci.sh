@@ -361,7 +361,8 @@ if command -v podman >/dev/null && command -v conmon >/dev/null; then
 	# unless it was there: its network run directory, conmon's cgroups,
 	# sandcap-runc's default --root (conmon passes none).
 	made=()
-	for d in /run/containers /run/sandcap-runc /sys/fs/cgroup/*/libpod_parent; do
+	for d in /run/containers /run/sandcap-runc /sys/fs/cgroup/*/; do
+		case $d in /sys/*) d=${d}libpod_parent ;; esac
 		[ -e "$d" ] || made+=("$d")
 	done
 	pm=(podman --root "$T/pm/root" --runroot "$T/pm/run" --tmpdir "$T/pm/tmp"
@@ -376,7 +377,11 @@ if command -v podman >/dev/null && command -v conmon >/dev/null; then
 	"${pm[@]}" rm -af >/dev/null 2>&1
 	for d in "${made[@]}"; do
 		case $d in
-		/sys/fs/cgroup/*) rmdir "$d"/* "$d" 2>/dev/null ;;
+		/sys/fs/cgroup/*) # conmon's, once conmon has gone
+			for i in $(seq 20); do
+				[ -e "$d" ] && ! rmdir "$d/conmon" "$d" 2>/dev/null || break
+				sleep 0.1
+			done ;;
 		/run/sandcap-runc) rmdir "$d/sessions" "$d" 2>/dev/null ;;
 		*) rm -rf "$d" ;;
 		esac
