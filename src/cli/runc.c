@@ -834,6 +834,16 @@ static int exec_request(const exec_opts *o, char **args, json_t **ret_json, sc_e
 	return 0;
 }
 
+/* What exec_request() allocated for a process file. */
+static void exec_request_done(json_t *pj, sc_exec_req *q)
+{
+	if (!pj)
+		return;
+	free((void *)q->argv);
+	free((void *)q->env);
+	json_decref(pj);
+}
+
 /* The command held in the container's session; with a terminal its master
  * goes to --console-socket, or is relayed to and from our stdio. */
 static int exec_prepare(const char *id, const exec_opts *o, const sc_exec_req *q, csup *c)
@@ -921,7 +931,7 @@ static int do_exec(const char *id, const exec_opts *o, char **args)
 		return SC_EXIT_SETUP;
 	if (q.tty && o->detach && !o->console) {
 		oci_err("exec --detach with a terminal needs --console-socket");
-		json_decref(pj);
+		exec_request_done(pj, &q);
 		return SC_EXIT_SETUP;
 	}
 	if (!o->detach) {
@@ -932,16 +942,18 @@ static int do_exec(const char *id, const exec_opts *o, char **args)
 			r = write_pid_file(o->pid_file, getpid());
 		if (r >= 0)
 			r = sc_session_exec_go(&c.h);
-		json_decref(pj);
 		if (r < 0) {
 			oci_err("cannot exec in container %s: %s", id, strerror(-r));
+			exec_request_done(pj, &q);
 			return SC_EXIT_SETUP;
 		}
-		return supervise(&c);
+		r = supervise(&c);
+		exec_request_done(pj, &q);
+		return r;
 	}
 	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
 		oci_err("exec: %s", strerror(errno));
-		json_decref(pj);
+		exec_request_done(pj, &q);
 		return SC_EXIT_SETUP;
 	}
 	fflush(NULL);
@@ -960,14 +972,14 @@ static int do_exec(const char *id, const exec_opts *o, char **args)
 	n = read(ready[0], reply, sizeof(reply) - 1);
 	(void)close(ready[0]);
 	reply[n > 0 ? n : 0] = '\0';
-	json_decref(pj);
+	exec_request_done(pj, &q);
 	r = 0;
 	if (strncmp(reply, "ok ", 3) != 0) {
 		oci_err("cannot exec in container %s: %s", id,
 			reply[0] ? reply : "its relay ended");
 		r = SC_EXIT_SETUP;
-	} else if (o->pid_file && write_pid_file(o->pid_file, (pid_t)atoi(reply + 3)) < 0) {
-		oci_err("--pid-file %s: %s", o->pid_file, strerror(errno));
+	} else if (o->pid_file && (r = write_pid_file(o->pid_file, (pid_t)atoi(reply + 3))) < 0) {
+		oci_err("--pid-file %s: %s", o->pid_file, strerror(-r));
 		r = SC_EXIT_SETUP; /* go closes without a byte: the relay runs it */
 	}
 	if (r == 0)
@@ -979,7 +991,8 @@ static int do_exec(const char *id, const exec_opts *o, char **args)
 /* ---- ps ---- */
 
 /* The host pids of every process in the container's pid namespace, its
- * pid 1 (sandcap-init) first, ascending; *ret malloc'd. */
+ * pid 1 (sandcap-init) among them, in /proc's order (ascending); *ret
+ * malloc'd. */
 static int container_pids(const char *id, pid_t **ret, size_t *ret_n)
 {
 	json_t *req = json_pack("{s:s}", "op", "info"), *reply = NULL;
