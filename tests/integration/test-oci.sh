@@ -2,8 +2,11 @@
 # sandcap-runc, the OCI runtime: the lifecycle of a bundle made by
 # `sandcap-runc spec` over a busybox root (created -> running -> stopped ->
 # deleted), state, kill and exit codes, --pid-file, a terminal through
-# --console-socket, the walls inside, and specs asking for more than
-# sandcap allows refused with the field named.
+# --console-socket, the walls inside, exec (the same walls, its exit code,
+# --pid-file, --detach, --tty) and ps, a spec's seccomp profile stacked on
+# sandcap's filter, specs asking for more than sandcap allows refused with
+# the field named, and containerd (ctr run, task exec, task ps) and podman
+# end to end when installed.
 . "$(dirname "$0")/lib.sh"
 need_root
 command -v python3 >/dev/null || skip_all "needs python3"

@@ -368,11 +368,39 @@ static void seccomp_profiles(void)
 	}
 }
 
+/* An exec's process file (sandcap-runc exec --process), as containerd's
+ * shim writes it: the container's process with other args. */
+static void exec_process(void)
+{
+	json_t *p = json_loads("{\"args\": [\"sh\", \"-c\", \"id\"], \"env\": [\"A=1\"], \"cwd\": "
+			       "\"/work\", \"terminal\": true, \"consoleSize\": {\"height\": 5, "
+			       "\"width\": 7}, \"user\": {\"uid\": 0, \"gid\": 0}, \"rlimits\": "
+			       "[{\"type\": \"RLIMIT_NOFILE\", \"soft\": 1024, \"hard\": 1024}], "
+			       "\"capabilities\": {\"bounding\": [\"CAP_KILL\"]}, "
+			       "\"noNewPrivileges\": true}",
+			       0, NULL);
+	char err[512] = "";
+	oci_process proc;
+	int r = oci_process_parse(p, &proc, err, sizeof(err));
+
+	ok(r == 0 && json_array_size(proc.args) == 3 && strcmp(proc.cwd, "/work") == 0 &&
+	       proc.terminal && proc.rows == 5 && proc.cols == 7,
+	   "an exec's process file: args, cwd, terminal and its size");
+	if (r < 0)
+		tap_diag("  %s", err);
+	json_object_set_new(json_object_get(p, "user"), "uid", json_integer(33));
+	r = oci_process_parse(p, &proc, err, sizeof(err));
+	ok(r == -EINVAL && strstr(err, "$.process.user.uid: must be 1000"),
+	   "an exec's process file with another uid: refused, the field named");
+	json_decref(p);
+}
+
 int main(void)
 {
 	mapping();
 	refusals();
 	seccomp_profiles();
+	exec_process();
 	{
 		json_t *s = oci_default_spec();
 
