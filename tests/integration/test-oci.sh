@@ -183,6 +183,9 @@ expect_eq "exec: the agent's uid" "$(printf '%s\n' "$out" | grep -x 1000)" 1000
 expect_match "exec: Landlock refuses a write the mounts allow" "$out" 'Permission denied'
 expect_eq "exec: in the container's pid namespace (it sees the first process)" \
 	"$(printf '%s\n' "$out" | tail -1)" 1
+a=$(rc state ex | python3 -c 'import json,sys; print(json.load(sys.stdin)["annotations"]["org.sandcap.audit"])')
+expect_eq "exec: in the container's audit log (exec.exit, status 3)" \
+	"$(grep '"exec.exit"' "$a" | grep -c '"status":3')" 1
 rc exec ex mkdir /tmp/ctl
 expect_eq "exec: mkdir works without a profile of the spec's" "$?" 0
 out=$(rc exec --env FOO=bar --cwd /out ex sh -c 'echo $FOO; pwd')
@@ -215,6 +218,8 @@ rc exec --tty --console-socket "$T/exc.sock" ex sh -c 'tty; exit 4'
 expect_eq "exec --tty --console-socket: the exit code" "$?" 4
 wait $rpid
 expect_match "exec --tty: the master went to --console-socket, a pty of the sandbox" "$(cat "$T/exc.out")" '/dev/pts/[0-9]+'
+out=$(rc exec --tty ex sh -c 'tty; stty size' </dev/null)
+expect_match "exec --tty without --console-socket: the pty relayed to exec's stdio" "$out" '/dev/pts/[0-9]+'
 rc exec --detach --pid-file "$T/ex.spid" ex sleep 30
 spid=$(cat "$T/ex.spid")
 ps_json=$(rc ps --format json ex)
@@ -227,6 +232,10 @@ for p in $(printf '%s' "$ps_json" | python3 -c 'import json,sys; print(" ".join(
 done
 expect_eq "ps: every pid is in the container's pid namespace" "$same" 3
 expect_match "ps (table): ps -ef's lines of the container" "$(rc ps ex)" '^UID +PID .*'$'\n''.*sleep 30'
+out=$(rc ps ex -e -o pid,args)
+expect_match "ps PS-ARGS: ps(1) with those arguments" "$out" '^ *PID COMMAND'
+expect_match "... the container's processes" "$out" 'sleep 30'
+expect_no_match "... and not the exec's relay, which is outside" "$out" "(^|"$'\n'") *$spid "
 kill -TERM "$spid"
 for i in $(seq 50); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
 check "SIGTERM to an exec's relay reaches its process (the relay ended)" test ! -d "/proc/$spid"
