@@ -264,6 +264,9 @@ expect_match "spec seccomp: sandcap's own denials still hold (unshare)" "$out" '
 expect_match "spec seccomp: what both allow works" "$out" 'write-ok'
 out=$(rc exec sc sh -c 'mkdir /tmp/e 2>&1; grep Seccomp_filters /proc/self/status')
 expect_match "spec seccomp: exec has it too" "$out" "Disk quota exceeded"
+a=$(rc state sc | python3 -c 'import json,sys; print(json.load(sys.stdin)["annotations"]["org.sandcap.audit"])')
+expect_match "spec seccomp: sandbox.start records the second filter" \
+	"$(grep -m1 '"sandbox.start"' "$a")" '"seccomp_second": ?\{"instructions": ?[1-9]'
 rc delete --force sc
 edit np "c['process']['terminal'] = False
 c['process']['args'] = ['true']"
