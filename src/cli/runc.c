@@ -7,6 +7,7 @@
  * holds that command's connection, relays its stdio, answers start and
  * kill on ROOT/ID/oci.sock and exits with the process's status.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -30,6 +32,7 @@
 #include "base/io.h"
 #include "base/sha256.h"
 #include "oci/config.h"
+#include "oci/seccomp.h"
 #include "policy/plan.h"
 #include "session/session.h"
 
@@ -142,7 +145,8 @@ typedef struct csup {
 	sc_exec_handle h;
 	bool started;
 	int listen_fd;
-	int in_fd; /* our stdin, relayed to the process's, or -1 */
+	int in_fd;  /* our stdin, relayed to the process's, or -1 */
+	int sig_fd; /* an exec's relay: signals it gets, passed on to the process; or -1 */
 } csup;
 
 static int send_console(const char *sock_path, int master)
@@ -234,13 +238,14 @@ static int supervise(csup *c)
 	int r;
 
 	for (;;) {
-		struct pollfd p[5] = {{c->listen_fd, POLLIN, 0},
+		struct pollfd p[6] = {{c->listen_fd, POLLIN, 0},
 				      {c->h.conn, POLLIN, 0},
 				      {c->h.stdout_fd, POLLIN, 0},
 				      {c->h.stderr_fd, POLLIN, 0},
-				      {c->started ? c->in_fd : -1, POLLIN, 0}};
+				      {c->started ? c->in_fd : -1, POLLIN, 0},
+				      {c->sig_fd, POLLIN, 0}};
 
-		if (poll(p, 5, -1) < 0) {
+		if (poll(p, 6, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
@@ -254,6 +259,12 @@ static int supervise(csup *c)
 		if (p[4].revents && !relay(c->in_fd, c->h.stdin_fd)) {
 			c->in_fd = -1;
 			c->h.stdin_fd = safe_close(c->h.stdin_fd);
+		}
+		if (p[5].revents) {
+			struct signalfd_siginfo si;
+
+			if (read(c->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				(void)sc_session_exec_signal(&c->h, (int)si.ssi_signo);
 		}
 		if (p[1].revents)
 			break;
@@ -410,6 +421,23 @@ static int load_config(const char *bundle, const char *id, sc_plan **ret_plan, j
 		json_decref(config);
 		return r;
 	}
+	{
+		/* The spec's own profile, on top of sandcap's (docs/oci.md). */
+		oci_filter f;
+
+		r = oci_seccomp_compile(
+		    json_object_get(json_object_get(config, "linux"), "seccomp"), &f, err,
+		    sizeof(err));
+		if (r < 0) {
+			oci_err("%s: %s", path, r == -EINVAL ? err : strerror(-r));
+			sc_plan_free(TAKE_PTR(*ret_plan));
+			json_decref(config);
+			return r;
+		}
+		(*ret_plan)->extra_filter = f.insns;
+		(*ret_plan)->n_extra_filter = f.n_insns;
+		(*ret_plan)->extra_filter_flags = f.flags;
+	}
 	*ret_config = config;
 	return 0;
 }
@@ -473,7 +501,7 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 	int ready[2], r;
 	ssize_t n;
 	pid_t pid;
-	csup c = {.listen_fd = -1, .in_fd = STDIN_FILENO};
+	csup c = {.listen_fd = -1, .in_fd = STDIN_FILENO, .sig_fd = -1};
 
 	if (!realpath(bundle_arg, bundle)) {
 		oci_err("--bundle %s: %s", bundle_arg, strerror(errno));
@@ -720,6 +748,418 @@ static int do_delete(const char *id, bool force)
 	return 0;
 }
 
+/* ---- exec: one more process in a running container ---- */
+
+typedef struct exec_opts {
+	const char *process, *pid_file, *console, *cwd, *user;
+	bool tty, detach;
+	char *env[SC_SESSION_MAX_ENV + 1];
+	size_t n_env;
+} exec_opts;
+
+/* runc's --user UID[:GID]: as process.user, 1000 or 0, the agent either way. */
+static bool agent_user(const char *u)
+{
+	const char *colon = strchr(u, ':');
+	size_t n = colon ? (size_t)(colon - u) : strlen(u);
+	bool uid = (n == 4 && strncmp(u, "1000", 4) == 0) || (n == 1 && u[0] == '0');
+
+	return uid && (!colon || strcmp(colon + 1, "1000") == 0 || strcmp(colon + 1, "0") == 0);
+}
+
+/* The command, from --process FILE (its JSON is *ret_json's, which the
+ * strings borrow) or from the command line. */
+static int exec_request(const exec_opts *o, char **args, json_t **ret_json, sc_exec_req *q)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, i;
+	json_error_t jerr;
+	oci_process proc;
+	char err[1024];
+	json_t *p, *v;
+	char **argv, **env;
+	int r;
+
+	*ret_json = NULL;
+	if (!o->process) {
+		if (!args[0]) {
+			oci_err("exec: a command is required (or --process FILE)");
+			return -EINVAL;
+		}
+		if (o->user && !agent_user(o->user)) {
+			oci_err("--user %s: must be 1000 (or 0, which runs as 1000): the only user "
+				"sandcap runs a container's process as",
+				o->user);
+			return -EINVAL;
+		}
+		*q = (sc_exec_req){.argv = args,
+				   .env = o->n_env ? o->env : NULL,
+				   .cwd = o->cwd,
+				   .tty = o->tty,
+				   .hold = true};
+		return 0;
+	}
+	r = io_read_file_at(AT_FDCWD, o->process, OCI_MAX_CONFIG, &buf, &len);
+	if (r < 0) {
+		oci_err("--process %s: %s", o->process, strerror(-r));
+		return r;
+	}
+	p = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!json_is_object(p)) {
+		oci_err("--process %s:%d:%d: %s", o->process, jerr.line, jerr.column,
+			p ? "expected an object" : jerr.text);
+		json_decref(p);
+		return -EINVAL;
+	}
+	r = oci_process_parse(p, &proc, err, sizeof(err));
+	argv = r < 0 ? NULL : calloc(json_array_size(proc.args) + 1, sizeof(char *));
+	env = r < 0 ? NULL : calloc(json_array_size(proc.env) + 1, sizeof(char *));
+	if (r < 0 || !argv || !env) {
+		oci_err("--process %s: %s", o->process, r == -EINVAL ? err : strerror(ENOMEM));
+		free(argv);
+		free(env);
+		json_decref(p);
+		return r < 0 ? r : -ENOMEM;
+	}
+	json_array_foreach(proc.args, i, v) argv[i] = (char *)json_string_value(v);
+	json_array_foreach(proc.env, i, v) env[i] = (char *)json_string_value(v);
+	*q = (sc_exec_req){.argv = argv,
+			   .env = env,
+			   .cwd = proc.cwd,
+			   .tty = proc.terminal,
+			   .hold = true,
+			   .rows = (unsigned short)proc.rows,
+			   .cols = (unsigned short)proc.cols};
+	*ret_json = p;
+	return 0;
+}
+
+/* What exec_request() allocated for a process file. */
+static void exec_request_done(json_t *pj, sc_exec_req *q)
+{
+	if (!pj)
+		return;
+	free((void *)q->argv);
+	free((void *)q->env);
+	json_decref(pj);
+}
+
+/* The command held in the container's session; with a terminal its master
+ * goes to --console-socket, or is relayed to and from our stdio. */
+static int exec_prepare(const char *id, const exec_opts *o, const sc_exec_req *q, csup *c)
+{
+	sigset_t fwd;
+	int r;
+
+	/* What a relay is sent (runc's pid is the process's: kill(1) of it
+	 * reaches the process), passed on to the process's group. */
+	sigemptyset(&fwd);
+	for (int s = 0; s < 6; s++)
+		sigaddset(&fwd, (int[]){SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}[s]);
+	if (sigprocmask(SIG_BLOCK, &fwd, NULL) < 0 ||
+	    (c->sig_fd = signalfd(-1, &fwd, SFD_CLOEXEC)) < 0)
+		return -errno;
+	(void)signal(SIGPIPE, SIG_IGN);
+	r = sc_session_exec(id, q, &c->h);
+	if (r < 0)
+		return r;
+	c->started = true;
+	c->in_fd = q->tty && o->console ? -1 : STDIN_FILENO;
+	if (q->tty && o->console) {
+		r = send_console(o->console, c->h.pty_fd);
+		c->h.pty_fd = safe_close(c->h.pty_fd);
+		if (r < 0) {
+			oci_err("--console-socket %s: %s", o->console, strerror(-r));
+			return r;
+		}
+	} else if (q->tty) {
+		c->h.stdout_fd = c->h.pty_fd;
+		c->h.stdin_fd = fcntl(c->h.pty_fd, F_DUPFD_CLOEXEC, 3);
+		c->h.pty_fd = -1;
+		if (c->h.stdin_fd < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* The relay of a detached exec: no child of exec (the shim, a subreaper,
+ * adopts it), tells exec its pid, runs the command once exec has written
+ * --pid-file (go reaches end of file) and exits with its status. */
+static _Noreturn void become_exec_relay(const char *id, const exec_opts *o, const sc_exec_req *q,
+					int ready, int go)
+{
+	csup c = {.listen_fd = -1, .in_fd = -1, .sig_fd = -1};
+	char b;
+	int r;
+
+	(void)setsid();
+	r = exec_prepare(id, o, q, &c);
+	if (r < 0) {
+		dprintf(ready, "%s", strerror(-r));
+		_exit(SC_EXIT_SETUP);
+	}
+	dprintf(ready, "ok %d", (int)getpid());
+	(void)close(ready);
+	while (read(go, &b, 1) < 0 && errno == EINTR)
+		;
+	(void)close(go);
+	if (sc_session_exec_go(&c.h) < 0)
+		_exit(SC_EXIT_SETUP);
+	_exit(supervise(&c));
+}
+
+static int do_exec(const char *id, const exec_opts *o, char **args)
+{
+	char dir[4096], reply[512];
+	json_t *pj = NULL;
+	sc_exec_req q;
+	int ready[2], go[2], code, r;
+	ssize_t n;
+	pid_t pid;
+
+	if (cdir(id, dir, sizeof(dir)) < 0)
+		return SC_EXIT_SETUP;
+	if (access(dir, F_OK) < 0) {
+		oci_err("container %s does not exist", id);
+		return 1;
+	}
+	if (strcmp(container_status(dir, &code), "stopped") == 0) {
+		oci_err("container %s is not running", id);
+		return 1;
+	}
+	if (exec_request(o, args, &pj, &q) < 0)
+		return SC_EXIT_SETUP;
+	if (q.tty && o->detach && !o->console) {
+		oci_err("exec --detach with a terminal needs --console-socket");
+		exec_request_done(pj, &q);
+		return SC_EXIT_SETUP;
+	}
+	if (!o->detach) {
+		csup c = {.listen_fd = -1, .in_fd = -1, .sig_fd = -1};
+
+		r = exec_prepare(id, o, &q, &c);
+		if (r >= 0 && o->pid_file)
+			r = write_pid_file(o->pid_file, getpid());
+		if (r >= 0)
+			r = sc_session_exec_go(&c.h);
+		if (r < 0) {
+			oci_err("cannot exec in container %s: %s", id, strerror(-r));
+			exec_request_done(pj, &q);
+			return SC_EXIT_SETUP;
+		}
+		r = supervise(&c);
+		exec_request_done(pj, &q);
+		return r;
+	}
+	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
+		oci_err("exec: %s", strerror(errno));
+		exec_request_done(pj, &q);
+		return SC_EXIT_SETUP;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		(void)close(ready[0]);
+		(void)close(go[1]);
+		if (fork() == 0)
+			become_exec_relay(id, o, &q, ready[1], go[0]);
+		_exit(0);
+	}
+	(void)close(ready[1]);
+	(void)close(go[0]);
+	while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	n = read(ready[0], reply, sizeof(reply) - 1);
+	(void)close(ready[0]);
+	reply[n > 0 ? n : 0] = '\0';
+	exec_request_done(pj, &q);
+	r = 0;
+	if (strncmp(reply, "ok ", 3) != 0) {
+		oci_err("cannot exec in container %s: %s", id,
+			reply[0] ? reply : "its relay ended");
+		r = SC_EXIT_SETUP;
+	} else if (o->pid_file && (r = write_pid_file(o->pid_file, (pid_t)atoi(reply + 3))) < 0) {
+		oci_err("--pid-file %s: %s", o->pid_file, strerror(-r));
+		r = SC_EXIT_SETUP; /* go closes without a byte: the relay runs it */
+	}
+	if (r == 0)
+		(void)io_write_all(go[1], "g", 1);
+	(void)close(go[1]);
+	return r;
+}
+
+/* ---- ps ---- */
+
+/* The host pids of every process in the container's pid namespace, its
+ * pid 1 (sandcap-init) among them, in /proc's order (ascending); *ret
+ * malloc'd. */
+static int container_pids(const char *id, pid_t **ret, size_t *ret_n)
+{
+	json_t *req = json_pack("{s:s}", "op", "info"), *reply = NULL;
+	char path[64], want[64], ns[64];
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+	ssize_t l;
+	int r, init;
+
+	r = req ? sc_session_request(id, req, NULL, &reply, NULL, 0, NULL) : -ENOMEM;
+	json_decref(req);
+	init = (int)json_integer_value(json_object_get(reply, "init_pid"));
+	json_decref(reply);
+	if (r < 0)
+		return r;
+	if (init <= 0)
+		return -EPROTO;
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", init);
+	l = readlink(path, want, sizeof(want) - 1);
+	if (l < 0)
+		return -errno;
+	want[l] = '\0';
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (pid <= 0 || *end)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/ns/pid", pid);
+		l = readlink(path, ns, sizeof(ns) - 1);
+		if (l < 0 || (size_t)l != strlen(want) || memcmp(ns, want, (size_t)l) != 0)
+			continue; /* another namespace's, or gone meanwhile */
+		if (n == cap) {
+			pid_t *p = cap < (1u << 22)
+				       ? realloc(pids, (cap = cap ? 2 * cap : 64) * sizeof(*pids))
+				       : NULL;
+
+			if (!p) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			pids = p;
+		}
+		pids[n++] = (pid_t)pid;
+	}
+	closedir(d);
+	*ret = TAKE_PTR(pids);
+	*ret_n = n;
+	return 0;
+}
+
+/* runc's table: ps(1) (ps_args, default -ef), its lines of those pids. */
+static int ps_table(const pid_t *pids, size_t n, char **ps_args)
+{
+	static char ps[] = "ps", ef[] = "-ef";
+	char *argv[64] = {ps};
+	size_t a = 1, col = 0;
+	bool header = true;
+	char line[8192];
+	int pipefd[2], status;
+	FILE *f;
+	pid_t pid;
+
+	if (!ps_args[0])
+		argv[a++] = ef;
+	for (; *ps_args && a < 63; ps_args++)
+		argv[a++] = *ps_args;
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		if (dup2(pipefd[1], STDOUT_FILENO) < 0)
+			_exit(127);
+		execvp("ps", argv);
+		_exit(127);
+	}
+	(void)close(pipefd[1]);
+	f = pid > 0 ? fdopen(pipefd[0], "re") : NULL;
+	if (!f) {
+		(void)close(pipefd[0]);
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char copy[8192], *tok, *save = NULL;
+		size_t i = 0;
+		long v = -1;
+
+		snprintf(copy, sizeof(copy), "%s", line);
+		for (tok = strtok_r(copy, " \t\n", &save); tok;
+		     tok = strtok_r(NULL, " \t\n", &save), i++) {
+			if (header && strcmp(tok, "PID") == 0)
+				col = i + 1;
+			else if (!header && i + 1 == col)
+				v = strtol(tok, NULL, 10);
+		}
+		if (header) {
+			header = false;
+			fputs(line, stdout);
+			continue;
+		}
+		for (size_t k = 0; k < n; k++)
+			if (pids[k] == v) {
+				fputs(line, stdout);
+				break;
+			}
+	}
+	fclose(f);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!col)
+		return -ENOMSG; /* no PID column: the ps arguments hid it */
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD;
+}
+
+static int do_ps(const char *id, const char *format, char **ps_args)
+{
+	_cleanup_free_ pid_t *pids = NULL;
+	char dir[4096];
+	size_t n = 0;
+	int code, r;
+
+	if (strcmp(format, "json") != 0 && strcmp(format, "table") != 0) {
+		oci_err("--format %s: expected table or json", format);
+		return 2;
+	}
+	if (cdir(id, dir, sizeof(dir)) < 0)
+		return SC_EXIT_SETUP;
+	if (access(dir, F_OK) < 0 || strcmp(container_status(dir, &code), "stopped") == 0) {
+		oci_err("container %s %s", id,
+			access(dir, F_OK) < 0 ? "does not exist" : "is not running");
+		return 1;
+	}
+	r = container_pids(id, &pids, &n);
+	if (r < 0) {
+		oci_err("container %s: cannot list its processes: %s", id, strerror(-r));
+		return 1;
+	}
+	if (strcmp(format, "json") == 0) {
+		json_t *a = json_array();
+		char *s;
+
+		for (size_t i = 0; a && i < n; i++)
+			(void)json_array_append_new(a, json_integer(pids[i]));
+		s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+		json_decref(a);
+		if (!s)
+			return 1;
+		puts(s);
+		free(s);
+		return 0;
+	}
+	r = ps_table(pids, n, ps_args);
+	if (r < 0) {
+		oci_err("ps: %s", r == -ENOMSG	 ? "its output has no PID column"
+				  : r == -ECHILD ? "ps failed"
+						 : strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
 static int do_spec(const char *bundle)
 {
 	char path[4200];
@@ -753,8 +1193,18 @@ static int do_features(void)
 	    "network", "ipc", "uts", "mount", "user", "cgroup", "capabilities", "cgroup", "v1", 1,
 	    "v2", 1, "seccomp", "enabled", 0, "apparmor", "enabled", 0, "annotations",
 	    "org.sandcap.policy", "a sandcap policy (JSON, or a path) whose net and audit apply");
-	char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+	char *s;
 
+	/* A spec's profile is a second filter (oci/seccomp.h): what it maps. */
+	(void)json_object_set_new(
+	    json_object_get(o, "linux"), "seccomp",
+	    json_pack("{s:b, s:[s, s, s, s, s, s, s], s:[s, s, s, s, s, s, s], s:[s]}", "enabled",
+		      1, "actions", "SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL",
+		      "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD", "SCMP_ACT_LOG",
+		      "SCMP_ACT_TRAP", "operators", "SCMP_CMP_EQ", "SCMP_CMP_GE", "SCMP_CMP_GT",
+		      "SCMP_CMP_LE", "SCMP_CMP_LT", "SCMP_CMP_MASKED_EQ", "SCMP_CMP_NE", "archs",
+		      "SCMP_ARCH_X86_64"));
+	s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
 	json_decref(o);
 	if (!s)
 		return 1;
@@ -767,9 +1217,13 @@ static void usage(FILE *f)
 {
 	fputs("usage: sandcap-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND\n"
 	      "  spec [--bundle DIR]\n"
-	      "  create [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] ID\n"
+	      "  create [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] [--no-pivot] ID\n"
 	      "  start ID\n"
-	      "  run [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] [--detach] ID\n"
+	      "  run [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] [--detach]\n"
+	      "      [--no-pivot] ID\n"
+	      "  exec [--process FILE] [--tty] [--console-socket SOCK] [--pid-file FILE]\n"
+	      "       [--detach] [--env K=V]... [--cwd DIR] [--user 1000] ID [CMD ARG...]\n"
+	      "  ps [--format table|json] ID [PS-ARGS...]\n"
 	      "  state ID\n"
 	      "  kill [--all] ID [SIGNAL]\n"
 	      "  delete [--force] ID\n"
@@ -787,16 +1241,24 @@ int main(int argc, char **argv)
 					       {"help", no_argument, NULL, 'h'},
 					       {NULL, 0, NULL, 0}};
 	static const struct option cmd[] = {{"bundle", required_argument, NULL, 'b'},
-					    {"pid-file", required_argument, NULL, 'p'},
+					    {"pid-file", required_argument, NULL, 'P'},
 					    {"console-socket", required_argument, NULL, 'c'},
-					    {"no-pivot", no_argument, NULL, 'P'},
+					    {"no-pivot", no_argument, NULL, 'n'},
 					    {"no-new-keyring", no_argument, NULL, 'K'},
 					    {"detach", no_argument, NULL, 'D'},
 					    {"force", no_argument, NULL, 'F'},
 					    {"all", no_argument, NULL, 'a'},
+					    {"process", required_argument, NULL, 'p'},
+					    {"tty", no_argument, NULL, 't'},
+					    {"cwd", required_argument, NULL, 'C'},
+					    {"env", required_argument, NULL, 'e'},
+					    {"user", required_argument, NULL, 'u'},
+					    {"no-new-privs", no_argument, NULL, 'N'},
+					    {"format", required_argument, NULL, 'f'},
 					    {NULL, 0, NULL, 0}};
-	const char *bundle = ".", *pid_file = NULL, *console = NULL, *name;
+	const char *bundle = ".", *pid_file = NULL, *console = NULL, *name, *format = "table";
 	bool detach = false, force = false, all = false;
+	exec_opts eo = {0};
 	int c;
 
 	/* Global options first, then the command and its own. */
@@ -837,20 +1299,47 @@ int main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+b:dF", cmd, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+b:dFtp:e:u:f:", cmd, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			bundle = optarg;
 			break;
-		case 'p':
+		case 'P':
 			pid_file = optarg;
 			break;
 		case 'c':
 			console = optarg;
 			break;
-		case 'P':
-			oci_err("--no-pivot is not supported: sandcap always pivots into the root");
-			return 2;
+		case 'n':
+			/* runc's pivot_root fallback for a root on ramfs; sandcap's
+			 * root is a tmpfs of its own, where pivot_root works. */
+			break;
+		case 'p':
+			eo.process = optarg;
+			break;
+		case 't':
+			eo.tty = true;
+			break;
+		case 'C':
+			eo.cwd = optarg;
+			break;
+		case 'e':
+			if (eo.n_env >= SC_SESSION_MAX_ENV || !strchr(optarg, '=') ||
+			    optarg[0] == '=') {
+				oci_err("--env %s: expected KEY=VALUE, at most %d", optarg,
+					SC_SESSION_MAX_ENV);
+				return 2;
+			}
+			eo.env[eo.n_env++] = optarg;
+			break;
+		case 'u':
+			eo.user = optarg;
+			break;
+		case 'N':
+			break; /* always set */
+		case 'f':
+			format = optarg;
+			break;
 		case 'K':
 			break; /* sandcap's filter refuses the keyring calls anyway */
 		case 'D':
@@ -885,6 +1374,14 @@ int main(int argc, char **argv)
 		return do_create(argv[optind], bundle, pid_file, console, true, detach);
 	if (strcmp(name, "start") == 0)
 		return runc_start(argv[optind]);
+	if (strcmp(name, "exec") == 0) {
+		eo.pid_file = pid_file;
+		eo.console = console;
+		eo.detach = detach;
+		return do_exec(argv[optind], &eo, argv + optind + 1);
+	}
+	if (strcmp(name, "ps") == 0)
+		return do_ps(argv[optind], format, argv + optind + 1);
 	if (strcmp(name, "state") == 0)
 		return do_state(argv[optind]);
 	if (strcmp(name, "kill") == 0)

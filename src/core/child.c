@@ -329,6 +329,8 @@ static int step_seccomp(child_ctx *c)
 
 	if (r >= 0 && c->notify_fd >= 0)
 		c->layers |= LAYER_SECCOMP_NOTIFY;
+	if (r >= 0)
+		r = sf_apply_extra(c->plan); /* on top: the stricter answer wins */
 	return r;
 }
 

@@ -317,8 +317,11 @@ static void reap(void)
 static void send_signal(const ctl_hdr *h)
 {
 	for (size_t i = 0; i < n_kids; i++)
-		if (kids[i].id == h->id && h->value > 0 && h->value < NSIG)
-			(void)kill(-kids[i].pid, h->value);
+		if (kids[i].id == h->id && h->value > 0 && h->value < NSIG &&
+		    kill(-kids[i].pid, h->value) < 0 && errno == ESRCH)
+			/* Just forked, it has not made its group yet (setsid in
+			 * start()): the signal waits, blocked, until it runs. */
+			(void)kill(kids[i].pid, h->value);
 }
 
 int init_session_main(const char *fd_arg)

@@ -417,6 +417,11 @@ static json_t *layers_json(supervisor *s)
 				: s->sync_wakeup
 				    ? "active, with user notification, synchronous wake-up"
 				    : "active, with user notification"));
+	/* A second filter on top (sandcap-runc: the spec's linux.seccomp). */
+	if ((l & LAYER_SECCOMP) && s->plan->extra_filter)
+		(void)json_object_set_new(
+		    o, "seccomp_second",
+		    json_pack("{s:I}", "instructions", (json_int_t)s->plan->n_extra_filter));
 	if (s->plan->n_egress == 0 && s->pid > 0)
 		(void)json_object_set_new(o, "proxy", json_string("no network"));
 	else if (s->proxy_pid > 0)

@@ -94,7 +94,10 @@ static int mkdir_p(const char *path, mode_t mode)
 
 static int touch(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	/* Read-only: a file that is there already in a read-only image (the
+	 * mount point of a file bind) opens, where O_WRONLY would be EROFS;
+	 * non-blocking, so that a FIFO there cannot hold us. */
+	int fd = open(path, O_RDONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW, 0644);
 
 	if (fd < 0)
 		return errno == EEXIST ? 0 : -errno;

@@ -4,49 +4,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "oci/fields.h"
 #include "ns/ns.h"
 
 #define AGENT_ID 1000 /* the agent's uid and gid inside (docs/architecture.md) */
-
-static int refuse(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int refuse(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-/* Members of an object outside allowed are refused by name. */
-static int only_keys(json_t *o, const char *where, const char *const *allowed, char *err,
-		     size_t len)
-{
-	const char *k;
-	json_t *v;
-
-	if (!json_is_object(o))
-		return refuse(err, len, "%s: expected an object", where);
-	json_object_foreach(o, k, v)
-	{
-		bool ok = false;
-
-		for (size_t i = 0; allowed[i]; i++)
-			ok = ok || strcmp(k, allowed[i]) == 0;
-		if (!ok)
-			return refuse(err, len, "%s.%.64s: not supported by sandcap-runc", where,
-				      k);
-	}
-	return 0;
-}
 
 /* An optional member that is refused unless empty (null, "", [], {}, 0, false). */
 static bool empty(json_t *v)
@@ -83,6 +48,16 @@ static int path_in_bundle(const char *bundle, const char *p, char *buf, size_t l
 
 /* ---- process ---- */
 
+/* limits.pids, lowered to n: both an rlimit and linux.resources bound it. */
+static int lower_pids(json_t *limits, json_int_t n)
+{
+	json_t *cur = json_object_get(limits, "pids");
+
+	if (cur && json_integer_value(cur) <= n)
+		return 0;
+	return json_object_set_new(limits, "pids", json_integer(n)) < 0 ? -ENOMEM : 0;
+}
+
 static int map_rlimits(json_t *rl, json_t *limits, char *err, size_t len)
 {
 	static const char *const keys[] = {"type", "soft", "hard", NULL};
@@ -90,7 +65,7 @@ static int map_rlimits(json_t *rl, json_t *limits, char *err, size_t len)
 	json_t *v;
 
 	if (!json_is_array(rl))
-		return refuse(err, len, "$.process.rlimits: expected an array");
+		return oci_refuse(err, len, "$.process.rlimits: expected an array");
 	json_array_foreach(rl, i, v)
 	{
 		const char *type = str(v, "type");
@@ -99,13 +74,13 @@ static int map_rlimits(json_t *rl, json_t *limits, char *err, size_t len)
 		int r;
 
 		snprintf(where, sizeof(where), "$.process.rlimits[%zu]", i);
-		r = only_keys(v, where, keys, err, len);
+		r = oci_only_keys(v, where, keys, err, len);
 		if (r < 0)
 			return r;
 		if (!type || !json_is_integer(soft) || !json_is_integer(hard) ||
 		    json_integer_value(soft) < 1 ||
 		    json_integer_value(hard) < json_integer_value(soft))
-			return refuse(
+			return oci_refuse(
 			    err, len,
 			    "%s: expected {\"type\", \"soft\", \"hard\"} with 1 <= soft <= hard",
 			    where);
@@ -116,10 +91,18 @@ static int map_rlimits(json_t *rl, json_t *limits, char *err, size_t len)
 		else if (strcmp(type, "RLIMIT_FSIZE") == 0)
 			r = json_object_set_new(limits, "fsize",
 						json_integer(json_integer_value(soft)));
+		/* Every process inside is the agent's: the cgroup's task count
+		 * (threads too, as RLIMIT_NPROC counts them) bounds them all.
+		 * Above the kernel's largest pid_max it bounds nothing. */
+		else if (strcmp(type, "RLIMIT_NPROC") == 0)
+			r = json_integer_value(soft) > 4194304
+				? 0
+				: lower_pids(limits, json_integer_value(soft));
 		else
-			return refuse(
+			return oci_refuse(
 			    err, len,
-			    "%s.type: %.32s is not supported (RLIMIT_NOFILE and RLIMIT_FSIZE are)",
+			    "%s.type: %.32s is not supported (RLIMIT_NOFILE, RLIMIT_FSIZE and "
+			    "RLIMIT_NPROC are)",
 			    where, type);
 		if (r < 0)
 			return -ENOMEM;
@@ -132,7 +115,7 @@ static int map_user(json_t *u, char *err, size_t len)
 	static const char *const keys[] = {"uid",   "gid",	"additionalGids",
 					   "umask", "username", NULL};
 	json_t *uid = json_object_get(u, "uid"), *gid = json_object_get(u, "gid");
-	int r = only_keys(u, "$.process.user", keys, err, len);
+	int r = oci_only_keys(u, "$.process.user", keys, err, len);
 
 	if (r < 0)
 		return r;
@@ -141,19 +124,21 @@ static int map_user(json_t *u, char *err, size_t len)
 	 * would have had capabilities) becomes it (docs/oci.md). */
 	if (!json_is_integer(uid) ||
 	    (json_integer_value(uid) != AGENT_ID && json_integer_value(uid) != 0))
-		return refuse(err, len,
-			      "$.process.user.uid: must be %d (or 0, which runs as %d): the only "
-			      "user sandcap runs a container's process as",
-			      AGENT_ID, AGENT_ID);
+		return oci_refuse(
+		    err, len,
+		    "$.process.user.uid: must be %d (or 0, which runs as %d): the only "
+		    "user sandcap runs a container's process as",
+		    AGENT_ID, AGENT_ID);
 	if (gid && (!json_is_integer(gid) ||
 		    (json_integer_value(gid) != AGENT_ID && json_integer_value(gid) != 0)))
-		return refuse(err, len, "$.process.user.gid: must be %d (or 0, which runs as %d)",
-			      AGENT_ID, AGENT_ID);
+		return oci_refuse(err, len,
+				  "$.process.user.gid: must be %d (or 0, which runs as %d)",
+				  AGENT_ID, AGENT_ID);
 	if (!empty(json_object_get(u, "additionalGids")))
-		return refuse(err, len, "$.process.user.additionalGids: not supported");
+		return oci_refuse(err, len, "$.process.user.additionalGids: not supported");
 	if (json_object_get(u, "umask") && (!json_is_integer(json_object_get(u, "umask")) ||
 					    json_integer_value(json_object_get(u, "umask")) != 022))
-		return refuse(err, len, "$.process.user.umask: only 18 (0022) is supported");
+		return oci_refuse(err, len, "$.process.user.umask: only 18 (0022) is supported");
 	return 0;
 }
 
@@ -166,39 +151,40 @@ static int map_process(json_t *p, json_t *policy, json_t *limits, oci_process *p
 	json_t *args = json_object_get(p, "args"), *env = json_object_get(p, "env"), *v, *cs;
 	const char *cwd = str(p, "cwd");
 	size_t i;
-	int r = only_keys(p, "$.process", keys, err, len);
+	int r = oci_only_keys(p, "$.process", keys, err, len);
 
 	if (r < 0)
 		return r;
 	if (!json_is_array(args) || json_array_size(args) == 0)
-		return refuse(err, len, "$.process.args: expected an array of at least one string");
-	json_array_foreach(
-	    args, i,
-	    v) if (!json_is_string(v) ||
-		   strlen(json_string_value(v)) !=
-		       json_string_length(
-			   v)) return refuse(err, len,
-					     "$.process.args[%zu]: expected a string without NUL",
-					     i);
+		return oci_refuse(err, len,
+				  "$.process.args: expected an array of at least one string");
+	json_array_foreach(args, i, v) if (
+	    !json_is_string(v) ||
+	    strlen(json_string_value(v)) !=
+		json_string_length(
+		    v)) return oci_refuse(err, len,
+					  "$.process.args[%zu]: expected a string without NUL", i);
 	if (env && (!json_is_array(env) || json_array_size(env) > 256))
-		return refuse(err, len, "$.process.env: expected an array of at most 256 strings");
+		return oci_refuse(err, len,
+				  "$.process.env: expected an array of at most 256 strings");
 	json_array_foreach(env, i, v)
 	{
 		const char *s = json_string_value(v), *eq = s ? strchr(s, '=') : NULL;
 
 		if (!s || strlen(s) != json_string_length(v) || !eq || eq == s)
-			return refuse(err, len, "$.process.env[%zu]: expected \"KEY=VALUE\"", i);
+			return oci_refuse(err, len, "$.process.env[%zu]: expected \"KEY=VALUE\"",
+					  i);
 		for (const char *c = s; c < eq; c++)
 			if (!(*c == '_' || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
 			      (c > s && *c >= '0' && *c <= '9')))
-				return refuse(
+				return oci_refuse(
 				    err, len,
 				    "$.process.env[%zu]: a name is [A-Za-z_][A-Za-z0-9_]*", i);
 	}
 	if (!cwd || cwd[0] != '/')
-		return refuse(err, len, "$.process.cwd: expected an absolute path");
+		return oci_refuse(err, len, "$.process.cwd: expected an absolute path");
 	if (json_object_get(p, "terminal") && !json_is_boolean(json_object_get(p, "terminal")))
-		return refuse(err, len, "$.process.terminal: expected true or false");
+		return oci_refuse(err, len, "$.process.terminal: expected true or false");
 	r = map_user(json_object_get(p, "user"), err, len);
 	if (r < 0)
 		return r;
@@ -220,7 +206,7 @@ static int map_process(json_t *p, json_t *policy, json_t *limits, oci_process *p
 		if (!json_is_integer(h) || !json_is_integer(w) || json_integer_value(h) < 0 ||
 		    json_integer_value(h) > 65535 || json_integer_value(w) < 0 ||
 		    json_integer_value(w) > 65535)
-			return refuse(
+			return oci_refuse(
 			    err, len,
 			    "$.process.consoleSize: expected {\"height\", \"width\"} of 0-65535");
 		proc->rows = (unsigned)json_integer_value(h);
@@ -230,6 +216,18 @@ static int map_process(json_t *p, json_t *policy, json_t *limits, oci_process *p
 	    json_object_set_new(json_object_get(policy, "fs"), "workdir", json_string(cwd)) < 0)
 		return -ENOMEM;
 	return 0;
+}
+
+int oci_process_parse(json_t *p, oci_process *ret_proc, char *err, size_t err_len)
+{
+	/* Checked as config.json's is; what it would set in a policy is the
+	 * container's already (its rlimits, its directory as the workdir). */
+	json_t *policy = json_pack("{s:{}}", "fs"), *limits = json_object();
+	int r = policy && limits ? map_process(p, policy, limits, ret_proc, err, err_len) : -ENOMEM;
+
+	json_decref(policy);
+	json_decref(limits);
+	return r;
 }
 
 /* ---- mounts ---- */
@@ -273,7 +271,7 @@ static int map_bind(json_t *m, size_t i, const char *bundle, const char *dest, j
 	size_t j;
 
 	if (!source || !source[0])
-		return refuse(err, len, "$.mounts[%zu].source: a bind mount needs a source", i);
+		return oci_refuse(err, len, "$.mounts[%zu].source: a bind mount needs a source", i);
 	json_array_foreach(opts, j, v)
 	{
 		const char *o = json_string_value(v);
@@ -282,7 +280,7 @@ static int map_bind(json_t *m, size_t i, const char *bundle, const char *dest, j
 		for (size_t k = 0; o && accepted[k]; k++)
 			ok = ok || strcmp(o, accepted[k]) == 0;
 		if (!ok)
-			return refuse(
+			return oci_refuse(
 			    err, len,
 			    "$.mounts[%zu].options[%zu]: %.64s is not supported on a bind "
 			    "(ro, rw, nosuid, nodev and the propagation ones are; every "
@@ -294,7 +292,7 @@ static int map_bind(json_t *m, size_t i, const char *bundle, const char *dest, j
 			ro = false;
 	}
 	if (path_in_bundle(bundle, source, path, sizeof(path)) < 0)
-		return refuse(err, len, "$.mounts[%zu].source: too long", i);
+		return oci_refuse(err, len, "$.mounts[%zu].source: too long", i);
 	g = json_pack("{s:s, s:s, s:s}", "path", path, "at", dest, "mode", ro ? "ro" : "rw");
 	return g && json_array_append_new(grants, g) == 0 ? 0 : -ENOMEM;
 }
@@ -306,7 +304,7 @@ static int map_mounts(json_t *mounts, const char *bundle, json_t *grants, char *
 	json_t *m, *v;
 
 	if (!json_is_array(mounts))
-		return refuse(err, len, "$.mounts: expected an array");
+		return oci_refuse(err, len, "$.mounts: expected an array");
 	json_array_foreach(mounts, i, m)
 	{
 		const char *dest = str(m, "destination"), *type = str(m, "type");
@@ -316,13 +314,15 @@ static int map_mounts(json_t *mounts, const char *bundle, json_t *grants, char *
 		int r;
 
 		snprintf(where, sizeof(where), "$.mounts[%zu]", i);
-		r = only_keys(m, where, keys, err, len);
+		r = oci_only_keys(m, where, keys, err, len);
 		if (r < 0)
 			return r;
 		if (!dest || dest[0] != '/')
-			return refuse(err, len, "%s.destination: expected an absolute path", where);
+			return oci_refuse(err, len, "%s.destination: expected an absolute path",
+					  where);
 		if (opts && !json_is_array(opts))
-			return refuse(err, len, "%s.options: expected an array of strings", where);
+			return oci_refuse(err, len, "%s.options: expected an array of strings",
+					  where);
 		json_array_foreach(opts, j, v)
 		{
 			const char *o = json_string_value(v);
@@ -332,13 +332,14 @@ static int map_mounts(json_t *mounts, const char *bundle, json_t *grants, char *
 		if (bind)
 			r = map_bind(m, i, bundle, dest, grants, err, len);
 		else if (!type)
-			r = refuse(err, len, "%s.type: expected a string", where);
+			r = oci_refuse(err, len, "%s.type: expected a string", where);
 		else if (!standard_mount(dest, type))
-			r = refuse(err, len,
-				   "%s.type: a %.32s mount at %.256s is not supported (bind mounts "
-				   "are, and the standard proc, tmpfs, devpts, mqueue, sysfs and "
-				   "cgroup ones, which sandcap makes itself)",
-				   where, type, dest);
+			r = oci_refuse(
+			    err, len,
+			    "%s.type: a %.32s mount at %.256s is not supported (bind mounts "
+			    "are, and the standard proc, tmpfs, devpts, mqueue, sysfs and "
+			    "cgroup ones, which sandcap makes itself)",
+			    where, type, dest);
 		if (r < 0)
 			return r;
 	}
@@ -356,7 +357,7 @@ static int map_namespaces(json_t *nss, char *err, size_t len)
 	json_t *n;
 
 	if (!json_is_array(nss))
-		return refuse(err, len, "$.linux.namespaces: expected an array");
+		return oci_refuse(err, len, "$.linux.namespaces: expected an array");
 	/* sandcap makes each of these of its own, whether listed or not. */
 	json_array_foreach(nss, i, n)
 	{
@@ -366,21 +367,21 @@ static int map_namespaces(json_t *nss, char *err, size_t len)
 		int r;
 
 		snprintf(where, sizeof(where), "$.linux.namespaces[%zu]", i);
-		r = only_keys(n, where, keys, err, len);
+		r = oci_only_keys(n, where, keys, err, len);
 		if (r < 0)
 			return r;
 		for (size_t k = 0; type && types[k]; k++)
 			ok = ok || strcmp(type, types[k]) == 0;
 		if (!ok)
-			return refuse(
+			return oci_refuse(
 			    err, len,
 			    "%s.type: %.32s is not a namespace sandcap makes (pid, network, "
 			    "ipc, uts, mount, user, cgroup)",
 			    where, type ? type : "(none)");
 		if (json_object_get(n, "path"))
-			return refuse(err, len,
-				      "%s.path: joining an existing namespace is not supported",
-				      where);
+			return oci_refuse(err, len,
+					  "%s.path: joining an existing namespace is not supported",
+					  where);
 	}
 	return 0;
 }
@@ -393,7 +394,7 @@ static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 	static const char *const pids_keys[] = {"limit", NULL};
 	json_t *mem = json_object_get(res, "memory"), *cpu = json_object_get(res, "cpu"),
 	       *pids = json_object_get(res, "pids"), *v;
-	int r = only_keys(res, "$.linux.resources", keys, err, len);
+	int r = oci_only_keys(res, "$.linux.resources", keys, err, len);
 
 	if (r < 0)
 		return r;
@@ -402,18 +403,18 @@ static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 	if (mem) {
 		json_t *lim = json_object_get(mem, "limit"), *swap = json_object_get(mem, "swap");
 
-		r = only_keys(mem, "$.linux.resources.memory", mem_keys, err, len);
+		r = oci_only_keys(mem, "$.linux.resources.memory", mem_keys, err, len);
 		if (r < 0)
 			return r;
 		if (lim && (!json_is_integer(lim) || json_integer_value(lim) < (4 << 20)))
-			return refuse(
+			return oci_refuse(
 			    err, len,
 			    "$.linux.resources.memory.limit: expected bytes, at least 4 MiB");
 		/* sandcap's limit counts swap too: a swap limit equal to it is
 		 * what it does; another is not. */
 		if (swap && !(json_is_integer(swap) && lim &&
 			      json_integer_value(swap) == json_integer_value(lim)))
-			return refuse(
+			return oci_refuse(
 			    err, len,
 			    "$.linux.resources.memory.swap: only equal to limit (memory and "
 			    "swap together) is supported");
@@ -427,26 +428,26 @@ static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 		json_int_t q = json_integer_value(quota),
 			   p = period ? json_integer_value(period) : 100000;
 
-		r = only_keys(cpu, "$.linux.resources.cpu", cpu_keys, err, len);
+		r = oci_only_keys(cpu, "$.linux.resources.cpu", cpu_keys, err, len);
 		if (r < 0)
 			return r;
 		if (period && (!json_is_integer(period) || p < 1000 || p > 1000000))
-			return refuse(err, len,
-				      "$.linux.resources.cpu.period: expected 1000 to 1000000 us");
+			return oci_refuse(
+			    err, len, "$.linux.resources.cpu.period: expected 1000 to 1000000 us");
 		/* shares is a weight against other cgroups, not a bound: sandcap
 		 * does not set it (docs/oci.md). */
 		if (quota && !(json_is_integer(quota) && q == -1)) {
 			double cores;
 
 			if (!json_is_integer(quota) || q < 1000)
-				return refuse(
+				return oci_refuse(
 				    err, len,
 				    "$.linux.resources.cpu.quota: expected -1 or at least "
 				    "1000 us per period");
 			cores = (double)q / (double)p;
 			if (cores > 1024)
-				return refuse(err, len,
-					      "$.linux.resources.cpu.quota: above 1024 cores");
+				return oci_refuse(err, len,
+						  "$.linux.resources.cpu.quota: above 1024 cores");
 			/* sandcap's quota is in steps of a thousandth of a core. */
 			cores = (double)((json_int_t)(cores * 1000 + 0.5)) / 1000;
 			if (cores < 0.001)
@@ -456,17 +457,17 @@ static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 		}
 	}
 	if (pids) {
-		r = only_keys(pids, "$.linux.resources.pids", pids_keys, err, len);
+		r = oci_only_keys(pids, "$.linux.resources.pids", pids_keys, err, len);
 		if (r < 0)
 			return r;
 		v = json_object_get(pids, "limit");
 		if (!json_is_integer(v) || json_integer_value(v) == 0 ||
 		    json_integer_value(v) > 4194304)
-			return refuse(err, len,
-				      "$.linux.resources.pids.limit: expected -1 or 1 to 4194304");
+			return oci_refuse(
+			    err, len, "$.linux.resources.pids.limit: expected -1 or 1 to 4194304");
 		if (json_integer_value(v) > 0 &&
-		    json_object_set_new(limits, "pids", json_integer(json_integer_value(v))) < 0)
-			return -ENOMEM;
+		    (r = lower_pids(limits, json_integer_value(v))) < 0)
+			return r;
 	}
 	return 0;
 }
@@ -497,16 +498,46 @@ static int map_paths(json_t *a, const char *name, bool masked, char *err, size_t
 	json_t *v;
 
 	if (!json_is_array(a))
-		return refuse(err, len, "$.linux.%s: expected an array", name);
+		return oci_refuse(err, len, "$.linux.%s: expected an array", name);
 	json_array_foreach(a, i, v)
 	{
 		const char *p = json_string_value(v);
 
 		if (!p || !covered(p, masked))
-			return refuse(
+			return oci_refuse(
 			    err, len,
 			    "$.linux.%s[%zu]: %.256s is not a path sandcap %s (docs/oci.md)", name,
 			    i, p ? p : "a non-string", masked ? "masks" : "makes read-only");
+	}
+	return 0;
+}
+
+/* sandcap sets no sysctl. It takes only one that would change nothing: a
+ * ping_group_range without the agent's gid (podman asks for "0 0"; no
+ * process inside has gid 0), the sandbox's netns keeping its "1 0". */
+static int map_sysctl(json_t *sysctl, char *err, size_t len)
+{
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(sysctl))
+		return oci_refuse(err, len, "$.linux.sysctl: expected an object");
+	json_object_foreach(sysctl, k, v)
+	{
+		long lo, hi;
+		char end;
+
+		if (strcmp(k, "net.ipv4.ping_group_range") != 0)
+			return oci_refuse(err, len, "$.linux.sysctl[\"%.64s\"]: not supported", k);
+		if (!json_is_string(v) ||
+		    sscanf(json_string_value(v), "%ld %ld%c", &lo, &hi, &end) != 2)
+			return oci_refuse(err, len,
+					  "$.linux.sysctl[\"%s\"]: expected \"FIRST LAST\"", k);
+		if (lo <= AGENT_ID && AGENT_ID <= hi)
+			return oci_refuse(err, len,
+					  "$.linux.sysctl[\"%s\"]: a range holding the agent's gid "
+					  "%d (it would open ICMP sockets) is not supported",
+					  k, AGENT_ID);
 	}
 	return 0;
 }
@@ -518,7 +549,7 @@ static int map_linux(json_t *l, json_t *limits, char *err, size_t len)
 					   "gidMappings",   "devices",		 "seccomp",
 					   "sysctl",	    "rootfsPropagation", NULL};
 	json_t *v;
-	int r = only_keys(l, "$.linux", keys, err, len);
+	int r = oci_only_keys(l, "$.linux", keys, err, len);
 
 	if (r < 0)
 		return r;
@@ -534,23 +565,20 @@ static int map_linux(json_t *l, json_t *limits, char *err, size_t len)
 		return r;
 	/* cgroupsPath: where to place the cgroup; sandcap makes its own. */
 	if (!empty(json_object_get(l, "uidMappings")) || !empty(json_object_get(l, "gidMappings")))
-		return refuse(
+		return oci_refuse(
 		    err, len, "$.linux.%s: sandcap maps its own ids (the agent is uid 1000 inside)",
 		    empty(json_object_get(l, "uidMappings")) ? "gidMappings" : "uidMappings");
 	if (!empty(json_object_get(l, "devices")))
-		return refuse(err, len,
-			      "$.linux.devices: device nodes of the container's own are "
-			      "not supported");
-	if (!empty(json_object_get(l, "sysctl")))
-		return refuse(err, len, "$.linux.sysctl: not supported");
-	if (!empty(json_object_get(l, "seccomp")))
-		return refuse(err, len,
-			      "$.linux.seccomp: a profile of the container's own is not supported; "
-			      "sandcap's allowlist applies to every container (docs/oci.md)");
+		return oci_refuse(err, len,
+				  "$.linux.devices: device nodes of the container's own are "
+				  "not supported");
+	if ((v = json_object_get(l, "sysctl")) && (r = map_sysctl(v, err, len)) < 0)
+		return r;
+	/* seccomp: a second filter, oci_seccomp_compile()'s (oci/seccomp.h). */
 	v = json_object_get(l, "rootfsPropagation");
 	if (v && !(json_is_string(v) && (strcmp(json_string_value(v), "private") == 0 ||
 					 strcmp(json_string_value(v), "rprivate") == 0)))
-		return refuse(err, len, "$.linux.rootfsPropagation: only private is supported");
+		return oci_refuse(err, len, "$.linux.rootfsPropagation: only private is supported");
 	return 0;
 }
 
@@ -559,7 +587,8 @@ static int map_linux(json_t *l, json_t *limits, char *err, size_t len)
 static int map_extra(json_t *extra, json_t *policy, char *err, size_t len)
 {
 	static const char *const keys[] = {"version", "net", "audit", NULL};
-	int r = only_keys(extra, "$.annotations[\"" OCI_ANNOTATION_POLICY "\"]", keys, err, len);
+	int r =
+	    oci_only_keys(extra, "$.annotations[\"" OCI_ANNOTATION_POLICY "\"]", keys, err, len);
 	json_t *v;
 
 	if (r < 0)
@@ -586,27 +615,28 @@ int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t
 
 	*ret_policy = NULL;
 	memset(ret_proc, 0, sizeof(*ret_proc));
-	r = only_keys(config, "$", keys, err, len);
+	r = oci_only_keys(config, "$", keys, err, len);
 	if (r < 0)
 		return r;
 	if (!ver || strncmp(ver, "1.", 2) != 0)
-		return refuse(err, len, "$.ociVersion: expected a runtime-spec 1.x version");
+		return oci_refuse(err, len, "$.ociVersion: expected a runtime-spec 1.x version");
 	if (!rpath || !rpath[0])
-		return refuse(err, len, "$.root.path: expected the root filesystem's path");
-	r = only_keys(root, "$.root", (const char *const[]){"path", "readonly", NULL}, err, len);
+		return oci_refuse(err, len, "$.root.path: expected the root filesystem's path");
+	r = oci_only_keys(root, "$.root", (const char *const[]){"path", "readonly", NULL}, err,
+			  len);
 	if (r < 0)
 		return r;
 	/* readonly false: the root is read-only whatever it asks; /tmp and
 	 * rw binds are where the process writes (docs/oci.md). */
 	if (path_in_bundle(bundle, rpath, path, sizeof(path)) < 0)
-		return refuse(err, len, "$.root.path: too long");
+		return oci_refuse(err, len, "$.root.path: too long");
 	if (!empty(json_object_get(config, "hooks")))
-		return refuse(err, len, "$.hooks: hooks are not supported");
+		return oci_refuse(err, len, "$.hooks: hooks are not supported");
 	if (!empty(json_object_get(config, "domainname")))
-		return refuse(err, len, "$.domainname: not supported");
+		return oci_refuse(err, len, "$.domainname: not supported");
 	v = json_object_get(config, "annotations");
 	if (v && !json_is_object(v))
-		return refuse(err, len, "$.annotations: expected an object");
+		return oci_refuse(err, len, "$.annotations: expected an object");
 	policy = json_pack("{s:i, s:s, s:{s:{s:s}, s:[]}, s:{}}", "version", 1, "name", id, "fs",
 			   "runtime", "rootfs", path, "grants", "limits");
 	if (!policy)
@@ -622,7 +652,7 @@ int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t
 	if (r >= 0 && (v = json_object_get(config, "process")))
 		r = map_process(v, policy, limits, ret_proc, err, len);
 	else if (r >= 0 && need_process)
-		r = refuse(err, len, "$.process: required");
+		r = oci_refuse(err, len, "$.process: required");
 	if (r >= 0 && (v = json_object_get(config, "linux")))
 		r = map_linux(v, limits, err, len);
 	if (r >= 0 && extra)

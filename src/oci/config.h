@@ -31,10 +31,17 @@ typedef struct oci_process {
  * hostname; extra, when not NULL, is the annotation's policy, whose net
  * and audit members are taken (anything else in it is refused). need_process:
  * process must be there (create, run). -EINVAL with "$.field: why" in err.
+ * linux.seccomp is not looked at: oci_seccomp_compile() (oci/seccomp.h)
+ * makes it a filter of its own, which the caller puts in the plan.
  */
 int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t *extra,
 		      bool need_process, json_t **ret_policy, oci_process *ret_proc, char *err,
 		      size_t err_len);
+
+/* The process of an exec (sandcap-runc exec --process FILE), borrowed
+ * from p: checked as config.json's process is, fields named "$.process...".
+ * Its rlimits are checked, not applied: an exec has the container's. */
+int oci_process_parse(json_t *p, oci_process *ret_proc, char *err, size_t err_len);
 
 /* The config `sandcap-runc spec` writes: a read-only root "rootfs",
  * `sh` with a terminal, as the agent (uid 1000), the standard mounts. */

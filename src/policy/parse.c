@@ -826,6 +826,7 @@ SC_PUBLIC sc_plan *sc_plan_free(sc_plan *p)
 	free(p->credentials);
 	free(p->upstream_ca);
 	free(p->dns);
+	free(p->extra_filter);
 	for (size_t i = 0; i < p->n_env; i++)
 		free(p->env[i]);
 	free(p->env);

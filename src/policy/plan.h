@@ -173,6 +173,15 @@ struct sc_plan {
 	/* delegation; max_depth 0 = no spawn socket */
 	unsigned spawn_max_depth;
 	unsigned spawn_max_children;
+
+	/* A second seccomp filter stacked on sandcap's (sandcap-runc: a spec's
+	 * linux.seccomp, docs/oci.md), struct sock_filter[n_extra_filter],
+	 * loaded with the SECCOMP_FILTER_FLAG_* in extra_filter_flags; NULL:
+	 * none. Not policy JSON: set by the caller after parsing, freed with
+	 * the plan. */
+	void *extra_filter;
+	size_t n_extra_filter;
+	unsigned extra_filter_flags;
 };
 
 /*

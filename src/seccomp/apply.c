@@ -8,6 +8,7 @@
  * NEW_LISTENER when the program notifies, and no TSYNC, LOG or SPEC_ALLOW.
  */
 #include <errno.h>
+#include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -67,4 +68,19 @@ int sf_apply(const sc_plan *plan, int *ret_notify_fd)
 	/* The listener is created O_CLOEXEC by the kernel. */
 	*ret_notify_fd = p->notify ? (int)r : -1;
 	return 0;
+}
+
+int sf_apply_extra(const sc_plan *plan)
+{
+	struct sock_fprog prog;
+
+	if (!plan->extra_filter)
+		return 0;
+	if (plan->n_extra_filter == 0 || plan->n_extra_filter > BPF_MAXINSNS)
+		return -EINVAL;
+	prog = (struct sock_fprog){.len = (unsigned short)plan->n_extra_filter,
+				   .filter = plan->extra_filter};
+	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, plan->extra_filter_flags, &prog) < 0
+		   ? -errno
+		   : 0;
 }

@@ -30,6 +30,13 @@
  */
 int sf_apply(const sc_plan *plan, int *ret_notify_fd);
 
+/*
+ * Loads plan->extra_filter, when there is one, on top of the filter
+ * sf_apply() loaded (which allows seccomp(2)): every syscall then gets the
+ * stricter of the two answers. Returns 0 or -errno. Does not allocate.
+ */
+int sf_apply_extra(const sc_plan *plan);
+
 /* Called for each event the handler produces: "proc.exec" with {pid, path,
  * argv:[...], truncated, [syscall: "execveat", dirfd_path]} or
  * "syscall.denied" with {pid, syscall, nr, args: ["0x..." x 6]}. data is

@@ -571,6 +571,9 @@ static json_t *info_json(ss_server *s)
 	if (o)
 		(void)json_object_set_new(o, "workspaces",
 					  ws_run_ids_json(s->h.ws, s->h.sandbox_id));
+	/* pid 1 in the host's pid namespace: what is in the sandbox (sandcap-runc ps). */
+	if (o)
+		(void)json_object_set_new(o, "init_pid", json_integer((json_int_t)s->h.pid));
 	return o;
 }
 

@@ -3,7 +3,8 @@
  * libFuzzer target for an OCI bundle's config.json (src/oci/config.c):
  * bytes as sandcap-runc reads them (one JSON object, duplicates refused),
  * mapped onto a policy; what is mapped must be a policy sandcap's parser
- * takes or refuses with a message, and a refusal must name a field.
+ * takes or refuses with a message, and a refusal must name a field. Its
+ * linux.seccomp is compiled too (src/oci/seccomp.c), under the same rule.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "oci/config.h"
+#include "oci/seccomp.h"
 #include "policy/plan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -48,6 +50,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(text);
 	}
 	json_decref(policy);
+	{
+		oci_filter f;
+
+		err[0] = '\0';
+		r = oci_seccomp_compile(json_object_get(json_object_get(c, "linux"), "seccomp"), &f,
+					err, sizeof(err));
+		if (r == -EINVAL && err[0] != '$')
+			abort();
+		if (r == 0 && f.insns && (f.n_insns == 0 || f.n_insns > OCI_SECCOMP_MAX_INSNS))
+			abort();
+		oci_filter_done(&f);
+	}
 	json_decref(c);
 	return 0;
 }

@@ -2,8 +2,11 @@
 # sandcap-runc, the OCI runtime: the lifecycle of a bundle made by
 # `sandcap-runc spec` over a busybox root (created -> running -> stopped ->
 # deleted), state, kill and exit codes, --pid-file, a terminal through
-# --console-socket, the walls inside, and specs asking for more than
-# sandcap allows refused with the field named.
+# --console-socket, the walls inside, exec (the same walls, its exit code,
+# --pid-file, --detach, --tty) and ps, a spec's seccomp profile stacked on
+# sandcap's filter, specs asking for more than sandcap allows refused with
+# the field named, and containerd (ctr run, task exec, task ps) and podman
+# end to end when installed.
 . "$(dirname "$0")/lib.sh"
 need_root
 command -v python3 >/dev/null || skip_all "needs python3"
@@ -13,13 +16,13 @@ file -L "$BB" 2>/dev/null | grep -q 'statically linked' || skip_all "needs a sta
 R=$(dirname "$SANDCAP")/sandcap-runc
 RT="$T/root"
 rc() { "$R" --root "$RT" "$@"; }
-trap 'for c in life term killme walls lim; do rc delete --force $c >/dev/null 2>&1; done; cleanup_dir' EXIT
+trap 'for c in life term killme walls lim ex sc np; do rc delete --force $c >/dev/null 2>&1; done; cleanup_dir' EXIT
 
 # A bundle: the spec's config over a busybox root, edited by python.
 # The root is read-only: a bind's mount point must be in the image.
 mkdir -p "$T/b/rootfs/bin" "$T/b/rootfs/proc" "$T/b/rootfs/dev" "$T/b/rootfs/tmp" "$T/b/rootfs/out" "$T/b/rootfs/ro" "$T/out"
 cp "$BB" "$T/b/rootfs/bin/busybox"
-for a in sh cat echo sleep grep id tty stty true; do ln -s busybox "$T/b/rootfs/bin/$a"; done
+for a in sh cat echo sleep grep id tty stty true mkdir unshare pwd; do ln -s busybox "$T/b/rootfs/bin/$a"; done
 chmod 777 "$T/out"
 (cd "$T/b" && "$R" spec)
 check "spec writes config.json" test -s "$T/b/config.json"
@@ -164,6 +167,113 @@ rc delete --force term
 rc create --bundle "$T/b" term 2>/dev/null
 expect_eq "a terminal without --console-socket: refused" "$?" 125
 
+# ---- exec and ps: more processes in a running container ----
+edit ex "c['process']['terminal'] = False
+c['process']['args'] = ['sleep', '30']
+c['mounts'].append({'destination': '/out', 'type': 'bind', 'source': '$T/out', 'options': ['rbind', 'rw']})"
+use ex
+rc create --bundle "$T/b" ex && rc start ex
+out=$(rc exec ex sh -c 'grep -E "^(Seccomp|NoNewPrivs|CapEff):" /proc/self/status; id -u
+echo x > /proc/self/comm 2>&1; for p in /proc/[0-9]*; do cat $p/cmdline; echo; done | grep -c "^sleep"; exit 3' 2>&1)
+expect_eq "exec: the command's exit code" "$?" 3
+expect_match "exec: Seccomp 2 (filter)" "$out" 'Seccomp:[[:space:]]+2'
+expect_match "exec: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
+expect_match "exec: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
+expect_eq "exec: the agent's uid" "$(printf '%s\n' "$out" | grep -x 1000)" 1000
+expect_match "exec: Landlock refuses a write the mounts allow" "$out" 'Permission denied'
+expect_eq "exec: in the container's pid namespace (it sees the first process)" \
+	"$(printf '%s\n' "$out" | tail -1)" 1
+a=$(rc state ex | python3 -c 'import json,sys; print(json.load(sys.stdin)["annotations"]["org.sandcap.audit"])')
+expect_eq "exec: in the container's audit log (exec.exit, status 3)" \
+	"$(grep '"exec.exit"' "$a" | grep -c '"status":3')" 1
+rc exec ex mkdir /tmp/ctl
+expect_eq "exec: mkdir works without a profile of the spec's" "$?" 0
+out=$(rc exec --env FOO=bar --cwd /out ex sh -c 'echo $FOO; pwd')
+expect_eq "exec --env, --cwd" "$(printf '%s' "$out" | tr '\n' ' ')" "bar /out"
+printf 'in-stdin\n' | rc exec ex cat > "$T/ex.cat"
+expect_eq "exec: stdin relayed" "$(cat "$T/ex.cat")" "in-stdin"
+rc exec --pid-file "$T/ex.fpid" ex sh -c 'exit 0'
+check "exec --pid-file (foreground): written" grep -qE '^[0-9]+$' "$T/ex.fpid"
+rc exec --detach --pid-file "$T/ex.dpid" ex sh -c 'sleep 0.5; echo done > /out/ex-detached'
+expect_eq "exec --detach: returns at once" "$?" 0
+dpid=$(cat "$T/ex.dpid" 2>/dev/null)
+check "exec --detach --pid-file: its relay lives" kill -0 "${dpid:-0}"
+check "... and the command has not ended yet" test ! -e "$T/out/ex-detached"
+for i in $(seq 50); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
+check "exec --detach: the command ran and its relay ended" test -e "$T/out/ex-detached" -a ! -d "/proc/$dpid"
+cat > "$T/proc.json" <<EOF
+{"args": ["sh", "-c", "echo \$X; exit 9"], "env": ["X=from-process-file", "PATH=/bin"], "cwd": "/", "user": {"uid": 0, "gid": 0}, "terminal": false, "rlimits": [{"type": "RLIMIT_NOFILE", "soft": 1024, "hard": 1024}]}
+EOF
+out=$(rc exec --process "$T/proc.json" ex)
+expect_eq "exec --process FILE: its exit code" "$?" 9
+expect_eq "exec --process FILE: its env" "$out" "from-process-file"
+sed 's/"uid": 0/"uid": 33/' "$T/proc.json" > "$T/proc-bad.json"
+out=$(rc exec --process "$T/proc-bad.json" ex 2>&1)
+expect_eq "exec --process with another uid: refused (125)" "$?" 125
+expect_match "... the field named" "$out" '\$\.process\.user\.uid: must be 1000'
+python3 "$T/recv.py" "$T/exc.sock" > "$T/exc.out" &
+rpid=$!
+for i in $(seq 50); do [ -S "$T/exc.sock" ] && break; sleep 0.05; done
+rc exec --tty --console-socket "$T/exc.sock" ex sh -c 'tty; exit 4'
+expect_eq "exec --tty --console-socket: the exit code" "$?" 4
+wait $rpid
+expect_match "exec --tty: the master went to --console-socket, a pty of the sandbox" "$(cat "$T/exc.out")" '/dev/pts/[0-9]+'
+out=$(rc exec --tty ex sh -c 'tty; stty size' </dev/null)
+expect_match "exec --tty without --console-socket: the pty relayed to exec's stdio" "$out" '/dev/pts/[0-9]+'
+rc exec --detach --pid-file "$T/ex.spid" ex sleep 30
+spid=$(cat "$T/ex.spid")
+ps_json=$(rc ps --format json ex)
+n=$(printf '%s' "$ps_json" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+expect_eq "ps --format json: sandcap-init, the first process and the exec's sleep" "$n" 3
+initns=$(readlink "/proc/$(printf '%s' "$ps_json" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0])')/ns/pid")
+same=0
+for p in $(printf '%s' "$ps_json" | python3 -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin))))'); do
+	[ "$(readlink /proc/$p/ns/pid)" = "$initns" ] && [ "$initns" != "$(readlink /proc/self/ns/pid)" ] && same=$((same + 1))
+done
+expect_eq "ps: every pid is in the container's pid namespace" "$same" 3
+expect_match "ps (table): ps -ef's lines of the container" "$(rc ps ex)" '^UID +PID .*'$'\n''.*sleep 30'
+out=$(rc ps ex -e -o pid,args)
+expect_match "ps PS-ARGS: ps(1) with those arguments" "$out" '^ *PID COMMAND'
+expect_match "... the container's processes" "$out" 'sleep 30'
+expect_no_match "... and not the exec's relay, which is outside" "$out" "(^|"$'\n'") *$spid "
+kill -TERM "$spid"
+for i in $(seq 50); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+check "SIGTERM to an exec's relay reaches its process (the relay ended)" test ! -d "/proc/$spid"
+n=$(rc ps --format json ex | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+expect_eq "... and ps no longer lists the exec's sleep" "$n" 2
+rc kill ex KILL
+for i in $(seq 50); do rc state ex | grep -q stopped && break; sleep 0.1; done
+rc exec ex true 2>/dev/null
+expect_eq "exec in a stopped container: refused" "$?" 1
+rc ps ex 2>/dev/null
+expect_eq "ps of a stopped container: refused" "$?" 1
+rc delete ex
+
+# ---- a seccomp profile of the spec's own, stacked on sandcap's ----
+edit sc "c['process']['terminal'] = False
+c['process']['args'] = ['sh', '-c', 'grep Seccomp_filters /proc/self/status; mkdir /tmp/d 2>&1; unshare -U true 2>&1; echo x > /tmp/t && echo write-ok; sleep 30']
+c['linux']['seccomp'] = {'defaultAction': 'SCMP_ACT_ALLOW', 'architectures': ['SCMP_ARCH_X86_64'],
+	'syscalls': [{'names': ['mkdir', 'mkdirat'], 'action': 'SCMP_ACT_ERRNO', 'errnoRet': 122}]}"
+use sc
+rc create --bundle "$T/b" sc > "$T/sc.out" 2>&1 && rc start sc
+for i in $(seq 50); do grep -q write-ok "$T/sc.out" && break; sleep 0.1; done
+out=$(cat "$T/sc.out")
+expect_match "spec seccomp: a second filter (Seccomp_filters 2)" "$out" 'Seccomp_filters:[[:space:]]+2'
+expect_match "spec seccomp: mkdir fails with its errnoRet (EDQUOT)" "$out" "mkdir.*Disk quota exceeded"
+expect_match "spec seccomp: sandcap's own denials still hold (unshare)" "$out" 'unshare.*Operation not permitted'
+expect_match "spec seccomp: what both allow works" "$out" 'write-ok'
+out=$(rc exec sc sh -c 'mkdir /tmp/e 2>&1; grep Seccomp_filters /proc/self/status')
+expect_match "spec seccomp: exec has it too" "$out" "Disk quota exceeded"
+a=$(rc state sc | python3 -c 'import json,sys; print(json.load(sys.stdin)["annotations"]["org.sandcap.audit"])')
+expect_match "spec seccomp: sandbox.start records the second filter" \
+	"$(grep -m1 '"sandbox.start"' "$a")" '"seccomp_second": ?\{"instructions": ?[1-9]'
+rc delete --force sc
+edit np "c['process']['terminal'] = False
+c['process']['args'] = ['true']"
+use np
+rc run --no-pivot --bundle "$T/b" np
+expect_eq "--no-pivot: accepted (sandcap's root is a tmpfs of its own)" "$?" 0
+
 # ---- refusals, the field named ----
 refused() { # refused WHAT PYTHON PATTERN
 	edit bad "$2"
@@ -179,15 +289,16 @@ refused "an unknown mount type" "c['mounts'].append({'destination': '/mnt', 'typ
 	'\$\.mounts\[4\]\.type: a nfs mount at /mnt is not supported'
 refused "another uid" "c['process']['user']['uid'] = 33" '\$\.process\.user\.uid: must be 1000'
 refused "hooks" "c['hooks'] = {'prestart': [{'path': '/bin/true'}]}" '\$\.hooks: hooks are not supported'
-refused "a seccomp profile" "c['linux']['seccomp'] = {'defaultAction': 'SCMP_ACT_ALLOW'}" '\$\.linux\.seccomp:'
+refused "a seccomp listener" "c['linux']['seccomp'] = {'defaultAction': 'SCMP_ACT_ALLOW', 'listenerPath': '/run/l.sock'}" \
+	'\$\.linux\.seccomp\.listenerPath: not supported'
+refused "a seccomp notify action" "c['linux']['seccomp'] = {'defaultAction': 'SCMP_ACT_ALLOW', 'syscalls': [{'names': ['mkdir'], 'action': 'SCMP_ACT_NOTIFY'}]}" \
+	'\$\.linux\.seccomp\.syscalls\[0\]\.action: SCMP_ACT_NOTIFY is not supported'
 refused "an rlimit sandcap does not set" "c['process']['rlimits'].append({'type': 'RLIMIT_CORE', 'soft': 1, 'hard': 1})" \
 	'\$\.process\.rlimits\[1\]\.type: RLIMIT_CORE is not supported'
 refused "a masked path sandcap does not mask" "c['linux']['maskedPaths'].append('/etc/shadow')" \
 	'\$\.linux\.maskedPaths\[4\]: /etc/shadow is not a path sandcap masks'
 out=$("$R" --root "$RT" --systemd-cgroup state x 2>&1)
 expect_match "--systemd-cgroup refused clearly" "$out" 'systemd-cgroup is not supported'
-out=$(rc create --no-pivot --bundle "$T/b" x 2>&1)
-expect_match "--no-pivot refused clearly" "$out" 'no-pivot is not supported'
 rc --log "$T/log.json" --log-format json create --bundle "$T/nope" x 2>/dev/null
 expect_match "--log-format json: the error as a JSON line" "$(cat "$T/log.json")" '^\{"level": ?"error", ?"msg": ?".*nope'
 
@@ -234,10 +345,64 @@ EOF
 	expect_match "ctr run asking to join a namespace: refused, the field named" "$out" \
 		'linux\.namespaces\[[0-9]+\]\.path: joining an existing namespace is not supported'
 	"${ctr[@]}" c rm ctd2 >/dev/null 2>&1
+	timeout 30 "${ctr[@]}" run -d --runc-binary "$R" --rootfs "$T/b/rootfs" ctd3 sleep 30 >/dev/null 2>&1
+	out=$(timeout 30 "${ctr[@]}" task exec --exec-id e1 ctd3 \
+		sh -c 'id -u; grep -E "^(Seccomp|NoNewPrivs|CapEff):" /proc/self/status; exit 6' 2>&1)
+	expect_eq "ctr task exec: the process's exit code" "$?" 6
+	expect_eq "ctr task exec: as the agent" "$(printf '%s\n' "$out" | grep -x 1000)" 1000
+	expect_match "ctr task exec: Seccomp 2" "$out" 'Seccomp:[[:space:]]+2'
+	expect_match "ctr task exec: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
+	expect_match "ctr task exec: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
+	out=$(timeout 30 "${ctr[@]}" task ps ctd3 2>&1)
+	expect_eq "ctr task ps: sandcap-init and the first process" "$(printf '%s\n' "$out" | grep -cE '^[0-9]+ ')" 2
+	timeout 30 "${ctr[@]}" task kill -s KILL ctd3 >/dev/null 2>&1
+	for i in $(seq 50); do "${ctr[@]}" task ls 2>/dev/null | grep -q 'ctd3.*STOPPED' && break; sleep 0.1; done
+	"${ctr[@]}" task rm ctd3 >/dev/null 2>&1
+	"${ctr[@]}" c rm ctd3 >/dev/null 2>&1
 	kill "$ctd"
 	wait "$ctd" 2>/dev/null
 else
 	skip "containerd end to end" "containerd, ctr and containerd-shim-runc-v2 are not installed (apt: containerd)"
+fi
+
+# ---- podman, rootful, with a root directory for an image (--rootfs) and
+# storage of its own; --ipc none: its /dev/shm bind is noexec, which a
+# grant cannot be (sandcap makes the container's /dev/shm itself) ----
+if command -v podman >/dev/null && command -v conmon >/dev/null; then
+	# The mount points of podman's binds, in the read-only root.
+	mkdir -p "$T/b/rootfs/etc" "$T/b/rootfs/run"
+	: > "$T/b/rootfs/etc/hostname"
+	# What podman makes outside its --root and --runroot, removed after
+	# unless it was there: its network run directory, conmon's cgroups,
+	# sandcap-runc's default --root (conmon passes none).
+	made=()
+	for d in /run/containers /run/sandcap-runc /sys/fs/cgroup/*/; do
+		case $d in /sys/*) d=${d}libpod_parent ;; esac
+		[ -e "$d" ] || made+=("$d")
+	done
+	pm=(podman --root "$T/pm/root" --runroot "$T/pm/run" --tmpdir "$T/pm/tmp"
+		--cgroup-manager cgroupfs --events-backend none --runtime "$R")
+	out=$(timeout 60 "${pm[@]}" run --rm --ipc none --no-hosts --network none \
+		--rootfs "$T/b/rootfs" sh -c 'id -u; grep -E "^(Seccomp|Seccomp_filters|NoNewPrivs|CapEff):" /proc/self/status; exit 8' 2>&1)
+	expect_eq "podman --runtime sandcap-runc run --rootfs: the process's exit code" "$?" 8
+	expect_eq "podman: the process runs as the agent" "$(printf '%s\n' "$out" | grep -x 1000)" 1000
+	expect_match "podman: its seccomp profile stacked on sandcap's (two filters)" "$out" 'Seccomp_filters:[[:space:]]+2'
+	expect_match "podman: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
+	expect_match "podman: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
+	"${pm[@]}" rm -af >/dev/null 2>&1
+	for d in "${made[@]}"; do
+		case $d in
+		/sys/fs/cgroup/*) # conmon's, once conmon has gone
+			for i in $(seq 20); do
+				[ -e "$d" ] && ! rmdir "$d/conmon" "$d" 2>/dev/null || break
+				sleep 0.1
+			done ;;
+		/run/sandcap-runc) rmdir "$d/sessions" "$d" 2>/dev/null ;;
+		*) rm -rf "$d" ;;
+		esac
+	done
+else
+	skip "podman end to end" "podman and conmon are not installed (apt: podman)"
 fi
 
 finish

@@ -5,13 +5,21 @@
  * which field named, and that the policy it makes is one sandcap takes.
  */
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "oci/config.h"
+#include "oci/seccomp.h"
 #include "policy/plan.h"
 #include "tap.h"
 
@@ -159,6 +167,26 @@ static void mapping(void)
 	ok(r == -EINVAL && strstr(err, "$.process: required"), "no process: refused for create");
 	json_decref(c);
 
+	c = config_with(
+	    "{\"process\": {\"rlimits\": [{\"type\": \"RLIMIT_NPROC\", \"soft\": 100, "
+	    "\"hard\": 200}]}, \"linux\": {\"resources\": {\"pids\": {\"limit\": 500}}, "
+	    "\"sysctl\": {\"net.ipv4.ping_group_range\": \"0 0\"}}}");
+	r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
+	ok(r == 0 && strcmp(at(p, "limits.pids"), "100") == 0,
+	   "RLIMIT_NPROC and pids.limit: the lower bounds the cgroup's tasks (%s)",
+	   r == 0 ? at(p, "limits.pids") : err);
+	ok(r == 0, "podman's ping_group_range \"0 0\" (no gid of the sandbox's): accepted");
+	json_decref(p);
+	json_decref(c);
+	c = config_with(
+	    "{\"process\": {\"rlimits\": [{\"type\": \"RLIMIT_NPROC\", \"soft\": 900, "
+	    "\"hard\": 900}]}, \"linux\": {\"resources\": {\"pids\": {\"limit\": 64}}}}");
+	r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
+	ok(r == 0 && strcmp(at(p, "limits.pids"), "64") == 0,
+	   "a lower pids.limit stays under a larger RLIMIT_NPROC");
+	json_decref(p);
+	json_decref(c);
+
 	c = config_with("{\"process\": {\"capabilities\": {\"bounding\": [\"CAP_SYS_ADMIN\"]}, "
 			"\"noNewPrivileges\": false}}");
 	r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
@@ -202,8 +230,6 @@ static void refusals(void)
 	refused(
 	    "{\"process\": {\"rlimits\": [{\"type\": \"RLIMIT_AS\", \"soft\": 1, \"hard\": 1}]}}",
 	    "$.process.rlimits[0].type: RLIMIT_AS is not supported");
-	refused("{\"linux\": {\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\"}}}",
-		"$.linux.seccomp:");
 	refused(
 	    "{\"linux\": {\"uidMappings\": [{\"containerID\": 0, \"hostID\": 0, \"size\": 1}]}}",
 	    "$.linux.uidMappings");
@@ -218,17 +244,163 @@ static void refusals(void)
 		"$.linux.maskedPaths[1]: /etc/shadow is not a path sandcap masks");
 	refused("{\"linux\": {\"readonlyPaths\": [\"/home\"]}}",
 		"$.linux.readonlyPaths[0]: /home is not a path sandcap makes read-only");
-	refused("{\"linux\": {\"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}", "$.linux.sysctl");
+	refused("{\"linux\": {\"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}",
+		"$.linux.sysctl[\"net.ipv4.ip_forward\"]: not supported");
+	refused("{\"linux\": {\"sysctl\": {\"net.ipv4.ping_group_range\": \"0 2147483647\"}}}",
+		"a range holding the agent's gid 1000");
 	refused("{\"hooks\": {\"prestart\": [{\"path\": \"/x\"}]}}", "$.hooks");
 	refused("{\"ociVersion\": \"2.0.0\"}", "$.ociVersion");
 	refused("{\"root\": {}}", "$.root.path");
 	refused("{\"vm\": {}}", "$.vm: not supported");
 }
 
+/* Compiles profile (JSON text); NULL on a refusal, with err. */
+static int profile(const char *text, oci_filter *f, char *err, size_t len)
+{
+	json_t *j = json_loads(text, 0, NULL);
+	int r = oci_seccomp_compile(j, f, err, len);
+
+	json_decref(j);
+	return r;
+}
+
+/* In a child under f (and no_new_privs): mkdir's errno (0 when it worked),
+ * or -1 when the child did not exit normally. */
+static int mkdir_errno_under(const oci_filter *f, const char *dir)
+{
+	struct sock_fprog prog = {.len = (unsigned short)f->n_insns, .filter = f->insns};
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, f->flags, &prog) < 0)
+			_exit(200);
+		_exit(mkdir(dir, 0700) < 0 ? errno : 0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static void seccomp_profiles(void)
+{
+	char err[512] = "", dir[64];
+	oci_filter f;
+	int r;
+
+	r = oci_seccomp_compile(NULL, &f, err, sizeof(err));
+	ok(r == 0 && !f.insns, "no linux.seccomp: no second filter");
+	r = profile("{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"architectures\": "
+		    "[\"SCMP_ARCH_X86_64\", \"SCMP_ARCH_X86\"], \"flags\": "
+		    "[\"SECCOMP_FILTER_FLAG_LOG\"], \"syscalls\": [{\"names\": [\"mkdir\", "
+		    "\"mkdirat\", \"no_such_call_here\"], \"action\": \"SCMP_ACT_ERRNO\", "
+		    "\"errnoRet\": 122}, {\"names\": [\"getpid\"], \"action\": "
+		    "\"SCMP_ACT_ALLOW\"}, {\"names\": [\"personality\"], \"action\": "
+		    "\"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 0, \"value\": 8, \"op\": "
+		    "\"SCMP_CMP_NE\"}, {\"index\": 0, \"value\": 0, \"op\": "
+		    "\"SCMP_CMP_GT\"}]}]}",
+		    &f, err, sizeof(err));
+	ok(r == 0 && f.n_insns > 0 && f.flags == SECCOMP_FILTER_FLAG_LOG,
+	   "a profile compiles (an unknown name skipped, a rule as the default dropped, two "
+	   "conditions on one argument)");
+	if (r < 0)
+		tap_diag("  %s", err);
+	snprintf(dir, sizeof(dir), "/tmp/test-oci-seccomp.%d", (int)getpid());
+	ok(r == 0 && mkdir_errno_under(&f, dir) == 122,
+	   "under it mkdir fails with errnoRet (EDQUOT)");
+	(void)rmdir(dir);
+	oci_filter_done(&f);
+	r = profile("{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 38, "
+		    "\"syscalls\": [{\"names\": [\"mkdir\"], \"action\": \"SCMP_ACT_ALLOW\"}]}",
+		    &f, err, sizeof(err));
+	ok(r == 0 && f.n_insns > 0, "a default-deny profile compiles");
+	oci_filter_done(&f);
+
+	static const struct {
+		const char *profile, *want;
+	} bad[] = {
+	    {"{\"defaultAction\": \"SCMP_ACT_NOTIFY\"}",
+	     "$.linux.seccomp.defaultAction: SCMP_ACT_NOTIFY is not supported"},
+	    {"{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"listenerPath\": \"/run/l.sock\"}",
+	     "$.linux.seccomp.listenerPath: not supported"},
+	    {"{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": "
+	     "[\"read\"], \"action\": \"SCMP_ACT_ALLOW\"}, {\"names\": [\"mkdir\"], "
+	     "\"action\": \"SCMP_ACT_NOTIFY\"}]}",
+	     "$.linux.seccomp.syscalls[1].action: SCMP_ACT_NOTIFY is not supported"},
+	    {"{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": "
+	     "[\"mkdir\"], \"action\": \"SCMP_ACT_TRACE\"}]}",
+	     "$.linux.seccomp.syscalls[0].action: SCMP_ACT_TRACE is not supported"},
+	    {"{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"flags\": "
+	     "[\"SECCOMP_FILTER_FLAG_SPEC_ALLOW\"]}",
+	     "$.linux.seccomp.flags[0]: SECCOMP_FILTER_FLAG_SPEC_ALLOW is not supported"},
+	    {"{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": "
+	     "[\"mkdir\"], \"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 6, "
+	     "\"value\": 0, \"op\": \"SCMP_CMP_EQ\"}]}]}",
+	     "$.linux.seccomp.syscalls[0].args[0].index: expected 0 to 5"},
+	    {"{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": "
+	     "[\"mkdir\"], \"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 0, "
+	     "\"value\": 0, \"op\": \"SCMP_CMP_XX\"}]}]}",
+	     "$.linux.seccomp.syscalls[0].args[0].op: expected"},
+	    {"{\"defaultAction\": \"SCMP_ACT_KILL\", \"syscalls\": [{\"names\": "
+	     "[\"mkdir\"], \"action\": \"SCMP_ACT_ALLOW\", \"errnoRet\": 1}]}",
+	     "$.linux.seccomp.syscalls[0].errnoRet: only with SCMP_ACT_ERRNO"},
+	    {"{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 5000}",
+	     "$.linux.seccomp.defaultErrnoRet: expected an errno"},
+	    {"{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"architectures\": "
+	     "[\"SCMP_ARCH_VAX\"]}",
+	     "$.linux.seccomp.architectures[0]: SCMP_ARCH_VAX is unknown"},
+	    {"{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [], "
+	     "\"action\": \"SCMP_ACT_ERRNO\"}]}",
+	     "$.linux.seccomp.syscalls[0].names: expected 1 to"},
+	    {"{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": "
+	     "[\"mkdir\"], \"action\": \"SCMP_ACT_ERRNO\", \"comment\": \"x\"}]}",
+	     "$.linux.seccomp.syscalls[0].comment: not supported"},
+	    {"{\"syscalls\": []}", "$.linux.seccomp.defaultAction: expected an action"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		r = profile(bad[i].profile, &f, err, sizeof(err));
+		ok(r == -EINVAL && strstr(err, bad[i].want) && !f.insns,
+		   "seccomp refused, naming the field: %.60s", bad[i].want);
+		if (r != -EINVAL || !strstr(err, bad[i].want))
+			tap_diag("  got %d \"%s\"", r, err);
+	}
+}
+
+/* An exec's process file (sandcap-runc exec --process), as containerd's
+ * shim writes it: the container's process with other args. */
+static void exec_process(void)
+{
+	json_t *p = json_loads("{\"args\": [\"sh\", \"-c\", \"id\"], \"env\": [\"A=1\"], \"cwd\": "
+			       "\"/work\", \"terminal\": true, \"consoleSize\": {\"height\": 5, "
+			       "\"width\": 7}, \"user\": {\"uid\": 0, \"gid\": 0}, \"rlimits\": "
+			       "[{\"type\": \"RLIMIT_NOFILE\", \"soft\": 1024, \"hard\": 1024}], "
+			       "\"capabilities\": {\"bounding\": [\"CAP_KILL\"]}, "
+			       "\"noNewPrivileges\": true}",
+			       0, NULL);
+	char err[512] = "";
+	oci_process proc;
+	int r = oci_process_parse(p, &proc, err, sizeof(err));
+
+	ok(r == 0 && json_array_size(proc.args) == 3 && strcmp(proc.cwd, "/work") == 0 &&
+	       proc.terminal && proc.rows == 5 && proc.cols == 7,
+	   "an exec's process file: args, cwd, terminal and its size");
+	if (r < 0)
+		tap_diag("  %s", err);
+	json_object_set_new(json_object_get(p, "user"), "uid", json_integer(33));
+	r = oci_process_parse(p, &proc, err, sizeof(err));
+	ok(r == -EINVAL && strstr(err, "$.process.user.uid: must be 1000"),
+	   "an exec's process file with another uid: refused, the field named");
+	json_decref(p);
+}
+
 int main(void)
 {
 	mapping();
 	refusals();
+	seccomp_profiles();
+	exec_process();
 	{
 		json_t *s = oci_default_spec();
 
