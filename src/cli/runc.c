@@ -31,6 +31,7 @@
 #include "base/fdpass.h"
 #include "base/io.h"
 #include "base/sha256.h"
+#include "base/unix-addr.h"
 #include "oci/config.h"
 #include "oci/seccomp.h"
 #include "policy/plan.h"
@@ -151,32 +152,40 @@ typedef struct csup {
 
 static int send_console(const char *sock_path, int master)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	_cleanup_close_ int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct iovec iov = {.iov_base = (void *)"/dev/ptmx", .iov_len = 9};
+	const char *slash = strrchr(sock_path, '/');
+	char dir[PATH_MAX];
+	int r;
 
 	if (s < 0)
 		return -errno;
-	if (strlen(sock_path) >= sizeof(sa.sun_path))
+	/* DIR/NAME, so that a long path still fits a socket address */
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if ((size_t)snprintf(dir, sizeof(dir), "%.*s", (int)(slash - sock_path), sock_path) >=
+		 sizeof(dir))
 		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, sock_path);
-	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return -errno;
+	r = unix_connect_in(s, slash == sock_path ? "/" : dir, slash ? slash + 1 : sock_path);
+	if (r < 0)
+		return r;
 	return fdpass_send(s, &iov, 1, &master, 1) < 0 ? -EIO : 0;
 }
 
 static int listen_ctl(const char *dir, int *ret)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	char path[PATH_MAX];
+	int r;
 
 	if (fd < 0)
 		return -errno;
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/oci.sock", dir) >=
-	    sizeof(sa.sun_path))
+	if ((size_t)snprintf(path, sizeof(path), "%s/oci.sock", dir) >= sizeof(path))
 		return -ENAMETOOLONG;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sa.sun_path, 0600) < 0 ||
-	    listen(fd, 16) < 0)
+	r = unix_bind_in(fd, dir, "oci.sock");
+	if (r < 0)
+		return r;
+	if (chmod(path, 0600) < 0 || listen(fd, 16) < 0)
 		return -errno;
 	*ret = TAKE_FD(fd);
 	return 0;
@@ -603,19 +612,13 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 
 static int ctl_request(const char *id, const char *req)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	char dir[4096], reply[256];
 	ssize_t n;
 
 	if (cdir(id, dir, sizeof(dir)) < 0)
 		return SC_EXIT_SETUP;
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/oci.sock", dir) >=
-	    sizeof(sa.sun_path)) {
-		oci_err("--root %s: too long for a socket path", g_root);
-		return SC_EXIT_SETUP;
-	}
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (fd < 0 || unix_connect_in(fd, dir, "oci.sock") < 0) {
 		oci_err("container %s %s", id,
 			access(dir, F_OK) < 0 ? "does not exist" : "is not running");
 		return 1;

@@ -30,6 +30,7 @@
 #include "base/cleanup.h"
 #include "base/exit-status.h"
 #include "base/io.h"
+#include "base/unix-addr.h"
 #include "compat/syscalls.h"
 #include "core/ctl.h"
 #include "session/request.h"
@@ -965,18 +966,15 @@ static json_t *summary_json(ss_server *s, int r, const sc_run_result *res, const
 
 static int listen_at(const char *dir, int *ret_fd)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	mode_t old;
-	int r = 0;
+	int r;
 
 	if (fd < 0)
 		return -errno;
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/" SS_SOCKET, dir) >=
-	    sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
 	old = umask(0177); /* the socket 0600 */
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)
+	r = unix_bind_in(fd, dir, SS_SOCKET);
+	if (r == 0 && listen(fd, 128) < 0)
 		r = -errno;
 	umask(old);
 	if (r < 0)

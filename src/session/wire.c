@@ -11,6 +11,7 @@
 
 #include "base/cleanup.h"
 #include "base/fdpass.h"
+#include "base/unix-addr.h"
 #include "session/session.h"
 
 int ss_send(int sock, const json_t *o, const int *fds, size_t n)
@@ -65,7 +66,6 @@ int ss_recv(int sock, int flags, json_t **ret, int *fds, size_t max, size_t *ret
 
 int ss_connect(const char *name, int *ret_fd)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char dir[4096];
 	_cleanup_close_ int fd = -1;
 	int r;
@@ -75,14 +75,15 @@ int ss_connect(const char *name, int *ret_fd)
 	r = sc_session_dir(false, dir, sizeof(dir));
 	if (r < 0)
 		return r;
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/" SS_SOCKET, dir, name) >=
-	    sizeof(sa.sun_path))
+	if ((size_t)snprintf(dir + strlen(dir), sizeof(dir) - strlen(dir), "/%s", name) >=
+	    sizeof(dir) - strlen(dir))
 		return -ENAMETOOLONG;
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return errno == ECONNREFUSED ? -ENOENT : -errno;
+	r = unix_connect_in(fd, dir, SS_SOCKET);
+	if (r < 0)
+		return r == -ECONNREFUSED ? -ENOENT : r;
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }

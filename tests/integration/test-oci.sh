@@ -249,6 +249,21 @@ rc ps ex 2>/dev/null
 expect_eq "ps of a stopped container: refused" "$?" 1
 rc delete ex
 
+# ---- Kubernetes' ids under a long --root: the control sockets are past
+# the 107 bytes of a socket address ----
+LR="$T/run/containerd/io.containerd.runtime.v2.task/k8s.io/state"
+LID=$(printf '%064d' 0 | tr 0 a)
+mkdir -p "$(dirname "$LR")" # --root itself is made by the runtime, 0700
+use ex
+"$R" --root "$LR" create --bundle "$T/b" "$LID" && "$R" --root "$LR" start "$LID"
+expect_eq "a 64-character id under a long --root starts" "$?" 0
+out=$("$R" --root "$LR" exec "$LID" sh -c 'echo in; exit 4')
+expect_eq "... exec reaches it" "$?:$out" "4:in"
+"$R" --root "$LR" kill "$LID" KILL
+for i in $(seq 50); do "$R" --root "$LR" state "$LID" | grep -q stopped && break; sleep 0.1; done
+expect_match "... kill reaches it" "$("$R" --root "$LR" state "$LID")" '"status": "stopped"'
+"$R" --root "$LR" delete "$LID"
+
 # ---- a seccomp profile of the spec's own, stacked on sandcap's ----
 edit sc "c['process']['terminal'] = False
 c['process']['args'] = ['sh', '-c', 'grep Seccomp_filters /proc/self/status; mkdir /tmp/d 2>&1; unshare -U true 2>&1; echo x > /tmp/t && echo write-ok; sleep 30']
