@@ -128,6 +128,16 @@ expect_eq "one net.request record per stream" "$(records multi | grep -c '"via":
 check "... each stream's path in its own record" bash -c "for i in 1 2 3 4 5; do
 	grep -q '\"event\":\"net.request\".*\"path\":\"/v1/s'\$i'.txt\".*\"status\":200' '$T/audit-multi.jsonl' || exit 1; done"
 
+# --- a client that leaves mid-stream (its stream's connection is closed as
+# an HTTP/1.1 client's would be); the worker serves the next one
+out=$(run_h2 cut sh -c '
+curl -sS --http2 --limit-rate 20k --max-time 1 -o /dev/null "'"$U"'/v1/big.bin" 2>/dev/null
+echo "cut rc=$?"
+curl -sS --http2 "'"$U"'/v1/data.json"
+' 2>&1)
+expect_eq "a client that leaves mid-stream, then a new connection is served" "$out" 'cut rc=28
+{"answer": 42}'
+
 if command -v nghttp >/dev/null; then
 	# nghttp opens its streams at once (-m: the same path several times)
 	out=$(run_h2 nghttp sh -c 'nghttp -n -s -m 10 "'"$U"'/v1/s1.txt" 2>&1 | grep -c "^ *[0-9].*/v1/s1.txt"' 2>&1)
