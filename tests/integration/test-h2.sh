@@ -16,6 +16,7 @@ mkdir -p "$T/www/v1/up" "$T/tmp"
 make_tls_cert "$T/ca" h2.inspect.test
 chmod 755 "$T/ca" && chmod 644 "$T/ca"/*
 head -c 300000 /dev/urandom >"$T/www/v1/big.bin"
+head -c 8000000 /dev/zero >"$T/www/v1/huge.bin"
 echo '{"answer": 42}' >"$T/www/v1/data.json"
 for i in 1 2 3 4 5; do echo "stream $i" >"$T/www/v1/s$i.txt"; done
 chmod -R a+rX "$T/www"
@@ -128,10 +129,22 @@ expect_eq "one net.request record per stream" "$(records multi | grep -c '"via":
 check "... each stream's path in its own record" bash -c "for i in 1 2 3 4 5; do
 	grep -q '\"event\":\"net.request\".*\"path\":\"/v1/s'\$i'.txt\".*\"status\":200' '$T/audit-multi.jsonl' || exit 1; done"
 
+# --- a header list over the SETTINGS limit: 431 on that stream, as an
+# HTTP/1.1 head of that size gets, and recorded
+out=$(run_h2 big sh -c '
+curl -sS --http2 -o /dev/null -w "%{http_version} %{http_code}\n" -H "x-big: $(head -c 40000 /dev/zero | tr "\0" a)" "'"$U"'/v1/data.json"
+curl -sS --http2 -w " %{http_version} %{http_code}\n" "'"$U"'/v1/data.json"
+' 2>&1)
+expect_eq "a 40000-byte header: 431 on its stream; the next request goes through" "$out" '2 431
+{"answer": 42}
+ 2 200'
+check "... recorded as net.denied bad-request with why" \
+	grep -q '"event":"net.denied".*"detail":"header list too large".*"path":"/v1/data.json".*"reason":"bad-request".*"via":"h2"' "$T/audit-big.jsonl"
+
 # --- a client that leaves mid-stream (its stream's connection is closed as
 # an HTTP/1.1 client's would be); the worker serves the next one
 out=$(run_h2 cut sh -c '
-curl -sS --http2 --limit-rate 20k --max-time 1 -o /dev/null "'"$U"'/v1/big.bin" 2>/dev/null
+curl -sS --http2 --limit-rate 100k --max-time 1 -o /dev/null "'"$U"'/v1/huge.bin" 2>/dev/null
 echo "cut rc=$?"
 curl -sS --http2 "'"$U"'/v1/data.json"
 ' 2>&1)
