@@ -129,6 +129,24 @@ expect_eq "one net.request record per stream" "$(records multi | grep -c '"via":
 check "... each stream's path in its own record" bash -c "for i in 1 2 3 4 5; do
 	grep -q '\"event\":\"net.request\".*\"path\":\"/v1/s'\$i'.txt\".*\"status\":200' '$T/audit-multi.jsonl' || exit 1; done"
 
+# --- the rate limit per stream: streams over it get 429, the others are served
+sed 's|"allow_private"|"rate": "3/m", "allow_private"|' "$T/h2.json" >"$T/h2rate.json"
+out=$("$SANDCAP" run --quiet --audit "$T/audit-rate.jsonl" --policy "$T/h2rate.json" -- sh -c '
+curl -sS --http2 --parallel -w "%{http_version} %{http_code} %{num_connects}\n" \
+	-o /dev/null "'"$U"'/v1/s1.txt" -o /dev/null "'"$U"'/v1/s2.txt" -o /dev/null "'"$U"'/v1/s3.txt" \
+	-o /dev/null "'"$U"'/v1/s4.txt" -o /dev/null "'"$U"'/v1/s5.txt" -o /dev/null "'"$U"'/v1/s1.txt"
+' 2>&1)
+expect_eq "a rate of 3/m, six streams on one connection: three served, three 429" \
+	"$(grep -E '^[0-9.]+ [0-9]{3} ' <<<"$out" |
+		awk '{ print $1, $2; n += $3 } END { print "connections", n }' | sort | uniq -c | tr -s ' ')" \
+	' 3 2 200
+ 3 2 429
+ 1 connections 1'
+expect_eq "... one record each" \
+	"$(records rate | grep -o '"decision":"[a-z]*"\|"status":[0-9]*' | paste -d' ' - - | sort | uniq -c | tr -s ' ')" \
+	' 3 "decision":"allow" "status":200
+ 3 "decision":"deny" "status":429'
+
 # --- a header list over the SETTINGS limit: 431 on that stream, as an
 # HTTP/1.1 head of that size gets, and recorded
 out=$(run_h2 big sh -c '
