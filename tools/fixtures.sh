@@ -69,10 +69,10 @@ start_dns() { # start_dns PORT NAME=IP...
 	sleep 0.3
 }
 
-# A TLS origin for NAME on host loopback (openssl s_server -www), its
-# certificate from a CA made here, for this caller only: $W/ca/ca.pem.
-start_tls_origin() { # start_tls_origin PORT NAME
-	local port=$1 name=$2 d=$W/ca
+# A CA made here and a server certificate it signs for NAME: DIR/ca.pem,
+# DIR/srv.pem and DIR/srv.key.
+make_tls_cert() { # make_tls_cert DIR NAME
+	local d=$1 name=$2
 	mkdir -p "$d"
 	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=sandcap test CA" \
 		-keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
@@ -82,6 +82,13 @@ start_tls_origin() { # start_tls_origin PORT NAME
 	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
 		-days 1 -extfile "$d/ext" -out "$d/srv.pem" 2>/dev/null
 	chmod 644 "$d/ca.pem"
+}
+
+# A TLS origin for NAME on host loopback (openssl s_server -www), its
+# certificate from a CA made here, for this caller only: $W/ca/ca.pem.
+start_tls_origin() { # start_tls_origin PORT NAME
+	local port=$1 name=$2 d=$W/ca
+	make_tls_cert "$d" "$name"
 	openssl s_server -quiet -accept "127.0.0.1:$port" -cert "$d/srv.pem" -key "$d/srv.key" -www \
 		>/dev/null 2>&1 &
 	PIDS+=($!)

@@ -62,6 +62,7 @@ typedef enum conn_state {
 	CS_FORWARD,
 	CS_REPLY,
 	CS_CLIENT_TLS, /* an inspected CONNECT: "200", then the handshake with the client */
+	CS_H2,	       /* an inspected connection speaking HTTP/2 (h2.c) */
 	_CONN_STATE_MAX,
 	_CONN_STATE_INVALID = -22,
 } conn_state;
@@ -212,6 +213,8 @@ typedef struct conn {
 	bool tunnel_peeked; /* a plain tunnel's first client bytes were looked at */
 	int client_alert;   /* the last TLS alert the client sent, -1 none */
 	px_origin tunnel;   /* what its CONNECT asked for */
+	struct px_h2 *h2;   /* CS_H2: the HTTP/2 session (h2.h) */
+	bool h2_stream;	    /* reads one HTTP/2 stream's request from a socketpair (h2.c) */
 
 	/* tunnel */
 	int c2u[2], u2c[2];
@@ -327,6 +330,14 @@ ssize_t px_client_recv(conn *c, void *buf, size_t n);
 ssize_t px_client_send(conn *c, const void *buf, size_t n);
 /* shutdown(SHUT_WR), with a TLS close_notify first when inspected. */
 void px_client_shutdown(conn *c);
+
+/* h2.c */
+/* The client chose "h2": the connection serves an HTTP/2 session. */
+void px_h2_start(conn *c);
+void px_h2_io(conn *c);
+void px_h2_timeout(conn *c);
+void px_h2_interest(conn *c, uint32_t *cmask, uint32_t *umask);
+void px_h2_close(conn *c);
 
 /* tunnel.c */
 int px_tunnel_start(conn *c);

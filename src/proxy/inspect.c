@@ -23,10 +23,12 @@
 #include "proxy/allow.h"
 #include "proxy/ca.h"
 #include "proxy/conn.h"
+#include "proxy/h2.h"
 #include "proxy/placeholder.h"
 #include "proxy/tls.h"
 
-static const unsigned char alpn_http11[] = "\x08http/1.1";
+/* the agent's choice: HTTP/2 (h2.c) or HTTP/1.1 */
+static const unsigned char alpn_protos[] = "\x02h2\x08http/1.1";
 
 static int on_servername(SSL *ssl, int *alert, void *arg)
 {
@@ -42,7 +44,7 @@ static int on_servername(SSL *ssl, int *alert, void *arg)
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-/* HTTP/1.1 only: a client offering just h2 gets no ALPN and speaks 1.1 or leaves. */
+/* Our order: h2 when the client offers it; a client offering neither gets no ALPN. */
 static int on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 		   const unsigned char *in, unsigned int inlen, void *arg)
 {
@@ -50,7 +52,7 @@ static int on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 
 	(void)ssl;
 	(void)arg;
-	if (SSL_select_next_proto(&sel, outlen, alpn_http11, sizeof(alpn_http11) - 1, in, inlen) !=
+	if (SSL_select_next_proto(&sel, outlen, alpn_protos, sizeof(alpn_protos) - 1, in, inlen) !=
 	    OPENSSL_NPN_NEGOTIATED)
 		return SSL_TLSEXT_ERR_NOACK;
 	*out = sel;
@@ -257,6 +259,8 @@ static void handshake_failed(conn *c, const char *why)
 
 void px_inspect_io(conn *c)
 {
+	const unsigned char *alpn = NULL;
+	unsigned int alpn_len = 0;
 	unsigned long e;
 	int r, err;
 
@@ -304,6 +308,11 @@ again:
 	c->inspected = true;
 	/* from here a transparent client is an inspected tunnel like any other */
 	c->tmode = PX_T_NONE;
+	SSL_get0_alpn_selected(c->cssl, &alpn, &alpn_len);
+	if (alpn_len == 2 && memcmp(alpn, "h2", 2) == 0) {
+		px_h2_start(c);
+		return;
+	}
 	/* the first request head, as on a kept-alive connection */
 	px_conn_next_request(c);
 }
@@ -325,6 +334,7 @@ void px_inspect_interest(conn *c, uint32_t *cm, uint32_t *um)
 
 void px_inspect_close(conn *c)
 {
+	px_h2_close(c);
 	if (c->cssl) {
 		SSL_free(c->cssl);
 		c->cssl = NULL;
@@ -385,7 +395,8 @@ ssize_t px_client_recv(conn *c, void *buf, size_t n)
 {
 	int r, err;
 
-	if (!c->inspected)
+	/* an HTTP/2 stream's connection is inspected, its socketpair clear */
+	if (!c->inspected || !c->cssl)
 		return recv(c->cfd, buf, n, MSG_DONTWAIT);
 	c->cssl_want_read = c->cssl_want_write = 0;
 	r = SSL_read(c->cssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
@@ -418,7 +429,7 @@ ssize_t px_client_send(conn *c, const void *buf, size_t n)
 {
 	int r, err;
 
-	if (!c->inspected)
+	if (!c->inspected || !c->cssl)
 		return send(c->cfd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	c->cssl_want_read = c->cssl_want_write = 0;
 	r = SSL_write(c->cssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
@@ -441,7 +452,7 @@ ssize_t px_client_send(conn *c, const void *buf, size_t n)
 void px_client_shutdown(conn *c)
 {
 	/* close_notify tells a close-delimited body ended, not was cut */
-	if (c->inspected) {
+	if (c->inspected && c->cssl) {
 		(void)SSL_shutdown(c->cssl);
 		ERR_clear_error();
 	}

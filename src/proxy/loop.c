@@ -64,8 +64,8 @@ void px_conn_emit_denied(conn *c, const char *reason, const char *detail)
 		(void)json_object_set_new(d, "normalised_path", json_string(c->norm_path));
 	if (d && c->cred_refused)
 		(void)json_object_set_new(d, "credential", json_string(c->cred_refused));
-	if (d && c->socks)
-		(void)json_object_set_new(d, "via", json_string("socks5"));
+	if (d && (c->socks || c->h2_stream))
+		(void)json_object_set_new(d, "via", json_string(c->socks ? "socks5" : "h2"));
 	if (d && c->inspected)
 		(void)json_object_set_new(d, "inspected", json_true());
 	(void)px_events_emit(c->L->ev, "net.denied", d);
@@ -83,8 +83,8 @@ void px_conn_emit_request(conn *c, const char *decision, const char *reason, int
 
 	if (d && c->cred)
 		(void)json_object_set_new(d, "credential", json_string(c->cred->name));
-	if (d && c->socks)
-		(void)json_object_set_new(d, "via", json_string("socks5"));
+	if (d && (c->socks || c->h2_stream))
+		(void)json_object_set_new(d, "via", json_string(c->socks ? "socks5" : "h2"));
 	px_resp_digest_add(c, d);
 	if (d && c->inspected)
 		(void)json_object_set_new(d, "inspected", json_true());
@@ -894,6 +894,11 @@ static conn_action *const transitions[_CONN_STATE_MAX][_CONN_EVENT_MAX] = {
 		       [EV_C_OUT] = px_inspect_io,
 		       [EV_C_HUP] = px_inspect_io,
 		       [EV_TIMEOUT] = px_inspect_timeout},
+    [CS_H2] = {[EV_C_IN] = px_h2_io,
+	       [EV_C_OUT] = px_h2_io,
+	       [EV_C_HUP] = px_h2_io, /* the client's or a stream's socketpair */
+	       [EV_WAKE] = px_h2_io,
+	       [EV_TIMEOUT] = px_h2_timeout},
 };
 
 static void dispatch(conn *c, conn_event e)
@@ -940,6 +945,9 @@ static void interest(conn *c, uint32_t *cm, uint32_t *um)
 		break;
 	case CS_CLIENT_TLS:
 		px_inspect_interest(c, cm, um);
+		return;
+	case CS_H2:
+		px_h2_interest(c, cm, um);
 		return;
 	case _CONN_STATE_MAX:
 	case _CONN_STATE_INVALID:
