@@ -18,16 +18,9 @@
 
 #include "base/diag.h"
 #include "policy/plan.h"
+#include "session/locate.h"
 
-#define SC_SESSION_NAME_MAX 64
-#define SC_SESSION_MAX_ENV  256
-
-/* Where session state lives: /run/sandcap/sessions as root, else
- * $XDG_RUNTIME_DIR/sandcap/sessions; SANDCAP_RUNTIME_DIR overrides (for
- * tests), + /sessions. Created 0700 when create. */
-int sc_session_dir(bool create, char *buf, size_t len);
-/* A name is 1-64 of [A-Za-z0-9._-], not starting with '.' or '-'. */
-bool sc_session_name_valid(const char *name);
+#define SC_SESSION_MAX_ENV 256
 
 /* Removes what supervisors that died left behind: a session directory
  * whose lock nobody holds. Returns how many were removed. */
