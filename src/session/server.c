@@ -178,7 +178,7 @@ static void conn_error(ss_conn *c, const char *code, const char *fmt, ...)
 
 		(void)ctl_send(c->fd, &h, msg, NULL, 0);
 	} else {
-		conn_error(c, code, "%s", msg);
+		send_error(c->fd, code, "%s", msg);
 	}
 }
 

@@ -314,7 +314,7 @@ U=sc-sess-$$
 if command -v useradd >/dev/null && command -v setpriv >/dev/null &&
 	useradd --no-create-home --home-dir "$T/uhome" --shell /usr/sbin/nologin --user-group "$U" 2>/dev/null; then
 	mkdir -p "$T/ubin" "$T/uhome" "$T/uxdg"
-	cp "$SANDCAP" "$(dirname "$SANDCAP")/sandcap-init" "$T/ubin/"
+	cp "$SANDCAP" "$(dirname "$SANDCAP")/sandcap-main" "$(dirname "$SANDCAP")/sandcap-init" "$T/ubin/"
 	chmod 755 "$T/ubin"
 	chmod 644 "$T/other.json"
 	chown "$U:$U" "$T/uhome" "$T/uxdg"

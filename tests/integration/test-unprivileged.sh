@@ -27,7 +27,7 @@ trap cleanup_user EXIT
 # The build tree lives where the user may not look: sandcap finds
 # sandcap-init next to itself, so both go to a directory the user can read.
 mkdir -p "$B" "$HOMEDIR"
-cp "$SANDCAP" "$(dirname "$SANDCAP")/sandcap-init" "$B/"
+cp "$SANDCAP" "$(dirname "$SANDCAP")/sandcap-main" "$(dirname "$SANDCAP")/sandcap-init" "$B/"
 probe=$(dirname "$SANDCAP")/tests/escape/probe-escape
 [ -x "$probe" ] || probe=$HERE/../../build/tests/escape/probe-escape
 [ -x "$probe" ] && cp "$probe" "$B/"
