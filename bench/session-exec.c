@@ -43,6 +43,16 @@ static void drain(int fd)
 		;
 }
 
+/* End of file for the command, its output read, our ends closed. */
+static void drain_all(int in, int out, int err)
+{
+	close(in);
+	drain(out);
+	drain(err);
+	close(out);
+	close(err);
+}
+
 /* One exec in the JSON form (the library's); 0 when it exited 0. */
 static int exec_json(const char *name, char **argv)
 {
@@ -52,11 +62,7 @@ static int exec_json(const char *name, char **argv)
 
 	if (sc_session_exec(name, &q, &h) < 0)
 		return -1;
-	close(h.stdin_fd);
-	drain(h.stdout_fd);
-	drain(h.stderr_fd);
-	close(h.stdout_fd);
-	close(h.stderr_fd);
+	drain_all(h.stdin_fd, h.stdout_fd, h.stderr_fd);
 	if (sc_session_exec_wait(&h, &r) < 0)
 		return -1;
 	json_decref(r.limits_hit);
@@ -73,11 +79,7 @@ static int exec_fixed(const char *name, char **argv)
 
 	if (sx_exec(name, &q, &h, why, sizeof(why)) < 0)
 		return -1;
-	close(h.stdin_fd);
-	drain(h.stdout_fd);
-	drain(h.stderr_fd);
-	close(h.stdout_fd);
-	close(h.stderr_fd);
+	drain_all(h.stdin_fd, h.stdout_fd, h.stderr_fd);
 	if (sx_exec_wait(&h, &r) < 0)
 		return -1;
 	return r.exit_code;

@@ -24,13 +24,29 @@ static bool put_str(char *buf, size_t *at, const char *s)
 	return true;
 }
 
+int sx_take_fds(sx_handle *h, bool tty, const int *fds, size_t n)
+{
+	if (n != (tty ? 1u : 3u)) {
+		fdpass_close(fds, n);
+		return -EPROTO;
+	}
+	if (tty) {
+		h->pty_fd = fds[0];
+	} else {
+		h->stdin_fd = fds[0];
+		h->stdout_fd = fds[1];
+		h->stderr_fd = fds[2];
+	}
+	return 0;
+}
+
 int sx_exec(const char *name, const sx_req *q, sx_handle *ret, char *why, size_t why_len)
 {
 	_cleanup_free_ char *buf = malloc(CTL_MAX_PAYLOAD + 1);
 	_cleanup_close_ int conn = -1;
 	ctl_hdr h = {.type = CTL_EXEC, .flags = q->tty ? CTL_TTY : 0};
 	int fds[CTL_MAX_FDS];
-	size_t at = 0, n_fds = 0, want = q->tty ? 1 : 3;
+	size_t at = 0, n_fds = 0;
 	int r;
 
 	*ret =
@@ -87,19 +103,10 @@ int sx_exec(const char *name, const sx_req *q, sx_handle *ret, char *why, size_t
 			return -EREMOTEIO;
 		}
 	}
-	if (n_fds != want) {
-		fdpass_close(fds, n_fds);
-		return -EPROTO;
-	}
-	if (q->tty) {
-		ret->pty_fd = fds[0];
-	} else {
-		ret->stdin_fd = fds[0];
-		ret->stdout_fd = fds[1];
-		ret->stderr_fd = fds[2];
-	}
-	ret->conn = TAKE_FD(conn);
-	return 0;
+	r = sx_take_fds(ret, q->tty, fds, n_fds);
+	if (r >= 0)
+		ret->conn = TAKE_FD(conn);
+	return r;
 }
 
 int sx_exec_signal(const sx_handle *h, int sig)

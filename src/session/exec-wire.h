@@ -55,6 +55,10 @@ typedef struct sx_result {
 	int err; /* > 0: it could not be started (an errno) */
 } sx_result;
 
+/* The fds of an exec's first answer into h: 3 (stdin, stdout, stderr) or,
+ * with tty, 1 (the pty master). -EPROTO (and the fds closed) for another
+ * count. */
+int sx_take_fds(sx_handle *h, bool tty, const int *fds, size_t n);
 /* Starts req in session name: 0, or -EREMOTEIO with the supervisor's
  * reason in why (the session refused it), or -errno (-ENOENT: no such
  * session). The fds in *ret are the caller's. */

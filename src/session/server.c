@@ -300,9 +300,10 @@ static void finish_exec(ss_server *s, ss_conn *c, int status, bool timed_out, in
 		       (int)c->pid, "status", code, "signal", sig ? json_integer(sig) : json_null(),
 		       "duration_ms", (json_int_t)ms, "limits_hit", hits, "session_ended",
 		       status < 0 && !err));
-	o = json_pack("{s:i, s:o, s:O, s:I}", "exit_code", code, "signal",
-		      sig ? json_integer(sig) : json_null(), "limits_hit", hits, "duration_ms",
-		      (json_int_t)ms);
+	o = c->fixed ? NULL
+		     : json_pack("{s:i, s:o, s:O, s:I}", "exit_code", code, "signal",
+				 sig ? json_integer(sig) : json_null(), "limits_hit", hits,
+				 "duration_ms", (json_int_t)ms);
 	if (o && status < 0 && !err)
 		(void)json_object_set_new(o, "session_ended", json_true());
 	if (o && err)

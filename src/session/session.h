@@ -18,6 +18,7 @@
 
 #include "base/diag.h"
 #include "policy/plan.h"
+#include "session/exec-wire.h"
 #include "session/locate.h"
 
 #define SC_SESSION_MAX_ENV 256
@@ -68,13 +69,10 @@ typedef struct sc_exec_req {
 	unsigned short rows, cols; /* its first size, with tty */
 } sc_exec_req;
 
-typedef struct sc_exec_handle {
-	int conn;      /* the request's connection: the result comes on it */
-	int stdin_fd;  /* write end; close it for end of file */
-	int stdout_fd; /* read ends */
-	int stderr_fd;
-	int pty_fd; /* with tty: the master, read and written, all three above -1 */
-} sc_exec_handle;
+/* conn (the result comes on it), stdin_fd (write end; close it for end of
+ * file), stdout_fd and stderr_fd (read ends), or with tty pty_fd alone (the
+ * master): as the fixed form's (session/exec-wire.h). */
+typedef sx_handle sc_exec_handle;
 
 /* Starts a command; the fds are the caller's to close. Closing conn
  * before the result kills the command. */
