@@ -152,7 +152,7 @@ def leaks(before):
         found += [f"{k}: {x}" for x in sorted(after[k] - before[k])]
     for p in sorted(after["procs"] - before["procs"]):
         comm = read(f"/proc/{p}/comm").strip()
-        if comm in ("sandcap", "sandcap-init", "bwrap", "crun", "sleep", "unshare") and p != os.getpid():
+        if comm in ("sandcap", "sandcap-main", "sandcap-init", "bwrap", "crun", "sleep", "unshare") and p != os.getpid():
             found.append(f"process: {p} {comm}")
     return found
 

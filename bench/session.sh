@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # A warm `sandcap exec` of /bin/true in a running session against a cold
 # `sandcap run` of it, bwrap and `crun exec` into a running container, in
-# the same run (medians from hyperfine, and ratios; no pass or fail), and
-# the memory of idle sessions (their cgroups' and supervisors' resident
-# memory).
+# the same run (medians from hyperfine, and ratios; no pass or fail), with
+# the floors a CLI exec cannot go below: an empty static program's start
+# (bench/empty, linked as the `sandcap` front is) and the warm exec through
+# the library (build/bench/session-exec, no CLI start-up; the fixed form the
+# front speaks, and the JSON form); and the memory of idle sessions (their
+# cgroups' and supervisors' resident memory).
 #
-#   bench/session.sh [SANDCAP_BINARY]   (as root; build/bench/session-exec next
-#                                        to it measures the library's warm exec)
+#   bench/session.sh [SANDCAP_BINARY]   (as root; build/bench/ next to it)
 #   env: RUNS (default 200), IDLE (idle sessions to measure, default 20),
 #        BENCH_RESULTS (append "session<TAB>WHAT<TAB>NAME<TAB>VALUE" lines)
 set -euo pipefail
@@ -35,9 +37,15 @@ JSON
 BWRAP="bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr \
 --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin \
 --symlink usr/sbin /sbin --proc /proc --dev /dev --tmpfs /tmp"
+B=$(dirname "$S")/bench
 cmds=(-n "sandcap exec (warm)" "$S exec bench -- /bin/true"
 	-n "sandcap run (cold)" "$S run --quiet --policy $T/p.json -- /bin/true"
 	-n "bwrap" "$BWRAP /bin/true")
+# The same exec code in the full program, sandcap-main (OpenSSL, c-ares,
+# jansson and libseccomp linked in): what the front saves.
+[ -x "$(dirname "$S")/sandcap-main" ] &&
+	cmds+=(-n "sandcap-main exec (warm)" "$(dirname "$S")/sandcap-main exec bench -- /bin/true")
+[ -x "$B/empty" ] && cmds+=(-n "empty static program" "$B/empty")
 
 # crun exec into a running container: its warm path, when crun runs here
 # (cgroup v1 hybrid hosts need the private mount namespace bench/startup.sh
@@ -65,30 +73,40 @@ fi
 
 hyperfine -N --warmup 20 --runs "$RUNS" --export-json "$T/h.json" "${cmds[@]}" >"$T/hyperfine.out" 2>&1 ||
 	{ cat "$T/hyperfine.out"; exit 1; }
-python3 - "$T/h.json" "${BENCH_RESULTS:-}" <<'PY'
+# The same warm exec through the library, as a daemon linking it pays it
+# (no CLI start-up): bench/session-exec.c, in the fixed form (what the
+# front sends) and in JSON (sc_session_exec()).
+lib_fixed= lib_json=
+if [ -x "$B/session-exec" ]; then
+	read -r lib_fixed fp10 fp90 < <("$B/session-exec" -f bench "$RUNS" /bin/true)
+	read -r lib_json jp10 jp90 < <("$B/session-exec" bench "$RUNS" /bin/true)
+	echo "library warm exec, fixed form: median $lib_fixed ms (p10 $fp10, p90 $fp90)"
+	echo "library warm exec, JSON (sc_session_exec()): median $lib_json ms (p10 $jp10, p90 $jp90)"
+fi
+python3 - "$T/h.json" "${BENCH_RESULTS:-}" "$lib_fixed" "$lib_json" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 med = {k: sorted(v["times"])[len(v["times"]) // 2] * 1000 for k, v in r.items()}
 if "crun exec (warm)" in med:
     med["crun exec (warm)"] -= med.pop("crun's wrapper alone")
+if sys.argv[3]:
+    med["library warm exec (fixed form)"] = float(sys.argv[3])
+if sys.argv[4]:
+    med["library warm exec (JSON)"] = float(sys.argv[4])
 warm = med["sandcap exec (warm)"]
-print("%-22s %10s %10s" % ("", "median ms", "x warm"))
+print("%-32s %10s %10s" % ("", "median ms", "x warm"))
 for k, v in med.items():
-    print("%-22s %10.3f %10.1f" % (k, v, v / warm))
+    print("%-32s %10.3f %10.2f" % (k, v, v / warm))
+print("cold run / warm exec: %.1fx" % (med["sandcap run (cold)"] / warm))
+if "empty static program" in med and sys.argv[3]:
+    floor = med["empty static program"] + float(sys.argv[3])
+    print("floor of a CLI exec (empty program's start + library exec): %.3f ms;"
+          " the CLI exec is %.3f ms above it" % (floor, warm - floor))
 if sys.argv[2]:
     with open(sys.argv[2], "a") as f:
         for k, v in med.items():
             f.write("session\texec /bin/true\t%s\t%.3f\n" % (k, v))
 PY
-
-# The same warm exec through the library, as a daemon linking it pays it
-# (no CLI start-up): bench/session-exec.c.
-SE=$(dirname "$S")/bench/session-exec
-if [ -x "$SE" ]; then
-	read -r med p10 p90 < <("$SE" bench "$RUNS" /bin/true)
-	echo "sc_session_exec() (library, warm): median $med ms (p10 $p10, p90 $p90)"
-	[ -n "${BENCH_RESULTS:-}" ] && printf 'session\texec /bin/true\tlibrary warm\t%s\n' "$med" >>"$BENCH_RESULTS"
-fi
 
 # Memory of IDLE idle sessions: what their cgroups hold (the sandbox) and
 # the supervisors' resident set, per session.

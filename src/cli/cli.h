@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cli/front.h"
 #include "policy/plan.h"
 
 int cmd_run(int argc, char **argv);
@@ -14,12 +15,8 @@ int cmd_token(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_workspace(int argc, char **argv);
 int cmd_session(int argc, char **argv);
-int cmd_exec(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
-
-/* "sandcap: " + message on stderr. */
-void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Loads and validates a policy file ("-": standard input); prints
  * "FILE: $.path: message" and returns -errno on failure. ret_digest (65

@@ -3,28 +3,29 @@
  * sandcap exec NAME CMD...: a command in a session (docs/sessions.md). The
  * supervisor makes the pipes (or the pty) and hands us our ends: the
  * sandbox never holds anything of ours. We relay our stdio to them.
+ * libc only, in the fixed form of the protocol (session/exec-wire.h): this
+ * is also the small front's whole work (src/cli/front.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <jansson.h>
-#include <openssl/evp.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/cleanup.h"
 #include "base/exit-status.h"
 #include "base/io.h"
-#include "cli/cli.h"
-#include "session/session.h"
+#include "cli/front.h"
+#include "session/exec-wire.h"
 
 #define CHUNK 16384
 
@@ -61,26 +62,22 @@ typedef struct relay {
 	int pty;
 } relay;
 
+/* {"stream": "stdout", "data": BASE64}, as jansson's JSON_COMPACT writes it
+ * (nothing in it needs escaping). */
 static int ndjson_chunk(const char *stream, const char *buf, size_t n)
 {
-	_cleanup_free_ char *b64 = malloc(4 * ((n + 2) / 3) + 1);
-	json_t *o;
-	char *s;
-	int r;
+	static const char tail[] = "\"}\n";
+	char head[40];
+	int hl = snprintf(head, sizeof(head), "{\"stream\":\"%s\",\"data\":\"", stream);
+	_cleanup_free_ char *line = malloc((size_t)hl + B64_LEN(n) + sizeof(tail));
+	size_t len;
 
-	if (!b64)
+	if (!line)
 		return -ENOMEM;
-	(void)EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)buf, (int)n);
-	o = json_pack("{s:s, s:s}", "stream", stream, "data", b64);
-	s = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	if (!s)
-		return -ENOMEM;
-	r = io_write_all(1, s, strlen(s));
-	if (r >= 0)
-		r = io_write_all(1, "\n", 1);
-	free(s);
-	return r;
+	memcpy(line, head, (size_t)hl);
+	len = (size_t)hl + b64_encode(buf, n, line + hl);
+	memcpy(line + len, tail, sizeof(tail));
+	return io_write_all(1, line, len + sizeof(tail) - 1);
 }
 
 /* One readable fd of the command: to where it goes. <= 0 at its end. */
@@ -137,15 +134,19 @@ static void winsize_to(int pty)
 		(void)ioctl(pty, TIOCSWINSZ, &ws);
 }
 
-/* jansson seeds its hash tables on first use from /dev/urandom (open,
- * read, close); one getrandom(2) gives it the same for less, on the path
- * every warm exec takes. 0 would ask jansson to seed itself again. */
-static void seed_json(void)
+/* The last line of --ndjson: {"exit_code", "signal", "limits_hit",
+ * "duration_ms"}, as jansson's JSON_COMPACT writes it. */
+static void ndjson_result(const sx_result *res)
 {
-	uint32_t seed = 0;
+	char sig[16];
 
-	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed) && seed)
-		json_object_seed(seed);
+	snprintf(sig, sizeof(sig), "%d", res->signal);
+	printf("{\"exit_code\":%d,\"signal\":%s,\"limits_hit\":[%s],\"duration_ms\":%" PRIu64 "}\n",
+	       res->exit_code, res->signal ? sig : "null",
+	       res->flags & SX_EXEC_WALL ? "\"exec_wall\""
+	       : res->flags & SX_WALL	 ? "\"wall\""
+					 : "",
+	       res->duration_ms);
 }
 
 int cmd_exec(int argc, char **argv)
@@ -157,19 +158,18 @@ int cmd_exec(int argc, char **argv)
 					     {"ndjson", no_argument, NULL, 'J'},
 					     {"help", no_argument, NULL, 'h'},
 					     {}};
-	char *env[SC_SESSION_MAX_ENV + 1];
+	char *env[SX_MAX_ENV + 1], why[600];
 	size_t n_env = 0;
 	bool interactive = false;
-	sc_exec_req q = {0};
-	sc_exec_handle h;
-	sc_exec_result res;
+	sx_req q = {0};
+	sx_handle h;
+	sx_result res;
 	relay rl = {.in = -1, .to = -1, .out = -1, .err = -1, .pty = -1};
 	struct termios saved;
 	bool raw = false;
 	sigset_t mask;
 	int sfd, c, r;
 	const char *name;
-	json_t *resj = NULL;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+itC:e:h", opts, NULL)) != -1) {
@@ -184,10 +184,9 @@ int cmd_exec(int argc, char **argv)
 			q.cwd = optarg;
 			break;
 		case 'e':
-			if (n_env >= SC_SESSION_MAX_ENV || !strchr(optarg, '=') ||
-			    optarg[0] == '=') {
-				cli_error("exec: --env %s: expected KEY=VALUE (at most %d)", optarg,
-					  SC_SESSION_MAX_ENV);
+			if (n_env >= SX_MAX_ENV || !strchr(optarg, '=') || optarg[0] == '=') {
+				cli_error("exec: --env %s: expected KEY=VALUE (at most %u)", optarg,
+					  SX_MAX_ENV);
 				return SC_EXIT_SETUP;
 			}
 			env[n_env++] = optarg;
@@ -224,13 +223,14 @@ int cmd_exec(int argc, char **argv)
 		}
 	}
 	(void)signal(SIGPIPE, SIG_IGN);
-	seed_json();
-	r = sc_session_exec(name, &q, &h);
+	r = sx_exec(name, &q, &h, why, sizeof(why));
 	if (r < 0) {
 		if (r == -ENOENT || r == -ECONNREFUSED)
 			cli_error("exec: no session %s (sandcap session list)", name);
+		else if (r == -EINVAL)
+			cli_error("exec: %s is no session name", name);
 		else if (r == -EREMOTEIO)
-			cli_error("exec: session %s refused the command", name);
+			cli_error("exec: session %s refused the command: %s", name, why);
 		else
 			cli_error("exec: session %s: %s", name, strerror(-r));
 		return SC_EXIT_SETUP;
@@ -295,7 +295,7 @@ int cmd_exec(int argc, char **argv)
 				if (si.ssi_signo == SIGWINCH && q.tty)
 					winsize_to(h.pty_fd);
 				else if (si.ssi_signo != SIGWINCH)
-					(void)sc_session_exec_signal(&h, (int)si.ssi_signo);
+					(void)sx_exec_signal(&h, (int)si.ssi_signo);
 			}
 		}
 		if (p[0].revents)
@@ -303,7 +303,7 @@ int cmd_exec(int argc, char **argv)
 	}
 	drain(&rl, &rl.out, "stdout", 1);
 	drain(&rl, &rl.err, "stderr", 2);
-	r = sc_session_exec_wait(&h, &res);
+	r = sx_exec_wait(&h, &res);
 	if (raw)
 		(void)tcsetattr(0, TCSANOW, &saved);
 	(void)safe_close(h.pty_fd);
@@ -316,25 +316,16 @@ int cmd_exec(int argc, char **argv)
 			  strerror(-r));
 		return SC_EXIT_SETUP;
 	}
-	if (rl.ndjson) {
-		resj = json_pack("{s:i, s:o, s:O, s:I}", "exit_code", res.exit_code, "signal",
-				 res.signal ? json_integer(res.signal) : json_null(), "limits_hit",
-				 res.limits_hit ? res.limits_hit : json_array(), "duration_ms",
-				 (json_int_t)res.duration_ms);
-		char *s = json_dumps(resj, JSON_COMPACT);
-
-		if (s)
-			printf("%s\n", s);
-		free(s);
-		json_decref(resj);
-	} else if (res.exec_wall_hit) {
-		cli_error("exec: stopped by limits.exec_wall after %" JSON_INTEGER_FORMAT
-			  " ms (exit 124)",
-			  (json_int_t)res.duration_ms);
-	} else if (res.session_ended) {
+	if (rl.ndjson)
+		ndjson_result(&res);
+	else if (res.err > 0)
+		cli_error("exec: session %s could not start the command: %s", name,
+			  strerror(res.err));
+	else if (res.flags & SX_EXEC_WALL)
+		cli_error("exec: stopped by limits.exec_wall after %" PRIu64 " ms (exit 124)",
+			  res.duration_ms);
+	else if (res.flags & SX_SESSION_ENDED)
 		cli_error("exec: session %s ended while the command ran (%s)", name,
-			  res.wall_hit ? "limits.wall" : "stopped");
-	}
-	json_decref(res.limits_hit);
+			  res.flags & SX_WALL ? "limits.wall" : "stopped");
 	return res.exit_code;
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <openssl/crypto.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,17 +39,6 @@ static void usage(FILE *out)
 		     "sandcap killed the sandbox: the grace after a signal ran out, the audit\n"
 		     "log could not be written); 124 wall clock; 125 sandbox setup failed;\n"
 		     "126 not executable; 127 not found.\n");
-}
-
-void cli_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("sandcap: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
 }
 
 int main(int argc, char **argv)

@@ -38,6 +38,7 @@
 #include "base/cleanup.h"
 #include "base/diag.h"
 #include "base/io.h"
+#include "base/sibling.h"
 #include "cgroup/cgroup.h"
 #include "compat/syscalls.h"
 #include "core/child.h"
@@ -1040,41 +1041,10 @@ static int event_loop(supervisor *s)
  * it may be: whoever can change it can already act as that user). */
 static int open_init(int *reterr)
 {
-	char self[PATH_MAX], path[PATH_MAX + 32];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	const char *dirs[2] = {NULL, SANDCAP_LIBEXECDIR};
-	uid_t euid = geteuid();
+	int fd = sibling_open(INIT_ARGV0, SANDCAP_LIBEXECDIR, O_RDONLY);
 
-	*reterr = -ENOENT;
-	if (n > 0) {
-		char *slash;
-
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			dirs[0] = self;
-		}
-	}
-	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
-		struct stat st;
-		int fd;
-
-		if (!dirs[i])
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dirs[i], INIT_ARGV0);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			continue;
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-		    (st.st_uid != 0 && st.st_uid != euid) || (st.st_mode & 022)) {
-			*reterr = -EPERM;
-			(void)close(fd);
-			continue;
-		}
-		return fd;
-	}
-	return *reterr;
+	*reterr = fd < 0 ? fd : 0;
+	return fd;
 }
 
 static bool plan_has_limits(const sc_plan *p)

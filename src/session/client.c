@@ -244,20 +244,10 @@ int sc_session_exec(const char *name, const sc_exec_req *q, sc_exec_handle *ret)
 	json_decref(reply);
 	if (r < 0)
 		return r;
-	if (n != (q->tty ? 1u : 3u)) {
-		for (size_t i = 0; i < n; i++)
-			(void)close(fds[i]);
+	r = sx_take_fds(ret, q->tty, fds, n);
+	if (r < 0)
 		ret->conn = safe_close(ret->conn);
-		return -EPROTO;
-	}
-	if (q->tty) {
-		ret->pty_fd = fds[0];
-	} else {
-		ret->stdin_fd = fds[0];
-		ret->stdout_fd = fds[1];
-		ret->stderr_fd = fds[2];
-	}
-	return 0;
+	return r;
 }
 
 int sc_session_exec_go(const sc_exec_handle *h)

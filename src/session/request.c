@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/cleanup.h"
@@ -73,6 +74,20 @@ static int check_keys(json_t *o, const char *const *allowed, char *err, size_t l
 	return 0;
 }
 
+/* One "KEY=VALUE" of an exec's env, in either form. */
+static int check_env(const char *s, size_t i, char *err, size_t len)
+{
+	const char *eq = strchr(s, '=');
+
+	if (!eq || eq == s)
+		return bad(err, len, "\"env\"[%zu]: expected \"KEY=VALUE\"", i);
+	for (const char *c = s; c < eq; c++)
+		if (!(*c == '_' || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+		      (c > s && *c >= '0' && *c <= '9')))
+			return bad(err, len, "\"env\"[%zu]: a name is [A-Za-z_][A-Za-z0-9_]*", i);
+	return 0;
+}
+
 static int parse_exec(json_t *o, ss_request *r, char *err, size_t len)
 {
 	static const char *const keys[] = {"op",   "argv", "cwd",  "env", "tty",
@@ -110,15 +125,13 @@ static int parse_exec(json_t *o, ss_request *r, char *err, size_t len)
 			   ELEMENTSOF(r->env) - 1);
 	json_array_foreach(env, i, v)
 	{
-		const char *s = json_string_value(v), *eq = s ? strchr(s, '=') : NULL;
+		const char *s = json_string_value(v);
 
-		if (!s || strlen(s) != json_string_length(v) || !eq || eq == s)
+		if (!s || strlen(s) != json_string_length(v))
 			return bad(err, len, "\"env\"[%zu]: expected \"KEY=VALUE\"", i);
-		for (const char *c = s; c < eq; c++)
-			if (!(*c == '_' || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
-			      (c > s && *c >= '0' && *c <= '9')))
-				return bad(err, len,
-					   "\"env\"[%zu]: a name is [A-Za-z_][A-Za-z0-9_]*", i);
+		rc = check_env(s, i, err, len);
+		if (rc < 0)
+			return rc;
 		r->env[i] = s;
 		total += json_string_length(v) + 1;
 	}
@@ -276,8 +289,94 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	return 0;
 }
 
+/* The fixed form's exec (session/exec-wire.h): cwd, then n_argv strings of
+ * argv, then env; the strings stay in buf. */
+static int parse_fixed_exec(const ctl_hdr *h, char *p, ss_request *r, char *err, size_t len)
+{
+	size_t n = 0;
+
+	if (h->flags & ~CTL_TTY)
+		return bad(err, len, "exec: unknown flags %#x", h->flags & ~CTL_TTY);
+	if (h->n_argv < 1 || h->n_argv > SS_MAX_ARGV)
+		return bad(err, len, "exec: expected 1 to %u strings of argv", SS_MAX_ARGV);
+	if (h->len > CTL_MAX_PAYLOAD)
+		return bad(err, len, "argv, env and cwd together exceed %u bytes", CTL_MAX_PAYLOAD);
+	for (size_t i = 0; i < h->len; n++) {
+		size_t l = strnlen(p + i, h->len - i);
+		int rc;
+
+		if (i + l >= h->len)
+			return bad(err, len, "exec: the strings must each end with a NUL");
+		if (n == 0) {
+			if (l > SS_MAX_PATH)
+				return bad(err, len, "\"cwd\": expected at most %u bytes",
+					   SS_MAX_PATH);
+			r->cwd = p + i;
+		} else if (n <= h->n_argv) {
+			r->argv[r->n_argv++] = p + i;
+		} else {
+			if (r->n_env >= ELEMENTSOF(r->env) - 1)
+				return bad(err, len,
+					   "\"env\": expected at most %zu \"KEY=VALUE\" strings",
+					   ELEMENTSOF(r->env) - 1);
+			rc = check_env(p + i, r->n_env, err, len);
+			if (rc < 0)
+				return rc;
+			r->env[r->n_env++] = p + i;
+		}
+		i += l + 1;
+	}
+	if (r->n_argv != h->n_argv)
+		return bad(err, len, "exec: %u strings of argv announced, %zu there", h->n_argv,
+			   r->n_argv);
+	if (r->argv[0][0] == '\0')
+		return bad(err, len, "\"argv\"[0]: empty command");
+	r->tty = h->flags & CTL_TTY;
+	if (r->tty) {
+		r->rows = (uint32_t)h->value >> 16;
+		r->cols = (uint32_t)h->value & 0xffff;
+	}
+	return 0;
+}
+
+int ss_request_parse_fixed(char *buf, size_t n, ss_request *r, char *err, size_t len)
+{
+	ctl_hdr h;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->op = _SS_OP_INVALID;
+	if (n < sizeof(h))
+		return bad(err, len, "a request is one JSON object or one exec message");
+	memcpy(&h, buf, sizeof(h));
+	if (h.len != n - sizeof(h))
+		return bad(err, len, "exec: %u payload bytes announced, %zu there", h.len,
+			   n - sizeof(h));
+	if (h.id || h.err || h.mode || h.bytes)
+		return bad(err, len, "exec: id, err, mode and bytes are 0 in a request");
+	if (h.type == CTL_EXEC) {
+		r->op = SS_OP_EXEC;
+		rc = parse_fixed_exec(&h, buf + sizeof(h), r, err, len);
+	} else if (h.type == CTL_SIGNAL) {
+		r->op = SS_OP_SIGNAL;
+		r->signal = h.value;
+		rc = h.len || h.flags || h.n_argv || h.value < 1 || h.value >= NSIG
+			 ? bad(err, len, "signal: expected a signal number from 1 to %d", NSIG - 1)
+			 : 0;
+	} else {
+		rc = bad(err, len, "expected an exec (%d) or signal (%d) message, not type %u",
+			 CTL_EXEC, CTL_SIGNAL, h.type);
+	}
+	if (rc < 0)
+		return rc;
+	r->raw = buf;
+	return 0;
+}
+
 void ss_request_done(ss_request *r)
 {
 	json_decref(r->root);
 	r->root = NULL;
+	free(r->raw);
+	r->raw = NULL;
 }

@@ -54,9 +54,14 @@ typedef struct ss_request {
 	bool forced;
 	const char *record; /* the apply's own log */
 	json_t *root;	    /* owns the strings */
+	char *raw;	    /* or, in the fixed form, this buffer (malloc'd) */
 } ss_request;
 
 /* Checks o and fills *ret (which takes a reference on o). On error, -EINVAL
  * and a message in err naming the member. */
 int ss_request_parse(json_t *o, ss_request *ret, char *err, size_t err_len);
+/* The same for a request in the fixed form (session/exec-wire.h): n bytes
+ * of buf, a ctl_hdr and its payload. On success *ret owns buf (freed by
+ * ss_request_done()); on error buf stays the caller's. */
+int ss_request_parse_fixed(char *buf, size_t n, ss_request *ret, char *err, size_t err_len);
 void ss_request_done(ss_request *r);

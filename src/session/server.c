@@ -33,6 +33,7 @@
 #include "base/unix-addr.h"
 #include "compat/syscalls.h"
 #include "core/ctl.h"
+#include "session/exec-wire.h"
 #include "session/request.h"
 #include "session/wire.h"
 #include "workspace/grants.h"
@@ -55,6 +56,7 @@ typedef struct ss_conn {
 	pid_t pid;     /* in the sandbox, from CTL_STARTED */
 	bool wall_hit; /* limits.exec_wall killed it */
 	bool done;     /* CTL_DONE came (file operations) */
+	bool fixed;    /* the client speaks the fixed form (session/exec-wire.h) */
 	int done_err;
 	uint64_t bytes;
 	char *path; /* file operations, for the record */
@@ -140,6 +142,47 @@ static void send_error(int fd, const char *code, const char *fmt, ...)
 	json_decref(o);
 }
 
+/* An error code as the fixed form carries it: an errno. */
+static int code_errno(const char *code)
+{
+	if (strcmp(code, "bad_request") == 0)
+		return EINVAL;
+	if (strcmp(code, "stopping") == 0)
+		return ESHUTDOWN;
+	if (strcmp(code, "busy") == 0)
+		return EBUSY;
+	for (int e = 1; e < 4096; e++)
+		if (strerrorname_np(e) && strcmp(code, strerrorname_np(e)) == 0)
+			return e;
+	return EIO;
+}
+
+/* An error for c's request, in the form its client speaks. */
+static void conn_error(ss_conn *c, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void conn_error(ss_conn *c, const char *code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (c->fd < 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (c->fixed) {
+		ctl_hdr h = {.type = CTL_STARTED,
+			     .id = c->id,
+			     .err = code_errno(code),
+			     .len = (uint32_t)strlen(msg) + 1};
+
+		(void)ctl_send(c->fd, &h, msg, NULL, 0);
+	} else {
+		send_error(c->fd, code, "%s", msg);
+	}
+}
+
 /* No command running and no request for limits.idle: the session stops. */
 static void idle_rearm(ss_server *s)
 {
@@ -215,7 +258,7 @@ static void finish_file(ss_server *s, ss_conn *c, int err)
 			err ? (strerrorname_np(err) ? strerrorname_np(err) : "error") : "ok");
 	emit(s, op_event(c->op), rec);
 	if (err) {
-		send_error(c->fd, strerrorname_np(err) ? strerrorname_np(err) : "EIO", "%s: %s",
+		conn_error(c, strerrorname_np(err) ? strerrorname_np(err) : "EIO", "%s: %s",
 			   c->path, strerror(err));
 	} else if (c->fd >= 0) {
 		json_t *o = json_pack("{s:b, s:I}", "ok", 1, "bytes", (json_int_t)c->bytes);
@@ -258,15 +301,29 @@ static void finish_exec(ss_server *s, ss_conn *c, int status, bool timed_out, in
 		       (int)c->pid, "status", code, "signal", sig ? json_integer(sig) : json_null(),
 		       "duration_ms", (json_int_t)ms, "limits_hit", hits, "session_ended",
 		       status < 0 && !err));
-	o = json_pack("{s:i, s:o, s:O, s:I}", "exit_code", code, "signal",
-		      sig ? json_integer(sig) : json_null(), "limits_hit", hits, "duration_ms",
-		      (json_int_t)ms);
+	o = c->fixed ? NULL
+		     : json_pack("{s:i, s:o, s:O, s:I}", "exit_code", code, "signal",
+				 sig ? json_integer(sig) : json_null(), "limits_hit", hits,
+				 "duration_ms", (json_int_t)ms);
 	if (o && status < 0 && !err)
 		(void)json_object_set_new(o, "session_ended", json_true());
 	if (o && err)
 		(void)json_object_set_new(o, "error", json_string(strerror(err)));
-	if (o && c->fd >= 0)
+	if (c->fixed && c->fd >= 0) {
+		ctl_hdr h = {.type = CTL_EXITED,
+			     .id = c->id,
+			     .value = code,
+			     .err = err,
+			     .mode = (uint32_t)sig,
+			     .flags = (c->wall_hit ? SX_EXEC_WALL : 0) |
+				      (status < 0 && timed_out && !err ? SX_WALL : 0) |
+				      (status < 0 && !err ? SX_SESSION_ENDED : 0),
+			     .bytes = ms};
+
+		(void)ctl_send(c->fd, &h, NULL, NULL, 0);
+	} else if (o && c->fd >= 0) {
 		(void)ss_send(c->fd, o, NULL, 0);
+	}
 	json_decref(o);
 	json_decref(hits);
 }
@@ -486,9 +543,15 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 			return r;
 		}
 	}
-	o = json_pack("{s:b, s:I}", "ok", 1, "id", (json_int_t)c->id);
-	r = o ? ss_send(c->fd, o, out_fds, n) : -ENOMEM;
-	json_decref(o);
+	if (c->fixed) {
+		ctl_hdr a = {.type = CTL_STARTED, .id = c->id};
+
+		r = ctl_send(c->fd, &a, NULL, out_fds, n);
+	} else {
+		o = json_pack("{s:b, s:I}", "ok", 1, "id", (json_int_t)c->id);
+		r = o ? ss_send(c->fd, o, out_fds, n) : -ENOMEM;
+		json_decref(o);
+	}
 	close_all(out_fds, 3);
 	c->state = C_EXEC;
 	s->commands++;
@@ -592,8 +655,7 @@ static void serve_workspace(ss_server *s, ss_conn *c, const ss_request *q)
 	ws_meta m;
 
 	if (!w) {
-		send_error(c->fd, "ENOENT", "session %s has no workspace %s", s->name,
-			   q->workspace);
+		conn_error(c, "ENOENT", "session %s has no workspace %s", s->name, q->workspace);
 		return;
 	}
 	if (q->op == SS_OP_APPLIED) {
@@ -612,7 +674,7 @@ static void serve_workspace(ss_server *s, ss_conn *c, const ss_request *q)
 		fd = openat(ws_cow_upper_fd(w), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		text = ws_meta_to_json(&m);
 		if (fd < 0 || !text) {
-			send_error(c->fd, "EIO", "workspace %s: %s", q->workspace,
+			conn_error(c, "EIO", "workspace %s: %s", q->workspace,
 				   fd < 0 ? strerror(errno) : "out of memory");
 			return;
 		}
@@ -626,24 +688,51 @@ static void serve_workspace(ss_server *s, ss_conn *c, const ss_request *q)
 /*
  * The next request on c into *q: 1, or 0 when nothing is there yet, or
  * -EPIPE at the client's end, or -EINVAL with a message in err for what
- * is not a request (not one JSON object, or one that does not check).
+ * is not a request (not one JSON object or one fixed-form message, or one
+ * that does not check). A connection keeps the form of its first request.
  */
 static int conn_read(ss_conn *c, ss_request *q, char *err, size_t len)
 {
+	_cleanup_free_ char *buf = malloc(SS_MAX_MSG + 1);
 	json_t *msg = NULL;
 	int fds[SS_MAX_FDS];
 	size_t n_fds;
-	int r = ss_recv(c->fd, MSG_DONTWAIT, &msg, fds, 0, &n_fds);
+	ssize_t n;
+	bool fixed;
+	int r;
 
 	q->root = NULL;
-	if (r == -EAGAIN)
+	q->raw = NULL;
+	if (!buf)
+		return -ENOMEM;
+	n = ss_recv_raw(c->fd, MSG_DONTWAIT, buf, fds, 0, &n_fds);
+	if (n == -EAGAIN)
 		return 0;
-	if (r == -EBADMSG) {
+	if (n == -EBADMSG) {
+		snprintf(err, len, "a request is at most %u bytes", SS_MAX_MSG);
+		return -EINVAL;
+	}
+	if (n < 0)
+		return -EPIPE;
+	fixed = n == 0 || buf[0] != '{';
+	if (c->state == C_REQUEST) {
+		c->fixed = fixed;
+	} else if (fixed != c->fixed) {
+		snprintf(err, len, "a connection keeps the form of its first request");
+		return -EINVAL;
+	}
+	if (fixed) {
+		r = ss_request_parse_fixed(buf, (size_t)n, q, err, len);
+		if (r >= 0)
+			buf = NULL; /* q's now */
+		return r < 0 ? r : 1;
+	}
+	msg = json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(msg)) {
+		json_decref(msg);
 		snprintf(err, len, "a request is one JSON object");
 		return -EINVAL;
 	}
-	if (r < 0)
-		return -EPIPE;
 	r = ss_request_parse(msg, q, err, len);
 	json_decref(msg);
 	return r < 0 ? r : 1;
@@ -660,14 +749,14 @@ static void handle_request(ss_server *s, ss_conn *c)
 		return;
 	if (r < 0) {
 		if (r == -EINVAL)
-			send_error(c->fd, "bad_request", "%s", err);
+			conn_error(c, "bad_request", "%s", err);
 		conn_free(s, c);
 		return;
 	}
 	if (q->op != SS_OP_INFO)
 		idle_rearm(s); /* a request is activity; being listed is not */
 	if (s->stopping && q->op != SS_OP_INFO && q->op != SS_OP_STOP) {
-		send_error(c->fd, "stopping", "session %s is stopping", s->name);
+		conn_error(c, "stopping", "session %s is stopping", s->name);
 		conn_free(s, c);
 		ss_request_done(q);
 		return;
@@ -682,7 +771,7 @@ static void handle_request(ss_server *s, ss_conn *c)
 	case SS_OP_LS:
 		r = q->op == SS_OP_EXEC ? start_exec(s, c, q) : start_file(s, c, q);
 		if (r < 0) {
-			send_error(c->fd, strerrorname_np(-r) ? strerrorname_np(-r) : "error",
+			conn_error(c, strerrorname_np(-r) ? strerrorname_np(-r) : "error",
 				   "cannot start it in session %s: %s", s->name, strerror(-r));
 			conn_free(s, c);
 		} else {
@@ -707,7 +796,7 @@ static void handle_request(ss_server *s, ss_conn *c)
 		break;
 	case SS_OP_SIGNAL:
 	case SS_OP_GO:
-		send_error(c->fd, "bad_request", "\"%s\" is sent on an exec's connection",
+		conn_error(c, "bad_request", "\"%s\" is sent on an exec's connection",
 			   q->op == SS_OP_GO ? "go" : "signal");
 		conn_free(s, c);
 		break;
@@ -750,14 +839,14 @@ static void handle_running(ss_server *s, ss_conn *c)
 	if (r > 0 && q->op == SS_OP_GO && c->state == C_EXEC) {
 		r = release_exec(s, c);
 		if (r == -EALREADY)
-			send_error(c->fd, "bad_request", "the command runs already");
+			conn_error(c, "bad_request", "the command runs already");
 		else if (r < 0)
-			send_error(c->fd, "EPIPE", "cannot start the command: %s", strerror(-r));
+			conn_error(c, "EPIPE", "cannot start the command: %s", strerror(-r));
 	} else if (r > 0 && q->op == SS_OP_SIGNAL) {
 		if (!c->held) /* a held command does not run yet */
 			(void)ctl_signal(s, c->id, q->signal);
 	} else
-		send_error(c->fd, "bad_request", "only {\"op\": \"signal\"} while it runs");
+		conn_error(c, "bad_request", "only {\"op\": \"signal\"} while it runs");
 	if (r > 0)
 		ss_request_done(q);
 }

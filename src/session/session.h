@@ -18,16 +18,10 @@
 
 #include "base/diag.h"
 #include "policy/plan.h"
+#include "session/exec-wire.h"
+#include "session/locate.h"
 
-#define SC_SESSION_NAME_MAX 64
-#define SC_SESSION_MAX_ENV  256
-
-/* Where session state lives: /run/sandcap/sessions as root, else
- * $XDG_RUNTIME_DIR/sandcap/sessions; SANDCAP_RUNTIME_DIR overrides (for
- * tests), + /sessions. Created 0700 when create. */
-int sc_session_dir(bool create, char *buf, size_t len);
-/* A name is 1-64 of [A-Za-z0-9._-], not starting with '.' or '-'. */
-bool sc_session_name_valid(const char *name);
+#define SC_SESSION_MAX_ENV 256
 
 /* Removes what supervisors that died left behind: a session directory
  * whose lock nobody holds. Returns how many were removed. */
@@ -75,13 +69,10 @@ typedef struct sc_exec_req {
 	unsigned short rows, cols; /* its first size, with tty */
 } sc_exec_req;
 
-typedef struct sc_exec_handle {
-	int conn;      /* the request's connection: the result comes on it */
-	int stdin_fd;  /* write end; close it for end of file */
-	int stdout_fd; /* read ends */
-	int stderr_fd;
-	int pty_fd; /* with tty: the master, read and written, all three above -1 */
-} sc_exec_handle;
+/* conn (the result comes on it), stdin_fd (write end; close it for end of
+ * file), stdout_fd and stderr_fd (read ends), or with tty pty_fd alone (the
+ * master): as the fixed form's (session/exec-wire.h). */
+typedef sx_handle sc_exec_handle;
 
 /* Starts a command; the fds are the caller's to close. Closing conn
  * before the result kills the command. */

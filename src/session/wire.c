@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -33,12 +32,30 @@ int ss_send(int sock, const json_t *o, const int *fds, size_t n)
 	return (size_t)w == len ? 0 : -EIO;
 }
 
-int ss_recv(int sock, int flags, json_t **ret, int *fds, size_t max, size_t *ret_n)
+ssize_t ss_recv_raw(int sock, int flags, char *buf, int *fds, size_t max, size_t *ret_n)
 {
-	_cleanup_free_ char *buf = malloc(SS_MAX_MSG + 1);
 	struct iovec iov = {.iov_base = buf, .iov_len = SS_MAX_MSG + 1};
 	size_t got = 0;
 	int mflags;
+	ssize_t n = fdpass_recv(sock, &iov, 1, flags, fds, max, &got, &mflags);
+
+	*ret_n = 0;
+	if (n < 0)
+		return n;
+	if (n == 0 && got == 0)
+		return -EPIPE;
+	if ((size_t)n > SS_MAX_MSG || (mflags & (MSG_TRUNC | MSG_CTRUNC))) {
+		fdpass_close(fds, got);
+		return -EBADMSG;
+	}
+	buf[n] = '\0';
+	*ret_n = got;
+	return n;
+}
+
+int ss_recv(int sock, int flags, json_t **ret, int *fds, size_t max, size_t *ret_n)
+{
+	_cleanup_free_ char *buf = malloc(SS_MAX_MSG + 1);
 	ssize_t n;
 	json_t *o;
 
@@ -46,44 +63,16 @@ int ss_recv(int sock, int flags, json_t **ret, int *fds, size_t max, size_t *ret
 	*ret_n = 0;
 	if (!buf)
 		return -ENOMEM;
-	n = fdpass_recv(sock, &iov, 1, flags, fds, max, &got, &mflags);
+	n = ss_recv_raw(sock, flags, buf, fds, max, ret_n);
 	if (n < 0)
 		return (int)n;
-	if (n == 0 && got == 0)
-		return -EPIPE;
-	o = (size_t)n <= SS_MAX_MSG && !(mflags & (MSG_TRUNC | MSG_CTRUNC))
-		? json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, NULL)
-		: NULL;
+	o = json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, NULL);
 	if (!json_is_object(o)) {
 		json_decref(o);
-		fdpass_close(fds, got);
+		fdpass_close(fds, *ret_n);
+		*ret_n = 0;
 		return -EBADMSG;
 	}
 	*ret = o;
-	*ret_n = got;
-	return 0;
-}
-
-int ss_connect(const char *name, int *ret_fd)
-{
-	char dir[4096];
-	_cleanup_close_ int fd = -1;
-	int r;
-
-	if (!sc_session_name_valid(name))
-		return -EINVAL;
-	r = sc_session_dir(false, dir, sizeof(dir));
-	if (r < 0)
-		return r;
-	if ((size_t)snprintf(dir + strlen(dir), sizeof(dir) - strlen(dir), "/%s", name) >=
-	    sizeof(dir) - strlen(dir))
-		return -ENAMETOOLONG;
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	r = unix_connect_in(fd, dir, SS_SOCKET);
-	if (r < 0)
-		return r == -ECONNREFUSED ? -ENOENT : r;
-	*ret_fd = TAKE_FD(fd);
 	return 0;
 }

@@ -9,8 +9,10 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <sys/types.h>
 
-#define SS_SOCKET      "ctl.sock"
+#include "session/locate.h"
+
 #define SS_LOCK	       "lock"
 #define SS_META	       "meta.json"
 #define SS_MAX_MSG     (128u * 1024u)
@@ -27,8 +29,10 @@ int ss_send(int sock, const json_t *o, const int *fds, size_t n);
  * with it, any beyond max closed. -EPIPE on end of file, -EBADMSG for what
  * is not one JSON object (no fd left open then). flags: recvmsg's. */
 int ss_recv(int sock, int flags, json_t **ret, int *fds, size_t max, size_t *ret_n);
+/* The same without decoding: one datagram into buf (SS_MAX_MSG + 1 bytes,
+ * NUL-terminated after what came). Its length, or -errno (-EBADMSG when it
+ * was longer). */
+ssize_t ss_recv_raw(int sock, int flags, char *buf, int *fds, size_t max, size_t *ret_n);
 /* 1 when the session directory NAME (under dirfd) has its lock held by a
  * live supervisor, 0 when not, -errno. */
 int ss_lock_held(int dirfd, const char *name);
-/* A connected socket to NAME's supervisor. */
-int ss_connect(const char *name, int *ret_fd);

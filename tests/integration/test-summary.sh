@@ -99,8 +99,7 @@ policy bare '{"version": 1}'
 out=$(chroot "$JAIL" env SANDCAP_STATE_DIR="$T/state" "$SANDCAP" run --policy "$T/bare.json" -- true 2>&1)
 expect_match "a run without grants is refused at the userns step, naming the chroot" "$out" \
 	"userns: Operation not permitted; sandcap runs inside a chroot"
-# A copy nobody can reach (the checkout may be under /root).
-mkdir -p "$T/bin" && cp "$SANDCAP" "$(dirname "$SANDCAP")/sandcap-init" "$T/bin/" && chmod 755 "$T/bin"
+binaries_for_others "$T/bin" >/dev/null
 out=$(chroot --userspec=65534:65534 "$JAIL" env HOME=/tmp SANDCAP_STATE_DIR=/tmp/sandcap-summary-$$ "$T/bin/sandcap" run --policy "$T/bare.json" -- true 2>&1)
 expect_match "unprivileged in the chroot: refused, naming the chroot" "$out" "runs inside a chroot"
 umount -R "$JAIL"

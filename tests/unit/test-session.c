@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests (TAP) for what a session's supervisor and clients parse: the
- * client requests (src/session/request.c), the strings of pid 1's channel
- * (core/ctl.c), listing records and session names (src/session/).
+ * client requests in both forms (src/session/request.c), the strings of
+ * pid 1's channel (core/ctl.c), listing records and session names
+ * (src/session/), and the exec front's base64 (base/base64.c).
  */
 #include <errno.h>
 #include <jansson.h>
+#include <openssl/evp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "core/ctl.h"
 #include "session/request.h"
 #include "session/session.h"
@@ -187,9 +191,133 @@ static void listing_and_names(void)
 	   "bad session names refused (empty, dot, dash, slash, space, 65 bytes)");
 }
 
+/* A fixed-form message (session/exec-wire.h) of hdr and len payload bytes,
+ * parsed; err gets the message when refused. */
+static bool parse_fixed(ctl_hdr h, const char *payload, size_t len, char *err, size_t elen)
+{
+	char *buf = malloc(sizeof(h) + len + 1);
+	int r;
+
+	h.len = (uint32_t)len;
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), payload, len);
+	err[0] = '\0';
+	r = ss_request_parse_fixed(buf, sizeof(h) + len, &q, err, elen);
+	if (r < 0)
+		free(buf);
+	return r >= 0;
+}
+
+static void fixed_bad(ctl_hdr h, const char *payload, size_t len, const char *msg)
+{
+	char err[256];
+	bool r = parse_fixed(h, payload, len, err, sizeof(err));
+
+	ok(!r && strstr(err, msg), "fixed form refused: %s", msg);
+	if (r)
+		ss_request_done(&q);
+	else if (!strstr(err, msg))
+		tap_diag("  got \"%s\"", err);
+}
+
+static void fixed_form(void)
+{
+	static const char exec_p[] = "/w\0sh\0-c\0echo $A\0A=1\0B_2=x=y\0";
+	ctl_hdr e = {.type = CTL_EXEC, .n_argv = 3};
+	char err[256], *big;
+
+	ok(parse_fixed(e, exec_p, sizeof(exec_p) - 1, err, sizeof(err)) && q.op == SS_OP_EXEC &&
+	       strcmp(q.cwd, "/w") == 0 && q.n_argv == 3 && strcmp(q.argv[2], "echo $A") == 0 &&
+	       !q.argv[3] && q.n_env == 2 && strcmp(q.env[1], "B_2=x=y") == 0 && !q.tty,
+	   "fixed form: cwd, argv and env split");
+	ss_request_done(&q);
+	e.flags = CTL_TTY;
+	e.value = 24 << 16 | 80;
+	e.n_argv = 1;
+	ok(parse_fixed(e, "\0sh\0", 4, err, sizeof(err)) && q.tty && q.rows == 24 && q.cols == 80 &&
+	       q.cwd[0] == '\0' && q.n_env == 0,
+	   "fixed form: a pty of 24x80, the workdir");
+	ss_request_done(&q);
+	e = (ctl_hdr){.type = CTL_EXEC, .n_argv = 1};
+	fixed_bad(e, "\0\0", 2, "empty command");
+	fixed_bad(e, "\0sh", 3, "end with a NUL");
+	e.n_argv = 2;
+	fixed_bad(e, "\0sh\0", 4, "2 strings of argv announced, 1 there");
+	e.n_argv = 0;
+	fixed_bad(e, "\0sh\0", 4, "1 to 4096 strings of argv");
+	e.n_argv = 1;
+	fixed_bad(e, "\0sh\0=x\0", 7, "\"env\"[0]: expected \"KEY=VALUE\"");
+	fixed_bad(e, "\0sh\0A-B=x\0", 10, "a name is");
+	e.flags = 2;
+	fixed_bad(e, "\0sh\0", 4, "unknown flags");
+	e.flags = 0;
+	e.id = 7;
+	fixed_bad(e, "\0sh\0", 4, "id, err, mode and bytes are 0");
+	e.id = 0;
+	big = malloc(CTL_MAX_PAYLOAD + 8);
+	memset(big, 'a', CTL_MAX_PAYLOAD + 8);
+	big[0] = '\0';
+	big[CTL_MAX_PAYLOAD + 7] = '\0';
+	fixed_bad(e, big, CTL_MAX_PAYLOAD + 8, "exceed");
+	free(big);
+	/* 257 env strings: one more than the JSON form takes. */
+	{
+		size_t n = 0;
+
+		big = malloc(4 + 257 * 4);
+		memcpy(big, "\0sh\0", 4);
+		n = 4;
+		for (int i = 0; i < 257; i++) {
+			memcpy(big + n, "A=1\0", 4);
+			n += 4;
+		}
+		fixed_bad(e, big, n, "at most 256");
+		free(big);
+	}
+	{
+		ctl_hdr h = {.type = CTL_EXEC, .n_argv = 1, .len = 9};
+		char buf[sizeof(h) + 4];
+
+		memcpy(buf, &h, sizeof(h));
+		memcpy(buf + sizeof(h), "\0sh\0", 4);
+		ok(ss_request_parse_fixed(buf, sizeof(buf), &q, err, sizeof(err)) < 0 &&
+		       strstr(err, "9 payload bytes announced, 4 there"),
+		   "fixed form: a length that does not match is refused");
+		ok(ss_request_parse_fixed(buf, 10, &q, err, sizeof(err)) < 0,
+		   "fixed form: shorter than a header is refused");
+	}
+	e = (ctl_hdr){.type = CTL_SIGNAL, .value = SIGTERM};
+	ok(parse_fixed(e, "", 0, err, sizeof(err)) && q.op == SS_OP_SIGNAL && q.signal == SIGTERM,
+	   "fixed form: a signal");
+	ss_request_done(&q);
+	e.value = NSIG;
+	fixed_bad(e, "", 0, "expected a signal number");
+	e = (ctl_hdr){.type = CTL_PUT};
+	fixed_bad(e, "x\0", 2, "expected an exec (2) or signal (6) message");
+}
+
+static void base64(void)
+{
+	unsigned char in[64], want[100];
+	char got[100];
+	bool same = true;
+
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (unsigned char)(i * 37 + 11);
+	for (size_t n = 0; n <= sizeof(in); n++) {
+		int w = EVP_EncodeBlock(want, in, (int)n);
+
+		same = same && b64_encode(in, n, got) == (size_t)w && B64_LEN(n) == (size_t)w &&
+		       strcmp(got, (char *)want) == 0;
+	}
+	ok(same, "base64: as OpenSSL's EVP_EncodeBlock for 0 to 64 bytes");
+}
+
 int main(void)
 {
 	requests();
+	fixed_form();
+	base64();
 	channel_strings();
 	listing_and_names();
 	return tap_done();
