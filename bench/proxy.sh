@@ -4,7 +4,7 @@
 # small-request rate/latency through the forward proxy, each against direct
 # access and tinyproxy measured in the same run, and the small requests
 # against squid too (when installed), which keeps upstream connections alive
-# as sandcap's pool does. The bulk download is also
+# as sandcap's pool does, and HAProxy as an HTTP relay (below). The bulk download is also
 # relayed by HAProxy in TCP mode with splice(2) both ways: no CONNECT, no
 # policy, no limits, one thread, the fastest user-space relay Debian ships,
 # and so the ceiling for any relay on this machine. Reports figures and
@@ -42,6 +42,7 @@ P_SC=$((BASE + 1))
 P_TP=$((BASE + 2))
 P_HA=$((BASE + 3))
 P_SQ=$((BASE + 4))
+P_HH=$((BASE + 5))
 
 mkdir -p "$T/www"
 truncate -s "$SIZE" "$T/www/bulk.bin" # sparse: the origin is not the bottleneck
@@ -73,6 +74,10 @@ tinyproxy -d -c "$T/tinyproxy.conf" >"$T/tinyproxy.log" 2>&1 &
 pids+=($!)
 # HAProxy as a plain TCP relay to the origin (curl talks to it as if it were
 # the origin): splice in both directions, a single thread like the worker.
+# For the small requests also as an HTTP relay (absolute-form targets like
+# the proxies get, kept-alive on both sides, server connections reused):
+# parsing and relaying each request with no policy and no record, the
+# least a user-space HTTP relay costs here.
 have_haproxy=0
 if command -v haproxy >/dev/null; then
 	cat >"$T/haproxy.cfg" <<HA
@@ -89,6 +94,12 @@ defaults
   option splice-response
 listen relay
   bind 127.0.0.1:$P_HA
+  server origin 127.0.0.1:$P_HTTP
+listen httprelay
+  mode http
+  bind 127.0.0.1:$P_HH
+  option http-keep-alive
+  http-reuse always
   server origin 127.0.0.1:$P_HTTP
 HA
 	haproxy -db -f "$T/haproxy.cfg" >"$T/haproxy.log" 2>&1 &
@@ -214,13 +225,18 @@ read -r t_rps t_p50 t_p99 <<<"$(wrk_run "http://127.0.0.1:$P_TP" "$T/abs.lua")"
 whos="s t"
 if [ $have_squid = 1 ]; then
 	read -r q_rps q_p50 q_p99 <<<"$(wrk_run "http://127.0.0.1:$P_SQ" "$T/abs.lua")"
-	whos="s t q"
+	whos="$whos q"
+fi
+if [ $have_haproxy = 1 ]; then
+	read -r h_rps h_p50 h_p99 <<<"$(wrk_run "http://127.0.0.1:$P_HH" "$T/abs.lua")"
+	whos="$whos h"
 fi
 printf "direct             %10s req/s  p50 %8s us  p99 %8s us\n" "$d_rps" "$d_p50" "$d_p99"
 for who in $whos; do
 	name="sandcap forward  "
 	[ $who = t ] && name="tinyproxy forward"
 	[ $who = q ] && name="squid forward    "
+	[ $who = h ] && name="haproxy HTTP     "
 	rps=${who}_rps p50=${who}_p50 p99=${who}_p99
 	printf "%s  %10s req/s  p50 %8s us  p99 %8s us  (%sx direct; added p50 %s us, p99 %s us)\n" \
 		"$name" "${!rps}" "${!p50}" "${!p99}" "$(ratio "${!rps}" "$d_rps")" \
@@ -228,4 +244,6 @@ for who in $whos; do
 done
 [ $have_squid = 1 ] && printf "sandcap/squid      %10sx (target >= 2), sandcap/direct %sx (target >= 0.5)\n" \
 	"$(ratio "$s_rps" "$q_rps")" "$(ratio "$s_rps" "$d_rps")"
+[ $have_haproxy = 1 ] && printf "sandcap/haproxy    %10sx (haproxy HTTP/direct %sx: the relay floor here)\n" \
+	"$(ratio "$s_rps" "$h_rps")" "$(ratio "$h_rps" "$d_rps")"
 exit 0

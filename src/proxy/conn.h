@@ -217,7 +217,7 @@ typedef struct conn {
 	int c2u[2], u2c[2];
 	size_t c2u_n, u2c_n, pipe_cap;
 	bool c_eof, u_eof, c_shut, u_shut;
-	bool c_rd, c_wr, u_rd, u_wr; /* readiness hints, see tunnel.c */
+	bool c_rd, c_wr, u_rd, u_wr; /* readiness hints, see tunnel.c, forward.c */
 	bool c2u_full, u2c_full;     /* the pipe refused more: full in pages, not bytes */
 
 	bool throttled_up, throttled_down, bw_reported;

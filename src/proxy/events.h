@@ -22,3 +22,7 @@ int px_events_emit(px_events *ev, const char *event, json_t *data);
 /* Sends queued events; returns 0, -EPIPE. */
 int px_events_flush(px_events *ev);
 bool px_events_pending(const px_events *ev);
+/* On: px_events_emit() only queues (within the same bound) and the caller
+ * sends the queue with px_events_flush(), many datagrams per system call;
+ * the event loop does at the end of each round. */
+void px_events_batch(px_events *ev, bool on);

@@ -347,7 +347,7 @@ void px_conn_reset_for_next(conn *c)
 	set_deadline(c, PX_IDLE_TIMEOUT_NS);
 }
 
-static void on_read_head(conn *c);
+static void read_head(conn *c, bool may_read);
 
 static void reply_write(conn *c)
 {
@@ -376,7 +376,9 @@ static void reply_write(conn *c)
 void px_conn_next_request(conn *c)
 {
 	px_conn_reset_for_next(c);
-	on_read_head(c);
+	/* bytes already read (pipelined) are parsed; the socket is read when
+	 * epoll says it is readable, except by the transparent classifier */
+	read_head(c, c->tmode != PX_T_NONE);
 }
 
 /*
@@ -717,7 +719,14 @@ void px_conn_judge(conn *c)
 	}
 }
 
-static void on_read_head(conn *c)
+/*
+ * Parses the head in c->cin, reading more while may_read: after the first
+ * short read the socket is drained and epoll says when more arrives (a
+ * read that finds nothing is a system call per request). Through TLS,
+ * OpenSSL may hold decrypted bytes epoll cannot see: read until it wants
+ * the socket.
+ */
+static void read_head(conn *c, bool may_read)
 {
 	const char *reason = NULL;
 	int r;
@@ -742,7 +751,10 @@ static void on_read_head(conn *c)
 			px_conn_close(c, "overflow");
 			return;
 		}
-		ssize_t n = px_client_recv(c, c->cin + c->cin_len, sizeof(c->cin) - c->cin_len);
+		if (!may_read && !c->inspected)
+			return;
+		size_t room = sizeof(c->cin) - c->cin_len;
+		ssize_t n = px_client_recv(c, c->cin + c->cin_len, room);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -755,6 +767,8 @@ static void on_read_head(conn *c)
 			return;
 		}
 		c->cin_len += (size_t)n;
+		if ((size_t)n < room)
+			may_read = false;
 	}
 	if (r < 0) {
 		/* no usable target: log what we have */
@@ -766,6 +780,11 @@ static void on_read_head(conn *c)
 		return;
 	}
 	px_conn_judge(c);
+}
+
+static void on_read_head(conn *c)
+{
+	read_head(c, true);
 }
 
 /*
@@ -839,6 +858,18 @@ static void forward_ev(conn *c)
 	px_forward_io(c);
 }
 
+static void forward_c_in(conn *c)
+{
+	c->c_rd = true;
+	px_forward_io(c);
+}
+
+static void forward_u_in(conn *c)
+{
+	c->u_rd = true; /* also an EOF or an error: the read reports it */
+	px_forward_io(c);
+}
+
 static void forward_timeout(conn *c)
 {
 	if (!c->resp_head_done) {
@@ -880,11 +911,11 @@ static conn_action *const transitions[_CONN_STATE_MAX][_CONN_EVENT_MAX] = {
 		   [EV_C_HUP] = tunnel_c_hup,
 		   [EV_U_HUP] = tunnel_u_hup,
 		   [EV_TIMEOUT] = tunnel_timeout},
-    [CS_FORWARD] = {[EV_C_IN] = forward_ev,
+    [CS_FORWARD] = {[EV_C_IN] = forward_c_in,
 		    [EV_C_OUT] = forward_ev,
-		    [EV_U_IN] = forward_ev,
+		    [EV_U_IN] = forward_u_in,
 		    [EV_U_OUT] = forward_ev,
-		    [EV_U_HUP] = forward_ev,
+		    [EV_U_HUP] = forward_u_in,
 		    [EV_WAKE] = forward_ev,
 		    [EV_C_HUP] = drop,
 		    [EV_TIMEOUT] = forward_timeout},
@@ -1183,6 +1214,8 @@ int px_loop_run(px_loop *L)
 	ev.data.ptr = &L->event_w;
 	if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, L->event_fd, &ev) < 0)
 		return -errno;
+	/* records go out at the end of each round, many per system call */
+	px_events_batch(L->ev, true);
 	px_attempt_limit_init(&L->attempts, px_now_ns());
 	if (L->attempt_fd >= 0) {
 		L->attempt_w.type = W_ATTEMPTS;
@@ -1273,6 +1306,7 @@ int px_loop_run(px_loop *L)
 			else
 				arm(c);
 		}
+		(void)px_events_flush(L->ev);
 		if (px_events_pending(L->ev) != ev_out) {
 			ev_out = !ev_out;
 			ev.events = EPOLLIN | EPOLLRDHUP | (ev_out ? EPOLLOUT : 0u);
@@ -1281,6 +1315,7 @@ int px_loop_run(px_loop *L)
 		}
 	}
 	drain(L);
+	px_events_batch(L->ev, false);
 	px_pool_clear(&L->pool);
 	return 0;
 }
