@@ -51,6 +51,7 @@ typedef enum watch_type {
 	W_ATTEMPTS,
 	W_DNS_STUB,    /* the DNS stub's UDP socket (dnsstub.c) */
 	W_TRANSPARENT, /* a transparent listener (transparent.c) */
+	W_POOLED,      /* an idle upstream connection in the pool (pool.h) */
 } watch_type;
 
 typedef enum conn_state {

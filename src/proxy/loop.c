@@ -183,37 +183,77 @@ static px_pool_key pool_key(const conn *c)
 	return k;
 }
 
+/* What an idle pooled connection is watched for; also what a forwarded
+ * request's upstream socket has while its response is awaited, so that
+ * moving it between the two changes nothing in the epoll set. */
+#define PX_POOL_EVENTS (EPOLLIN | EPOLLRDHUP)
+
 void px_conn_pool_upstream(conn *c)
 {
 	px_pool_key k = pool_key(c);
 	int fd = c->ufd;
 	SSL *ssl = c->ssl;
+	px_watch *w = NULL;
 
 	if (fd < 0 || c->is_connect || c->up_eof || c->up_dirty || !c->resp_done ||
 	    c->resp.close_delimited || c->resp.conn_close || !c->req_done || c->req.minor == 0 ||
 	    (ssl && SSL_pending(ssl) > 0))
 		return; /* px_conn_reset_for_next() closes it */
-	if (c->u_registered)
+	if (c->u_registered && c->uw) {
+		struct epoll_event ev = {.events = PX_POOL_EVENTS, .data.ptr = c->uw};
+
+		/* the socket stays in the epoll set, reporting to the pool */
+		if (c->u_mask == PX_POOL_EVENTS ||
+		    epoll_ctl(c->L->epfd, EPOLL_CTL_MOD, fd, &ev) == 0) {
+			w = c->uw;
+			w->type = W_POOLED;
+			w->c = NULL;
+			c->uw = NULL;
+		} else
+			(void)epoll_ctl(c->L->epfd, EPOLL_CTL_DEL, fd, NULL);
+	} else if (c->u_registered)
 		(void)epoll_ctl(c->L->epfd, EPOLL_CTL_DEL, fd, NULL);
 	c->ssl = NULL;
 	c->ufd = -1;
 	c->u_registered = false;
 	c->u_mask = 0;
-	px_conn_drop_ufd(c); /* orphans the watch; nothing left to close */
-	px_pool_put(&c->L->pool, &k, fd, ssl, &c->addr, px_now_ns());
+	px_conn_drop_ufd(c); /* orphans a watch not handed on; nothing left to close */
+	px_pool_put(&c->L->pool, &k, fd, ssl, &c->addr, px_now_ns(), w);
+}
+
+/* The pool closed an idle connection: its watch goes when the batch of
+ * reports that may name it has been handled. */
+static void pool_watch_gone(void *watch, void *userdata)
+{
+	px_loop *L = userdata;
+	px_watch *w = watch;
+
+	w->c = NULL;
+	w->next = L->graveyard;
+	L->graveyard = w;
 }
 
 /* A request without a body, on a kept connection when there is one. */
 static bool take_pooled(conn *c)
 {
 	px_pool_key k;
+	void *watch = NULL;
 
 	if (c->is_connect || c->req.chunked ||
 	    (c->req.has_content_length && c->req.content_length > 0))
 		return false;
 	k = pool_key(c);
-	if (!px_pool_take(&c->L->pool, &k, px_now_ns(), &c->ufd, &c->ssl, &c->addr))
+	px_conn_drop_ufd(c); /* no upstream socket: a watch left from the last one goes */
+	if (!px_pool_take(&c->L->pool, &k, px_now_ns(), &c->ufd, &c->ssl, &c->addr, &watch))
 		return false;
+	if (watch) {
+		/* still in the epoll set with PX_POOL_EVENTS: now it reports to c */
+		c->uw = watch;
+		c->uw->type = W_UPSTREAM;
+		c->uw->c = c;
+		c->u_registered = true;
+		c->u_mask = PX_POOL_EVENTS;
+	}
 	(void)inet_ntop(c->addr.family, c->addr.addr, c->addr_str, sizeof(c->addr_str));
 	c->reused = true;
 	return true;
@@ -1198,6 +1238,17 @@ static void drain(px_loop *L)
 	}
 }
 
+/* Frees the watches of sockets closed during the batch just handled. */
+static void bury(px_loop *L)
+{
+	while (L->graveyard) {
+		px_watch *w = L->graveyard;
+
+		L->graveyard = w->next;
+		free(w);
+	}
+}
+
 int px_loop_run(px_loop *L)
 {
 	struct epoll_event evs[64];
@@ -1216,6 +1267,8 @@ int px_loop_run(px_loop *L)
 		return -errno;
 	/* records go out at the end of each round, many per system call */
 	px_events_batch(L->ev, true);
+	L->pool.on_drop = pool_watch_gone;
+	L->pool.userdata = L;
 	px_attempt_limit_init(&L->attempts, px_now_ns());
 	if (L->attempt_fd >= 0) {
 		L->attempt_w.type = W_ATTEMPTS;
@@ -1265,6 +1318,11 @@ int px_loop_run(px_loop *L)
 			case W_TRANSPARENT:
 				px_transparent_accept(L, w);
 				break;
+			case W_POOLED:
+				/* an EOF, an error or stray bytes on an idle connection;
+				 * none when it was taken or closed since the report */
+				(void)px_pool_drop_watch(&L->pool, w);
+				break;
 			default:
 				break;
 			}
@@ -1293,12 +1351,7 @@ int px_loop_run(px_loop *L)
 				dispatch(c, EV_TIMEOUT);
 		}
 		(void)px_pool_expire(&L->pool, now);
-		while (L->graveyard) {
-			px_watch *w = L->graveyard;
-
-			L->graveyard = w->next;
-			free(w);
-		}
+		bury(L);
 		for (conn *c = L->conns, *next; c; c = next) {
 			next = c->next;
 			if (c->dead)
@@ -1317,5 +1370,6 @@ int px_loop_run(px_loop *L)
 	drain(L);
 	px_events_batch(L->ev, false);
 	px_pool_clear(&L->pool);
+	bury(L);
 	return 0;
 }
