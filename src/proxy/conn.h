@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/sha256.h"
 #include "proxy/attempt.h"
 #include "proxy/dns.h"
 #include "proxy/events.h"
@@ -196,8 +197,9 @@ typedef struct conn {
 	uint64_t resp_left, resp_body;
 	int status;
 	/* the SHA-256 of the body bytes sent to the client (digest.c) */
-	EVP_MD_CTX *resp_md;
+	EVP_MD_CTX *resp_md; /* kept from request to request */
 	uint64_t resp_md_bytes;
+	bool resp_md_live; /* resp_md digests this response */
 	bool resp_md_failed;
 
 	/* upstream TLS */
@@ -265,6 +267,11 @@ void px_conn_reset_for_next(conn *c);
  * reset when it is emitted; freed with the connection. */
 void px_resp_digest_feed(conn *c, const void *buf, size_t n);
 void px_resp_digest_add(conn *c, json_t *data);
+/* The same for a record written by hand: 0 when the response had no head
+ * yet (no digest in the record), 1 with hex and *ret_bytes, -1 when the
+ * digest failed (body_sha256 null, *ret_bytes set). Resets the digest. */
+int px_resp_digest_end(conn *c, char hex[2 * SHA256_BYTES + 1], uint64_t *ret_bytes);
+void px_resp_digest_reset(conn *c);
 void px_resp_digest_free(conn *c);
 /* Resets for the next request on a kept-alive connection and parses any
  * pipelined bytes already read. */

@@ -170,6 +170,41 @@ int px_events_emit(px_events *ev, const char *event, json_t *data)
 	return 0;
 }
 
+int px_events_emit_raw(px_events *ev, const char *msg, size_t len)
+{
+	_cleanup_free_ char *m = NULL;
+	int r;
+
+	if (ev->dead)
+		return -EPIPE;
+	if (ev->dropped > 0)
+		return -EINVAL; /* the count goes into the data: px_events_emit() */
+	if (len > PX_EVENT_MAX_BYTES) {
+		ev->dropped++;
+		return 0;
+	}
+	m = strndup(msg, len);
+	if (!m)
+		return -ENOMEM;
+	if (!ev->batch) {
+		r = px_events_flush(ev);
+		if (r < 0)
+			return r;
+		if (ev->count == 0) {
+			r = send_one(ev, m);
+			if (r != -EAGAIN)
+				return r;
+		}
+	}
+	if (ev->count >= PX_EVENT_QUEUE_MAX) {
+		ev->dropped++;
+		return 0;
+	}
+	ev->queue[(ev->head + ev->count) % PX_EVENT_QUEUE_MAX] = TAKE_PTR(m);
+	ev->count++;
+	return 0;
+}
+
 /* ---- supervisor side ---- */
 
 static const struct event_schema {

@@ -21,6 +21,7 @@
 #include "proxy/conn.h"
 #include "proxy/synthetic.h"
 #include "proxy/placeholder.h"
+#include "proxy/record.h"
 #include "proxy/tls.h"
 
 typedef void conn_action(conn *c);
@@ -71,9 +72,11 @@ void px_conn_emit_denied(conn *c, const char *reason, const char *detail)
 	(void)px_events_emit(c->L->ev, "net.denied", d);
 }
 
-void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status)
+/* The record as jansson builds it: for strings the hand-written one cannot
+ * take (see record.h). */
+static void emit_request_json(conn *c, const char *decision, const char *reason, int status,
+			      uint64_t dur, int digest, const char *sha, uint64_t body_bytes)
 {
-	uint64_t dur = (px_now_ns() - c->start_ns) / 1000000ull;
 	json_t *d =
 	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I}", "method",
 		      c->method, "host", c->host, "port", (int)c->port, "path", c->path, "addr",
@@ -85,10 +88,52 @@ void px_conn_emit_request(conn *c, const char *decision, const char *reason, int
 		(void)json_object_set_new(d, "credential", json_string(c->cred->name));
 	if (d && c->socks)
 		(void)json_object_set_new(d, "via", json_string("socks5"));
-	px_resp_digest_add(c, d);
+	if (d && digest) {
+		(void)json_object_set_new(d, "body_sha256",
+					  digest > 0 ? json_string(sha) : json_null());
+		(void)json_object_set_new(d, "body_bytes", json_integer((json_int_t)body_bytes));
+	}
 	if (d && c->inspected)
 		(void)json_object_set_new(d, "inspected", json_true());
 	(void)px_events_emit(c->L->ev, "net.request", d);
+}
+
+/* One per request, written straight into the datagram (record.h). */
+void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status)
+{
+	uint64_t dur = (px_now_ns() - c->start_ns) / 1000000ull, body_bytes = 0;
+	char sha[2 * SHA256_BYTES + 1], buf[PX_EVENT_MAX_BYTES];
+	int digest = px_resp_digest_end(c, sha, &body_bytes), n;
+	px_record r;
+
+	px_record_start(&r, buf, sizeof(buf), "net.request");
+	px_record_str(&r, "method", c->method);
+	px_record_str(&r, "host", c->host);
+	px_record_uint(&r, "port", c->port);
+	px_record_str(&r, "path", c->path);
+	px_record_str(&r, "addr", c->addr_str);
+	px_record_str(&r, "decision", decision);
+	px_record_str(&r, "rule", c->rule);
+	px_record_str(&r, "reason", reason ? reason : "");
+	px_record_uint(&r, "status", status > 0 ? (uint64_t)status : 0);
+	px_record_uint(&r, "bytes_out", c->bytes_out);
+	px_record_uint(&r, "bytes_in", c->bytes_in);
+	px_record_uint(&r, "duration_ms", dur);
+	if (c->cred)
+		px_record_str(&r, "credential", c->cred->name);
+	if (c->socks)
+		px_record_str(&r, "via", "socks5");
+	if (digest > 0)
+		px_record_str(&r, "body_sha256", sha);
+	else if (digest < 0)
+		px_record_null(&r, "body_sha256");
+	if (digest)
+		px_record_uint(&r, "body_bytes", body_bytes);
+	if (c->inspected)
+		px_record_true(&r, "inspected");
+	n = px_record_end(&r);
+	if (n < 0 || px_events_emit_raw(c->L->ev, buf, (size_t)n) == -EINVAL)
+		emit_request_json(c, decision, reason, status, dur, digest, sha, body_bytes);
 }
 
 /* The name the DNS stub gave this address out for (SOCKS5 targets, direct
@@ -368,7 +413,7 @@ void px_conn_reset_for_next(conn *c)
 	c->resp_head_done = c->resp_done = c->resp_cut = c->up_eof = false;
 	memset(&c->resp_chunk, 0, sizeof(c->resp_chunk));
 	c->resp_left = c->resp_body = 0;
-	px_resp_digest_free(c);
+	px_resp_digest_reset(c);
 	c->status = 0;
 	c->bytes_in = c->bytes_out = 0;
 	c->throttled_up = c->throttled_down = false;
