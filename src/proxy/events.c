@@ -111,11 +111,38 @@ bool px_events_pending(const px_events *ev)
 	return ev->count > 0;
 }
 
+/* Sends *msg now (unless batching or behind others) or queues it (taken). A
+ * count of dropped events travels with it: it is delivered in order. */
+static int deliver(px_events *ev, char **msg)
+{
+	int r;
+
+	if (!ev->batch) {
+		r = px_events_flush(ev);
+		if (r < 0)
+			return r;
+		if (ev->count == 0) {
+			r = send_one(ev, *msg);
+			if (r == 0)
+				ev->dropped = 0;
+			if (r != -EAGAIN)
+				return r;
+		}
+	}
+	if (ev->count >= PX_EVENT_QUEUE_MAX) {
+		ev->dropped++;
+		return 0;
+	}
+	ev->dropped = 0;
+	ev->queue[(ev->head + ev->count) % PX_EVENT_QUEUE_MAX] = TAKE_PTR(*msg);
+	ev->count++;
+	return 0;
+}
+
 int px_events_emit(px_events *ev, const char *event, json_t *data)
 {
 	_cleanup_free_ char *msg = NULL;
 	json_t *root;
-	int r;
 
 	if (ev->dead) {
 		json_decref(data);
@@ -138,42 +165,12 @@ int px_events_emit(px_events *ev, const char *event, json_t *data)
 		ev->dropped++;
 		return 0;
 	}
-	if (ev->batch) {
-		if (ev->count >= PX_EVENT_QUEUE_MAX) {
-			ev->dropped++;
-			return 0;
-		}
-		/* the count travels with this record, which is delivered in order */
-		ev->dropped = 0;
-		ev->queue[(ev->head + ev->count) % PX_EVENT_QUEUE_MAX] = TAKE_PTR(msg);
-		ev->count++;
-		return 0;
-	}
-	r = px_events_flush(ev);
-	if (r < 0)
-		return r;
-	if (ev->count == 0) {
-		r = send_one(ev, msg);
-		if (r == 0) {
-			ev->dropped = 0;
-			return 0;
-		}
-		if (r != -EAGAIN)
-			return r;
-	}
-	if (ev->count >= PX_EVENT_QUEUE_MAX) {
-		ev->dropped++;
-		return 0;
-	}
-	ev->queue[(ev->head + ev->count) % PX_EVENT_QUEUE_MAX] = TAKE_PTR(msg);
-	ev->count++;
-	return 0;
+	return deliver(ev, &msg);
 }
 
 int px_events_emit_raw(px_events *ev, const char *msg, size_t len)
 {
 	_cleanup_free_ char *m = NULL;
-	int r;
 
 	if (ev->dead)
 		return -EPIPE;
@@ -186,23 +183,7 @@ int px_events_emit_raw(px_events *ev, const char *msg, size_t len)
 	m = strndup(msg, len);
 	if (!m)
 		return -ENOMEM;
-	if (!ev->batch) {
-		r = px_events_flush(ev);
-		if (r < 0)
-			return r;
-		if (ev->count == 0) {
-			r = send_one(ev, m);
-			if (r != -EAGAIN)
-				return r;
-		}
-	}
-	if (ev->count >= PX_EVENT_QUEUE_MAX) {
-		ev->dropped++;
-		return 0;
-	}
-	ev->queue[(ev->head + ev->count) % PX_EVENT_QUEUE_MAX] = TAKE_PTR(m);
-	ev->count++;
-	return 0;
+	return deliver(ev, &m);
 }
 
 /* ---- supervisor side ---- */

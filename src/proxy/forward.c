@@ -2,10 +2,10 @@
 /*
  * Absolute-form HTTP/1.1 forwarding. The request goes upstream in origin-form
  * with hop-by-hop and Proxy-* headers removed, the credential (if any) set,
- * and "Connection: close"; its body is framed by Content-Length or chunked
- * and passed through byte for byte. The response head is re-emitted without
- * hop-by-hop headers, its body framed the same way, so the client connection
- * can stay alive for the next request.
+ * and "Connection: keep-alive" (pool.h); its body is framed by
+ * Content-Length or chunked and passed through byte for byte. The response head is re-emitted
+ * without hop-by-hop headers, its body framed the same way, so the client connection can stay alive
+ * for the next request.
  */
 #include <errno.h>
 #include <stdio.h>
