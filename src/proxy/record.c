@@ -17,6 +17,10 @@ static void put(px_record *r, const char *s, size_t n)
 static void put_string(px_record *r, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF"; /* as jansson writes them */
+	static const char short_escape[0x80] = {
+	    ['"'] = '"',  ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f',
+	    ['\n'] = 'n', ['\r'] = 'r',	 ['\t'] = 't',
+	};
 
 	put(r, "\"", 1);
 	for (const char *run = s;; s++) {
@@ -33,32 +37,13 @@ static void put_string(px_record *r, const char *s)
 			r->failed = true; /* jansson checks its UTF-8 */
 			return;
 		}
-		switch (ch) {
-		case '"':
-		case '\\':
-			esc[1] = (char)ch;
-			break;
-		case '\b':
-			esc[1] = 'b';
-			break;
-		case '\f':
-			esc[1] = 'f';
-			break;
-		case '\n':
-			esc[1] = 'n';
-			break;
-		case '\r':
-			esc[1] = 'r';
-			break;
-		case '\t':
-			esc[1] = 't';
-			break;
-		default:
+		if (short_escape[ch]) {
+			esc[1] = short_escape[ch];
+		} else {
 			esc[1] = 'u';
 			esc[4] = hex[ch >> 4];
 			esc[5] = hex[ch & 15];
 			n = 6;
-			break;
 		}
 		put(r, esc, n);
 		run = s + 1;
