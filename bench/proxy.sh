@@ -126,13 +126,19 @@ SQ
 	pids+=($!)
 	have_squid=1
 fi
-sleep 0.7
-if [ $have_squid = 1 ]; then
+# A contender that does not listen within 5 s (a port taken, say) shows
+# as 0 req/s below: say why here.
+listening() { # PORT NAME LOG
 	for _ in $(seq 50); do
-		(echo >/dev/tcp/127.0.0.1/$P_SQ) 2>/dev/null && break
+		(echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
 		sleep 0.1
 	done
-fi
+	echo "bench: $2 is not listening on port $1: $(tail -3 "$3" 2>/dev/null | tr '\n' ' ')" >&2
+}
+listening $P_SC sandcap "$T/sc.out"
+listening $P_TP tinyproxy "$T/tinyproxy.log"
+[ $have_haproxy = 1 ] && listening $P_HA haproxy "$T/haproxy.log"
+[ $have_squid = 1 ] && listening $P_SQ squid "$T/squid/cache.log"
 
 URL="http://127.0.0.1:$P_HTTP"
 mib() { echo "scale=1; $1 / 1048576" | bc; }
