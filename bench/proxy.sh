@@ -4,7 +4,7 @@
 # small-request rate/latency through the forward proxy, each against direct
 # access and tinyproxy measured in the same run, and the small requests
 # against squid too (when installed), which keeps upstream connections alive
-# as sandcap's pool does. The bulk download is also
+# as sandcap's pool does, and HAProxy as an HTTP relay (below). The bulk download is also
 # relayed by HAProxy in TCP mode with splice(2) both ways: no CONNECT, no
 # policy, no limits, one thread, the fastest user-space relay Debian ships,
 # and so the ceiling for any relay on this machine. Reports figures and
@@ -12,7 +12,8 @@
 # without haproxy its row is left out).
 #
 #   bench/proxy.sh [BUILDDIR]     env: BENCH_SIZE (default 1G), BENCH_ROUNDS (default 5),
-#                                 BENCH_SECS (default 5; 0 skips the small requests)
+#                                 BENCH_SECS (default 5 per contender and round; 0 skips the
+#                                 small requests), BENCH_SMALL_ROUNDS (default 3)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-$top/build}
@@ -42,6 +43,7 @@ P_SC=$((BASE + 1))
 P_TP=$((BASE + 2))
 P_HA=$((BASE + 3))
 P_SQ=$((BASE + 4))
+P_HH=$((BASE + 5))
 
 mkdir -p "$T/www"
 truncate -s "$SIZE" "$T/www/bulk.bin" # sparse: the origin is not the bottleneck
@@ -73,6 +75,10 @@ tinyproxy -d -c "$T/tinyproxy.conf" >"$T/tinyproxy.log" 2>&1 &
 pids+=($!)
 # HAProxy as a plain TCP relay to the origin (curl talks to it as if it were
 # the origin): splice in both directions, a single thread like the worker.
+# For the small requests also as an HTTP relay (absolute-form targets like
+# the proxies get, kept-alive on both sides, server connections reused):
+# parsing and relaying each request with no policy and no record, the
+# least a user-space HTTP relay costs here.
 have_haproxy=0
 if command -v haproxy >/dev/null; then
 	cat >"$T/haproxy.cfg" <<HA
@@ -89,6 +95,12 @@ defaults
   option splice-response
 listen relay
   bind 127.0.0.1:$P_HA
+  server origin 127.0.0.1:$P_HTTP
+listen httprelay
+  mode http
+  bind 127.0.0.1:$P_HH
+  option http-keep-alive
+  http-reuse always
   server origin 127.0.0.1:$P_HTTP
 HA
 	haproxy -db -f "$T/haproxy.cfg" >"$T/haproxy.log" 2>&1 &
@@ -115,13 +127,19 @@ SQ
 	pids+=($!)
 	have_squid=1
 fi
-sleep 0.7
-if [ $have_squid = 1 ]; then
+# A contender that does not listen within 5 s (a port taken, say) shows
+# as 0 req/s below: say why here.
+listening() { # PORT NAME LOG
 	for _ in $(seq 50); do
-		(echo >/dev/tcp/127.0.0.1/$P_SQ) 2>/dev/null && break
+		(echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
 		sleep 0.1
 	done
-fi
+	echo "bench: $2 is not listening on port $1: $(tail -3 "$3" 2>/dev/null | tr '\n' ' ')" >&2
+}
+listening $P_SC sandcap "$T/sc.out"
+listening $P_TP tinyproxy "$T/tinyproxy.log"
+[ $have_haproxy = 1 ] && listening $P_HA haproxy "$T/haproxy.log"
+[ $have_squid = 1 ] && listening $P_SQ squid "$T/squid/cache.log"
 
 URL="http://127.0.0.1:$P_HTTP"
 mib() { echo "scale=1; $1 / 1048576" | bc; }
@@ -207,25 +225,57 @@ wrk_run() { # wrk_run URL [SCRIPT] -> "req/s p50_us p99_us"
 	echo "${rps:-0} $(to_us "$p50") $(to_us "$p99")"
 }
 
-echo "== small requests (wrk -t1 -c16 ${SECS}s, GET /index.html) =="
-read -r d_rps d_p50 d_p99 <<<"$(wrk_run "$URL/index.html")"
-read -r s_rps s_p50 s_p99 <<<"$(wrk_run "http://127.0.0.1:$P_SC" "$T/abs.lua")"
-read -r t_rps t_p50 t_p99 <<<"$(wrk_run "http://127.0.0.1:$P_TP" "$T/abs.lua")"
-whos="s t"
+# As for the bulk download, each round runs every contender once, starting
+# with a different one each round: the load of a shared machine moves
+# within a run, and a ratio of two contenders measured seconds apart
+# mostly measures that.
+SROUNDS=${BENCH_SMALL_ROUNDS:-3}
+snames=(direct sandcap tinyproxy)
+surls=("$URL/index.html" "http://127.0.0.1:$P_SC" "http://127.0.0.1:$P_TP")
 if [ $have_squid = 1 ]; then
-	read -r q_rps q_p50 q_p99 <<<"$(wrk_run "http://127.0.0.1:$P_SQ" "$T/abs.lua")"
-	whos="s t q"
+	snames+=(squid)
+	surls+=("http://127.0.0.1:$P_SQ")
 fi
-printf "direct             %10s req/s  p50 %8s us  p99 %8s us\n" "$d_rps" "$d_p50" "$d_p99"
-for who in $whos; do
-	name="sandcap forward  "
-	[ $who = t ] && name="tinyproxy forward"
-	[ $who = q ] && name="squid forward    "
-	rps=${who}_rps p50=${who}_p50 p99=${who}_p99
-	printf "%s  %10s req/s  p50 %8s us  p99 %8s us  (%sx direct; added p50 %s us, p99 %s us)\n" \
-		"$name" "${!rps}" "${!p50}" "${!p99}" "$(ratio "${!rps}" "$d_rps")" \
-		"$(echo "${!p50} - $d_p50" | bc)" "$(echo "${!p99} - $d_p99" | bc)"
+if [ $have_haproxy = 1 ]; then
+	snames+=(haproxy)
+	surls+=("http://127.0.0.1:$P_HH")
+fi
+n_small=${#snames[@]}
+: >"$T/small"
+for round in $(seq "$SROUNDS"); do
+	for k in $(seq 0 $((n_small - 1))); do
+		i=$(((k + round) % n_small))
+		if [ "$i" = 0 ]; then
+			out=$(wrk_run "${surls[$i]}")
+		else
+			out=$(wrk_run "${surls[$i]}" "$T/abs.lua")
+		fi
+		echo "$round ${snames[$i]} $out" >>"$T/small"
+	done
 done
-[ $have_squid = 1 ] && printf "sandcap/squid      %10sx (target >= 2), sandcap/direct %sx (target >= 0.5)\n" \
-	"$(ratio "$s_rps" "$q_rps")" "$(ratio "$s_rps" "$d_rps")"
+# median over rounds of column COL (3 req/s, 4 p50, 5 p99) of NAME
+scol() { awk -v n="$1" -v c="$2" '$2 == n {print $c}' "$T/small" | median; }
+# median over rounds of NAME's req/s over OTHER's of the same round
+sper() {
+	awk -v n="$1" -v o="$2" '$2 == o {d[$1] = $3} $2 == n {p[$1] = $3}
+		END {for (r in p) if (d[r] > 0) print p[r] / d[r]}' "$T/small" | median
+}
+echo "== small requests (wrk -t1 -c16 ${SECS}s, GET /index.html, median of $SROUNDS interleaved rounds) =="
+d_rps=$(scol direct 3) d_p50=$(scol direct 4) d_p99=$(scol direct 5)
+printf "direct             %10s req/s  p50 %8s us  p99 %8s us\n" "$d_rps" "$d_p50" "$d_p99"
+for name in "${snames[@]:1}"; do
+	label="sandcap forward  "
+	[ "$name" = tinyproxy ] && label="tinyproxy forward"
+	[ "$name" = squid ] && label="squid forward    "
+	[ "$name" = haproxy ] && label="haproxy HTTP     "
+	rps=$(scol "$name" 3) p50=$(scol "$name" 4) p99=$(scol "$name" 5)
+	printf "%s  %10s req/s  p50 %8s us  p99 %8s us  (%sx direct, per round %.2fx; added p50 %s us, p99 %s us)\n" \
+		"$label" "$rps" "$p50" "$p99" "$(ratio "$rps" "$d_rps")" "$(sper "$name" direct)" \
+		"$(echo "$p50 - $d_p50" | bc)" "$(echo "$p99 - $d_p99" | bc)"
+done
+s_rps=$(scol sandcap 3)
+[ $have_squid = 1 ] && printf "sandcap/squid      %10sx per round %.2fx (target >= 2), sandcap/direct %sx per round %.2fx (target >= 0.5)\n" \
+	"$(ratio "$s_rps" "$(scol squid 3)")" "$(sper sandcap squid)" "$(ratio "$s_rps" "$d_rps")" "$(sper sandcap direct)"
+[ $have_haproxy = 1 ] && printf "sandcap/haproxy    %10sx per round %.2fx (haproxy HTTP/direct per round %.2fx: a relay with no policy and no records)\n" \
+	"$(ratio "$s_rps" "$(scol haproxy 3)")" "$(sper sandcap haproxy)" "$(sper haproxy direct)"
 exit 0

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/sha256.h"
 #include "proxy/attempt.h"
 #include "proxy/dns.h"
 #include "proxy/events.h"
@@ -51,6 +52,7 @@ typedef enum watch_type {
 	W_ATTEMPTS,
 	W_SANDBOX_RESOLVER, /* the sandbox resolver's UDP socket (sandbox-resolver.c) */
 	W_TRANSPARENT,	    /* a transparent listener (transparent.c) */
+	W_POOLED,	    /* an idle upstream connection in the pool (pool.h) */
 } watch_type;
 
 typedef enum conn_state {
@@ -196,8 +198,9 @@ typedef struct conn {
 	uint64_t resp_left, resp_body;
 	int status;
 	/* the SHA-256 of the body bytes sent to the client (digest.c) */
-	EVP_MD_CTX *resp_md;
+	EVP_MD_CTX *resp_md; /* kept from request to request */
 	uint64_t resp_md_bytes;
+	bool resp_md_live; /* resp_md digests this response */
 	bool resp_md_failed;
 
 	/* upstream TLS */
@@ -220,7 +223,7 @@ typedef struct conn {
 	int c2u[2], u2c[2];
 	size_t c2u_n, u2c_n, pipe_cap;
 	bool c_eof, u_eof, c_shut, u_shut;
-	bool c_rd, c_wr, u_rd, u_wr; /* readiness hints, see tunnel.c */
+	bool c_rd, c_wr, u_rd, u_wr; /* readiness hints, see tunnel.c, forward.c */
 	bool c2u_full, u2c_full;     /* the pipe refused more: full in pages, not bytes */
 
 	bool throttled_up, throttled_down, bw_reported;
@@ -266,7 +269,11 @@ void px_conn_reset_for_next(conn *c);
  * sent to the client; added to the record (body_sha256, body_bytes) and
  * reset when it is emitted; freed with the connection. */
 void px_resp_digest_feed(conn *c, const void *buf, size_t n);
-void px_resp_digest_add(conn *c, json_t *data);
+/* The same for a record written by hand: 0 when the response had no head
+ * yet (no digest in the record), 1 with hex and *ret_bytes, -1 when the
+ * digest failed (body_sha256 null, *ret_bytes set). Resets the digest. */
+int px_resp_digest_end(conn *c, char hex[2 * SHA256_BYTES + 1], uint64_t *ret_bytes);
+void px_resp_digest_reset(conn *c);
 void px_resp_digest_free(conn *c);
 /* Resets for the next request on a kept-alive connection and parses any
  * pipelined bytes already read. */

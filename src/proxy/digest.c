@@ -11,62 +11,73 @@
 #include "base/sha256.h"
 #include "proxy/conn.h"
 
-static json_t *hex_string(const uint8_t md[SHA256_BYTES])
+/* Fetched once: EVP_sha256() would look the implementation up again for
+ * every request's digest. */
+static const EVP_MD *sha256_md(void)
 {
-	static const char digits[] = "0123456789abcdef";
-	char hex[2 * SHA256_BYTES + 1];
+	static EVP_MD *md;
 
-	for (size_t i = 0; i < SHA256_BYTES; i++) {
-		hex[2 * i] = digits[md[i] >> 4];
-		hex[2 * i + 1] = digits[md[i] & 0xf];
-	}
-	hex[2 * SHA256_BYTES] = '\0';
-	return json_string(hex);
+	if (!md)
+		md = EVP_MD_fetch(NULL, "SHA256", NULL);
+	return md ? md : EVP_sha256();
 }
 
 void px_resp_digest_feed(conn *c, const void *buf, size_t n)
 {
-	if (!c->resp_md) {
-		c->resp_md = EVP_MD_CTX_new();
-		if (!c->resp_md || EVP_DigestInit_ex(c->resp_md, EVP_sha256(), NULL) != 1) {
+	if (c->resp_md_failed)
+		return;
+	if (!c->resp_md_live) {
+		/* the context is kept for the connection's next requests */
+		if (!c->resp_md)
+			c->resp_md = EVP_MD_CTX_new();
+		if (!c->resp_md || EVP_DigestInit_ex2(c->resp_md, sha256_md(), NULL) != 1) {
 			/* Without memory the record says so: no digest, not a wrong one. */
-			EVP_MD_CTX_free(c->resp_md);
-			c->resp_md = NULL;
 			c->resp_md_failed = true;
 			return;
 		}
+		c->resp_md_live = true;
 	}
 	if (EVP_DigestUpdate(c->resp_md, buf, n) != 1)
 		c->resp_md_failed = true;
 	c->resp_md_bytes += n;
 }
 
-void px_resp_digest_add(conn *c, json_t *data)
+int px_resp_digest_end(conn *c, char hex[2 * SHA256_BYTES + 1], uint64_t *ret_bytes)
 {
+	static const char digits[] = "0123456789abcdef";
 	uint8_t md[SHA256_BYTES];
 	unsigned len = 0;
+	int r = 1;
 
-	if (!data || !c->resp_head_done)
-		return;
-	if (c->resp_md_failed) {
-		(void)json_object_set_new(data, "body_sha256", json_null());
-	} else if (!c->resp_md) {
+	if (!c->resp_head_done)
+		return 0;
+	if (c->resp_md_failed)
+		r = -1;
+	else if (!c->resp_md_live)
 		/* No body byte reached the client: the digest of nothing. */
 		sha256_parts("", 0, "", 0, "", 0, md);
-		(void)json_object_set_new(data, "body_sha256", hex_string(md));
-	} else if (EVP_DigestFinal_ex(c->resp_md, md, &len) == 1 && len == sizeof(md)) {
-		(void)json_object_set_new(data, "body_sha256", hex_string(md));
-	} else {
-		(void)json_object_set_new(data, "body_sha256", json_null());
+	else if (EVP_DigestFinal_ex(c->resp_md, md, &len) != 1 || len != sizeof(md))
+		r = -1;
+	for (size_t i = 0; r > 0 && i < SHA256_BYTES; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 0xf];
 	}
-	(void)json_object_set_new(data, "body_bytes", json_integer((json_int_t)c->resp_md_bytes));
-	px_resp_digest_free(c);
+	hex[r > 0 ? 2 * SHA256_BYTES : 0] = '\0';
+	*ret_bytes = c->resp_md_bytes;
+	px_resp_digest_reset(c);
+	return r;
+}
+
+void px_resp_digest_reset(conn *c)
+{
+	c->resp_md_live = false;
+	c->resp_md_failed = false;
+	c->resp_md_bytes = 0;
 }
 
 void px_resp_digest_free(conn *c)
 {
+	px_resp_digest_reset(c);
 	EVP_MD_CTX_free(c->resp_md);
 	c->resp_md = NULL;
-	c->resp_md_failed = false;
-	c->resp_md_bytes = 0;
 }

@@ -15,7 +15,10 @@ struct px_events {
 	size_t head, count;
 	uint64_t dropped;
 	bool dead;
+	bool batch; /* px_events_batch() */
 };
+
+#define PX_EVENT_BATCH 64u /* datagrams per sendmmsg(2) */
 
 int px_events_new(int fd, px_events **ret)
 {
@@ -54,21 +57,53 @@ static int send_one(px_events *ev, const char *msg)
 	}
 }
 
-int px_events_flush(px_events *ev)
+/* Up to PX_EVENT_BATCH queued datagrams in one system call: 1 sent, 0 when
+ * the socket is full, -EPIPE. */
+static int send_batch(px_events *ev)
 {
-	while (ev->count > 0) {
-		int r = send_one(ev, ev->queue[ev->head]);
+	struct mmsghdr m[PX_EVENT_BATCH];
+	struct iovec iov[PX_EVENT_BATCH];
+	unsigned n = ev->count < PX_EVENT_BATCH ? (unsigned)ev->count : PX_EVENT_BATCH;
+	int sent;
 
-		if (r == -EAGAIN)
+	for (unsigned i = 0; i < n; i++) {
+		char *msg = ev->queue[(ev->head + i) % PX_EVENT_QUEUE_MAX];
+
+		iov[i] = (struct iovec){msg, strlen(msg)};
+		m[i] = (struct mmsghdr){.msg_hdr = {.msg_iov = &iov[i], .msg_iovlen = 1}};
+	}
+	do
+		sent = sendmmsg(ev->fd, m, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (sent < 0 && errno == EINTR);
+	if (sent < 0) {
+		if (errno == EAGAIN || errno == ENOBUFS)
 			return 0;
-		if (r < 0)
-			return r;
+		ev->dead = true;
+		return -EPIPE;
+	}
+	for (int i = 0; i < sent; i++) {
 		free(ev->queue[ev->head]);
 		ev->queue[ev->head] = NULL;
 		ev->head = (ev->head + 1) % PX_EVENT_QUEUE_MAX;
 		ev->count--;
 	}
+	return sent == (int)n ? 1 : 0;
+}
+
+int px_events_flush(px_events *ev)
+{
+	while (ev->count > 0) {
+		int r = send_batch(ev);
+
+		if (r <= 0)
+			return r;
+	}
 	return 0;
+}
+
+void px_events_batch(px_events *ev, bool on)
+{
+	ev->batch = on;
 }
 
 bool px_events_pending(const px_events *ev)
@@ -76,11 +111,38 @@ bool px_events_pending(const px_events *ev)
 	return ev->count > 0;
 }
 
+/* Sends *msg now (unless batching or behind others) or queues it (taken). A
+ * count of dropped events travels with it: it is delivered in order. */
+static int deliver(px_events *ev, char **msg)
+{
+	int r;
+
+	if (!ev->batch) {
+		r = px_events_flush(ev);
+		if (r < 0)
+			return r;
+		if (ev->count == 0) {
+			r = send_one(ev, *msg);
+			if (r == 0)
+				ev->dropped = 0;
+			if (r != -EAGAIN)
+				return r;
+		}
+	}
+	if (ev->count >= PX_EVENT_QUEUE_MAX) {
+		ev->dropped++;
+		return 0;
+	}
+	ev->dropped = 0;
+	ev->queue[(ev->head + ev->count) % PX_EVENT_QUEUE_MAX] = TAKE_PTR(*msg);
+	ev->count++;
+	return 0;
+}
+
 int px_events_emit(px_events *ev, const char *event, json_t *data)
 {
 	_cleanup_free_ char *msg = NULL;
 	json_t *root;
-	int r;
 
 	if (ev->dead) {
 		json_decref(data);
@@ -103,25 +165,25 @@ int px_events_emit(px_events *ev, const char *event, json_t *data)
 		ev->dropped++;
 		return 0;
 	}
-	r = px_events_flush(ev);
-	if (r < 0)
-		return r;
-	if (ev->count == 0) {
-		r = send_one(ev, msg);
-		if (r == 0) {
-			ev->dropped = 0;
-			return 0;
-		}
-		if (r != -EAGAIN)
-			return r;
-	}
-	if (ev->count >= PX_EVENT_QUEUE_MAX) {
+	return deliver(ev, &msg);
+}
+
+int px_events_emit_raw(px_events *ev, const char *msg, size_t len)
+{
+	_cleanup_free_ char *m = NULL;
+
+	if (ev->dead)
+		return -EPIPE;
+	if (ev->dropped > 0)
+		return -EINVAL; /* the count goes into the data: px_events_emit() */
+	if (len > PX_EVENT_MAX_BYTES) {
 		ev->dropped++;
 		return 0;
 	}
-	ev->queue[(ev->head + ev->count) % PX_EVENT_QUEUE_MAX] = TAKE_PTR(msg);
-	ev->count++;
-	return 0;
+	m = strndup(msg, len);
+	if (!m)
+		return -ENOMEM;
+	return deliver(ev, &m);
 }
 
 /* ---- supervisor side ---- */

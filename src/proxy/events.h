@@ -19,6 +19,14 @@ px_events *px_events_free(px_events *ev);
 /* Takes ownership of data. Returns 0 (queued or sent) or -EPIPE when the
  * supervisor is gone. */
 int px_events_emit(px_events *ev, const char *event, json_t *data);
+/* The same for a datagram already formatted (record.h); -EINVAL when it
+ * must go through px_events_emit() instead (a count of dropped events is
+ * due, which goes into its data). */
+int px_events_emit_raw(px_events *ev, const char *msg, size_t len);
 /* Sends queued events; returns 0, -EPIPE. */
 int px_events_flush(px_events *ev);
 bool px_events_pending(const px_events *ev);
+/* On: px_events_emit() only queues (within the same bound) and the caller
+ * sends the queue with px_events_flush(), many datagrams per system call;
+ * the event loop does at the end of each round. */
+void px_events_batch(px_events *ev, bool on);

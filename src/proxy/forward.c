@@ -2,10 +2,10 @@
 /*
  * Absolute-form HTTP/1.1 forwarding. The request goes upstream in origin-form
  * with hop-by-hop and Proxy-* headers removed, the credential (if any) set,
- * and "Connection: close"; its body is framed by Content-Length or chunked
- * and passed through byte for byte. The response head is re-emitted without
- * hop-by-hop headers, its body framed the same way, so the client connection
- * can stay alive for the next request.
+ * and "Connection: keep-alive" (pool.h); its body is framed by
+ * Content-Length or chunked and passed through byte for byte. The response head is re-emitted
+ * without hop-by-hop headers, its body framed the same way, so the client connection can stay alive
+ * for the next request.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -161,6 +162,7 @@ int px_forward_start(conn *c)
 	if (c->uhead) {
 		/* px_conn_retry_fresh(): the head built before, on a new connection */
 		c->state = CS_FORWARD;
+		c->u_rd = false; /* a new connection: nothing to read before the request */
 		c->deadline_ns = px_now_ns() + PX_FWD_IDLE_NS;
 		px_forward_io(c);
 		return 0;
@@ -188,6 +190,8 @@ int px_forward_start(conn *c)
 			return r;
 	}
 	c->state = CS_FORWARD;
+	/* epoll reports what the sockets hold from here (may_read_client()) */
+	c->c_rd = c->u_rd = false;
 	c->deadline_ns = px_now_ns() + PX_FWD_IDLE_NS;
 	px_forward_io(c);
 	return 0;
@@ -226,6 +230,42 @@ static ssize_t up_recv(conn *c, char *p, size_t n)
 	return rd;
 }
 
+/*
+ * Plain sockets are read only when epoll said they are readable (c_rd,
+ * u_rd): a read that finds nothing costs a system call per request. TLS
+ * reads are not gated: OpenSSL may hold bytes that epoll cannot see.
+ */
+static bool may_read_client(const conn *c)
+{
+	return c->inspected || c->c_rd;
+}
+
+static bool may_read_upstream(const conn *c)
+{
+	return c->ssl || c->u_rd;
+}
+
+/*
+ * a (the response head or a local reply) and then b (body bytes) to the
+ * client: one sendmsg(2) on a plain socket, so that a small response
+ * leaves in one segment. Returns the bytes sent, or -1 with errno.
+ */
+static ssize_t client_send2(conn *c, const char *a, size_t alen, const char *b, size_t blen)
+{
+	struct iovec iov[2] = {{(void *)a, alen}, {(void *)b, blen}};
+	struct msghdr m = {.msg_iov = alen ? iov : iov + 1, .msg_iovlen = alen && blen ? 2 : 1};
+	ssize_t n, more;
+
+	if (!c->inspected)
+		return sendmsg(c->cfd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	/* TLS: one record each; the body only once the head is out */
+	n = px_client_send(c, alen ? a : b, alen ? alen : blen);
+	if (n < 0 || !alen || !blen || (size_t)n < alen)
+		return n;
+	more = px_client_send(c, b, blen);
+	return more > 0 ? n + more : n;
+}
+
 static void cut_request_body(conn *c)
 {
 	px_limit_hit(c->L, "max_request_body", c->host);
@@ -251,9 +291,22 @@ static bool step(conn *c)
 	ssize_t n;
 	int r;
 
-	/* 1. read the request body from the client */
-	if (!c->req_done && c->cin_len < sizeof(c->cin)) {
-		n = px_client_recv(c, c->cin + c->cin_len, sizeof(c->cin) - c->cin_len);
+	/* 1. read the request body from the client (after it, the next
+	 * request's bytes: a pipelining client, or a kept-alive one whose
+	 * socket stays watched so that its epoll interest does not change) */
+	if (c->cin_len < sizeof(c->cin) && !c->c_eof &&
+	    (c->req_done ? c->c_rd && !c->inspected : may_read_client(c))) {
+		size_t room = sizeof(c->cin) - c->cin_len;
+
+		n = px_client_recv(c, c->cin + c->cin_len, room);
+		if (n < 0 || (size_t)n < room)
+			c->c_rd = false; /* drained: epoll says when there is more */
+		if (n == 0 && c->req_done) {
+			/* no more requests; this one is answered */
+			c->c_eof = true;
+			n = -1;
+			errno = EAGAIN;
+		}
 		if (n == 0) {
 			px_conn_emit_request(c, "allow", "client-eof", c->status);
 			px_conn_close(c, "client-eof");
@@ -349,8 +402,13 @@ static bool step(conn *c)
 	}
 
 	/* 3. read the response */
-	if (!c->resp_done && !c->up_eof && c->ufd >= 0 && c->ubuf_len < sizeof(c->ubuf)) {
-		n = up_recv(c, c->ubuf + c->ubuf_len, sizeof(c->ubuf) - c->ubuf_len);
+	if (!c->resp_done && !c->up_eof && c->ufd >= 0 && c->ubuf_len < sizeof(c->ubuf) &&
+	    may_read_upstream(c)) {
+		size_t room = sizeof(c->ubuf) - c->ubuf_len;
+
+		n = up_recv(c, c->ubuf + c->ubuf_len, room);
+		if (n == -EAGAIN || (n > 0 && (size_t)n < room))
+			c->u_rd = false;
 		if (n > 0) {
 			c->ubuf_len += (size_t)n;
 			moved = true;
@@ -417,23 +475,12 @@ static bool step(conn *c)
 
 write_client:
 	/* 4. to the client: local/rewritten bytes first, then framed body */
-	while (c->cout_off < c->cout_len) {
-		n = px_client_send(c, c->cout + c->cout_off, c->cout_len - c->cout_off);
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				break;
-			px_conn_close(c, "client-error");
-			return false;
-		}
-		c->cout_off += (size_t)n;
-		c->bytes_in += (uint64_t)n;
-		moved = true;
-	}
-	if (c->cout_off == c->cout_len && c->uframed > 0 && !c->throttled_down) {
-		uint64_t len = c->uframed;
+	if (c->cout_off < c->cout_len || (c->uframed > 0 && !c->throttled_down)) {
+		size_t head = c->cout_len - c->cout_off;
+		uint64_t len = c->throttled_down ? 0 : c->uframed, grant = 0;
 		bool cut = false;
 
-		if (cfg->max_response_body != PLAN_UNLIMITED) {
+		if (len > 0 && cfg->max_response_body != PLAN_UNLIMITED) {
 			uint64_t room = cfg->max_response_body - c->resp_body;
 
 			if (len > room) {
@@ -441,29 +488,34 @@ write_client:
 				cut = true;
 			}
 		}
-		uint64_t grant =
-		    len ? px_bucket_take_min(&L->sh->bw_down, len, PX_BW_BURST_MIN, now) : 0;
+		if (len > 0) {
+			grant = px_bucket_take_min(&L->sh->bw_down, len, PX_BW_BURST_MIN, now);
+			if (grant == 0)
+				px_conn_throttle(c, &L->sh->bw_down, false, len);
+		}
+		n = head || grant ? client_send2(c, c->cout + c->cout_off, head, c->ubuf, grant)
+				  : 0;
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			px_conn_close(c, "client-error");
+			return false;
+		}
+		size_t sent = n > 0 ? (size_t)n : 0;
+		size_t to_head = sent < head ? sent : head;
+		uint64_t used = sent - to_head;
 
-		if (len > 0 && grant == 0)
-			px_conn_throttle(c, &L->sh->bw_down, false, len);
-		else if (grant > 0) {
-			n = px_client_send(c, c->ubuf, (size_t)grant);
-			uint64_t used = n > 0 ? (uint64_t)n : 0;
-
-			if (!L->sh->bw_down.unlimited)
-				L->sh->bw_down.tokens += grant - used;
-			if (n > 0) {
-				px_resp_digest_feed(c, c->ubuf, (size_t)n);
-				memmove(c->ubuf, c->ubuf + n, c->ubuf_len - (size_t)n);
-				c->ubuf_len -= (size_t)n;
-				c->uframed -= (size_t)n;
-				c->bytes_in += used;
-				c->resp_body += used;
-				moved = true;
-			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-				px_conn_close(c, "client-error");
-				return false;
-			}
+		if (grant && !L->sh->bw_down.unlimited)
+			L->sh->bw_down.tokens += grant - used;
+		if (sent > 0) {
+			c->cout_off += to_head;
+			c->bytes_in += sent;
+			moved = true;
+		}
+		if (used > 0) {
+			px_resp_digest_feed(c, c->ubuf, (size_t)used);
+			memmove(c->ubuf, c->ubuf + used, c->ubuf_len - (size_t)used);
+			c->ubuf_len -= (size_t)used;
+			c->uframed -= (size_t)used;
+			c->resp_body += used;
 		}
 		if (cut && c->resp_body >= cfg->max_response_body && c->uframed > 0) {
 			px_limit_hit(L, "max_response_body", c->host);
@@ -505,7 +557,7 @@ void px_forward_interest(conn *c, uint32_t *cm, uint32_t *um)
 {
 	*cm = 0;
 	*um = 0;
-	if (!c->req_done && c->cin_len < sizeof(c->cin))
+	if (c->cin_len < sizeof(c->cin) && !c->c_eof && (!c->req_done || !c->inspected))
 		*cm |= EPOLLIN | EPOLLRDHUP;
 	if (c->cout_off < c->cout_len || (c->uframed > 0 && !c->throttled_down))
 		*cm |= EPOLLOUT;

@@ -21,6 +21,7 @@
 #include "proxy/conn.h"
 #include "proxy/synthetic.h"
 #include "proxy/placeholder.h"
+#include "proxy/record.h"
 #include "proxy/tls.h"
 
 typedef void conn_action(conn *c);
@@ -71,9 +72,11 @@ void px_conn_emit_denied(conn *c, const char *reason, const char *detail)
 	(void)px_events_emit(c->L->ev, "net.denied", d);
 }
 
-void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status)
+/* The record as jansson builds it: for strings the hand-written one cannot
+ * take (see record.h). */
+static void emit_request_json(conn *c, const char *decision, const char *reason, int status,
+			      uint64_t dur, int digest, const char *sha, uint64_t body_bytes)
 {
-	uint64_t dur = (px_now_ns() - c->start_ns) / 1000000ull;
 	json_t *d =
 	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I}", "method",
 		      c->method, "host", c->host, "port", (int)c->port, "path", c->path, "addr",
@@ -85,10 +88,52 @@ void px_conn_emit_request(conn *c, const char *decision, const char *reason, int
 		(void)json_object_set_new(d, "credential", json_string(c->cred->name));
 	if (d && (c->socks || c->h2_stream))
 		(void)json_object_set_new(d, "via", json_string(c->socks ? "socks5" : "h2"));
-	px_resp_digest_add(c, d);
+	if (d && digest) {
+		(void)json_object_set_new(d, "body_sha256",
+					  digest > 0 ? json_string(sha) : json_null());
+		(void)json_object_set_new(d, "body_bytes", json_integer((json_int_t)body_bytes));
+	}
 	if (d && c->inspected)
 		(void)json_object_set_new(d, "inspected", json_true());
 	(void)px_events_emit(c->L->ev, "net.request", d);
+}
+
+/* One per request, written straight into the datagram (record.h). */
+void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status)
+{
+	uint64_t dur = (px_now_ns() - c->start_ns) / 1000000ull, body_bytes = 0;
+	char sha[2 * SHA256_BYTES + 1], buf[PX_EVENT_MAX_BYTES];
+	int digest = px_resp_digest_end(c, sha, &body_bytes), n;
+	px_record r;
+
+	px_record_start(&r, buf, sizeof(buf), "net.request");
+	px_record_str(&r, "method", c->method);
+	px_record_str(&r, "host", c->host);
+	px_record_uint(&r, "port", c->port);
+	px_record_str(&r, "path", c->path);
+	px_record_str(&r, "addr", c->addr_str);
+	px_record_str(&r, "decision", decision);
+	px_record_str(&r, "rule", c->rule);
+	px_record_str(&r, "reason", reason ? reason : "");
+	px_record_uint(&r, "status", status > 0 ? (uint64_t)status : 0);
+	px_record_uint(&r, "bytes_out", c->bytes_out);
+	px_record_uint(&r, "bytes_in", c->bytes_in);
+	px_record_uint(&r, "duration_ms", dur);
+	if (c->cred)
+		px_record_str(&r, "credential", c->cred->name);
+	if (c->socks || c->h2_stream)
+		px_record_str(&r, "via", c->socks ? "socks5" : "h2");
+	if (digest > 0)
+		px_record_str(&r, "body_sha256", sha);
+	else if (digest < 0)
+		px_record_null(&r, "body_sha256");
+	if (digest)
+		px_record_uint(&r, "body_bytes", body_bytes);
+	if (c->inspected)
+		px_record_true(&r, "inspected");
+	n = px_record_end(&r);
+	if (n < 0 || px_events_emit_raw(c->L->ev, buf, (size_t)n) == -EINVAL)
+		emit_request_json(c, decision, reason, status, dur, digest, sha, body_bytes);
 }
 
 /* The name the sandbox resolver gave this address out for (SOCKS5 targets,
@@ -183,37 +228,77 @@ static px_pool_key pool_key(const conn *c)
 	return k;
 }
 
+/* What an idle pooled connection is watched for; also what a forwarded
+ * request's upstream socket has while its response is awaited, so that
+ * moving it between the two changes nothing in the epoll set. */
+#define PX_POOL_EVENTS (EPOLLIN | EPOLLRDHUP)
+
 void px_conn_pool_upstream(conn *c)
 {
 	px_pool_key k = pool_key(c);
 	int fd = c->ufd;
 	SSL *ssl = c->ssl;
+	px_watch *w = NULL;
 
 	if (fd < 0 || c->is_connect || c->up_eof || c->up_dirty || !c->resp_done ||
 	    c->resp.close_delimited || c->resp.conn_close || !c->req_done || c->req.minor == 0 ||
 	    (ssl && SSL_pending(ssl) > 0))
 		return; /* px_conn_reset_for_next() closes it */
-	if (c->u_registered)
+	if (c->u_registered && c->uw) {
+		struct epoll_event ev = {.events = PX_POOL_EVENTS, .data.ptr = c->uw};
+
+		/* the socket stays in the epoll set, reporting to the pool */
+		if (c->u_mask == PX_POOL_EVENTS ||
+		    epoll_ctl(c->L->epfd, EPOLL_CTL_MOD, fd, &ev) == 0) {
+			w = c->uw;
+			w->type = W_POOLED;
+			w->c = NULL;
+			c->uw = NULL;
+		} else
+			(void)epoll_ctl(c->L->epfd, EPOLL_CTL_DEL, fd, NULL);
+	} else if (c->u_registered)
 		(void)epoll_ctl(c->L->epfd, EPOLL_CTL_DEL, fd, NULL);
 	c->ssl = NULL;
 	c->ufd = -1;
 	c->u_registered = false;
 	c->u_mask = 0;
-	px_conn_drop_ufd(c); /* orphans the watch; nothing left to close */
-	px_pool_put(&c->L->pool, &k, fd, ssl, &c->addr, px_now_ns());
+	px_conn_drop_ufd(c); /* orphans a watch not handed on; nothing left to close */
+	px_pool_put(&c->L->pool, &k, fd, ssl, &c->addr, px_now_ns(), w);
+}
+
+/* The pool closed an idle connection: its watch goes when the batch of
+ * reports that may name it has been handled. */
+static void pool_watch_gone(void *watch, void *userdata)
+{
+	px_loop *L = userdata;
+	px_watch *w = watch;
+
+	w->c = NULL;
+	w->next = L->graveyard;
+	L->graveyard = w;
 }
 
 /* A request without a body, on a kept connection when there is one. */
 static bool take_pooled(conn *c)
 {
 	px_pool_key k;
+	void *watch = NULL;
 
 	if (c->is_connect || c->req.chunked ||
 	    (c->req.has_content_length && c->req.content_length > 0))
 		return false;
 	k = pool_key(c);
-	if (!px_pool_take(&c->L->pool, &k, px_now_ns(), &c->ufd, &c->ssl, &c->addr))
+	px_conn_drop_ufd(c); /* no upstream socket: a watch left from the last one goes */
+	if (!px_pool_take(&c->L->pool, &k, px_now_ns(), &c->ufd, &c->ssl, &c->addr, &watch))
 		return false;
+	if (watch) {
+		/* still in the epoll set with PX_POOL_EVENTS: now it reports to c */
+		c->uw = watch;
+		c->uw->type = W_UPSTREAM;
+		c->uw->c = c;
+		c->u_registered = true;
+		c->u_mask = PX_POOL_EVENTS;
+	}
 	(void)inet_ntop(c->addr.family, c->addr.addr, c->addr_str, sizeof(c->addr_str));
 	c->reused = true;
 	return true;
@@ -328,7 +413,7 @@ void px_conn_reset_for_next(conn *c)
 	c->resp_head_done = c->resp_done = c->resp_cut = c->up_eof = false;
 	memset(&c->resp_chunk, 0, sizeof(c->resp_chunk));
 	c->resp_left = c->resp_body = 0;
-	px_resp_digest_free(c);
+	px_resp_digest_reset(c);
 	c->status = 0;
 	c->bytes_in = c->bytes_out = 0;
 	c->throttled_up = c->throttled_down = false;
@@ -347,7 +432,7 @@ void px_conn_reset_for_next(conn *c)
 	set_deadline(c, PX_IDLE_TIMEOUT_NS);
 }
 
-static void on_read_head(conn *c);
+static void read_head(conn *c, bool may_read);
 
 static void reply_write(conn *c)
 {
@@ -376,7 +461,9 @@ static void reply_write(conn *c)
 void px_conn_next_request(conn *c)
 {
 	px_conn_reset_for_next(c);
-	on_read_head(c);
+	/* bytes already read (pipelined) are parsed; the socket is read when
+	 * epoll says it is readable, except by the transparent classifier */
+	read_head(c, c->tmode != PX_T_NONE);
 }
 
 /*
@@ -717,7 +804,14 @@ void px_conn_judge(conn *c)
 	}
 }
 
-static void on_read_head(conn *c)
+/*
+ * Parses the head in c->cin, reading more while may_read: after the first
+ * short read the socket is drained and epoll says when more arrives (a
+ * read that finds nothing is a system call per request). Through TLS,
+ * OpenSSL may hold decrypted bytes epoll cannot see: read until it wants
+ * the socket.
+ */
+static void read_head(conn *c, bool may_read)
 {
 	const char *reason = NULL;
 	int r;
@@ -742,7 +836,10 @@ static void on_read_head(conn *c)
 			px_conn_close(c, "overflow");
 			return;
 		}
-		ssize_t n = px_client_recv(c, c->cin + c->cin_len, sizeof(c->cin) - c->cin_len);
+		if (!may_read && !c->inspected)
+			return;
+		size_t room = sizeof(c->cin) - c->cin_len;
+		ssize_t n = px_client_recv(c, c->cin + c->cin_len, room);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -755,6 +852,8 @@ static void on_read_head(conn *c)
 			return;
 		}
 		c->cin_len += (size_t)n;
+		if ((size_t)n < room)
+			may_read = false;
 	}
 	if (r < 0) {
 		/* no usable target: log what we have */
@@ -766,6 +865,11 @@ static void on_read_head(conn *c)
 		return;
 	}
 	px_conn_judge(c);
+}
+
+static void on_read_head(conn *c)
+{
+	read_head(c, true);
 }
 
 /*
@@ -839,6 +943,18 @@ static void forward_ev(conn *c)
 	px_forward_io(c);
 }
 
+static void forward_c_in(conn *c)
+{
+	c->c_rd = true;
+	px_forward_io(c);
+}
+
+static void forward_u_in(conn *c)
+{
+	c->u_rd = true; /* also an EOF or an error: the read reports it */
+	px_forward_io(c);
+}
+
 static void forward_timeout(conn *c)
 {
 	if (!c->resp_head_done) {
@@ -880,11 +996,11 @@ static conn_action *const transitions[_CONN_STATE_MAX][_CONN_EVENT_MAX] = {
 		   [EV_C_HUP] = tunnel_c_hup,
 		   [EV_U_HUP] = tunnel_u_hup,
 		   [EV_TIMEOUT] = tunnel_timeout},
-    [CS_FORWARD] = {[EV_C_IN] = forward_ev,
+    [CS_FORWARD] = {[EV_C_IN] = forward_c_in,
 		    [EV_C_OUT] = forward_ev,
-		    [EV_U_IN] = forward_ev,
+		    [EV_U_IN] = forward_u_in,
 		    [EV_U_OUT] = forward_ev,
-		    [EV_U_HUP] = forward_ev,
+		    [EV_U_HUP] = forward_u_in,
 		    [EV_WAKE] = forward_ev,
 		    [EV_C_HUP] = drop,
 		    [EV_TIMEOUT] = forward_timeout},
@@ -1175,6 +1291,17 @@ static void drain(px_loop *L)
 	}
 }
 
+/* Frees the watches of sockets closed during the batch just handled. */
+static void bury(px_loop *L)
+{
+	while (L->graveyard) {
+		px_watch *w = L->graveyard;
+
+		L->graveyard = w->next;
+		free(w);
+	}
+}
+
 int px_loop_run(px_loop *L)
 {
 	struct epoll_event evs[64];
@@ -1191,6 +1318,10 @@ int px_loop_run(px_loop *L)
 	ev.data.ptr = &L->event_w;
 	if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, L->event_fd, &ev) < 0)
 		return -errno;
+	/* records go out at the end of each round, many per system call */
+	px_events_batch(L->ev, true);
+	L->pool.on_drop = pool_watch_gone;
+	L->pool.userdata = L;
 	px_attempt_limit_init(&L->attempts, px_now_ns());
 	if (L->attempt_fd >= 0) {
 		L->attempt_w.type = W_ATTEMPTS;
@@ -1240,6 +1371,11 @@ int px_loop_run(px_loop *L)
 			case W_TRANSPARENT:
 				px_transparent_accept(L, w);
 				break;
+			case W_POOLED:
+				/* an EOF, an error or stray bytes on an idle connection;
+				 * none when it was taken or closed since the report */
+				(void)px_pool_drop_watch(&L->pool, w);
+				break;
 			default:
 				break;
 			}
@@ -1268,12 +1404,7 @@ int px_loop_run(px_loop *L)
 				dispatch(c, EV_TIMEOUT);
 		}
 		(void)px_pool_expire(&L->pool, now);
-		while (L->graveyard) {
-			px_watch *w = L->graveyard;
-
-			L->graveyard = w->next;
-			free(w);
-		}
+		bury(L);
 		for (conn *c = L->conns, *next; c; c = next) {
 			next = c->next;
 			if (c->dead)
@@ -1281,6 +1412,7 @@ int px_loop_run(px_loop *L)
 			else
 				arm(c);
 		}
+		(void)px_events_flush(L->ev);
 		if (px_events_pending(L->ev) != ev_out) {
 			ev_out = !ev_out;
 			ev.events = EPOLLIN | EPOLLRDHUP | (ev_out ? EPOLLOUT : 0u);
@@ -1289,6 +1421,8 @@ int px_loop_run(px_loop *L)
 		}
 	}
 	drain(L);
+	px_events_batch(L->ev, false);
 	px_pool_clear(&L->pool);
+	bury(L);
 	return 0;
 }

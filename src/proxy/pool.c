@@ -18,7 +18,9 @@ static void drop(px_pool *p, size_t i)
 
 	if (e->ssl)
 		SSL_free(e->ssl); /* no close_notify: the peer sees the FIN */
-	(void)close(e->fd);
+	(void)close(e->fd);	  /* and out of the epoll set */
+	if (e->watch && p->on_drop)
+		p->on_drop(e->watch, p->userdata);
 	p->e[i] = p->e[--p->n];
 }
 
@@ -33,7 +35,7 @@ static bool still_open(const px_pool_entry *e)
 }
 
 bool px_pool_take(px_pool *p, const px_pool_key *k, uint64_t now, int *ret_fd, SSL **ret_ssl,
-		  px_addr *ret_addr)
+		  px_addr *ret_addr, void **ret_watch)
 {
 	(void)px_pool_expire(p, now);
 	for (;;) {
@@ -45,13 +47,16 @@ bool px_pool_take(px_pool *p, const px_pool_key *k, uint64_t now, int *ret_fd, S
 				best = i;
 		if (best == p->n)
 			return false;
-		if (!still_open(&p->e[best])) {
+		/* a watched one: the epoll_wait(2) that just returned had nothing on it */
+		if ((!p->e[best].watch || !ret_watch) && !still_open(&p->e[best])) {
 			drop(p, best);
 			continue;
 		}
 		*ret_fd = p->e[best].fd;
 		*ret_ssl = p->e[best].ssl;
 		*ret_addr = p->e[best].addr;
+		if (ret_watch)
+			*ret_watch = p->e[best].watch;
 		p->e[best] = p->e[--p->n];
 		p->reused++;
 		return true;
@@ -70,7 +75,7 @@ static size_t oldest(const px_pool *p, const px_pool_key *k)
 }
 
 void px_pool_put(px_pool *p, const px_pool_key *k, int fd, SSL *ssl, const px_addr *addr,
-		 uint64_t now)
+		 uint64_t now, void *watch)
 {
 	size_t same = 0;
 
@@ -80,10 +85,21 @@ void px_pool_put(px_pool *p, const px_pool_key *k, int fd, SSL *ssl, const px_ad
 		drop(p, oldest(p, k));
 	else if (p->n >= PX_POOL_MAX)
 		drop(p, oldest(p, NULL));
-	p->e[p->n] = (px_pool_entry){.key = *k, .fd = fd, .ssl = ssl, .idle_since_ns = now};
+	p->e[p->n] =
+	    (px_pool_entry){.key = *k, .fd = fd, .ssl = ssl, .idle_since_ns = now, .watch = watch};
 	if (addr)
 		p->e[p->n].addr = *addr;
 	p->n++;
+}
+
+bool px_pool_drop_watch(px_pool *p, const void *watch)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->e[i].watch == watch) {
+			drop(p, i);
+			return true;
+		}
+	return false;
 }
 
 uint64_t px_pool_expire(px_pool *p, uint64_t now)

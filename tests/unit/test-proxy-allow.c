@@ -12,6 +12,7 @@
 #include "proxy/events.h"
 #include "proxy/limits.h"
 #include "proxy/proxy.h"
+#include "proxy/record.h"
 #include "proxy/px.h"
 #include "tap.h"
 
@@ -412,6 +413,64 @@ static void test_config_roundtrip(void)
 	unsetenv("PX_UNIT_SECRET");
 }
 
+/* The hand-written record is byte for byte what jansson makes of it. */
+static void test_record(void)
+{
+	char all[128], buf[PX_EVENT_MAX_BYTES], small[40];
+	json_t *d = json_object(), *root;
+	char *want = NULL, *name = NULL;
+	json_t *back = NULL;
+	px_record r;
+	int n;
+
+	for (int i = 1; i < 128; i++)
+		all[i - 1] = (char)i;
+	all[127] = 0;
+	px_record_start(&r, buf, sizeof(buf), "net.request");
+	px_record_str(&r, "path", "/a\"b\\c?d=\"e\"");
+	px_record_str(&r, "every ASCII byte", all);
+	px_record_str(&r, "empty", "");
+	px_record_uint(&r, "status", 0);
+	px_record_uint(&r, "bytes_in", UINT64_C(9223372036854775807));
+	px_record_uint(&r, "port", 8080);
+	px_record_null(&r, "body_sha256");
+	px_record_true(&r, "inspected");
+	n = px_record_end(&r);
+	(void)json_object_set_new(d, "path", json_string("/a\"b\\c?d=\"e\""));
+	(void)json_object_set_new(d, "every ASCII byte", json_string(all));
+	(void)json_object_set_new(d, "empty", json_string(""));
+	(void)json_object_set_new(d, "status", json_integer(0));
+	(void)json_object_set_new(d, "bytes_in", json_integer(INT64_MAX));
+	(void)json_object_set_new(d, "port", json_integer(8080));
+	(void)json_object_set_new(d, "body_sha256", json_null());
+	(void)json_object_set_new(d, "inspected", json_true());
+	root = json_pack("{s:s, s:o}", "event", "net.request", "data", d);
+	want = json_dumps(root, JSON_COMPACT);
+	ok(n > 0 && want && strcmp(buf, want) == 0,
+	   "record: escapes, integers, null and true as json_dumps(JSON_COMPACT) writes them");
+	free(want);
+	json_decref(root);
+
+	px_record_start(&r, buf, sizeof(buf), "net.request");
+	px_record_str(&r, "method", "GET");
+	px_record_uint(&r, "port", 80);
+	n = px_record_end(&r);
+	ok(n > 0 && px_event_parse(buf, (size_t)n, &name, &back) == 0 &&
+	       strcmp(name, "net.request") == 0 &&
+	       strcmp(json_string_value(json_object_get(back, "method")), "GET") == 0 &&
+	       json_integer_value(json_object_get(back, "port")) == 80,
+	   "record: the supervisor's parser takes it");
+	free(name);
+	json_decref(back);
+
+	px_record_start(&r, buf, sizeof(buf), "net.request");
+	px_record_str(&r, "path", "/caf\xc3\xa9");
+	ok(px_record_end(&r) == -EINVAL, "record: a byte >= 0x80 is left to jansson");
+	px_record_start(&r, small, sizeof(small), "net.request");
+	px_record_str(&r, "path", "/a-path-longer-than-the-buffer");
+	ok(px_record_end(&r) == -EINVAL, "record: longer than its buffer fails, not cut");
+}
+
 static void test_event_queue(void)
 {
 	int sv[2], sent = 0, got = 0;
@@ -488,6 +547,7 @@ int main(void)
 {
 	test_allow_name();
 	test_event_queue();
+	test_record();
 	test_events();
 	test_config_roundtrip();
 	test_private();
