@@ -53,10 +53,12 @@ expect_match "pids limit reported" "$(cat "$T/pids.out")" '"pids_limited":true'
 sleep 0.2
 expect_eq "no process of the bomb survives" "$(sandboxed $sc_pid)" 0
 
-# wall: sleep 1000 under 1 s ends with 124; a double-forked daemon dies too
+# wall: sleep 1000 under 1 s ends with 124; a double-forked daemon dies too.
+# Each beat is renamed into place: a daemon killed between the truncation
+# and the write of a plain redirection would leave an empty heartbeat.
 start=$(date +%s%N)
 "$SANDCAP" run --quiet --policy "$T/wall.json" -- sh -c '
-setsid sh -c "while :; do date +%s%N > /work/heartbeat; sleep 0.05; done" </dev/null >/dev/null 2>&1 &
+setsid sh -c "while :; do date +%s%N > /work/beat.new && mv /work/beat.new /work/heartbeat; sleep 0.05; done" </dev/null >/dev/null 2>&1 &
 sleep 1000' 2>/dev/null
 rc=$?
 ms=$((($(date +%s%N) - start) / 1000000))
