@@ -9,6 +9,7 @@
 #include "base/exit-status.h"
 #include "base/io.h"
 #include "cli/cli.h"
+#include "cli/run-options.h"
 #include "token/token.h"
 
 static void check_usage(FILE *out)
@@ -34,54 +35,31 @@ static void check_usage(FILE *out)
 
 int cmd_check(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"policy", required_argument, NULL, 'p'}, {"token", required_argument, NULL, 't'},
-	    {"key", required_argument, NULL, 'k'},    {"audit", required_argument, NULL, 'a'},
-	    {"help", no_argument, NULL, 'h'},	      {}};
-	const char *policy = NULL, *token = NULL, *keyfile = NULL, *audit = NULL;
+	cli_run_args a;
 	sc_plan *plan = NULL;
-	int c;
+	int r;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			policy = optarg;
-			break;
-		case 't':
-			token = optarg;
-			break;
-		case 'k':
-			keyfile = optarg;
-			break;
-		case 'a':
-			audit = optarg;
-			break;
-		case 'h':
-			check_usage(stdout);
-			return 0;
-		default:
-			check_usage(stderr);
-			return SC_EXIT_SETUP;
-		}
-	}
-	if (optind < argc || !!policy == !!token) {
+	r = cli_run_args_parse(argc, argv, CLI_OPT_POLICY | CLI_OPT_TOKEN | CLI_OPT_AUDIT, false,
+			       check_usage, &a);
+	if (r)
+		return r > 0 ? 0 : SC_EXIT_SETUP;
+	if (optind < argc || !!a.policy == !!a.token) {
 		check_usage(stderr);
 		return SC_EXIT_SETUP;
 	}
-	if (token) {
+	if (a.token) {
 		tk_info info;
 
-		if (cli_load_token(token, keyfile, &plan, &info, NULL, NULL) < 0)
+		if (cli_load_token(a.token, a.keyfile, &plan, &info, NULL, NULL) < 0)
 			return SC_EXIT_SETUP;
 		printf("token %s: valid, %u caveat(s), expires %s", info.id, info.n_caveats,
 		       ctime(&info.exp));
-	} else if (cli_load_policy(policy, &plan, NULL) < 0) {
+	} else if (cli_load_policy(a.policy, &plan, NULL) < 0) {
 		return SC_EXIT_SETUP;
 	}
-	(void)cli_check_secrets(plan, token ? token : cli_policy_name(policy), true);
+	(void)cli_check_secrets(plan, a.token ? a.token : cli_policy_name(a.policy), true);
 	plan_describe(plan, stdout);
-	(void)cli_warn_audit_place(plan, audit);
+	(void)cli_warn_audit_place(plan, a.audit);
 	sc_plan_free(plan);
 	return 0;
 }

@@ -12,12 +12,11 @@
 #include "base/cleanup.h"
 #include "base/io.h"
 #include "cli/cli.h"
+#include "cli/run-options.h"
 #include "audit/audit.h"
 #include "core/run.h"
 #include "core/spawn.h"
 #include "token/token.h"
-
-#define MAX_SETS 64
 
 static void run_usage(FILE *out)
 {
@@ -394,61 +393,13 @@ static void std_fds_open(void)
 	}
 }
 
-/* --audit-checkpoint-records N, --audit-checkpoint-interval SECONDS (ms). */
-static int parse_checkpoint(bool records, const char *arg, uint64_t *ret)
-{
-	char *end = NULL;
-	double v;
-
-	errno = 0;
-	if (records) {
-		unsigned long long n = strtoull(arg, &end, 10);
-
-		if (errno || end == arg || *end || arg[0] == '-') {
-			cli_error("--audit-checkpoint-records '%s': expected a number of records "
-				  "(0 for none by count)",
-				  arg);
-			return -EINVAL;
-		}
-		*ret = n;
-		return 0;
-	}
-	v = strtod(arg, &end);
-	if (errno || end == arg || *end || !(v >= 0 && v <= 86400)) {
-		cli_error("--audit-checkpoint-interval '%s': expected seconds from 0 to 86400 "
-			  "(e.g. 5 or 0.5; 0 for none by time)",
-			  arg);
-		return -EINVAL;
-	}
-	*ret = (uint64_t)(v * 1000 + 0.5);
-	return 0;
-}
-
 int cmd_run(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"policy", required_argument, NULL, 'p'},
-	    {"token", required_argument, NULL, 't'},
-	    {"key", required_argument, NULL, 'k'},
-	    {"audit", required_argument, NULL, 'a'},
-	    {"audit-key", required_argument, NULL, 'K'},
-	    {"audit-sign", required_argument, NULL, 'G'},
-	    {"audit-checkpoint-records", required_argument, NULL, 'R'},
-	    {"audit-checkpoint-interval", required_argument, NULL, 'I'},
-	    {"set", required_argument, NULL, 's'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    /* internal: a sub-sandbox's supervisor */
-	    {"spawned-by", required_argument, NULL, 'S'},
-	    {}};
-	const char *policy = NULL, *token = NULL, *keyfile = NULL, *audit = NULL, *audit_key = NULL;
-	const char *audit_sign = NULL;
-	uint64_t cp_records = AU_CHECKPOINT_RECORDS_DEF, cp_ms = AU_CHECKPOINT_MS_DEF;
+	const unsigned accepted = CLI_OPT_POLICY | CLI_OPT_TOKEN | CLI_OPT_AUDIT |
+				  CLI_OPT_AUDIT_KEY | CLI_OPT_AUDIT_SIGN | CLI_OPT_SET |
+				  CLI_OPT_JSON | CLI_OPT_QUIET | CLI_OPT_SPAWNED_BY;
+	cli_run_args a;
 	_cleanup_(au_sign_key_freep) au_sign_key *sign_key = NULL;
-	char *sets[MAX_SETS];
-	size_t n_sets = 0;
-	bool json = false, quiet = false;
 	sc_plan *plan = NULL;
 	_cleanup_free_ char *token_text = NULL;
 	char digest[65] = "";
@@ -459,7 +410,7 @@ int cmd_run(int argc, char **argv)
 	sc_diag d = {0};
 	tk_info info = {0};
 	sigset_t pipe_only;
-	int c, r;
+	int r;
 
 	std_fds_open();
 	/* A write to a closed pipe or terminal fails with EPIPE, which is
@@ -471,102 +422,56 @@ int cmd_run(int argc, char **argv)
 	sigemptyset(&pipe_only);
 	sigaddset(&pipe_only, SIGPIPE);
 	(void)sigprocmask(SIG_BLOCK, &pipe_only, NULL);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			policy = optarg;
-			break;
-		case 't':
-			token = optarg;
-			break;
-		case 'k':
-			keyfile = optarg;
-			break;
-		case 'a':
-			audit = optarg;
-			break;
-		case 'K':
-			audit_key = optarg;
-			break;
-		case 'G':
-			audit_sign = optarg;
-			break;
-		case 'R':
-		case 'I':
-			if (parse_checkpoint(c == 'R', optarg, c == 'R' ? &cp_records : &cp_ms) < 0)
-				return SC_EXIT_SETUP;
-			break;
-		case 's':
-			if (n_sets >= MAX_SETS) {
-				cli_error("more than %d --set options", MAX_SETS);
-				return SC_EXIT_SETUP;
-			}
-			sets[n_sets++] = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'q':
-			quiet = true;
-			break;
-		case 'h':
-			run_usage(stdout);
-			return 0;
-		case 'S':
-			/* Started by a supervisor for a request on its spawn socket:
-			 * everything else comes over that socket (core/spawn.h). */
-			return spawn_child_main(atoi(optarg));
-		default:
-			run_usage(stderr);
-			return SC_EXIT_SETUP;
-		}
-	}
+	r = cli_run_args_parse(argc, argv, accepted, true, run_usage, &a);
+	if (r)
+		return r > 0 ? 0 : SC_EXIT_SETUP;
+	if (a.spawned_by)
+		return spawn_child_main(atoi(a.spawned_by));
 	if (optind >= argc) {
 		cli_error("run: no command given (see 'sandcap run --help')");
 		return SC_EXIT_SETUP;
 	}
-	if (!!policy == !!token) {
+	if (!!a.policy == !!a.token) {
 		cli_error("run: give exactly one of --policy FILE or --token FILE");
 		return SC_EXIT_SETUP;
 	}
-	if (token) {
-		if (n_sets) {
+	if (a.token) {
+		if (a.n_sets) {
 			cli_error("run: --set applies to policies, not tokens (attenuate the token "
 				  "instead)");
 			return SC_EXIT_SETUP;
 		}
-		if (cli_load_token(token, keyfile, &plan, &info, digest, &token_text) < 0)
+		if (cli_load_token(a.token, a.keyfile, &plan, &info, digest, &token_text) < 0)
 			return SC_EXIT_SETUP;
 		o.token = token_text;
 		o.policy_source = "token";
 		o.token_id = info.id;
 		o.token_caveats = info.n_caveats;
 	} else {
-		if (cli_load_policy_sets(policy, sets, n_sets, &plan, digest) < 0)
+		if (cli_load_policy_sets(a.policy, a.sets, a.n_sets, &plan, digest) < 0)
 			return SC_EXIT_SETUP;
-		o.policy_source = cli_policy_name(policy);
+		o.policy_source = cli_policy_name(a.policy);
 	}
 	/* Before anything is set up: the proxy would find a missing secret only
 	 * after the sandbox exists. */
-	if (cli_check_secrets(plan, token ? token : cli_policy_name(policy), false) < 0) {
+	if (cli_check_secrets(plan, a.token ? a.token : cli_policy_name(a.policy), false) < 0) {
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
-	if (audit_key && cli_read_audit_key(audit_key, akey, &akey_len) < 0) {
+	if (a.audit_key && cli_read_audit_key(a.audit_key, akey, &akey_len) < 0) {
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
-	if (audit_sign && cli_load_sign_key(audit_sign, true, &sign_key) < 0) {
+	if (a.audit_sign && cli_load_sign_key(a.audit_sign, true, &sign_key) < 0) {
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
 	o.audit_sign = sign_key;
-	o.audit_checkpoint_records = cp_records;
-	o.audit_checkpoint_ms = cp_ms;
+	o.audit_checkpoint_records = a.checkpoint_records;
+	o.audit_checkpoint_ms = a.checkpoint_ms;
 	o.plan = plan;
 	o.argv = argv + optind;
-	o.audit_path = audit;
+	o.audit_path = a.audit;
 	o.audit_key = akey_len ? akey : NULL;
 	o.audit_key_len = akey_len;
 	o.policy_digest = digest;
@@ -598,9 +503,9 @@ int cmd_run(int argc, char **argv)
 		cli_error("warning: the egress proxy died and was restarted %u time%s "
 			  "(proxy.exit in the audit log)",
 			  res->proxy_restarts, res->proxy_restarts == 1 ? "" : "s");
-	if (json)
+	if (a.json)
 		summary_json(res);
-	else if (!quiet || res->exit_status != 0 || res->oom_killed || res->timed_out ||
+	else if (!a.quiet || res->exit_status != 0 || res->oom_killed || res->timed_out ||
 		 res->proxy_failed || res->audit_error ||
 		 (res->audit_path[0] && !res->audit_sealed))
 		summary_text(plan, res);

@@ -14,9 +14,8 @@
 #include "base/cleanup.h"
 #include "base/exit-status.h"
 #include "cli/cli.h"
+#include "cli/run-options.h"
 #include "session/session.h"
-
-#define MAX_SETS 64
 
 static void session_usage(FILE *out)
 {
@@ -49,75 +48,43 @@ static void print_json(json_t *o)
 
 static int session_start(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"policy", required_argument, NULL, 'p'}, {"name", required_argument, NULL, 'n'},
-	    {"audit", required_argument, NULL, 'a'},  {"audit-key", required_argument, NULL, 'K'},
-	    {"set", required_argument, NULL, 's'},    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},	      {}};
-	const char *policy = NULL, *audit_key = NULL;
-	char *sets[MAX_SETS], digest[65] = "";
-	size_t n_sets = 0;
-	bool json = false;
+	cli_run_args a;
+	char digest[65] = "";
 	sc_session_start_opts o = {0};
 	sc_session_info info;
 	uint8_t akey[64];
 	size_t akey_len = 0;
 	sc_plan *plan = NULL;
 	sc_diag d = {0};
-	int c, r;
+	int r;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			policy = optarg;
-			break;
-		case 'n':
-			o.name = optarg;
-			break;
-		case 'a':
-			o.audit_path = optarg;
-			break;
-		case 'K':
-			audit_key = optarg;
-			break;
-		case 's':
-			if (n_sets >= MAX_SETS) {
-				cli_error("more than %d --set options", MAX_SETS);
-				return SC_EXIT_SETUP;
-			}
-			sets[n_sets++] = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			session_usage(stdout);
-			return 0;
-		default:
-			session_usage(stderr);
-			return SC_EXIT_SETUP;
-		}
-	}
-	if (!policy || optind != argc) {
+	r = cli_run_args_parse(argc, argv,
+			       CLI_OPT_POLICY | CLI_OPT_NAME | CLI_OPT_AUDIT | CLI_OPT_AUDIT_KEY |
+				   CLI_OPT_SET | CLI_OPT_JSON,
+			       true, session_usage, &a);
+	if (r)
+		return r > 0 ? 0 : SC_EXIT_SETUP;
+	o.name = a.name;
+	o.audit_path = a.audit;
+	if (!a.policy || optind != argc) {
 		cli_error("session start: give --policy FILE and no command (commands go to "
 			  "`sandcap exec NAME`)");
 		return SC_EXIT_SETUP;
 	}
-	if (strcmp(policy, "-") == 0) {
+	if (strcmp(a.policy, "-") == 0) {
 		cli_error("session start: --policy - is not for sessions (the supervisor outlives "
 			  "this command): give a file");
 		return SC_EXIT_SETUP;
 	}
-	if (cli_load_policy_sets(policy, sets, n_sets, &plan, digest) < 0)
+	if (cli_load_policy_sets(a.policy, a.sets, a.n_sets, &plan, digest) < 0)
 		return SC_EXIT_SETUP;
-	if (cli_check_secrets(plan, policy, false) < 0 ||
-	    (audit_key && cli_read_audit_key(audit_key, akey, &akey_len) < 0)) {
+	if (cli_check_secrets(plan, a.policy, false) < 0 ||
+	    (a.audit_key && cli_read_audit_key(a.audit_key, akey, &akey_len) < 0)) {
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
 	o.plan = plan;
-	o.policy_source = cli_policy_name(policy);
+	o.policy_source = cli_policy_name(a.policy);
 	o.policy_digest = digest;
 	o.audit_key = akey_len ? akey : NULL;
 	o.audit_key_len = akey_len;
@@ -129,9 +96,9 @@ static int session_start(int argc, char **argv)
 			  d.message[0] ? d.message : strerror(-r));
 		return SC_EXIT_SETUP;
 	}
-	if (json) {
+	if (a.json) {
 		json_t *out = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "name", info.name, "pid",
-					(int)info.pid, "audit", info.audit_path, "policy", policy,
+					(int)info.pid, "audit", info.audit_path, "policy", a.policy,
 					"sandbox", info.sandbox_id, "started", info.started);
 		json_t *ws = json_array();
 		char *save = NULL;

@@ -352,8 +352,18 @@ static int split_request_line(const char *buf, size_t n, px_request *req, const 
 	return 0;
 }
 
-static int parse_request_line(const char *buf, size_t n, const px_origin *origin, px_request *req,
-			      const char **reason)
+/*
+ * Who reads a request head, which decides the form its target must have and
+ * what its headers must say (RFC 9112 3.2).
+ */
+typedef enum req_form {
+	FORM_PROXY,  /* the forward proxy: absolute-form, or authority-form for CONNECT */
+	FORM_TUNNEL, /* inside an inspected tunnel: origin-form, the authority its CONNECT's */
+	FORM_SERVER, /* an origin server (the API): origin-form, no authority to check */
+} req_form;
+
+static int parse_request_line(const char *buf, size_t n, req_form form, const px_origin *origin,
+			      px_request *req, const char **reason)
 {
 	const char *target;
 	size_t tlen;
@@ -361,15 +371,19 @@ static int parse_request_line(const char *buf, size_t n, const px_origin *origin
 
 	if (r < 0)
 		return r;
-	if (origin) {
+	if (form != FORM_PROXY) {
 		if (target[0] != '/') {
-			*reason = "not an origin-form target (\"/path\") inside a TLS tunnel";
+			*reason = form == FORM_TUNNEL
+				      ? "not an origin-form target (\"/path\") inside a TLS tunnel"
+				      : "not an origin-form target";
 			return -400;
 		}
-		req->target_kind = PX_TARGET_ORIGIN;
-		memcpy(req->host, origin->host, sizeof(req->host));
-		req->host_kind = origin->host_kind;
-		req->port = origin->port;
+		if (form == FORM_TUNNEL) {
+			req->target_kind = PX_TARGET_ORIGIN;
+			memcpy(req->host, origin->host, sizeof(req->host));
+			req->host_kind = origin->host_kind;
+			req->port = origin->port;
+		}
 		req->path.off = (uint32_t)(target - buf);
 		req->path.len = (uint32_t)tlen;
 		return 0;
@@ -558,34 +572,57 @@ static int framing_header(const char *buf, const px_header *h, px_request *req, 
 	return 1;
 }
 
-static int parse_request(const char *buf, size_t len, const px_origin *origin, px_request *req,
-			 const char **reason);
-
-int px_http_parse_request(const char *buf, size_t len, px_request *req, const char **reason)
+/*
+ * A Host header must name the target (proxy and tunnel): the target comes
+ * from the request line, and a Host that names anything else is refused
+ * rather than ignored: an origin behind a shared IP could route on it (RFC
+ * 9112 3.2.2 says to ignore it; refusing is the stricter choice and costs
+ * well-behaved clients nothing).
+ */
+static int check_host_header(const char *buf, const px_header *h, px_request *req, bool *have_host,
+			     const char **reason)
 {
-	return parse_request(buf, len, NULL, req, reason);
+	char host[PX_MAX_HOST + 1];
+	px_host_kind kind;
+	uint16_t port;
+
+	if (*have_host) {
+		*reason = "duplicate Host";
+		return -400;
+	}
+	*have_host = true;
+	if (parse_authority(buf + h->value.off, h->value.len, false,
+			    req->target_kind == PX_TARGET_ABSOLUTE ? 80 : req->port, host, &kind,
+			    &port) < 0 ||
+	    strcmp(host, req->host) != 0 || port != req->port) {
+		*reason = "Host header disagrees with the request target";
+		return -400;
+	}
+	return 0;
 }
 
-int px_http_parse_origin_request(const char *buf, size_t len, const px_origin *origin,
-				 px_request *req, const char **reason)
+/*
+ * The one request-head reader; form says who reads it. Only an origin
+ * server (FORM_SERVER) takes a smaller max_head, lets Host and
+ * Proxy-Connection be ordinary headers, says 431 rather than 414 for a long
+ * request line before the head is complete, and keeps an HTTP/1.0
+ * connection alive when asked ("Connection: keep-alive").
+ */
+static int parse_request(const char *buf, size_t len, req_form form, const px_origin *origin,
+			 size_t max_head, px_request *req, const char **reason)
 {
-	return parse_request(buf, len, origin, req, reason);
-}
-
-static int parse_request(const char *buf, size_t len, const px_origin *origin, px_request *req,
-			 const char **reason)
-{
+	bool proxy = form != FORM_SERVER;
+	bool have_host = false, have_te = false, conn_close = false, conn_keep = false;
 	size_t head_end = 0, line_end;
 	const char *crlf;
 	int r;
-	bool have_host = false, have_te = false, conn_close = false, conn_keep = false;
 
 	*reason = NULL;
-	r = find_head_end(buf, len, PX_MAX_HEAD, 431, &head_end, reason);
+	r = find_head_end(buf, len, max_head, 431, &head_end, reason);
 	if (r <= 0) {
 		/* a request line that is already too long is a 414, not a 431 */
 		crlf = memchr(buf, '\r', len < PX_MAX_REQUEST_LINE ? len : PX_MAX_REQUEST_LINE);
-		if (!crlf && len >= PX_MAX_REQUEST_LINE && (r == 0 || r == -431)) {
+		if (proxy && !crlf && len >= PX_MAX_REQUEST_LINE && (r == 0 || r == -431)) {
 			*reason = "request line too long";
 			return -414;
 		}
@@ -599,7 +636,7 @@ static int parse_request(const char *buf, size_t len, const px_origin *origin, p
 	}
 	memset(req, 0, sizeof(*req));
 	req->head_len = head_end;
-	r = parse_request_line(buf, line_end, origin, req, reason);
+	r = parse_request_line(buf, line_end, form, origin, req, reason);
 	if (r < 0)
 		return r;
 	req->line_ok = true;
@@ -610,36 +647,12 @@ static int parse_request(const char *buf, size_t len, const px_origin *origin, p
 
 	for (size_t i = 0; i < req->n_headers; i++) {
 		const px_header *h = &req->headers[i];
-		const char *v = buf + h->value.off;
 
-		r = framing_header(buf, h, req, true, &have_te, &conn_close, &conn_keep, reason);
+		r = framing_header(buf, h, req, proxy, &have_te, &conn_close, &conn_keep, reason);
+		if (r == 0 && proxy && span_ieq(buf, h->name, "host"))
+			r = check_host_header(buf, h, req, &have_host, reason);
 		if (r < 0)
 			return r;
-		if (r == 0 && span_ieq(buf, h->name, "host")) {
-			char host[PX_MAX_HOST + 1];
-			px_host_kind kind;
-			uint16_t port;
-
-			if (have_host) {
-				*reason = "duplicate Host";
-				return -400;
-			}
-			have_host = true;
-			/*
-			 * The target comes from the request line. A Host header that
-			 * names anything else is refused rather than ignored: an
-			 * origin behind a shared IP could route on it (RFC 9112 3.2.2
-			 * says to ignore it; refusing is the stricter choice and
-			 * costs well-behaved clients nothing).
-			 */
-			if (parse_authority(v, h->value.len, false,
-					    req->target_kind == PX_TARGET_ABSOLUTE ? 80 : req->port,
-					    host, &kind, &port) < 0 ||
-			    strcmp(host, req->host) != 0 || port != req->port) {
-				*reason = "Host header disagrees with the request target";
-				return -400;
-			}
-		}
 	}
 	if (req->has_content_length && req->chunked) {
 		*reason = "both Content-Length and Transfer-Encoding";
@@ -649,7 +662,7 @@ static int parse_request(const char *buf, size_t len, const px_origin *origin, p
 		*reason = "Transfer-Encoding in HTTP/1.0";
 		return -400;
 	}
-	if (req->minor == 1 && !have_host && req->target_kind != PX_TARGET_AUTHORITY) {
+	if (proxy && req->minor == 1 && !have_host && req->target_kind != PX_TARGET_AUTHORITY) {
 		*reason = "missing Host";
 		return -400;
 	}
@@ -657,9 +670,26 @@ static int parse_request(const char *buf, size_t len, const px_origin *origin, p
 		*reason = "CONNECT with a body";
 		return -400;
 	}
-	(void)conn_keep;
-	req->keep_alive = req->minor == 1 && !conn_close;
+	req->keep_alive = req->minor == 1 ? !conn_close : !proxy && conn_keep;
 	return (int)head_end;
+}
+
+int px_http_parse_request(const char *buf, size_t len, px_request *req, const char **reason)
+{
+	return parse_request(buf, len, FORM_PROXY, NULL, PX_MAX_HEAD, req, reason);
+}
+
+int px_http_parse_origin_request(const char *buf, size_t len, const px_origin *origin,
+				 px_request *req, const char **reason)
+{
+	return parse_request(buf, len, FORM_TUNNEL, origin, PX_MAX_HEAD, req, reason);
+}
+
+int px_http_parse_server_request(const char *buf, size_t len, size_t max_head, px_request *req,
+				 const char **reason)
+{
+	return parse_request(buf, len, FORM_SERVER, NULL,
+			     max_head < PX_MAX_HEAD ? max_head : PX_MAX_HEAD, req, reason);
 }
 
 static const char *const hop_headers[] = {
@@ -1114,72 +1144,6 @@ int px_http_local_response(int status, const char *deny_reason, const char *text
 	if (n < 0 || (size_t)n >= out_size)
 		return -ENOBUFS;
 	return n;
-}
-
-static int parse_server_request_line(const char *buf, size_t n, px_request *req,
-				     const char **reason)
-{
-	const char *target;
-	size_t tlen;
-	int r = split_request_line(buf, n, req, &target, &tlen, reason);
-
-	if (r < 0)
-		return r;
-	if (target[0] != '/') {
-		*reason = "not an origin-form target";
-		return -400;
-	}
-	req->path.off = (uint32_t)(target - buf);
-	req->path.len = (uint32_t)tlen;
-	return 0;
-}
-
-int px_http_parse_server_request(const char *buf, size_t len, size_t max_head, px_request *req,
-				 const char **reason)
-{
-	size_t head_end = 0, line_end;
-	bool have_te = false, conn_close = false, conn_keep = false;
-	const char *crlf;
-	int r;
-
-	*reason = NULL;
-	if (max_head > PX_MAX_HEAD)
-		max_head = PX_MAX_HEAD;
-	r = find_head_end(buf, len, max_head, 431, &head_end, reason);
-	if (r <= 0)
-		return r;
-	crlf = memchr(buf, '\r', head_end);
-	line_end = (size_t)(crlf - buf);
-	if (line_end >= PX_MAX_REQUEST_LINE) {
-		*reason = "request line too long";
-		return -414;
-	}
-	memset(req, 0, sizeof(*req));
-	req->head_len = head_end;
-	r = parse_server_request_line(buf, line_end, req, reason);
-	if (r < 0)
-		return r;
-	req->line_ok = true;
-	r = parse_header_lines(buf, line_end + 2, head_end, req->headers, PX_MAX_HEADERS,
-			       &req->n_headers, 400, 431, reason);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < req->n_headers; i++) {
-		r = framing_header(buf, &req->headers[i], req, false, &have_te, &conn_close,
-				   &conn_keep, reason);
-		if (r < 0)
-			return r;
-	}
-	if (req->has_content_length && req->chunked) {
-		*reason = "both Content-Length and Transfer-Encoding";
-		return -400;
-	}
-	if (req->chunked && req->minor == 0) {
-		*reason = "Transfer-Encoding in HTTP/1.0";
-		return -400;
-	}
-	req->keep_alive = req->minor == 1 ? !conn_close : conn_keep;
-	return (int)head_end;
 }
 
 const px_header *px_http_find_header(const char *buf, const px_request *req, const char *name)

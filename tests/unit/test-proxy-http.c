@@ -278,9 +278,133 @@ static void test_local_response(void)
 	   "local 403 carries X-Sandcap-Deny");
 }
 
+/* The three readers of one request head, by who reads it. */
+enum reader { PROXY, TUNNEL, SERVER };
+
+static int parse_as(enum reader who, const char *s, size_t len, size_t max_head, px_request *req,
+		    const char **reason)
+{
+	static const px_origin origin = {.host = "a.test", .host_kind = PX_HOST_NAME, .port = 443};
+
+	if (who == PROXY)
+		return px_http_parse_request(s, len, req, reason);
+	if (who == TUNNEL)
+		return px_http_parse_origin_request(s, len, &origin, req, reason);
+	return px_http_parse_server_request(s, len, max_head, req, reason);
+}
+
+/* proxy, tunnel and server: what each answers (1: the head, whole). */
+static void expect_forms(const char *s, int proxy, int tunnel, int server, const char *what)
+{
+	static const char *const names[] = {"proxy", "tunnel", "server"};
+	int want[] = {proxy, tunnel, server};
+
+	for (int who = PROXY; who <= SERVER; who++) {
+		px_request req;
+		const char *reason = NULL;
+		int r = parse_as((enum reader)who, s, strlen(s), PX_MAX_HEAD, &req, &reason);
+		int w = want[who] == 1 ? (int)strlen(s) : want[who];
+
+		if (!ok(r == w, "%s (%s)", what, names[who]))
+			tap_diag("got %d (%s), want %d", r, reason ? reason : "", w);
+	}
+}
+
+/* A head of len bytes: a request line of line_len bytes and no end. */
+static char *unended_head(size_t len, size_t line_len)
+{
+	char *s = malloc(len);
+
+	if (!s)
+		abort();
+	memset(s, 'a', len);
+	memcpy(s, "GET /", 5);
+	if (line_len + 5 <= len)
+		memcpy(s + line_len, "\r\nX: ", 5);
+	return s;
+}
+
+/* Where the absolute-form reader (the proxy) and the origin-form ones (an
+ * inspected tunnel, the API server) part. */
+static void test_forms(void)
+{
+	static const char *const ka10 = "GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n";
+	static const char *const pc =
+	    "GET /x HTTP/1.1\r\nHost: a.test\r\nProxy-Connection: close\r\n\r\n";
+	const size_t long_line = PX_MAX_REQUEST_LINE + 808;
+	px_request req;
+	const char *reason;
+	char *big;
+	int r;
+
+	expect_forms("GET /x HTTP/1.1\r\nHost: a.test\r\n\r\n", -400, 1, 1,
+		     "origin-form: only inside a tunnel or at the server");
+	expect_forms("GET http://a.test/x HTTP/1.1\r\nHost: a.test\r\n\r\n", 1, -400, -400,
+		     "absolute-form: only at the proxy");
+	expect_forms("CONNECT a.test:443 HTTP/1.1\r\n\r\n", 1, -400, -400,
+		     "CONNECT's authority-form: only at the proxy");
+	expect_forms("GET /x HTTP/1.1\r\n\r\n", -400, -400, 1,
+		     "HTTP/1.1 without Host: refused but by the server");
+	expect_forms("GET /x HTTP/1.1\r\nHost: b.test\r\n\r\n", -400, -400, 1,
+		     "a Host that is not the target's: refused but by the server");
+	expect_forms("GET /x HTTP/1.1\r\nHost: a.test\r\nHost: a.test\r\n\r\n", -400, -400, 1,
+		     "two Host headers: refused but by the server");
+	expect_forms("GET /x HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n"
+		     "Transfer-Encoding: chunked\r\n\r\n",
+		     -400, -400, -400, "CL + TE refused by all three");
+	expect_forms("GET /x HTTP/1.1\nHost: a.test\r\n\r\n", -400, -400, -400,
+		     "a bare LF refused by all three");
+	expect_forms("GET /x HTTP/2.0\r\n\r\n", -505, -505, -505,
+		     "HTTP/2.0 is a 505 for all three");
+
+	r = parse_as(TUNNEL, "GET /x HTTP/1.1\r\nHost: a.test\r\n\r\n", 33, PX_MAX_HEAD, &req,
+		     &reason);
+	ok(r == 33 && req.target_kind == PX_TARGET_ORIGIN && strcmp(req.host, "a.test") == 0 &&
+	       req.port == 443 && req.path.len == 2,
+	   "tunnel: host and port are its CONNECT's, the path the target");
+	r = parse_as(SERVER, "GET /x?q HTTP/1.1\r\n\r\n", 21, PX_MAX_HEAD, &req, &reason);
+	ok(r == 21 && req.host[0] == '\0' && req.port == 0 && req.path.off == 4 &&
+	       req.path.len == 4,
+	   "server: no authority, the path is the whole target");
+	r = parse_as(TUNNEL, "GET http://a.test/ HTTP/1.1\r\n\r\n", 31, PX_MAX_HEAD, &req, &reason);
+	ok(r == -400 && strstr(reason, "inside a TLS tunnel"), "tunnel: its own reason");
+	r = parse_as(SERVER, "GET http://a.test/ HTTP/1.1\r\n\r\n", 31, PX_MAX_HEAD, &req, &reason);
+	ok(r == -400 && strcmp(reason, "not an origin-form target") == 0, "server: its own reason");
+
+	/* HTTP/1.0 keep-alive is honoured by the server only; Proxy-Connection
+	 * is the proxy's header (a tunnel's too), an ordinary one at the server. */
+	ok(parse_as(TUNNEL, ka10, strlen(ka10), PX_MAX_HEAD, &req, &reason) > 0 && !req.keep_alive,
+	   "tunnel: an HTTP/1.0 keep-alive is not kept");
+	ok(parse_as(SERVER, ka10, strlen(ka10), PX_MAX_HEAD, &req, &reason) > 0 && req.keep_alive,
+	   "server: an HTTP/1.0 keep-alive is kept");
+	ok(parse_as(TUNNEL, pc, strlen(pc), PX_MAX_HEAD, &req, &reason) > 0 && !req.keep_alive,
+	   "tunnel: Proxy-Connection: close closes");
+	ok(parse_as(SERVER, pc, strlen(pc), PX_MAX_HEAD, &req, &reason) > 0 && req.keep_alive,
+	   "server: Proxy-Connection is not its header");
+
+	/* A request line longer than the bound, before the head is complete. */
+	big = unended_head(long_line, long_line);
+	ok(parse_as(PROXY, big, long_line, 0, &req, &reason) == -414 &&
+	       parse_as(TUNNEL, big, long_line, 0, &req, &reason) == -414,
+	   "proxy and tunnel: a long request line is a 414 before the head ends");
+	ok(parse_as(SERVER, big, long_line, 2 * PX_MAX_REQUEST_LINE, &req, &reason) == 0,
+	   "server: it waits for the head, up to its max_head");
+	ok(parse_as(SERVER, big, long_line, 4096, &req, &reason) == -431,
+	   "server: past its max_head a 431");
+	free(big);
+	/* a head that does not end: a 431 at PX_MAX_HEAD, whatever max_head */
+	big = unended_head(PX_MAX_HEAD + 64, 20);
+	ok(parse_as(SERVER, big, PX_MAX_HEAD + 64, 4 * PX_MAX_HEAD, &req, &reason) == -431,
+	   "server: max_head is capped at PX_MAX_HEAD");
+	ok(parse_as(SERVER, big, PX_MAX_HEAD - 64, 4 * PX_MAX_HEAD, &req, &reason) == 0,
+	   "server: below PX_MAX_HEAD more is needed");
+	free(big);
+}
+
 int main(void)
 {
 	test_valid();
+	test_forms();
 	test_partial();
 	test_invalid();
 	test_rewrite();

@@ -11,8 +11,9 @@ reachable, else runs the `sandcap` CLI itself. Standard library only.
 """
 from typing import Iterator, List, Optional, Union
 
+from ._protocol import as_bytes
 from ._transport import CliTransport, DaemonTransport, pick
-from ._types import Chunk, Result, SandcapError, SessionHandle, result_from_final
+from ._types import Chunk, Outputs, Result, SandcapError, SessionHandle
 from .aio import AsyncSandbox
 
 __all__ = ["Sandbox", "AsyncSandbox", "Result", "Chunk", "SandcapError",
@@ -51,18 +52,13 @@ class Sandbox(SessionHandle):
     def stream(self, argv: List[str], *, stdin: Union[bytes, str, None] = None,
                cwd: Optional[str] = None, env: Optional[dict] = None) -> Iterator[Union[Chunk, Result]]:
         """Yields Chunk objects as the command writes, then its Result."""
-        out, err, final = [], [], None
+        seen = Outputs()
         # read to the end of the stream (not only to the result line): a
         # connection closed early tells the daemon the caller went away
         for item in self._t.exec_stream(self.id, argv, stdin, cwd, env):
-            if isinstance(item, Chunk):
-                (out if item.stream == "stdout" else err).append(item.data)
+            if seen.take(item):
                 yield item
-            else:
-                final = item
-        if final is None:
-            raise SandcapError("exec_failed", "the command's stream ended without its result")
-        yield result_from_final(final, b"".join(out), b"".join(err), self.audit_path)
+        yield seen.result(self.audit_path)
 
     def run(self, argv: List[str], *, stdin: Union[bytes, str, None] = None,
             cwd: Optional[str] = None, env: Optional[dict] = None) -> Result:
@@ -74,7 +70,7 @@ class Sandbox(SessionHandle):
         return result
 
     def write_file(self, path: str, data: Union[bytes, str]) -> None:
-        self._t.put(self.id, path, data.encode() if isinstance(data, str) else data)
+        self._t.put(self.id, path, as_bytes(data))
 
     def read_file(self, path: str) -> bytes:
         return self._t.get(self.id, path)

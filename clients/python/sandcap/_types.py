@@ -79,6 +79,28 @@ def result_from_final(final: dict, out: bytes, err: bytes, audit_path: Optional[
     )
 
 
+class Outputs:
+    """What an exec stream has brought so far, for Sandbox and AsyncSandbox."""
+
+    def __init__(self):
+        self.out: List[bytes] = []
+        self.err: List[bytes] = []
+        self.final: Optional[dict] = None
+
+    def take(self, item) -> bool:
+        """Keeps a Chunk's data (True: pass it on) or the final result line."""
+        if isinstance(item, Chunk):
+            (self.out if item.stream == "stdout" else self.err).append(item.data)
+            return True
+        self.final = item
+        return False
+
+    def result(self, audit_path: Optional[str]) -> Result:
+        if self.final is None:
+            raise SandcapError("exec_failed", "the command's stream ended without its result")
+        return result_from_final(self.final, b"".join(self.out), b"".join(self.err), audit_path)
+
+
 class SessionHandle:
     """What Sandbox and AsyncSandbox share: the session's record once started."""
 

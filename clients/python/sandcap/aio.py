@@ -8,14 +8,11 @@ Against the daemon it speaks HTTP/1.1 on the socket with asyncio streams;
 without one it runs the CLI with asyncio subprocesses.
 """
 import asyncio
-import json
-import os
-import tempfile
-import urllib.parse
 from typing import AsyncIterator, List, Optional, Union
 
-from ._transport import CliTransport, DaemonTransport, _exec_body, _raise_for, create_body, pick
-from ._types import Chunk, Result, SandcapError, SessionHandle, parse_ndjson_line, result_from_final
+from . import _protocol as proto
+from ._transport import CliTransport, DaemonTransport, pick
+from ._types import Outputs, Result, SandcapError, SessionHandle, parse_ndjson_line
 
 
 async def _http(socket_path: str, method: str, path: str, body: Optional[bytes] = None):
@@ -68,25 +65,24 @@ class _AsyncDaemon:
     def __init__(self, t: DaemonTransport):
         self.path = t.socket_path
 
-    async def _call(self, method, path, body=None) -> bytes:
-        status, chunks = await _http(self.path, method, path, body)
+    async def _call(self, req: proto.Request):
+        status, chunks = await _http(self.path, req.method, req.path, req.body)
         data = await _read_all(chunks)
         if status >= 300:
-            _raise_for(status, data)
-        return data
+            proto.raise_for(status, data)
+        return req.parse(data)
 
     async def start(self, policy, token):
-        return json.loads(await self._call("POST", "/v1/sessions", create_body(policy, token)))
+        return await self._call(proto.start_request(policy, token))
 
     async def stop(self, sid):
-        return json.loads(await self._call("DELETE", "/v1/sessions/" + urllib.parse.quote(sid, safe="")))
+        return await self._call(proto.stop_request(sid))
 
     async def exec_stream(self, sid, argv, stdin, cwd, env):
-        status, chunks = await _http(self.path, "POST",
-                                     f"/v1/sessions/{urllib.parse.quote(sid, safe='')}/exec",
-                                     _exec_body(argv, stdin, cwd, env))
+        req = proto.exec_request(sid, argv, stdin, cwd, env)
+        status, chunks = await _http(self.path, req.method, req.path, req.body)
         if status >= 300:
-            _raise_for(status, await _read_all(chunks))
+            proto.raise_for(status, await _read_all(chunks))
         buf = b""
         async for c in chunks:
             buf += c
@@ -95,70 +91,49 @@ class _AsyncDaemon:
                 if line.strip():
                     yield parse_ndjson_line(line)
 
-    def _q(self, sid, what, path):
-        return "/v1/sessions/%s/%s?path=%s" % (urllib.parse.quote(sid, safe=""), what,
-                                               urllib.parse.quote(path, safe=""))
-
     async def put(self, sid, path, data):
-        await self._call("PUT", self._q(sid, "files", path), data)
+        await self._call(proto.put_request(sid, path, data))
 
     async def get(self, sid, path):
-        return await self._call("GET", self._q(sid, "files", path))
+        return await self._call(proto.get_request(sid, path))
 
     async def ls(self, sid, path):
-        return json.loads(await self._call("GET", self._q(sid, "ls", path)))["entries"]
+        return await self._call(proto.ls_request(sid, path))
 
     async def report(self, sid, audit_path):
-        return json.loads(await self._call("GET", f"/v1/sessions/{urllib.parse.quote(sid, safe='')}/audit"))["report"]
+        return await self._call(proto.report_request(sid))
 
 
 class _AsyncCli:
     def __init__(self, t: CliTransport):
         self.exe = t.sandcap
 
-    async def _run(self, args, data=None) -> bytes:
+    async def _run(self, cmd: proto.Command):
         p = await asyncio.create_subprocess_exec(
-            self.exe, *args, stdin=asyncio.subprocess.PIPE if data is not None else asyncio.subprocess.DEVNULL,
+            self.exe, *cmd.args,
+            stdin=asyncio.subprocess.PIPE if cmd.data is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await p.communicate(data)
+        out, err = await p.communicate(cmd.data)
         if p.returncode != 0:
-            msg = (err.decode("utf-8", "replace").strip().splitlines() or [f"exit status {p.returncode}"])[0]
-            raise SandcapError("cli_failed", msg.removeprefix("sandcap: "), status=p.returncode)
-        return out
+            raise proto.cli_failure(p.returncode, err)
+        return cmd.parse(out)
 
     async def start(self, policy, token):
-        if token is not None:
-            raise SandcapError("unsupported", "tokens need the daemon (sandcap serve --token-key)")
-        name = policy
-        if isinstance(policy, dict):
-            fd, name = tempfile.mkstemp(suffix=".json")
-            with os.fdopen(fd, "w") as f:
-                json.dump(policy, f)
-        try:
-            info = json.loads(await self._run(["session", "start", "--policy", name, "--json"]))
-        finally:
-            if isinstance(policy, dict):
-                os.unlink(name)
-        info.setdefault("id", info.get("name"))
-        return info
+        with proto.policy_file(policy, token) as name:
+            return await self._run(proto.start_command(name))
 
     async def stop(self, sid):
-        return json.loads(await self._run(["session", "stop", sid, "--json"]))
+        return await self._run(proto.stop_command(sid))
 
     async def exec_stream(self, sid, argv, stdin, cwd, env):
-        args = ["exec", "--ndjson"] + (["-i"] if stdin is not None else [])
-        if cwd is not None:
-            args += ["--cwd", cwd]
-        for k, v in (env or {}).items():
-            args += ["--env", f"{k}={v}"]
         p = await asyncio.create_subprocess_exec(
-            self.exe, *args, sid, "--", *argv,
+            self.exe, *proto.exec_args(sid, argv, stdin, cwd, env),
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 
         async def feed():
             try:
-                p.stdin.write(stdin.encode() if isinstance(stdin, str) else stdin)
+                p.stdin.write(proto.as_bytes(stdin))
                 await p.stdin.drain()
             except (BrokenPipeError, ConnectionResetError):
                 pass
@@ -177,26 +152,23 @@ class _AsyncCli:
         if feeder:
             await feeder
         if not final:
-            raise SandcapError("exec_failed", err.removeprefix("sandcap: ") or f"exit status {p.returncode}")
+            raise proto.exec_failure(err, p.returncode)
 
     async def put(self, sid, path, data):
-        await self._run(["session", "put", sid, path], data)
+        await self._run(proto.put_command(sid, path, data))
 
     async def get(self, sid, path):
-        return await self._run(["session", "get", sid, path])
+        return await self._run(proto.get_command(sid, path))
 
     async def ls(self, sid, path):
-        return json.loads(await self._run(["session", "ls", sid, path, "--json"]))
+        return await self._run(proto.ls_command(sid, path))
 
     async def report(self, sid, audit_path):
-        p = await asyncio.create_subprocess_exec(self.exe, "audit", "report", audit_path, "--json",
+        p = await asyncio.create_subprocess_exec(self.exe, *proto.report_args(audit_path),
                                                  stdout=asyncio.subprocess.PIPE,
                                                  stderr=asyncio.subprocess.PIPE)
         out, err = await p.communicate()
-        try:
-            return json.loads(out)
-        except ValueError:
-            raise SandcapError("cli_failed", err.decode("utf-8", "replace").strip())
+        return proto.report_result(out, err)
 
 
 class AsyncSandbox(SessionHandle):
@@ -229,16 +201,11 @@ class AsyncSandbox(SessionHandle):
 
     async def stream(self, argv: List[str], *, stdin=None, cwd=None, env=None) -> AsyncIterator:
         """Yields Chunk objects as the command writes, then its Result."""
-        out, err, final = [], [], None
+        seen = Outputs()
         async for item in self._t.exec_stream(self.id, argv, stdin, cwd, env):
-            if isinstance(item, Chunk):
-                (out if item.stream == "stdout" else err).append(item.data)
+            if seen.take(item):
                 yield item
-            else:
-                final = item
-        if final is None:
-            raise SandcapError("exec_failed", "the command's stream ended without its result")
-        yield result_from_final(final, b"".join(out), b"".join(err), self.audit_path)
+        yield seen.result(self.audit_path)
 
     async def run(self, argv: List[str], *, stdin=None, cwd=None, env=None) -> Result:
         result = None
@@ -248,7 +215,7 @@ class AsyncSandbox(SessionHandle):
         return result
 
     async def write_file(self, path: str, data: Union[bytes, str]) -> None:
-        await self._t.put(self.id, path, data.encode() if isinstance(data, str) else data)
+        await self._t.put(self.id, path, proto.as_bytes(data))
 
     async def read_file(self, path: str) -> bytes:
         return await self._t.get(self.id, path)
