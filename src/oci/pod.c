@@ -18,10 +18,12 @@
 static const struct {
 	const char *type, *proc; /* config.json's name, /proc/PID/ns's */
 	int flag;
+	ino_t init_ino; /* the initial namespace's inode: fixed by the kernel, or 0 */
 } kinds[OCI_NS_MAX] = {
-    [OCI_NS_NET] = {"network", "net", CLONE_NEWNET},
-    [OCI_NS_IPC] = {"ipc", "ipc", CLONE_NEWIPC},
-    [OCI_NS_UTS] = {"uts", "uts", CLONE_NEWUTS},
+    [OCI_NS_NET] = {"network", "net", CLONE_NEWNET, 0},
+    /* PROC_IPC_INIT_INO and PROC_UTS_INIT_INO (linux/proc_ns.h) */
+    [OCI_NS_IPC] = {"ipc", "ipc", CLONE_NEWIPC, 0xEFFFFFFFU},
+    [OCI_NS_UTS] = {"uts", "uts", CLONE_NEWUTS, 0xEFFFFFFEU},
 };
 
 void oci_joins_close(int fds[OCI_NS_MAX])
@@ -41,6 +43,20 @@ static bool same_ns(int fd, const char *pid, const char *name)
 	       a.st_ino == b.st_ino;
 }
 
+/* The host's: the kernel's initial one (whether or not /proc/1 may be
+ * read: a container's pid 1 may hide it), pid 1's, or our own. */
+static bool host_ns(int fd, int k)
+{
+	struct stat a, self;
+
+	if (fstat(fd, &a) < 0)
+		return true;
+	if (stat("/proc/self/ns/ipc", &self) == 0 && a.st_dev == self.st_dev &&
+	    a.st_ino == kinds[k].init_ino)
+		return true;
+	return same_ns(fd, "1", kinds[k].proc) || same_ns(fd, "self", kinds[k].proc);
+}
+
 static int open_one(int k, const char *path, size_t index, int *ret, char *err, size_t len)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -57,8 +73,7 @@ static int open_one(int k, const char *path, size_t index, int *ret, char *err, 
 	/* The agent shares the pod's ipc and uts namespaces: never the host's
 	 * (its SysV IPC objects, its hostname). The network one is only the
 	 * proxy's upstream side, which is in the host's when nothing is joined. */
-	if (k != OCI_NS_NET &&
-	    (same_ns(fd, "1", kinds[k].proc) || same_ns(fd, "self", kinds[k].proc)))
+	if (k != OCI_NS_NET && host_ns(fd, k))
 		return oci_refuse(
 		    err, len,
 		    "$.linux.namespaces[%zu].path: %.256s is the host's %s namespace, "

@@ -16,7 +16,8 @@
 
 /*
  * Opens each path of j: it must be a namespace of its type, and an ipc or
- * uts one neither the host's (/proc/1/ns) nor this process's own. fds[k]
+ * uts one not the host's (the kernel's initial one, /proc/1's, or this
+ * process's own). fds[k]
  * is -1 where nothing is joined. -EINVAL with "$.linux.namespaces[N].path:
  * why" in err; nothing is left open then.
  */

@@ -178,12 +178,23 @@ $2"
 	expect_match "$1: the field named" "$out" "$3"
 	check "$1: nothing left" test ! -e "$RT/bad"
 }
+# The host's: this shell's (as /proc/1's may not be readable in a
+# container, the kernel's initial namespaces are known by their inodes).
 refused "the host's ipc namespace" "del c['hostname']
-c['linux']['namespaces'] = [{'type': 'pid'}, {'type': 'ipc', 'path': '/proc/1/ns/ipc'}]" \
-	'\$\.linux\.namespaces\[1\]\.path: /proc/1/ns/ipc is the host.s ipc namespace'
+c['linux']['namespaces'] = [{'type': 'pid'}, {'type': 'ipc', 'path': '/proc/$$/ns/ipc'}]" \
+	"\\\$\\.linux\\.namespaces\\[1\\]\\.path: /proc/$$/ns/ipc is the host.s ipc namespace"
 refused "the host's uts namespace" "del c['hostname']
-c['linux']['namespaces'] = [{'type': 'uts', 'path': '/proc/1/ns/uts'}]" \
-	'\$\.linux\.namespaces\[0\]\.path: /proc/1/ns/uts is the host.s uts namespace'
+c['linux']['namespaces'] = [{'type': 'uts', 'path': '/proc/$$/ns/uts'}]" \
+	"\\\$\\.linux\\.namespaces\\[0\\]\\.path: /proc/$$/ns/uts is the host.s uts namespace"
+refused "pid 1's ipc namespace" "del c['hostname']
+c['linux']['namespaces'] = [{'type': 'ipc', 'path': '/proc/1/ns/ipc'}]" \
+	'\$\.linux\.namespaces\[0\]\.path: /proc/1/ns/ipc'
+edit bad "del c['hostname']
+c['linux']['namespaces'] = [{'type': 'ipc', 'path': '/proc/$$/ns/ipc'}]"
+out=$(unshare --ipc "$R" --root "$RT" create --bundle "$T/bad" bad 2>&1)
+expect_match "the host's ipc namespace, from a runtime in another one: refused" "$out" \
+	'is the host.s ipc namespace'
+
 refused "a network namespace given as ipc" "del c['hostname']
 c['linux']['namespaces'] = [{'type': 'ipc', 'path': '/proc/$pp/ns/net'}]" \
 	"\\\$\\.linux\\.namespaces\\[0\\]\\.path: /proc/$pp/ns/net is not an ipc namespace"
