@@ -17,8 +17,7 @@
 /*
  * Opens each path of j: it must be a namespace of its type, and an ipc or
  * uts one not the host's (the kernel's initial one, /proc/1's, or this
- * process's own). fds[k]
- * is -1 where nothing is joined. -EINVAL with "$.linux.namespaces[N].path:
+ * process's own). fds[k] is -1 where nothing is joined. -EINVAL with "$.linux.namespaces[N].path:
  * why" in err; nothing is left open then.
  */
 int oci_joins_open(const oci_joins *j, int fds[OCI_NS_MAX], char *err, size_t err_len);
