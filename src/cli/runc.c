@@ -33,8 +33,10 @@
 #include "base/sha256.h"
 #include "base/unix-addr.h"
 #include "oci/config.h"
+#include "oci/pod.h"
 #include "oci/seccomp.h"
 #include "policy/plan.h"
+#include "proxy/proxy.h"
 #include "session/session.h"
 
 #define DEFAULT_ROOT "/run/sandcap-runc"
@@ -148,6 +150,7 @@ typedef struct csup {
 	int listen_fd;
 	int in_fd;  /* our stdin, relayed to the process's, or -1 */
 	int sig_fd; /* an exec's relay: signals it gets, passed on to the process; or -1 */
+	int ns_fds[OCI_NS_MAX]; /* create: the pod's namespaces it joins (oci/pod.h), or -1 */
 } csup;
 
 static int send_console(const char *sock_path, int master)
@@ -309,11 +312,20 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 	size_t i;
 	int r;
 
+	const char *what;
+
 	(void)setsid();
 	if (!argv || !env)
 		_exit(SC_EXIT_SETUP);
 	json_array_foreach(proc->args, i, v) argv[i] = (char *)json_string_value(v);
 	json_array_foreach(proc->env, i, v) env[i] = (char *)json_string_value(v);
+	/* Before the session starts: its supervisor, the proxy worker and
+	 * the sandbox inherit these (oci/pod.h). */
+	r = plan->shared_ipc_uts ? oci_joins_enter(c->ns_fds, plan->hostname, &what) : 0;
+	if (r < 0) {
+		dprintf(ready, "cannot enter the container's %s namespace: %s", what, strerror(-r));
+		_exit(SC_EXIT_SETUP);
+	}
 	r = sc_session_start(&so, &info, &d);
 	if (r < 0) {
 		dprintf(ready, "%s%s%s", d.path, d.path[0] ? ": " : "",
@@ -510,7 +522,11 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 	int ready[2], r;
 	ssize_t n;
 	pid_t pid;
-	csup c = {.listen_fd = -1, .in_fd = STDIN_FILENO, .sig_fd = -1};
+	csup c = {.listen_fd = -1,
+		  .in_fd = STDIN_FILENO,
+		  .sig_fd = -1,
+		  .ns_fds = {[0 ... OCI_NS_MAX - 1] = -1}};
+	oci_joins joins;
 
 	if (!realpath(bundle_arg, bundle)) {
 		oci_err("--bundle %s: %s", bundle_arg, strerror(errno));
@@ -520,20 +536,39 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 		return SC_EXIT_SETUP;
 	if (load_config(bundle, id, &plan, &config, &proc, digest) < 0)
 		return SC_EXIT_SETUP;
+	/* A pod's network, ipc and uts namespaces; as root the container's
+	 * supervisor makes the ipc and uts ones that are not joined, so that
+	 * the pod's containers can join them (docs/oci.md, "Kubernetes"). */
+	oci_config_joins(config, &joins);
+	plan->shared_ipc_uts = geteuid() == 0 || joins.path[OCI_NS_NET] || joins.path[OCI_NS_IPC] ||
+			       joins.path[OCI_NS_UTS];
+	{
+		char err[1024];
+
+		r = oci_joins_open(&joins, c.ns_fds, err, sizeof(err));
+		if (r < 0) {
+			oci_err("%s/config.json: %s", bundle, err);
+			json_decref(config);
+			return SC_EXIT_SETUP;
+		}
+	}
 	if (proc.terminal && !console && !run) {
 		oci_err("process.terminal is true: create needs --console-socket");
 		json_decref(config);
+		oci_joins_close(c.ns_fds);
 		return SC_EXIT_SETUP;
 	}
 	if (make_root() < 0) {
 		oci_err("--root %s: %s", g_root, strerror(errno));
 		json_decref(config);
+		oci_joins_close(c.ns_fds);
 		return SC_EXIT_SETUP;
 	}
 	if (mkdir(dir, 0700) < 0) {
 		oci_err(errno == EEXIST ? "container %s exists already" : "%s: %s", id,
 			strerror(errno));
 		json_decref(config);
+		oci_joins_close(c.ns_fds);
 		return SC_EXIT_SETUP;
 	}
 	snprintf(c.dir, sizeof(c.dir), "%s", dir);
@@ -552,6 +587,7 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 		oci_err("%s: cannot create the container's state: %s", dir, strerror(errno));
 		remove_dir(dir);
 		json_decref(config);
+		oci_joins_close(c.ns_fds);
 		return SC_EXIT_SETUP;
 	}
 	if (proc.terminal) /* the pty is the process's stdio, not ours */
@@ -570,6 +606,7 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 	}
 	(void)close(ready[1]);
 	c.listen_fd = safe_close(c.listen_fd);
+	oci_joins_close(c.ns_fds);
 	if (pid < 0 || !(run && !detach))
 		while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
@@ -1262,8 +1299,14 @@ int main(int argc, char **argv)
 	const char *bundle = ".", *pid_file = NULL, *console = NULL, *name, *format = "table";
 	bool detach = false, force = false, all = false;
 	exec_opts eo = {0};
+	const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
 	int c;
 
+	/* The proxy worker is exec'd from /proc/self/exe of the session's
+	 * supervisor, which here is a fork of this program. */
+	self = self ? self + 1 : (argc > 0 ? argv[0] : "");
+	if (strcmp(self, "sandcap-proxy") == 0)
+		return px_worker_main(argc, argv);
 	/* Global options first, then the command and its own. */
 	while ((c = getopt_long(argc, argv, "+h", global, NULL)) != -1) {
 		switch (c) {

@@ -109,6 +109,8 @@ static int step_hostname(child_ctx *c)
 {
 	const char *h = c->plan->hostname;
 
+	if (c->plan->shared_ipc_uts)
+		return 0; /* the pod's uts namespace, its hostname set when made */
 	if (sethostname(h, strlen(h)) < 0 || setdomainname("(none)", 6) < 0)
 		return -errno;
 	return 0;

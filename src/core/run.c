@@ -391,9 +391,12 @@ static json_t *layers_json(supervisor *s)
 	if (!o)
 		return NULL;
 	if (s->pid > 0) {
-		snprintf(ns, sizeof(ns), "%smount pid net ipc uts%s",
-			 l & LAYER_USERNS ? "user " : "", l & LAYER_CGROUPNS ? " cgroup" : "");
+		snprintf(ns, sizeof(ns), "%smount pid net%s%s", l & LAYER_USERNS ? "user " : "",
+			 s->plan->shared_ipc_uts ? "" : " ipc uts",
+			 l & LAYER_CGROUPNS ? " cgroup" : "");
 		(void)json_object_set_new(o, "namespaces", json_string(ns));
+		if (s->plan->shared_ipc_uts)
+			(void)json_object_set_new(o, "ipc_uts", json_string("shared (a pod's)"));
 	}
 	if (l & LAYER_MOUNTS)
 		(void)json_object_set_new(
@@ -1546,6 +1549,8 @@ static int start_child(supervisor *s)
 	 * the others: clone(2) creates it before them. */
 	if (s->unpriv)
 		ca.flags |= CLONE_NEWUSER;
+	if (s->plan->shared_ipc_uts)
+		ca.flags &= ~(uint64_t)(CLONE_NEWIPC | CLONE_NEWUTS);
 	if (cfd >= 0) {
 		ca.flags |= CLONE_INTO_CGROUP;
 		ca.cgroup = (uint64_t)cfd;

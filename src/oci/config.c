@@ -329,6 +329,11 @@ static int map_mounts(json_t *mounts, const char *bundle, json_t *grants, char *
 
 			bind = bind || (o && (strcmp(o, "bind") == 0 || strcmp(o, "rbind") == 0));
 		}
+		/* The CRI's pod /dev/shm (podman's too) is a host tmpfs bound in,
+		 * noexec in the pause container: each sandbox has its own instead
+		 * (nosuid, nodev, noexec, docs/oci.md). */
+		if (bind && strcmp(dest, "/dev/shm") == 0)
+			continue;
 		if (bind)
 			r = map_bind(m, i, bundle, dest, grants, err, len);
 		else if (!type)
@@ -348,6 +353,18 @@ static int map_mounts(json_t *mounts, const char *bundle, json_t *grants, char *
 
 /* ---- linux ---- */
 
+/* The namespaces a container may join (oci_joins): the pod's network, and
+ * the ipc and uts its containers share (docs/oci.md, "Kubernetes"). */
+static const char *const joinable[OCI_NS_MAX] = {"network", "ipc", "uts"};
+
+static int joinable_type(const char *type)
+{
+	for (int k = 0; type && k < OCI_NS_MAX; k++)
+		if (strcmp(type, joinable[k]) == 0)
+			return k;
+	return -1;
+}
+
 static int map_namespaces(json_t *nss, char *err, size_t len)
 {
 	static const char *const types[] = {"pid",   "network", "ipc",	  "uts",
@@ -361,7 +378,7 @@ static int map_namespaces(json_t *nss, char *err, size_t len)
 	/* sandcap makes each of these of its own, whether listed or not. */
 	json_array_foreach(nss, i, n)
 	{
-		const char *type = str(n, "type");
+		const char *type = str(n, "type"), *path;
 		char where[64];
 		bool ok = false;
 		int r;
@@ -378,12 +395,37 @@ static int map_namespaces(json_t *nss, char *err, size_t len)
 			    "%s.type: %.32s is not a namespace sandcap makes (pid, network, "
 			    "ipc, uts, mount, user, cgroup)",
 			    where, type ? type : "(none)");
-		if (json_object_get(n, "path"))
+		if (!json_object_get(n, "path"))
+			continue;
+		/* The agent keeps its own pid, mount, user and cgroup namespaces:
+		 * joining one would put it beside processes it must not see. */
+		if (joinable_type(type) < 0)
 			return oci_refuse(err, len,
-					  "%s.path: joining an existing namespace is not supported",
-					  where);
+					  "%s.path: joining an existing %s namespace is not "
+					  "supported (network, ipc and uts may be joined)",
+					  where, type);
+		path = str(n, "path");
+		if (!path || path[0] != '/')
+			return oci_refuse(err, len, "%s.path: expected an absolute path", where);
 	}
 	return 0;
+}
+
+void oci_config_joins(json_t *config, oci_joins *ret)
+{
+	json_t *nss = json_object_get(json_object_get(config, "linux"), "namespaces"), *n;
+	size_t i;
+
+	memset(ret, 0, sizeof(*ret));
+	json_array_foreach(nss, i, n)
+	{
+		int k = joinable_type(str(n, "type"));
+
+		if (k >= 0 && str(n, "path")) {
+			ret->path[k] = str(n, "path");
+			ret->index[k] = i;
+		}
+	}
 }
 
 static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
@@ -643,6 +685,21 @@ int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t
 		return -ENOMEM;
 	limits = json_object_get(policy, "limits");
 	host = str(config, "hostname");
+	if (host && host[0] && (v = json_object_get(config, "linux"))) {
+		oci_joins j;
+
+		/* A joined uts namespace has the hostname of whoever made it
+		 * (a pod's, set by its pause container): changing it would
+		 * change it for the whole pod. */
+		oci_config_joins(config, &j);
+		if (j.path[OCI_NS_UTS]) {
+			json_decref(policy);
+			return oci_refuse(err, len,
+					  "$.hostname: a container that joins a uts namespace "
+					  "($.linux.namespaces[%zu].path) has its hostname",
+					  j.index[OCI_NS_UTS]);
+		}
+	}
 	if (host && host[0] &&
 	    json_object_set_new(policy, "identity", json_pack("{s:s}", "hostname", host)) < 0)
 		r = -ENOMEM;

@@ -25,6 +25,15 @@ typedef struct oci_process {
 	unsigned rows, cols; /* consoleSize, 0 when absent */
 } oci_process;
 
+/* The namespaces a container joins (linux.namespaces[].path), the others
+ * being new: only a pod's network, ipc and uts (docs/oci.md, "Kubernetes"). */
+enum { OCI_NS_NET, OCI_NS_IPC, OCI_NS_UTS, OCI_NS_MAX };
+
+typedef struct oci_joins {
+	const char *path[OCI_NS_MAX]; /* borrowed from the config; NULL: a new one */
+	size_t index[OCI_NS_MAX];     /* its place in linux.namespaces, for errors */
+} oci_joins;
+
 /*
  * Maps config (an object) of the bundle at bundle (absolute) onto a new
  * policy object named id: the rootfs runtime, binds as grants, limits,
@@ -37,6 +46,9 @@ typedef struct oci_process {
 int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t *extra,
 		      bool need_process, json_t **ret_policy, oci_process *ret_proc, char *err,
 		      size_t err_len);
+
+/* The paths of the namespaces a config oci_config_policy() took joins. */
+void oci_config_joins(json_t *config, oci_joins *ret);
 
 /* The process of an exec (sandcap-runc exec --process FILE), borrowed
  * from p: checked as config.json's process is, fields named "$.process...".

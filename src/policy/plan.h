@@ -182,6 +182,11 @@ struct sc_plan {
 	void *extra_filter;
 	size_t n_extra_filter;
 	unsigned extra_filter_flags;
+	/* The sandbox stays in its supervisor's ipc and uts namespaces instead
+	 * of making its own, and sets no hostname (sandcap-runc: the pod's,
+	 * which the container supervisor made or joined, docs/oci.md). Not
+	 * policy JSON, as extra_filter. */
+	bool shared_ipc_uts;
 };
 
 /*

@@ -3,7 +3,8 @@
  * libFuzzer target for an OCI bundle's config.json (src/oci/config.c):
  * bytes as sandcap-runc reads them (one JSON object, duplicates refused),
  * mapped onto a policy; what is mapped must be a policy sandcap's parser
- * takes or refuses with a message, and a refusal must name a field. Its
+ * takes or refuses with a message, and a refusal must name a field; the
+ * namespaces it joins are absolute paths. Its
  * linux.seccomp is compiled too (src/oci/seccomp.c), under the same rule.
  */
 #include <errno.h>
@@ -44,6 +45,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (proc.args && (!json_is_array(proc.args) || json_array_size(proc.args) == 0))
 			abort();
+		{
+			oci_joins j;
+
+			/* What is joined is an absolute path, only where taken. */
+			oci_config_joins(c, &j);
+			for (int k = 0; k < OCI_NS_MAX; k++)
+				if (j.path[k] && j.path[k][0] != '/')
+					abort();
+		}
 		if (text && plan_parse_json(text, strlen(text), &plan, &d) < 0 && !d.message[0])
 			abort();
 		sc_plan_free(plan);

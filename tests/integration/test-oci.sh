@@ -298,8 +298,8 @@ refused() { # refused WHAT PYTHON PATTERN
 	expect_match "$1: the field named" "$out" "$3"
 	check "$1: nothing left" test ! -e "$RT/bad"
 }
-refused "a namespace path" "c['linux']['namespaces'].append({'type': 'network', 'path': '/proc/1/ns/net'})" \
-	'\$\.linux\.namespaces\[5\]\.path: joining an existing namespace is not supported'
+refused "a pid namespace path" "c['linux']['namespaces'][0]['path'] = '/proc/1/ns/pid'" \
+	'\$\.linux\.namespaces\[0\]\.path: joining an existing pid namespace is not supported'
 refused "an unknown mount type" "c['mounts'].append({'destination': '/mnt', 'type': 'nfs', 'source': 'x:/y'})" \
 	'\$\.mounts\[4\]\.type: a nfs mount at /mnt is not supported'
 refused "another uid" "c['process']['user']['uid'] = 33" '\$\.process\.user\.uid: must be 1000'
@@ -355,10 +355,10 @@ EOF
 	expect_match "ctr run: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
 	expect_match "ctr run: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
 	"${ctr[@]}" c rm ctd1 >/dev/null 2>&1
-	out=$(timeout 30 "${ctr[@]}" run --runc-binary "$R" --with-ns network:/proc/1/ns/net \
+	out=$(timeout 30 "${ctr[@]}" run --runc-binary "$R" --with-ns ipc:/proc/1/ns/ipc \
 		--rootfs "$T/b/rootfs" ctd2 true 2>&1)
-	expect_match "ctr run asking to join a namespace: refused, the field named" "$out" \
-		'linux\.namespaces\[[0-9]+\]\.path: joining an existing namespace is not supported'
+	expect_match "ctr run asking to join the host's ipc namespace: refused, the field named" "$out" \
+		'linux\.namespaces\[[0-9]+\]\.path: /proc/1/ns/ipc'
 	"${ctr[@]}" c rm ctd2 >/dev/null 2>&1
 	timeout 30 "${ctr[@]}" run -d --runc-binary "$R" --rootfs "$T/b/rootfs" ctd3 sleep 30 >/dev/null 2>&1
 	out=$(timeout 30 "${ctr[@]}" task exec --exec-id e1 ctd3 \

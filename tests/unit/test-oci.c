@@ -198,10 +198,22 @@ static void mapping(void)
 
 static void refusals(void)
 {
-	refused(
-	    "{\"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"}, {\"type\": "
-	    "\"network\", \"path\": \"/proc/1/ns/net\"}]}}",
-	    "$.linux.namespaces[2].path: joining an existing namespace is not supported");
+	refused("{\"linux\": {\"namespaces\": [{\"type\": \"ipc\"}, {\"type\": \"pid\", "
+		"\"path\": \"/proc/9/ns/pid\"}]}}",
+		"$.linux.namespaces[1].path: joining an existing pid namespace is not supported");
+	refused("{\"linux\": {\"namespaces\": [{\"type\": \"mount\", \"path\": \"/m\"}]}}",
+		"$.linux.namespaces[0].path: joining an existing mount namespace");
+	refused("{\"linux\": {\"namespaces\": [{\"type\": \"user\", \"path\": \"/u\"}]}}",
+		"$.linux.namespaces[0].path: joining an existing user namespace");
+	refused("{\"linux\": {\"namespaces\": [{\"type\": \"cgroup\", \"path\": \"/c\"}]}}",
+		"$.linux.namespaces[0].path: joining an existing cgroup namespace");
+	refused("{\"linux\": {\"namespaces\": [{\"type\": \"network\", \"path\": \"netns\"}]}}",
+		"$.linux.namespaces[0].path: expected an absolute path");
+	refused("{\"linux\": {\"namespaces\": [{\"type\": \"uts\", \"path\": 7}]}}",
+		"$.linux.namespaces[0].path: expected an absolute path");
+	refused("{\"hostname\": \"app\", \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, "
+		"{\"type\": \"uts\", \"path\": \"/proc/9/ns/uts\"}]}}",
+		"$.hostname: a container that joins a uts namespace ($.linux.namespaces[1].path)");
 	refused("{\"linux\": {\"namespaces\": [{\"type\": \"time\"}]}}",
 		"$.linux.namespaces[0].type: time is not a namespace sandcap makes");
 	refused(
@@ -395,9 +407,55 @@ static void exec_process(void)
 	json_decref(p);
 }
 
+/* A pod's container: the network, ipc and uts paths taken, named with
+ * their place for errors; the others new. */
+static void pod_joins(void)
+{
+	json_t *c = config_with(
+	    "{\"hostname\": \"\", \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, "
+	    "{\"type\": \"network\", \"path\": \"/proc/9/ns/net\"}, {\"type\": \"mount\"}, "
+	    "{\"type\": \"ipc\", \"path\": \"/proc/9/ns/ipc\"}, {\"type\": \"uts\", "
+	    "\"path\": \"/proc/9/ns/uts\"}]}}");
+	json_t *p = NULL;
+	oci_process proc;
+	oci_joins j;
+	char err[512] = "";
+	int r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
+
+	ok(r == 0, "a pod container's network, ipc and uts paths: accepted (%s)", err);
+	oci_config_joins(c, &j);
+	ok(j.path[OCI_NS_NET] && strcmp(j.path[OCI_NS_NET], "/proc/9/ns/net") == 0 &&
+	       j.index[OCI_NS_NET] == 1,
+	   "the network path, at [1]");
+	ok(j.path[OCI_NS_IPC] && strcmp(j.path[OCI_NS_IPC], "/proc/9/ns/ipc") == 0 &&
+	       j.index[OCI_NS_IPC] == 3,
+	   "the ipc path, at [3]");
+	ok(j.path[OCI_NS_UTS] && strcmp(j.path[OCI_NS_UTS], "/proc/9/ns/uts") == 0 &&
+	       j.index[OCI_NS_UTS] == 4,
+	   "the uts path, at [4]");
+	ok(!json_object_get(p, "identity"), "an empty hostname sets none");
+	json_decref(p);
+	json_decref(c);
+	/* The CRI's pause container: its pod /dev/shm bound noexec. */
+	c = config_with("{\"mounts\": [{\"destination\": \"/dev/shm\", \"type\": \"bind\", "
+			"\"source\": \"/run/shm-of-pod\", \"options\": [\"rbind\", \"ro\", "
+			"\"nosuid\", \"nodev\", \"noexec\"]}]}");
+	r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
+	ok(r == 0 && json_array_size(json_object_get(json_object_get(p, "fs"), "grants")) == 0,
+	   "a bind at /dev/shm (noexec too): sandcap's own /dev/shm, no grant (%s)", err);
+	json_decref(p);
+	json_decref(c);
+	c = config_with(NULL);
+	oci_config_joins(c, &j);
+	ok(!j.path[OCI_NS_NET] && !j.path[OCI_NS_IPC] && !j.path[OCI_NS_UTS],
+	   "the default spec joins nothing");
+	json_decref(c);
+}
+
 int main(void)
 {
 	mapping();
+	pod_joins();
 	refusals();
 	seccomp_profiles();
 	exec_process();
