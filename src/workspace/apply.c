@@ -308,12 +308,13 @@ static int apply_one(int upper, int root, const struct stat *owner, const ws_cha
 }
 
 /* Directory owners and modes last, deepest first: a directory made
- * read-only must not stop what goes below it. */
+ * read-only must not stop what goes below it. Each is opened without
+ * following a link (fchmodat(2) would follow one put there meanwhile). */
 static int apply_dir_modes(int upper, int root, const struct stat *owner, const ws_changes *ch)
 {
 	for (size_t i = ch->n; i-- > 0;) {
 		const ws_change *c = &ch->v[i];
-		_cleanup_close_ int parent = -1, up = -1;
+		_cleanup_close_ int parent = -1, up = -1, dir = -1;
 		const char *base, *ubase;
 		struct stat us;
 
@@ -325,8 +326,9 @@ static int apply_dir_modes(int upper, int root, const struct stat *owner, const 
 			return up < 0 ? up : parent;
 		if (fstatat(up, ubase, &us, AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
-		if (fchownat(parent, base, owner->st_uid, owner->st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    fchmodat(parent, base, us.st_mode & 01777, 0) < 0)
+		dir = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dir < 0 || fchown(dir, owner->st_uid, owner->st_gid) < 0 ||
+		    fchmod(dir, us.st_mode & 01777) < 0)
 			return -errno;
 	}
 	return 0;
