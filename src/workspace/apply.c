@@ -103,6 +103,38 @@ static int host_changed(int root, const char *rel, const struct timespec *epoch)
 	return after_epoch(&st, epoch);
 }
 
+/*
+ * An entry the sandbox found in the folder and changed, gone from the host
+ * now: deleted (or moved away) there since the start. What is left of its
+ * path, the nearest directory that still exists, was changed then: its
+ * ctime is at or after the epoch. Another change in that directory since
+ * the start is reported all the same (--force overrides).
+ */
+static int host_deleted(int root, const char *rel, const struct timespec *epoch)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(dir, sizeof(dir), "%s", rel) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	for (char *slash; (slash = strrchr(dir, '/'));) {
+		struct sc_open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+					  .resolve = APPLY_RESOLVE};
+		_cleanup_close_ int fd = -1;
+
+		*slash = '\0';
+		fd = sys_openat2(root, dir, &how);
+		if (fd < 0 && errno == ENOENT)
+			continue;
+		if (fd < 0 || fstat(fd, &st) < 0)
+			return 1; /* behind a symlink or a mount point now */
+		return after_epoch(&st, epoch);
+	}
+	if (fstat(root, &st) < 0)
+		return -errno;
+	return after_epoch(&st, epoch);
+}
+
 static int add_path(char ***list, size_t *n, const char *path)
 {
 	char **v = realloc(*list, (*n + 1) * sizeof(*v));
@@ -377,7 +409,9 @@ int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_d
 				 strerror(-r));
 	for (size_t i = 0; i < ch.n && r >= 0; i++) {
 		const ws_change *c = &ch.v[i];
-		int x = c->op == WS_ADDED ? 0 : host_changed(root, c->path, &m->epoch);
+		int x = c->op != WS_ADDED ? host_changed(root, c->path, &m->epoch)
+			: c->origin	  ? host_deleted(root, c->path, &m->epoch)
+					  : 0;
 
 		if (x == 0 && c->from)
 			x = host_changed(root, c->from, &m->epoch);

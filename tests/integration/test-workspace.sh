@@ -96,12 +96,18 @@ expect_match "diff --stat: counts lines" "$s" 'src/a\.txt \| \+2 -1'
 
 # 4. A conflict: the host changes a file the agent changed. Refused, nothing
 # written; --force writes over it.
+# A file the agent changed and the host deleted meanwhile is one too.
 printf 'host edit\n' >> "$H/src/a.txt"
+rm "$H/keep/k"
 mid=$(tree_digest "$H")
+expect_match "diff: a changed file the host deleted since is said to be gone" \
+	"$("$SANDCAP" workspace diff "$id")" $'(^|\n)A  keep/k \\(in the folder at the start, gone from it now\\)'
 r=$("$SANDCAP" workspace apply "$id" 2>&1)
 rc=$?
 expect_eq "apply refuses a conflict (exit 2)" "$rc" 2
 expect_match "the conflict is listed" "$r" "conflict: src/a.txt"
+expect_match "a file the host deleted since is a conflict" "$r" "conflict: keep/k"
+expect_no_match "a file the host left alone is none" "$r" "conflict: (src/new|bin\.dat|src/deep)"
 expect_eq "a refused apply writes nothing" "$(tree_digest "$H")" "$mid"
 t0=$(date +%s.%N)
 r=$("$SANDCAP" workspace apply "$id" --force 2>&1)
