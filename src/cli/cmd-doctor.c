@@ -14,6 +14,7 @@
 #include "base/io.h"
 #include "cgroup/cgroup.h"
 #include "cli/cli.h"
+#include "compat/syscalls.h"
 #include "host/host.h"
 #include "workspace/workspace.h"
 
@@ -58,8 +59,38 @@ static void line(const char *what, bool ok, const char *detail)
 	printf("  %-22s %-9s %s\n", what, ok ? "yes" : "NO", detail ? detail : "");
 }
 
+/* With a policy: whether each rw grant's quota would be enforced (as run
+ * probes it, workspace/grants.c), or why not. */
+static void doctor_grant_quotas(const sc_plan *plan, bool unpriv)
+{
+	for (size_t i = 0; plan && i < plan->n_grants; i++) {
+		const plan_grant *g = &plan->grants[i];
+		struct sc_open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+					  .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		_cleanup_close_ int fd = -1;
+		char why[256], detail[PATH_MAX + 300];
+		bool ok = false;
+
+		if (g->mode != GRANT_RW || g->quota == PLAN_UNLIMITED)
+			continue;
+		fd = sys_openat2(AT_FDCWD, g->path, &how);
+		if (fd < 0)
+			snprintf(why, sizeof(why), "cannot open it: %s", strerror(errno));
+		else if (unpriv)
+			snprintf(why, sizeof(why), "setting a project quota needs root");
+		else
+			ok = ws_quota_probe(fd, why, sizeof(why)) == WS_QUOTA_ENFORCED;
+		snprintf(detail, sizeof(detail), "fs.grants[%zu] %.200s: %s%s", i, g->path, why,
+			 ok ? ""
+			 : g->best_effort
+			     ? " (best_effort: runs without it, recorded as not_enforced)"
+			     : " (run refuses it)");
+		line("rw grant quota", ok, detail);
+	}
+}
+
 /* Not part of "all": only policies with cow grants or rw quotas need them. */
-static void doctor_workspaces(bool unpriv)
+static void doctor_workspaces(bool unpriv, const sc_plan *plan)
 {
 	_cleanup_close_ int cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	char reason[256], cwdname[PATH_MAX] = ".";
@@ -89,6 +120,7 @@ static void doctor_workspaces(bool unpriv)
 			 unpriv ? "; setting one needs root" : "");
 		line("rw grant quotas", ok, detail);
 	}
+	doctor_grant_quotas(plan, unpriv);
 }
 
 int cmd_doctor(int argc, char **argv)
@@ -130,7 +162,8 @@ int cmd_doctor(int argc, char **argv)
 		     "that ignore the proxy variables) is no layer and leaves the status\n"
 		     "alone: where it is NO, those clients fail and proxy variables work.\n"
 		     "With --policy, also warns when the audit log (--audit FILE, else the\n"
-		     "default directory) would share a filesystem with a rw grant.");
+		     "default directory) would share a filesystem with a rw grant, and says\n"
+		     "whether each rw grant's quota would be enforced.");
 		sc_plan_free(plan);
 		return 0;
 	}
@@ -177,7 +210,7 @@ int cmd_doctor(int argc, char **argv)
 	ok = host_why_seccomp(reason, sizeof(reason)) >= 0;
 	line("seccomp + user notif", ok, reason);
 	all &= ok;
-	doctor_workspaces(unpriv);
+	doctor_workspaces(unpriv, plan);
 	/* not a wall: without it, clients that use the proxy variables still work */
 	line("transparent egress", host_why_transparent(unpriv, reason, sizeof(reason)) >= 0,
 	     reason);

@@ -126,6 +126,8 @@ static void print_change(const ws_change *c)
 		put_path(c->link);
 		printf(" (symlink)");
 	}
+	if (c->op == WS_ADDED && c->origin)
+		printf(" (in the folder at the start, gone from it now)");
 	if (c->op == WS_MODIFIED && c->old_type && c->old_type != c->type)
 		printf(" (%s, was a %s)", type_word(c->type), type_word(c->old_type));
 	if (c->op != WS_DELETED && c->op != WS_ADDED && c->old_mode != c->mode)

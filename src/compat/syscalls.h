@@ -29,6 +29,9 @@
 #ifndef __NR_fsmount
 #define __NR_fsmount 432
 #endif
+#ifndef __NR_fspick
+#define __NR_fspick 433
+#endif
 #ifndef __NR_clone3
 #define __NR_clone3 435
 #endif
@@ -153,6 +156,11 @@ static inline int sys_openat2(int dfd, const char *path, struct sc_open_how *how
 #define SC_FSCONFIG_SET_FD     5
 #define SC_FSCONFIG_CMD_CREATE 6
 
+/* Reconfiguring a mounted filesystem (fspick(2)). */
+#define SC_FSCONFIG_CMD_RECONFIGURE 7
+#define SC_FSPICK_CLOEXEC	    0x00000001
+#define SC_FSPICK_EMPTY_PATH	    0x00000008
+
 static inline int sys_fsopen(const char *fsname, unsigned flags)
 {
 	return (int)syscall(__NR_fsopen, fsname, flags);
@@ -166,6 +174,11 @@ static inline int sys_fsconfig(int fd, unsigned cmd, const char *key, const void
 static inline int sys_fsmount(int fd, unsigned flags, unsigned attr_flags)
 {
 	return (int)syscall(__NR_fsmount, fd, flags, attr_flags);
+}
+
+static inline int sys_fspick(int dfd, const char *path, unsigned flags)
+{
+	return (int)syscall(__NR_fspick, dfd, path, flags);
 }
 
 static inline pid_t sys_clone3(struct sc_clone_args *args)

@@ -103,6 +103,38 @@ static int host_changed(int root, const char *rel, const struct timespec *epoch)
 	return after_epoch(&st, epoch);
 }
 
+/*
+ * An entry the sandbox found in the folder and changed, gone from the host
+ * now: deleted (or moved away) there since the start. What is left of its
+ * path, the nearest directory that still exists, was changed then: its
+ * ctime is at or after the epoch. Another change in that directory since
+ * the start is reported all the same (--force overrides).
+ */
+static int host_deleted(int root, const char *rel, const struct timespec *epoch)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(dir, sizeof(dir), "%s", rel) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	for (char *slash; (slash = strrchr(dir, '/'));) {
+		struct sc_open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+					  .resolve = APPLY_RESOLVE};
+		_cleanup_close_ int fd = -1;
+
+		*slash = '\0';
+		fd = sys_openat2(root, dir, &how);
+		if (fd < 0 && errno == ENOENT)
+			continue;
+		if (fd < 0 || fstat(fd, &st) < 0)
+			return 1; /* behind a symlink or a mount point now */
+		return after_epoch(&st, epoch);
+	}
+	if (fstat(root, &st) < 0)
+		return -errno;
+	return after_epoch(&st, epoch);
+}
+
 static int add_path(char ***list, size_t *n, const char *path)
 {
 	char **v = realloc(*list, (*n + 1) * sizeof(*v));
@@ -308,12 +340,13 @@ static int apply_one(int upper, int root, const struct stat *owner, const ws_cha
 }
 
 /* Directory owners and modes last, deepest first: a directory made
- * read-only must not stop what goes below it. */
+ * read-only must not stop what goes below it. Each is opened without
+ * following a link (fchmodat(2) would follow one put there meanwhile). */
 static int apply_dir_modes(int upper, int root, const struct stat *owner, const ws_changes *ch)
 {
 	for (size_t i = ch->n; i-- > 0;) {
 		const ws_change *c = &ch->v[i];
-		_cleanup_close_ int parent = -1, up = -1;
+		_cleanup_close_ int parent = -1, up = -1, dir = -1;
 		const char *base, *ubase;
 		struct stat us;
 
@@ -325,8 +358,9 @@ static int apply_dir_modes(int upper, int root, const struct stat *owner, const 
 			return up < 0 ? up : parent;
 		if (fstatat(up, ubase, &us, AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
-		if (fchownat(parent, base, owner->st_uid, owner->st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    fchmodat(parent, base, us.st_mode & 01777, 0) < 0)
+		dir = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dir < 0 || fchown(dir, owner->st_uid, owner->st_gid) < 0 ||
+		    fchmod(dir, us.st_mode & 01777) < 0)
 			return -errno;
 	}
 	return 0;
@@ -375,7 +409,9 @@ int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_d
 				 strerror(-r));
 	for (size_t i = 0; i < ch.n && r >= 0; i++) {
 		const ws_change *c = &ch.v[i];
-		int x = c->op == WS_ADDED ? 0 : host_changed(root, c->path, &m->epoch);
+		int x = c->op != WS_ADDED ? host_changed(root, c->path, &m->epoch)
+			: c->origin	  ? host_deleted(root, c->path, &m->epoch)
+					  : 0;
 
 		if (x == 0 && c->from)
 			x = host_changed(root, c->from, &m->epoch);

@@ -241,6 +241,7 @@ static int visit(ws_changes *out, int up, int low, const char *rel, const char *
 				return fail_push();
 			x->type = 'd';
 			x->old_type = lt;
+			x->origin = !lt && ws_has_origin(su);
 			x->mode = us.st_mode & 07777;
 			x->old_mode = have_low ? ls.st_mode & 07777 : 0;
 		}
@@ -284,6 +285,11 @@ static int visit(ws_changes *out, int up, int low, const char *rel, const char *
 	if (have_low) {
 		x->old_mode = ls.st_mode & 07777;
 		x->old_size = lt == 'f' ? (uint64_t)ls.st_size : 0;
+	}
+	if (ut == 'f' && !lt) {
+		_cleanup_close_ int f = open_file_at(up, name);
+
+		x->origin = f >= 0 && ws_has_origin(f);
 	}
 	if (ut == 'l' && read_link(up, name, &x->link) < 0)
 		return -errno;
@@ -378,6 +384,7 @@ static int find_renames(ws_changes *c, int upper, int lower)
 			if (!same)
 				continue;
 			a->op = WS_RENAMED;
+			a->origin = false;
 			a->from = d->path;
 			a->old_mode = d->old_mode;
 			a->old_type = 'f';

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -109,21 +110,29 @@ static int fs_create_mount(int fd, char *log, size_t log_len)
 	return m < 0 ? -errno : m;
 }
 
-/* The upper layer's filesystem: size and inodes are the quota. */
-static int make_tmpfs(const plan_grant *g, char *log, size_t log_len)
+/* The files and directories the agent's changes may hold. */
+static uint64_t agent_inodes(const plan_grant *g)
 {
-	_cleanup_close_ int fs = sys_fsopen("tmpfs", SC_FSOPEN_CLOEXEC);
 	uint64_t inodes = g->inodes;
-	char num[32];
-	int r;
 
-	if (fs < 0)
-		return -errno;
 	if (inodes == PLAN_UNLIMITED) {
 		inodes = g->quota / WS_DEFAULT_INODES_PER;
 		if (inodes < WS_MIN_INODES)
 			inodes = WS_MIN_INODES;
 	}
+	return inodes;
+}
+
+/* The upper layer's filesystem: size and inodes are the quota. */
+static int make_tmpfs(const plan_grant *g, char *log, size_t log_len)
+{
+	_cleanup_close_ int fs = sys_fsopen("tmpfs", SC_FSOPEN_CLOEXEC);
+	uint64_t inodes = agent_inodes(g);
+	char num[32];
+	int r;
+
+	if (fs < 0)
+		return -errno;
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)g->quota);
 	r = fs_set(fs, "size", num, log, log_len);
 	if (r >= 0) {
@@ -164,6 +173,34 @@ static int make_overlay(int lower, int upper, int work, char *log, size_t log_le
 	if (r < 0)
 		return r;
 	return fs_create_mount(fs, log, log_len);
+}
+
+/*
+ * The overlay takes inodes of the tmpfs for itself (its work directory's
+ * work/, and whatever a kernel adds): once it is mounted, nr_inodes is set
+ * to what is in use plus exactly the agent's share.
+ */
+static int fit_inodes(int tmpfs, uint64_t inodes, char *log, size_t log_len)
+{
+	_cleanup_close_ int fs = -1;
+	struct statvfs sv;
+	char num[32];
+	int r;
+
+	if (fstatvfs(tmpfs, &sv) < 0)
+		return -errno;
+	if (sv.f_ffree == inodes)
+		return 0;
+	fs = sys_fspick(tmpfs, "", SC_FSPICK_CLOEXEC | SC_FSPICK_EMPTY_PATH);
+	if (fs < 0)
+		return -errno;
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)(sv.f_files - sv.f_ffree + inodes));
+	r = fs_set(fs, "nr_inodes", num, log, log_len);
+	if (r >= 0 && sys_fsconfig(fs, SC_FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) < 0) {
+		r = -errno;
+		fs_context_log(fs, log, log_len);
+	}
+	return r;
 }
 
 static int cow_diag(sc_diag *d, size_t index, const char *path, int err, const char *what,
@@ -245,6 +282,13 @@ int ws_cow_open(const plan_grant *g, size_t index, int lower_tree, uid_t agent_u
 			     "cannot mount the overlay (overlayfs with layers given as file "
 			     "descriptors needs Linux 6.15)",
 			     log);
+		goto fail;
+	}
+	r = fit_inodes(c->tmpfs, agent_inodes(g), log, sizeof(log));
+	if (r < 0) {
+		(void)close(m);
+		r = cow_diag(reterr_diag, index, g->path, r,
+			     "cannot size the inodes of its upper layer", log);
 		goto fail;
 	}
 	*ret = c;

@@ -50,6 +50,21 @@ bool ws_is_opaque(int fd)
 	return n == 1 && v[0] == 'y';
 }
 
+bool ws_has_origin(int fd)
+{
+	return fgetxattr(fd, WS_ORIGIN_XATTR, NULL, 0) > 0;
+}
+
+int ws_copy_origin(int from, int to)
+{
+	char v[256]; /* a file handle: MAX_HANDLE_SZ is 128 */
+	ssize_t n = fgetxattr(from, WS_ORIGIN_XATTR, v, sizeof(v));
+
+	if (n <= 0)
+		return 0;
+	return fsetxattr(to, WS_ORIGIN_XATTR, v, (size_t)n, 0) < 0 ? -errno : 0;
+}
+
 char ws_type_of(mode_t mode)
 {
 	return S_ISREG(mode)	? 'f'
@@ -178,7 +193,7 @@ static int copy_file(int src, int dst_dir, const char *name, const struct stat *
 	}
 	if (fchown(out, st->st_uid, st->st_gid) < 0 || fchmod(out, st->st_mode & 07777) < 0)
 		return -errno;
-	return 0;
+	return ws_copy_origin(in, out);
 }
 
 /* A second name of a file already copied: a link to that copy. */
@@ -245,6 +260,8 @@ int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *link
 			if (r >= 0 && ws_is_opaque(s2) &&
 			    fsetxattr(d2, WS_OPAQUE_XATTR, "y", 1, 0) < 0)
 				r = -errno;
+			if (r >= 0)
+				r = ws_copy_origin(s2, d2);
 			/* After its entries: a mode without w must not stop them. */
 			if (r >= 0 && (fchown(d2, st.st_uid, st.st_gid) < 0 ||
 				       fchmod(d2, st.st_mode & 07777) < 0))

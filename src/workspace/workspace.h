@@ -120,6 +120,7 @@ typedef struct ws_change {
 	mode_t mode, old_mode; /* permission bits */
 	uint64_t size, old_size;
 	char *link, *old_link; /* symlink targets, as bytes (never followed) */
+	bool origin;	       /* WS_ADDED: copied up from the host folder, which has it no more */
 } ws_change;
 
 typedef struct ws_changes {

@@ -10,6 +10,9 @@
 /* Whiteouts and opaque directories: overlayfs(5), "whiteouts and opaque
  * directories" (trusted.* xattrs: the overlay is mounted by root). */
 #define WS_OPAQUE_XATTR "trusted.overlay.opaque"
+/* Set by overlayfs on what it copied up from the lower layer (a file handle
+ * of the lower inode): the entry was in the host folder at the start. */
+#define WS_ORIGIN_XATTR "trusted.overlay.origin"
 
 /* Files of the upper layer with more than one name, by inode. */
 typedef struct ws_link {
@@ -47,6 +50,10 @@ DIR *ws_opendir_at(int dir, const char *name);
 bool ws_is_dot(const char *name);
 /* Whether directory fd carries the opaque marker ("y"). */
 bool ws_is_opaque(int fd);
+/* Whether the file or directory at fd was copied up (WS_ORIGIN_XATTR). */
+bool ws_has_origin(int fd);
+/* Copies WS_ORIGIN_XATTR from one open file or directory to another. */
+int ws_copy_origin(int from, int to);
 /* Whether st is a whiteout: a character device 0/0. */
 bool ws_is_whiteout(const struct stat *st);
 /* 'f', 'd', 'l', 'p', or 0 for what a workspace does not carry. */
