@@ -208,20 +208,28 @@ static void test_schema1(void)
 	   "a schema-1 log (no \"schema\" member) still verifies: %s", reason);
 }
 
-static void test_export(void)
+/* The OCSF export of the log NAME in the temporary directory, in *ret. */
+static int export_ocsf(const char *name, char **ret)
 {
-	_cleanup_free_ char *path = in_tmp("signed.jsonl"), *out = NULL;
-	size_t out_len = 0, line = 0, n = 0;
+	_cleanup_free_ char *path = in_tmp(name);
+	size_t len = 0, line = 0;
 	char reason[256];
-	FILE *in = fopen(path, "re"), *o = open_memstream(&out, &out_len);
-	int r;
+	FILE *in = fopen(path, "re"), *o = open_memstream(ret, &len);
+	int r = in && o ? au_export(in, o, AU_EXPORT_OCSF, &line, reason, sizeof(reason)) : -EIO;
 
-	r = in && o ? au_export(in, o, AU_EXPORT_OCSF, &line, reason, sizeof(reason)) : -EIO;
 	if (in)
 		fclose(in);
 	if (o)
 		fclose(o);
-	ok(r == 0, "the OCSF export of a sealed log succeeds");
+	return r;
+}
+
+static void test_export(void)
+{
+	_cleanup_free_ char *out = NULL;
+	size_t n = 0;
+
+	ok(export_ocsf("signed.jsonl", &out) == 0, "the OCSF export of a sealed log succeeds");
 	for (char *p = out, *nl; p && (nl = strchr(p, '\n')); p = nl + 1) {
 		_cleanup_json_ json_t *ev = json_loadb(p, (size_t)(nl - p), 0, NULL);
 		json_t *cls = json_object_get(ev, "class_uid");
@@ -364,17 +372,11 @@ static void test_bound(void)
 /* The OCSF 1.1 attributes a class requires, beyond the base event's. */
 static void test_export_required(void)
 {
-	_cleanup_free_ char *path = in_tmp("traffic-on.jsonl"), *out = NULL;
-	size_t out_len = 0, line = 0, checked = 0;
-	char reason[256];
-	FILE *in = fopen(path, "re"), *o = open_memstream(&out, &out_len);
-	int r = in && o ? au_export(in, o, AU_EXPORT_OCSF, &line, reason, sizeof(reason)) : -EIO;
+	_cleanup_free_ char *out = NULL;
+	size_t checked = 0;
 
-	if (in)
-		fclose(in);
-	if (o)
-		fclose(o);
-	ok(r == 0, "the OCSF export of the proxied run succeeds");
+	ok(export_ocsf("traffic-on.jsonl", &out) == 0,
+	   "the OCSF export of the proxied run succeeds");
 	for (char *p = out, *nl; p && (nl = strchr(p, '\n')); p = nl + 1) {
 		_cleanup_json_ json_t *ev = json_loadb(p, (size_t)(nl - p), 0, NULL);
 		json_int_t cls = json_integer_value(json_object_get(ev, "class_uid"));
