@@ -69,6 +69,35 @@ static json_t *credentials(const report *rp)
 	return out;
 }
 
+/*
+ * What leaves outside the budget: under a wildcard rule ("*.domain") the
+ * agent chooses the name, and the proxy's lookup of it reaches its DNS
+ * servers before any byte is counted; net.rate bounds the lookups. Null
+ * when every rule names its host exactly (or by address).
+ */
+static json_t *outside_budget(const report *rp)
+{
+	json_t *rule, *rate = net_plan(rp, "rate");
+	size_t i;
+	char buf[256];
+
+	json_array_foreach(net_plan(rp, "egress"), i, rule)
+	{
+		const char *host = json_string_value(json_object_get(rule, "host"));
+
+		if (!host || strncmp(host, "*.", 2) != 0)
+			continue;
+		(void)snprintf(
+		    buf, sizeof(buf),
+		    "names under a wildcard rule (%.64s) are the agent's choice and reach "
+		    "the proxy's DNS servers when it resolves them: %s%s",
+		    host, json_is_string(rate) ? "at most net.rate " : "unbounded (no net.rate)",
+		    json_is_string(rate) ? json_string_value(rate) : "");
+		return json_string(buf);
+	}
+	return json_null();
+}
+
 static json_t *contacted(const report *rp)
 {
 	json_t *out = json_array();
@@ -117,12 +146,14 @@ json_t *rp_bound(const report *rp)
 	else
 		max_out = json_null();
 	return json_pack(
-	    "{s:b, s:s, s:o, s:O?, s:I, s:o, s:O?, s:O?, s:o, s:o, s:s, s:s, s:I, s:I, s:I, s:I}",
+	    "{s:b, s:s, s:o, s:O?, s:o, s:I, s:o, s:O?, s:O?, s:o, s:o, s:s, s:s, s:I, s:I, s:I, "
+	    "s:I}",
 	    "own_network_namespace", own_net, "egress",
 	    !own_net  ? "the host's network (no network namespace)"
 	    : proxied ? "only through the proxy, to the hosts and ports below"
 		      : "none: a network namespace with loopback only",
-	    "max_bytes_out", max_out, "egress_budget", budget, "bytes_out", (json_int_t)out,
+	    "max_bytes_out", max_out, "egress_budget", budget, "outside_budget",
+	    proxied && own_net ? outside_budget(rp) : json_null(), "bytes_out", (json_int_t)out,
 	    "within_budget",
 	    json_is_integer(max_out) ? json_boolean(out <= (uint64_t)json_integer_value(max_out))
 				     : json_null(),
@@ -182,6 +213,11 @@ void rp_bound_text(FILE *out, const report *rp)
 	if (json_is_false(json_object_get(b, "within_budget")))
 		(void)fputs(" (MORE THAN THE BOUND)", out);
 	(void)fputc('\n', out);
+	if (json_is_string(json_object_get(b, "outside_budget"))) {
+		(void)fputs("  outside   ", out);
+		au_fputs_safe(json_string_value(json_object_get(b, "outside_budget")), out);
+		(void)fputc('\n', out);
+	}
 	json_array_foreach(json_object_get(b, "reachable"), i, v)
 	{
 		(void)fputs(i ? "            " : "  reachable ", out);

@@ -206,9 +206,9 @@ import json, sys
 b = json.load(sys.stdin)["bound"]
 print(b["max_bytes_out"], b["bytes_out"] > 0, b["within_budget"], b["own_network_namespace"],
       ";".join("%s:%s" % (r["host"], ",".join(map(str, r["ports"]))) for r in b["reachable"]),
-      ";".join(c["host"] for c in b["contacted"]), len(b["credentials"]))')
+      ";".join(c["host"] for c in b["contacted"]), len(b["credentials"]), b["outside_budget"])')
 expect_eq "the report states the bound: no budget, bytes left, the policy's host and port, what was contacted" \
-	"$bound" "None True None True origin.test:$port origin.test 0"
+	"$bound" "None True None True origin.test:$port origin.test 0 None"
 # What else the sandbox had: its resolver and the attempts around the proxy,
 # as the traffic records show them (a refused host, a getent, a connect to
 # 192.0.2.1:9 in the run above).

@@ -250,16 +250,17 @@ static void test_export(void)
 /*
  * A proxied run as the supervisor records it: a credential used twice and
  * refused once, DNS queries to the sandbox resolver, direct attempts (one
- * recorded, five counted), a file written. transparent: sandbox.start's.
+ * recorded, five counted), a file written. transparent: sandbox.start's;
+ * rule: the host of the egress rule.
  */
-static void write_traffic(const char *path, const char *transparent)
+static void write_traffic(const char *path, const char *transparent, const char *rule)
 {
 	au_log *log = NULL;
-	json_t *plan =
-	    json_pack("{s:{s:[{s:s, s:[i]}], s:n, s:[{s:s, s:s, s:s, s:s, s:s, s:i, s:n}]}}", "net",
-		      "egress", "host", "api.test", "ports", 443, "egress_budget", "credentials",
-		      "host", "api.test", "header", "Authorization", "value_env", "API_KEY",
-		      "format", "Bearer %s", "name", "api-key", "max_requests", 2, "max_bytes");
+	json_t *plan = json_pack(
+	    "{s:{s:[{s:s, s:[i]}], s:n, s:s, s:[{s:s, s:s, s:s, s:s, s:s, s:i, s:n}]}}", "net",
+	    "egress", "host", rule, "ports", 443, "egress_budget", "rate", "10/s", "credentials",
+	    "host", "api.test", "header", "Authorization", "value_env", "API_KEY", "format",
+	    "Bearer %s", "name", "api-key", "max_requests", 2, "max_bytes");
 
 	if (au_open(path, NULL, 0, "sc-traffic", AUDIT_FSYNC_BOUNDARIES, &log) < 0)
 		abort();
@@ -340,13 +341,22 @@ static json_t *bound_of(const char *path)
 static void test_bound(void)
 {
 	_cleanup_free_ char *on = in_tmp("traffic-on.jsonl"), *off = in_tmp("traffic-off.jsonl");
-	_cleanup_json_ json_t *b = NULL, *b2 = NULL;
+	_cleanup_free_ char *wild = in_tmp("traffic-wild.jsonl");
+	_cleanup_json_ json_t *b = NULL, *b2 = NULL, *b3 = NULL;
 	json_t *c;
 
-	write_traffic(on, "on");
-	write_traffic(off, "off: local ::/0 dev lo: Permission denied");
+	write_traffic(on, "on", "api.test");
+	write_traffic(off, "off: local ::/0 dev lo: Permission denied", "api.test");
+	write_traffic(wild, "on", "*.api.test");
 	b = bound_of(on);
 	b2 = bound_of(off);
+	b3 = bound_of(wild);
+	ok(b && json_is_null(json_object_get(b, "outside_budget")) &&
+	       starts_with(b3, "outside_budget", "names under a wildcard rule (*.api.test)") &&
+	       strstr(json_string_value(json_object_get(b3, "outside_budget")),
+		      "at most net.rate 10/s"),
+	   "names the agent chooses under a wildcard rule are stated outside the budget, bounded "
+	   "by net.rate; exact hosts leave nothing outside it");
 	ok(b && json_integer_value(json_object_get(b, "direct_attempts")) == 6 &&
 	       json_integer_value(json_object_get(b, "dns_queries")) == 3 &&
 	       json_integer_value(json_object_get(b, "dns_refused")) == 1 &&
