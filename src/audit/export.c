@@ -102,12 +102,59 @@ static const char *str(json_t *data, const char *key)
 	return json_string_value(json_object_get(data, key));
 }
 
+/* The sandbox a record is about: a sub-sandbox's events name it in "child". */
+static const char *sandbox_of(const au_record *rec)
+{
+	const char *child = str(rec->data, "child");
+
+	return child ? child : rec->sandbox;
+}
+
+/*
+ * What every System Activity event (Process, File System) requires besides
+ * its own object: the actor, a process of the sandbox (its pid when the
+ * record has one), and the device, whose name the log does not hold.
+ */
+static int ocsf_actor_device(json_t *ev, const au_record *rec)
+{
+	json_t *proc = json_pack("{s:s}", "sandbox", sandbox_of(rec));
+
+	if (!proc)
+		return -ENOMEM;
+	copy_member(proc, "pid", rec->data, "pid");
+	if (set(ev, "actor", json_pack("{s:o}", "process", proc)) < 0)
+		return -ENOMEM;
+	return set(ev, "device", json_pack("{s:i, s:s}", "type_id", 0, "type", "Unknown"));
+}
+
+/* An OCSF file object needs its name (the last component) and type. */
+static int ocsf_file_name_type(json_t *file, const char *event, json_t *d)
+{
+	static const char *const types[] = {"Unknown", "Regular File", "Folder"};
+	const char *path = json_string_value(json_object_get(file, "path"));
+	const char *slash = path ? strrchr(path, '/') : NULL;
+	const char *name = slash && slash[1] ? slash + 1 : path ? path : "";
+	const char *type = str(d, "type");
+	int type_id = 0;
+
+	if (strcmp(event, "fs.read") == 0 || (type && strcmp(type, "file") == 0))
+		type_id = 1; /* fs.read records regular files only */
+	else if (type && strcmp(type, "dir") == 0)
+		type_id = 2;
+	if (set(file, "name", json_string(name)) < 0 ||
+	    set(file, "type_id", json_integer(type_id)) < 0)
+		return -ENOMEM;
+	return set(file, "type", json_string(types[type_id]));
+}
+
 /* The class-specific objects of an OCSF event. */
 static int ocsf_details(json_t *ev, const au_record *rec, const ocsf_class *c)
 {
 	json_t *d = rec->data;
 	char title[256];
 
+	if ((c->class_uid == 1007 || c->class_uid == 1001) && ocsf_actor_device(ev, rec) < 0)
+		return -ENOMEM;
 	switch (c->class_uid) {
 	case 1007: {
 		json_t *proc = json_object(), *file = json_object();
@@ -115,6 +162,10 @@ static int ocsf_details(json_t *ev, const au_record *rec, const ocsf_class *c)
 		if (!proc || !file || json_object_set_new(proc, "file", file) < 0) {
 			json_decref(proc);
 			json_decref(file);
+			return -ENOMEM;
+		}
+		if (set(proc, "sandbox", json_string(sandbox_of(rec))) < 0) {
+			json_decref(proc);
 			return -ENOMEM;
 		}
 		copy_member(proc, "pid", d, "pid");
@@ -161,8 +212,10 @@ static int ocsf_details(json_t *ev, const au_record *rec, const ocsf_class *c)
 		copy_member(dst, "ip", d, "addr");
 		copy_member(traffic, "bytes_out", d, "bytes_out");
 		copy_member(traffic, "bytes_in", d, "bytes_in");
+		/* the source is the sandbox; its address is the proxy's loopback */
 		if (json_object_set_new(ev, "dst_endpoint", dst) < 0 ||
-		    json_object_set_new(ev, "traffic", traffic) < 0)
+		    json_object_set_new(ev, "traffic", traffic) < 0 ||
+		    set(ev, "src_endpoint", json_pack("{s:s}", "uid", sandbox_of(rec))) < 0)
 			return -ENOMEM;
 		if (json_object_get(d, "method")) {
 			json_t *http = json_pack("{s:{s:O?, s:{s:O?, s:O?}}}", "http_request",
@@ -199,7 +252,10 @@ static int ocsf_details(json_t *ev, const au_record *rec, const ocsf_class *c)
 		copy_member(file, "path", d, "path");
 		if (!json_object_get(file, "path"))
 			copy_member(file, "path", d, "at");
-		copy_member(file, "type", d, "type");
+		if (ocsf_file_name_type(file, rec->event, d) < 0) {
+			json_decref(file);
+			return -ENOMEM;
+		}
 		copy_member(file, "hashes", d, "sha256");
 		if (json_is_string(json_object_get(file, "hashes")))
 			(void)json_object_set_new(file, "hashes",

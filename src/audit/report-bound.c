@@ -28,8 +28,18 @@ static bool has_word(const char *words, const char *w)
 	return false;
 }
 
-/* Credentials as the proxy held them: host, header and format, never the
- * value or where it came from. */
+/* The use the log records of credential name (au_tally, by name). */
+static const au_count *credential_use(const report *rp, const char *name)
+{
+	for (size_t i = 0; name && i < rp->tally.credentials.n; i++)
+		if (strcmp(rp->tally.credentials.e[i].key, name) == 0)
+			return &rp->tally.credentials.e[i];
+	return NULL;
+}
+
+/* Credentials as the proxy held them: name, host, header, format and
+ * limits, never the value or where it came from; and how much each was
+ * used (allowed requests that carried it, their bytes, refusals). */
 static json_t *credentials(const report *rp)
 {
 	json_t *out = json_array(), *c;
@@ -37,14 +47,55 @@ static json_t *credentials(const report *rp)
 
 	json_array_foreach(net_plan(rp, "credentials"), i, c)
 	{
-		json_t *o =
-		    json_pack("{s:O?, s:O?, s:O?}", "host", json_object_get(c, "host"), "header",
-			      json_object_get(c, "header"), "format", json_object_get(c, "format"));
+		json_t *name = json_object_get(c, "name");
+		const au_count *u;
+		json_t *o;
 
+		if (!json_is_string(name)) /* the default name is the host */
+			name = json_object_get(c, "host");
+		u = credential_use(rp, json_string_value(name));
+		o = json_pack(
+		    "{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:I, s:I, s:I, s:I}", "name", name,
+		    "host", json_object_get(c, "host"), "header", json_object_get(c, "header"),
+		    "format", json_object_get(c, "format"), "max_requests",
+		    json_object_get(c, "max_requests"), "max_bytes",
+		    json_object_get(c, "max_bytes"), "expires", json_object_get(c, "expires"),
+		    "requests", (json_int_t)(u ? u->count : 0), "bytes_out",
+		    (json_int_t)(u ? u->bytes_out : 0), "bytes_in",
+		    (json_int_t)(u ? u->bytes_in : 0), "refused", (json_int_t)(u ? u->refused : 0));
 		if (o)
 			(void)json_array_append_new(out, o);
 	}
 	return out;
+}
+
+/*
+ * What leaves outside the budget: under a wildcard rule ("*.domain") the
+ * agent chooses the name, and the proxy's lookup of it reaches its DNS
+ * servers before any byte is counted; net.rate bounds the lookups. Null
+ * when every rule names its host exactly (or by address).
+ */
+static json_t *outside_budget(const report *rp)
+{
+	json_t *rule, *rate = net_plan(rp, "rate");
+	size_t i;
+	char buf[256];
+
+	json_array_foreach(net_plan(rp, "egress"), i, rule)
+	{
+		const char *host = json_string_value(json_object_get(rule, "host"));
+
+		if (!host || strncmp(host, "*.", 2) != 0)
+			continue;
+		(void)snprintf(
+		    buf, sizeof(buf),
+		    "names under a wildcard rule (%.64s) are the agent's choice and reach "
+		    "the proxy's DNS servers when it resolves them: %s%s",
+		    host, json_is_string(rate) ? "at most net.rate " : "unbounded (no net.rate)",
+		    json_is_string(rate) ? json_string_value(rate) : "");
+		return json_string(buf);
+	}
+	return json_null();
 }
 
 static json_t *contacted(const report *rp)
@@ -68,8 +119,11 @@ json_t *rp_bound(const report *rp)
 	const char *ns = json_string_value(json_object_get(layers, "namespaces"));
 	const char *proxy = json_string_value(json_object_get(layers, "proxy"));
 	json_t *budget = net_plan(rp, "egress_budget"), *egress = net_plan(rp, "egress");
+	const char *transparent = json_string_value(json_object_get(rp->start, "transparent"));
 	bool own_net = has_word(ns, "net");
 	bool proxied = proxy && strcmp(proxy, "active") == 0;
+	/* "on": the sandbox resolver and every address local to lo are there */
+	bool resolver = proxied && transparent && strcmp(transparent, "on") == 0;
 	uint64_t out = rp->net_bytes_out;
 	json_t *max_out;
 
@@ -92,12 +146,14 @@ json_t *rp_bound(const report *rp)
 	else
 		max_out = json_null();
 	return json_pack(
-	    "{s:b, s:s, s:o, s:O?, s:I, s:o, s:O?, s:O?, s:o, s:o, s:s, s:I}",
+	    "{s:b, s:s, s:o, s:O?, s:o, s:I, s:o, s:O?, s:O?, s:o, s:o, s:s, s:s, s:I, s:I, s:I, "
+	    "s:I}",
 	    "own_network_namespace", own_net, "egress",
 	    !own_net  ? "the host's network (no network namespace)"
 	    : proxied ? "only through the proxy, to the hosts and ports below"
 		      : "none: a network namespace with loopback only",
-	    "max_bytes_out", max_out, "egress_budget", budget, "bytes_out", (json_int_t)out,
+	    "max_bytes_out", max_out, "egress_budget", budget, "outside_budget",
+	    proxied && own_net ? outside_budget(rp) : json_null(), "bytes_out", (json_int_t)out,
 	    "within_budget",
 	    json_is_integer(max_out) ? json_boolean(out <= (uint64_t)json_integer_value(max_out))
 				     : json_null(),
@@ -105,10 +161,24 @@ json_t *rp_bound(const report *rp)
 	    proxied ? net_plan(rp, "allow_private") : NULL, "contacted", contacted(rp),
 	    "credentials", proxied ? credentials(rp) : json_array(), "sockets",
 	    !own_net ? "the host's: not bounded by sandcap"
+	    : resolver
+		? "loopback of its own network namespace, no route out: every address is local "
+		  "to lo, where the proxy and its listeners for the ports the rules allow take "
+		  "TCP and the sandbox resolver takes UDP port 53; any other connect or "
+		  "datagram is refused by the kernel and recorded"
 	    : proxied
 		? "loopback of its own network namespace, where the proxy listens; no route, no "
-		  "DNS resolver, no other interface (the proxy resolves names itself)"
+		  "other interface"
 		: "loopback of its own network namespace only; no route, no DNS resolver",
+	    "dns",
+	    !own_net   ? "the host's resolvers: not bounded by sandcap"
+	    : resolver ? "the sandbox resolver only: a synthetic address for each name the "
+			 "egress rules allow, NXDOMAIN for the others; no query leaves the "
+			 "sandbox (the proxy resolves names itself)"
+	    : proxied  ? "none in the sandbox (the proxy resolves names itself)"
+		       : "none",
+	    "dns_queries", (json_int_t)rp->tally.dns_queries, "dns_refused",
+	    (json_int_t)rp->tally.dns_refused, "direct_attempts", (json_int_t)rp->direct_attempts,
 	    "requests_denied", (json_int_t)rp->tally.net_denied);
 }
 
@@ -143,6 +213,11 @@ void rp_bound_text(FILE *out, const report *rp)
 	if (json_is_false(json_object_get(b, "within_budget")))
 		(void)fputs(" (MORE THAN THE BOUND)", out);
 	(void)fputc('\n', out);
+	if (json_is_string(json_object_get(b, "outside_budget"))) {
+		(void)fputs("  outside   ", out);
+		au_fputs_safe(json_string_value(json_object_get(b, "outside_budget")), out);
+		(void)fputc('\n', out);
+	}
 	json_array_foreach(json_object_get(b, "reachable"), i, v)
 	{
 		(void)fputs(i ? "            " : "  reachable ", out);
@@ -167,16 +242,36 @@ void rp_bound_text(FILE *out, const report *rp)
 			      json_integer_value(json_object_get(v, "requests")),
 			      json_integer_value(json_object_get(v, "requests")) == 1 ? "" : "s");
 	}
-	(void)fputs("  sockets   ", out);
-	(void)fputs(json_string_value(json_object_get(b, "sockets")), out);
+	(void)fprintf(out, "  sockets   %s\n", json_string_value(json_object_get(b, "sockets")));
+	(void)fprintf(out, "  direct    %" JSON_INTEGER_FORMAT " attempt%s around the proxy\n",
+		      json_integer_value(json_object_get(b, "direct_attempts")),
+		      json_integer_value(json_object_get(b, "direct_attempts")) == 1 ? "" : "s");
+	(void)fprintf(out, "  dns       %s", json_string_value(json_object_get(b, "dns")));
+	if (json_integer_value(json_object_get(b, "dns_queries")))
+		(void)fprintf(out,
+			      "; %" JSON_INTEGER_FORMAT " queries, %" JSON_INTEGER_FORMAT
+			      " not answered",
+			      json_integer_value(json_object_get(b, "dns_queries")),
+			      json_integer_value(json_object_get(b, "dns_refused")));
 	(void)fputc('\n', out);
 	json_array_foreach(json_object_get(b, "credentials"), i, v)
 	{
 		(void)fputs(i ? "            " : "  credentials ", out);
-		au_fputs_safe(json_string_value(json_object_get(v, "header")), out);
+		au_fputs_safe(json_string_value(json_object_get(v, "name")), out);
+		(void)fputs(": ", out);
+		if (json_is_string(json_object_get(v, "header")))
+			au_fputs_safe(json_string_value(json_object_get(v, "header")), out);
+		else
+			(void)fputs("placeholder", out);
 		(void)fputs(" for ", out);
 		au_fputs_safe(json_string_value(json_object_get(v, "host")), out);
-		(void)fputc('\n', out);
+		(void)fprintf(out,
+			      ", used by %" JSON_INTEGER_FORMAT " request%s (%" JSON_INTEGER_FORMAT
+			      " bytes out), %" JSON_INTEGER_FORMAT " refused\n",
+			      json_integer_value(json_object_get(v, "requests")),
+			      json_integer_value(json_object_get(v, "requests")) == 1 ? "" : "s",
+			      json_integer_value(json_object_get(v, "bytes_out")),
+			      json_integer_value(json_object_get(v, "refused")));
 	}
 	if (!json_array_size(json_object_get(b, "credentials")))
 		(void)fputs("  credentials none\n", out);

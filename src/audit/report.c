@@ -214,8 +214,19 @@ static int handle_event(report *rp, const char *event, json_t *data)
 		sat_add(&rp->tunnels, 1);
 		return account_traffic(rp, data, true);
 	} else if (strcmp(event, "net.denied") == 0) {
+		if (rp_get_str(data, "protocol"))
+			sat_add(&rp->direct_attempts, 1);
 		return blist_add(&rp->denied, data, denied_keys);
-	} else if (strcmp(event, "syscall.denied") == 0 || strcmp(event, "limit.hit") == 0) {
+	} else if (strcmp(event, "limit.hit") == 0) {
+		const char *limit = rp_get_str(data, "limit");
+		uint64_t n = 0;
+
+		/* the direct attempts not recorded one by one (docs/proxy.md) */
+		if (limit && strcmp(limit, "net.attempts") == 0 &&
+		    rp_get_u64(data, "suppressed", &n))
+			sat_add(&rp->direct_attempts, n);
+		return 0; /* counted in the tally */
+	} else if (strcmp(event, "syscall.denied") == 0) {
 		return 0; /* counted in the tally */
 	} else if (strcmp(event, "fs.write") == 0) {
 		return file_record(&rp->files, data, file_keys, &rp->files_truncated,

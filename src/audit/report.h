@@ -58,6 +58,9 @@ typedef struct report {
 	au_table other_events;
 	au_tally tally; /* the numbers the end-of-run summary shows too */
 	uint64_t net_bytes_out, net_bytes_in, tunnels;
+	/* connects and datagrams around the proxy, refused by the netns:
+	 * net.denied with a protocol, and those limit.hit net.attempts counted */
+	uint64_t direct_attempts;
 	bool files_truncated;	   /* an fs.write with op "truncated" was seen */
 	uint64_t files_unrecorded; /* the sum of their counts */
 } report;

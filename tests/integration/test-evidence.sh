@@ -9,8 +9,19 @@ use_fixtures nginx dnsmasq python3 sha256sum
 port=$(free_port)
 dns=$(free_port)
 start_origin "$port" || skip_all "origin did not start"
-start_dns "$dns" origin.test=127.0.0.1
+start_dns "$dns" origin.test=127.0.0.1 tls.test=127.0.0.1
 head -c 300000 /dev/urandom >"$W/nginx/html/blob.bin"
+# An HTTPS origin (openssl s_server -WWW: the files of its directory, the
+# body up to the close) whose CA the proxy trusts: inspected, its responses
+# are seen and digested as plain HTTP's are.
+tls=$(free_port)
+make_tls_cert "$T/tls" tls.test
+mkdir -p "$T/www"
+head -c 200000 /dev/urandom >"$T/www/page.bin"
+(cd "$T/www" && exec openssl s_server -quiet -accept "127.0.0.1:$tls" -cert "$T/tls/srv.pem" \
+	-key "$T/tls/srv.key" -WWW) >/dev/null 2>&1 &
+PIDS+=($!)
+for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/"$tls") 2>/dev/null && break; sleep 0.1; done
 
 # What a forger without any key can do: rewrite records and recompute the
 # whole chain (seq, prev, hash, and the counts and hashes a checkpoint or the
@@ -49,8 +60,10 @@ policy net "{\"version\": 1,
 log=$T/net.jsonl
 "$SANDCAP" run --quiet --audit "$log" --audit-sign "$T/sign.key" --audit-checkpoint-records 4 \
 	--policy "$T/net.json" -- /bin/sh -c "
-/usr/bin/curl -s -o /dev/null http://origin.test:$port/blob.bin
-/usr/bin/curl -s -o /dev/null http://origin.test:$port/data.json
+/usr/bin/curl -s -o /dev/null -o /dev/null http://origin.test:$port/blob.bin http://origin.test:$port/data.json
+/usr/bin/curl -s -o /dev/null http://refused.test:$port/
+getent hosts origin.test
+python3 -c 'import socket; socket.socket().connect_ex((\"192.0.2.1\", 9))'
 /bin/true; /bin/true; /bin/true" >/dev/null 2>&1
 expect_eq "the networked run succeeds" "$?" 0
 out=$("$SANDCAP" audit verify "$log" --pubkey "$T/pub.key" 2>&1)
@@ -91,7 +104,51 @@ PY
 want="$(sha256sum <"$W/nginx/html/blob.bin" | cut -d' ' -f1) 300000"
 expect_eq "the response digest is the origin's file's sha256sum" "$(digest_of "$log" /blob.bin)" "$want"
 want="$(sha256sum <"$W/nginx/html/data.json" | cut -d' ' -f1) $(stat -c %s "$W/nginx/html/data.json")"
-expect_eq "... for the second request too" "$(digest_of "$log" /data.json)" "$want"
+expect_eq "... for the second request on the same connection too" "$(digest_of "$log" /data.json)" "$want"
+
+# Inspected HTTPS: the digest of what the agent got after decryption. A
+# tunnel (CONNECT by hand, the bytes counted on both ends) gets its bytes
+# each way: exactly what crossed it, the CONNECT exchange not included.
+cat >"$T/tunnel.py" <<'PY'
+import socket, sys
+host, port = sys.argv[1], sys.argv[2]
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(("CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n" % (host, port, host, port)).encode())
+head = b""
+while not head.endswith(b"\r\n\r\n"):
+    head += s.recv(1)
+req = ("GET /blob.bin HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host).encode()
+s.sendall(req)
+got = 0
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    got += len(d)
+print(head.split(b" ")[1].decode(), len(req), got)
+PY
+policy tls "{\"version\": 1,
+  \"net\": {\"egress\": [{\"host\": \"origin.test\", \"ports\": [$port]},
+                       {\"host\": \"tls.test\", \"ports\": [$tls], \"inspect\": true}],
+            \"upstream_ca\": \"$T/tls/ca.pem\",
+            \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"}}"
+tunnel=$("$SANDCAP" run --quiet --audit "$T/tls.jsonl" --policy "$T/tls.json" -- /bin/sh -c \
+	'/usr/bin/curl -sS -o /dev/null https://tls.test:'"$tls"'/page.bin && python3 -c "$1" origin.test '"$port" \
+	sh "$(cat "$T/tunnel.py")" 2>"$T/tls.err")
+expect_eq "the inspected HTTPS fetch and the tunnel succeed" "$?:$(cut -d' ' -f1 <<<"$tunnel")" "0:200"
+want="$(sha256sum <"$T/www/page.bin" | cut -d' ' -f1) 200000"
+expect_eq "an inspected HTTPS response's digest is the origin's file's sha256sum" \
+	"$(digest_of "$T/tls.jsonl" /page.bin)" "$want"
+counts=$(python3 - "$T/tls.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["event"] == "net.tunnel.close" and r["data"]["host"] == "origin.test":
+        print(r["data"]["bytes_out"], r["data"]["bytes_in"])
+PY
+)
+expect_eq "the tunnel's record has the bytes each way that crossed it" "$counts" "$(cut -d' ' -f2- <<<"$tunnel")"
+check "... more than the file's" test "$(cut -d' ' -f3 <<<"$tunnel")" -gt 300000
 
 # ---- what entered the agent: file reads ----
 mkdir -p "$T/data"
@@ -116,6 +173,32 @@ expect_eq "each file read is recorded once, with the sha256sum of the file" "$re
 	"/in/input.bin $T/data/input.bin 200000 $(sha256sum <"$T/data/input.bin" | cut -d' ' -f1)
 /in/note.txt $T/data/note.txt 6 $(sha256sum <"$T/data/note.txt" | cut -d' ' -f1)"
 expect_match "sandbox.start says how reads were watched" "$(grep -o '"fs_read":"[^"]*"' "$T/reads.jsonl")" '"fs_read":"fanotify"'
+# The bound on reads: FR_MAX_FILES (4096) records a run, the rest counted.
+mkdir -p "$T/many"
+python3 -c '
+import sys
+for i in range(4100):
+    open("%s/f%04d" % (sys.argv[1], i), "w").write("%d\n" % i)' "$T/many"
+chmod -R a+rX "$T/many"
+policy many "{\"version\": 1, \"audit\": {\"reads\": true},
+  \"fs\": {\"grants\": [{\"path\": \"$T/many\", \"mode\": \"ro\", \"at\": \"/many\"}]}}"
+"$SANDCAP" run --quiet --audit "$T/many.jsonl" --policy "$T/many.json" -- /bin/sh -c \
+	'cat /many/* >/dev/null' >/dev/null 2>&1
+out=$(python3 - "$T/many.jsonl" <<'PY'
+import json, sys
+reads = [json.loads(l)["data"] for l in open(sys.argv[1]) if json.loads(l)["event"] == "fs.read"]
+files = [d for d in reads if d.get("op") != "truncated"]
+cut = [d for d in reads if d.get("op") == "truncated"]
+print(len(files), len({d["path"] for d in files}), all(d["sha256"] for d in files),
+      [(d["count"], d["reason"]) for d in cut])
+PY
+)
+expect_eq "past 4096 files read, the rest is counted in one record" "$out" "4096 4096 True [(4, 'file cap')]"
+out=$("$SANDCAP" audit report --json "$T/many.jsonl" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["did"]
+print(d["files_read_incomplete"], d["files_read_unrecorded"])')
+expect_eq "... and the report says how many went unrecorded" "$out" "True 4"
 
 # ---- the bound, from the log alone ----
 bound=$("$SANDCAP" audit report --json "$log" | python3 -c '
@@ -123,14 +206,37 @@ import json, sys
 b = json.load(sys.stdin)["bound"]
 print(b["max_bytes_out"], b["bytes_out"] > 0, b["within_budget"], b["own_network_namespace"],
       ";".join("%s:%s" % (r["host"], ",".join(map(str, r["ports"]))) for r in b["reachable"]),
-      ";".join(c["host"] for c in b["contacted"]), len(b["credentials"]))')
+      ";".join(c["host"] for c in b["contacted"]), len(b["credentials"]), b["outside_budget"])')
 expect_eq "the report states the bound: no budget, bytes left, the policy's host and port, what was contacted" \
-	"$bound" "None True None True origin.test:$port origin.test 0"
+	"$bound" "None True None True origin.test:$port origin.test 0 None"
+# What else the sandbox had: its resolver and the attempts around the proxy,
+# as the traffic records show them (a refused host, a getent, a connect to
+# 192.0.2.1:9 in the run above).
+bound=$("$SANDCAP" audit report --json "$log" | python3 -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+b = json.load(sys.stdin)["bound"]
+ev = lambda n: [r["data"] for r in recs if r["event"] == n]
+direct = sum(1 for d in ev("net.denied") if "protocol" in d) + \
+    sum(d.get("suppressed", 0) for d in ev("limit.hit") if d["limit"] == "net.attempts")
+on = recs[0]["data"].get("transparent") == "on"
+print(b["direct_attempts"] == direct, b["dns_queries"] == len(ev("net.dns")),
+      b["requests_denied"] == len(ev("net.denied")),
+      (direct >= 1 and len(ev("net.dns")) >= 1) if on else "off",
+      b["dns"].startswith("the sandbox resolver only" if on else "none in the sandbox"),
+      b["sockets"].startswith("loopback of its own network namespace"))' "$log")
+expect_eq "the bound's DNS, direct attempts and refusals are the traffic's" "$bound" \
+	"True True True $(grep -q '"transparent":"on"' "$log" && echo True || echo off) True True"
 policy budget "{\"version\": 1,
   \"net\": {\"egress\": [{\"host\": \"origin.test\", \"ports\": [$port]}], \"egress_budget\": \"64K\",
-            \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"}}"
-"$SANDCAP" run --quiet --audit "$T/budget.jsonl" --policy "$T/budget.json" -- \
-	/usr/bin/curl -s -o /dev/null -d @/etc/services http://origin.test:$port/upload >/dev/null 2>&1
+            \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\",
+            \"credentials\": [{\"host\": \"origin.test\", \"header\": \"X-Evidence-Key\",
+                               \"value_env\": \"EVIDENCE_KEY\", \"upstream\": \"http\",
+                               \"name\": \"evidence-key\", \"max_requests\": 2}]}}"
+EVIDENCE_KEY=secret-$$ "$SANDCAP" run --quiet --audit "$T/budget.jsonl" --policy "$T/budget.json" -- \
+	/bin/sh -c "/usr/bin/curl -s -o /dev/null -d @/etc/services http://origin.test:$port/upload
+/usr/bin/curl -s -o /dev/null http://origin.test:$port/data.json
+/usr/bin/curl -s -o /dev/null http://origin.test:$port/data.json" >/dev/null 2>&1
 sent=$(python3 -c '
 import json, sys
 print(sum(json.loads(l)["data"].get("bytes_out", 0) for l in open(sys.argv[1])
@@ -144,6 +250,20 @@ expect_eq "with a budget: at most the budget could leave, and the bytes that did
 text=$("$SANDCAP" audit report "$T/budget.jsonl")
 expect_match "the text report states it too" "$text" "budget    at most 64.0 KiB could leave"
 expect_match "... and the sockets" "$text" "sockets   loopback of its own network namespace"
+# The credential: usable for origin.test, at most 2 requests; the third was
+# refused. Its use is the records'.
+cred=$("$SANDCAP" audit report --json "$T/budget.jsonl" | python3 -c '
+import json, sys
+recs = [json.loads(l)["data"] for l in open(sys.argv[1]) if json.loads(l)["event"] == "net.request"]
+c = json.load(sys.stdin)["bound"]["credentials"]
+used = [r for r in recs if r.get("credential") == "evidence-key" and r["decision"] == "allow"]
+print(len(c), c[0]["name"], c[0]["host"], c[0]["header"], c[0]["max_requests"], c[0]["requests"],
+      c[0]["refused"], c[0]["bytes_out"] == sum(r["bytes_out"] for r in used) > 0, "value" in str(c))' "$T/budget.jsonl")
+expect_eq "the bound names the usable credential, its limit and how much it was used" "$cred" \
+	"1 evidence-key origin.test X-Evidence-Key 2 2 1 True False"
+expect_match "... in the text too" "$text" \
+	"credentials evidence-key: X-Evidence-Key for origin.test, used by 2 requests \([0-9]+ bytes out\), 1 refused"
+check "... and never its value" bash -c "! grep -rq 'secret-$$' '$T/budget.jsonl'"
 bound=$("$SANDCAP" audit report --json "$T/reads.jsonl" | python3 -c '
 import json, sys
 b = json.load(sys.stdin)["bound"]
@@ -195,30 +315,76 @@ for fmt in ocsf otlp-json; do
 done
 out=$(python3 - "$T/export.ocsf" "$(wc -l <"$log")" <<'PY'
 import json, sys
-evs = [json.loads(l) for l in open(sys.argv[1])]
-assert len(evs) == int(sys.argv[2]), "one event per record"
-for e in evs:
-    for k in ("class_uid", "category_uid", "activity_id", "type_uid", "time", "severity_id"):
-        assert isinstance(e[k], int), (k, e)
-    assert e["type_uid"] == e["class_uid"] * 100 + e["activity_id"]
-    assert e["metadata"]["version"].startswith("1.") and e["metadata"]["product"]["name"] == "sandcap"
-by = {}
-for e in evs:
-    by.setdefault(e["unmapped"]["event"], set()).add(e["class_uid"])
-print(sorted(by["proc.exec"]), sorted(by["net.request"]), sorted(by["sandbox.exit"]))
+print(sum(1 for l in open(sys.argv[1]) if json.loads(l)) == int(sys.argv[2]))
 PY
 )
-expect_eq "OCSF: every record an event with the required fields; exec 1007, requests 4001" "$out" "[1007] [4001] [1007]"
-"$SANDCAP" audit export --format ocsf "$T/budget.jsonl" >"$T/budget.ocsf" 2>/dev/null
-"$SANDCAP" audit export --format ocsf "$T/reads.jsonl" >"$T/reads.ocsf" 2>/dev/null
-out=$(python3 - "$T/reads.ocsf" <<'PY'
+expect_eq "OCSF: one event per record" "$out" "True"
+# The attributes OCSF 1.1.0 requires of each class and object used (from
+# the schema's events/ and objects/: base event, System Activity, Network,
+# Findings), checked on every event of four logs.
+cat >"$T/ocsf_check.py" <<'PY'
+import datetime, json, sys
+CLASSES = {1007: (1, "Process Activity", ["actor", "device", "process"]),
+           1001: (1, "File System Activity", ["actor", "device", "file"]),
+           4001: (4, "Network Activity", ["src_endpoint", "dst_endpoint"]),
+           2004: (2, "Detection Finding", ["finding_info"]),
+           0: (0, "Base Event", [])}
+OBJECTS = {"metadata": ["product", "version"], "finding_info": ["title", "uid"],
+           "file": ["name", "type_id"], "device": ["type_id"]}
+seen = {}
+for path in sys.argv[1:]:
+    for n, line in enumerate(open(path), 1):
+        e = json.loads(line)
+        where = "%s:%d %s" % (path, n, e.get("unmapped", {}).get("event"))
+        for k in ("class_uid", "category_uid", "activity_id", "type_uid", "time", "severity_id"):
+            assert type(e.get(k)) is int, (where, k)
+        cat, name, req = CLASSES[e["class_uid"]]
+        assert e["category_uid"] == cat and e["class_name"] == name, where
+        assert e["type_uid"] == e["class_uid"] * 100 + e["activity_id"], where
+        for k in req:
+            assert isinstance(e.get(k), dict), (where, k)
+        for obj, keys in OBJECTS.items():
+            for k in keys:
+                assert obj not in e or k in e[obj], (where, obj, k)
+        for h in e.get("file", {}).get("hashes", []):
+            assert h["algorithm_id"] == 3 and len(h["value"]) == 64, where
+        md = e["metadata"]
+        assert md["version"] == "1.1.0" and md["product"]["vendor_name"] == "sandcap", where
+        ts = datetime.datetime.strptime(md["original_time"][:26] + "Z", "%Y-%m-%dT%H:%M:%S.%fZ")
+        ms = int(ts.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+        assert abs(e["time"] - ms) <= 1, (where, e["time"], ms)
+        seen.setdefault(e["unmapped"]["event"], set()).add(e["class_uid"])
+for ev in ("sandbox.start", "proc.exec", "sandbox.exit", "net.request", "net.tunnel.close",
+           "net.denied", "fs.grant", "fs.read", "audit.checkpoint", "audit.seal"):
+    print(ev, *sorted(seen.get(ev, ())))
+PY
+for l in budget reads tls; do
+	"$SANDCAP" audit export --format ocsf "$T/$l.jsonl" >"$T/$l.ocsf" 2>/dev/null
+done
+out=$(python3 "$T/ocsf_check.py" "$T/export.ocsf" "$T/budget.ocsf" "$T/reads.ocsf" "$T/tls.ocsf" 2>&1)
+expect_eq "OCSF: every event has its class's required attributes; each native event its class" "$out" \
+	"sandbox.start 1007
+proc.exec 1007
+sandbox.exit 1007
+net.request 4001
+net.tunnel.close 4001
+net.denied 2004
+fs.grant 1001
+fs.read 1001
+audit.checkpoint 0
+audit.seal 0"
+out=$(python3 - "$T/export.ocsf" "$T/budget.ocsf" "$T/reads.ocsf" <<'PY'
 import json, sys
-evs = [json.loads(l) for l in open(sys.argv[1])]
+evs = [json.loads(l) for p in sys.argv[1:] for l in open(p)]
+den = [e for e in evs if e["unmapped"]["event"] == "net.denied"]
 fr = [e for e in evs if e["unmapped"]["event"] == "fs.read"]
-print(len(fr), {e["class_uid"] for e in fr}, fr[0]["file"]["hashes"][0]["algorithm_id"])
+print(sorted({e["finding_info"]["title"] for e in den}), {e["severity_id"] for e in den},
+      {(e["file"]["name"], e["file"]["type_id"], e["activity_id"]) for e in fr if e["file"]["name"] == "note.txt"})
 PY
 )
-expect_eq "OCSF: fs.read is File System Activity with its SHA-256" "$out" "2 {1001} 3"
+expect_match "OCSF: a refusal is a Detection Finding naming its reason; fs.read a Read of a regular file" "$out" \
+	"'net.denied: host-not-allowed'.*'net.denied: credential-limit'|'net.denied: credential-limit'.*'net.denied: host-not-allowed'"
+expect_match "... of severity Medium; fs.read a Read of a regular file" "$out" "\{3\} \{\('note.txt', 1, 2\)\}"
 out=$(python3 - "$T/export.otlp-json" <<'PY'
 import json, sys
 for l in open(sys.argv[1]):
@@ -296,8 +462,9 @@ expect_match "... and says how far it is signed" \
 	"verified up to record [0-9]+, signed checkpoint; [0-9]+ records after it unverified"
 # A forger without the key: a record inserted, every hash after it
 # recomputed, the checkpoints' and seal's counts and hashes updated (their
-# signatures kept), or the seal replaced by an unsigned one.
-forge() { # forge IN OUT keep-sig|unsigned
+# signatures kept), or the seal replaced by an unsigned one, or that and
+# every checkpoint dropped.
+forge() { # forge IN OUT keep-sig|unsigned|stripped
 	PYTHONPATH=$T python3 - "$@" <<'PY'
 import json, sys
 from rechain import rechain
@@ -306,8 +473,10 @@ recs = [json.loads(l) for l in open(src)]
 fake = dict(recs[2]); fake["event"] = "proc.exec"
 fake["data"] = {"argv": ["/bin/innocent"], "path": "/bin/innocent", "pid": 7, "truncated": False}
 recs.insert(3, fake)
+if mode == "stripped":
+    recs = [r for r in recs if r["event"] != "audit.checkpoint"]
 def unsign(i, r, prev):
-    if r["event"] == "audit.seal" and mode == "unsigned":
+    if r["event"] == "audit.seal" and mode != "keep-sig":
         r["data"].pop("sig"); r["data"].pop("key_id")
 rechain(recs, dst, unsign)
 PY
@@ -320,6 +489,9 @@ refused "a forged record, chain recomputed" "$T/forged.jsonl" \
 forge "$log" "$T/resealed.jsonl" unsigned
 refused "a forged record, resealed unsigned" "$T/resealed.jsonl" \
 	"signature does not verify|sealed without a signature"
+forge "$log" "$T/stripped.jsonl" stripped
+refused "a forged record, every checkpoint dropped and resealed unsigned" "$T/stripped.jsonl" \
+	"log sealed without a signature, but a public key was given"
 
 # ---- a supervisor SIGKILLed mid-run leaves a signed prefix ----
 policy plain '{"version": 1}'

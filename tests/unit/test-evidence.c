@@ -3,7 +3,8 @@
  * Evidence checked offline: Ed25519 keys and signatures, a signed log with
  * checkpoints and what its verification says when it is whole, cut or
  * signed by another key; schema-1 logs still verify; the OCSF export of
- * a log; delegation receipts recomputed and a widened child refused.
+ * a log with the attributes each class requires; the report's bound of a
+ * proxied run; delegation receipts recomputed and a widened child refused.
  * Unprivileged. TAP output.
  */
 #include <errno.h>
@@ -207,20 +208,28 @@ static void test_schema1(void)
 	   "a schema-1 log (no \"schema\" member) still verifies: %s", reason);
 }
 
-static void test_export(void)
+/* The OCSF export of the log NAME in the temporary directory, in *ret. */
+static int export_ocsf(const char *name, char **ret)
 {
-	_cleanup_free_ char *path = in_tmp("signed.jsonl"), *out = NULL;
-	size_t out_len = 0, line = 0, n = 0;
+	_cleanup_free_ char *path = in_tmp(name);
+	size_t len = 0, line = 0;
 	char reason[256];
-	FILE *in = fopen(path, "re"), *o = open_memstream(&out, &out_len);
-	int r;
+	FILE *in = fopen(path, "re"), *o = open_memstream(ret, &len);
+	int r = in && o ? au_export(in, o, AU_EXPORT_OCSF, &line, reason, sizeof(reason)) : -EIO;
 
-	r = in && o ? au_export(in, o, AU_EXPORT_OCSF, &line, reason, sizeof(reason)) : -EIO;
 	if (in)
 		fclose(in);
 	if (o)
 		fclose(o);
-	ok(r == 0, "the OCSF export of a sealed log succeeds");
+	return r;
+}
+
+static void test_export(void)
+{
+	_cleanup_free_ char *out = NULL;
+	size_t n = 0;
+
+	ok(export_ocsf("signed.jsonl", &out) == 0, "the OCSF export of a sealed log succeeds");
 	for (char *p = out, *nl; p && (nl = strchr(p, '\n')); p = nl + 1) {
 		_cleanup_json_ json_t *ev = json_loadb(p, (size_t)(nl - p), 0, NULL);
 		json_t *cls = json_object_get(ev, "class_uid");
@@ -236,6 +245,181 @@ static void test_export(void)
 			break;
 	}
 	ok(n == 14, "one valid OCSF event per record, proc.exec as Process Activity (%zu)", n);
+}
+
+/*
+ * A proxied run as the supervisor records it: a credential used twice and
+ * refused once, DNS queries to the sandbox resolver, direct attempts (one
+ * recorded, five counted), a file written. transparent: sandbox.start's;
+ * rule: the host of the egress rule.
+ */
+static void write_traffic(const char *path, const char *transparent, const char *rule)
+{
+	au_log *log = NULL;
+	json_t *plan = json_pack(
+	    "{s:{s:[{s:s, s:[i]}], s:n, s:s, s:[{s:s, s:s, s:s, s:s, s:s, s:i, s:n}]}}", "net",
+	    "egress", "host", rule, "ports", 443, "egress_budget", "rate", "10/s", "credentials",
+	    "host", "api.test", "header", "Authorization", "value_env", "API_KEY", "format",
+	    "Bearer %s", "name", "api-key", "max_requests", 2, "max_bytes");
+
+	if (au_open(path, NULL, 0, "sc-traffic", AUDIT_FSYNC_BOUNDARIES, &log) < 0)
+		abort();
+	(void)au_emit(log, "sandbox.start",
+		      json_pack("{s:o, s:{s:s, s:s}, s:s}", "plan", plan, "layers", "namespaces",
+				"user mount pid net", "proxy", "active", "transparent",
+				transparent));
+	for (int i = 0; i < 2; i++)
+		(void)au_emit(log, "net.request",
+			      json_pack("{s:s, s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:s}", "method",
+					"GET", "host", "api.test", "port", 443, "path", "/v1",
+					"decision", "allow", "status", 200, "bytes_out", 100 + i,
+					"bytes_in", 1000, "credential", "api-key"));
+	(void)au_emit(log, "net.denied",
+		      json_pack("{s:s, s:i, s:s, s:s, s:s}", "host", "api.test", "port", 443,
+				"method", "GET", "reason", "credential-limit", "credential",
+				"api-key"));
+	(void)au_emit(log, "net.denied",
+		      json_pack("{s:s, s:s, s:i, s:s, s:s}", "host", "192.0.2.1", "addr",
+				"192.0.2.1", "port", 9, "protocol", "tcp", "reason",
+				"direct-connect"));
+	(void)au_emit(log, "limit.hit",
+		      json_pack("{s:s, s:i, s:s}", "limit", "net.attempts", "suppressed", 5,
+				"detail", "5 direct attempts not recorded one by one"));
+	for (int i = 0; i < 3; i++)
+		(void)au_emit(log, "net.dns",
+			      json_pack("{s:s, s:s, s:s}", "name", i ? "api.test" : "evil.test",
+					"type", "A", "rcode", i ? "NOERROR" : "NXDOMAIN"));
+	(void)au_emit(log, "fs.write",
+		      json_pack("{s:s, s:s, s:s, s:s}", "path", "/work/out/a.txt", "host_path",
+				"/srv/out/a.txt", "op", "create", "type", "file"));
+	(void)au_emit(log, "sandbox.exit", json_pack("{s:i, s:i}", "status", 0, "bytes_out", 201));
+	(void)au_seal(log);
+	au_close(log);
+}
+
+/* Whether member key of o is a string that starts with prefix. */
+static bool starts_with(json_t *o, const char *key, const char *prefix)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v && strncmp(v, prefix, strlen(prefix)) == 0;
+}
+
+static bool str_is(json_t *o, const char *key, const char *want)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v && strcmp(v, want) == 0;
+}
+
+static json_t *bound_of(const char *path)
+{
+	_cleanup_free_ char *out = NULL;
+	size_t len = 0;
+	FILE *in = fopen(path, "re"), *o = open_memstream(&out, &len);
+	json_t *root;
+
+	if (!in || !o || au_report(in, o, true) != 0) {
+		if (in)
+			fclose(in);
+		if (o)
+			fclose(o);
+		return NULL;
+	}
+	fclose(in);
+	fclose(o);
+	root = json_loads(out, 0, NULL);
+	json_incref(json_object_get(root, "bound"));
+	{
+		json_t *b = json_object_get(root, "bound");
+
+		json_decref(root);
+		return b;
+	}
+}
+
+static void test_bound(void)
+{
+	_cleanup_free_ char *on = in_tmp("traffic-on.jsonl"), *off = in_tmp("traffic-off.jsonl");
+	_cleanup_free_ char *wild = in_tmp("traffic-wild.jsonl");
+	_cleanup_json_ json_t *b = NULL, *b2 = NULL, *b3 = NULL;
+	json_t *c;
+
+	write_traffic(on, "on", "api.test");
+	write_traffic(off, "off: local ::/0 dev lo: Permission denied", "api.test");
+	write_traffic(wild, "on", "*.api.test");
+	b = bound_of(on);
+	b2 = bound_of(off);
+	b3 = bound_of(wild);
+	ok(b && json_is_null(json_object_get(b, "outside_budget")) &&
+	       starts_with(b3, "outside_budget", "names under a wildcard rule (*.api.test)") &&
+	       strstr(json_string_value(json_object_get(b3, "outside_budget")),
+		      "at most net.rate 10/s"),
+	   "names the agent chooses under a wildcard rule are stated outside the budget, bounded "
+	   "by net.rate; exact hosts leave nothing outside it");
+	ok(b && json_integer_value(json_object_get(b, "direct_attempts")) == 6 &&
+	       json_integer_value(json_object_get(b, "dns_queries")) == 3 &&
+	       json_integer_value(json_object_get(b, "dns_refused")) == 1 &&
+	       json_integer_value(json_object_get(b, "requests_denied")) == 2,
+	   "the bound counts the direct attempts (recorded and counted), the DNS queries, the "
+	   "refusals");
+	ok(starts_with(b, "dns", "the sandbox resolver only"),
+	   "with the sandbox resolver in place, the bound names it");
+	ok(starts_with(b2, "dns", "none in the sandbox") &&
+	       starts_with(b2, "sockets", "loopback of its own network namespace, where the proxy"),
+	   "without it, there is no resolver in the sandbox");
+	c = json_array_get(json_object_get(b, "credentials"), 0);
+	ok(str_is(c, "name", "api-key") &&
+	       json_integer_value(json_object_get(c, "max_requests")) == 2 &&
+	       json_integer_value(json_object_get(c, "requests")) == 2 &&
+	       json_integer_value(json_object_get(c, "bytes_out")) == 201 &&
+	       json_integer_value(json_object_get(c, "bytes_in")) == 2000 &&
+	       json_integer_value(json_object_get(c, "refused")) == 1 &&
+	       !json_object_get(c, "value_env"),
+	   "each usable credential with its limits and its use, never where its value comes from");
+}
+
+/* The OCSF 1.1 attributes a class requires, beyond the base event's. */
+static void test_export_required(void)
+{
+	_cleanup_free_ char *out = NULL;
+	size_t checked = 0;
+
+	ok(export_ocsf("traffic-on.jsonl", &out) == 0,
+	   "the OCSF export of the proxied run succeeds");
+	for (char *p = out, *nl; p && (nl = strchr(p, '\n')); p = nl + 1) {
+		_cleanup_json_ json_t *ev = json_loadb(p, (size_t)(nl - p), 0, NULL);
+		json_int_t cls = json_integer_value(json_object_get(ev, "class_uid"));
+		json_t *file = json_object_get(ev, "file");
+		bool system = cls == 1007 || cls == 1001, good = true;
+
+		if (system)
+			good = json_is_integer(
+				   json_object_get(json_object_get(ev, "device"), "type_id")) &&
+			       str_is(json_object_get(json_object_get(ev, "actor"), "process"),
+				      "sandbox", "sc-traffic");
+		if (cls == 1001)
+			good = good && str_is(file, "name", "a.txt") &&
+			       json_integer_value(json_object_get(file, "type_id")) == 1 &&
+			       json_integer_value(json_object_get(ev, "activity_id")) == 1;
+		if (cls == 4001)
+			good = json_is_object(json_object_get(ev, "dst_endpoint")) &&
+			       json_is_string(
+				   json_object_get(json_object_get(ev, "src_endpoint"), "uid"));
+		if (cls == 2004)
+			good = json_is_string(
+				   json_object_get(json_object_get(ev, "finding_info"), "title")) &&
+			       json_is_string(
+				   json_object_get(json_object_get(ev, "finding_info"), "uid"));
+		if (!good)
+			break;
+		checked += cls == 1007 || cls == 1001 || cls == 4001 || cls == 2004;
+	}
+	/* start, 2 requests, 2 denied, limit.hit, fs.write, exit: 8 */
+	ok(checked == 8,
+	   "actor and device (System Activity), file name and type, both endpoints "
+	   "(Network Activity), finding_info (Detection Finding): %zu of 8",
+	   checked);
 }
 
 /* A log of a root sandbox and one child: receipts as spawn.c writes them. */
@@ -318,6 +502,8 @@ int main(void)
 	test_signed_log();
 	test_schema1();
 	test_export();
+	test_bound();
+	test_export_required();
 	test_receipts();
 	au_sign_key_free(priv);
 	au_sign_key_free(pub);
