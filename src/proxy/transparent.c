@@ -135,8 +135,9 @@ static void refuse_unknown(px_loop *L, const char *addr, uint16_t port)
 		return;
 	(void)px_events_emit(
 	    L->ev, "net.denied",
-	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "method", "", "host", addr, "port",
-		      (int)port, "path", "", "addr", addr, "reason", "not-a-known-name", "detail",
+	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s}", "method", "", "host", addr,
+		      "port", (int)port, "path", "", "addr", addr, "protocol", "tcp", "reason",
+		      "not-a-known-name", "detail",
 		      "a connection to an address the sandbox resolver did not give out"));
 }
 

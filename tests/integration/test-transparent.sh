@@ -129,8 +129,8 @@ expect_eq "a connect to an address the sandbox resolver did not give out is refu
 	'ConnectionResetError fast
 ConnectionResetError fast
 ConnectionRefusedError fast'
-check "... each recorded as net.denied not-a-known-name" bash -c \
-	"[ \$(grep -c '\"event\":\"net.denied\".*\"reason\":\"not-a-known-name\"' '$T/audit-direct.jsonl') = 2 ]"
+check "... each recorded as net.denied not-a-known-name, with destination, port and protocol" bash -c \
+	"[ \$(grep -c '\"event\":\"net.denied\".*\"addr\":\"\(1.2.3.4\|127.0.0.1\)\".*\"port\":$port,\"protocol\":\"tcp\",\"reason\":\"not-a-known-name\"' '$T/audit-direct.jsonl') = 2 ]"
 check "... and the one to port 9 as a direct-connect attempt" \
 	grep -q '"event":"net.denied".*"port":9,.*"reason":"direct-connect"' "$T/audit-direct.jsonl"
 
@@ -166,6 +166,31 @@ expect_eq "transparent redirection off: the proxy variables still work, no sandb
 rc=2'
 check "... and sandbox.start says why" grep -q \
 	'"transparent":"off: more allowed ports than transparent listeners: Argument list too long"' "$T/audit-many.jsonl"
+# The JVM reads no proxy variable: its own properties in JAVA_TOOL_OPTIONS
+# take it through the proxy, here where nothing transparent could.
+if command -v javac >/dev/null; then
+	cat >"$T/ca/Get.java" <<'JAVA'
+public class Get {
+	public static void main(String[] a) throws Exception {
+		var c = (java.net.HttpURLConnection) new java.net.URL(a[0]).openConnection();
+		System.out.println(new String(c.getInputStream().readAllBytes()).trim());
+	}
+}
+JAVA
+	# Debian's JVM reads its security settings through a link into /etc
+	# (/etc/java-17-openjdk), which the sandbox's /etc does not hold: grant it.
+	jconf=$(dirname "$(dirname "$(readlink -f "$(dirname "$(readlink -f "$(command -v java)")")/../conf/security/java.security")")")
+	sed -i 's|"net": {|"fs": {"grants": [{"path": "'"$T/ca"'", "mode": "ro", "at": "/ca"}, {"path": "'"$jconf"'", "mode": "ro"}]}, "net": {|' "$T/many.json"
+	out=$("$SANDCAP" run --quiet --audit "$T/audit-jvm.jsonl" --policy "$T/many.json" -- \
+		java /ca/Get.java "http://$A/data.json" 2>"$T/jvm.err")
+	expect_eq "a JVM program follows JAVA_TOOL_OPTIONS to the proxy (transparent redirection off)" \
+		"$out" '{"answer": 42}'
+	check "... the JVM says it took them" grep -q '^Picked up JAVA_TOOL_OPTIONS: -Dhttp.proxyHost=127.0.0.1' "$T/jvm.err"
+	check "... a net.request of the proxy for the name" \
+		grep -q '"event":"net.request".*"decision":"allow".*"host":"api.allowed.test".*"method":"GET"' "$T/audit-jvm.jsonl"
+else
+	skip "a JVM program follows JAVA_TOOL_OPTIONS" "no JDK (javac) installed"
+fi
 
 # DNS on the wire: a resolver address hard-coded (8.8.8.8) reaches the sandbox resolver
 # too; other types of an allowed name have no data; a malformed query is
