@@ -361,7 +361,11 @@ uint64_t px_redirect_tick(px_loop *L, uint64_t now, bool now_or_never)
 			       "one by one",
 			       (unsigned long long)R->denied_unrecorded,
 			       R->denied_unrecorded == 1 ? "" : "s");
-		px_limit_hit(L, "denied_records", detail);
+		/* "suppressed" as in net.attempts: every refusal is counted */
+		(void)px_events_emit(L->ev, "limit.hit",
+				     json_pack("{s:s, s:s, s:I}", "limit", "denied_records",
+					       "detail", detail, "suppressed",
+					       (json_int_t)R->denied_unrecorded));
 		R->denied_unrecorded = 0;
 	}
 	R->report_ns = now + PX_REDIR_REPORT_NS;

@@ -134,6 +134,40 @@ check "... each recorded as net.denied not-a-known-name, with destination, port 
 check "... and the one to port 9 as a direct-connect attempt" \
 	grep -q '"event":"net.denied".*"port":9,.*"reason":"direct-connect"' "$T/audit-direct.jsonl"
 
+# A flood of them on an allowed port: at most 20 records a second, every
+# other one counted in a limit.hit denied_records, none lost. Each connect
+# waits for its reset (in connect or in recv), so the worker has refused it
+# before the next.
+out=$(run_net unknown-flood $NOPX python3 -c "
+import socket
+for i in range(300):
+    try:
+        s = socket.create_connection(('1.2.3.4', $port), timeout=5)
+        s.recv(1)
+    except ConnectionResetError:
+        pass
+print('done')" 2>&1)
+expect_eq "300 connects to an unknown address on an allowed port ran" "$out" done
+read -r n_rec n_sup n_hits wall <<<"$(python3 - "$T/audit-unknown-flood.jsonl" <<'PY'
+import json, sys
+rec = sup = hits = wall = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    d = r["data"]
+    if r["event"] == "net.denied" and d.get("reason") == "not-a-known-name":
+        rec += 1
+    elif r["event"] == "limit.hit" and d.get("limit") == "denied_records":
+        sup += d["suppressed"]
+        hits += 1
+    elif r["event"] == "sandbox.exit":
+        wall = (d["wall_ns"] + 999999999) // 1000000000
+print(rec, sup, hits, wall)
+PY
+)"
+expect_eq "... every one recorded or counted ($n_rec recorded, $n_sup counted in $n_hits limit.hit)" \
+	"$((n_rec + n_sup))" 300
+check "... at most 20 recorded a second (${wall}s)" test "$n_rec" -ge 20 -a "$n_rec" -le $((20 * (wall + 1)))
+
 policy literal "{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"127.0.0.1\", \"ports\": [$greet]}],
     \"allow_private\": [\"127.0.0.1/32\"]}}"
 out=$("$SANDCAP" run --quiet --audit "$T/audit-literal.jsonl" --policy "$T/literal.json" -- $NOPX python3 -c "
