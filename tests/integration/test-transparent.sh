@@ -88,6 +88,17 @@ expect_eq "curl --noproxy '*', python http.client, Node fetch and http, without 
 check "each is a net.request of the proxy, for the name" bash -c \
 	"[ \$(grep -c '\"event\":\"net.request\".*\"decision\":\"allow\".*\"host\":\"api.allowed.test\".*\"path\":\"/data.json\"' '$T/audit-clients.jsonl') = 4 ]"
 
+out=$(run_net v6 $NOPX python3 -c "
+import http.client, socket
+a = socket.getaddrinfo('api.allowed.test', $port, socket.AF_INET6, socket.SOCK_STREAM)[0][4][0]
+c = http.client.HTTPConnection(a, $port, timeout=10)
+c.request('GET', '/data.json', headers={'Host': '$A'})
+print(a, c.getresponse().read().decode().strip())" 2>&1)
+expect_match "over IPv6 too: the AAAA answer's synthetic address reaches the proxy" "$out" \
+	'^fd73:616e:6463:6170::[0-9a-f]+ \{"answer": 42\}$'
+check "... a net.request for the name" \
+	grep -q '"event":"net.request".*"decision":"allow".*"host":"api.allowed.test".*"path":"/data.json"' "$T/audit-v6.jsonl"
+
 out=$(run_net https $NOPX sh -c "
 curl -sS --noproxy '*' --cacert /ca/ca.pem -o /dev/null -w '%{http_code}\n' https://tls.allowed.test:$tls/
 node -e '
