@@ -76,9 +76,10 @@ int px_raw_socket_event(px_attempt_limit *l, json_t *data, uint64_t now_ns, json
 			       "socket(%s, %s, %" PRIu64 ") refused: raw and packet sockets "
 			       "forge packets and sniff the namespace",
 			       family_name((uint32_t)family),
-			       type == SOCK_RAW	    ? "SOCK_RAW"
-			       : type == SOCK_DGRAM ? "SOCK_DGRAM"
-						    : "?",
+			       type == SOCK_RAW	     ? "SOCK_RAW"
+			       : type == SOCK_DGRAM  ? "SOCK_DGRAM"
+			       : type == SOCK_PACKET ? "SOCK_PACKET"
+						     : "?",
 			       proto);
 		char host[32];
 

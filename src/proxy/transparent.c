@@ -135,8 +135,9 @@ static void refuse_unknown(px_loop *L, const char *addr, uint16_t port)
 		return;
 	(void)px_events_emit(
 	    L->ev, "net.denied",
-	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "method", "", "host", addr, "port",
-		      (int)port, "path", "", "addr", addr, "reason", "not-a-known-name", "detail",
+	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s}", "method", "", "host", addr,
+		      "port", (int)port, "path", "", "addr", addr, "protocol", "tcp", "reason",
+		      "not-a-known-name", "detail",
 		      "a connection to an address the sandbox resolver did not give out"));
 }
 
@@ -338,6 +339,15 @@ bool px_transparent_timeout(conn *c)
 	return true;
 }
 
+/* A count of what was not recorded one by one: "suppressed" as in
+ * net.attempts, so that every query and refusal is accounted for. */
+static void report_count(px_loop *L, const char *limit, const char *detail, uint64_t n)
+{
+	(void)px_events_emit(L->ev, "limit.hit",
+			     json_pack("{s:s, s:s, s:I}", "limit", limit, "detail", detail,
+				       "suppressed", (json_int_t)n));
+}
+
 uint64_t px_redirect_tick(px_loop *L, uint64_t now, bool now_or_never)
 {
 	px_redirect *R = L->redir;
@@ -351,7 +361,7 @@ uint64_t px_redirect_tick(px_loop *L, uint64_t now, bool now_or_never)
 		(void)snprintf(
 		    detail, sizeof(detail), "%llu DNS quer%s refused (REFUSED) over net.rate",
 		    (unsigned long long)R->dns_over_rate, R->dns_over_rate == 1 ? "y" : "ies");
-		px_limit_hit(L, "rate", detail);
+		report_count(L, "rate", detail, R->dns_over_rate);
 		R->dns_over_rate = 0;
 	}
 	if (R->denied_unrecorded) {
@@ -360,7 +370,7 @@ uint64_t px_redirect_tick(px_loop *L, uint64_t now, bool now_or_never)
 			       "one by one",
 			       (unsigned long long)R->denied_unrecorded,
 			       R->denied_unrecorded == 1 ? "" : "s");
-		px_limit_hit(L, "denied_records", detail);
+		report_count(L, "denied_records", detail, R->denied_unrecorded);
 		R->denied_unrecorded = 0;
 	}
 	R->report_ns = now + PX_REDIR_REPORT_NS;

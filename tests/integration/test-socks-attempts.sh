@@ -33,7 +33,8 @@ policy net "{\"version\": 1,
   \"fs\": {\"grants\": [{\"path\": \"$T/client\", \"mode\": \"ro\", \"at\": \"/client\"}]},
   \"net\": {\"egress\": [{\"host\": \"localhost\", \"ports\": [$port]},
                        {\"host\": \"api.localhost\", \"ports\": [$port]},
-                       {\"host\": \"127.0.0.1\", \"ports\": [$sshport]}],
+                       {\"host\": \"127.0.0.1\", \"ports\": [$sshport]},
+                       {\"host\": \"git.localhost\", \"ports\": [$sshport]}],
     \"allow_private\": [\"127.0.0.1/32\"], \"rate\": \"100/s\"}}"
 mkdir -p "$T/client"
 run_net() { "$SANDCAP" run --audit "$T/$1.jsonl" --policy "$T/net.json" -- "${@:2}"; }
@@ -89,7 +90,9 @@ ssh-keygen -q -t ed25519 -N '' -f "$T/ssh/host_key"
 ssh-keygen -q -t ed25519 -N '' -f "$T/client/id"
 chmod 644 "$T/client/id"
 cp "$T/client/id.pub" "$T/ssh/authorized_keys"
-printf '[127.0.0.1]:%s %s\n' "$sshport" "$(cut -d' ' -f1,2 "$T/ssh/host_key.pub")" >"$T/client/known_hosts"
+for h in 127.0.0.1 git.localhost; do
+	printf '[%s]:%s %s\n' "$h" "$sshport" "$(cut -d' ' -f1,2 "$T/ssh/host_key.pub")"
+done >"$T/client/known_hosts"
 cat >"$T/ssh/sshd_config" <<CONF
 Port $sshport
 ListenAddress 127.0.0.1
@@ -116,6 +119,15 @@ git clone -q ssh://root@127.0.0.1:'"$sshport$T"'/repo.git /tmp/clone && git -C /
 expect_match "git clone over SSH through SOCKS5 (nc -X 5 as ProxyCommand)" "$out" "through the one door"
 expect_eq "... recorded as a SOCKS5 tunnel to the allowed host:port" \
 	"$(count "$T/git.jsonl" net.request decision=allow via=socks5 host=127.0.0.1 port="$sshport")" 1
+# The same without any proxy variable or ProxyCommand: ssh resolves the name
+# with the sandbox resolver, connects to its synthetic address, and the
+# transparent listener relays what is neither TLS nor HTTP as a plain tunnel.
+out=$(run_net git-transparent env -u ALL_PROXY -u all_proxy -u HTTP_PROXY -u http_proxy sh -c 'cp /client/id /tmp/id && chmod 600 /tmp/id &&
+GIT_SSH_COMMAND="ssh -i /tmp/id -o UserKnownHostsFile=/client/known_hosts" \
+git clone -q ssh://root@git.localhost:'"$sshport$T"'/repo.git /tmp/clone && git -C /tmp/clone log --format=%s' 2>&1)
+expect_match "git clone over SSH to a name, no proxy variable: transparent redirection" "$out" "through the one door"
+expect_eq "... recorded as a tunnel to the name and port, not via SOCKS5" \
+	"$(count "$T/git-transparent.jsonl" net.request decision=allow via=None host=git.localhost method=CONNECT port="$sshport")" 1
 
 # --- direct attempts: each refused at once and recorded ---
 start=$(date +%s%N)

@@ -88,6 +88,17 @@ expect_eq "curl --noproxy '*', python http.client, Node fetch and http, without 
 check "each is a net.request of the proxy, for the name" bash -c \
 	"[ \$(grep -c '\"event\":\"net.request\".*\"decision\":\"allow\".*\"host\":\"api.allowed.test\".*\"path\":\"/data.json\"' '$T/audit-clients.jsonl') = 4 ]"
 
+out=$(run_net v6 $NOPX python3 -c "
+import http.client, socket
+a = socket.getaddrinfo('api.allowed.test', $port, socket.AF_INET6, socket.SOCK_STREAM)[0][4][0]
+c = http.client.HTTPConnection(a, $port, timeout=10)
+c.request('GET', '/data.json', headers={'Host': '$A'})
+print(a, c.getresponse().read().decode().strip())" 2>&1)
+expect_match "over IPv6 too: the AAAA answer's synthetic address reaches the proxy" "$out" \
+	'^fd73:616e:6463:6170::[0-9a-f]+ \{"answer": 42\}$'
+check "... a net.request for the name" \
+	grep -q '"event":"net.request".*"decision":"allow".*"host":"api.allowed.test".*"path":"/data.json"' "$T/audit-v6.jsonl"
+
 out=$(run_net https $NOPX sh -c "
 curl -sS --noproxy '*' --cacert /ca/ca.pem -o /dev/null -w '%{http_code}\n' https://tls.allowed.test:$tls/
 node -e '
@@ -129,10 +140,44 @@ expect_eq "a connect to an address the sandbox resolver did not give out is refu
 	'ConnectionResetError fast
 ConnectionResetError fast
 ConnectionRefusedError fast'
-check "... each recorded as net.denied not-a-known-name" bash -c \
-	"[ \$(grep -c '\"event\":\"net.denied\".*\"reason\":\"not-a-known-name\"' '$T/audit-direct.jsonl') = 2 ]"
+check "... each recorded as net.denied not-a-known-name, with destination, port and protocol" bash -c \
+	"[ \$(grep -c '\"event\":\"net.denied\".*\"addr\":\"\(1.2.3.4\|127.0.0.1\)\".*\"port\":$port,\"protocol\":\"tcp\",\"reason\":\"not-a-known-name\"' '$T/audit-direct.jsonl') = 2 ]"
 check "... and the one to port 9 as a direct-connect attempt" \
 	grep -q '"event":"net.denied".*"port":9,.*"reason":"direct-connect"' "$T/audit-direct.jsonl"
+
+# A flood of them on an allowed port: at most 20 records a second, every
+# other one counted in a limit.hit denied_records, none lost. Each connect
+# waits for its reset (in connect or in recv), so the worker has refused it
+# before the next.
+out=$(run_net unknown-flood $NOPX python3 -c "
+import socket
+for i in range(300):
+    try:
+        s = socket.create_connection(('1.2.3.4', $port), timeout=5)
+        s.recv(1)
+    except ConnectionResetError:
+        pass
+print('done')" 2>&1)
+expect_eq "300 connects to an unknown address on an allowed port ran" "$out" done
+read -r n_rec n_sup n_hits wall <<<"$(python3 - "$T/audit-unknown-flood.jsonl" <<'PY'
+import json, sys
+rec = sup = hits = wall = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    d = r["data"]
+    if r["event"] == "net.denied" and d.get("reason") == "not-a-known-name":
+        rec += 1
+    elif r["event"] == "limit.hit" and d.get("limit") == "denied_records":
+        sup += d["suppressed"]
+        hits += 1
+    elif r["event"] == "sandbox.exit":
+        wall = (d["wall_ns"] + 999999999) // 1000000000
+print(rec, sup, hits, wall)
+PY
+)"
+expect_eq "... every one recorded or counted ($n_rec recorded, $n_sup counted in $n_hits limit.hit)" \
+	"$((n_rec + n_sup))" 300
+check "... at most 20 recorded a second (${wall}s)" test "$n_rec" -ge 20 -a "$n_rec" -le $((20 * (wall + 1)))
 
 policy literal "{\"version\": 1, \"net\": {\"egress\": [{\"host\": \"127.0.0.1\", \"ports\": [$greet]}],
     \"allow_private\": [\"127.0.0.1/32\"]}}"
@@ -166,6 +211,31 @@ expect_eq "transparent redirection off: the proxy variables still work, no sandb
 rc=2'
 check "... and sandbox.start says why" grep -q \
 	'"transparent":"off: more allowed ports than transparent listeners: Argument list too long"' "$T/audit-many.jsonl"
+# The JVM reads no proxy variable: its own properties in JAVA_TOOL_OPTIONS
+# take it through the proxy, here where nothing transparent could.
+if command -v javac >/dev/null; then
+	cat >"$T/ca/Get.java" <<'JAVA'
+public class Get {
+	public static void main(String[] a) throws Exception {
+		var c = (java.net.HttpURLConnection) new java.net.URL(a[0]).openConnection();
+		System.out.println(new String(c.getInputStream().readAllBytes()).trim());
+	}
+}
+JAVA
+	# Debian's JVM reads its security settings through a link into /etc
+	# (/etc/java-17-openjdk), which the sandbox's /etc does not hold: grant it.
+	jconf=$(dirname "$(dirname "$(readlink -f "$(dirname "$(readlink -f "$(command -v java)")")/../conf/security/java.security")")")
+	sed -i 's|"net": {|"fs": {"grants": [{"path": "'"$T/ca"'", "mode": "ro", "at": "/ca"}, {"path": "'"$jconf"'", "mode": "ro"}]}, "net": {|' "$T/many.json"
+	out=$("$SANDCAP" run --quiet --audit "$T/audit-jvm.jsonl" --policy "$T/many.json" -- \
+		java /ca/Get.java "http://$A/data.json" 2>"$T/jvm.err")
+	expect_eq "a JVM program follows JAVA_TOOL_OPTIONS to the proxy (transparent redirection off)" \
+		"$out" '{"answer": 42}'
+	check "... the JVM says it took them" grep -q '^Picked up JAVA_TOOL_OPTIONS: -Dhttp.proxyHost=127.0.0.1' "$T/jvm.err"
+	check "... a net.request of the proxy for the name" \
+		grep -q '"event":"net.request".*"decision":"allow".*"host":"api.allowed.test".*"method":"GET"' "$T/audit-jvm.jsonl"
+else
+	skip "a JVM program follows JAVA_TOOL_OPTIONS" "no JDK (javac) installed"
+fi
 
 # DNS on the wire: a resolver address hard-coded (8.8.8.8) reaches the sandbox resolver
 # too; other types of an allowed name have no data; a malformed query is
@@ -195,9 +265,14 @@ out=$(run_net dnsrate $NOPX python3 /ca/dnsq.py flood 2>&1)
 read -r answered refused <<<"$out"
 check "past net.rate (10/s) queries are REFUSED ($out)" [ "${answered:-0}" -ge 10 -a "${answered:-0}" -le 15 -a "${refused:-0}" -ge 25 ]
 check "... one limit.hit counts them, not a record each" \
-	grep -q '"event":"limit.hit","data":{"detail":"[0-9]* DNS queries refused (REFUSED) over net.rate","limit":"rate"}' "$T/audit-dnsrate.jsonl"
+	grep -q '"event":"limit.hit","data":{"detail":"[0-9]* DNS queries refused (REFUSED) over net.rate","limit":"rate","suppressed":[1-9][0-9]*}' "$T/audit-dnsrate.jsonl"
 n=$(grep -c '"event":"net.dns"' "$T/audit-dnsrate.jsonl")
 check "... and only the answered ones are net.dns records ($n)" [ "$n" = "$answered" ]
+counted=$(python3 -c '
+import json, sys
+print(sum(r["data"]["suppressed"] for r in map(json.loads, open(sys.argv[1]))
+          if r["event"] == "limit.hit" and r["data"]["limit"] == "rate"))' "$T/audit-dnsrate.jsonl")
+expect_eq "... every query recorded or counted ($n recorded, $counted counted)" "$((n + counted))" 40
 # A worker that crashed (an ASan report, a fault) would be a proxy.exit.
 check "no proxy worker died in any of these runs" bash -c "! grep -l '\"event\":\"proxy.exit\"' '$T'/audit-*.jsonl"
 finish

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include "proxy/attempt.h"
+#include "proxy/proxy.h"
 #include "tap.h"
 
 /* An IPv4 header (20 bytes) from src to dst carrying proto. */
@@ -170,9 +171,83 @@ static void test_limit(void)
 	   "names");
 }
 
+/* A syscall.denied record of socket(family, type, proto) as the seccomp
+ * listener writes it, given to px_raw_socket_event(). */
+static int raw_event(px_attempt_limit *l, const char *syscall, unsigned family, unsigned type,
+		     unsigned proto, uint64_t now, json_t **denied, json_t **limit)
+{
+	char a0[16], a1[16], a2[16];
+	json_t *data;
+	int r;
+
+	(void)snprintf(a0, sizeof(a0), "0x%x", family);
+	(void)snprintf(a1, sizeof(a1), "0x%x", type);
+	(void)snprintf(a2, sizeof(a2), "0x%x", proto);
+	data =
+	    json_pack("{s:s, s:[s,s,s], s:i}", "syscall", syscall, "args", a0, a1, a2, "pid", 42);
+	r = px_raw_socket_event(l, data, now, denied, limit);
+	json_decref(data);
+	return r;
+}
+
+static const char *str_of(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "";
+}
+
+static void test_raw_socket(void)
+{
+	const uint64_t t = 5000000000ull;
+	px_attempt_limit l;
+	json_t *denied, *limit;
+	unsigned recorded = 0;
+	uint64_t counted = 0;
+	int r;
+
+	px_attempt_limit_init(&l, t);
+	r = raw_event(&l, "socket", AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0x300, t, &denied, &limit);
+	ok(r == 1 && denied && !limit && strcmp(str_of(denied, "host"), "socket(AF_PACKET)") == 0 &&
+	       strcmp(str_of(denied, "protocol"), "packet") == 0 &&
+	       strcmp(str_of(denied, "reason"), "raw-socket") == 0 &&
+	       json_integer_value(json_object_get(denied, "pid")) == 42 &&
+	       strncmp(str_of(denied, "detail"), "socket(AF_PACKET, SOCK_RAW, 768) refused", 40) ==
+		   0,
+	   "socket(AF_PACKET, SOCK_RAW|SOCK_CLOEXEC): net.denied raw-socket, the flags left out "
+	   "(%s)",
+	   str_of(denied, "detail"));
+	json_decref(denied);
+	r = raw_event(&l, "socket", AF_INET, SOCK_PACKET, 3, t, &denied, &limit);
+	ok(r == 1 && denied && strcmp(str_of(denied, "protocol"), "raw") == 0 &&
+	       strncmp(str_of(denied, "detail"), "socket(AF_INET, SOCK_PACKET, 3)", 31) == 0,
+	   "socket(AF_INET, SOCK_PACKET): a raw socket, named so (%s)", str_of(denied, "detail"));
+	json_decref(denied);
+	r = raw_event(&l, "socket", AF_INET, SOCK_STREAM, 0, t, &denied, &limit);
+	ok(r == 0 && !denied, "another socket is not a raw-socket attempt");
+	r = raw_event(&l, "connect", AF_PACKET, SOCK_RAW, 0, t, &denied, &limit);
+	ok(r == 0 && !denied, "nor another system call");
+	/* a loop of packet sockets: a few records, the rest one limit.hit a second */
+	px_attempt_limit_init(&l, t);
+	for (unsigned i = 0; i < 500; i++) {
+		(void)raw_event(&l, "socket", AF_PACKET, SOCK_RAW, 0, t + i * 1000000ull, &denied,
+				&limit);
+		recorded += denied != NULL;
+		if (limit)
+			counted +=
+			    (uint64_t)json_integer_value(json_object_get(limit, "suppressed"));
+		json_decref(denied);
+		json_decref(limit);
+	}
+	counted += px_attempt_report(&l, t + 500000000ull, true);
+	ok(recorded == PX_ATTEMPT_PER_DEST && counted == 500 - PX_ATTEMPT_PER_DEST,
+	   "500 packet sockets: %u recorded, %llu counted", recorded, (unsigned long long)counted);
+}
+
 int main(void)
 {
 	test_parse();
 	test_limit();
+	test_raw_socket();
 	return tap_done();
 }
