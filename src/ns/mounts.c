@@ -44,6 +44,12 @@ static const char *const etc_binds[] = {
     "/etc/ca-certificates",
     "/etc/alternatives",
     "/etc/python3",
+    /* Debian's JVMs read their settings (java.security, jvm.cfg) through
+     * links into these; an absent one costs an lstat. */
+    "/etc/java-11-openjdk",
+    "/etc/java-17-openjdk",
+    "/etc/java-21-openjdk",
+    "/etc/java-25-openjdk",
 };
 static const char *const etc_copies[] = {
     "/etc/ld.so.cache", "/etc/localtime",   "/etc/os-release", "/etc/mime.types",
