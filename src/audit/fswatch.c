@@ -68,6 +68,7 @@
 
 #include "audit/audit.h"
 #include "base/cleanup.h"
+#include "base/pages.h"
 #include "compat/syscalls.h"
 #include "ns/ns.h"
 
@@ -969,7 +970,7 @@ static void mark_submounts(fw_watch *w)
 
 int fw_start(const sc_plan *plan, fw_watch **ret, const char **ret_mode)
 {
-	fw_watch *w = calloc(1, sizeof(*w));
+	fw_watch *w = pages_alloc(sizeof(*w));
 	const char *env = getenv("SANDCAP_FSWATCH");
 	bool forced = env && strcmp(env, "listing") == 0;
 	size_t n_fan = 0, n_list = 0;
@@ -985,7 +986,7 @@ int fw_start(const sc_plan *plan, fw_watch **ret, const char **ret_mode)
 	w->self = getpid();
 	w->id_base = ns_host_id_base(w->self);
 	w->grants = calloc(plan->n_grants + 1, sizeof(*w->grants));
-	w->buf = aligned_alloc(8, FW_READ_BYTES);
+	w->buf = pages_alloc(FW_READ_BYTES);
 	if (!w->grants || !w->buf) {
 		fw_free(w);
 		return -ENOMEM;
@@ -1175,7 +1176,7 @@ fw_watch *fw_free(fw_watch *w)
 	else
 		(void)safe_close(w->fan);
 	free(w->grants);
-	free(w->buf);
-	free(w);
+	pages_free(w->buf, FW_READ_BYTES);
+	pages_free(w, sizeof(*w));
 	return NULL;
 }

@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
@@ -38,6 +37,7 @@
 #include "base/cleanup.h"
 #include "base/diag.h"
 #include "base/io.h"
+#include "base/pages.h"
 #include "base/sibling.h"
 #include "cgroup/cgroup.h"
 #include "compat/syscalls.h"
@@ -1742,16 +1742,12 @@ static int finish(supervisor *s, int r)
 
 sc_run_result *sc_run_result_new(void)
 {
-	void *p = mmap(NULL, sizeof(sc_run_result), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
+	return pages_alloc(sizeof(sc_run_result));
 }
 
 void sc_run_result_free(sc_run_result *res)
 {
-	if (res)
-		(void)munmap(res, sizeof(*res));
+	pages_free(res, sizeof(*res));
 }
 
 /* memset(p, 0, n) that leaves words already zero unwritten: reading a page

@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/pages.h"
 #include "compat/syscalls.h"
 #include "seccomp/seccomp.h"
 
@@ -613,7 +614,7 @@ static sf_ctx *sf_ctx_free(sf_ctx *c)
 	if (c) {
 		free(c->req);
 		free(c->resp);
-		free(c);
+		pages_free(c, sizeof(*c));
 	}
 	return NULL;
 }
@@ -626,7 +627,7 @@ static int sf_ctx_new(sf_ctx **ret)
 
 	if (r < 0)
 		return r;
-	c = calloc(1, sizeof(*c));
+	c = pages_alloc(sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	/* The kernel's structures may be larger than our headers': allocate
