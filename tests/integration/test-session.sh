@@ -245,19 +245,29 @@ expect_match "SIGTERM to the supervisor: the log ends sealed, stopped_by SIGTERM
 # ---- the supervisor killed: the sandbox dies with it, the next start sweeps ----
 "$S" session start --policy "$T/other.json" --name c >/dev/null
 sup=$(python3 -c 'import json; print(json.load(open("'"$T"'/run/sessions/c/meta.json"))["pid"])')
+sbx=$(python3 -c 'import json; print(json.load(open("'"$T"'/run/sessions/c/meta.json"))["sandbox"])')
 "$S" exec c -- sleep 300 2>/dev/null &
-sleep 0.4
-pids=$(for p in /proc/[0-9]*; do
-	[ "$(cat "$p/comm" 2>/dev/null)" = sleep ] && grep -q "sandcap-sc-" "$p/cgroup" 2>/dev/null &&
-		grep -q "^PPid:" "$p/status" && echo "${p#/proc/}"
-done)
+# This session's sleep, by its sandbox's cgroup (other sandboxes on the
+# host may run a sleep too), waited for however slow the host is.
+pids=
+for i in $(seq 100); do
+	pids=$(for p in /proc/[0-9]*; do
+		[ "$(cat "$p/comm" 2>/dev/null)" = sleep ] && grep -q "sandcap-$sbx\b" "$p/cgroup" 2>/dev/null &&
+			echo "${p#/proc/}"
+	done)
+	[ -n "$pids" ] && break
+	sleep 0.05
+done
 check "the session's command runs (host pid ${pids:-none})" test -n "$pids"
 kill -KILL "$sup"
 wait
-sleep 0.5
-alive=0
-for p in $pids; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
-expect_eq "after SIGKILL of the supervisor no process of its sandbox is left" "$alive" 0
+for i in $(seq 40); do
+	alive=0
+	for p in $pids; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+	[ $alive = 0 ] && break
+	sleep 0.05
+done
+expect_eq "after SIGKILL of the supervisor no process of its sandbox is left (within 2 s)" "$alive" 0
 check "its directory is left behind" test -d "$T/run/sessions/c"
 "$S" session list >/dev/null
 check "the next list (or start) sweeps it" test ! -e "$T/run/sessions/c"
