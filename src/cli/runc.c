@@ -222,7 +222,7 @@ static void serve_ctl(csup *c)
 		if (!c->started || (buf[4] == 'a' && sig == SIGKILL))
 			(void)sc_session_stop(c->id, NULL);
 		else if (sc_session_exec_signal(&c->h, sig) < 0)
-			snprintf(reply, sizeof(reply), "container %s is not running", c->id);
+			snprintf(reply, sizeof(reply), "container not running: %s", c->id);
 	} else {
 		snprintf(reply, sizeof(reply), "unknown request");
 	}
@@ -322,6 +322,11 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 	/* Before the session starts: its supervisor, the proxy worker and
 	 * the sandbox inherit these (oci/pod.h). */
 	r = plan->shared_ipc_uts ? oci_joins_enter(c->ns_fds, plan->hostname, &what) : 0;
+	if (r >= 0 && proc->has_oom_score_adj) {
+		snprintf(code, sizeof(code), "%d", proc->oom_score_adj);
+		what = "oom_score_adj";
+		r = io_write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", code);
+	}
 	if (r < 0) {
 		dprintf(ready, "cannot enter the container's %s namespace: %s", what, strerror(-r));
 		_exit(SC_EXIT_SETUP);
@@ -656,8 +661,10 @@ static int ctl_request(const char *id, const char *req)
 	if (cdir(id, dir, sizeof(dir)) < 0)
 		return SC_EXIT_SETUP;
 	if (fd < 0 || unix_connect_in(fd, dir, "oci.sock") < 0) {
-		oci_err("container %s %s", id,
-			access(dir, F_OK) < 0 ? "does not exist" : "is not running");
+		if (access(dir, F_OK) < 0)
+			oci_err("container %s does not exist", id);
+		else
+			oci_err("container not running: %s", id);
 		return 1;
 	}
 	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0 ||
@@ -749,8 +756,10 @@ static int do_kill(const char *id, const char *sigs, bool all)
 	}
 	if (cdir(id, dir, sizeof(dir)) < 0)
 		return SC_EXIT_SETUP;
+	/* runc's words: containerd's shim takes "container not running" as
+	 * a kill that found the process gone (a stopped task it deletes). */
 	if (access(dir, F_OK) == 0 && strcmp(container_status(dir, &code), "stopped") == 0) {
-		oci_err("container %s is not running", id);
+		oci_err("container not running: %s", id);
 		return 1;
 	}
 	snprintf(req, sizeof(req), "%s %d", all ? "killall" : "kill", sig);

@@ -114,8 +114,9 @@ static int map_user(json_t *u, char *err, size_t len)
 {
 	static const char *const keys[] = {"uid",   "gid",	"additionalGids",
 					   "umask", "username", NULL};
-	json_t *uid = json_object_get(u, "uid"), *gid = json_object_get(u, "gid");
+	json_t *uid = json_object_get(u, "uid"), *gid = json_object_get(u, "gid"), *v, *g;
 	int r = oci_only_keys(u, "$.process.user", keys, err, len);
+	size_t i;
 
 	if (r < 0)
 		return r;
@@ -134,8 +135,20 @@ static int map_user(json_t *u, char *err, size_t len)
 		return oci_refuse(err, len,
 				  "$.process.user.gid: must be %d (or 0, which runs as %d)",
 				  AGENT_ID, AGENT_ID);
-	if (!empty(json_object_get(u, "additionalGids")))
-		return oci_refuse(err, len, "$.process.user.additionalGids: not supported");
+	/* containerd's CRI lists the primary group there too: that one is
+	 * the agent's gid already; another group is refused. */
+	v = json_object_get(u, "additionalGids");
+	if (v && !json_is_array(v))
+		return oci_refuse(err, len, "$.process.user.additionalGids: expected an array");
+	json_array_foreach(
+	    v, i,
+	    g) if (!json_is_integer(g) || !gid ||
+		   json_integer_value(g) !=
+		       json_integer_value(gid)) return oci_refuse(err, len,
+								  "$.process.user.additionalGids[%"
+								  "zu]: only the primary gid "
+								  "(process.user.gid) is supported",
+								  i);
 	if (json_object_get(u, "umask") && (!json_is_integer(json_object_get(u, "umask")) ||
 					    json_integer_value(json_object_get(u, "umask")) != 022))
 		return oci_refuse(err, len, "$.process.user.umask: only 18 (0022) is supported");
@@ -146,8 +159,8 @@ static int map_process(json_t *p, json_t *policy, json_t *limits, oci_process *p
 		       size_t len)
 {
 	static const char *const keys[] = {
-	    "terminal", "consoleSize",	   "user", "args", "env", "cwd", "capabilities",
-	    "rlimits",	"noNewPrivileges", NULL};
+	    "terminal", "consoleSize",	   "user",	  "args", "env", "cwd", "capabilities",
+	    "rlimits",	"noNewPrivileges", "oomScoreAdj", NULL};
 	json_t *args = json_object_get(p, "args"), *env = json_object_get(p, "env"), *v, *cs;
 	const char *cwd = str(p, "cwd");
 	size_t i;
@@ -199,6 +212,18 @@ static int map_process(json_t *p, json_t *policy, json_t *limits, oci_process *p
 			      .env = env,
 			      .cwd = cwd,
 			      .terminal = json_is_true(json_object_get(p, "terminal"))};
+	v = json_object_get(p, "oomScoreAdj");
+	if (v) {
+		if (!json_is_integer(v) || json_integer_value(v) < -1000 ||
+		    json_integer_value(v) > 1000)
+			return oci_refuse(err, len,
+					  "$.process.oomScoreAdj: expected -1000 to 1000");
+		/* The agent is never the OOM killer's last choice: what the
+		 * kubelet would lower (a pause container's -998, a guaranteed
+		 * pod's -997) stays 0, the default (docs/oci.md). */
+		proc->has_oom_score_adj = true;
+		proc->oom_score_adj = json_integer_value(v) > 0 ? (int)json_integer_value(v) : 0;
+	}
 	cs = json_object_get(p, "consoleSize");
 	if (cs) {
 		json_t *h = json_object_get(cs, "height"), *w = json_object_get(cs, "width");

@@ -452,6 +452,43 @@ static void pod_joins(void)
 	json_decref(c);
 }
 
+/* What containerd's CRI puts in every spec: honoured or mapped (docs/oci.md,
+ * "Kubernetes"). */
+static void cri_process(void)
+{
+	char err[512] = "";
+	oci_process proc;
+	json_t *p;
+
+	p = map("{\"process\": {\"oomScoreAdj\": -998}}", NULL, err, sizeof(err), &proc);
+	ok(p && proc.has_oom_score_adj && proc.oom_score_adj == 0,
+	   "oomScoreAdj -998 (a pause container's): 0, the agent is not favoured (%s)", err);
+	json_decref(p);
+	p = map("{\"process\": {\"oomScoreAdj\": 1000}}", NULL, err, sizeof(err), &proc);
+	ok(p && proc.has_oom_score_adj && proc.oom_score_adj == 1000,
+	   "oomScoreAdj 1000 (a best-effort pod's): honoured (%s)", err);
+	json_decref(p);
+	p = map(NULL, NULL, err, sizeof(err), &proc);
+	ok(p && !proc.has_oom_score_adj, "no oomScoreAdj: left as it is");
+	json_decref(p);
+	refused("{\"process\": {\"oomScoreAdj\": 1001}}",
+		"$.process.oomScoreAdj: expected -1000 to 1000");
+	refused("{\"process\": {\"oomScoreAdj\": \"0\"}}",
+		"$.process.oomScoreAdj: expected -1000 to 1000");
+	p = map("{\"process\": {\"user\": {\"uid\": 0, \"gid\": 0, \"additionalGids\": [0]}}}",
+		NULL, err, sizeof(err), &proc);
+	ok(p != NULL, "additionalGids holding only the primary gid (the CRI's [0]): taken (%s)",
+	   err);
+	json_decref(p);
+	refused("{\"process\": {\"user\": {\"uid\": 0, \"gid\": 0, \"additionalGids\": [0, "
+		"1000]}}}",
+		"$.process.user.additionalGids[1]: only the primary gid");
+	refused("{\"process\": {\"user\": {\"uid\": 0, \"additionalGids\": [0]}}}",
+		"$.process.user.additionalGids[0]: only the primary gid");
+	refused("{\"process\": {\"user\": {\"uid\": 0, \"gid\": 0, \"additionalGids\": 0}}}",
+		"$.process.user.additionalGids: expected an array");
+}
+
 int main(void)
 {
 	mapping();
@@ -459,6 +496,7 @@ int main(void)
 	refusals();
 	seccomp_profiles();
 	exec_process();
+	cri_process();
 	{
 		json_t *s = oci_default_spec();
 
