@@ -33,6 +33,7 @@
 #include "base/sha256.h"
 #include "base/unix-addr.h"
 #include "oci/config.h"
+#include "oci/hugepages.h"
 #include "oci/pod.h"
 #include "oci/seccomp.h"
 #include "policy/plan.h"
@@ -422,6 +423,11 @@ static int load_config(const char *bundle, const char *id, sc_plan **ret_plan, j
 	}
 	r = oci_config_policy(config, bundle, id, extra, true, &policy, proc, err, sizeof(err));
 	json_decref(extra);
+	if (r >= 0) {
+		r = oci_hugepages_check(config, "/sys/kernel/mm/hugepages", err, sizeof(err));
+		if (r < 0)
+			json_decref(TAKE_PTR(policy));
+	}
 	if (r < 0) {
 		oci_err("%s: %s", path, r == -EINVAL ? err : strerror(-r));
 		json_decref(config);

@@ -453,9 +453,42 @@ void oci_config_joins(json_t *config, oci_joins *ret)
 	}
 }
 
+/* The kubelet lists every huge-page size of the node, limit 0 unless the
+ * pod asks for some: sandcap sets no hugetlb limit, so only 0 is taken, and
+ * sandcap-runc refuses it on a host whose pools are not empty (oci/config.h). */
+static int map_hugepages(json_t *a, char *err, size_t len)
+{
+	static const char *const keys[] = {"pageSize", "limit", NULL};
+	json_t *h;
+	size_t i;
+
+	if (a && !json_is_array(a))
+		return oci_refuse(err, len, "$.linux.resources.hugepageLimits: expected an array");
+	json_array_foreach(a, i, h)
+	{
+		char where[64];
+		json_t *lim = json_object_get(h, "limit");
+		int r;
+
+		snprintf(where, sizeof(where), "$.linux.resources.hugepageLimits[%zu]", i);
+		r = oci_only_keys(h, where, keys, err, len);
+		if (r < 0)
+			return r;
+		if (!str(h, "pageSize"))
+			return oci_refuse(err, len, "%s.pageSize: expected a string", where);
+		if (!json_is_integer(lim) || json_integer_value(lim) != 0)
+			return oci_refuse(err, len,
+					  "%s.limit: only 0 is supported (sandcap sets no "
+					  "huge-page limit)",
+					  where);
+	}
+	return 0;
+}
+
 static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 {
-	static const char *const keys[] = {"memory", "cpu", "pids", "devices", NULL};
+	static const char *const keys[] = {"memory",	     "cpu", "pids", "devices",
+					   "hugepageLimits", NULL};
 	static const char *const mem_keys[] = {"limit", "swap", NULL};
 	static const char *const cpu_keys[] = {"quota", "period", "shares", NULL};
 	static const char *const pids_keys[] = {"limit", NULL};
@@ -467,6 +500,9 @@ static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 		return r;
 	/* devices: the device cgroup's rules; sandcap's /dev holds only
 	 * null, zero, full, random, urandom, tty and its own pts. */
+	r = map_hugepages(json_object_get(res, "hugepageLimits"), err, len);
+	if (r < 0)
+		return r;
 	if (mem) {
 		json_t *lim = json_object_get(mem, "limit"), *swap = json_object_get(mem, "swap");
 

@@ -65,7 +65,7 @@ trap cleanup EXIT
 
 # ---- two images from one busybox root: a pause (sleeps) and an app ----
 root="$T/rootfs"
-mkdir -p "$root"/{bin,etc,proc,dev,sys,tmp,run}
+mkdir -p "$root"/{bin,etc,proc,dev,sys,tmp,run} "$root/var/run/secrets/kubernetes.io/serviceaccount"
 cp "$BB" "$root/bin/busybox"
 for a in sh cat echo sleep grep id hostname wget true; do ln -s busybox "$root/bin/$a"; done
 # The mount points of the files containerd's CRI binds (the root is read-only).
@@ -160,9 +160,17 @@ for i in pause app; do
 done
 
 # ---- the pod ----
-podcfg="{\"metadata\": {\"name\": \"web\", \"uid\": \"uid-$$\", \"namespace\": \"default\", \"attempt\": 0},
- \"hostname\": \"web-$$\", \"logDirectory\": \"$T/logs\",
- \"linux\": {\"securityContext\": {\"namespaceOptions\": {\"network\": \"POD\", \"pid\": \"CONTAINER\", \"ipc\": \"POD\"}}}}"
+# As a kubelet asks: the pod's cgroup parent, its DNS, RuntimeDefault seccomp.
+podcfg=$(cat <<JSON
+{"metadata": {"name": "web", "uid": "uid-$$", "namespace": "default", "attempt": 0},
+ "hostname": "web-$$", "logDirectory": "$T/logs",
+ "dnsConfig": {"servers": ["$GW"], "searches": ["default.svc.cluster.local"], "options": ["ndots:5"]},
+ "labels": {"io.kubernetes.pod.name": "web"},
+ "linux": {"cgroupParent": "/kubepods/burstable/poduid-$$",
+           "securityContext": {"namespaceOptions": {"network": "POD", "pid": "CONTAINER", "ipc": "POD"},
+                               "seccomp": {"profileType": "RuntimeDefault"}}}}
+JSON
+)
 mkdir -p "$T/logs"
 out=$(cri RunPodSandbox "{\"config\": $podcfg}" 2>&1)
 expect_match "RunPodSandbox: the pause container runs on sandcap-runc" "$out" 'podSandboxId'
@@ -185,11 +193,42 @@ for i in $(seq 50); do
 done
 
 # ---- the app container ----
+# What a kubelet sends for a container of a restricted pod: its volumes
+# (a service account's, read-only), its /etc/hosts and /dev/termination-log,
+# requests and limits with the oom_score_adj of a burstable pod (and a
+# huge-page limit of 0 for each size, as the kubelet gives every container), no
+# capability, RuntimeDefault seccomp, the default masked and read-only paths.
+mkdir -p "$T/sa"
+echo "token-$$" > "$T/sa/token"
+printf '127.0.0.1\tlocalhost\n%s\tweb-%s\n' "$podip" "$$" > "$T/etc-hosts"
+: > "$T/termination-log"
 pol="{\\\"net\\\": {\\\"egress\\\": [{\\\"host\\\": \\\"$GW\\\", \\\"ports\\\": [$PORT]}], \\\"allow_private\\\": [\\\"$NET.0/24\\\"]}}"
-ccfg="{\"metadata\": {\"name\": \"app\", \"attempt\": 0}, \"image\": {\"image\": \"$APP\"},
- \"command\": [\"sh\", \"-c\", \"grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status; id -u; exec sleep 3600\"],
- \"logPath\": \"app.log\", \"annotations\": {\"org.sandcap.policy\": \"$pol\"},
- \"linux\": {\"securityContext\": {\"namespaceOptions\": {\"network\": \"POD\", \"pid\": \"CONTAINER\", \"ipc\": \"POD\"}}}}"
+ccfg=$(cat <<JSON
+{"metadata": {"name": "app", "attempt": 0}, "image": {"image": "$APP"},
+ "command": ["sh", "-c", "grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status; id -u; exec sleep 3600"],
+ "envs": [{"key": "KUBERNETES_SERVICE_HOST", "value": "10.96.0.1"}, {"key": "KUBERNETES_SERVICE_PORT", "value": "443"}],
+ "mounts": [{"containerPath": "/var/run/secrets/kubernetes.io/serviceaccount", "hostPath": "$T/sa", "readonly": true},
+            {"containerPath": "/etc/hosts", "hostPath": "$T/etc-hosts"},
+            {"containerPath": "/dev/termination-log", "hostPath": "$T/termination-log"}],
+ "logPath": "app.log",
+ "labels": {"io.kubernetes.container.name": "app"},
+ "annotations": {"org.sandcap.policy": "$pol"},
+ "linux": {"resources": {"cpuPeriod": 100000, "cpuQuota": 50000, "cpuShares": 512,
+                         "memoryLimitInBytes": 134217728, "memorySwapLimitInBytes": 134217728,
+                         "oomScoreAdj": 937,
+                         "hugepageLimits": [{"pageSize": "2MB", "limit": 0}, {"pageSize": "1GB", "limit": 0}]},
+           "securityContext": {"capabilities": {"dropCapabilities": ["ALL"]},
+              "namespaceOptions": {"network": "POD", "pid": "CONTAINER", "ipc": "POD"},
+              "runAsUser": {"value": 1000}, "readonlyRootfs": true, "noNewPrivs": true,
+              "seccomp": {"profileType": "RuntimeDefault"},
+              "maskedPaths": ["/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys",
+                              "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+                              "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
+                              "/sys/devices/virtual/powercap"],
+              "readonlyPaths": ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+                                "/proc/sysrq-trigger"]}}}
+JSON
+)
 out=$(cri CreateContainer "{\"podSandboxId\": \"$pod\", \"config\": $ccfg, \"sandboxConfig\": $podcfg}" 2>&1)
 expect_match "CreateContainer: the app container is created" "$out" 'containerId'
 cid=$(printf '%s' "$out" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["containerId"])' 2>/dev/null)
@@ -218,6 +257,24 @@ expect_eq "ExecSync: as the agent" "$(printf '%s\n' "$out" | grep -x 1000)" 1000
 expect_match "ExecSync: Seccomp 2" "$out" 'Seccomp:[[:space:]]+2'
 expect_match "ExecSync: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
 expect_match "ExecSync: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
+ex() { # ex SH-COMMAND: its output (both streams) in the app container
+	cri ExecSync "{\"containerId\": \"$cid\", \"cmd\": [\"sh\", \"-c\", \"$1\"], \"timeout\": 20}" 2>&1
+}
+expect_eq "the service account's volume is there" \
+	"$(ex 'cat /var/run/secrets/kubernetes.io/serviceaccount/token')" "token-$$"
+expect_match "... read-only" "$(ex 'echo x > /var/run/secrets/kubernetes.io/serviceaccount/token 2>&1')" \
+	'Read-only file system'
+expect_match "the kubelet's /etc/hosts is the container's" "$(ex 'cat /etc/hosts')" "web-$$"
+ex 'echo bye-from-the-app > /dev/termination-log' >/dev/null
+expect_eq "/dev/termination-log: what the process writes there reaches the kubelet's file" \
+	"$(cat "$T/termination-log")" "bye-from-the-app"
+expect_eq "oomScoreAdj of a burstable pod (937): set" "$(ex 'cat /proc/self/oom_score_adj')" 937
+sup=$("$R" --root "$C/runc/k8s.io" state "$pod" 2>/dev/null |
+	"$PY" -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+expect_eq "the pause container's -998: 0 (the agent is not favoured)" \
+	"$(cat "/proc/$sup/oom_score_adj" 2>/dev/null)" 0
+mem=$(for d in $cgs; do cat "$d/memory.limit_in_bytes" "$d/memory.max" 2>/dev/null; done | head -1)
+expect_eq "memoryLimitInBytes: the sandbox's cgroup limit" "$mem" 134217728
 for i in $(seq 50); do grep -q 'CapEff' "$T/logs/app.log" 2>/dev/null && break; sleep 0.1; done
 log=$(cat "$T/logs/app.log" 2>/dev/null)
 expect_match "the container's log (CRI format) has its own output: Seccomp 2" "$log" 'stdout F Seccomp:[[:space:]]+2'
