@@ -4,13 +4,18 @@
 # sandcap-runc as the runtime (the runc v2 shim's BinaryName): containerd of
 # its own (root, state, socket under $T), CNI's bridge, host-local and
 # loopback plugins on a private subnet, a pause and an app image built here
-# from a static busybox and imported. Asserts: RunPodSandbox, CreateContainer
-# and StartContainer succeed; the app container is in a sandcap sandbox
-# (ExecSync: uid 1000, Seccomp 2, NoNewPrivs 1, CapEff 0, lo only); its
-# egress through sandcap's proxy, as the org.sandcap.policy annotation
-# allows, reaches a server on the bridge's host side, and a direct connect
-# reaches nothing; its log has its output; stop and removal leave no
-# container state, process, mount, network namespace or cgroup behind.
+# from a static busybox and imported. The requests are a kubelet's for a
+# restricted pod (volumes, /etc/hosts, /dev/termination-log, limits,
+# oom_score_adj, huge-page limits of 0, RuntimeDefault seccomp, no
+# capability). Asserts: RunPodSandbox, CreateContainer and StartContainer
+# succeed; the app container is in a sandcap sandbox (ExecSync and its CRI
+# log: uid 1000, Seccomp 2, NoNewPrivs 1, CapEff 0, lo only); its volumes,
+# termination message, oom_score_adj and memory limit are what was asked;
+# its egress through sandcap's proxy, as the org.sandcap.policy annotation
+# allows, reaches a server on the bridge's host side from the pod's
+# address, and a direct connect reaches nothing; stop and removal leave no
+# container state, process, mount, network namespace, cgroup or CNI cache
+# entry behind, and the audit log is sealed.
 . "$(dirname "$0")/lib.sh"
 need_root
 for c in containerd ctr containerd-shim-runc-v2 protoc ip; do
