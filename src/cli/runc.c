@@ -33,6 +33,7 @@
 #include "base/sha256.h"
 #include "base/unix-addr.h"
 #include "oci/config.h"
+#include "oci/hugepages.h"
 #include "oci/pod.h"
 #include "oci/seccomp.h"
 #include "policy/plan.h"
@@ -222,7 +223,7 @@ static void serve_ctl(csup *c)
 		if (!c->started || (buf[4] == 'a' && sig == SIGKILL))
 			(void)sc_session_stop(c->id, NULL);
 		else if (sc_session_exec_signal(&c->h, sig) < 0)
-			snprintf(reply, sizeof(reply), "container %s is not running", c->id);
+			snprintf(reply, sizeof(reply), "container not running: %s", c->id);
 	} else {
 		snprintf(reply, sizeof(reply), "unknown request");
 	}
@@ -322,6 +323,11 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 	/* Before the session starts: its supervisor, the proxy worker and
 	 * the sandbox inherit these (oci/pod.h). */
 	r = plan->shared_ipc_uts ? oci_joins_enter(c->ns_fds, plan->hostname, &what) : 0;
+	if (r >= 0 && proc->has_oom_score_adj) {
+		snprintf(code, sizeof(code), "%d", proc->oom_score_adj);
+		what = "oom_score_adj";
+		r = io_write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", code);
+	}
 	if (r < 0) {
 		dprintf(ready, "cannot enter the container's %s namespace: %s", what, strerror(-r));
 		_exit(SC_EXIT_SETUP);
@@ -417,6 +423,11 @@ static int load_config(const char *bundle, const char *id, sc_plan **ret_plan, j
 	}
 	r = oci_config_policy(config, bundle, id, extra, true, &policy, proc, err, sizeof(err));
 	json_decref(extra);
+	if (r >= 0) {
+		r = oci_hugepages_check(config, "/sys/kernel/mm/hugepages", err, sizeof(err));
+		if (r < 0)
+			json_decref(TAKE_PTR(policy));
+	}
 	if (r < 0) {
 		oci_err("%s: %s", path, r == -EINVAL ? err : strerror(-r));
 		json_decref(config);
@@ -656,8 +667,10 @@ static int ctl_request(const char *id, const char *req)
 	if (cdir(id, dir, sizeof(dir)) < 0)
 		return SC_EXIT_SETUP;
 	if (fd < 0 || unix_connect_in(fd, dir, "oci.sock") < 0) {
-		oci_err("container %s %s", id,
-			access(dir, F_OK) < 0 ? "does not exist" : "is not running");
+		if (access(dir, F_OK) < 0)
+			oci_err("container %s does not exist", id);
+		else
+			oci_err("container not running: %s", id);
 		return 1;
 	}
 	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0 ||
@@ -749,8 +762,10 @@ static int do_kill(const char *id, const char *sigs, bool all)
 	}
 	if (cdir(id, dir, sizeof(dir)) < 0)
 		return SC_EXIT_SETUP;
+	/* runc's words: containerd's shim takes "container not running" as
+	 * a kill that found the process gone (a stopped task it deletes). */
 	if (access(dir, F_OK) == 0 && strcmp(container_status(dir, &code), "stopped") == 0) {
-		oci_err("container %s is not running", id);
+		oci_err("container not running: %s", id);
 		return 1;
 	}
 	snprintf(req, sizeof(req), "%s %d", all ? "killall" : "kill", sig);

@@ -114,8 +114,9 @@ static int map_user(json_t *u, char *err, size_t len)
 {
 	static const char *const keys[] = {"uid",   "gid",	"additionalGids",
 					   "umask", "username", NULL};
-	json_t *uid = json_object_get(u, "uid"), *gid = json_object_get(u, "gid");
+	json_t *uid = json_object_get(u, "uid"), *gid = json_object_get(u, "gid"), *v, *g;
 	int r = oci_only_keys(u, "$.process.user", keys, err, len);
+	size_t i;
 
 	if (r < 0)
 		return r;
@@ -134,8 +135,20 @@ static int map_user(json_t *u, char *err, size_t len)
 		return oci_refuse(err, len,
 				  "$.process.user.gid: must be %d (or 0, which runs as %d)",
 				  AGENT_ID, AGENT_ID);
-	if (!empty(json_object_get(u, "additionalGids")))
-		return oci_refuse(err, len, "$.process.user.additionalGids: not supported");
+	/* containerd's CRI lists the primary group there too: that one is
+	 * the agent's gid already; another group is refused. */
+	v = json_object_get(u, "additionalGids");
+	if (v && !json_is_array(v))
+		return oci_refuse(err, len, "$.process.user.additionalGids: expected an array");
+	json_array_foreach(
+	    v, i,
+	    g) if (!json_is_integer(g) || !gid ||
+		   json_integer_value(g) !=
+		       json_integer_value(gid)) return oci_refuse(err, len,
+								  "$.process.user.additionalGids[%"
+								  "zu]: only the primary gid "
+								  "(process.user.gid) is supported",
+								  i);
 	if (json_object_get(u, "umask") && (!json_is_integer(json_object_get(u, "umask")) ||
 					    json_integer_value(json_object_get(u, "umask")) != 022))
 		return oci_refuse(err, len, "$.process.user.umask: only 18 (0022) is supported");
@@ -146,8 +159,8 @@ static int map_process(json_t *p, json_t *policy, json_t *limits, oci_process *p
 		       size_t len)
 {
 	static const char *const keys[] = {
-	    "terminal", "consoleSize",	   "user", "args", "env", "cwd", "capabilities",
-	    "rlimits",	"noNewPrivileges", NULL};
+	    "terminal", "consoleSize",	   "user",	  "args", "env", "cwd", "capabilities",
+	    "rlimits",	"noNewPrivileges", "oomScoreAdj", NULL};
 	json_t *args = json_object_get(p, "args"), *env = json_object_get(p, "env"), *v, *cs;
 	const char *cwd = str(p, "cwd");
 	size_t i;
@@ -199,6 +212,18 @@ static int map_process(json_t *p, json_t *policy, json_t *limits, oci_process *p
 			      .env = env,
 			      .cwd = cwd,
 			      .terminal = json_is_true(json_object_get(p, "terminal"))};
+	v = json_object_get(p, "oomScoreAdj");
+	if (v) {
+		if (!json_is_integer(v) || json_integer_value(v) < -1000 ||
+		    json_integer_value(v) > 1000)
+			return oci_refuse(err, len,
+					  "$.process.oomScoreAdj: expected -1000 to 1000");
+		/* The agent is never the OOM killer's last choice: what the
+		 * kubelet would lower (a pause container's -998, a guaranteed
+		 * pod's -997) stays 0, the default (docs/oci.md). */
+		proc->has_oom_score_adj = true;
+		proc->oom_score_adj = json_integer_value(v) > 0 ? (int)json_integer_value(v) : 0;
+	}
 	cs = json_object_get(p, "consoleSize");
 	if (cs) {
 		json_t *h = json_object_get(cs, "height"), *w = json_object_get(cs, "width");
@@ -428,9 +453,42 @@ void oci_config_joins(json_t *config, oci_joins *ret)
 	}
 }
 
+/* The kubelet lists every huge-page size of the node, limit 0 unless the
+ * pod asks for some: sandcap sets no hugetlb limit, so only 0 is taken, and
+ * sandcap-runc refuses it on a host whose pools are not empty (oci/config.h). */
+static int map_hugepages(json_t *a, char *err, size_t len)
+{
+	static const char *const keys[] = {"pageSize", "limit", NULL};
+	json_t *h;
+	size_t i;
+
+	if (a && !json_is_array(a))
+		return oci_refuse(err, len, "$.linux.resources.hugepageLimits: expected an array");
+	json_array_foreach(a, i, h)
+	{
+		char where[64];
+		json_t *lim = json_object_get(h, "limit");
+		int r;
+
+		snprintf(where, sizeof(where), "$.linux.resources.hugepageLimits[%zu]", i);
+		r = oci_only_keys(h, where, keys, err, len);
+		if (r < 0)
+			return r;
+		if (!str(h, "pageSize"))
+			return oci_refuse(err, len, "%s.pageSize: expected a string", where);
+		if (!json_is_integer(lim) || json_integer_value(lim) != 0)
+			return oci_refuse(err, len,
+					  "%s.limit: only 0 is supported (sandcap sets no "
+					  "huge-page limit)",
+					  where);
+	}
+	return 0;
+}
+
 static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 {
-	static const char *const keys[] = {"memory", "cpu", "pids", "devices", NULL};
+	static const char *const keys[] = {"memory",	     "cpu", "pids", "devices",
+					   "hugepageLimits", NULL};
 	static const char *const mem_keys[] = {"limit", "swap", NULL};
 	static const char *const cpu_keys[] = {"quota", "period", "shares", NULL};
 	static const char *const pids_keys[] = {"limit", NULL};
@@ -442,6 +500,9 @@ static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 		return r;
 	/* devices: the device cgroup's rules; sandcap's /dev holds only
 	 * null, zero, full, random, urandom, tty and its own pts. */
+	r = map_hugepages(json_object_get(res, "hugepageLimits"), err, len);
+	if (r < 0)
+		return r;
 	if (mem) {
 		json_t *lim = json_object_get(mem, "limit"), *swap = json_object_get(mem, "swap");
 

@@ -23,6 +23,8 @@ typedef struct oci_process {
 	const char *cwd;
 	bool terminal;
 	unsigned rows, cols; /* consoleSize, 0 when absent */
+	int oom_score_adj;   /* oomScoreAdj, 0 to 1000: a negative one is 0 */
+	bool has_oom_score_adj;
 } oci_process;
 
 /* The namespaces a container joins (linux.namespaces[].path), the others

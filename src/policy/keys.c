@@ -201,6 +201,11 @@ static const char *grant_at_error(const char *at)
 
 	if (strcmp(at, "/") == 0)
 		return "cannot replace the sandbox's root \"/\"";
+	/* Kubernetes' termination message, a file every container of a pod
+	 * is given (docs/oci.md, "Kubernetes"): a name in /dev at which the
+	 * sandbox makes nothing. */
+	if (strcmp(at, "/dev/termination-log") == 0)
+		return NULL;
 	for (size_t i = 0; i < ELEMENTSOF(under); i++)
 		if (path_is_under(at, under[i]))
 			return "may not be in /proc, /dev or /sys, which the sandbox builds itself";

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "oci/config.h"
+#include "oci/hugepages.h"
 #include "oci/seccomp.h"
 #include "policy/plan.h"
 #include "tap.h"
@@ -452,6 +453,96 @@ static void pod_joins(void)
 	json_decref(c);
 }
 
+/* What containerd's CRI puts in every spec: honoured or mapped (docs/oci.md,
+ * "Kubernetes"). */
+static void cri_process(void)
+{
+	char err[512] = "";
+	oci_process proc;
+	json_t *p;
+
+	p = map("{\"process\": {\"oomScoreAdj\": -998}}", NULL, err, sizeof(err), &proc);
+	ok(p && proc.has_oom_score_adj && proc.oom_score_adj == 0,
+	   "oomScoreAdj -998 (a pause container's): 0, the agent is not favoured (%s)", err);
+	json_decref(p);
+	p = map("{\"process\": {\"oomScoreAdj\": 1000}}", NULL, err, sizeof(err), &proc);
+	ok(p && proc.has_oom_score_adj && proc.oom_score_adj == 1000,
+	   "oomScoreAdj 1000 (a best-effort pod's): honoured (%s)", err);
+	json_decref(p);
+	p = map(NULL, NULL, err, sizeof(err), &proc);
+	ok(p && !proc.has_oom_score_adj, "no oomScoreAdj: left as it is");
+	json_decref(p);
+	refused("{\"process\": {\"oomScoreAdj\": 1001}}",
+		"$.process.oomScoreAdj: expected -1000 to 1000");
+	refused("{\"process\": {\"oomScoreAdj\": \"0\"}}",
+		"$.process.oomScoreAdj: expected -1000 to 1000");
+	p = map("{\"process\": {\"user\": {\"uid\": 0, \"gid\": 0, \"additionalGids\": [0]}}}",
+		NULL, err, sizeof(err), &proc);
+	ok(p != NULL, "additionalGids holding only the primary gid (the CRI's [0]): taken (%s)",
+	   err);
+	json_decref(p);
+	refused("{\"process\": {\"user\": {\"uid\": 0, \"gid\": 0, \"additionalGids\": [0, "
+		"1000]}}}",
+		"$.process.user.additionalGids[1]: only the primary gid");
+	refused("{\"process\": {\"user\": {\"uid\": 0, \"additionalGids\": [0]}}}",
+		"$.process.user.additionalGids[0]: only the primary gid");
+	refused("{\"process\": {\"user\": {\"uid\": 0, \"gid\": 0, \"additionalGids\": 0}}}",
+		"$.process.user.additionalGids: expected an array");
+}
+
+/* The kubelet's huge-page limits of 0: taken from the config, and checked
+ * against the host's pools (a directory made here as /sys/kernel/mm/hugepages). */
+static void hugepages(void)
+{
+	static const char *const hp =
+	    "{\"linux\": {\"resources\": {\"hugepageLimits\": [{\"pageSize\": \"2MB\", "
+	    "\"limit\": 0}, {\"pageSize\": \"1GB\", \"limit\": 0}]}}}";
+	char dir[] = "/tmp/test-oci-hp.XXXXXX", path[128], err[512] = "";
+	oci_process proc;
+	json_t *p = map(hp, NULL, err, sizeof(err), &proc), *c = config_with(hp),
+	       *none = config_with(NULL);
+	FILE *f;
+
+	ok(p != NULL, "hugepageLimits of 0 (the kubelet's for every size): taken (%s)", err);
+	json_decref(p);
+	refused("{\"linux\": {\"resources\": {\"hugepageLimits\": [{\"pageSize\": \"2MB\", "
+		"\"limit\": 2097152}]}}}",
+		"$.linux.resources.hugepageLimits[0].limit: only 0 is supported");
+	refused("{\"linux\": {\"resources\": {\"hugepageLimits\": [{\"limit\": 0}]}}}",
+		"$.linux.resources.hugepageLimits[0].pageSize: expected a string");
+	if (!mkdtemp(dir))
+		return;
+	snprintf(path, sizeof(path), "%s/hugepages-2048kB", dir);
+	(void)mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/hugepages-2048kB/nr_hugepages", dir);
+	f = fopen(path, "w");
+	if (f) {
+		fputs("0\n", f);
+		fclose(f);
+	}
+	ok(oci_hugepages_check(c, dir, err, sizeof(err)) == 0,
+	   "limits of 0 on a host whose pools are empty: they hold (%s)", err);
+	f = fopen(path, "w");
+	if (f) {
+		fputs("4\n", f);
+		fclose(f);
+	}
+	ok(oci_hugepages_check(c, dir, err, sizeof(err)) == -EINVAL &&
+	       strstr(err, "$.linux.resources.hugepageLimits: this host has huge pages") &&
+	       strstr(err, "hugepages-2048kB"),
+	   "limits of 0 on a host with huge pages: refused, the pool named (%s)", err);
+	ok(oci_hugepages_check(none, dir, err, sizeof(err)) == 0,
+	   "no huge-page limit: nothing to check");
+	ok(oci_hugepages_check(c, "/nonexistent-hugepages", err, sizeof(err)) == 0,
+	   "a kernel without huge pages: the limits hold");
+	(void)unlink(path);
+	snprintf(path, sizeof(path), "%s/hugepages-2048kB", dir);
+	(void)rmdir(path);
+	(void)rmdir(dir);
+	json_decref(c);
+	json_decref(none);
+}
+
 int main(void)
 {
 	mapping();
@@ -459,6 +550,8 @@ int main(void)
 	refusals();
 	seccomp_profiles();
 	exec_process();
+	cri_process();
+	hugepages();
 	{
 		json_t *s = oci_default_spec();
 

@@ -366,6 +366,12 @@ static void test_grants(void)
 	bad("{'version':1,'fs':{'grants':[{'path':'@/a','at':'/dev/shm'}]}}", -EINVAL,
 	    "$.fs.grants[0].at",
 	    "\"/dev/shm\" may not be in /proc, /dev or /sys, which the sandbox builds itself");
+	sc_plan_free(good("{'version':1,'fs':{'grants':[{'path':'@/f','mode':'rw','at':"
+			  "'/dev/termination-log'}]}}"));
+	bad("{'version':1,'fs':{'grants':[{'path':'@/a','at':'/dev/termination-log/x'}]}}", -EINVAL,
+	    "$.fs.grants[0].at",
+	    "\"/dev/termination-log/x\" may not be in /proc, /dev or /sys, which the sandbox "
+	    "builds itself");
 	bad("{'version':1,'fs':{'grants':[{'path':'@/a','at':'/etc/'}]}}", -EINVAL,
 	    "$.fs.grants[0].at",
 	    "\"/etc\" may not replace /etc or /usr, which the runtime provides");
