@@ -596,13 +596,14 @@ static int sf_respond(int notify_fd, struct seccomp_notif_resp *resp)
 	}
 }
 
-/* Everything one notification needs, allocated once per listener: the
- * kernel's structures (their sizes are the kernel's, seccomp(2),
- * SECCOMP_GET_NOTIF_SIZES) and the copy of the exec's strings. */
+/* Everything one notification needs, allocated once per listener in one
+ * mapping (base/pages.h): the kernel's structures after the context (their
+ * sizes are the kernel's, seccomp(2), SECCOMP_GET_NOTIF_SIZES) and the copy
+ * of the exec's strings. */
 typedef struct sf_ctx {
 	struct seccomp_notif *req;
 	struct seccomp_notif_resp *resp;
-	size_t req_size, resp_size;
+	size_t req_size, resp_size, map_size;
 	int execve_nr, execveat_nr;
 	uint32_t native;
 	sf_mem mem;
@@ -611,36 +612,36 @@ typedef struct sf_ctx {
 
 static sf_ctx *sf_ctx_free(sf_ctx *c)
 {
-	if (c) {
-		free(c->req);
-		free(c->resp);
-		pages_free(c, sizeof(*c));
-	}
+	if (c)
+		pages_free(c, c->map_size);
 	return NULL;
 }
+
+#define SF_ALIGN(n) (((n) + 15u) & ~(size_t)15u)
 
 static int sf_ctx_new(sf_ctx **ret)
 {
 	struct seccomp_notif_sizes sizes = {0};
+	size_t req_size, resp_size, map_size;
 	sf_ctx *c;
 	int r = sf_notif_sizes(&sizes);
 
 	if (r < 0)
 		return r;
-	c = pages_alloc(sizeof(*c));
+	/* The kernel's structures may be larger than our headers': take the
+	 * larger of the two. */
+	req_size = sizes.seccomp_notif > sizeof(*c->req) ? sizes.seccomp_notif : sizeof(*c->req);
+	resp_size = sizes.seccomp_notif_resp > sizeof(*c->resp) ? sizes.seccomp_notif_resp
+								: sizeof(*c->resp);
+	map_size = SF_ALIGN(sizeof(*c)) + SF_ALIGN(req_size) + resp_size;
+	c = pages_alloc(map_size);
 	if (!c)
 		return -ENOMEM;
-	/* The kernel's structures may be larger than our headers': allocate
-	 * the larger of the two. */
-	c->req_size = sizes.seccomp_notif > sizeof(*c->req) ? sizes.seccomp_notif : sizeof(*c->req);
-	c->resp_size = sizes.seccomp_notif_resp > sizeof(*c->resp) ? sizes.seccomp_notif_resp
-								   : sizeof(*c->resp);
-	c->req = calloc(1, c->req_size);
-	c->resp = calloc(1, c->resp_size);
-	if (!c->req || !c->resp) {
-		sf_ctx_free(c);
-		return -ENOMEM;
-	}
+	c->map_size = map_size;
+	c->req_size = req_size;
+	c->resp_size = resp_size;
+	c->req = (struct seccomp_notif *)((char *)c + SF_ALIGN(sizeof(*c)));
+	c->resp = (struct seccomp_notif_resp *)((char *)c->req + SF_ALIGN(req_size));
 	c->execve_nr = seccomp_syscall_resolve_name("execve");
 	c->execveat_nr = seccomp_syscall_resolve_name("execveat");
 	c->native = seccomp_arch_native();

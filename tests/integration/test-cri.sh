@@ -246,8 +246,10 @@ expect_match "ContainerStatus: running" "$out" '"state": "CONTAINER_RUNNING"'
 # The sandbox's processes and cgroups, to look for after its removal.
 pids=$("$R" --root "$C/runc/k8s.io" ps --format json "$cid" 2>/dev/null |
 	"$PY" -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin))))')
+# Those sandcap made (a "sandcap-" component; the test run's own cgroup,
+# "sandcap.tests-N", holds them and stays).
 cgs=$(for p in $pids; do
-	sed -n 's|^[0-9]*:\([^:]*\):\(/.*sandcap.*\)|\1 \2|p' /proc/$p/cgroup 2>/dev/null
+	sed -n 's|^[0-9]*:\([^:]*\):\(/.*\)|\1 \2|p' /proc/$p/cgroup 2>/dev/null | grep '/sandcap-'
 done | sort -u | while read -r ctl path; do
 	ctl=${ctl#name=}
 	echo "/sys/fs/cgroup/${ctl:-unified}$path"
