@@ -34,13 +34,16 @@ static int write_log(const char *path, unsigned n, audit_fsync mode, const au_si
 {
 	static const uint8_t key[32] = "audit-rate benchmark key 32 byte";
 	au_log *log = NULL;
+	au_signer sg;
 	double t0 = now_s();
 	int r;
 
 	(void)unlink(path);
 	r = au_open(path, key, sizeof(key), "sc-bench", mode, &log);
 	if (r >= 0 && signer)
-		r = au_set_signer(log, signer, AU_CHECKPOINT_RECORDS_DEF,
+		r = au_signer_of(signer, &sg);
+	if (r >= 0 && signer)
+		r = au_set_signer(log, &sg, AU_CHECKPOINT_RECORDS_DEF,
 				  AU_CHECKPOINT_MS_DEF * 1000000ull);
 	/* A representative record: a network request of the proxy. */
 	for (unsigned i = 0; r >= 0 && i < n; i++)

@@ -102,6 +102,9 @@ typedef struct au_record {
 } au_record;
 
 void au_record_clear(au_record *r);
+/* Writes the reason (may be NULL) and returns -EBADMSG. */
+__attribute__((format(printf, 3, 4))) int au_fail_reason(char *reason, size_t reason_len,
+							 const char *fmt, ...);
 
 /*
  * Structural checks of one line (without its newline): JSON object, the

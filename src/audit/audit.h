@@ -165,9 +165,23 @@ int au_sign(const au_sign_key *k, const char *kind, const char *sandbox, uint64_
 	    const uint8_t final_hash[AU_HASH_BYTES], uint8_t ret_sig[AU_SIG_BYTES]);
 int au_sig_check(const au_sign_key *k, const char *kind, const char *sandbox, uint64_t records,
 		 const uint8_t final_hash[AU_HASH_BYTES], const uint8_t sig[AU_SIG_BYTES]);
-/* The log signs with k (not owned: it must outlive the log) from now on;
+/*
+ * What signs a log, as the writer sees it: a key and its function. The
+ * writer links no signature code (sandcap-run, the supervisor of `sandcap
+ * run`, holds no OpenSSL beyond SHA-256: docs/architecture.md, "Two
+ * programs"); au_signer_of() makes one of a loaded private key.
+ */
+typedef struct au_signer {
+	const void *key;
+	int (*sign)(const void *key, const char *kind, const char *sandbox, uint64_t records,
+		    const uint8_t final_hash[AU_HASH_BYTES], uint8_t ret_sig[AU_SIG_BYTES]);
+	char key_id[AU_HASH_HEX + 1];
+} au_signer;
+/* -EINVAL unless k is a private key. k must outlive *ret. */
+int au_signer_of(const au_sign_key *k, au_signer *ret);
+/* The log signs with s (not owned: it must outlive the log) from now on;
  * 0 for either interval turns that trigger off. */
-int au_set_signer(au_log *log, const au_sign_key *k, uint64_t every_records, uint64_t every_ns);
+int au_set_signer(au_log *log, const au_signer *s, uint64_t every_records, uint64_t every_ns);
 /* Writes an audit.checkpoint now if one is due by time and a record was
  * written since the last: for a caller's timer, so that a quiet log is
  * signed too. 1 when written, 0 when not due, else as au_emit() (a

@@ -23,7 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,6 +37,7 @@
 #include "audit/audit.h"
 #include "audit/fswatch.h"
 #include "base/cleanup.h"
+#include "base/sha256.h"
 #include "ns/ns.h"
 
 #define FR_READ_BYTES  65536u /* one read() of the fanotify fd */
@@ -138,10 +139,9 @@ static const plan_grant *grant_of(const fr_watch *w, const char *inside, const c
 
 static void digest_fd(int fd, const struct stat *st, json_t *data)
 {
-	EVP_MD_CTX *md;
-	uint8_t buf[65536], out[32];
+	sha256_ctx md;
+	uint8_t buf[65536], out[SHA256_BYTES];
 	char hex[65];
-	unsigned len = 0;
 	off_t off = 0;
 
 	if (st->st_size > (off_t)FR_HASH_MAX) {
@@ -149,9 +149,7 @@ static void digest_fd(int fd, const struct stat *st, json_t *data)
 		(void)json_object_set_new(data, "hash_skipped", json_string("larger than 64 MiB"));
 		return;
 	}
-	md = EVP_MD_CTX_new();
-	if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-		goto fail;
+	sha256_init(&md);
 	while (off < (off_t)FR_HASH_MAX) {
 		ssize_t n = pread(fd, buf, sizeof(buf), off);
 
@@ -161,20 +159,16 @@ static void digest_fd(int fd, const struct stat *st, json_t *data)
 			goto fail;
 		if (n == 0)
 			break;
-		if (EVP_DigestUpdate(md, buf, (size_t)n) != 1)
-			goto fail;
+		sha256_update(&md, buf, (size_t)n);
 		off += n;
 	}
-	if (EVP_DigestFinal_ex(md, out, &len) != 1 || len != sizeof(out))
-		goto fail;
-	EVP_MD_CTX_free(md);
+	sha256_final(&md, out);
 	for (size_t i = 0; i < sizeof(out); i++)
 		(void)snprintf(hex + 2 * i, 3, "%02x", out[i]);
 	(void)json_object_set_new(data, "sha256", json_string(hex));
 	(void)json_object_set_new(data, "hashed_bytes", json_integer((json_int_t)off));
 	return;
 fail:
-	EVP_MD_CTX_free(md);
 	(void)json_object_set_new(data, "sha256", json_null());
 	(void)json_object_set_new(data, "hash_skipped", json_string("read error"));
 }

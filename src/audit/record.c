@@ -2,9 +2,6 @@
 /* The canonical record line and the chain hash (see audit-internal.h). */
 #include <errno.h>
 #include <inttypes.h>
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,16 +10,6 @@
 #include "base/sha256.h"
 #include "audit/audit-internal.h"
 #include "base/cleanup.h"
-
-static void mac_freep(EVP_MAC **m)
-{
-	EVP_MAC_free(*m);
-}
-
-static void mac_ctx_freep(EVP_MAC_CTX **c)
-{
-	EVP_MAC_CTX_free(*c);
-}
 
 void au_hex(const uint8_t *bytes, size_t n, char *out)
 {
@@ -80,24 +67,7 @@ int au_chain_hash(const uint8_t prev[AU_HASH_BYTES], const char *body, size_t bo
 int au_hmac(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t msg_len,
 	    uint8_t out[AU_HASH_BYTES])
 {
-	_cleanup_(mac_freep) EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-	_cleanup_(mac_ctx_freep) EVP_MAC_CTX *ctx = NULL;
-	char digest[] = "SHA256";
-	OSSL_PARAM params[] = {
-	    OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-	    OSSL_PARAM_construct_end(),
-	};
-	size_t outlen = 0;
-
-	if (!mac)
-		return -ENOSYS;
-	ctx = EVP_MAC_CTX_new(mac);
-	if (!ctx)
-		return -ENOMEM;
-	if (EVP_MAC_init(ctx, key, key_len, params) != 1 ||
-	    EVP_MAC_update(ctx, msg, msg_len) != 1 ||
-	    EVP_MAC_final(ctx, out, &outlen, AU_HASH_BYTES) != 1 || outlen != AU_HASH_BYTES)
-		return -EIO;
+	hmac_sha256(key, key_len, msg, msg_len, out);
 	return 0;
 }
 

@@ -288,6 +288,21 @@ int au_sign(const au_sign_key *k, const char *kind, const char *sandbox, uint64_
 	return 0;
 }
 
+static int sign_key(const void *k, const char *kind, const char *sandbox, uint64_t records,
+		    const uint8_t final_hash[AU_HASH_BYTES], uint8_t ret_sig[AU_SIG_BYTES])
+{
+	return au_sign(k, kind, sandbox, records, final_hash, ret_sig);
+}
+
+int au_signer_of(const au_sign_key *k, au_signer *ret)
+{
+	if (!k || !au_sign_key_is_private(k))
+		return -EINVAL;
+	*ret = (au_signer){.key = k, .sign = sign_key};
+	snprintf(ret->key_id, sizeof(ret->key_id), "%s", au_sign_key_id(k));
+	return 0;
+}
+
 int au_sig_check(const au_sign_key *k, const char *kind, const char *sandbox, uint64_t records,
 		 const uint8_t final_hash[AU_HASH_BYTES], const uint8_t sig[AU_SIG_BYTES])
 {

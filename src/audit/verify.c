@@ -6,156 +6,14 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "audit/audit-internal.h"
+#include "base/sha256.h"
 #include "base/cleanup.h"
-
-static const char *const record_keys[AU_N_KEYS] = {
-    "seq", "ts", "sandbox", "event", "data", "prev", "hash",
-};
-
-__attribute__((format(printf, 3, 4))) static int fail(char *reason, size_t reason_len,
-						      const char *fmt, ...)
-{
-	va_list ap;
-
-	if (reason && reason_len > 0) {
-		va_start(ap, fmt);
-		(void)vsnprintf(reason, reason_len, fmt, ap);
-		va_end(ap);
-	}
-	return -EBADMSG;
-}
-
-void au_record_clear(au_record *r)
-{
-	json_decref(r->root);
-	*r = (au_record){0};
-}
-
-static bool ts_well_formed(const char *s)
-{
-	/* 2026-11-29T08:30:00.123456789Z: digits where the template has 'd'. */
-	static const char tmpl[] = "dddd-dd-ddTdd:dd:dd.dddddddddZ";
-
-	if (strlen(s) != AU_TS_LEN)
-		return false;
-	for (size_t i = 0; i < AU_TS_LEN; i++)
-		if (tmpl[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != tmpl[i])
-			return false;
-	return true;
-}
-
-int au_parse_record(const char *line, size_t len, au_record *ret, char *reterr_reason,
-		    size_t reason_len)
-{
-	au_record r = {0};
-	json_error_t jerr;
-	const char *key, *hash;
-	json_t *v;
-	size_t i = 0;
-
-	if (len == 0)
-		return fail(reterr_reason, reason_len, "empty line");
-	r.root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!r.root)
-		return fail(reterr_reason, reason_len, "not valid JSON at column %d: %s",
-			    jerr.column, jerr.text);
-	if (!json_is_object(r.root)) {
-		au_record_clear(&r);
-		return fail(reterr_reason, reason_len, "not a JSON object");
-	}
-	/* jansson keeps insertion order, i.e. the order of the text. A
-	 * schema 1 record has no "schema" member; a later one has it first. */
-	r.schema = 1;
-	v = json_object_get(r.root, "schema");
-	if (v) {
-		if (!json_is_integer(v) || json_integer_value(v) != AU_SCHEMA_VERSION ||
-		    strcmp(json_object_iter_key(json_object_iter(r.root)), "schema") != 0) {
-			au_record_clear(&r);
-			return fail(reterr_reason, reason_len,
-				    "\"schema\" must be the first key and %d (record malformed, "
-				    "or written by a newer sandcap)",
-				    AU_SCHEMA_VERSION);
-		}
-		r.schema = AU_SCHEMA_VERSION;
-	}
-	json_object_foreach(r.root, key, v)
-	{
-		if (r.schema > 1 && i == 0 && strcmp(key, "schema") == 0)
-			continue;
-		if (i >= AU_N_KEYS || strcmp(key, record_keys[i]) != 0) {
-			au_record_clear(&r);
-			return fail(reterr_reason, reason_len,
-				    i < AU_N_KEYS ? "key %zu is not \"%s\" (record malformed)"
-						  : "more than %zu keys%s (record malformed)",
-				    i + 1, i < AU_N_KEYS ? record_keys[i] : "");
-		}
-		i++;
-	}
-	if (i != AU_N_KEYS) {
-		au_record_clear(&r);
-		return fail(reterr_reason, reason_len, "missing key \"%s\" (record malformed)",
-			    record_keys[i]);
-	}
-
-	v = json_object_get(r.root, "seq");
-	if (!json_is_integer(v) || json_integer_value(v) < 0) {
-		au_record_clear(&r);
-		return fail(reterr_reason, reason_len, "seq is not a non-negative integer");
-	}
-	r.seq = (uint64_t)json_integer_value(v);
-	r.ts = json_string_value(json_object_get(r.root, "ts"));
-	if (!r.ts || !ts_well_formed(r.ts)) {
-		au_record_clear(&r);
-		return fail(reterr_reason, reason_len, "ts is not a UTC timestamp");
-	}
-	r.sandbox = json_string_value(json_object_get(r.root, "sandbox"));
-	if (!r.sandbox || !au_valid_sandbox_id(r.sandbox)) {
-		au_record_clear(&r);
-		return fail(reterr_reason, reason_len, "sandbox is not a valid sandbox id");
-	}
-	r.event = json_string_value(json_object_get(r.root, "event"));
-	if (!r.event || !au_valid_event(r.event)) {
-		au_record_clear(&r);
-		return fail(reterr_reason, reason_len, "event is not a valid event name");
-	}
-	r.data = json_object_get(r.root, "data");
-	if (!json_is_object(r.data)) {
-		au_record_clear(&r);
-		return fail(reterr_reason, reason_len, "data is not an object");
-	}
-	v = json_object_get(r.root, "prev");
-	if (!json_is_string(v) ||
-	    au_unhex(json_string_value(v), json_string_length(v), r.prev, AU_HASH_BYTES) < 0) {
-		au_record_clear(&r);
-		return fail(reterr_reason, reason_len, "prev is not 64 lower-case hex digits");
-	}
-	v = json_object_get(r.root, "hash");
-	hash = json_string_value(v);
-	if (!hash || au_unhex(hash, json_string_length(v), r.hash, AU_HASH_BYTES) < 0) {
-		au_record_clear(&r);
-		return fail(reterr_reason, reason_len, "hash is not 64 lower-case hex digits");
-	}
-	/* The hashed bytes are the line minus this exact suffix. */
-	if (len < AU_HASH_SUFFIX_LEN ||
-	    memcmp(line + len - AU_HASH_SUFFIX_LEN, AU_HASH_SUFFIX_HEAD,
-		   sizeof(AU_HASH_SUFFIX_HEAD) - 1) != 0 ||
-	    memcmp(line + len - 2 - AU_HASH_HEX, hash, AU_HASH_HEX) != 0 ||
-	    memcmp(line + len - 2, "\"}", 2) != 0) {
-		au_record_clear(&r);
-		return fail(reterr_reason, reason_len,
-			    "not canonical: the line must end with ,\"hash\":\"<hex>\"}");
-	}
-	r.body_len = len - AU_HASH_SUFFIX_LEN;
-	*ret = r;
-	return 0;
-}
 
 void au_chain_init(au_chain *c, const uint8_t *key, size_t key_len)
 {
@@ -169,14 +27,15 @@ static int check_prefix(const au_record *r, json_t *records, json_t *final, char
 	uint8_t final_bytes[AU_HASH_BYTES];
 
 	if (json_integer_value(records) < 0 || (uint64_t)json_integer_value(records) != r->seq)
-		return fail(reason, reason_len,
-			    "%s counts %" JSON_INTEGER_FORMAT " records, the log has %" PRIu64
-			    " before it",
-			    r->event, json_integer_value(records), r->seq);
+		return au_fail_reason(reason, reason_len,
+				      "%s counts %" JSON_INTEGER_FORMAT
+				      " records, the log has %" PRIu64 " before it",
+				      r->event, json_integer_value(records), r->seq);
 	if (au_unhex(json_string_value(final), json_string_length(final), final_bytes,
 		     AU_HASH_BYTES) < 0 ||
 	    memcmp(final_bytes, r->prev, AU_HASH_BYTES) != 0)
-		return fail(reason, reason_len, "%s final_hash is not the previous hash", r->event);
+		return au_fail_reason(reason, reason_len, "%s final_hash is not the previous hash",
+				      r->event);
 	return 0;
 }
 
@@ -195,30 +54,33 @@ static int check_signature(au_chain *c, const au_record *r, const char *kind, ch
 
 	if (!json_is_string(sig) ||
 	    au_unhex(json_string_value(sig), json_string_length(sig), sig_bytes, AU_SIG_BYTES) < 0)
-		return fail(reason, reason_len, "%s sig is not %u lower-case hex digits", r->event,
-			    2 * AU_SIG_BYTES);
+		return au_fail_reason(reason, reason_len, "%s sig is not %u lower-case hex digits",
+				      r->event, 2 * AU_SIG_BYTES);
 	if (!json_is_string(key_id) ||
 	    au_unhex(json_string_value(key_id), json_string_length(key_id), id, AU_HASH_BYTES) < 0)
-		return fail(reason, reason_len, "%s key_id is not 64 lower-case hex digits",
-			    r->event);
+		return au_fail_reason(reason, reason_len,
+				      "%s key_id is not 64 lower-case hex digits", r->event);
 	if (!c->key_id[0])
 		strcpy(c->key_id, json_string_value(key_id));
 	else if (strcmp(c->key_id, json_string_value(key_id)) != 0)
-		return fail(reason, reason_len,
-			    "%s signed by key %.16s..., earlier ones by %.16s... (forged?)",
-			    r->event, json_string_value(key_id), c->key_id);
+		return au_fail_reason(
+		    reason, reason_len,
+		    "%s signed by key %.16s..., earlier ones by %.16s... (forged?)", r->event,
+		    json_string_value(key_id), c->key_id);
 	if (!c->pub)
 		return 0;
 	if (strcmp(c->key_id, au_sign_key_id(c->pub)) != 0)
-		return fail(reason, reason_len,
-			    "%s signed by key %.16s..., not by the given public key %.16s...",
-			    r->event, c->key_id, au_sign_key_id(c->pub));
+		return au_fail_reason(
+		    reason, reason_len,
+		    "%s signed by key %.16s..., not by the given public key %.16s...", r->event,
+		    c->key_id, au_sign_key_id(c->pub));
 	r_ = au_sig_check(c->pub, kind, c->sandbox, r->seq, r->prev, sig_bytes);
 	if (r_ == -EBADMSG)
-		return fail(reason, reason_len,
-			    "%s signature does not verify with the public key (forged, or the "
-			    "log edited before it?)",
-			    r->event);
+		return au_fail_reason(
+		    reason, reason_len,
+		    "%s signature does not verify with the public key (forged, or the "
+		    "log edited before it?)",
+		    r->event);
 	return r_ < 0 ? r_ : 1;
 }
 
@@ -229,7 +91,7 @@ static int check_checkpoint(au_chain *c, const au_record *r, char *reason, size_
 	int r_;
 
 	if (!json_is_integer(records) || !json_is_string(final) || json_object_size(r->data) != 4)
-		return fail(reason, reason_len, "malformed audit.checkpoint data");
+		return au_fail_reason(reason, reason_len, "malformed audit.checkpoint data");
 	r_ = check_prefix(r, records, final, reason, reason_len);
 	if (r_ < 0)
 		return r_;
@@ -257,7 +119,7 @@ static int check_seal(au_chain *c, const au_record *r, char *reason, size_t reas
 	if (!json_is_integer(records) || !json_is_string(final) || !json_is_boolean(keyed) ||
 	    json_object_size(r->data) != 3u + json_is_true(keyed) + 2u * is_signed ||
 	    (json_is_true(keyed) && !json_is_string(hmac)))
-		return fail(reason, reason_len, "malformed audit.seal data");
+		return au_fail_reason(reason, reason_len, "malformed audit.seal data");
 	r_ = check_prefix(r, records, final, reason, reason_len);
 	if (r_ < 0)
 		return r_;
@@ -268,29 +130,34 @@ static int check_seal(au_chain *c, const au_record *r, char *reason, size_t reas
 		c->seal_signed = true;
 		c->sig_checked = r_ > 0;
 	} else if (c->pub)
-		return fail(reason, reason_len,
-			    "log sealed without a signature, but a public key was given (log "
-			    "cut off and resealed?)");
+		return au_fail_reason(
+		    reason, reason_len,
+		    "log sealed without a signature, but a public key was given (log "
+		    "cut off and resealed?)");
 	else if (c->checkpoints > 0)
-		return fail(reason, reason_len,
-			    "log has signed checkpoints but an unsigned seal (log cut off and "
-			    "resealed?)");
+		return au_fail_reason(
+		    reason, reason_len,
+		    "log has signed checkpoints but an unsigned seal (log cut off and "
+		    "resealed?)");
 
 	c->keyed = json_is_true(keyed);
 	if (c->keyed &&
 	    au_unhex(json_string_value(hmac), json_string_length(hmac), mac, AU_HASH_BYTES) < 0)
-		return fail(reason, reason_len, "audit.seal hmac is not 64 lower-case hex digits");
+		return au_fail_reason(reason, reason_len,
+				      "audit.seal hmac is not 64 lower-case hex digits");
 	if (!c->key)
 		return 0;
 	if (!c->keyed)
-		return fail(reason, reason_len,
-			    "log sealed without a key, but a key was given (seal replaced?)");
+		return au_fail_reason(
+		    reason, reason_len,
+		    "log sealed without a key, but a key was given (seal replaced?)");
 	r_ = au_hmac(c->key, c->key_len, r->prev, AU_HASH_BYTES, want);
 	if (r_ < 0)
 		return r_;
-	if (CRYPTO_memcmp(mac, want, AU_HASH_BYTES) != 0)
-		return fail(reason, reason_len,
-			    "seal HMAC mismatch (wrong key, or log cut off and resealed?)");
+	if (!mem_equal_ct(mac, want, AU_HASH_BYTES))
+		return au_fail_reason(
+		    reason, reason_len,
+		    "seal HMAC mismatch (wrong key, or log cut off and resealed?)");
 	c->hmac_checked = true;
 	return 0;
 }
@@ -322,18 +189,19 @@ int au_chain_feed(au_chain *c, const au_record *r, const char *line, char *reter
 	int ret;
 
 	if (c->sealed)
-		return fail(reterr_reason, reason_len,
-			    "record after audit.seal (appended to a closed log?)");
+		return au_fail_reason(reterr_reason, reason_len,
+				      "record after audit.seal (appended to a closed log?)");
 	ret = au_chain_hash(r->prev, line, r->body_len, hash);
 	if (ret < 0)
 		return ret;
 	if (memcmp(hash, r->hash, AU_HASH_BYTES) != 0)
-		return fail(reterr_reason, reason_len, "hash mismatch (record edited?)");
+		return au_fail_reason(reterr_reason, reason_len, "hash mismatch (record edited?)");
 	if (r->seq != c->records)
-		return fail(reterr_reason, reason_len, "seq %" PRIu64 ", expected %" PRIu64 " (%s)",
-			    r->seq, c->records,
-			    r->seq > c->records ? "record deleted or reordered?"
-						: "record inserted, duplicated or reordered?");
+		return au_fail_reason(
+		    reterr_reason, reason_len, "seq %" PRIu64 ", expected %" PRIu64 " (%s)", r->seq,
+		    c->records,
+		    r->seq > c->records ? "record deleted or reordered?"
+					: "record inserted, duplicated or reordered?");
 	if (c->records == 0) {
 		strcpy(c->sandbox, r->sandbox); /* length checked by au_parse_record */
 		c->schema = r->schema;
@@ -341,24 +209,26 @@ int au_chain_feed(au_chain *c, const au_record *r, const char *line, char *reter
 		if (ret < 0)
 			return ret;
 		if (memcmp(r->prev, c->prev, AU_HASH_BYTES) != 0)
-			return fail(reterr_reason, reason_len,
-				    "prev is not the genesis hash of sandbox %s (log head cut?)",
-				    c->sandbox);
+			return au_fail_reason(
+			    reterr_reason, reason_len,
+			    "prev is not the genesis hash of sandbox %s (log head cut?)",
+			    c->sandbox);
 		strcpy(c->first_ts, r->ts);
 	} else {
 		if (strcmp(r->sandbox, c->sandbox) != 0)
-			return fail(reterr_reason, reason_len,
-				    "sandbox %s, expected %s (record from another log?)",
-				    r->sandbox, c->sandbox);
+			return au_fail_reason(reterr_reason, reason_len,
+					      "sandbox %s, expected %s (record from another log?)",
+					      r->sandbox, c->sandbox);
 		if (r->schema != c->schema)
-			return fail(reterr_reason, reason_len,
-				    "schema %u, the log's first record has %u (record from "
-				    "another log?)",
-				    r->schema, c->schema);
+			return au_fail_reason(
+			    reterr_reason, reason_len,
+			    "schema %u, the log's first record has %u (record from "
+			    "another log?)",
+			    r->schema, c->schema);
 		if (memcmp(r->prev, c->prev, AU_HASH_BYTES) != 0)
-			return fail(reterr_reason, reason_len,
-				    "prev is not the hash of the record before "
-				    "(record inserted, deleted or reordered?)");
+			return au_fail_reason(reterr_reason, reason_len,
+					      "prev is not the hash of the record before "
+					      "(record inserted, deleted or reordered?)");
 	}
 	if (strcmp(r->event, AU_ERROR_EVENT) == 0 && !c->failed)
 		note_failure(c, r->data);
@@ -382,9 +252,9 @@ int au_chain_feed(au_chain *c, const au_record *r, const char *line, char *reter
 int au_chain_end(const au_chain *c, char *reterr_reason, size_t reason_len)
 {
 	if (c->records == 0)
-		return fail(reterr_reason, reason_len, "empty log (no records)");
+		return au_fail_reason(reterr_reason, reason_len, "empty log (no records)");
 	if (!c->sealed)
-		return fail(reterr_reason, reason_len, "log not sealed (cut off?)");
+		return au_fail_reason(reterr_reason, reason_len, "log not sealed (cut off?)");
 	return 0;
 }
 
@@ -431,9 +301,9 @@ static int verify_lines(FILE *in, au_chain *chain, size_t *reterr_line, char *re
 		lineno++;
 		*reterr_line = lineno;
 		if (r == -EMSGSIZE)
-			return fail(reterr_reason, reason_len,
-				    "longer than %u bytes (read that far without a newline)",
-				    AU_LINE_MAX);
+			return au_fail_reason(
+			    reterr_reason, reason_len,
+			    "longer than %u bytes (read that far without a newline)", AU_LINE_MAX);
 		if (r < 0) {
 			(void)snprintf(reterr_reason, reason_len, "%s",
 				       r == -ENOMEM ? "out of memory" : "read error");
@@ -444,8 +314,8 @@ static int verify_lines(FILE *in, au_chain *chain, size_t *reterr_line, char *re
 			return -EBADMSG;
 		r = au_parse_record(buf, len, &rec, reterr_reason, reason_len);
 		if (r < 0 && !newline)
-			return fail(reterr_reason, reason_len,
-				    "incomplete record at the end (write cut off?)");
+			return au_fail_reason(reterr_reason, reason_len,
+					      "incomplete record at the end (write cut off?)");
 		if (r < 0)
 			return r;
 		r = au_chain_feed(chain, &rec, buf, reterr_reason, reason_len);
@@ -455,8 +325,8 @@ static int verify_lines(FILE *in, au_chain *chain, size_t *reterr_line, char *re
 		/* Checked after the record: a complete record missing only its
 		 * newline is still a cut-off write. */
 		if (!newline)
-			return fail(reterr_reason, reason_len,
-				    "no newline at the end (write cut off?)");
+			return au_fail_reason(reterr_reason, reason_len,
+					      "no newline at the end (write cut off?)");
 	}
 	*reterr_line = lineno + 1;
 	r = au_chain_end(chain, reterr_reason, reason_len);

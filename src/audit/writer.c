@@ -43,7 +43,7 @@ struct au_log {
 	uint64_t failed_at; /* records written before the failure */
 	char failed_event[AU_EVENT_MAX + 1]; /* the record that could not be written */
 	/* The public-key seal: signed checkpoints (docs/audit.md). */
-	const au_sign_key *signer;
+	const au_signer *signer;
 	uint64_t cp_every_records, cp_every_ns;
 	uint64_t cp_seq; /* log->seq right after the last checkpoint (or the start) */
 	uint64_t cp_ns;	 /* CLOCK_MONOTONIC of the last checkpoint (or the start) */
@@ -394,12 +394,12 @@ static int add_signature(au_log *log, const char *kind, json_t *data)
 	char hex[2 * AU_SIG_BYTES + 1];
 	int r;
 
-	r = au_sign(log->signer, kind, log->sandbox, log->seq, log->prev, sig);
+	r = log->signer->sign(log->signer->key, kind, log->sandbox, log->seq, log->prev, sig);
 	if (r < 0)
 		return r;
 	au_hex(sig, AU_SIG_BYTES, hex);
 	if (json_object_set_new(data, "sig", json_string(hex)) < 0 ||
-	    json_object_set_new(data, "key_id", json_string(au_sign_key_id(log->signer))) < 0)
+	    json_object_set_new(data, "key_id", json_string(log->signer->key_id)) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -442,11 +442,11 @@ int au_checkpoint_due(au_log *log)
 	return write_checkpoint(log);
 }
 
-int au_set_signer(au_log *log, const au_sign_key *k, uint64_t every_records, uint64_t every_ns)
+int au_set_signer(au_log *log, const au_signer *s, uint64_t every_records, uint64_t every_ns)
 {
-	if (!log || !k || !au_sign_key_is_private(k))
+	if (!log || !s || !s->sign)
 		return -EINVAL;
-	log->signer = k;
+	log->signer = s;
 	log->cp_every_records = every_records;
 	log->cp_every_ns = every_ns;
 	log->cp_seq = log->seq;

@@ -15,3 +15,12 @@
 void *pages_alloc(size_t size);
 /* p may be NULL; size as given to pages_alloc. */
 void pages_free(void *p, size_t size);
+
+/*
+ * Gives back what setup touched and a long wait does not need: the heap's
+ * free pages (malloc_trim) and the stack below the caller's frame, which
+ * the kernel maps again, zeroed, if it is ever used again. For a process
+ * about to block for most of its life (a supervisor once its sandbox
+ * runs), not one whose other threads run on this stack: there are none.
+ */
+void pages_trim(void);

@@ -48,6 +48,22 @@ void cli_sha256_hex(const void *buf, size_t len, char out[65]);
  * what is wrong with the file. 0 or -errno. */
 struct au_sign_key;
 int cli_load_sign_key(const char *file, bool private, struct au_sign_key **ret);
+/*
+ * --audit-sign FILE of `sandcap run`: the log's signer, from a private key.
+ * sandcap-main loads it (signer.c). sandcap-run links no signature code:
+ * its cli_signer_load (signer-handover.c) execs sandcap-main with the
+ * arguments it was started with (cli_argv), which runs the command instead.
+ * Prints its own error; 0 or -errno.
+ */
+#include "audit/audit.h"
+typedef struct cli_signer {
+	struct au_sign_key *key;
+	au_signer signer;
+} cli_signer;
+int cli_signer_load(const char *file, cli_signer *ret);
+void cli_signer_done(cli_signer *s);
+/* main()'s argv, for a program that hands its command line over. */
+extern char **cli_argv;
 /* Loads an audit HMAC key (AU_KEY_FILE_BYTES raw bytes, mode 0600 or
  * stricter) into key; prints its own error. */
 int cli_read_audit_key(const char *file, uint8_t *key, size_t *len);

@@ -393,22 +393,15 @@ static void std_fds_open(void)
 	}
 }
 
+static int run_loaded(char **argv, const cli_run_args *ap, const au_signer *signer);
+
 int cmd_run(int argc, char **argv)
 {
 	const unsigned accepted = CLI_OPT_POLICY | CLI_OPT_TOKEN | CLI_OPT_AUDIT |
 				  CLI_OPT_AUDIT_KEY | CLI_OPT_AUDIT_SIGN | CLI_OPT_SET |
 				  CLI_OPT_JSON | CLI_OPT_QUIET | CLI_OPT_SPAWNED_BY;
 	cli_run_args a;
-	_cleanup_(au_sign_key_freep) au_sign_key *sign_key = NULL;
-	sc_plan *plan = NULL;
-	_cleanup_free_ char *token_text = NULL;
-	char digest[65] = "";
-	uint8_t akey[64];
-	size_t akey_len = 0;
-	sc_run_opts o = {0};
-	_cleanup_(sc_run_result_freep) sc_run_result *res = NULL;
-	sc_diag d = {0};
-	tk_info info = {0};
+	cli_signer signer = {0};
 	sigset_t pipe_only;
 	int r;
 
@@ -435,6 +428,29 @@ int cmd_run(int argc, char **argv)
 		cli_error("run: give exactly one of --policy FILE or --token FILE");
 		return SC_EXIT_SETUP;
 	}
+	/* First: in sandcap-run this hands the command line over (cli.h). */
+	if (a.audit_sign && cli_signer_load(a.audit_sign, &signer) < 0)
+		return SC_EXIT_SETUP;
+	r = run_loaded(argv, &a, signer.key ? &signer.signer : NULL);
+	cli_signer_done(&signer);
+	return r;
+}
+
+/* cmd_run once its options are parsed and its signer loaded. */
+static int run_loaded(char **argv, const cli_run_args *ap, const au_signer *signer)
+{
+	cli_run_args a = *ap;
+	sc_plan *plan = NULL;
+	_cleanup_free_ char *token_text = NULL;
+	char digest[65] = "";
+	uint8_t akey[64];
+	size_t akey_len = 0;
+	sc_run_opts o = {0};
+	_cleanup_(sc_run_result_freep) sc_run_result *res = NULL;
+	sc_diag d = {0};
+	tk_info info = {0};
+	int r;
+
 	if (a.token) {
 		if (a.n_sets) {
 			cli_error("run: --set applies to policies, not tokens (attenuate the token "
@@ -462,11 +478,7 @@ int cmd_run(int argc, char **argv)
 		sc_plan_free(plan);
 		return SC_EXIT_SETUP;
 	}
-	if (a.audit_sign && cli_load_sign_key(a.audit_sign, true, &sign_key) < 0) {
-		sc_plan_free(plan);
-		return SC_EXIT_SETUP;
-	}
-	o.audit_sign = sign_key;
+	o.audit_signer = signer;
 	o.audit_checkpoint_records = a.checkpoint_records;
 	o.audit_checkpoint_ms = a.checkpoint_ms;
 	o.plan = plan;

@@ -301,7 +301,7 @@ int cli_load_token(const char *file, const char *keyfile, sc_plan **ret_plan, tk
 		return r;
 	}
 	r = tk_verify(tok, key, time(NULL), ret_plan, ret_info, &d);
-	OPENSSL_cleanse(key, sizeof(key));
+	explicit_bzero(key, sizeof(key));
 	if (r < 0) {
 		cli_report_diag(file, &d);
 		return r;
@@ -311,39 +311,6 @@ int cli_load_token(const char *file, const char *keyfile, sc_plan **ret_plan, tk
 	if (ret_token)
 		*ret_token = TAKE_PTR(tok);
 	return 0;
-}
-
-int cli_load_sign_key(const char *file, bool private, au_sign_key **ret)
-{
-	int r = au_sign_key_load(file, private, ret);
-
-	switch (r) {
-	case 0:
-		return 0;
-	case -EACCES:
-		cli_error("%s: signing key is accessible by group or others (chmod 600 it)", file);
-		break;
-	case -ELOOP:
-		cli_error("%s: key file is a symbolic link", file);
-		break;
-	case -EINVAL:
-		cli_error("%s: not a regular file", file);
-		break;
-	case -EFBIG:
-		cli_error("%s: larger than a PEM key file can be (8 KiB)", file);
-		break;
-	case -EBADMSG:
-		cli_error("%s: expected a PEM %s key (from 'sandcap audit keygen')", file,
-			  private ? "private" : "public");
-		break;
-	case -EPROTOTYPE:
-		cli_error("%s: not an Ed25519 key", file);
-		break;
-	default:
-		cli_error("%s: %s", file, strerror(-r));
-		break;
-	}
-	return r;
 }
 
 int cli_read_audit_key(const char *file, uint8_t *key, size_t *len)

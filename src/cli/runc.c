@@ -37,6 +37,7 @@
 #include "oci/pod.h"
 #include "oci/seccomp.h"
 #include "policy/plan.h"
+#include "proxy/programs.h"
 #include "proxy/proxy.h"
 #include "session/session.h"
 
@@ -1322,6 +1323,7 @@ int main(int argc, char **argv)
 	self = self ? self + 1 : (argc > 0 ? argv[0] : "");
 	if (strcmp(self, "sandcap-proxy") == 0)
 		return px_worker_main(argc, argv);
+	px_in_process();
 	/* Global options first, then the command and its own. */
 	while ((c = getopt_long(argc, argv, "+h", global, NULL)) != -1) {
 		switch (c) {

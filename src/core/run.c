@@ -279,8 +279,8 @@ static int audit_open(supervisor *s)
 	if (r < 0)
 		return diag_fail(s->diag, r, "audit", "cannot open audit log %s: %s",
 				 s->res->audit_path, strerror(-r));
-	if (s->o->audit_sign)
-		(void)au_set_signer(s->audit, s->o->audit_sign, s->o->audit_checkpoint_records,
+	if (s->o->audit_signer)
+		(void)au_set_signer(s->audit, s->o->audit_signer, s->o->audit_checkpoint_records,
 				    s->o->audit_checkpoint_ms * 1000000ull);
 	return 0;
 }
@@ -942,7 +942,7 @@ static int checkpoint_timeout_ms(supervisor *s)
 {
 	uint64_t ns;
 
-	if (!s->audit || !s->o->audit_sign || s->o->audit_checkpoint_ms == 0)
+	if (!s->audit || !s->o->audit_signer || s->o->audit_checkpoint_ms == 0)
 		return -1;
 	pthread_mutex_lock(&s->emit_lock);
 	if (au_checkpoint_due(s->audit) < 0) {
@@ -1668,7 +1668,8 @@ static void supervise(supervisor *s)
 
 		ss_attach(s->o->session, &h);
 	}
-
+	/* The sandbox runs: what setup used is not needed for the wait. */
+	pages_trim();
 	(void)event_loop(s);
 	if (s->o->session)
 		ss_sandbox_gone(s->o->session, s->res->timed_out);
@@ -1750,23 +1751,6 @@ void sc_run_result_free(sc_run_result *res)
 	pages_free(res, sizeof(*res));
 }
 
-/* memset(p, 0, n) that leaves words already zero unwritten: reading a page
- * never written maps the shared zero page, writing it would back it. */
-static void zero_unbacked(void *p, size_t n)
-{
-	unsigned char *b = p;
-	size_t i = 0;
-
-	for (; i + sizeof(uint64_t) <= n; i += sizeof(uint64_t)) {
-		uint64_t w;
-
-		memcpy(&w, b + i, sizeof(w));
-		if (w)
-			memset(b + i, 0, sizeof(w));
-	}
-	memset(b + i, 0, n - i);
-}
-
 int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 {
 	supervisor s = {.o = o,
@@ -1789,7 +1773,6 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			.emit_lock = PTHREAD_MUTEX_INITIALIZER};
 	int r;
 
-	zero_unbacked(res, sizeof(*res));
 	res->memory_peak = UINT64_MAX;
 	snprintf(res->cgroup, sizeof(res->cgroup), "none");
 

@@ -29,7 +29,7 @@ typedef struct sc_run_opts {
 	/* The public-key seal (docs/audit.md): signs the seal and a checkpoint
 	 * every audit_checkpoint_records records or audit_checkpoint_ms
 	 * (0 turns that trigger off). May be NULL. */
-	const struct au_sign_key *audit_sign;
+	const struct au_signer *audit_signer;
 	uint64_t audit_checkpoint_records, audit_checkpoint_ms;
 	const char *policy_source; /* file name or "token", for sandbox.start */
 	const char *policy_digest; /* hex SHA-256 of the policy bytes */
@@ -105,9 +105,12 @@ typedef struct sc_run_result {
  * user's XDG state directory + /sandcap. -ENOENT or -ENAMETOOLONG. */
 int sc_state_dir(bool unpriv, char *buf, size_t len);
 
-/* A result in pages of its own, which stay unbacked until written: a
+/* A zeroed result in pages of its own, which stay unbacked until touched: a
  * supervisor lives as long as its sandbox, and most of the result's 90 KB
- * (the tally's tables) stays zero in most runs. NULL when out of memory. */
+ * (the tally's tables) stays zero in most runs. Touched means read too: on
+ * some kernels a read fault on anonymous memory backs the page rather than
+ * mapping the shared zero page (docs/performance.md, "Density"), so nothing
+ * may sweep it. NULL when out of memory. */
 sc_run_result *sc_run_result_new(void);
 void sc_run_result_free(sc_run_result *res);
 static inline void sc_run_result_freep(sc_run_result **res)
@@ -115,6 +118,7 @@ static inline void sc_run_result_freep(sc_run_result **res)
 	sc_run_result_free(*res);
 }
 
-/* Returns 0 when the command ran (its status is in ret->exit_status), or
- * -errno when the sandbox could not be set up (reterr_diag says which step). */
+/* ret: from sc_run_result_new(), unused. Returns 0 when the command ran (its
+ * status is in ret->exit_status), or -errno when the sandbox could not be set
+ * up (reterr_diag says which step). */
 int sc_run(const sc_run_opts *opts, sc_run_result *ret, sc_diag *reterr_diag);

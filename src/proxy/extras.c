@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "base/cleanup.h"
-#include "proxy/ca.h"
 #include "proxy/placeholder.h"
+#include "proxy/programs.h"
 #include "proxy/proxy.h"
 
 /* Without limits.wall the CA outlives any run that does not last a month. */
@@ -76,21 +76,13 @@ static int make_ca(const sc_plan *plan, px_extras *x)
 			    ? PX_CA_DEFAULT_LIFETIME_S
 			    : plan->wall_ns / 1000000000ull + PX_CA_SLACK_S;
 	_cleanup_free_ const char **names = NULL;
-	px_ca *ca = NULL;
 	size_t n = 0;
 	int r;
 
 	r = ca_names(plan, &names, &n);
 	if (r < 0)
 		return r;
-	r = px_ca_generate(life, names, n, &ca);
-	if (r < 0)
-		return r;
-	r = px_ca_cert_pem(ca, &x->ca_pem);
-	if (r >= 0)
-		r = px_ca_key_pem(ca, &x->ca_key);
-	px_ca_free(ca);
-	return r;
+	return px_ca_make(life, names, n, &x->ca_pem, &x->ca_key);
 }
 
 int px_extras_new(const sc_plan *plan, px_extras **ret)

@@ -82,7 +82,8 @@ void px_seed_done(px_seed *seed);
 
 /*
  * Supervisor side: starts a worker from seed (borrowed). The worker is
- * /proc/self/exe re-exec'd as "sandcap-proxy" with an empty environment and
+ * the program px_worker_exe_open() names (proxy/programs.h) exec'd as
+ * "sandcap-proxy" with an empty environment and
  * only fds 0-2 (/dev/null), 3 (listener), 4 (event socket), 5 (config),
  * 6 (shared counters), and from 8 on the seed's sockets; it dies with the caller (PR_SET_PDEATHSIG)
  * and exits when *ret_event_fd is closed.

@@ -20,6 +20,7 @@
 #include "base/io.h"
 #include "compat/syscalls.h"
 #include "proxy/proxy.h"
+#include "proxy/programs.h"
 #include "proxy/px.h"
 
 /* above the sockets' slots, PX_FD_SOCKETS.. */
@@ -243,9 +244,9 @@ int px_spawn(const px_seed *seed, pid_t *ret_pid, int *ret_event_fd)
 		return -errno;
 	ev0 = sv[0];
 	ev1 = sv[1];
-	exe_fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
+	exe_fd = px_worker_exe_open();
 	if (exe_fd < 0)
-		return -errno;
+		return exe_fd;
 	pid = fork();
 	if (pid < 0)
 		return -errno;

@@ -1083,7 +1083,7 @@ int ss_serve(const sc_session_start_opts *o, const char *name, int dirfd, int lo
 			  .policy_source = o->policy_source,
 			  .policy_digest = o->policy_digest,
 			  .session = &s};
-	sc_run_result *res = calloc(1, sizeof(*res));
+	sc_run_result *res = sc_run_result_new();
 	sc_diag d = {0};
 	char path[64];
 	int r;
@@ -1091,14 +1091,14 @@ int ss_serve(const sc_session_start_opts *o, const char *name, int dirfd, int lo
 	snprintf(s.name, sizeof(s.name), "%s", name);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", dirfd);
 	if (!res || !realpath(path, s.dir)) {
-		free(res);
+		sc_run_result_free(res);
 		return SC_EXIT_SETUP;
 	}
 	s.started = time(NULL);
 	r = listen_at(s.dir, &s.listen_fd);
 	if (r < 0) {
 		dprintf(ready_fd, "cannot listen on %s/%s: %s", s.dir, SS_SOCKET, strerror(-r));
-		free(res);
+		sc_run_result_free(res);
 		return SC_EXIT_SETUP;
 	}
 	if (o->plan->idle_ns != PLAN_UNLIMITED)
@@ -1141,6 +1141,6 @@ int ss_serve(const sc_session_start_opts *o, const char *name, int dirfd, int lo
 	(void)safe_close(s.idle_fd);
 	(void)safe_close(s.ready_fd);
 	r = r < 0 ? SC_EXIT_SETUP : res->exit_status;
-	free(res);
+	sc_run_result_free(res);
 	return r;
 }

@@ -12,19 +12,18 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/diag.h"
 #include "base/io.h"
+#include "base/sha256.h"
 #include "policy/plan.h"
 #include "token/token.h"
 
@@ -177,12 +176,7 @@ static int b64url_decode(const char *in, size_t len, uint8_t **ret, size_t *ret_
 static int hmac(const uint8_t *key, size_t key_len, const void *data, size_t len,
 		uint8_t out[TK_SIG_LEN])
 {
-	size_t n = 0;
-
-	if (!EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, key, key_len, data, len, out, TK_SIG_LEN,
-		       &n) ||
-	    n != TK_SIG_LEN)
-		return -EIO;
+	hmac_sha256(key, key_len, data, len, out);
 	return 0;
 }
 
@@ -199,7 +193,7 @@ static int chain(const tk_split *s, const uint8_t key[TK_KEY_LEN], size_t n_link
 		r = hmac(cur, sizeof(cur), s->seg[i], s->len[i], cur);
 	if (r == 0)
 		memcpy(out, cur, TK_SIG_LEN);
-	OPENSSL_cleanse(cur, sizeof(cur));
+	explicit_bzero(cur, sizeof(cur));
 	return r;
 }
 
@@ -518,8 +512,8 @@ int tk_verify(const char *token, const uint8_t key[TK_KEY_LEN], time_t now, sc_p
 	r = chain(&s, key, s.n - 1, want);
 	if (r < 0)
 		return tk_fail(reterr_diag, r, "cannot compute HMAC-SHA256");
-	r = CRYPTO_memcmp(want, s.sig, TK_SIG_LEN);
-	OPENSSL_cleanse(want, sizeof(want));
+	r = mem_equal_ct(want, s.sig, TK_SIG_LEN) ? 0 : 1;
+	explicit_bzero(want, sizeof(want));
 	if (r != 0)
 		return tk_fail(reterr_diag, -EKEYREJECTED, "token signature invalid");
 	return verify_signed(&s, now, ret_plan, ret_info, reterr_diag);
@@ -567,8 +561,8 @@ int tk_verify_extension(const char *base, const char *token, time_t now, sc_plan
 	for (size_t i = nb; r == 0 && i < s.n - 1; i++)
 		r = hmac(cur, sizeof(cur), s.seg[i], s.len[i], cur);
 	if (r == 0)
-		r = CRYPTO_memcmp(cur, s.sig, TK_SIG_LEN) != 0 ? -EKEYREJECTED : 0;
-	OPENSSL_cleanse(cur, sizeof(cur));
+		r = mem_equal_ct(cur, s.sig, TK_SIG_LEN) ? 0 : -EKEYREJECTED;
+	explicit_bzero(cur, sizeof(cur));
 	if (r == -EKEYREJECTED)
 		return tk_fail(reterr_diag, r, "token signature invalid");
 	if (r < 0)
@@ -580,7 +574,7 @@ static int random_id(char out[33])
 {
 	uint8_t b[16];
 
-	if (RAND_bytes(b, sizeof(b)) != 1)
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
 		return -EIO;
 	for (size_t i = 0; i < sizeof(b); i++)
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
@@ -657,7 +651,7 @@ int tk_mint(const sc_plan *plan, const uint8_t key[TK_KEY_LEN], const char *id, 
 	if (r < 0)
 		return tk_fail(reterr_diag, r, "cannot compute HMAC-SHA256");
 	s64 = b64url_encode(sig, sizeof(sig));
-	OPENSSL_cleanse(sig, sizeof(sig));
+	explicit_bzero(sig, sizeof(sig));
 	if (!s64)
 		return -ENOMEM;
 	segs[0] = c64;
@@ -820,7 +814,7 @@ int tk_attenuate(const char *token, const char *fragment, size_t fragment_len, t
 		goto out;
 	}
 	s64 = b64url_encode(sig, sizeof(sig));
-	OPENSSL_cleanse(sig, sizeof(sig));
+	explicit_bzero(sig, sizeof(sig));
 	if (!s64) {
 		r = -ENOMEM;
 		goto out;
@@ -936,7 +930,7 @@ int tk_key_load_diag(const char *path, uint8_t key[TK_KEY_LEN], sc_diag *d)
 		n = read(fd, &extra, 1);
 	while (n < 0 && errno == EINTR);
 	if (n != 0) {
-		OPENSSL_cleanse(key, TK_KEY_LEN);
+		explicit_bzero(key, TK_KEY_LEN);
 		return tk_fail(d, -EBADMSG, "the key file holds more than %d bytes", TK_KEY_LEN);
 	}
 	return 0;
@@ -955,16 +949,16 @@ int tk_key_generate(const char *path)
 
 	if (!path)
 		return -EINVAL;
-	if (RAND_bytes(key, sizeof(key)) != 1)
+	if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key))
 		return -EIO;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
 	if (fd < 0) {
 		r = -errno;
-		OPENSSL_cleanse(key, sizeof(key));
+		explicit_bzero(key, sizeof(key));
 		return r;
 	}
 	r = io_write_all(fd, key, sizeof(key));
-	OPENSSL_cleanse(key, sizeof(key));
+	explicit_bzero(key, sizeof(key));
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (r < 0) {

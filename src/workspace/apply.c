@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include "base/cleanup.h"
 #include "base/diag.h"
 #include "base/io.h"
+#include "base/sha256.h"
 #include "compat/syscalls.h"
 #include "workspace/ws-internal.h"
 
@@ -178,9 +178,8 @@ static int write_beside(int upper, const char *rel, int parent, const char *tmp,
 			const struct stat *owner, char sha[65], bool *ret_changed)
 {
 	_cleanup_close_ int in = open_upper(upper, rel, O_RDONLY | O_NONBLOCK), out = -1;
-	EVP_MD_CTX *md = NULL;
-	unsigned char dig[EVP_MAX_MD_SIZE];
-	unsigned dlen = 0;
+	sha256_ctx md;
+	uint8_t dig[SHA256_BYTES];
 	struct stat st, after;
 	char buf[65536];
 	ssize_t n;
@@ -196,21 +195,17 @@ static int write_beside(int upper, const char *rel, int parent, const char *tmp,
 	out = openat(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
 		return -errno;
-	md = EVP_MD_CTX_new();
-	if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-		r = -ENOMEM;
+	sha256_init(&md);
 	while (r >= 0 && (n = read(in, buf, sizeof(buf))) != 0) {
 		if (n < 0) {
 			r = errno == EINTR ? 0 : -errno;
 			continue;
 		}
 		r = io_write_all(out, buf, (size_t)n);
-		if (r >= 0 && EVP_DigestUpdate(md, buf, (size_t)n) != 1)
-			r = -EIO;
+		if (r >= 0)
+			sha256_update(&md, buf, (size_t)n);
 	}
-	if (r >= 0 && EVP_DigestFinal_ex(md, dig, &dlen) != 1)
-		r = -EIO;
-	EVP_MD_CTX_free(md);
+	sha256_final(&md, dig);
 	/* A live upper layer: the agent may be writing it now. */
 	if (r >= 0 && fstat(in, &after) == 0 && moved(&st, &after))
 		*ret_changed = true;
@@ -221,7 +216,7 @@ static int write_beside(int upper, const char *rel, int parent, const char *tmp,
 		(void)unlinkat(parent, tmp, 0);
 		return r;
 	}
-	for (unsigned i = 0; i < dlen && i < 32; i++)
+	for (unsigned i = 0; i < SHA256_BYTES; i++)
 		snprintf(sha + 2 * i, 3, "%02x", dig[i]);
 	return 0;
 }

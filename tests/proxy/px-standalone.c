@@ -29,6 +29,7 @@
 
 #include "base/parse-num.h"
 #include "policy/plan.h"
+#include "proxy/programs.h"
 #include "proxy/proxy.h"
 
 /*
@@ -178,6 +179,7 @@ int main(int argc, char **argv)
 	self = self ? self + 1 : (argc > 0 ? argv[0] : "");
 	if (strcmp(self, "sandcap-proxy") == 0)
 		return px_worker_main(argc, argv);
+	px_in_process(); /* the worker is this program (above) */
 	if (argc < 3) {
 		fprintf(stderr, "usage: px-standalone CONFIG.json PORT [EVENTS-FILE]\n");
 		return 2;

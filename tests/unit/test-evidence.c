@@ -116,15 +116,18 @@ static void test_signatures(void)
 	       -EBADMSG,
 	   "nor with another key");
 	ok(au_sign(pub, "checkpoint", "sc-1", 5, h, sig) == -EINVAL, "a public key cannot sign");
+	ok(au_signer_of(pub, &(au_signer){0}) == -EINVAL, "nor be a log's signer");
 }
 
 /* A log of n proc.exec records, signed with checkpoints every 3 records. */
 static void write_signed(const char *path, int n, bool seal)
 {
+	static au_signer signer;
 	au_log *log = NULL;
 
-	if (au_open(path, NULL, 0, "sc-evidence", AUDIT_FSYNC_BOUNDARIES, &log) < 0 ||
-	    au_set_signer(log, priv, 3, 0) < 0)
+	if (au_signer_of(priv, &signer) < 0 ||
+	    au_open(path, NULL, 0, "sc-evidence", AUDIT_FSYNC_BOUNDARIES, &log) < 0 ||
+	    au_set_signer(log, &signer, 3, 0) < 0)
 		abort();
 	for (int i = 0; i < n; i++)
 		(void)au_emit(log, "proc.exec",

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "policy/plan.h"
+#include "proxy/programs.h"
 #include "proxy/ca.h"
 #include "proxy/http.h"
 #include "proxy/placeholder.h"
@@ -357,6 +358,7 @@ static void test_extras(void)
 
 int main(void)
 {
+	px_in_process(); /* the CA is made here, as in sandcap-main */
 	test_ca();
 	test_placeholder();
 	test_origin_form();

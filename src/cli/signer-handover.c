@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --audit-sign in sandcap-run, which links no Ed25519 code (cli.h): the
+ * whole command line goes to sandcap-main, which runs it. Nothing has been
+ * read from standard input yet: `--policy -` still finds the policy there.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/sibling.h"
+#include "cli/cli.h"
+#include "proxy/programs.h"
+
+char **cli_argv;
+
+int cli_signer_load(const char *file, cli_signer *ret)
+{
+	extern char **environ;
+	int fd = sibling_open(PX_FULL_PROGRAM, SANDCAP_LIBEXECDIR, O_PATH);
+
+	(void)ret;
+	if (fd >= 0)
+		(void)fexecve(fd, cli_argv, environ);
+	cli_error("%s: signing needs %s (next to this program or in %s): %s", file, PX_FULL_PROGRAM,
+		  SANDCAP_LIBEXECDIR,
+		  fd == -EPERM
+		      ? "not a regular file of root's or ours that only its owner may write"
+		      : strerror(fd < 0 ? -fd : errno));
+	return -ENOENT;
+}
+
+void cli_signer_done(cli_signer *s)
+{
+	(void)s;
+}
