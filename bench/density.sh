@@ -22,8 +22,17 @@
 # pid 1 of its namespace, which ignores SIGTERM), so each sandbox ends by
 # its command's end, the ordinary way.
 #
+# Two more sandcaps may join the same rounds: BEFORE=PATH/sandcap, another
+# build (what a change did), and FLOOR=1, the mechanism's floor: a scratch
+# build with bench/ablation.patch (bench/startup-ablation.sh) run with every
+# layer bubblewrap lacks taken away (seccomp, Landlock, the /proc masks,
+# the cgroup, pid 1's exec) and its audit log on tmpfs, so that the time it
+# takes is what sandcap's own machinery costs (namespaces, mounts, id maps,
+# supervisor, a log) against bubblewrap's.
+#
 #   bench/density.sh [SANDCAP_BINARY]   (as root)
 #   env: N (default 200), ROUNDS (default 3), TIMEOUT (s, default 120),
+#        BEFORE, FLOOR (above),
 #        BENCH_RESULTS (append "density<TAB>NAME<TAB>VALUE<TAB>UNIT" lines)
 # Exits 1 only when a sandbox failed or something leaked, never on a figure.
 set -euo pipefail
@@ -37,6 +46,13 @@ TIMEOUT=${TIMEOUT:-120}
 command -v bwrap >/dev/null || { echo "density.sh: bwrap missing" >&2; exit 77; }
 bench_tmp density /var/tmp
 mkdir "$T/state"
+floor=""
+if [ "${FLOOR:-0}" = 1 ]; then
+	mkdir /dev/shm/sandcap-density.$$
+	bench_on_exit 'rm -rf /dev/shm/sandcap-density.$$'
+	bench_ablation_build "$T/ablated"
+	floor=$T/ablated/build/sandcap
+fi
 echo '{ "version": 1, "audit": { "exec": false } }' >"$T/minimal.json"
 
 # The crun bundle of bench/startup.sh (bench_crun_bundle), running sleep.
@@ -46,9 +62,10 @@ if command -v crun >/dev/null; then
 	bench_crun_bundle "$T/bundle" /bin/sleep 86399
 fi
 
-python3 - "$S" "$T" "$N" "$ROUNDS" "$TIMEOUT" "$have_crun" "${BENCH_RESULTS:-}" <<'PY'
+python3 - "$S" "$T" "$N" "$ROUNDS" "$TIMEOUT" "$have_crun" "${BENCH_RESULTS:-}" "${BEFORE:-}" \
+	"$floor" "/dev/shm/sandcap-density.$$" "$BENCH_ABLATE_ALL" <<'PY'
 import os, signal, statistics, subprocess, sys, time
-sandcap, T, N, rounds, timeout, have_crun, out = sys.argv[1:8]
+sandcap, T, N, rounds, timeout, have_crun, out, before_bin, floor, floor_state, ablate_all = sys.argv[1:12]
 N, rounds, timeout = int(N), int(rounds), float(timeout)
 
 # A sleep whose argument names its tool: found in /proc by that.
@@ -57,10 +74,13 @@ bwrap = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--ro-b
          "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
          "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
          "/bin/sleep", TOKEN]
-tools = {
-    "sandcap": lambda i: [sandcap, "run", "--quiet", "--policy", f"{T}/minimal.json", "--", "/bin/sleep", TOKEN],
-    "bwrap": lambda i: bwrap,
-}
+def sandcap_run(binary):
+    return lambda i: [binary, "run", "--quiet", "--policy", f"{T}/minimal.json", "--", "/bin/sleep", TOKEN]
+tools = {"sandcap": sandcap_run(sandcap), "bwrap": lambda i: bwrap}
+if before_bin:
+    tools["before"] = sandcap_run(before_bin)
+if floor:
+    tools["floor"] = sandcap_run(floor)
 if have_crun == "1":
     # crun 1.8 refuses this cgroup v1 hybrid layout while the cgroup2 mount
     # lists a controller: as in bench/startup.sh, each runs in a mount
@@ -69,6 +89,8 @@ if have_crun == "1":
                                f"umount /sys/fs/cgroup/unified 2>/dev/null; exec crun run --bundle {T}/bundle density-{os.getpid()}-{i}"]
 env = {k: v for k, v in os.environ.items() if k not in ("SANDCAP_ABLATE",)}
 env["SANDCAP_STATE_DIR"] = f"{T}/state"
+# The floor: every layer the patch can take away, the log on tmpfs.
+tool_env = {"floor": dict(env, SANDCAP_ABLATE=ablate_all, SANDCAP_STATE_DIR=floor_state)}
 null = open(os.devnull, "w")
 
 def read(path):
@@ -152,7 +174,7 @@ def leaks(before):
         found += [f"{k}: {x}" for x in sorted(after[k] - before[k])]
     for p in sorted(after["procs"] - before["procs"]):
         comm = read(f"/proc/{p}/comm").strip()
-        if comm in ("sandcap", "sandcap-main", "sandcap-init", "bwrap", "crun", "sleep", "unshare") and p != os.getpid():
+        if comm in ("sandcap", "sandcap-main", "sandcap-run", "sandcap-init", "bwrap", "crun", "sleep", "unshare") and p != os.getpid():
             found.append(f"process: {p} {comm}")
     return found
 
@@ -163,8 +185,8 @@ def one_round(name):
     before = snapshot()
     argv = tools[name]
     t0 = time.perf_counter()
-    procs = [subprocess.Popen(argv(i), stdout=null, stderr=null, stdin=subprocess.DEVNULL, env=env)
-             for i in range(N)]
+    procs = [subprocess.Popen(argv(i), stdout=null, stderr=null, stdin=subprocess.DEVNULL,
+                              env=tool_env.get(name, env)) for i in range(N)]
     running = set()
     deadline = t0 + timeout
     while time.perf_counter() < deadline:
@@ -247,9 +269,12 @@ for n, m in med.items():
     print(f"  {n:8s} all running {m['t_all']:6.2f} s   PSS per sandbox {m['pss'] / 1024:5.2f} MiB"
           f"   supervisor {m['sup'] / 1024:5.2f} MiB   cgroup {cg}   failures {m['failures']}   leaks {m['leaks']}")
 print("ratios (lower is better)")
-for peer in names[1:]:
-    a, b = med["sandcap"], med[peer]
-    print(f"  sandcap / {peer}: time to all running {a['t_all'] / b['t_all']:.2f}x, "
+pairs = [("sandcap", peer) for peer in names if peer != "sandcap"]
+if "floor" in med:
+    pairs.append(("floor", "bwrap"))
+for one, peer in pairs:
+    a, b = med[one], med[peer]
+    print(f"  {one} / {peer}: time to all running {a['t_all'] / b['t_all']:.2f}x, "
           f"memory per sandbox {a['pss'] / b['pss']:.2f}x")
 if out:
     with open(out, "a") as f:

@@ -20,6 +20,11 @@
 #                                loopback, without exec auditing
 #   bench_crun_bundle DIR ARG... an OCI bundle running ARG with the binds and
 #                                limits sandcap's bench policies have
+#   bench_ablation_build DIR     a scratch build of this tree with
+#                                bench/ablation.patch in DIR/build (its sandcap
+#                                skips the layers SANDCAP_ABLATE names); never
+#                                part of a real build
+#   BENCH_ABLATE_ALL             every layer the patch can take away
 
 bench_need() { # NAME TOOL...
 	local name=$1 tool
@@ -116,4 +121,17 @@ c["process"]["user"] = {"uid": 0, "gid": 0}
 json.dump(c, open(p, "w"))
 PY
 	for d in usr lib lib64 bin sbin proc dev tmp; do mkdir -p "$dir/rootfs/$d"; done
+}
+
+BENCH_ABLATE_ALL=seccomp,landlock,masks,cgroup,init
+
+bench_ablation_build() { # DIR
+	local top
+	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	mkdir -p "$1/src"
+	tar -C "$top" --exclude='./build*' --exclude=./.git -cf - . | tar -C "$1/src" -xf -
+	patch -s -d "$1/src" -p1 <"$top/bench/ablation.patch"
+	meson setup "$1/build" "$1/src" >"$1/setup.log" 2>&1 || { cat "$1/setup.log" >&2; exit 1; }
+	ninja -C "$1/build" sandcap sandcap-main sandcap-run sandcap-init >"$1/build.log" 2>&1 ||
+		{ cat "$1/build.log" >&2; exit 1; }
 }

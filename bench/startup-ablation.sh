@@ -16,16 +16,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-top=$(pwd)
 RUNS=${RUNS:-100}
 bench_tmp startup-ablation
 
-mkdir "$T/src" "$T/state" /dev/shm/sandcap-ablation.$$
+mkdir "$T/state" /dev/shm/sandcap-ablation.$$
 bench_on_exit 'rm -rf /dev/shm/sandcap-ablation.$$'
-tar -C "$top" --exclude='./build*' --exclude=./.git -cf - . | tar -C "$T/src" -xf -
-patch -s -d "$T/src" -p1 <bench/ablation.patch
-meson setup "$T/build" "$T/src" >"$T/setup.log" 2>&1 || { cat "$T/setup.log" >&2; exit 1; }
-ninja -C "$T/build" sandcap sandcap-main sandcap-init >"$T/build.log" 2>&1 || { cat "$T/build.log" >&2; exit 1; }
+bench_ablation_build "$T"
 
 echo '{ "version": 1, "audit": { "exec": false } }' >"$T/minimal.json"
 

@@ -50,6 +50,7 @@
 #include "ns/ns.h"
 #include "policy/agent-env.h"
 #include "proxy/attempt.h"
+#include "proxy/programs.h"
 #include "proxy/proxy.h"
 #include "seccomp/seccomp.h"
 #include "workspace/grants.h"
@@ -716,8 +717,8 @@ static void handle_sync(supervisor *s)
 			r = px_spawn(&s->proxy_seed, &s->proxy_pid, &s->proxy_fd);
 		if (r < 0) {
 			s->setup_failed = true;
-			diag_fail(s->diag, r, "proxy", "cannot start the egress proxy: %s",
-				  strerror(-r));
+			diag_fail(s->diag, r, "proxy", "cannot start the egress proxy: %s%s",
+				  strerror(-r), px_program_hint(r));
 			kill_sandbox(s);
 			break;
 		}
@@ -1369,7 +1370,9 @@ static int prepare_inspection(supervisor *s)
 		return 0;
 	r = px_extras_new(s->plan, &s->proxy_extras);
 	if (r < 0)
-		return diag_fail(s->diag, r, "proxy", "cannot make the sandbox CA or placeholders");
+		return diag_fail(s->diag, r, "proxy",
+				 "cannot make the sandbox CA or placeholders: %s%s", strerror(-r),
+				 px_program_hint(r));
 	ns_set_sandbox_ca(px_extras_ca_pem(s->proxy_extras));
 	while (s->env[n])
 		n++;

@@ -29,6 +29,19 @@ int px_worker_exe_open(void)
 	return sibling_open(PX_FULL_PROGRAM, SANDCAP_LIBEXECDIR, O_PATH);
 }
 
+const char *px_program_hint(int r)
+{
+	if (px_ca_make_here)
+		return "";
+	if (r == -ENOENT)
+		return " (" PX_FULL_PROGRAM
+		       " does this; it is not next to this program or in " SANDCAP_LIBEXECDIR ")";
+	if (r == -EPERM)
+		return " (" PX_FULL_PROGRAM " does this; it is not a regular file of root's or "
+		       "ours that only its owner may write)";
+	return "";
+}
+
 #define KEY_MARK "-----BEGIN PRIVATE KEY-----"
 
 /* Reads the helper's output, at most PX_CA_PEM_MAX bytes. */

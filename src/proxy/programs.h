@@ -32,6 +32,10 @@ int px_worker_exe_open(void);
 int px_ca_make(uint64_t lifetime_s, const char *const *names, size_t n_names, char **ret_cert,
 	       char **ret_key);
 
+/* For a message about r from the two above: where sandcap-main was looked
+ * for, when that is what failed; "" otherwise. */
+const char *px_program_hint(int r);
+
 /* sandcap-ca LIFETIME_S [NAME]...: writes the CA's certificate PEM, then
  * its key PEM, to standard output (in-process.c). */
 int px_ca_helper_main(int argc, char **argv);
