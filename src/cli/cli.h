@@ -62,6 +62,11 @@ typedef struct cli_signer {
 } cli_signer;
 int cli_signer_load(const char *file, cli_signer *ret);
 void cli_signer_done(cli_signer *s);
+/* The program for `session start` in a daemon that runs sandcap's
+ * subcommands (serve, mcp): the path of sandcap-run, found as the front
+ * finds it, whose supervisors hold less memory (docs/architecture.md, "Two
+ * programs"); exe when there is none. */
+void cli_session_program(const char *exe, char *buf, size_t len);
 /* main()'s argv, for a program that hands its command line over. */
 extern char **cli_argv;
 /* Loads an audit HMAC key (AU_KEY_FILE_BYTES raw bytes, mode 0600 or

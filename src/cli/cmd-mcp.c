@@ -78,7 +78,7 @@ int cmd_mcp(int argc, char **argv)
 	};
 	_cleanup_json_ json_t *info = NULL;
 	_cleanup_free_ char *line = NULL;
-	char exe[PATH_MAX], policy[PATH_MAX];
+	char exe[PATH_MAX], session_exe[PATH_MAX], policy[PATH_MAX];
 	const char *policy_arg = NULL;
 	mcp_session s = {.exe = exe};
 	mcp_ops ops = {op_run, op_write, op_read, op_list, &s};
@@ -118,7 +118,8 @@ int cmd_mcp(int argc, char **argv)
 		return SC_EXIT_SETUP;
 	}
 	exe[n] = 0;
-	if (sv_session_start(exe, policy, s.name, &info, &e) < 0) {
+	cli_session_program(exe, session_exe, sizeof(session_exe));
+	if (sv_session_start(session_exe, policy, s.name, &info, &e) < 0) {
 		cli_error("mcp: %s", e.message);
 		return SC_EXIT_SETUP;
 	}

@@ -97,7 +97,7 @@ int cmd_serve(int argc, char **argv)
 	    {},
 	};
 	sv_policy_opt pols[SV_MAX_POLICIES];
-	char exe[PATH_MAX];
+	char exe[PATH_MAX], session_exe[PATH_MAX];
 	sv_config cfg = {
 	    .gid = (gid_t)-1, .quota = 8, .ready_fd = -1, .log = serve_log, .policies = pols};
 	unsigned v;
@@ -177,6 +177,8 @@ int cmd_serve(int argc, char **argv)
 	}
 	exe[n] = 0;
 	cfg.exe = exe;
+	cli_session_program(exe, session_exe, sizeof(session_exe));
+	cfg.session_exe = session_exe;
 	r = sv_serve(&cfg);
 	return r < 0 ? SC_EXIT_SETUP : 0;
 }

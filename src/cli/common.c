@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +11,7 @@
 #include "base/cleanup.h"
 #include "base/io.h"
 #include "base/sha256.h"
+#include "base/sibling.h"
 #include "cli/cli.h"
 #include "token/token.h"
 
@@ -326,4 +325,22 @@ int cli_read_audit_key(const char *file, uint8_t *key, size_t *len)
 	}
 	*len = AU_KEY_FILE_BYTES;
 	return 0;
+}
+
+void cli_session_program(const char *exe, char *buf, size_t len)
+{
+	_cleanup_close_ int fd = sibling_open("sandcap-run", SANDCAP_LIBEXECDIR, O_PATH);
+	char link[64];
+	ssize_t n = -1;
+
+	/* Its path, as exe is: a process exec'd through /proc/self/fd/N would
+	 * be named "N" in ps. */
+	if (fd >= 0 && len > 1) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, buf, len - 1);
+	}
+	if (n > 0 && (size_t)n < len - 1)
+		buf[n] = '\0';
+	else
+		snprintf(buf, len, "%s", exe);
 }

@@ -3,10 +3,10 @@
  * sandcap: the small front of the command line (docs/sessions.md, "The exec
  * front"). `sandcap exec` is done here, by a static binary with libc alone,
  * so that a warm exec pays no start-up for OpenSSL, c-ares, jansson and
- * libseccomp. `sandcap run` is sandcap-run, the same run linked without
- * what only other commands need, so that each supervisor holds less
- * memory (src/cli/main-run.c); every other command is the full program,
- * sandcap-main. Both are exec'd with the same arguments (base/sibling.h
+ * libseccomp. `sandcap run` and `sandcap session` are sandcap-run, the
+ * same code linked without what only other commands need, so that each
+ * supervisor holds less memory (src/cli/main-run.c); every other command
+ * is the full program, sandcap-main. Both are exec'd with the same arguments (base/sibling.h
  * says where they are looked up and which file is taken).
  */
 #include <errno.h>
@@ -27,7 +27,7 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "exec") == 0)
 		return cmd_exec(argc - 1, argv + 1);
-	if (argc > 1 && strcmp(argv[1], "run") == 0)
+	if (argc > 1 && (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "session") == 0))
 		name = "sandcap-run";
 	fd = sibling_open(name, SANDCAP_LIBEXECDIR, O_PATH);
 	if (fd >= 0)

@@ -242,7 +242,7 @@ static int start_session(sv_daemon *d, const char *file, const char *label, cons
 
 	if (r < 0)
 		return sv_fail(e, 500, "internal", NULL, "no random name: %s", strerror(-r));
-	r = sv_session_start(d->cfg->exe, file, name, &info, e);
+	r = sv_session_start(d->cfg->session_exe ?: d->cfg->exe, file, name, &info, e);
 	if (r < 0)
 		return r;
 	memset(ret, 0, sizeof(*ret));

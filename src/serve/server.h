@@ -27,10 +27,13 @@ typedef void (*sv_log_fn)(void *userdata, const char *fmt, ...)
 
 typedef struct sv_config {
 	const char *socket_path;
-	gid_t gid;	       /* (gid_t)-1: the socket keeps root's group */
-	unsigned quota;	       /* live sessions per uid; 0: no bound */
-	bool allow_inline;     /* inline policies from any caller, not only root */
-	const char *exe;       /* the sandcap binary the subcommands run */
+	gid_t gid;	   /* (gid_t)-1: the socket keeps root's group */
+	unsigned quota;	   /* live sessions per uid; 0: no bound */
+	bool allow_inline; /* inline policies from any caller, not only root */
+	const char *exe;   /* the sandcap binary the subcommands run */
+	/* The one `session start` runs, whose fork is the session's supervisor:
+	 * sandcap-run where there is one (cli_session_program), else exe. */
+	const char *session_exe;
 	const char *token_key; /* NULL: tokens refused */
 	const sv_policy_opt *policies;
 	size_t n_policies;

@@ -47,6 +47,12 @@ expect_eq "the pool is full (2 ready) after start" \
 	"$(curl -s --unix-socket "$S" http://sandcap/v1/health | jget '["policies"][0]["ready"]')" 2
 expect_eq "socket mode 0660, group nogroup" "$(stat -c '%a %G' "$S")" "660 nogroup"
 
+# The pool's supervisors come from sandcap-run (docs/architecture.md, "Two programs").
+comms=$(python3 -c 'import json, sys
+print(" ".join(sorted(open("/proc/%d/comm" % s["pid"]).read().strip() for s in json.load(sys.stdin))))' \
+	< <("$SANDCAP" session list --json) 2>&1)
+expect_eq "the pool's sessions are supervised by sandcap-run" "$comms" "sandcap-run sandcap-run"
+
 # --- create from the pool, exec, files, audit, stop ---
 echo '{"policy": "agent"}' >"$T/create.json"
 out=$(api POST /v1/sessions "$T/create.json")

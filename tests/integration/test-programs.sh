@@ -43,6 +43,19 @@ else
 	skip "sandcap-run's symbols" "nm cannot read $D/sandcap-run (stripped?)"
 fi
 
+# A session's supervisor is forked by `session start`, run by sandcap-run.
+export SANDCAP_RUNTIME_DIR=$T/runtime
+if info=$("$SANDCAP" session start --policy "$T/min.json" --name progs --json 2>/dev/null); then
+	spid=$(printf '%s' "$info" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])')
+	expect_eq "a session's supervisor is sandcap-run" "$(cat "/proc/${spid:-0}/comm" 2>/dev/null)" "sandcap-run"
+	out=$("$SANDCAP" exec progs -- sh -c 'echo in-session' 2>&1)
+	expect_eq "... and runs commands" "$out" "in-session"
+	"$SANDCAP" session stop progs >/dev/null 2>&1
+else
+	not_ok "a session's supervisor is sandcap-run (session start failed)"
+	not_ok "... and runs commands"
+fi
+
 # --- the proxy worker and the sandbox CA come from sandcap-main ---
 "$SANDCAP" run --quiet --policy "$T/egress.json" -- sleep 30 </dev/null 2>/dev/null &
 sup=$!
