@@ -30,6 +30,9 @@ void pages_trim(void)
 	uintptr_t top = ((uintptr_t)__builtin_frame_address(0) - STACK_KEEP) & ~(page - 1);
 
 	(void)malloc_trim(0);
-	/* What is not mapped below the stack is skipped (ENOMEM, ignored). */
+	/* Below the stack's pages is its unmapped growth room: the kernel keeps
+	 * every other mapping at least 128 MiB away (or, with an unlimited
+	 * stack, maps them bottom-up from far below), so the span holds stack or
+	 * nothing; what is not mapped is skipped (ENOMEM, ignored). */
 	(void)madvise((void *)(top - STACK_SPAN), STACK_SPAN, MADV_DONTNEED);
 }

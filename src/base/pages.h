@@ -2,10 +2,11 @@
 /*
  * Zeroed memory straight from mmap, for the large tables a supervisor keeps
  * for its sandbox's whole life (the exec listener's buffers, the writes
- * watcher's caches). A page never written stays the shared zero page, so
- * a table sized for the worst case costs only what a run really uses; from
- * the heap, the same table is private memory in every supervisor
- * (docs/performance.md, "Density").
+ * watcher's caches). A page never touched costs nothing, so a table sized
+ * for the worst case costs only what a run really uses; from the heap, the
+ * same table is private memory in every supervisor (docs/performance.md,
+ * "Density"). Touched includes read: on some kernels a read fault backs
+ * the page rather than mapping the shared zero page.
  */
 #pragma once
 

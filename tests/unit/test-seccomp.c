@@ -1085,7 +1085,15 @@ int main(void)
 			continue;
 		}
 		got = run_check(&plan, checks[i].fn, true);
-
+		/* A host without the entry at all (a guest kernel with no int
+		 * $0x80 gate faults it, filter or not): no such syscall can get
+		 * past the filter either, which is what the check is for. */
+		if (got == 128 + SIGSEGV && checks[i].want == 128 + SIGSYS &&
+		    run_check(&plan, checks[i].fn, false) == 128 + SIGSEGV) {
+			ok(true, "%s (got %d: the host faults it without the filter too)",
+			   checks[i].what, got);
+			continue;
+		}
 		ok(got == checks[i].want, "%s (got %d)", checks[i].what, got);
 		if (checks[i].differs_bare == BARE_ROOT && geteuid() != 0) {
 			tap_skip("  ...", "the comparison without the filter needs root");

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Runs in the cgroup2-only VM (tests/vm/run-in-vm): `sandcap run` limit tests
 # against the v2 backend for real — memory, cpu, pids and wall clock.
-# Usage: run-in-vm BUILDDIR tests/vm/guest-limits.sh sandcap sandcap-main sandcap-init tests/helpers/hog
+# Usage: run-in-vm BUILDDIR tests/vm/guest-limits.sh sandcap sandcap-main sandcap-run sandcap-init tests/helpers/hog
 set -u
 n=0
 fail=0

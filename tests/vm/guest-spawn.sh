@@ -4,7 +4,7 @@
 # spawn socket on cgroup v2 for real. The parent's processes live in the
 # leaf <sandbox>/agent, each child's cgroup under <sandbox>/child-N, and the
 # limits on <sandbox> bound parent + children together.
-# Usage: run-in-vm BUILDDIR tests/vm/guest-spawn.sh sandcap sandcap-main sandcap-init tests/helpers/hog
+# Usage: run-in-vm BUILDDIR tests/vm/guest-spawn.sh sandcap sandcap-main sandcap-run sandcap-init tests/helpers/hog
 set -u
 n=0
 fail=0
