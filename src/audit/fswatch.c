@@ -140,6 +140,7 @@ typedef struct fw_recent {
 	uint64_t t;
 	const char *op; /* static */
 	char *path;
+	int mode; /* the mode its last record carried, -1 none */
 } fw_recent;
 
 struct fw_watch {
@@ -215,10 +216,41 @@ static void count_path(fw_watch *w, const char *path)
 	w->n_paths++;
 }
 
+/* The permission bits and S_ISUID/S_ISGID/S_ISVTX of rel in the grant now,
+ * -1 when it is gone. Looked up beneath the grant: the agent may have put a
+ * symlink where a directory was. */
+static int rel_mode(const fw_grant *g, const char *rel)
+{
+	struct sc_open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+				  .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (g->fd < 0)
+		return -1;
+	if (!rel[0])
+		return fstat(g->fd, &st) == 0 ? (int)(st.st_mode & 07777) : -1;
+	fd = sys_openat2(g->fd, rel, &how);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -1;
+	return (int)(st.st_mode & 07777);
+}
+
+static json_t *mode_json(int mode)
+{
+	char octal[16];
+
+	if (mode < 0)
+		return json_null();
+	(void)snprintf(octal, sizeof(octal), "%04o", (unsigned)mode);
+	return json_string(octal);
+}
+
 static void emit(fw_watch *w, sf_event_cb cb, void *ud, const fw_grant *g, const char *rel,
 		 const char *op, bool is_dir)
 {
 	_cleanup_free_ char *inside = NULL, *host = NULL;
+	bool gone = strcmp(op, "delete") == 0 || strcmp(op, "rename_from") == 0;
 	json_t *data;
 
 	if (w->emitted >= FW_MAX_EVENTS) {
@@ -232,10 +264,12 @@ static void emit(fw_watch *w, sf_event_cb cb, void *ud, const fw_grant *g, const
 		return;
 	}
 	/* Names come from the agent: au_str keeps the record valid UTF-8. */
-	data = json_pack("{s:o, s:o, s:s, s:s}", "path",
+	/* The mode it has as the record is written: a file's last record
+	 * carries its final mode (coalesce keeps a record whose mode moved). */
+	data = json_pack("{s:o, s:o, s:s, s:s, s:o}", "path",
 			 au_str(inside, strlen(inside), AU_STR_MAX_BYTES), "host_path",
 			 au_str(host, strlen(host), AU_STR_MAX_BYTES), "op", op, "type",
-			 is_dir ? "dir" : "file");
+			 is_dir ? "dir" : "file", "mode", mode_json(gone ? -1 : rel_mode(g, rel)));
 	if (!data) {
 		w->dropped++;
 		return;
@@ -250,6 +284,7 @@ static void emit(fw_watch *w, sf_event_cb cb, void *ud, const fw_grant *g, const
 static bool coalesce(fw_watch *w, const fw_grant *g, const char *rel, const char *op)
 {
 	uint64_t now = mono_ns();
+	int mode = rel_mode(g, rel);
 	_cleanup_free_ char *key = path_join(g->g->at, rel);
 	fw_recent *slot;
 
@@ -259,16 +294,18 @@ static bool coalesce(fw_watch *w, const fw_grant *g, const char *rel, const char
 		fw_recent *r = &w->recent[i];
 
 		if (r->path && strcmp(r->op, op) == 0 && strcmp(r->path, key) == 0) {
-			if (now - r->t < FW_COALESCE_NS)
+			/* a changed mode is recorded: it may be the last change */
+			if (now - r->t < FW_COALESCE_NS && r->mode == mode)
 				return true;
 			r->t = now;
+			r->mode = mode;
 			return false;
 		}
 	}
 	slot = &w->recent[w->next_recent];
 	w->next_recent = (w->next_recent + 1) % FW_COALESCE_SLOTS;
 	free(slot->path);
-	*slot = (fw_recent){.t = now, .op = op, .path = TAKE_PTR(key)};
+	*slot = (fw_recent){.t = now, .op = op, .path = TAKE_PTR(key), .mode = mode};
 	return false;
 }
 

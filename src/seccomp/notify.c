@@ -574,6 +574,138 @@ static int sf_denied_event(const struct seccomp_notif *req, json_t **ret_data)
 	return 0;
 }
 
+/*
+ * The calls the filter refuses for a mode with S_ISUID or S_ISGID
+ * (profile.c, SF_SETID): where their mode, path and directory fd are.
+ * -1: the call has no such argument (fchmod names its file by fd only).
+ */
+typedef struct sf_setid_call {
+	const char *name;
+	int mode, path, dirfd;
+	bool node; /* mknod/mknodat: the mode holds the type too */
+} sf_setid_call;
+
+static const sf_setid_call sf_setid_calls[] = {
+    {"chmod", 1, 0, -1, false},	   {"fchmod", 1, -1, 0, false}, {"creat", 1, 0, -1, false},
+    {"mkdir", 1, 0, -1, false},	   {"open", 2, 0, -1, false},	{"fchmodat", 2, 1, 0, false},
+    {"fchmodat2", 2, 1, 0, false}, {"mkdirat", 2, 1, 0, false}, {"openat", 3, 1, 0, false},
+    {"mknod", 1, 0, -1, true},	   {"mknodat", 2, 1, 0, true},
+};
+
+#define SF_N_SETID ELEMENTSOF(sf_setid_calls)
+
+/* The call, when this notification is one the filter sent for its mode:
+ * the same test as profile.c's (a device node with those bits is refused as
+ * a device, syscall.denied). */
+static const sf_setid_call *sf_setid_of(const int *nrs, const struct seccomp_notif *req)
+{
+	for (size_t i = 0; i < SF_N_SETID; i++) {
+		const sf_setid_call *c = &sf_setid_calls[i];
+		uint32_t mode;
+
+		if (nrs[i] < 0 || req->data.nr != nrs[i])
+			continue;
+		mode = (uint32_t)req->data.args[c->mode];
+		if (!(mode & (S_ISUID | S_ISGID)))
+			return NULL;
+		if (c->node && (mode & S_IFMT) != 0 && (mode & S_IFMT) != S_IFREG &&
+		    (mode & S_IFMT) != S_IFIFO && (mode & S_IFMT) != S_IFSOCK)
+			return NULL;
+		return c;
+	}
+	return NULL;
+}
+
+/* Where the target's fd or working directory points, from the link text
+ * of /proc/PID/NAME; 0 on success. */
+static int sf_proc_link(pid_t pid, const char *name, char *buf, size_t size, size_t *ret_len)
+{
+	char proc[SF_PROC_PATH_MAX];
+	ssize_t n;
+
+	(void)snprintf(proc, sizeof(proc), "/proc/%d/%s", pid, name);
+	n = readlink(proc, buf, size);
+	if (n < 0 || (size_t)n >= size)
+		return -1;
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+/*
+ * The path a setid call named, as the target sees it: its string joined to
+ * the directory it is relative to (its working directory, or the dirfd's
+ * link text; fchmod's fd's link text alone). Read into x's buffers while
+ * the target waits (the string into x->argv, unused here); have_path false
+ * when none could be read.
+ */
+static void sf_setid_read(sf_mem *m, const struct seccomp_notif *req, const sf_setid_call *c,
+			  sf_exec *x)
+{
+	pid_t pid = (pid_t)req->pid;
+	int dirfd = c->dirfd >= 0 ? (int)req->data.args[c->dirfd] : AT_FDCWD;
+	char *given = x->argv, name[16];
+	size_t len = 0, base = 0;
+	bool t = false;
+	int n;
+
+	x->pid = pid;
+	x->have_path = false;
+	x->path_len = 0;
+	x->truncated = false;
+	given[0] = '\0';
+	sf_mem_reset(m, pid);
+	if (c->path >= 0) {
+		if (sf_read_string(m, req->data.args[c->path], given, SF_EXEC_PATH_MAX, &len, &t) <
+		    0)
+			return;
+		x->truncated = t;
+	}
+	if (c->path >= 0 && (len == 0 || given[0] == '/')) {
+		memcpy(x->path, given, len + 1);
+		x->path_len = len;
+		x->have_path = true;
+		return;
+	}
+	(void)snprintf(name, sizeof(name), dirfd == AT_FDCWD ? "cwd" : "fd/%d", dirfd);
+	if (sf_proc_link(pid, name, x->dirfd_path, sizeof(x->dirfd_path), &base) < 0) {
+		/* the string alone, as given */
+		memcpy(x->path, given, len + 1);
+		x->path_len = len;
+		x->have_path = c->path >= 0;
+		return;
+	}
+	n = snprintf(x->path, SF_EXEC_PATH_MAX + 1, "%.*s%s%s", (int)base, x->dirfd_path,
+		     len ? "/" : "", given);
+	if (n < 0)
+		return;
+	x->truncated = x->truncated || (size_t)n > SF_EXEC_PATH_MAX;
+	x->path_len = (size_t)n > SF_EXEC_PATH_MAX ? SF_EXEC_PATH_MAX : (size_t)n;
+	x->have_path = true;
+}
+
+/* fs.denied for a refused setid mode. */
+static json_t *sf_setid_json(const struct seccomp_notif *req, const sf_setid_call *c,
+			     const sf_exec *x)
+{
+	_cleanup_json_ json_t *data = json_object();
+	uint32_t mode = (uint32_t)req->data.args[c->mode];
+	char octal[16];
+
+	(void)snprintf(octal, sizeof(octal), "%04o", mode & 07777);
+	if (!data || json_object_set_new(data, "pid", json_integer(x->pid)) < 0 ||
+	    json_object_set_new(data, "op", json_string(c->name)) < 0 ||
+	    json_object_set_new(data, "path",
+				x->have_path ? sf_json_bytes(x->path, x->path_len) : json_null()) <
+		0 ||
+	    json_object_set_new(data, "mode", json_string(octal)) < 0 ||
+	    json_object_set_new(data, "errno", json_string("EPERM")) < 0 ||
+	    json_object_set_new(data, "reason", json_string("setid")) < 0)
+		return NULL;
+	if (x->truncated && json_object_set_new(data, "truncated", json_true()) < 0)
+		return NULL;
+	return TAKE_PTR(data);
+}
+
 int sf_notify_sync_wakeup(int notify_fd)
 {
 	unsigned long flags = SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP;
@@ -605,6 +737,7 @@ typedef struct sf_ctx {
 	struct seccomp_notif_resp *resp;
 	size_t req_size, resp_size, map_size;
 	int execve_nr, execveat_nr;
+	int setid_nr[SF_N_SETID]; /* sf_setid_calls' numbers, -1 unknown */
 	uint32_t native;
 	sf_mem mem;
 	sf_exec exec;
@@ -644,9 +777,40 @@ static int sf_ctx_new(sf_ctx **ret)
 	c->resp = (struct seccomp_notif_resp *)((char *)c->req + SF_ALIGN(req_size));
 	c->execve_nr = seccomp_syscall_resolve_name("execve");
 	c->execveat_nr = seccomp_syscall_resolve_name("execveat");
+	for (size_t i = 0; i < SF_N_SETID; i++)
+		c->setid_nr[i] = seccomp_syscall_resolve_name(sf_setid_calls[i].name);
 	c->native = seccomp_arch_native();
 	*ret = c;
 	return 0;
+}
+
+/* A refused setid mode: recorded (when the copy was the target's, see the
+ * top) and refused, whether or not the record could be written. */
+static int sf_handle_setid(sf_ctx *c, int notify_fd, const sf_setid_call *call, sf_event_cb cb,
+			   void *userdata)
+{
+	json_t *data = NULL;
+	bool valid = true;
+	int r;
+
+	sf_setid_read(&c->mem, c->req, call, &c->exec);
+	while (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &c->req->id) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno != ENOENT)
+			return -errno;
+		valid = false; /* stale: what was read may not be the target's */
+		break;
+	}
+	if (valid)
+		data = sf_setid_json(c->req, call, &c->exec);
+	if (data && cb)
+		(void)cb("fs.denied", data, userdata);
+	else
+		json_decref(data);
+	c->resp->error = -EPERM;
+	r = sf_respond(notify_fd, c->resp);
+	return r < 0 ? r : 1;
 }
 
 /*
@@ -664,6 +828,7 @@ static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 	struct seccomp_notif *req = c->req;
 	struct seccomp_notif_resp *resp = c->resp;
 	json_t *data = NULL;
+	const sf_setid_call *setid;
 	bool is_exec = false, at = false;
 	int r, r_event = 0;
 
@@ -682,6 +847,9 @@ static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 
 	memset(resp, 0, c->resp_size);
 	resp->id = req->id;
+	setid = req->data.arch == c->native ? sf_setid_of(c->setid_nr, req) : NULL;
+	if (setid)
+		return sf_handle_setid(c, notify_fd, setid, cb, userdata);
 	if (!is_exec) {
 		/* Record first, then refuse: the denial is enforced here. */
 		r_event = sf_denied_event(req, &data);

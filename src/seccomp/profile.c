@@ -55,6 +55,21 @@
 #endif
 #define PER_LINUX_QUERY 0xffffffffu
 
+/* The mode bits no file the agent makes or changes may get. */
+#define SETID_BITS  ((uint32_t)(S_ISUID | S_ISGID))
+#define NO_SETID(n) IN(n, SETID_BITS, 0)
+#define SETID(n)    NOT_IN(n, SETID_BITS, 0)
+#define SETID_WHY                                                                                  \
+	"setuid/setgid bits: in a grant the file is its host owner's (root's, in a root-owned "    \
+	"grant), and the host does not mount it nosuid"
+/* mknod's mode holds the type too: each type mknod may make, with each
+ * combination of the two bits. */
+#define SETID_NODES                                                                                \
+	S_ISUID, S_ISGID, S_ISUID | S_ISGID, S_IFREG | S_ISUID, S_IFREG | S_ISGID,                 \
+	    S_IFREG | S_ISUID | S_ISGID, S_IFIFO | S_ISUID, S_IFIFO | S_ISGID,                     \
+	    S_IFIFO | S_ISUID | S_ISGID, S_IFSOCK | S_ISUID, S_IFSOCK | S_ISGID,                   \
+	    S_IFSOCK | S_ISUID | S_ISGID
+
 const sf_rule sf_profile[] = {
     /* ---- allowed: ordinary process life ---- */
     {SF_ALLOW,
@@ -65,15 +80,14 @@ const sf_rule sf_profile[] = {
 	   "fallocate", "ftruncate", "truncate", "pipe", "pipe2"),
      .why = "file descriptor I/O"},
     {SF_ALLOW,
-     NAMES("open", "openat", "openat2", "creat", "access", "faccessat", "faccessat2", "stat",
-	   "lstat", "fstat", "newfstatat", "statx", "statfs", "fstatfs", "getdents", "getdents64",
-	   "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename",
-	   "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "readlink",
-	   "readlinkat", "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown",
-	   "fchownat", "umask", "utime", "utimes", "utimensat", "futimesat", "getxattr",
-	   "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr", "setxattr",
-	   "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr", "inotify_init",
-	   "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "memfd_create"),
+     NAMES("access", "faccessat", "faccessat2", "stat", "lstat", "fstat", "newfstatat", "statx",
+	   "statfs", "fstatfs", "getdents", "getdents64", "getcwd", "chdir", "fchdir", "rmdir",
+	   "unlink", "unlinkat", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
+	   "symlinkat", "readlink", "readlinkat", "chown", "fchown", "lchown", "fchownat", "umask",
+	   "utime", "utimes", "utimensat", "futimesat", "getxattr", "lgetxattr", "fgetxattr",
+	   "listxattr", "llistxattr", "flistxattr", "setxattr", "lsetxattr", "fsetxattr",
+	   "removexattr", "lremovexattr", "fremovexattr", "inotify_init", "inotify_init1",
+	   "inotify_add_watch", "inotify_rm_watch", "memfd_create"),
      .why = "paths and metadata; Landlock and the mount tree decide which"},
     {SF_ALLOW,
      NAMES("brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "msync", "mincore", "mlock",
@@ -159,12 +173,31 @@ const sf_rule sf_profile[] = {
      .why = "PER_LINUX and the query"},
     {SF_DENY, NAMES("personality"), NOT_IN(0, MASK32, 0, PER_LINUX_QUERY),
      .why = "other personalities turn off ASLR or change mmap semantics"},
-    {SF_ALLOW, NAMES("mknod"), IN(1, S_IFMT, 0, S_IFREG, S_IFIFO, S_IFSOCK),
+    /* Every call that takes a mode the kernel gives a file or directory, by
+     * the argument the mode is in. A grant is idmapped onto its owner, so in
+     * a grant owned by root a setuid file of the agent's is root's setuid
+     * file on the host (docs/decisions.md, "No setuid file leaves the
+     * sandbox"). */
+    {SF_ALLOW, NAMES("chmod", "fchmod", "creat", "mkdir"), NO_SETID(1),
+     .why = "paths and metadata; Landlock and the mount tree decide which"},
+    {SF_SETID, NAMES("chmod", "fchmod", "creat", "mkdir"), SETID(1), .why = SETID_WHY},
+    {SF_ALLOW, NAMES("open", "fchmodat", "fchmodat2", "mkdirat"), NO_SETID(2),
+     .why = "paths and metadata; Landlock and the mount tree decide which"},
+    {SF_SETID, NAMES("open", "fchmodat", "fchmodat2", "mkdirat"), SETID(2), .why = SETID_WHY},
+    {SF_ALLOW, NAMES("openat"), NO_SETID(3),
+     .why = "paths and metadata; Landlock and the mount tree decide which"},
+    {SF_SETID, NAMES("openat"), SETID(3), .why = SETID_WHY},
+    {SF_ENOSYS, NAMES("openat2"),
+     .why = "its mode lives in memory seccomp cannot read; glibc and runtimes fall back to "
+	    "openat"},
+    {SF_ALLOW, NAMES("mknod"), IN(1, S_IFMT | SETID_BITS, 0, S_IFREG, S_IFIFO, S_IFSOCK),
      .why = "FIFOs, sockets and regular files"},
+    {SF_SETID, NAMES("mknod"), IN(1, S_IFMT | SETID_BITS, SETID_NODES), .why = SETID_WHY},
     {SF_DENY, NAMES("mknod"), IN(1, S_IFMT, S_IFCHR, S_IFBLK),
      .why = "device nodes would reach hardware behind /dev"},
-    {SF_ALLOW, NAMES("mknodat"), IN(2, S_IFMT, 0, S_IFREG, S_IFIFO, S_IFSOCK),
+    {SF_ALLOW, NAMES("mknodat"), IN(2, S_IFMT | SETID_BITS, 0, S_IFREG, S_IFIFO, S_IFSOCK),
      .why = "FIFOs, sockets and regular files"},
+    {SF_SETID, NAMES("mknodat"), IN(2, S_IFMT | SETID_BITS, SETID_NODES), .why = SETID_WHY},
     {SF_DENY, NAMES("mknodat"), IN(2, S_IFMT, S_IFCHR, S_IFBLK),
      .why = "device nodes would reach hardware behind /dev"},
 

@@ -20,6 +20,8 @@ typedef enum sf_action {
 	SF_EXEC,     /* allowed; with audit_exec the listener records it first */
 	SF_DENY,     /* EPERM; with audit_denied_syscalls the listener records and refuses */
 	SF_ENOSYS,   /* ENOSYS like every unknown syscall; listed to document the choice */
+	SF_SETID,    /* EPERM as SF_DENY; the listener records it as fs.denied: a mode
+		      * with S_ISUID or S_ISGID (notify.c, sf_setid_call) */
 	SF_NOFAMILY, /* EAFNOSUPPORT, never recorded: as a kernel without that socket
 		      * family would answer (docs/decisions.md, the netlink probe) */
 	_SF_ACTION_MAX,
@@ -32,7 +34,7 @@ typedef enum sf_match {
 	SF_NOT_IN, /* (arg & mask) is none of values */
 } sf_match;
 
-#define SF_MAX_VALUES 4u
+#define SF_MAX_VALUES 12u
 
 /* A condition on one syscall argument. Only the low 32 bits are compared:
  * every argument we inspect is an int or unsigned int in the kernel, which
