@@ -240,6 +240,36 @@ static int c_mknod_chr(void)
 	return expect_errno(mknodat(AT_FDCWD, "/nonexistent-dir/x", S_IFCHR | 0600, makedev(1, 3)),
 			    EPERM);
 }
+static int c_chmod_setuid(void)
+{
+	return expect_errno(syscall(__NR_chmod, "/nonexistent-dir/x", 04755), EPERM);
+}
+static int c_openat_setgid(void)
+{
+	return expect_errno(
+	    syscall(__NR_openat, AT_FDCWD, "/nonexistent-dir/x", O_CREAT | O_WRONLY, 02644), EPERM);
+}
+static int c_mknod_setuid(void)
+{
+	return expect_errno(mknodat(AT_FDCWD, "/nonexistent-dir/x", S_IFREG | 04755, 0), EPERM);
+}
+static int c_openat2(void)
+{
+	struct sc_open_how how = {.flags = O_RDONLY};
+
+	return expect_errno(syscall(__NR_openat2, AT_FDCWD, "/", &how, sizeof(how)), ENOSYS);
+}
+static int c_chmod_plain(void)
+{
+	char dir[] = "/tmp/test-seccomp-XXXXXX";
+	int r;
+
+	if (!mkdtemp(dir))
+		return 3;
+	r = chmod(dir, 01777) == 0 && chmod(dir, 0755) == 0 ? 0 : 4;
+	(void)rmdir(dir);
+	return r;
+}
 static int c_mkfifo(void)
 {
 	char dir[] = "/tmp/test-seccomp-XXXXXX", path[64];
@@ -400,6 +430,11 @@ static const check checks[] = {
     {"personality query works", c_personality_query, 0, BARE_ANY},
     {"mknod of a char device is EPERM", c_mknod_chr, 0, BARE_DIFFERS},
     {"mkfifo works", c_mkfifo, 0, BARE_ANY},
+    {"chmod with S_ISUID is EPERM", c_chmod_setuid, 0, BARE_DIFFERS},
+    {"openat(O_CREAT) with S_ISGID is EPERM", c_openat_setgid, 0, BARE_DIFFERS},
+    {"mknodat of a regular file with S_ISUID is EPERM", c_mknod_setuid, 0, BARE_DIFFERS},
+    {"openat2 is ENOSYS (its mode cannot be read)", c_openat2, 0, BARE_DIFFERS},
+    {"chmod 1777 and 0755 work", c_chmod_plain, 0, BARE_ANY},
     {"inet, inet6 and unix sockets work", c_sockets_ok, 0, BARE_ANY},
     {"fork + exec /bin/true works", c_fork_exec_true, 0, BARE_ANY},
     {"python3 with threads, subprocess, files and sockets works", c_python, 0, BARE_ANY},
@@ -637,6 +672,19 @@ static int n_spread_args(void)
 	return 11;
 }
 
+/* Refused as a setid mode, then as a device (syscall.denied, not fs.denied). */
+static int n_setid(void)
+{
+	if (chdir("/tmp") < 0)
+		return 13;
+	if (syscall(__NR_fchmodat, AT_FDCWD, "no-such-file", 06755) == 0 || errno != EPERM)
+		return 14;
+	if (mknodat(AT_FDCWD, "/nonexistent-dir/x", S_IFCHR | 04600, makedev(1, 3)) == 0 ||
+	    errno != EPERM)
+		return 15;
+	return 0;
+}
+
 static json_t *find_event(json_t *list, const char *event, size_t nth)
 {
 	size_t i;
@@ -684,6 +732,23 @@ static void test_notifications(void)
 		tap_diag("events: %s", s);
 		free(s);
 	}
+	json_decref(ev.list);
+
+	ev.list = json_array();
+	st = run_notified(n_setid, &ev);
+	d = find_event(ev.list, "fs.denied", 0);
+	ok(st == 0 && d &&
+	       strcmp(json_string_value(json_object_get(d, "op")) ?: "", "fchmodat") == 0 &&
+	       strcmp(json_string_value(json_object_get(d, "mode")) ?: "", "6755") == 0 &&
+	       strcmp(json_string_value(json_object_get(d, "path")) ?: "", "/tmp/no-such-file") ==
+		   0 &&
+	       strcmp(json_string_value(json_object_get(d, "reason")) ?: "", "setid") == 0,
+	   "fchmodat 06755: fs.denied with op, mode 6755, the path joined to the cwd (status %d)",
+	   st);
+	d = find_event(ev.list, "syscall.denied", 0);
+	ok(d && strcmp(json_string_value(json_object_get(d, "syscall")) ?: "", "mknodat") == 0 &&
+	       !find_event(ev.list, "fs.denied", 1),
+	   "a device node with S_ISUID is a syscall.denied, not an fs.denied");
 	json_decref(ev.list);
 
 	ev.list = json_array();
