@@ -660,7 +660,8 @@ static void sf_setid_read(sf_mem *m, const struct seccomp_notif *req, const sf_s
 			return;
 		x->truncated = t;
 	}
-	if (c->path >= 0 && (len == 0 || given[0] == '/')) {
+	/* An empty path (AT_EMPTY_PATH) names the dirfd itself. */
+	if (c->path >= 0 && len > 0 && given[0] == '/') {
 		memcpy(x->path, given, len + 1);
 		x->path_len = len;
 		x->have_path = true;

@@ -132,6 +132,8 @@ judge() {
 		fi
 	done
 	expect_eq "$how: each refusal is an fs.denied record (op, mode, reason, errno, path)" "${missing# }" ""
+	expect_eq "$how: fchmodat2 with AT_EMPTY_PATH is recorded with its fd's path" \
+		"$(grep -cxF "fchmodat2 6755 setid EPERM $g/fchmodat2" <<<"$d")" 2
 	expect_eq "$how: the log verifies" "$("$SANDCAP" audit verify "$vlog" >/dev/null 2>&1; echo $?)" 0
 }
 
