@@ -158,6 +158,21 @@ EOF
 )
 expect_eq "run: fs.write records carry the file's final mode" "$modes" "0755 1755 0700 0755"
 
+# The same with the listing fallback (docs/audit.md, section 8): the mode after the run.
+G4=$(new_grant listing)
+policy listing "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$G4\", \"mode\": \"rw\"}]}}"
+SANDCAP_FSWATCH=listing "$SANDCAP" run --quiet --policy "$T/listing.json" -- \
+	sh -c "cd '$G4' && echo x > f && chmod 640 f && mkdir d && chmod 711 d" >/dev/null 2>&1
+log=$(ls -t "$SANDCAP_STATE_DIR"/audit/*.jsonl | head -1)
+modes=$(python3 - "$log" "$G4" <<'EOF'
+import json, sys
+m = {r["data"]["path"]: r["data"].get("mode") for r in map(json.loads, open(sys.argv[1]))
+     if r["event"] == "fs.write"}
+print(m.get(sys.argv[2] + "/f"), m.get(sys.argv[2] + "/d"))
+EOF
+)
+expect_eq "run, listing fallback: fs.write records carry the final mode" "$modes" "0640 0711"
+
 # An ordinary build-and-install keeps working: cc, chmod +x, install -m 755.
 G2=$(new_grant build)
 policy build "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$G2\", \"mode\": \"rw\"}]}}"
