@@ -456,27 +456,21 @@ static const key_table identity_table = {identity_keys, ELEMENTSOF(identity_keys
 static int parse_log_bound(pctx *c, const json_t *v, const policy_key *k, void *base)
 {
 	bool rate = strcmp(k->name, "max_rate") == 0;
-	uint64_t u;
-	int r;
+	const char *what = rate ? "a bandwidth such as \"1M/s\"" : "a size such as \"1G\"";
+	uint64_t u = 0;
+	int r = -EINVAL;
 
 	if (json_is_null(v)) {
 		store_uint(key_field(k, base), k->width, PLAN_UNLIMITED);
 		return 0;
 	}
-	if (!json_is_string(v) && !(json_is_integer(v) && !rate))
-		return fail_expected(
-		    c, v, rate ? "a bandwidth such as \"1M/s\"" : "a size such as \"1G\"");
-	if (json_is_integer(v)) {
-		if (json_integer_value(v) <= 0)
-			return fail_expected(c, v, "a size such as \"1G\"");
-		u = (uint64_t)json_integer_value(v);
-	} else {
+	if (json_is_string(v))
 		r = rate ? parse_bandwidth(json_string_value(v), &u)
 			 : parse_size(json_string_value(v), &u);
-		if (r < 0 || u == 0 || u == PLAN_UNLIMITED)
-			return fail_expected(
-			    c, v, rate ? "a bandwidth such as \"1M/s\"" : "a size such as \"1G\"");
-	}
+	else if (!rate && json_is_integer(v) && json_integer_value(v) > 0)
+		r = 0, u = (uint64_t)json_integer_value(v);
+	if (r < 0 || u == 0 || u == PLAN_UNLIMITED)
+		return fail_expected(c, v, what);
 	if (u < AUDIT_BOUND_MIN)
 		return fail(c, -ERANGE, "at least %u bytes%s: the log's own records need room",
 			    AUDIT_BOUND_MIN, rate ? " per second" : "");
