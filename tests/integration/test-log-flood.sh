@@ -123,7 +123,7 @@ check "... requests were sent ($sent) and answered ($done)" [ "${done:-0}" -gt 1
 expect_eq "... every request a record or counted ($req inside net.rate, $denied_rate over it, $req_folded counted)" \
 	"$((req + denied_rate + req_folded))" "$done"
 check "... over net.rate, one net.denied each for the first 10 a second at most ($denied_rate)" \
-	[ "$denied_rate" -ge 10 -a "$denied_rate" -le $((10 * (SECS + 2))) ]
+	[ "$denied_rate" -le $((10 * (SECS + 2))) -a \( "$denied_rate" -ge 1 -o "$done" -le "$req" \) ]
 expect_eq "... inside it, a 403 is one net.denied and one net.request" "$denied_req" "$req"
 out=$("$SANDCAP" audit report --json "$T/requests.jsonl" 2>&1)
 got=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["bound"]["requests_denied"])' <<<"$out" 2>&1)
