@@ -180,12 +180,16 @@ static void pace_refill(log_pace *p, uint64_t now)
 		p->tokens += (int64_t)add;
 }
 
+/* The debt stops at a second's worth: records of other sources (the
+ * proxy's, bounded by net.rate) never hold an exec for longer than that. */
 static void pace_charge(log_pace *p, uint64_t bytes)
 {
+	int64_t floor = -(int64_t)p->rate;
+
 	if (!p->rate)
 		return;
-	if (bytes > INT64_MAX / 2 || p->tokens < INT64_MIN / 2 + (int64_t)bytes)
-		p->tokens = INT64_MIN / 2;
+	if (bytes > p->rate || p->tokens - (int64_t)bytes < floor)
+		p->tokens = floor;
 	else
 		p->tokens -= (int64_t)bytes;
 }
