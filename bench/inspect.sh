@@ -85,7 +85,8 @@ cat >"$T/p.json" <<JSON
 {"version": 1, "fs": {"grants": [{"path": "$T/pub", "mode": "ro", "at": "/pub"}]},
  "net": {"egress": [{"host": "plain.bench.test", "ports": [$P_TLS]},
                     {"host": "*.in.bench.test", "ports": [$P_TLS], "inspect": true}],
-         "allow_private": ["127.0.0.1/32"], "dns": "127.0.0.1:$P_DNS", "upstream_ca": "$T/pub/ca.pem"}}
+         "allow_private": ["127.0.0.1/32"], "dns": "127.0.0.1:$P_DNS", "upstream_ca": "$T/pub/ca.pem",
+         "rate": null}}
 JSON
 inside() { "$SANDCAP" run --quiet --policy "$T/p.json" -- python3 /pub/client.py "$@"; }
 echo "small HTTPS requests on one kept-alive client connection ($REQS each, interleaved x2):"

@@ -90,7 +90,7 @@ bench_policy() { # FILE HOST PORT [NET [TOP]]
 { "version": 1, "audit": { "exec": false },${5:+
   $5,}
   "net": { "egress": [ { "host": "$2", "ports": [$3] } ],
-           "allow_private": [ "127.0.0.1/32" ]${4:+, $4} } }
+           "allow_private": [ "127.0.0.1/32" ], "rate": null${4:+, $4} } }
 JSON
 }
 

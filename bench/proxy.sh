@@ -59,7 +59,7 @@ NGINX
 nginx -c "$T/nginx.conf" -p "$T" || exit 77
 
 cat >"$T/sc.json" <<JSON
-{ "egress": [ {"host": "127.0.0.1", "ports": [$P_HTTP]} ], "allow_private": ["127.0.0.1/32"] }
+{ "egress": [ {"host": "127.0.0.1", "ports": [$P_HTTP]} ], "allow_private": ["127.0.0.1/32"], "rate": null }
 JSON
 "$SA" "$T/sc.json" $P_SC /dev/null >"$T/sc.out" 2>&1 &
 pids+=($!)

@@ -107,6 +107,16 @@ int au_failed(const au_log *log, const char **ret_event, uint64_t *ret_records);
  * (EOPNOTSUPP): then a failure still fails the log, but the stop path's
  * records may not fit. */
 uint64_t au_reserved(const au_log *log);
+/*
+ * The most bytes the log may hold (audit.max_bytes; UINT64_MAX or 0: no
+ * bound). The record that would pass it is not written: au_emit() fails
+ * with -EFBIG and the log is failed as for any other error, so that only
+ * the stop path's records (au_emit_failure(), au_emit_final(), the seal)
+ * still go in, into the reserve.
+ */
+void au_set_max_bytes(au_log *log, uint64_t max_bytes);
+/* Bytes of complete records written so far. */
+uint64_t au_bytes(const au_log *log);
 /* What a file type is, in words ("a FIFO"), for messages. */
 const char *au_file_type(mode_t mode);
 /*

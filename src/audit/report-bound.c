@@ -11,7 +11,11 @@
 #include <string.h>
 
 #include "audit/report.h"
+#include "base/parse-num.h"
 #include "base/cleanup.h"
+
+/* The longest name a lookup can carry (RFC 1035, in text form). */
+#define AU_DNS_NAME_MAX 253u
 
 static json_t *net_plan(const report *rp, const char *key)
 {
@@ -72,14 +76,17 @@ static json_t *credentials(const report *rp)
 /*
  * What leaves outside the budget: under a wildcard rule ("*.domain") the
  * agent chooses the name, and the proxy's lookup of it reaches its DNS
- * servers before any byte is counted; net.rate bounds the lookups. Null
- * when every rule names its host exactly (or by address).
+ * servers before any byte is counted. Every such lookup is for a request
+ * net.rate admitted, so the rate bounds the names: each at most
+ * AU_DNS_NAME_MAX bytes. Null when every rule names its host exactly (or
+ * by address).
  */
 static json_t *outside_budget(const report *rp)
 {
 	json_t *rule, *rate = net_plan(rp, "rate");
+	uint64_t count = 0, per_ns = 0, wall_ns = 0, per_s, run = 0;
 	size_t i;
-	char buf[256];
+	char buf[384], total[96] = "";
 
 	json_array_foreach(net_plan(rp, "egress"), i, rule)
 	{
@@ -87,12 +94,31 @@ static json_t *outside_budget(const report *rp)
 
 		if (!host || strncmp(host, "*.", 2) != 0)
 			continue;
+		if (!json_is_string(rate) ||
+		    parse_rate(json_string_value(rate), &count, &per_ns) < 0 || per_ns == 0) {
+			(void)snprintf(buf, sizeof(buf),
+				       "names under a wildcard rule (%.64s) are the agent's choice "
+				       "and reach the proxy's DNS servers when it resolves them: "
+				       "unbounded (net.rate lifted)",
+				       host);
+			return json_string(buf);
+		}
+		per_s =
+		    (uint64_t)((unsigned __int128)count * AU_DNS_NAME_MAX * 1000000000ull / per_ns);
+		if (rp->exit && rp_get_u64(rp->exit, "wall_ns", &wall_ns) && wall_ns > 0) {
+			/* the burst, then the refill over the run */
+			run = count * AU_DNS_NAME_MAX +
+			      (uint64_t)((unsigned __int128)wall_ns * count / per_ns) *
+				  AU_DNS_NAME_MAX;
+			(void)snprintf(total, sizeof(total),
+				       ", at most %" PRIu64 " bytes in this run", run);
+		}
 		(void)snprintf(
 		    buf, sizeof(buf),
 		    "names under a wildcard rule (%.64s) are the agent's choice and reach "
-		    "the proxy's DNS servers when it resolves them: %s%s",
-		    host, json_is_string(rate) ? "at most net.rate " : "unbounded (no net.rate)",
-		    json_is_string(rate) ? json_string_value(rate) : "");
+		    "the proxy's DNS servers when it resolves them: at most net.rate %s "
+		    "lookups, each a name of up to %u bytes, so up to %" PRIu64 " bytes a second%s",
+		    host, json_string_value(rate), AU_DNS_NAME_MAX, per_s, total);
 		return json_string(buf);
 	}
 	return json_null();

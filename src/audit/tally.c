@@ -111,6 +111,30 @@ static void count_credential_use(au_tally *t, json_t *data)
 		sat_add(&c->bytes_in, (uint64_t)json_integer_value(in));
 }
 
+/*
+ * Refusals over net.rate have no record each: a limit.hit "rate" counts
+ * them in "suppressed" ("kind": "requests" or "dns"), and they count here
+ * as the records they stand for would (docs/audit.md, "Folded records").
+ */
+static void count_folded(au_tally *t, json_t *data)
+{
+	const char *limit = get_str(data, "limit"), *kind = get_str(data, "kind");
+	json_t *n = json_object_get(data, "suppressed");
+	uint64_t v;
+
+	if (!limit || strcmp(limit, "rate") != 0 || !kind || !json_is_integer(n) ||
+	    json_integer_value(n) <= 0)
+		return;
+	v = (uint64_t)json_integer_value(n);
+	if (strcmp(kind, "requests") == 0) {
+		sat_add(&t->net_denied, v);
+		sat_add(&t->requests_over_rate, v);
+	} else if (strcmp(kind, "dns") == 0) {
+		sat_add(&t->dns_queries, v);
+		sat_add(&t->dns_refused, v);
+	}
+}
+
 void au_tally_event(au_tally *t, const char *event, json_t *data)
 {
 	if (!t || !event)
@@ -146,6 +170,7 @@ void au_tally_event(au_tally *t, const char *event, json_t *data)
 	} else if (strcmp(event, "limit.hit") == 0) {
 		sat_add(&t->limits_hit, 1);
 		au_table_count(&t->limits, get_str(data, "limit"), get_str(data, "detail"));
+		count_folded(t, data);
 	}
 }
 

@@ -37,12 +37,13 @@ typedef struct au_table {
 } au_table;
 
 typedef struct au_tally {
-	uint64_t execs;		/* proc.exec records of programs that ran */
-	uint64_t execs_failed;	/* proc.exec attempts the kernel refused (au_exec_failed) */
-	uint64_t files_written; /* distinct paths named by fs.write records */
-	bool files_approx;	/* the path set was full: later paths counted without dedup */
-	uint64_t net_denied;	/* net.denied records */
-	au_table denied_hosts;	/* net.denied by host, detail: the reason */
+	uint64_t execs;		     /* proc.exec records of programs that ran */
+	uint64_t execs_failed;	     /* proc.exec attempts the kernel refused (au_exec_failed) */
+	uint64_t files_written;	     /* distinct paths named by fs.write records */
+	bool files_approx;	     /* the path set was full: later paths counted without dedup */
+	uint64_t net_denied;	     /* net.denied records, and requests refused over net.rate */
+	uint64_t requests_over_rate; /* those refused over net.rate (folded: no record each) */
+	au_table denied_hosts;	     /* net.denied by host, detail: the reason */
 	uint64_t syscalls_denied;
 	au_table syscalls; /* syscall.denied by name */
 	uint64_t limits_hit;
@@ -50,7 +51,7 @@ typedef struct au_tally {
 	/* by credential name: allowed net.request records that carried it
 	 * (count, bytes), net.denied records that name it (refused) */
 	au_table credentials;
-	uint64_t dns_queries;		/* net.dns records */
+	uint64_t dns_queries;		/* net.dns records and queries refused over net.rate */
 	uint64_t dns_refused;		/* those not answered NOERROR */
 	uint64_t paths[AU_TALLY_PATHS]; /* 64-bit hashes of written paths, 0 = free */
 	size_t n_paths;

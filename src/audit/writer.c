@@ -33,9 +33,10 @@ struct au_log {
 	char sandbox[AU_SANDBOX_ID_MAX + 1];
 	uint8_t *key;
 	size_t key_len;
-	off_t size;	  /* bytes of complete records in the file */
-	off_t allocated;  /* bytes allocated from offset 0 (KEEP_SIZE: beyond size) */
-	bool can_reserve; /* fallocate works here; else there is no reserve */
+	off_t size;	    /* bytes of complete records in the file */
+	uint64_t max_bytes; /* au_set_max_bytes(); 0: none */
+	off_t allocated;    /* bytes allocated from offset 0 (KEEP_SIZE: beyond size) */
+	bool can_reserve;   /* fallocate works here; else there is no reserve */
 	bool sealed;
 	bool unsynced;	    /* records written since the last fsync */
 	int error;	    /* sticky: the file could not be brought back to a record boundary */
@@ -275,6 +276,10 @@ static int log_append(au_log *log, const char *line, size_t len, const uint8_t h
 	int r;
 
 	if (__builtin_add_overflow(log->size, (off_t)len, &nsize))
+		return -EFBIG;
+	/* The run's bound holds for every record but those of the stop path,
+	 * which go into the reserve behind it (behind is the seal's room). */
+	if (log->max_bytes && behind == AU_RESERVE_BYTES && (uint64_t)nsize > log->max_bytes)
 		return -EFBIG;
 	r = log_make_room(log, len, behind);
 	if (r < 0)
@@ -528,6 +533,17 @@ int au_failed(const au_log *log, const char **ret_event, uint64_t *ret_records)
 	if (ret_records)
 		*ret_records = log->failed_at;
 	return log->failed;
+}
+
+void au_set_max_bytes(au_log *log, uint64_t max_bytes)
+{
+	if (log)
+		log->max_bytes = max_bytes == UINT64_MAX ? 0 : max_bytes;
+}
+
+uint64_t au_bytes(const au_log *log)
+{
+	return log ? (uint64_t)log->size : 0;
 }
 
 uint64_t au_reserved(const au_log *log)

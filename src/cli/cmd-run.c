@@ -88,7 +88,10 @@ static void summary_audit(FILE *f, const sc_run_result *r)
 			"  audit log FAILED: %s (%s) after %" PRIu64
 			" records, %s not written; %s\n",
 			strerrorname_np(r->audit_error) ? strerrorname_np(r->audit_error) : "?",
-			strerror(r->audit_error), r->audit_failed_at, r->audit_failed_event,
+			/* the log's own bound, not the file system's */
+			r->audit_error == EFBIG ? "the log reached audit.max_bytes"
+						: strerror(r->audit_error),
+			r->audit_failed_at, r->audit_failed_event,
 			r->audit_stopped ? "sandbox stopped" : "the sandbox had ended");
 	if (!r->audit_sealed)
 		fprintf(f,

@@ -77,6 +77,18 @@ enum {
 	EV_SESSION
 };
 
+/*
+ * audit.max_rate (docs/policy.md, "How fast the log grows"): a bucket of
+ * log bytes, a second's worth, that every record written draws from, into
+ * debt if need be; the exec listener waits until it is out of debt before
+ * it records (and so lets run) the next exec. Under the emit lock.
+ */
+typedef struct log_pace {
+	uint64_t rate; /* bytes per second; 0: no pacing */
+	int64_t tokens;
+	uint64_t last_ns;
+} log_pace;
+
 typedef struct supervisor {
 	const sc_run_opts *o;
 	const sc_plan *plan;
@@ -84,6 +96,7 @@ typedef struct supervisor {
 	sc_diag *diag;
 
 	au_log *audit;
+	log_pace pace;
 	cg_handle *cg;
 	ns_source *sources;
 	pty_relay *pty;
@@ -142,6 +155,52 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void pace_init(log_pace *p, uint64_t rate)
+{
+	p->rate = rate == PLAN_UNLIMITED || rate > INT64_MAX ? 0 : rate;
+	p->tokens = (int64_t)p->rate;
+	p->last_ns = now_ns();
+}
+
+static void pace_refill(log_pace *p, uint64_t now)
+{
+	unsigned __int128 add;
+
+	if (!p->rate || now <= p->last_ns)
+		return;
+	add = (unsigned __int128)(now - p->last_ns) * p->rate / 1000000000ull;
+	if (add == 0)
+		return;
+	p->last_ns = now;
+	if (add >= (unsigned __int128)((int64_t)p->rate - p->tokens))
+		p->tokens = (int64_t)p->rate;
+	else
+		p->tokens += (int64_t)add;
+}
+
+/* The debt stops at a second's worth: records of other sources (the
+ * proxy's, bounded by net.rate) never hold an exec for longer than that. */
+static void pace_charge(log_pace *p, uint64_t bytes)
+{
+	int64_t floor = -(int64_t)p->rate;
+
+	if (!p->rate)
+		return;
+	if (bytes > p->rate || p->tokens - (int64_t)bytes < floor)
+		p->tokens = floor;
+	else
+		p->tokens -= (int64_t)bytes;
+}
+
+/* Nanoseconds until the bucket is out of debt (0: now). */
+static uint64_t pace_wait_ns(log_pace *p, uint64_t now)
+{
+	pace_refill(p, now);
+	if (!p->rate || p->tokens >= 0)
+		return 0;
+	return (uint64_t)((unsigned __int128)(uint64_t)-p->tokens * 1000000000ull / p->rate) + 1;
 }
 
 static bool path_inside(const char *path, const char *dir)
@@ -283,6 +342,8 @@ static int audit_open(supervisor *s)
 	if (s->o->audit_signer)
 		(void)au_set_signer(s->audit, s->o->audit_signer, s->o->audit_checkpoint_records,
 				    s->o->audit_checkpoint_ms * 1000000ull);
+	au_set_max_bytes(s->audit, p->audit_max_bytes);
+	pace_init(&s->pace, p->audit_max_rate);
 	return 0;
 }
 
@@ -327,6 +388,7 @@ static void audit_failed(supervisor *s)
  * written. */
 static int emit_locked(supervisor *s, const char *event, json_t *data)
 {
+	uint64_t before;
 	int r;
 
 	au_tally_event(&s->res->tally, event, data); /* the summary's numbers */
@@ -338,9 +400,12 @@ static int emit_locked(supervisor *s, const char *event, json_t *data)
 		json_decref(data);
 		return 0;
 	}
+	before = au_bytes(s->audit);
 	r = au_emit(s->audit, event, data);
-	if (r >= 0)
+	if (r >= 0) {
+		pace_charge(&s->pace, au_bytes(s->audit) - before);
 		return 0;
+	}
 	/* Whatever kept it out (a refused record too): not without it. */
 	s->res->audit_unrecorded++;
 	audit_failed(s);
@@ -579,11 +644,30 @@ static void emit_start(supervisor *s, int listener_fd)
 		(void)ep_add(s, fw_fd(s->fw), EV_FSWATCH);
 }
 
+/* The exec listener waits for room in the log's bucket: the agent's exec
+ * (or refused call) waits with it, and no record is lost. */
+static void pace_wait(supervisor *s)
+{
+	for (;;) {
+		struct timespec ts = {0};
+		uint64_t w;
+
+		pthread_mutex_lock(&s->emit_lock);
+		w = s->audit_stopped ? 0 : pace_wait_ns(&s->pace, now_ns());
+		pthread_mutex_unlock(&s->emit_lock);
+		if (w == 0)
+			return;
+		ts.tv_nsec = (long)(w < 100000000ull ? w : 100000000ull);
+		(void)nanosleep(&ts, NULL);
+	}
+}
+
 static int on_event(const char *event, json_t *data, void *userdata)
 {
 	supervisor *s = userdata;
 	int r;
 
+	pace_wait(s);
 	pthread_mutex_lock(&s->emit_lock);
 	if (strcmp(event, "syscall.denied") == 0 && s->plan->n_egress > 0) {
 		json_t *denied, *limit;
@@ -1105,6 +1189,7 @@ static void emit_exit(supervisor *s)
 {
 	const sc_run_result *r = s->res;
 	json_t *data;
+	uint64_t denied;
 
 	if (r->timed_out)
 		emit_final(
@@ -1122,17 +1207,20 @@ static void emit_exit(supervisor *s)
 		emit_final(s, "limit.hit",
 			   json_pack("{s:s, s:s}", "limit", "cpu_throttled", "detail",
 				     "CPU quota throttled"));
-	data = json_pack(
-	    "{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "status",
-	    r->exit_status, "signal", r->signal, "timed_out", r->timed_out, "oom_killed",
-	    r->oom_killed, "cpu_ns", (json_int_t)r->cpu_ns, "throttled_ns",
-	    (json_int_t)r->throttled_ns, "memory_peak",
-	    r->memory_peak == UINT64_MAX ? (json_int_t)-1 : (json_int_t)r->memory_peak, "oom_kills",
-	    (json_int_t)r->oom_kills, "wall_ns", (json_int_t)r->wall_ns, "bytes_out",
-	    (json_int_t)r->bytes_out, "bytes_in", (json_int_t)r->bytes_in, "requests_allowed",
-	    (json_int_t)r->requests_allowed, "requests_denied", (json_int_t)r->requests_denied,
-	    "syscalls_denied", (json_int_t)r->syscalls_denied, "files_written",
-	    (json_int_t)r->files_written);
+	/* requests refused over net.rate come folded, counted in limit.hit */
+	if (__builtin_add_overflow(r->requests_denied, r->tally.requests_over_rate, &denied))
+		denied = UINT64_MAX;
+	data =
+	    json_pack("{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		      "status", r->exit_status, "signal", r->signal, "timed_out", r->timed_out,
+		      "oom_killed", r->oom_killed, "cpu_ns", (json_int_t)r->cpu_ns, "throttled_ns",
+		      (json_int_t)r->throttled_ns, "memory_peak",
+		      r->memory_peak == UINT64_MAX ? (json_int_t)-1 : (json_int_t)r->memory_peak,
+		      "oom_kills", (json_int_t)r->oom_kills, "wall_ns", (json_int_t)r->wall_ns,
+		      "bytes_out", (json_int_t)r->bytes_out, "bytes_in", (json_int_t)r->bytes_in,
+		      "requests_allowed", (json_int_t)r->requests_allowed, "requests_denied",
+		      (json_int_t)denied, "syscalls_denied", (json_int_t)r->syscalls_denied,
+		      "files_written", (json_int_t)r->files_written);
 	/* Stopped by a signal to us: which, and whether the grace ran out. */
 	if (data && r->stop_signal) {
 		char name[32];

@@ -364,6 +364,16 @@ int plan_describe(const sc_plan *p, FILE *out)
 	fprintf(out, "  fsync:                 %s\n",
 		p->audit_fsync == AUDIT_FSYNC_ALWAYS ? "after every record"
 						     : "at start, exit and seal");
+	if (p->audit_max_rate == PLAN_UNLIMITED)
+		fprintf(out, "  log growth:            not paced\n");
+	else
+		fprintf(out, "  log growth:            %" PRIu64 " bytes/s at most (execs wait)\n",
+			p->audit_max_rate);
+	if (p->audit_max_bytes == PLAN_UNLIMITED)
+		fprintf(out, "  log size:              unbounded\n");
+	else
+		fprintf(out, "  log size:              %" PRIu64 " bytes at most (then stopped)\n",
+			p->audit_max_bytes);
 	fprintf(out, "\nEnforcement: %s\n",
 		p->best_effort
 		    ? "best effort: layers the host cannot provide are skipped and logged"

@@ -639,6 +639,8 @@ int plan_intersect(const sc_plan *pa, const sc_plan *cv, sc_plan **ret)
 	    pa->audit_fsync == AUDIT_FSYNC_ALWAYS || cv->audit_fsync == AUDIT_FSYNC_ALWAYS
 		? AUDIT_FSYNC_ALWAYS
 		: AUDIT_FSYNC_BOUNDARIES;
+	o->audit_max_rate = MIN(pa->audit_max_rate, cv->audit_max_rate);
+	o->audit_max_bytes = MIN(pa->audit_max_bytes, cv->audit_max_bytes);
 	o->best_effort = pa->best_effort && cv->best_effort;
 	o->spawn_max_depth = MIN(pa->spawn_max_depth, cv->spawn_max_depth);
 	o->spawn_max_children = MIN(pa->spawn_max_children, cv->spawn_max_children);

@@ -563,6 +563,29 @@ static int parse_rate_value(pctx *c, const json_t *v, const policy_key *k, void 
 	return 0;
 }
 
+/*
+ * net.rate: absent is PLAN_NET_RATE_DEFAULT (net_init), so that a sandbox
+ * cannot write records faster than its log is bounded (docs/policy.md,
+ * "How fast the log grows"); null lifts it.
+ */
+static int parse_net_rate(pctx *c, const json_t *v, const policy_key *k, void *base)
+{
+	plan_rate *rate = key_field(k, base);
+
+	if (json_is_null(v)) {
+		*rate = (plan_rate){0};
+		return 0;
+	}
+	return parse_rate_value(c, v, k, base);
+}
+
+static void net_init(void *base)
+{
+	sc_plan *p = base;
+
+	p->rate = (plan_rate){.count = PLAN_NET_RATE_DEFAULT, .per_ns = 1000000000ull};
+}
+
 static int parse_bandwidth_value(pctx *c, const json_t *v, const policy_key *k, void *base)
 {
 	uint64_t bw;
@@ -862,10 +885,10 @@ static const policy_key net_keys[] = {
     {.name = "rate",
      .type = KT_CUSTOM,
      .off = offsetof(sc_plan, rate),
-     .flags = KEY_NULLABLE,
-     .parse = parse_rate_value,
+     .flags = KEY_NULL_LIFTS,
+     .parse = parse_net_rate,
      .doc_type = "rate",
-     .doc_default = "unlimited"},
+     .doc_default = "\"200/s\""},
     {.name = "bandwidth",
      .type = KT_CUSTOM,
      FIELD(sc_plan, bandwidth),
@@ -910,4 +933,4 @@ static const policy_key net_keys[] = {
      .doc_type = "IP",
      .doc_default = "/etc/resolv.conf"},
 };
-const key_table net_section = {net_keys, ELEMENTSOF(net_keys)};
+const key_table net_section = {net_keys, ELEMENTSOF(net_keys), .init = net_init};

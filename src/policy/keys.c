@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "base/cleanup.h"
+#include "base/parse-num.h"
 #include "policy/agent-env.h"
 #include "policy/parse-internal.h"
 #include "policy/plan.h"
@@ -450,6 +451,33 @@ static const policy_key identity_keys[] = {
 };
 static const key_table identity_table = {identity_keys, ELEMENTSOF(identity_keys)};
 
+/* audit.max_rate and audit.max_bytes: absent is the default, null lifts
+ * the bound (PLAN_UNLIMITED). */
+static int parse_log_bound(pctx *c, const json_t *v, const policy_key *k, void *base)
+{
+	bool rate = strcmp(k->name, "max_rate") == 0;
+	const char *what = rate ? "a bandwidth such as \"1M/s\"" : "a size such as \"1G\"";
+	uint64_t u = 0;
+	int r = -EINVAL;
+
+	if (json_is_null(v)) {
+		store_uint(key_field(k, base), k->width, PLAN_UNLIMITED);
+		return 0;
+	}
+	if (json_is_string(v))
+		r = rate ? parse_bandwidth(json_string_value(v), &u)
+			 : parse_size(json_string_value(v), &u);
+	else if (!rate && json_is_integer(v) && json_integer_value(v) > 0)
+		r = 0, u = (uint64_t)json_integer_value(v);
+	if (r < 0 || u == 0 || u == PLAN_UNLIMITED)
+		return fail_expected(c, v, what);
+	if (u < AUDIT_BOUND_MIN)
+		return fail(c, -ERANGE, "at least %u bytes%s: the log's own records need room",
+			    AUDIT_BOUND_MIN, rate ? " per second" : "");
+	store_uint(key_field(k, base), k->width, u);
+	return 0;
+}
+
 static const policy_key audit_keys[] = {
     {.name = "exec", .type = KT_BOOL, FIELD(sc_plan, audit_exec), .def = true},
     {.name = "denied_syscalls",
@@ -463,6 +491,22 @@ static const policy_key audit_keys[] = {
      .names = fsync_names,
      .n_names = ELEMENTSOF(fsync_names)},
     {.name = "reads", .type = KT_BOOL, FIELD(sc_plan, audit_reads), .def = false},
+    {.name = "max_rate",
+     .type = KT_CUSTOM,
+     FIELD(sc_plan, audit_max_rate),
+     .def = PLAN_AUDIT_MAX_RATE_DEFAULT,
+     .flags = KEY_NULL_LIFTS,
+     .parse = parse_log_bound,
+     .doc_type = "bandwidth",
+     .doc_default = "\"1M/s\""},
+    {.name = "max_bytes",
+     .type = KT_CUSTOM,
+     FIELD(sc_plan, audit_max_bytes),
+     .def = PLAN_AUDIT_MAX_BYTES_DEFAULT,
+     .flags = KEY_NULL_LIFTS,
+     .parse = parse_log_bound,
+     .doc_type = "size",
+     .doc_default = "1G"},
 };
 static const key_table audit_table = {audit_keys, ELEMENTSOF(audit_keys)};
 

@@ -69,6 +69,8 @@ typedef enum host_kind {
 typedef enum key_flags {
 	KEY_REQUIRED = 1 << 0,
 	KEY_NULLABLE = 1 << 1, /* null means the default (canonical form) */
+	/* null lifts a limit that is on by default: .parse reads it (KT_CUSTOM) */
+	KEY_NULL_LIFTS = 1 << 2,
 } key_flags;
 
 typedef struct policy_key policy_key;

@@ -18,6 +18,13 @@
 #include "sandcap/sandcap.h"
 
 #define PLAN_UNLIMITED UINT64_MAX
+/* The defaults that bound how fast and how far the audit log grows
+ * (docs/policy.md, "How fast the log grows"): requests and DNS queries per
+ * second, the log's bytes per second and its bytes in one run. */
+#define PLAN_NET_RATE_DEFAULT	     200u
+#define PLAN_AUDIT_MAX_RATE_DEFAULT  (1ull << 20)
+#define PLAN_AUDIT_MAX_BYTES_DEFAULT (1ull << 30)
+#define AUDIT_BOUND_MIN		     65536u /* the least either may be set to */
 
 #define POLICY_MAX_BYTES       (1u << 20)
 #define POLICY_MAX_GRANTS      256u
@@ -167,6 +174,8 @@ struct sc_plan {
 	bool audit_denied_syscalls; /* default true */
 	audit_fsync audit_fsync;
 	bool audit_reads; /* default false: fs.read of each file first opened under a grant */
+	uint64_t audit_max_rate;  /* log bytes per second the exec listener paces to */
+	uint64_t audit_max_bytes; /* log bytes per run; the sandbox is stopped beyond */
 
 	bool best_effort; /* allow degraded layers (recorded in the audit log) */
 

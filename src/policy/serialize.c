@@ -303,6 +303,11 @@ char *plan_to_json(const sc_plan *p)
 		put(o, "fsync",
 		    json_string(p->audit_fsync == AUDIT_FSYNC_ALWAYS ? "always" : "boundaries"),
 		    &ok);
+		put(o, "max_rate",
+		    p->audit_max_rate == PLAN_UNLIMITED ? json_null()
+							: num_suffix(p->audit_max_rate, "/s"),
+		    &ok);
+		put(o, "max_bytes", size_or_null(p->audit_max_bytes), &ok);
 	}
 	put(root, "audit", o, &ok);
 	put(root, "best_effort", json_boolean(p->best_effort), &ok);
@@ -356,6 +361,7 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 	    a->audit_exec != b->audit_exec ||
 	    a->audit_denied_syscalls != b->audit_denied_syscalls ||
 	    a->audit_reads != b->audit_reads || a->audit_fsync != b->audit_fsync ||
+	    a->audit_max_rate != b->audit_max_rate || a->audit_max_bytes != b->audit_max_bytes ||
 	    a->best_effort != b->best_effort || a->spawn_max_depth != b->spawn_max_depth ||
 	    a->spawn_max_children != b->spawn_max_children)
 		return false;

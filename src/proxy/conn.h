@@ -42,6 +42,7 @@
 #define PX_NOFILE		4096u
 #define PX_HEAD_HEX_BYTES	32u /* of an unparsable head, in its net.denied record */
 #define PX_CAP_REPORT_NS	(1000000000ull) /* connections refused at the cap */
+#define PX_RATE_RECORDS		10u /* refusals over net.rate with a record each, per second */
 
 typedef enum watch_type {
 	W_LISTEN = 1,
@@ -110,10 +111,13 @@ struct px_loop {
 	size_t max_conns;
 	px_watch *graveyard; /* upstream watches freed after the current epoll batch */
 	uint64_t accept_resume_ns;
-	uint64_t cap_refused;	/* connections refused at max_conns, not yet reported */
-	uint64_t cap_report_ns; /* the next report, see report_refused() */
-	uint64_t now_ns;	/* when the last epoll_wait(2) returned */
-	px_pool pool;		/* idle upstream connections (pool.h) */
+	uint64_t cap_refused;	 /* connections refused at max_conns, not yet reported */
+	uint64_t cap_report_ns;	 /* the next report, see report_refused() */
+	uint64_t rate_report_ns; /* the next report of sh->rate_refused, see report_rate() */
+	px_bucket rate_records;	 /* refusals over net.rate recorded one by one */
+	bool rate_records_started;
+	uint64_t now_ns; /* when the last epoll_wait(2) returned */
+	px_pool pool;	 /* idle upstream connections (pool.h) */
 	bool quit;
 	px_synth_table *synth; /* the sandbox resolver's names, shared with a successor */
 	px_redirect *redir;    /* sandbox resolver and transparent listeners, or NULL */

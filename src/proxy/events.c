@@ -203,7 +203,7 @@ static const struct event_schema {
      {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "via",
       "events_dropped", NULL}},
     {"net.dns", {"name", "type", "rcode", "answer", "rule", "reason", "events_dropped", NULL}},
-    {"limit.hit", {"limit", "detail", "suppressed", "events_dropped", NULL}},
+    {"limit.hit", {"limit", "detail", "suppressed", "kind", "events_dropped", NULL}},
 };
 
 static bool key_known(const struct event_schema *s, const char *key)

@@ -369,13 +369,12 @@ int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text
 	return 0;
 }
 
-void px_conn_deny(conn *c, int status, const char *reason, const char *text, bool close)
+/* The refusal's answer, without its records (px_conn_deny writes them). */
+static void answer_refused(conn *c, int status, const char *reason, const char *text, bool close)
 {
 	/* an unread request body makes the connection unusable for another request */
 	if (c->req.has_content_length || c->req.chunked || !c->keep_alive)
 		close = true;
-	px_conn_emit_denied(c, reason, text);
-	px_conn_emit_request(c, "deny", reason, status);
 	/* the request is answered: its head leaves the buffer (the forward path
 	 * has already consumed it when req.head_len was reset) */
 	if (c->state != CS_FORWARD && c->req.head_len > 0 && c->req.head_len <= c->cin_len) {
@@ -387,6 +386,60 @@ void px_conn_deny(conn *c, int status, const char *reason, const char *text, boo
 		c->cin_len = 0;
 	if (px_conn_reply(c, status, reason, text, close) < 0)
 		px_conn_close(c, "oom");
+}
+
+void px_conn_deny(conn *c, int status, const char *reason, const char *text, bool close)
+{
+	px_conn_emit_denied(c, reason, text);
+	px_conn_emit_request(c, "deny", reason, status);
+	answer_refused(c, status, reason, text, close);
+}
+
+/*
+ * A request over net.rate is one net.denied (reason "rate"), as long as
+ * PX_RATE_RECORDS a second are not used up; past them it is counted (in the
+ * counters a successor inherits) and report_rate() writes the count, one
+ * limit.hit a second at most, so that a flood of refusals is not a flood
+ * of records and every refusal is still accounted for (docs/audit.md,
+ * "Folded records").
+ */
+static void refuse_over_rate(conn *c)
+{
+	px_loop *L = c->L;
+	uint64_t now = px_now_ns();
+
+	if (!L->rate_records_started) {
+		px_bucket_init(&L->rate_records, PX_RATE_RECORDS, 1000000000ull, PX_RATE_RECORDS,
+			       now);
+		L->rate_records_started = true;
+	}
+	if (px_bucket_take_exact(&L->rate_records, 1, now))
+		px_conn_emit_denied(c, "rate", "request rate limit");
+	else if (L->sh->rate_refused < UINT64_MAX)
+		L->sh->rate_refused++;
+	answer_refused(c, 429, "rate", "request rate limit", false);
+}
+
+static void report_rate(px_loop *L, uint64_t now, bool now_or_never)
+{
+	uint64_t n = L->sh->rate_refused;
+	char detail[128];
+
+	if (n == 0 || (!now_or_never && now < L->rate_report_ns))
+		return;
+	(void)snprintf(detail, sizeof(detail),
+		       "%llu more request%s refused (429) over net.rate (%llu per %llu ms), not "
+		       "recorded one by one",
+		       (unsigned long long)n, n == 1 ? "" : "s",
+		       (unsigned long long)L->cfg->rate.count,
+		       (unsigned long long)(L->cfg->rate.per_ns / 1000000ull));
+	/* counted as reported only once the event is queued */
+	if (px_events_emit(L->ev, "limit.hit",
+			   json_pack("{s:s, s:s, s:s, s:I}", "limit", "rate", "kind", "requests",
+				     "detail", detail, "suppressed", (json_int_t)n)) < 0)
+		return;
+	L->sh->rate_refused = 0;
+	L->rate_report_ns = now + PX_CAP_REPORT_NS;
 }
 
 static void deny(conn *c, int status, const char *reason, const char *text, bool close)
@@ -723,13 +776,7 @@ void px_conn_judge(conn *c)
 	}
 
 	if (!px_bucket_take_exact(&L->sh->rate, 1, px_now_ns())) {
-		char detail[64];
-
-		(void)snprintf(detail, sizeof(detail), "%llu per %llu ms",
-			       (unsigned long long)cfg->rate.count,
-			       (unsigned long long)(cfg->rate.per_ns / 1000000ull));
-		px_limit_hit(L, "rate", detail);
-		deny(c, 429, "rate", "request rate limit", false);
+		refuse_over_rate(c);
 		return;
 	}
 	c->cred = request_cred(c);
@@ -1233,6 +1280,8 @@ static int timeout_ms(px_loop *L, uint64_t now)
 		next = L->accept_resume_ns;
 	if (L->cap_refused && L->cap_report_ns < next)
 		next = L->cap_report_ns;
+	if (L->sh->rate_refused && L->rate_report_ns < next)
+		next = L->rate_report_ns;
 	for (size_t i = 0; i < L->pool.n; i++)
 		if (L->pool.e[i].idle_since_ns + PX_POOL_IDLE_NS < next)
 			next = L->pool.e[i].idle_since_ns + PX_POOL_IDLE_NS;
@@ -1277,6 +1326,7 @@ static void handle_events_fd(px_loop *L, uint32_t e)
 static void drain(px_loop *L)
 {
 	report_refused(L, px_now_ns(), true);
+	report_rate(L, px_now_ns(), true);
 	px_attempts_report(L, px_now_ns(), true);
 	(void)px_redirect_tick(L, px_now_ns(), true);
 	for (conn *c = L->conns; c; c = c->next)
@@ -1384,6 +1434,7 @@ int px_loop_run(px_loop *L)
 			px_dns_process_timeouts(L->dns);
 		now = L->now_ns = px_now_ns();
 		report_refused(L, now, false);
+		report_rate(L, now, false);
 		px_attempts_report(L, now, false);
 		L->redir_due_ns = px_redirect_tick(L, now, false);
 		if (L->accept_resume_ns && L->accept_resume_ns <= now) {

@@ -78,6 +78,9 @@ typedef struct px_shared {
 	uint64_t budget_left;
 	px_bucket rate, bw_up, bw_down;
 	uint64_t start_ns; /* CLOCK_MONOTONIC when the first worker started: expires */
+	/* requests refused over net.rate, not yet reported: a successor
+	 * reports what its predecessor counted */
+	uint64_t rate_refused;
 	px_cred_state creds[POLICY_MAX_CREDENTIALS]; /* index: px_config.creds */
 } px_shared;
 

@@ -341,11 +341,12 @@ bool px_transparent_timeout(conn *c)
 
 /* A count of what was not recorded one by one: "suppressed" as in
  * net.attempts, so that every query and refusal is accounted for. */
-static void report_count(px_loop *L, const char *limit, const char *detail, uint64_t n)
+static void report_count(px_loop *L, const char *limit, const char *kind, const char *detail,
+			 uint64_t n)
 {
 	(void)px_events_emit(L->ev, "limit.hit",
-			     json_pack("{s:s, s:s, s:I}", "limit", limit, "detail", detail,
-				       "suppressed", (json_int_t)n));
+			     json_pack("{s:s, s:s, s:s, s:I}", "limit", limit, "kind", kind,
+				       "detail", detail, "suppressed", (json_int_t)n));
 }
 
 uint64_t px_redirect_tick(px_loop *L, uint64_t now, bool now_or_never)
@@ -361,7 +362,7 @@ uint64_t px_redirect_tick(px_loop *L, uint64_t now, bool now_or_never)
 		(void)snprintf(
 		    detail, sizeof(detail), "%llu DNS quer%s refused (REFUSED) over net.rate",
 		    (unsigned long long)R->dns_over_rate, R->dns_over_rate == 1 ? "y" : "ies");
-		report_count(L, "rate", detail, R->dns_over_rate);
+		report_count(L, "rate", "dns", detail, R->dns_over_rate);
 		R->dns_over_rate = 0;
 	}
 	if (R->denied_unrecorded) {
@@ -370,7 +371,7 @@ uint64_t px_redirect_tick(px_loop *L, uint64_t now, bool now_or_never)
 			       "one by one",
 			       (unsigned long long)R->denied_unrecorded,
 			       R->denied_unrecorded == 1 ? "" : "s");
-		report_count(L, "denied_records", detail, R->denied_unrecorded);
+		report_count(L, "denied_records", "connections", detail, R->denied_unrecorded);
 		R->denied_unrecorded = 0;
 	}
 	R->report_ns = now + PX_REDIR_REPORT_NS;

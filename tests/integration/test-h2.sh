@@ -142,10 +142,11 @@ expect_eq "a rate of 3/m, six streams on one connection: three served, three 429
 	' 3 2 200
  3 2 429
  1 connections 1'
-expect_eq "... one record each" \
+expect_eq "... one record each: a net.request for a stream served" \
 	"$(records rate | grep -o '"decision":"[a-z]*"\|"status":[0-9]*' | paste -d' ' - - | sort | uniq -c | tr -s ' ')" \
-	' 3 "decision":"allow" "status":200
- 3 "decision":"deny" "status":429'
+	' 3 "decision":"allow" "status":200'
+expect_eq "... and a net.denied (rate) for a stream refused over net.rate" \
+	"$(grep -c '"event":"net.denied".*"reason":"rate"' "$T/audit-rate.jsonl")" 3
 
 # --- a header list over the SETTINGS limit: 431 on that stream, as an
 # HTTP/1.1 head of that size gets, and recorded

@@ -264,7 +264,7 @@ out=$(run_net dnsrate $NOPX python3 /ca/dnsq.py flood 2>&1)
 read -r answered refused <<<"$out"
 check "past net.rate (10/s) queries are REFUSED ($out)" [ "${answered:-0}" -ge 10 -a "${answered:-0}" -le 15 -a "${refused:-0}" -ge 25 ]
 check "... one limit.hit counts them, not a record each" \
-	grep -q '"event":"limit.hit","data":{"detail":"[0-9]* DNS queries refused (REFUSED) over net.rate","limit":"rate","suppressed":[1-9][0-9]*}' "$T/audit-dnsrate.jsonl"
+	grep -q '"event":"limit.hit","data":{"detail":"[0-9]* DNS queries refused (REFUSED) over net.rate","kind":"dns","limit":"rate","suppressed":[1-9][0-9]*}' "$T/audit-dnsrate.jsonl"
 n=$(grep -c '"event":"net.dns"' "$T/audit-dnsrate.jsonl")
 check "... and only the answered ones are net.dns records ($n)" [ "$n" = "$answered" ]
 counted=$(python3 -c '

@@ -562,8 +562,10 @@ n429=$(echo "$codes" | tr ' ' '\n' | grep -c 429)
 [ "$n429" -ge 1 ] && [ "$n200" -ge 5 ]
 ok $? "rate 5/s: 429 after the burst ($codes)"
 sleep 0.2
-grep -q '"limit":"rate"' "$T/p3.events"
-ok $? "rate limit logged as limit.hit"
+grep '"event":"net.denied"' "$T/p3.events" | grep -q '"reason":"rate"'
+ok $? "a request over the rate logged as one net.denied (reason rate)"
+! grep '"status":429' "$T/p3.events" | grep -q '"event":"net.request"'
+ok $? "... and no net.request of its own"
 
 # --- bandwidth ---------------------------------------------------------------
 t0=$(date +%s.%N)

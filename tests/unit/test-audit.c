@@ -1196,6 +1196,48 @@ static void test_log_bound(void)
 	ok(au_log_bound_add(&b, 0, true, why, sizeof(why)) == -EFBIG, "one more byte is refused");
 }
 
+/* au_set_max_bytes(): the record that would pass the bound fails the log
+ * (EFBIG); the stop path's records and the seal still go in behind it. */
+static void test_max_bytes(void)
+{
+	_cleanup_free_ char *path = path_in_tmp("bounded.log");
+	char reason[256] = "";
+	au_verify_info info;
+	au_log *log = NULL;
+	struct stat st;
+	size_t line;
+	int r = 0, n = 0;
+	FILE *f;
+
+	if (au_open(path, NULL, 0, "sc-bounded", AUDIT_FSYNC_BOUNDARIES, &log) < 0) {
+		ok(false, "open a log to bound");
+		return;
+	}
+	au_set_max_bytes(log, 65536);
+	while (r >= 0 && n < 10000) {
+		r = au_emit(log, "proc.exec",
+			    json_pack("{s:[s, s]}", "argv", "/bin/true",
+				      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
+		n++;
+	}
+	ok(r == -EFBIG && au_bytes(log) <= 65536 && au_bytes(log) > 60000,
+	   "past 64 KiB a record fails the log with EFBIG (%d records, %" PRIu64 " bytes)", n,
+	   au_bytes(log));
+	ok(au_emit(log, "proc.exec", NULL) == -EFBIG, "... and every later one");
+	ok(au_emit_failure(log, "sandbox stopped") >= 0 &&
+	       au_emit_final(log, "sandbox.exit", json_pack("{s:i}", "status", 137)) >= 0 &&
+	       au_seal(log) == 0,
+	   "... while audit.error, sandbox.exit and the seal go in behind the bound");
+	au_close(log);
+	f = fopen(path, "re");
+	r = f ? au_verify_ex(f, NULL, 0, &info, &line, reason, sizeof(reason)) : -1;
+	if (f)
+		fclose(f);
+	ok(r == 0 && info.failed && strcmp(info.failed_error, "EFBIG") == 0 &&
+	       stat(path, &st) == 0 && st.st_size < 65536 + 4096,
+	   "verify: intact, failed with EFBIG (%s)", reason);
+}
+
 static void cleanup_tmp(void)
 {
 	_cleanup_close_ int dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1225,6 +1267,7 @@ int main(void)
 	test_failure();
 	test_endless_line();
 	test_log_bound();
+	test_max_bytes();
 	test_sync_detach();
 	test_untrusted();
 	test_argv();

@@ -288,6 +288,14 @@ static void write_traffic(const char *path, const char *transparent, const char 
 	(void)au_emit(log, "limit.hit",
 		      json_pack("{s:s, s:i, s:s}", "limit", "net.attempts", "suppressed", 5,
 				"detail", "5 direct attempts not recorded one by one"));
+	/* refusals over net.rate, folded: they count as the records they stand for */
+	(void)au_emit(log, "limit.hit",
+		      json_pack("{s:s, s:s, s:i, s:s}", "limit", "rate", "kind", "dns",
+				"suppressed", 7, "detail",
+				"7 DNS queries refused (REFUSED) over net.rate"));
+	(void)au_emit(log, "limit.hit",
+		      json_pack("{s:s, s:s, s:i, s:s}", "limit", "rate", "kind", "requests",
+				"suppressed", 4, "detail", "4 more requests refused (429)"));
 	for (int i = 0; i < 3; i++)
 		(void)au_emit(log, "net.dns",
 			      json_pack("{s:s, s:s, s:s}", "name", i ? "api.test" : "evil.test",
@@ -295,7 +303,9 @@ static void write_traffic(const char *path, const char *transparent, const char 
 	(void)au_emit(log, "fs.write",
 		      json_pack("{s:s, s:s, s:s, s:s}", "path", "/work/out/a.txt", "host_path",
 				"/srv/out/a.txt", "op", "create", "type", "file"));
-	(void)au_emit(log, "sandbox.exit", json_pack("{s:i, s:i}", "status", 0, "bytes_out", 201));
+	(void)au_emit(log, "sandbox.exit",
+		      json_pack("{s:i, s:i, s:I}", "status", 0, "bytes_out", 201, "wall_ns",
+				(json_int_t)2000000000));
 	(void)au_seal(log);
 	au_close(log);
 }
@@ -356,16 +366,19 @@ static void test_bound(void)
 	b3 = bound_of(wild);
 	ok(b && json_is_null(json_object_get(b, "outside_budget")) &&
 	       starts_with(b3, "outside_budget", "names under a wildcard rule (*.api.test)") &&
-	       strstr(json_string_value(json_object_get(b3, "outside_budget")),
-		      "at most net.rate 10/s"),
-	   "names the agent chooses under a wildcard rule are stated outside the budget, bounded "
-	   "by net.rate; exact hosts leave nothing outside it");
+	       strstr(
+		   json_string_value(json_object_get(b3, "outside_budget")),
+		   "at most net.rate 10/s lookups, each a name of up to 253 bytes, so up to 2530 "
+		   "bytes a second, at most 7590 bytes in this run"),
+	   "names the agent chooses under a wildcard rule are stated outside the budget, in "
+	   "bytes a second and over the run, bounded by net.rate; exact hosts leave nothing "
+	   "outside it");
 	ok(b && json_integer_value(json_object_get(b, "direct_attempts")) == 6 &&
-	       json_integer_value(json_object_get(b, "dns_queries")) == 3 &&
-	       json_integer_value(json_object_get(b, "dns_refused")) == 1 &&
-	       json_integer_value(json_object_get(b, "requests_denied")) == 2,
-	   "the bound counts the direct attempts (recorded and counted), the DNS queries, the "
-	   "refusals");
+	       json_integer_value(json_object_get(b, "dns_queries")) == 10 &&
+	       json_integer_value(json_object_get(b, "dns_refused")) == 8 &&
+	       json_integer_value(json_object_get(b, "requests_denied")) == 6,
+	   "the bound counts the direct attempts (recorded and counted), the DNS queries and the "
+	   "refusals, folded ones too");
 	ok(starts_with(b, "dns", "the sandbox resolver only"),
 	   "with the sandbox resolver in place, the bound names it");
 	ok(starts_with(b2, "dns", "none in the sandbox") &&
@@ -418,10 +431,10 @@ static void test_export_required(void)
 			break;
 		checked += cls == 1007 || cls == 1001 || cls == 4001 || cls == 2004;
 	}
-	/* start, 2 requests, 2 denied, limit.hit, fs.write, exit: 8 */
-	ok(checked == 8,
+	/* start, 2 requests, 2 denied, 3 limit.hit, fs.write, exit: 10 */
+	ok(checked == 10,
 	   "actor and device (System Activity), file name and type, both endpoints "
-	   "(Network Activity), finding_info (Detection Finding): %zu of 8",
+	   "(Network Activity), finding_info (Detection Finding): %zu of 10",
 	   checked);
 }
 
