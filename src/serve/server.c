@@ -960,7 +960,7 @@ static bool buffered_change(sv_daemon *d, uid_t uid, size_t n, bool grow)
 	return ok;
 }
 
-/* Sets c's buffer to cap bytes (at least c->len), within uid's share. */
+/* Sets c's buffer to cap bytes (cap > 0, at least c->len), within uid's share. */
 static int conn_resize(sv_conn *c, size_t cap)
 {
 	char *p;
@@ -980,6 +980,14 @@ static int conn_resize(sv_conn *c, size_t cap)
 	c->buf = p;
 	c->cap = cap;
 	return 0;
+}
+
+static void conn_free_buffer(sv_conn *c)
+{
+	free(c->buf);
+	c->buf = NULL;
+	(void)buffered_change(c->d, c->uid, c->cap, false);
+	c->cap = c->len = 0;
 }
 
 /* ---- connections ---- */
@@ -1168,7 +1176,7 @@ static void *conn_main(void *arg)
 			(void)conn_resize(c, SV_READ_CHUNK);
 	}
 	(void)close(c->fd);
-	(void)conn_resize(c, 0);
+	conn_free_buffer(c);
 	conn_release(c->d, c->uid);
 	free(c);
 	return NULL;
