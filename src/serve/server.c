@@ -57,8 +57,11 @@ typedef struct sv_pol {
 typedef struct sv_uid_use {
 	uid_t uid;
 	unsigned conns;
+	unsigned evicting; /* of conns, closing: their places already given away */
 	size_t buffered;
 } sv_uid_use;
+
+struct sv_conn;
 
 typedef struct sv_daemon {
 	const sv_config *cfg;
@@ -71,10 +74,11 @@ typedef struct sv_daemon {
 	char tmpdir[PATH_MAX]; /* inline policies, written for `session start` */
 	/* who holds the connections and the request buffers */
 	pthread_mutex_t use_lock;
-	sv_uid_use uses[SV_MAX_CONNECTIONS];
+	sv_uid_use uses[2 * SV_MAX_CONNECTIONS]; /* conns < 2 * SV_MAX_CONNECTIONS */
 	size_t n_uses;
-	unsigned conns;
+	unsigned conns, evicting;
 	size_t buffered;
+	struct sv_conn *conn_list;
 	uint8_t key[TK_KEY_LEN];
 	bool has_key;
 } sv_daemon;
@@ -87,6 +91,11 @@ typedef struct sv_conn {
 	char *buf;
 	size_t len, cap;
 	bool keep_alive;
+	/* under d->use_lock: */
+	struct sv_conn *prev, *next;
+	bool idle;    /* waiting for the first byte of a request */
+	bool evicted; /* its place given to a new connection: it closes */
+	int64_t idle_since;
 } sv_conn;
 
 #define LOG(d, ...)                                                                                \
@@ -874,6 +883,14 @@ static int route(sv_conn *c, const sv_request *req)
 
 /* ---- who holds what: connections and buffers per uid ---- */
 
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 static sv_uid_use *use_of(sv_daemon *d, uid_t uid)
 {
 	for (size_t i = 0; i < d->n_uses; i++)
@@ -882,47 +899,108 @@ static sv_uid_use *use_of(sv_daemon *d, uid_t uid)
 	return NULL;
 }
 
+/* The oldest idle connection of uid (own), or of anyone but root. */
+static sv_conn *idle_victim(sv_daemon *d, uid_t uid, bool own)
+{
+	sv_conn *best = NULL;
+
+	for (sv_conn *x = d->conn_list; x; x = x->next)
+		if (x->idle && !x->evicted && (own ? x->uid == uid : x->uid != 0) &&
+		    (!best || x->idle_since < best->idle_since))
+			best = x;
+	return best;
+}
+
+/* Closes v's connection from under its thread (its poll wakes up to an end
+ * of file) and gives its place away at once. */
+static void evict(sv_daemon *d, sv_conn *v)
+{
+	v->evicted = true;
+	(void)shutdown(v->fd, SHUT_RDWR);
+	use_of(d, v->uid)->evicting++;
+	d->evicting++;
+}
+
 /*
- * Takes a connection place for uid: 0, -EUSERS when uid holds its share,
- * -EMFILE when every place another uid may take is taken (root has its
- * reserve above that).
+ * Takes a connection place for c's uid: 0, -EUSERS when the uid holds its
+ * share, -EMFILE when every place another uid may take is taken (root has
+ * its reserve above that). An idle connection gives its place rather than
+ * a new one be refused: the uid's own at its share, else anyone's.
  */
-static int conn_admit(sv_daemon *d, uid_t uid)
+static int conn_admit(sv_daemon *d, sv_conn *c)
 {
 	sv_uid_use *u;
+	sv_conn *v = NULL;
 	int r = 0;
 
 	(void)pthread_mutex_lock(&d->use_lock);
-	u = use_of(d, uid);
-	if (d->conns >= SV_MAX_CONNECTIONS ||
-	    (uid != 0 && d->conns >= SV_MAX_CONNECTIONS - SV_ROOT_RESERVE))
-		r = -EMFILE;
-	else if (uid != 0 && u && u->conns >= SV_MAX_CONNECTIONS_PER_UID)
+	u = use_of(d, c->uid);
+	if (d->conns + 1 >= 2 * SV_MAX_CONNECTIONS)
+		r = -EMFILE; /* evicted ones still closing: never more than this at once */
+	else if (c->uid != 0 && u && u->conns - u->evicting >= SV_MAX_CONNECTIONS_PER_UID) {
 		r = -EUSERS;
-	else {
+		v = idle_victim(d, c->uid, true);
+	} else if (d->conns - d->evicting >= SV_MAX_CONNECTIONS ||
+		   (c->uid != 0 &&
+		    d->conns - d->evicting >= SV_MAX_CONNECTIONS - SV_ROOT_RESERVE)) {
+		r = -EMFILE;
+		v = idle_victim(d, c->uid, false);
+	}
+	if (v) {
+		evict(d, v);
+		r = 0;
+	}
+	if (r == 0) {
 		if (!u) {
 			u = &d->uses[d->n_uses++];
-			*u = (sv_uid_use){.uid = uid};
+			*u = (sv_uid_use){.uid = c->uid};
 		}
 		u->conns++;
 		d->conns++;
+		c->next = d->conn_list;
+		if (c->next)
+			c->next->prev = c;
+		d->conn_list = c;
 	}
 	(void)pthread_mutex_unlock(&d->use_lock);
 	return r;
 }
 
-static void conn_release(sv_daemon *d, uid_t uid)
+static void conn_release(sv_daemon *d, sv_conn *c)
 {
 	sv_uid_use *u;
 
 	(void)pthread_mutex_lock(&d->use_lock);
-	u = use_of(d, uid);
-	if (u) {
-		d->conns--;
-		if (--u->conns == 0)
-			*u = d->uses[--d->n_uses];
+	u = use_of(d, c->uid);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		d->conn_list = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	if (c->evicted) {
+		u->evicting--;
+		d->evicting--;
 	}
+	d->conns--;
+	if (--u->conns == 0)
+		*u = d->uses[--d->n_uses];
 	(void)pthread_mutex_unlock(&d->use_lock);
+}
+
+/* Marks c waiting for a request (idle), or busy with one; false when c
+ * was evicted meanwhile. */
+static bool conn_set_idle(sv_conn *c, bool idle)
+{
+	bool alive_;
+
+	(void)pthread_mutex_lock(&c->d->use_lock);
+	alive_ = !c->evicted;
+	c->idle = idle && alive_;
+	if (c->idle)
+		c->idle_since = mono_ms();
+	(void)pthread_mutex_unlock(&c->d->use_lock);
+	return alive_;
 }
 
 static unsigned conns_now(sv_daemon *d)
@@ -1017,14 +1095,6 @@ static const char *error_code(int status)
 	}
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Answers an error and ends the connection; returns -status. */
 static int refuse(sv_conn *c, int status, const char *reason)
 {
@@ -1090,6 +1160,8 @@ static int read_request(sv_conn *c, sv_request *req)
 	const char *reason = NULL;
 	int r;
 
+	if (!started && !conn_set_idle(c, true))
+		return 0;
 	for (;;) {
 		worth = c->len > 0;
 		if (req->head_done && req->head.has_content_length)
@@ -1140,6 +1212,8 @@ static int read_request(sv_conn *c, sv_request *req)
 		if (n <= 0)
 			return c->len ? -EPIPE : 0;
 		if (!started) {
+			if (!conn_set_idle(c, false))
+				return 0; /* its place was given away */
 			started = true;
 			deadline = mono_ms() + 1000 * SV_HEAD_S;
 		}
@@ -1177,7 +1251,7 @@ static void *conn_main(void *arg)
 	}
 	(void)close(c->fd);
 	conn_free_buffer(c);
-	conn_release(c->d, c->uid);
+	conn_release(c->d, c);
 	free(c);
 	return NULL;
 }
@@ -1194,13 +1268,15 @@ static void accept_one(sv_daemon *d, int lfd)
 
 	if (fd < 0)
 		return;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+	c = calloc(1, sizeof(*c));
+	if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+		free(c);
 		(void)close(fd);
 		return;
 	}
-	r = conn_admit(d, cred.uid);
+	*c = (sv_conn){.d = d, .fd = fd, .uid = cred.uid, .pid = cred.pid};
+	r = conn_admit(d, c);
 	if (r < 0) {
-		sv_conn refused = {.d = d, .fd = fd, .uid = cred.uid};
 		char msg[96] = "too many connections";
 
 		/* answered from the accepting thread: never waits for the client */
@@ -1208,23 +1284,17 @@ static void accept_one(sv_daemon *d, int lfd)
 		if (r == -EUSERS)
 			(void)snprintf(msg, sizeof(msg), "uid %u holds %u connections, its share",
 				       (unsigned)cred.uid, SV_MAX_CONNECTIONS_PER_UID);
-		(void)fail_reply(&refused, 503, "busy", NULL, msg);
+		(void)fail_reply(c, 503, "busy", NULL, msg);
 		(void)close(fd);
+		free(c);
 		return;
 	}
 	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		conn_release(d, cred.uid);
-		(void)close(fd);
-		return;
-	}
-	*c = (sv_conn){.d = d, .fd = fd, .uid = cred.uid, .pid = cred.pid};
 	(void)pthread_attr_init(&attr);
 	(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	(void)pthread_attr_setstacksize(&attr, 256 * 1024);
 	if (pthread_create(&th, &attr, conn_main, c) != 0) {
-		conn_release(d, cred.uid);
+		conn_release(d, c);
 		(void)close(fd);
 		free(c);
 	}

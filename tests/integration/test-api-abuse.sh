@@ -4,7 +4,7 @@
 # host's files; one uid trickling 300 heads a byte at a time, or holding 256
 # idle connections, does not keep another uid (or root) from an answer within
 # 1 s, and its connections are closed at the head deadline; keep-alive
-# connections that idle are closed; 50 MB creates, with and without
+# connections that idle are closed, and give their place to a new one; 50 MB creates, with and without
 # Content-Length, are refused at the 1 MiB bound while serve's memory stays
 # under 64 MiB (VmHWM); a write a read-only mount refuses is 403 denied (API
 # and MCP).
@@ -121,12 +121,38 @@ tap_diag "slow attacker (taken, still open at 17 s): $(cat "$T/slow.out"); idle 
 expect_eq "uid 12345 and root answered 200 every time while one uid held 300 slow connections" "$fails" 0
 check "each answer within 1 s" python3 -c "import sys; sys.exit(not $worst < 1.0)"
 read -r taken open <"$T/slow.out"
-check "the slow uid had at most 64 connections taken, the rest refused at once" test "${taken:-999}" -le 64
+check "the slow uid had at most 64 connections taken, the rest refused or evicted at once" test "${taken:-999}" -le 64
 check "serve held at most 64 + 64 connection threads (and a few of its own) meanwhile" test "$threads" -le 136
 expect_eq "its slow heads were all closed by the head deadline (10 s)" "${open:-x}" 0
 read -r taken open <"$T/idle.out"
 check "the idle uid had at most 64 connections taken" test "${taken:-999}" -le 64
 expect_eq "its idle connections were all closed (10 s)" "${open:-x}" 0
+
+# A uid at its share of connections, 64 of them idle: its next connection
+# takes the place of the oldest idle one rather than be refused.
+out=$(as_uid 12345 /usr/bin/python3 - "$S" <<'EOF'
+import socket, sys, time
+idle = []
+for _ in range(64):
+    s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1]); idle.append(s)
+time.sleep(0.5)
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])
+t = time.time()
+s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+first = s.recv(4096).split(b"\r\n")[0].decode()
+took = time.time() - t
+time.sleep(0.5)
+closed = 0
+for i in idle:
+    i.setblocking(False)
+    try:
+        closed += i.recv(10) == b""
+    except BlockingIOError:
+        pass
+print(first, closed, "fast" if took < 1 else took)
+EOF
+)
+expect_eq "a uid with 64 idle connections: its 65th is answered, the oldest idle one closed" "$out" "HTTP/1.1 200 OK 1 fast"
 
 # A keep-alive connection that idles after an answer is closed too.
 out=$(python3 - "$S" <<'EOF'
