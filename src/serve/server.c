@@ -1003,6 +1003,16 @@ static bool conn_set_idle(sv_conn *c, bool idle)
 	return alive_;
 }
 
+/* Closes every idle connection (at the daemon's end). */
+static void close_idle(sv_daemon *d)
+{
+	(void)pthread_mutex_lock(&d->use_lock);
+	for (sv_conn *x = d->conn_list; x; x = x->next)
+		if (x->idle && !x->evicted)
+			evict(d, x);
+	(void)pthread_mutex_unlock(&d->use_lock);
+}
+
 static unsigned conns_now(sv_daemon *d)
 {
 	unsigned n;
@@ -1249,9 +1259,11 @@ static void *conn_main(void *arg)
 		if (c->cap > SV_READ_CHUNK && c->len <= SV_READ_CHUNK)
 			(void)conn_resize(c, SV_READ_CHUNK);
 	}
-	(void)close(c->fd);
 	conn_free_buffer(c);
+	/* out of the list before its fd is closed: evict() must never shut
+	 * down a number the fd's next owner already has */
 	conn_release(c->d, c);
+	(void)close(c->fd);
 	free(c);
 	return NULL;
 }
@@ -1534,7 +1546,9 @@ int sv_serve(const sv_config *cfg)
 		(void)pthread_join(pool_thread, NULL);
 	stop_all(d);
 	/* A create that was under way when the signal came adds its session
-	 * after the first sweep: wait for the requests to end, sweep again. */
+	 * after the first sweep: wait for the requests to end (idle
+	 * connections have none: closed now), sweep again. */
+	close_idle(d);
 	for (int i = 0; i < 1000 && conns_now(d) > 0; i++)
 		(void)nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
 	stop_all(d);

@@ -241,7 +241,20 @@ EOF
 expect_match "MCP: write_file into a read-only mount is a tool error, denied" "$out" '^True denied: .*Read-only file system$'
 expect_no_match "  with one prefix" "$out" 'session put: session put'
 
+# idle connections do not hold up the end
+as_uid 12345 /usr/bin/python3 -c 'import socket, sys, time
+s = [socket.socket(socket.AF_UNIX) for _ in range(8)]
+[x.connect(sys.argv[1]) for x in s]
+time.sleep(30)' "$S" >/dev/null 2>&1 &
+holder=$!
+sleep 1
+t0=$(date +%s%N)
 kill -TERM "$daemon"
 wait "$daemon"
 expect_eq "serve exits 0 on SIGTERM" "$?" 0
+ms=$((($(date +%s%N) - t0) / 1000000))
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+tap_diag "SIGTERM to exit with 8 idle connections: $ms ms"
+check "with 8 idle connections open, within 5 s (idle ones are closed at once)" test "$ms" -lt 5000
 finish
