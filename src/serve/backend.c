@@ -49,8 +49,14 @@ static int subcommand_failed(const sv_capture *c, const char *what, sv_error *e)
 		return sv_fail(e, 404, "not_found", NULL, "%s", msg);
 	if (strstr(msg, "No such file") || strstr(msg, "not found"))
 		return sv_fail(e, 404, "no_such_path", NULL, "%s", msg);
-	if (strstr(msg, "ermission denied") || strstr(msg, "not granted") || strstr(msg, "outside"))
+	/* EROFS is the wall of an ro grant and of the read-only root, as EACCES
+	 * is Landlock's: both are the sandbox refusing, not the daemon failing. */
+	if (strstr(msg, "ermission denied") || strstr(msg, "Read-only file system") ||
+	    strstr(msg, "not granted") || strstr(msg, "outside"))
 		return sv_fail(e, 403, "denied", NULL, "%s", msg);
+	/* the subcommand names itself already ("session put: ...") */
+	if (!strncmp(msg, what, strlen(what)) && msg[strlen(what)] == ':')
+		return sv_fail(e, 500, "session_failed", NULL, "%s", msg);
 	return sv_fail(e, 500, "session_failed", NULL, "%s: %s", what, msg);
 }
 

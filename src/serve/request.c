@@ -175,6 +175,52 @@ static int dechunk(const char *buf, size_t len, size_t max_body, char **ret, siz
 	return 1;
 }
 
+static bool segment_is(const sv_request *r, size_t i, const char *s)
+{
+	return i < r->n_segments && !strcmp(r->segments[i], s);
+}
+
+size_t sv_request_body_limit(const sv_request *r)
+{
+	const char *m = r->head.method;
+
+	if (r->n_segments == 2 && segment_is(r, 1, "sessions") && !strcmp(m, "POST"))
+		return SV_MAX_CREATE_BODY;
+	if (r->n_segments == 4 && segment_is(r, 1, "sessions") &&
+	    ((segment_is(r, 3, "exec") && !strcmp(m, "POST")) ||
+	     (segment_is(r, 3, "files") && !strcmp(m, "PUT"))))
+		return SV_MAX_BODY;
+	return SV_MAX_OTHER_BODY;
+}
+
+int sv_request_chunked_progress(sv_body_progress *p, const char *body, size_t len, size_t max_body,
+				const char **reason)
+{
+	size_t used = 0;
+	uint64_t data = 0;
+	int r;
+
+	if (p->fed >= len)
+		return 0;
+	r = px_chunked_feed(&p->ch, body + p->fed, len - p->fed, &used, &data);
+	if (r < 0) {
+		*reason = "malformed chunked body";
+		return -400;
+	}
+	p->fed += used;
+	p->data += data;
+	/* the chunk being read counts whole: its size was announced */
+	if (p->data + p->ch.remaining > max_body) {
+		*reason = "body too large";
+		return -413;
+	}
+	if (p->fed - p->data > SV_MAX_CHUNK_FRAMING) {
+		*reason = "chunk framing too large (chunks too small)";
+		return -413;
+	}
+	return r;
+}
+
 int sv_request_parse(const char *buf, size_t len, size_t max_body, sv_request *r,
 		     bool *want_continue, const char **reason)
 {
@@ -182,8 +228,7 @@ int sv_request_parse(const char *buf, size_t len, size_t max_body, sv_request *r
 	int n;
 
 	*want_continue = false;
-	if (max_body > SV_MAX_BODY)
-		max_body = SV_MAX_BODY;
+	r->head_done = false;
 	n = px_http_parse_server_request(buf, len, SV_MAX_HEAD, &r->head, reason);
 	if (n <= 0)
 		return n;
@@ -195,6 +240,12 @@ int sv_request_parse(const char *buf, size_t len, size_t max_body, sv_request *r
 	n = split_target(buf + r->head.path.off, r->head.path.len, r, reason);
 	if (n < 0)
 		return n;
+	r->head_done = true;
+	if (max_body > SV_MAX_BODY)
+		max_body = SV_MAX_BODY;
+	if (max_body > sv_request_body_limit(r))
+		max_body = sv_request_body_limit(r);
+	r->max_body = max_body;
 	if (r->head.has_content_length) {
 		if (r->head.content_length > max_body) {
 			*reason = "body too large";

@@ -6,11 +6,11 @@
 #include <grp.h>
 #include <jansson.h>
 #include <limits.h>
+#include <malloc.h>
 #include <openssl/crypto.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +31,15 @@
 #include "serve/table.h"
 #include "token/token.h"
 
-#define SV_IO_TIMEOUT_S 30 /* a client that neither sends nor reads for this long is gone */
+#define SV_IO_TIMEOUT_S 30 /* a client that does not read an answer for this long is gone */
+/* A connection is held only while it makes progress: without a request
+ * under way it is closed after SV_IDLE_S; a head must be whole within
+ * SV_HEAD_S of its first byte, and a body within SV_BODY_S of its head.
+ * Deadlines for the whole, since a timeout per read is reset by every byte
+ * a slow client trickles. */
+#define SV_IDLE_S	10
+#define SV_HEAD_S	10
+#define SV_BODY_S	60
 #define SV_READ_CHUNK	65536u
 #define SV_POOL_RETRY_S 5
 
@@ -46,6 +54,15 @@ typedef struct sv_pol {
 	time_t retry_at; /* after a failed start */
 } sv_pol;
 
+typedef struct sv_uid_use {
+	uid_t uid;
+	unsigned conns;
+	unsigned evicting; /* of conns, closing: their places already given away */
+	size_t buffered;
+} sv_uid_use;
+
+struct sv_conn;
+
 typedef struct sv_daemon {
 	const sv_config *cfg;
 	sv_table table;
@@ -55,7 +72,13 @@ typedef struct sv_daemon {
 	pthread_cond_t pool_cond;
 	bool stopping;
 	char tmpdir[PATH_MAX]; /* inline policies, written for `session start` */
-	atomic_uint conns;
+	/* who holds the connections and the request buffers */
+	pthread_mutex_t use_lock;
+	sv_uid_use uses[2 * SV_MAX_CONNECTIONS]; /* conns < 2 * SV_MAX_CONNECTIONS */
+	size_t n_uses;
+	unsigned conns, evicting;
+	size_t buffered;
+	struct sv_conn *conn_list;
 	uint8_t key[TK_KEY_LEN];
 	bool has_key;
 } sv_daemon;
@@ -68,6 +91,11 @@ typedef struct sv_conn {
 	char *buf;
 	size_t len, cap;
 	bool keep_alive;
+	/* under d->use_lock: */
+	struct sv_conn *prev, *next;
+	bool idle;    /* waiting for the first byte of a request */
+	bool evicted; /* its place given to a new connection: it closes */
+	int64_t idle_since;
 } sv_conn;
 
 #define LOG(d, ...)                                                                                \
@@ -94,13 +122,14 @@ static void sha256_hex(const char *s, size_t n, char out[65])
 }
 
 /* Validates a policy and names it by the SHA-256 of its canonical JSON:
- * two spellings of one policy are the same policy (and share a pool). */
-static int canonical_digest(const char *buf, size_t len, char out[65], sv_error *e)
+ * two spellings of one policy are the same policy (and share a pool).
+ * Without check_host it looks at nothing but buf (plan_parse_json()). */
+static int canonical_digest(const char *buf, size_t len, bool check_host, char out[65], sv_error *e)
 {
 	_cleanup_(sc_plan_freep) sc_plan *p = NULL;
 	_cleanup_free_ char *canon = NULL;
 	sc_diag d = {0};
-	int r = plan_parse(buf, len, &p, &d);
+	int r = check_host ? plan_parse(buf, len, &p, &d) : plan_parse_json(buf, len, &p, &d);
 
 	if (r < 0)
 		return sv_fail(e, 400, "policy_invalid", d.path[0] ? d.path : "$.policy", "%s",
@@ -415,17 +444,24 @@ static int create_session(sv_conn *c, const sv_request *req, sv_session *ret, sv
 				       json_string_value(pol));
 		(void)snprintf(label, sizeof(label), "%s", entry->name);
 	} else if (json_is_object(pol)) {
+		bool trusted = c->uid == 0 || d->cfg->allow_inline;
+
 		text = json_dumps(pol, JSON_COMPACT);
 		if (!text)
 			return sv_fail(e, 500, "internal", NULL, "out of memory");
-		r = canonical_digest(text, strlen(text), digest, e);
-		if (r < 0)
-			return r;
-		entry = find_policy_digest(d, digest);
-		if (!entry && c->uid != 0 && !d->cfg->allow_inline)
+		/* Authorized first: a caller that may not send its own policy is
+		 * told only that, whatever the policy names on the host. Its
+		 * policy is parsed without looking at the host (an offered one
+		 * was checked at start), so that no answer, nor its absence,
+		 * tells whether a path exists. */
+		r = canonical_digest(text, strlen(text), trusted, digest, trusted ? e : NULL);
+		entry = r < 0 ? NULL : find_policy_digest(d, digest);
+		if (!entry && !trusted)
 			return sv_fail(e, 403, "forbidden", "$.policy",
 				       "inline policies are taken from root only; name one of "
 				       "GET /v1/policies or send a token");
+		if (r < 0)
+			return r;
 		(void)snprintf(label, sizeof(label), "%s", entry ? entry->name : "inline");
 	} else if (json_is_string(tok)) {
 		tk_info info;
@@ -845,11 +881,210 @@ static int route(sv_conn *c, const sv_request *req)
 	return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
 }
 
+/* ---- who holds what: connections and buffers per uid ---- */
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static sv_uid_use *use_of(sv_daemon *d, uid_t uid)
+{
+	for (size_t i = 0; i < d->n_uses; i++)
+		if (d->uses[i].uid == uid)
+			return &d->uses[i];
+	return NULL;
+}
+
+/* The oldest idle connection of uid (own), or of anyone but root. */
+static sv_conn *idle_victim(sv_daemon *d, uid_t uid, bool own)
+{
+	sv_conn *best = NULL;
+
+	for (sv_conn *x = d->conn_list; x; x = x->next)
+		if (x->idle && !x->evicted && (own ? x->uid == uid : x->uid != 0) &&
+		    (!best || x->idle_since < best->idle_since))
+			best = x;
+	return best;
+}
+
+/* Closes v's connection from under its thread (its poll wakes up to an end
+ * of file) and gives its place away at once. */
+static void evict(sv_daemon *d, sv_conn *v)
+{
+	v->evicted = true;
+	(void)shutdown(v->fd, SHUT_RDWR);
+	use_of(d, v->uid)->evicting++;
+	d->evicting++;
+}
+
+/*
+ * Takes a connection place for c's uid: 0, -EUSERS when the uid holds its
+ * share, -EMFILE when every place another uid may take is taken (root has
+ * its reserve above that). An idle connection gives its place rather than
+ * a new one be refused: the uid's own at its share, else anyone's.
+ */
+static int conn_admit(sv_daemon *d, sv_conn *c)
+{
+	sv_uid_use *u;
+	sv_conn *v = NULL;
+	int r = 0;
+
+	(void)pthread_mutex_lock(&d->use_lock);
+	u = use_of(d, c->uid);
+	if (d->conns + 1 >= 2 * SV_MAX_CONNECTIONS)
+		r = -EMFILE; /* evicted ones still closing: never more than this at once */
+	else if (c->uid != 0 && u && u->conns - u->evicting >= SV_MAX_CONNECTIONS_PER_UID) {
+		r = -EUSERS;
+		v = idle_victim(d, c->uid, true);
+	} else if (d->conns - d->evicting >= SV_MAX_CONNECTIONS ||
+		   (c->uid != 0 &&
+		    d->conns - d->evicting >= SV_MAX_CONNECTIONS - SV_ROOT_RESERVE)) {
+		r = -EMFILE;
+		v = idle_victim(d, c->uid, false);
+	}
+	if (v) {
+		evict(d, v);
+		r = 0;
+	}
+	if (r == 0) {
+		if (!u) {
+			u = &d->uses[d->n_uses++];
+			*u = (sv_uid_use){.uid = c->uid};
+		}
+		u->conns++;
+		d->conns++;
+		c->next = d->conn_list;
+		if (c->next)
+			c->next->prev = c;
+		d->conn_list = c;
+	}
+	(void)pthread_mutex_unlock(&d->use_lock);
+	return r;
+}
+
+static void conn_release(sv_daemon *d, sv_conn *c)
+{
+	sv_uid_use *u;
+
+	(void)pthread_mutex_lock(&d->use_lock);
+	u = use_of(d, c->uid);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		d->conn_list = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	if (c->evicted) {
+		u->evicting--;
+		d->evicting--;
+	}
+	d->conns--;
+	if (--u->conns == 0)
+		*u = d->uses[--d->n_uses];
+	(void)pthread_mutex_unlock(&d->use_lock);
+}
+
+/* Marks c waiting for a request (idle), or busy with one; false when c
+ * was evicted meanwhile. */
+static bool conn_set_idle(sv_conn *c, bool idle)
+{
+	bool alive_;
+
+	(void)pthread_mutex_lock(&c->d->use_lock);
+	alive_ = !c->evicted;
+	c->idle = idle && alive_;
+	if (c->idle)
+		c->idle_since = mono_ms();
+	(void)pthread_mutex_unlock(&c->d->use_lock);
+	return alive_;
+}
+
+/* Closes every idle connection (at the daemon's end). */
+static void close_idle(sv_daemon *d)
+{
+	(void)pthread_mutex_lock(&d->use_lock);
+	for (sv_conn *x = d->conn_list; x; x = x->next)
+		if (x->idle && !x->evicted)
+			evict(d, x);
+	(void)pthread_mutex_unlock(&d->use_lock);
+}
+
+static unsigned conns_now(sv_daemon *d)
+{
+	unsigned n;
+
+	(void)pthread_mutex_lock(&d->use_lock);
+	n = d->conns;
+	(void)pthread_mutex_unlock(&d->use_lock);
+	return n;
+}
+
+/* Accounts n more (grow) or fewer bytes of uid's request buffers; a growth
+ * beyond uid's share (root has none) or the daemon's is refused. */
+static bool buffered_change(sv_daemon *d, uid_t uid, size_t n, bool grow)
+{
+	sv_uid_use *u;
+	bool ok = true;
+
+	(void)pthread_mutex_lock(&d->use_lock);
+	u = use_of(d, uid);
+	if (!u)
+		ok = false;
+	else if (!grow) {
+		u->buffered -= n;
+		d->buffered -= n;
+	} else if ((uid != 0 && u->buffered + n > SV_MAX_BUFFERED_PER_UID) ||
+		   d->buffered + n > SV_MAX_BUFFERED)
+		ok = false;
+	else {
+		u->buffered += n;
+		d->buffered += n;
+	}
+	(void)pthread_mutex_unlock(&d->use_lock);
+	return ok;
+}
+
+/* Sets c's buffer to cap bytes (cap > 0, at least c->len), within uid's share. */
+static int conn_resize(sv_conn *c, size_t cap)
+{
+	char *p;
+
+	if (cap == c->cap)
+		return 0;
+	if (cap > c->cap && !buffered_change(c->d, c->uid, cap - c->cap, true))
+		return -ENOBUFS;
+	p = realloc(c->buf, cap);
+	if (!p) {
+		if (cap > c->cap)
+			(void)buffered_change(c->d, c->uid, cap - c->cap, false);
+		return -ENOMEM;
+	}
+	if (cap < c->cap)
+		(void)buffered_change(c->d, c->uid, c->cap - cap, false);
+	c->buf = p;
+	c->cap = cap;
+	return 0;
+}
+
+static void conn_free_buffer(sv_conn *c)
+{
+	free(c->buf);
+	c->buf = NULL;
+	(void)buffered_change(c->d, c->uid, c->cap, false);
+	c->cap = c->len = 0;
+}
+
 /* ---- connections ---- */
 
 static const char *error_code(int status)
 {
 	switch (status) {
+	case 408:
+		return "timeout";
 	case 413:
 		return "too_large";
 	case 414:
@@ -861,6 +1096,8 @@ static const char *error_code(int status)
 		return "expectation_failed";
 	case 501:
 		return "not_implemented";
+	case 503:
+		return "busy";
 	case 505:
 		return "http_version";
 	default:
@@ -868,32 +1105,97 @@ static const char *error_code(int status)
 	}
 }
 
-/* Reads one whole request. 1 got one, 0 the client closed between
- * requests, < 0 answered (with an error) or gone. */
+/* Answers an error and ends the connection; returns -status. */
+static int refuse(sv_conn *c, int status, const char *reason)
+{
+	c->keep_alive = false;
+	(void)fail_reply(c, status, error_code(status), NULL, reason);
+	return -status;
+}
+
+/*
+ * Room for more of the request: a head fits the first SV_READ_CHUNK; a
+ * body with Content-Length gets exactly its size (its bound was checked
+ * from the head); a chunked one grows by doubling up to what its bound and
+ * framing allow (sv_request_chunked_progress() refuses it before that).
+ */
+static int conn_room(sv_conn *c, const sv_request *req)
+{
+	size_t want = SV_READ_CHUNK, bound;
+	int r;
+
+	if (req->head_done && req->head.has_content_length)
+		want = req->head.head_len + (size_t)req->head.content_length;
+	else if (req->head_done && req->head.chunked) {
+		bound = req->head.head_len + req->max_body + SV_MAX_CHUNK_FRAMING + SV_READ_CHUNK;
+		want = c->cap * 2 < bound ? c->cap * 2 : bound;
+	}
+	if (want < SV_READ_CHUNK)
+		want = SV_READ_CHUNK;
+	if (want <= c->len)
+		return refuse(c, 413, "request too large");
+	r = conn_resize(c, want > c->cap ? want : c->cap);
+	if (r == -ENOBUFS)
+		return refuse(c, 503, "too many bytes of requests under way for this uid");
+	return r < 0 ? refuse(c, 503, "out of memory") : 0;
+}
+
+/* Waits for bytes until deadline: 1 some came (or the end), 0 the deadline passed. */
+static int wait_bytes(int fd, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - mono_ms();
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int n;
+
+		if (left <= 0)
+			return 0;
+		n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n != 0;
+	}
+}
+
+/*
+ * Reads one whole request within its deadlines. 1 got one, 0 the client
+ * closed or idled between requests, < 0 answered (with an error) or gone.
+ */
 static int read_request(sv_conn *c, sv_request *req)
 {
-	bool sent_continue = false, want_continue;
-	size_t max = SV_MAX_HEAD + 2 * (size_t)SV_MAX_BODY + 65536;
+	sv_body_progress prog = {0};
+	bool sent_continue = false, want_continue, had_head, worth;
+	bool started = c->len > 0;
+	int64_t deadline = mono_ms() + 1000 * (started ? SV_HEAD_S : SV_IDLE_S);
 	const char *reason = NULL;
 	int r;
 
+	if (!started && !conn_set_idle(c, true))
+		return 0;
 	for (;;) {
-		bool worth = c->len > 0;
-
-		/* A body being read: parse again only when it could be complete. */
-		if (worth && req->head.head_len && req->head.has_content_length)
+		worth = c->len > 0;
+		if (req->head_done && req->head.has_content_length)
 			worth = c->len >= req->head.head_len + req->head.content_length;
-		else if (worth && req->head.head_len && req->head.chunked)
-			worth = c->len >= 5 && !memcmp(c->buf + c->len - 4, "\r\n\r\n", 4);
+		else if (req->head_done && req->head.chunked) {
+			r = sv_request_chunked_progress(&prog, c->buf + req->head.head_len,
+							c->len - req->head.head_len, req->max_body,
+							&reason);
+			if (r < 0)
+				return refuse(c, -r, reason);
+			worth = r == 1;
+		}
 		if (worth) {
+			had_head = req->head_done;
 			r = sv_request_parse(c->buf, c->len, SV_MAX_BODY, req, &want_continue,
 					     &reason);
 			if (r == 1)
 				return 1;
-			if (r < 0) {
-				c->keep_alive = false;
-				(void)fail_reply(c, -r, error_code(-r), NULL, reason);
-				return r;
+			if (r < 0)
+				return refuse(c, -r, reason);
+			if (req->head_done && !had_head) {
+				deadline = mono_ms() + 1000 * SV_BODY_S;
+				if (req->head.chunked)
+					continue; /* follow what came with the head */
 			}
 			if (want_continue && !sent_continue) {
 				sent_continue = true;
@@ -902,31 +1204,28 @@ static int read_request(sv_conn *c, sv_request *req)
 			}
 		}
 		if (c->len == c->cap) {
-			size_t nc = c->cap ? c->cap * 2 : SV_READ_CHUNK;
-			char *p;
-
-			if (c->cap >= max) {
-				c->keep_alive = false;
-				(void)fail_reply(c, 413, "too_large", NULL, "request too large");
-				return -EFBIG;
-			}
-			p = realloc(c->buf, nc);
-			if (!p)
-				return -ENOMEM;
-			c->buf = p;
-			c->cap = nc;
+			r = conn_room(c, req);
+			if (r < 0)
+				return r;
 		}
-		ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+		if (wait_bytes(c->fd, deadline) == 0) {
+			if (!started)
+				return 0; /* idle: closed without a word */
+			return refuse(c, 408,
+				      req->head_done ? "no complete body within 60 s of its head"
+						     : "no complete head within 10 s");
+		}
+		ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
 
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
-		if (n <= 0) {
-			if (c->len && n < 0 && errno == EAGAIN) {
-				c->keep_alive = false;
-				(void)fail_reply(c, 408, "timeout", NULL,
-						 "no complete request within 30 s");
-			}
+		if (n <= 0)
 			return c->len ? -EPIPE : 0;
+		if (!started) {
+			if (!conn_set_idle(c, false))
+				return 0; /* its place was given away */
+			started = true;
+			deadline = mono_ms() + 1000 * SV_HEAD_S;
 		}
 		c->len += (size_t)n;
 	}
@@ -957,18 +1256,14 @@ static void *conn_main(void *arg)
 		if (!c->keep_alive)
 			break;
 		/* A big buffer is not kept for a connection that idles. */
-		if (c->cap > 4 * SV_READ_CHUNK && c->len < SV_READ_CHUNK) {
-			char *p = realloc(c->buf, SV_READ_CHUNK);
-
-			if (p) {
-				c->buf = p;
-				c->cap = SV_READ_CHUNK;
-			}
-		}
+		if (c->cap > SV_READ_CHUNK && c->len <= SV_READ_CHUNK)
+			(void)conn_resize(c, SV_READ_CHUNK);
 	}
+	conn_free_buffer(c);
+	/* out of the list before its fd is closed: evict() must never shut
+	 * down a number the fd's next owner already has */
+	conn_release(c->d, c);
 	(void)close(c->fd);
-	atomic_fetch_sub(&c->d->conns, 1);
-	free(c->buf);
 	free(c);
 	return NULL;
 }
@@ -981,34 +1276,37 @@ static void accept_one(sv_daemon *d, int lfd)
 	pthread_attr_t attr;
 	pthread_t th;
 	sv_conn *c;
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	int r, fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
 	if (fd < 0)
 		return;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
-		(void)close(fd);
-		return;
-	}
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	c = calloc(1, sizeof(*c));
-	if (!c) {
+	if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+		free(c);
 		(void)close(fd);
 		return;
 	}
 	*c = (sv_conn){.d = d, .fd = fd, .uid = cred.uid, .pid = cred.pid};
-	if (atomic_fetch_add(&d->conns, 1) >= SV_MAX_CONNECTIONS) {
-		(void)fail_reply(c, 503, "busy", NULL, "too many connections");
-		atomic_fetch_sub(&d->conns, 1);
+	r = conn_admit(d, c);
+	if (r < 0) {
+		char msg[96] = "too many connections";
+
+		/* answered from the accepting thread: never waits for the client */
+		(void)fcntl(fd, F_SETFL, O_NONBLOCK);
+		if (r == -EUSERS)
+			(void)snprintf(msg, sizeof(msg), "uid %u holds %u connections, its share",
+				       (unsigned)cred.uid, SV_MAX_CONNECTIONS_PER_UID);
+		(void)fail_reply(c, 503, "busy", NULL, msg);
 		(void)close(fd);
 		free(c);
 		return;
 	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	(void)pthread_attr_init(&attr);
 	(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	(void)pthread_attr_setstacksize(&attr, 256 * 1024);
 	if (pthread_create(&th, &attr, conn_main, c) != 0) {
-		atomic_fetch_sub(&d->conns, 1);
+		conn_release(d, c);
 		(void)close(fd);
 		free(c);
 	}
@@ -1079,7 +1377,7 @@ static int load_policies(sv_daemon *d)
 			LOG(d, "%s: %s", o->file, strerror(-r));
 			return r;
 		}
-		r = canonical_digest(buf, len, p->digest, &e);
+		r = canonical_digest(buf, len, true, p->digest, &e);
 		if (r < 0) {
 			LOG(d, "%s: %s: %s", o->file, e.path, e.message);
 			return -EINVAL;
@@ -1165,6 +1463,10 @@ int sv_serve(const sv_config *cfg)
 	if (r < 0)
 		return r;
 	(void)pthread_mutex_init(&d->pool_lock, NULL);
+	(void)pthread_mutex_init(&d->use_lock, NULL);
+	/* Big buffers from mmap and back to the kernel when freed: a burst of
+	 * large requests does not stay in the daemon's memory after it. */
+	(void)mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	(void)pthread_cond_init(&d->pool_cond, NULL);
 	r = load_policies(d);
 	if (r < 0)
@@ -1244,8 +1546,10 @@ int sv_serve(const sv_config *cfg)
 		(void)pthread_join(pool_thread, NULL);
 	stop_all(d);
 	/* A create that was under way when the signal came adds its session
-	 * after the first sweep: wait for the requests to end, sweep again. */
-	for (int i = 0; i < 1000 && atomic_load(&d->conns) > 0; i++)
+	 * after the first sweep: wait for the requests to end (idle
+	 * connections have none: closed now), sweep again. */
+	close_idle(d);
+	for (int i = 0; i < 1000 && conns_now(d) > 0; i++)
 		(void)nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
 	stop_all(d);
 	(void)rmdir(d->tmpdir);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `sandcap serve`: the API daemon. HTTP/1.1 + JSON on a unix socket
- * (docs/api.md). One thread per connection (bounded), each request
+ * (docs/api.md). One thread per connection (bounded per uid), each request
  * driving sessions through `sandcap` subcommands (serve/child.h); the
  * callers identified by SO_PEERCRED, each uid seeing only its own sessions
  * and bounded by a quota; warm pools of started sessions per policy.
@@ -13,9 +13,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SV_MAX_POLICIES	   64u
-#define SV_MAX_POOL	   256u
-#define SV_MAX_CONNECTIONS 256u
+#define SV_MAX_POLICIES 64u
+#define SV_MAX_POOL	256u
+/* Connections: a thread each. One uid holds at most its share, and the
+ * last SV_ROOT_RESERVE places are root's, so that no caller, nor a few,
+ * can take every place (docs/api.md, "Limits of a caller"). */
+#define SV_MAX_CONNECTIONS	   1024u
+#define SV_MAX_CONNECTIONS_PER_UID 64u
+#define SV_ROOT_RESERVE		   64u
+/* Bytes of request buffers one uid (root aside) may hold at once, and all. */
+#define SV_MAX_BUFFERED_PER_UID (80u << 20)
+#define SV_MAX_BUFFERED		(320u << 20)
 
 typedef struct sv_policy_opt {
 	const char *file;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the API daemon's request parser (`sandcap serve`):
- * any caller in the socket's group sends these bytes. Also the exec
- * request reader and the base64 decoder, which see the request's body.
+ * any caller in the socket's group sends these bytes. Also the chunked
+ * body followed as it arrives (in two pieces, split where the first byte
+ * says), which must agree with the parse of the whole, the exec request
+ * reader and the base64 decoder, which see the request's body.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -24,6 +26,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > 4 * SV_MAX_HEAD)
 		return 0;
 	r = sv_request_parse(buf, size, 1 << 16, &req, &cont, &reason);
+	if ((r == 1 || r == 0) && req.head_done) {
+		if (req.max_body > sv_request_body_limit(&req) || req.max_body > 1 << 16)
+			abort();
+		if (r == 1 && req.body_len > req.max_body)
+			abort();
+	}
+	if ((r == 1 || r == 0) && req.head_done && req.head.chunked) {
+		const char *body = buf + req.head.head_len;
+		size_t blen = size - req.head.head_len, cut = size ? data[0] % (blen + 1) : 0;
+		sv_body_progress prog = {0};
+		int p = sv_request_chunked_progress(&prog, body, cut, req.max_body, &reason);
+
+		if (p == 0)
+			p = sv_request_chunked_progress(&prog, body, blen, req.max_body, &reason);
+		if (prog.fed > blen || prog.data > prog.fed)
+			abort();
+		/* complete as it came: the whole parses (or passes a bound) */
+		if (p == 1 && r == 0)
+			abort();
+		if (p == 1 && prog.data != req.body_len)
+			abort();
+		if (p < 0 && p != -400 && p != -413)
+			abort();
+	}
 	if (r == 1) {
 		if (req.consumed > size || req.n_segments > SV_MAX_SEGMENTS ||
 		    (req.body && strlen(req.body) > req.body_len))

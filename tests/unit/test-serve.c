@@ -86,6 +86,66 @@ static void test_requests(void)
 	free(big);
 }
 
+/* Feeds the body after the head of s to the chunked reader in pieces of
+ * step bytes, as they would arrive; returns its last answer. */
+static int feed_chunked(const char *s, size_t step, size_t max_body, sv_body_progress *p)
+{
+	const char *body = strstr(s, "\r\n\r\n") + 4, *reason = NULL;
+	size_t len = strlen(body);
+	int n = 0;
+
+	memset(p, 0, sizeof(*p));
+	for (size_t have = step < len ? step : len;; have = have + step < len ? have + step : len) {
+		n = sv_request_chunked_progress(p, body, have, max_body, &reason);
+		if (n != 0 || have == len)
+			return n;
+	}
+}
+
+static void test_body_bounds(void)
+{
+	sv_body_progress p;
+	sv_request r;
+	const char *s;
+
+	expect("POST /v1/sessions HTTP/1.1\r\nContent-Length: 1048577\r\n\r\n", -413,
+	       "a create over 1 MiB refused from its Content-Length, before its body");
+	expect("POST /v1/sessions HTTP/1.1\r\nContent-Length: 1048576\r\n\r\n{", 0,
+	       "a create of 1 MiB is read");
+	expect("PUT /v1/sessions/x/files?path=/a HTTP/1.1\r\nContent-Length: 67108864\r\n\r\n", 0,
+	       "a file put of 64 MiB is read");
+	expect("DELETE /v1/sessions/x HTTP/1.1\r\nContent-Length: 4097\r\n\r\n", -413,
+	       "a request that takes no body: at most 4 KiB");
+	ok(parse("POST /v1/sessions/x/exec HTTP/1.1\r\nContent-Length: 9\r\n\r\n", &r) == 0 &&
+	       r.head_done && r.max_body == SV_MAX_BODY,
+	   "an exec: the head parsed, its body's bound known before the body");
+
+	s = "PUT /v1/x HTTP/1.1\r\nTransfer-Encoding: "
+	    "chunked\r\n\r\n3\r\nabc\r\n2;e=1\r\nde\r\n0\r\n\r\n";
+	ok(feed_chunked(s, 1, 100, &p) == 1 && p.data == 5 &&
+	       p.fed == strlen(strstr(s, "\r\n\r\n") + 4),
+	   "a chunked body followed a byte at a time: complete, 5 bytes of data");
+	ok(feed_chunked(s, 1, 4, &p) == -413, "the same over a bound of 4: refused");
+	s = "POST /v1/sessions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n100001\r\nab";
+	ok(feed_chunked(s, 3, SV_MAX_CREATE_BODY, &p) == -413 && p.data <= 2,
+	   "a chunk announcing more than the bound: refused before its data");
+	s = "POST /v1/sessions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n3\r\nab";
+	ok(feed_chunked(s, 64, SV_MAX_CREATE_BODY, &p) == 0,
+	   "an unfinished chunked body: more is needed");
+
+	/* a 1 MiB chunk framing of 1-byte chunks: refused by its framing */
+	size_t n = 6 * (SV_MAX_CHUNK_FRAMING / 5 + 1), len = 0;
+	char *tiny = malloc(128 + n);
+
+	len = (size_t)sprintf(
+	    tiny, "PUT /v1/sessions/x/files HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+	for (size_t i = 0; i + 6 <= n; i += 6)
+		len += (size_t)sprintf(tiny + len, "1\r\nx\r\n");
+	ok(feed_chunked(tiny, 65536, SV_MAX_BODY, &p) == -413 && p.data < SV_MAX_CHUNK_FRAMING,
+	   "chunks of one byte each: refused once their framing passes 1 MiB");
+	free(tiny);
+}
+
 static void test_base64(void)
 {
 	unsigned char *d = NULL;
@@ -315,6 +375,7 @@ static void test_mcp(void)
 int main(void)
 {
 	test_requests();
+	test_body_bounds();
 	test_base64();
 	test_exec_req();
 	test_exec_result();
