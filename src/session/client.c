@@ -488,6 +488,26 @@ int sc_session_ls(const char *name, const char *path, sc_dir_entry **ret, size_t
 	return 0;
 }
 
+int sc_session_begin(const char *name)
+{
+	json_t *req = json_pack("{s:s}", "op", "begin"), *m = NULL;
+	_cleanup_close_ int conn = -1;
+	int r;
+
+	if (!req)
+		return -ENOMEM;
+	r = ss_connect(name, &conn);
+	if (r >= 0)
+		r = ss_send(conn, req, NULL, 0);
+	json_decref(req);
+	if (r >= 0)
+		r = sc_session_recv(conn, &m);
+	if (r >= 0 && !json_is_true(json_object_get(m, "ok")))
+		r = -EREMOTEIO;
+	json_decref(m);
+	return r == -EPIPE ? -ECONNRESET : r;
+}
+
 int sc_session_stop(const char *name, json_t **ret_summary)
 {
 	json_t *req = json_pack("{s:s}", "op", "stop"), *reply = NULL, *m = NULL;

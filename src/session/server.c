@@ -76,6 +76,8 @@ struct ss_server {
 	int lock_fd, ready_fd, listen_fd, idle_fd;
 	ss_host h;
 	bool attached, ready, stopping, gone;
+	bool begun; /* its limits run: from the start, or a pooled one's hand-out */
+	uint64_t started_ns;
 	uint32_t next_id;
 	uint64_t commands; /* execs started */
 	size_t active;	   /* execs and file operations running */
@@ -187,9 +189,27 @@ static void conn_error(ss_conn *c, const char *code, const char *fmt, ...)
 /* No command running and no request for limits.idle: the session stops. */
 static void idle_rearm(ss_server *s)
 {
-	if (s->idle_fd < 0 || s->o->plan->idle_ns == PLAN_UNLIMITED)
+	if (s->idle_fd < 0 || s->o->plan->idle_ns == PLAN_UNLIMITED || !s->begun)
 		return;
 	arm(s->idle_fd, s->active == 0 && !s->stopping ? s->o->plan->idle_ns : 0);
+}
+
+/*
+ * A pooled session's limits (limits.wall, limits.idle) start here: at its
+ * hand-out ("begin") or its first other request, whichever comes first,
+ * so that the time it waited in the pool counts against neither.
+ */
+static void begin_limits(ss_server *s)
+{
+	if (s->begun)
+		return;
+	s->begun = true;
+	emit(
+	    s, "session.begin",
+	    json_pack("{s:I}", "waited_ms", (json_int_t)((now_ns() - s->started_ns) / 1000000ULL)));
+	if (s->h.start_wall)
+		s->h.start_wall(s->h.userdata);
+	idle_rearm(s);
 }
 
 /* Closing pid 1's channel ends it (core/init-session.c): the kernel kills
@@ -791,8 +811,10 @@ static void handle_request(ss_server *s, ss_conn *c)
 		conn_free(s, c);
 		return;
 	}
-	if (q->op != SS_OP_INFO)
+	if (q->op != SS_OP_INFO) {
+		begin_limits(s);
 		idle_rearm(s); /* a request is activity; being listed is not */
+	}
 	if (s->stopping && q->op != SS_OP_INFO && q->op != SS_OP_STOP) {
 		conn_error(c, "stopping", "session %s is stopping", s->name);
 		conn_free(s, c);
@@ -820,6 +842,15 @@ static void handle_request(ss_server *s, ss_conn *c)
 		break;
 	case SS_OP_INFO: {
 		json_t *o = info_json(s);
+
+		if (o)
+			(void)ss_send(c->fd, o, NULL, 0);
+		json_decref(o);
+		conn_free(s, c);
+		break;
+	}
+	case SS_OP_BEGIN: {
+		json_t *o = json_pack("{s:b}", "ok", 1);
 
 		if (o)
 			(void)ss_send(c->fd, o, NULL, 0);
@@ -1113,15 +1144,21 @@ static int listen_at(const char *dir, int *ret_fd)
 
 int ss_serve(const sc_session_start_opts *o, const char *name, int dirfd, int lock_fd, int ready_fd)
 {
-	ss_server s = {
-	    .o = o, .lock_fd = lock_fd, .ready_fd = ready_fd, .listen_fd = -1, .idle_fd = -1};
+	ss_server s = {.o = o,
+		       .lock_fd = lock_fd,
+		       .ready_fd = ready_fd,
+		       .listen_fd = -1,
+		       .idle_fd = -1,
+		       .begun = !o->pooled,
+		       .started_ns = now_ns()};
 	sc_run_opts ro = {.plan = o->plan,
 			  .audit_path = o->audit_path,
 			  .audit_key = o->audit_key,
 			  .audit_key_len = o->audit_key_len,
 			  .policy_source = o->policy_source,
 			  .policy_digest = o->policy_digest,
-			  .session = &s};
+			  .session = &s,
+			  .defer_wall = o->pooled};
 	sc_run_result *res = sc_run_result_new();
 	sc_diag d = {0};
 	char path[64];
