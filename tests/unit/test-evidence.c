@@ -137,13 +137,13 @@ static void test_cover_message(void)
 	ok(au_cover_message(a, strlen(a), false, &ma, &la) == 0 &&
 	       au_cover_message(b, strlen(b), false, &mb, &lb) == 0,
 	   "the signed messages of two records");
-	ok(la == lb && memcmp(ma, mb, la) != 0,
+	ok(ma && mb && la == lb && memcmp(ma, mb, la) != 0,
 	   "... differ in the HMAC, which the signature covers");
-	ok(la == strlen(AU_SIG_DOMAIN) + 1 + strlen(a) + 1 && ma[la - 1] == '}' &&
+	ok(ma && la == strlen(AU_SIG_DOMAIN) + 1 + strlen(a) + 1 && ma[la - 1] == '}' &&
 	       memmem(ma, la, "\"sig\":\"0000", 10) && memmem(ma, la, h1, AU_HASH_HEX),
 	   "the domain, the record with its sig zeroed, and \"}\"");
 	ok(au_cover_message(a, strlen(a), true, &ha, &lha) == 0 &&
-	       au_cover_message(b, strlen(b), true, &hb, &lhb) == 0 && lha == lhb &&
+	       au_cover_message(b, strlen(b), true, &hb, &lhb) == 0 && ha && hb && lha == lhb &&
 	       memcmp(ha, hb, lha) == 0,
 	   "the HMAC's messages are the same: hmac and sig zeroed");
 }
