@@ -57,6 +57,25 @@ int au_chain_hash(const uint8_t prev[AU_HASH_BYTES], const char *body, size_t bo
 int au_hmac(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t msg_len,
 	    uint8_t out[AU_HASH_BYTES]);
 
+/*
+ * What the signature of a seal or checkpoint and the seal's HMAC cover
+ * (docs/audit.md, "What is signed"): every field of the record. The message
+ * is the domain string, a NUL, and the record's line without its hash
+ * member (the bytes the chain hashes, ending in "}"), with the hex digits
+ * of "sig" replaced by '0's, and for the HMAC those of "hmac" too: the
+ * HMAC is computed first, the signature then covers it.
+ */
+#define AU_SIG_DOMAIN  "sandcap-audit-sig-v2"
+#define AU_HMAC_DOMAIN "sandcap-audit-hmac-v2"
+/* The hexlen hex digits of member name in body: found only as exactly one
+ * `"name":"` followed by them and a quote (the canonical form), else NULL. */
+char *au_member_hex(char *body, size_t body_len, const char *name, size_t hexlen);
+/* The message above of a record's body (the line without the hash member
+ * and its "}"), malloc'ed into *ret. A member that is not there in the
+ * canonical form is left as it is (the check then fails). -ENOMEM. */
+int au_cover_message(const char *body, size_t body_len, bool for_hmac, uint8_t **ret,
+		     size_t *ret_len);
+
 bool au_valid_sandbox_id(const char *s);
 bool au_valid_event(const char *s);
 int au_format_ts(const struct timespec *ts, char out[AU_TS_LEN + 1]);
@@ -142,6 +161,7 @@ typedef struct au_chain {
 	bool sig_checked;	 /* the seal's signature verified with pub */
 	bool have_checkpoint;	 /* a checkpoint's signature verified with pub */
 	uint64_t checkpoint_seq; /* ... the last such checkpoint's seq */
+	bool legacy_rule;	 /* a signature or HMAC of a log sealed by the old rule */
 } au_chain;
 
 void au_chain_init(au_chain *c, const uint8_t *key, size_t key_len);

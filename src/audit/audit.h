@@ -131,7 +131,8 @@ const char *au_file_type(mode_t mode);
 #define AU_PEER_MSG_MAX (64u << 10)
 int au_emit_untrusted(au_log *log, const char *msg, size_t len, const char *const *allowed);
 /* Writes the final audit.seal record: {"final_hash", "hmac" (keyed only),
- * "keyed", "records"}, then fsyncs. Also after a failure (into the
+ * "keyed", "records", "sig" and "key_id" (signed only)}, the HMAC and the
+ * signature over every field of the record, then fsyncs. Also after a failure (into the
  * reserve). Nothing may follow (-EBADFD). */
 int au_seal(au_log *log);
 /* A boundary whose fsync the caller makes, so that other threads may append
@@ -169,12 +170,16 @@ static inline void au_sign_key_freep(au_sign_key **k)
 /* Hex SHA-256 of the raw 32-byte public key: records name the key by it. */
 const char *au_sign_key_id(const au_sign_key *k);
 bool au_sign_key_is_private(const au_sign_key *k);
-/* Signs / checks (0, -EBADMSG) the prefix of sandbox's log: records
- * records whose last hash is final_hash; kind is "checkpoint" or "seal". */
-int au_sign(const au_sign_key *k, const char *kind, const char *sandbox, uint64_t records,
-	    const uint8_t final_hash[AU_HASH_BYTES], uint8_t ret_sig[AU_SIG_BYTES]);
-int au_sig_check(const au_sign_key *k, const char *kind, const char *sandbox, uint64_t records,
-		 const uint8_t final_hash[AU_HASH_BYTES], const uint8_t sig[AU_SIG_BYTES]);
+/* Signs / checks (0, -EBADMSG) len bytes of msg: the message of a
+ * checkpoint or seal record (au_cover_message, docs/audit.md). */
+int au_sign(const au_sign_key *k, const uint8_t *msg, size_t len, uint8_t ret_sig[AU_SIG_BYTES]);
+int au_sig_check(const au_sign_key *k, const uint8_t *msg, size_t len,
+		 const uint8_t sig[AU_SIG_BYTES]);
+/* Checks a signature by the rule of logs sealed before the signature
+ * covered the record itself: the prefix of sandbox's log, records records
+ * whose last hash is final_hash; kind is "checkpoint" or "seal". */
+int au_sig_check_v1(const au_sign_key *k, const char *kind, const char *sandbox, uint64_t records,
+		    const uint8_t final_hash[AU_HASH_BYTES], const uint8_t sig[AU_SIG_BYTES]);
 /*
  * What signs a log, as the writer sees it: a key and its function. The
  * writer links no signature code (sandcap-run, the supervisor of `sandcap
@@ -183,8 +188,7 @@ int au_sig_check(const au_sign_key *k, const char *kind, const char *sandbox, ui
  */
 typedef struct au_signer {
 	const void *key;
-	int (*sign)(const void *key, const char *kind, const char *sandbox, uint64_t records,
-		    const uint8_t final_hash[AU_HASH_BYTES], uint8_t ret_sig[AU_SIG_BYTES]);
+	int (*sign)(const void *key, const uint8_t *msg, size_t len, uint8_t ret_sig[AU_SIG_BYTES]);
 	char key_id[AU_HASH_HEX + 1];
 } au_signer;
 /* -EINVAL unless k is a private key. k must outlive *ret. */
@@ -261,6 +265,10 @@ typedef struct au_verify_info {
 	uint64_t checkpoint_seq; /* ... the last: records 0..seq are signed */
 	uint64_t good_records;	 /* records that passed every check before a failure */
 	char key_id[AU_HASH_HEX + 1];
+	/* A signature or the HMAC checked by the rule of logs sealed before
+	 * they covered the record itself: the seal's and checkpoints' own
+	 * fields (their ts) are not vouched for. */
+	bool legacy_rule;
 } au_verify_info;
 
 /* Verifies a whole log in constant memory. 0 if intact (which includes a

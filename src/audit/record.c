@@ -71,6 +71,57 @@ int au_hmac(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t msg_l
 	return 0;
 }
 
+char *au_member_hex(char *body, size_t body_len, const char *name, size_t hexlen)
+{
+	char key[32];
+	int n = snprintf(key, sizeof(key), "\"%s\":\"", name);
+	char *hit, *again;
+
+	if (n < 0 || (size_t)n >= sizeof(key))
+		return NULL;
+	hit = memmem(body, body_len, key, (size_t)n);
+	if (!hit)
+		return NULL;
+	again = memmem(hit + 1, body_len - (size_t)(hit + 1 - body), key, (size_t)n);
+	if (again)
+		return NULL;
+	hit += n;
+	if ((size_t)(hit - body) + hexlen + 1 > body_len || hit[hexlen] != '"')
+		return NULL;
+	for (size_t i = 0; i < hexlen; i++)
+		if (hexval(hit[i]) < 0)
+			return NULL;
+	return hit;
+}
+
+int au_cover_message(const char *body, size_t body_len, bool for_hmac, uint8_t **ret,
+		     size_t *ret_len)
+{
+	const char *domain = for_hmac ? AU_HMAC_DOMAIN : AU_SIG_DOMAIN;
+	size_t dlen = strlen(domain) + 1, len;
+	uint8_t *msg;
+	char *copy, *slot;
+
+	if (__builtin_add_overflow(dlen, body_len + 1, &len))
+		return -EOVERFLOW;
+	msg = malloc(len);
+	if (!msg)
+		return -ENOMEM;
+	memcpy(msg, domain, dlen);
+	copy = (char *)msg + dlen;
+	memcpy(copy, body, body_len);
+	copy[body_len] = '}';
+	slot = au_member_hex(copy, body_len, "sig", 2 * AU_SIG_BYTES);
+	if (slot)
+		memset(slot, '0', 2 * AU_SIG_BYTES);
+	slot = for_hmac ? au_member_hex(copy, body_len, "hmac", AU_HASH_HEX) : NULL;
+	if (slot)
+		memset(slot, '0', AU_HASH_HEX);
+	*ret = msg;
+	*ret_len = len;
+	return 0;
+}
+
 /* Restricted so that the id needs no JSON escaping and cannot smuggle
  * terminal controls into reports. */
 bool au_valid_sandbox_id(const char *s)

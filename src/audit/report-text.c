@@ -381,8 +381,15 @@ static void text_consumed(FILE *out, const report *rp)
 		(void)fputs("  exit      ", out);
 		if (json_is_true(json_object_get(x, "timed_out")))
 			(void)fputs("killed by the wall-clock limit", out);
-		else if (json_is_true(json_object_get(x, "oom_killed")))
+		else if (json_is_true(json_object_get(x, "oom_killed")) &&
+			 !(rp_get_u64(x, "signal", &v) && v == 0 && rp_get_u64(x, "status", &w)))
 			(void)fputs("killed by the memory limit (OOM)", out);
+		else if (json_is_true(json_object_get(x, "oom_killed")))
+			/* The command ended by itself; one of its processes did not. */
+			(void)fprintf(out,
+				      "status %" PRIu64 "; a process was killed by the memory "
+				      "limit (OOM)",
+				      w);
 		else if (rp_get_u64(x, "signal", &v) && v > 0)
 			(void)fprintf(out, "killed by signal %" PRIu64, v);
 		else if (rp_get_u64(x, "status", &v))

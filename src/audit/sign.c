@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The public-key seal: Ed25519 keys in PEM files (OpenSSL 3 EVP), and the
- * signature of a log's prefix (docs/audit.md, "The public-key seal"). A
- * signature covers a domain string, the kind (checkpoint or seal), the
- * sandbox id, the record count and the hash of the last record before it,
- * so a checkpoint cannot pass for a seal, nor either for another log's.
+ * signature of a checkpoint or seal record (docs/audit.md, "The public-key
+ * seal"). What is signed is built in record.c (au_cover_message): every
+ * field of the record, so a checkpoint cannot pass for a seal, nor either
+ * for another log's, nor be edited.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -253,11 +253,12 @@ int au_keygen(const char *priv_path, const char *pub_path, char ret_id[AU_HASH_H
 }
 
 /*
+ * The rule of logs sealed before the signature covered the record itself:
  * "sandcap-audit-sig-v1" NUL kind NUL sandbox NUL records (decimal) NUL
- * final_hash (32 raw bytes): what a checkpoint or a seal signs.
+ * final_hash (32 raw bytes). Only checked, never signed any more.
  */
-static size_t sig_message(const char *kind, const char *sandbox, uint64_t records,
-			  const uint8_t final_hash[AU_HASH_BYTES], uint8_t *out, size_t cap)
+static size_t sig_message_v1(const char *kind, const char *sandbox, uint64_t records,
+			     const uint8_t final_hash[AU_HASH_BYTES], uint8_t *out, size_t cap)
 {
 	int n = snprintf((char *)out, cap, "sandcap-audit-sig-v1%c%s%c%s%c%" PRIu64 "%c", 0, kind,
 			 0, sandbox, 0, records, 0);
@@ -270,15 +271,12 @@ static size_t sig_message(const char *kind, const char *sandbox, uint64_t record
 
 #define AU_SIG_MSG_MAX (64 + AU_SANDBOX_ID_MAX + AU_HASH_BYTES)
 
-int au_sign(const au_sign_key *k, const char *kind, const char *sandbox, uint64_t records,
-	    const uint8_t final_hash[AU_HASH_BYTES], uint8_t ret_sig[AU_SIG_BYTES])
+int au_sign(const au_sign_key *k, const uint8_t *msg, size_t len, uint8_t ret_sig[AU_SIG_BYTES])
 {
 	_cleanup_(md_ctx_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
-	uint8_t msg[AU_SIG_MSG_MAX];
-	size_t len = sig_message(kind, sandbox, records, final_hash, msg, sizeof(msg));
 	size_t sig_len = AU_SIG_BYTES;
 
-	if (!k || !k->private || len == 0)
+	if (!k || !k->private || !msg || len == 0)
 		return -EINVAL;
 	if (!md)
 		return -ENOMEM;
@@ -288,10 +286,9 @@ int au_sign(const au_sign_key *k, const char *kind, const char *sandbox, uint64_
 	return 0;
 }
 
-static int sign_key(const void *k, const char *kind, const char *sandbox, uint64_t records,
-		    const uint8_t final_hash[AU_HASH_BYTES], uint8_t ret_sig[AU_SIG_BYTES])
+static int sign_key(const void *k, const uint8_t *msg, size_t len, uint8_t ret_sig[AU_SIG_BYTES])
 {
-	return au_sign(k, kind, sandbox, records, final_hash, ret_sig);
+	return au_sign(k, msg, len, ret_sig);
 }
 
 int au_signer_of(const au_sign_key *k, au_signer *ret)
@@ -303,18 +300,25 @@ int au_signer_of(const au_sign_key *k, au_signer *ret)
 	return 0;
 }
 
-int au_sig_check(const au_sign_key *k, const char *kind, const char *sandbox, uint64_t records,
-		 const uint8_t final_hash[AU_HASH_BYTES], const uint8_t sig[AU_SIG_BYTES])
+int au_sig_check(const au_sign_key *k, const uint8_t *msg, size_t len,
+		 const uint8_t sig[AU_SIG_BYTES])
 {
 	_cleanup_(md_ctx_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
-	uint8_t msg[AU_SIG_MSG_MAX];
-	size_t len = sig_message(kind, sandbox, records, final_hash, msg, sizeof(msg));
 
-	if (!k || len == 0)
+	if (!k || !msg || len == 0)
 		return -EINVAL;
 	if (!md)
 		return -ENOMEM;
 	if (EVP_DigestVerifyInit(md, NULL, NULL, NULL, k->pkey) != 1)
 		return -EIO;
 	return EVP_DigestVerify(md, sig, AU_SIG_BYTES, msg, len) == 1 ? 0 : -EBADMSG;
+}
+
+int au_sig_check_v1(const au_sign_key *k, const char *kind, const char *sandbox, uint64_t records,
+		    const uint8_t final_hash[AU_HASH_BYTES], const uint8_t sig[AU_SIG_BYTES])
+{
+	uint8_t msg[AU_SIG_MSG_MAX];
+	size_t len = sig_message_v1(kind, sandbox, records, final_hash, msg, sizeof(msg));
+
+	return len ? au_sig_check(k, msg, len, sig) : -EINVAL;
 }

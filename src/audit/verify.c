@@ -39,17 +39,52 @@ static int check_prefix(const au_record *r, json_t *records, json_t *final, char
 	return 0;
 }
 
+/* The signature (for_hmac: the HMAC) of the record in line: the message
+ * over every field of it (au_cover_message); or by the rule of logs sealed
+ * before, over the prefix only (*ret_legacy). 0 or -EBADMSG. */
+static int check_cover(au_chain *c, const au_record *r, const char *line, const char *kind,
+		       const uint8_t *sig, bool for_hmac, bool *ret_legacy)
+{
+	_cleanup_free_ uint8_t *msg = NULL;
+	uint8_t want[AU_HASH_BYTES];
+	size_t len = 0;
+	int r_ = au_cover_message(line, r->body_len, for_hmac, &msg, &len);
+
+	if (r_ < 0)
+		return r_;
+	*ret_legacy = false;
+	if (for_hmac) {
+		if (au_hmac(c->key, c->key_len, msg, len, want) == 0 &&
+		    mem_equal_ct(sig, want, AU_HASH_BYTES))
+			return 0;
+		/* the old rule: HMAC(key, final_hash) */
+		r_ = au_hmac(c->key, c->key_len, r->prev, AU_HASH_BYTES, want);
+		if (r_ < 0 || !mem_equal_ct(sig, want, AU_HASH_BYTES))
+			return -EBADMSG;
+	} else {
+		r_ = au_sig_check(c->pub, msg, len, sig);
+		if (r_ != -EBADMSG)
+			return r_;
+		r_ = au_sig_check_v1(c->pub, kind, c->sandbox, r->seq, r->prev, sig);
+		if (r_ < 0)
+			return r_;
+	}
+	*ret_legacy = true;
+	return 0;
+}
+
 /*
  * The signature of a checkpoint or seal (sig, key_id in data): well-formed
  * always, by the log's one key, and checked when a public key is given.
  * 1 when checked, 0 when not (no key given).
  */
-static int check_signature(au_chain *c, const au_record *r, const char *kind, char *reason,
-			   size_t reason_len)
+static int check_signature(au_chain *c, const au_record *r, const char *line, const char *kind,
+			   char *reason, size_t reason_len)
 {
 	json_t *sig = json_object_get(r->data, "sig");
 	json_t *key_id = json_object_get(r->data, "key_id");
 	uint8_t sig_bytes[AU_SIG_BYTES], id[AU_HASH_BYTES];
+	bool legacy = false;
 	int r_;
 
 	if (!json_is_string(sig) ||
@@ -74,17 +109,21 @@ static int check_signature(au_chain *c, const au_record *r, const char *kind, ch
 		    reason, reason_len,
 		    "%s signed by key %.16s..., not by the given public key %.16s...", r->event,
 		    c->key_id, au_sign_key_id(c->pub));
-	r_ = au_sig_check(c->pub, kind, c->sandbox, r->seq, r->prev, sig_bytes);
+	r_ = check_cover(c, r, line, kind, sig_bytes, false, &legacy);
 	if (r_ == -EBADMSG)
 		return au_fail_reason(
 		    reason, reason_len,
 		    "%s signature does not verify with the public key (forged, or the "
-		    "log edited before it?)",
+		    "log edited before it or in it?)",
 		    r->event);
-	return r_ < 0 ? r_ : 1;
+	if (r_ < 0)
+		return r_;
+	c->legacy_rule |= legacy;
+	return 1;
 }
 
-static int check_checkpoint(au_chain *c, const au_record *r, char *reason, size_t reason_len)
+static int check_checkpoint(au_chain *c, const au_record *r, const char *line, char *reason,
+			    size_t reason_len)
 {
 	json_t *records = json_object_get(r->data, "records");
 	json_t *final = json_object_get(r->data, "final_hash");
@@ -95,7 +134,7 @@ static int check_checkpoint(au_chain *c, const au_record *r, char *reason, size_
 	r_ = check_prefix(r, records, final, reason, reason_len);
 	if (r_ < 0)
 		return r_;
-	r_ = check_signature(c, r, "checkpoint", reason, reason_len);
+	r_ = check_signature(c, r, line, "checkpoint", reason, reason_len);
 	if (r_ < 0)
 		return r_;
 	c->checkpoints++;
@@ -106,14 +145,16 @@ static int check_checkpoint(au_chain *c, const au_record *r, char *reason, size_
 	return 0;
 }
 
-static int check_seal(au_chain *c, const au_record *r, char *reason, size_t reason_len)
+static int check_seal(au_chain *c, const au_record *r, const char *line, char *reason,
+		      size_t reason_len)
 {
 	json_t *records = json_object_get(r->data, "records");
 	json_t *final = json_object_get(r->data, "final_hash");
 	json_t *keyed = json_object_get(r->data, "keyed");
 	json_t *hmac = json_object_get(r->data, "hmac");
 	bool is_signed = json_object_get(r->data, "sig") != NULL;
-	uint8_t mac[AU_HASH_BYTES], want[AU_HASH_BYTES];
+	uint8_t mac[AU_HASH_BYTES];
+	bool legacy = false;
 	int r_;
 
 	if (!json_is_integer(records) || !json_is_string(final) || !json_is_boolean(keyed) ||
@@ -124,7 +165,7 @@ static int check_seal(au_chain *c, const au_record *r, char *reason, size_t reas
 	if (r_ < 0)
 		return r_;
 	if (is_signed) {
-		r_ = check_signature(c, r, "seal", reason, reason_len);
+		r_ = check_signature(c, r, line, "seal", reason, reason_len);
 		if (r_ < 0)
 			return r_;
 		c->seal_signed = true;
@@ -151,13 +192,15 @@ static int check_seal(au_chain *c, const au_record *r, char *reason, size_t reas
 		return au_fail_reason(
 		    reason, reason_len,
 		    "log sealed without a key, but a key was given (seal replaced?)");
-	r_ = au_hmac(c->key, c->key_len, r->prev, AU_HASH_BYTES, want);
-	if (r_ < 0)
-		return r_;
-	if (!mem_equal_ct(mac, want, AU_HASH_BYTES))
+	r_ = check_cover(c, r, line, "seal", mac, true, &legacy);
+	if (r_ == -EBADMSG)
 		return au_fail_reason(
 		    reason, reason_len,
-		    "seal HMAC mismatch (wrong key, or log cut off and resealed?)");
+		    "seal HMAC mismatch (wrong key, the seal edited, or log cut off and "
+		    "resealed?)");
+	if (r_ < 0)
+		return r_;
+	c->legacy_rule |= legacy;
 	c->hmac_checked = true;
 	return 0;
 }
@@ -233,12 +276,12 @@ int au_chain_feed(au_chain *c, const au_record *r, const char *line, char *reter
 	if (strcmp(r->event, AU_ERROR_EVENT) == 0 && !c->failed)
 		note_failure(c, r->data);
 	if (strcmp(r->event, AU_CHECKPOINT_EVENT) == 0) {
-		ret = check_checkpoint(c, r, reterr_reason, reason_len);
+		ret = check_checkpoint(c, r, line, reterr_reason, reason_len);
 		if (ret < 0)
 			return ret;
 	}
 	if (strcmp(r->event, AU_SEAL_EVENT) == 0) {
-		ret = check_seal(c, r, reterr_reason, reason_len);
+		ret = check_seal(c, r, line, reterr_reason, reason_len);
 		if (ret < 0)
 			return ret;
 		c->sealed = true;
@@ -273,6 +316,7 @@ static void fill_info(const au_chain *c, au_verify_info *info)
 	    .have_checkpoint = c->have_checkpoint,
 	    .checkpoint_seq = c->checkpoint_seq,
 	    .good_records = c->records,
+	    .legacy_rule = c->legacy_rule,
 	};
 	strcpy(info->sandbox, c->sandbox);
 	au_hex(c->prev, AU_HASH_BYTES, info->last_hash);

@@ -392,21 +392,95 @@ static void mark_failed(au_log *log, const char *event, int err)
 	(void)snprintf(log->failed_event, sizeof(log->failed_event), "%s", event);
 }
 
-/* Adds the signature of the prefix so far (records, final_hash) to data. */
-static int add_signature(au_log *log, const char *kind, json_t *data)
+/* Fills the hex digits of member name in body with n bytes' hex. */
+static int fill_member(char *body, size_t body_len, const char *name, const uint8_t *bytes,
+		       size_t n)
 {
-	uint8_t sig[AU_SIG_BYTES];
 	char hex[2 * AU_SIG_BYTES + 1];
+	char *slot = au_member_hex(body, body_len, name, 2 * n);
+
+	if (!slot || n > AU_SIG_BYTES)
+		return -EINVAL;
+	au_hex(bytes, n, hex);
+	memcpy(slot, hex, 2 * n);
+	return 0;
+}
+
+/* The HMAC (mac) and the signature (signed) of the record in line,
+ * written into their members (zeros so far), then its hash: both cover
+ * every field of the record (docs/audit.md, "What is signed"). */
+static int seal_line(au_log *log, char *line, size_t len, bool mac, bool sign,
+		     uint8_t ret_hash[AU_HASH_BYTES])
+{
+	size_t body_len = len - 1 - AU_HASH_SUFFIX_LEN, msg_len = 0;
+	char hex[AU_HASH_HEX + 1];
 	int r;
 
-	r = log->signer->sign(log->signer->key, kind, log->sandbox, log->seq, log->prev, sig);
+	if (mac) {
+		_cleanup_free_ uint8_t *msg = NULL;
+		uint8_t out[AU_HASH_BYTES];
+
+		r = au_cover_message(line, body_len, true, &msg, &msg_len);
+		if (r == 0)
+			r = au_hmac(log->key, log->key_len, msg, msg_len, out);
+		if (r == 0)
+			r = fill_member(line, body_len, "hmac", out, AU_HASH_BYTES);
+		if (r < 0)
+			return r;
+	}
+	if (sign) {
+		_cleanup_free_ uint8_t *msg = NULL;
+		uint8_t sig[AU_SIG_BYTES];
+
+		r = au_cover_message(line, body_len, false, &msg, &msg_len);
+		if (r == 0)
+			r = log->signer->sign(log->signer->key, msg, msg_len, sig);
+		if (r == 0)
+			r = fill_member(line, body_len, "sig", sig, AU_SIG_BYTES);
+		if (r < 0)
+			return r;
+	}
+	r = au_chain_hash(log->prev, line, body_len, ret_hash);
 	if (r < 0)
 		return r;
-	au_hex(sig, AU_SIG_BYTES, hex);
-	if (json_object_set_new(data, "sig", json_string(hex)) < 0 ||
-	    json_object_set_new(data, "key_id", json_string(log->signer->key_id)) < 0)
-		return -ENOMEM;
+	au_hex(ret_hash, AU_HASH_BYTES, hex);
+	memcpy(line + body_len + sizeof(AU_HASH_SUFFIX_HEAD) - 1, hex, AU_HASH_HEX);
 	return 0;
+}
+
+/*
+ * A checkpoint or the seal: data gets zeros where the HMAC (mac) and the
+ * signature go, the line is built, and seal_line() fills them in and
+ * hashes it. Written with behind bytes allocated after it.
+ */
+static int log_signed_record(au_log *log, const char *event, json_t *data, bool mac, off_t behind)
+{
+	_cleanup_free_ char *dump = NULL, *line = NULL;
+	char zeros[2 * AU_SIG_BYTES + 1];
+	uint8_t hash[AU_HASH_BYTES];
+	struct timespec ts;
+	size_t len = 0;
+	int r;
+
+	memset(zeros, '0', sizeof(zeros) - 1);
+	zeros[sizeof(zeros) - 1] = '\0';
+	if (mac && json_object_set_new(data, "hmac", json_stringn(zeros, AU_HASH_HEX)) < 0)
+		return -ENOMEM;
+	if (log->signer &&
+	    (json_object_set_new(data, "sig", json_string(zeros)) < 0 ||
+	     json_object_set_new(data, "key_id", json_string(log->signer->key_id)) < 0))
+		return -ENOMEM;
+	dump = json_dumps(data, AU_DUMP_FLAGS);
+	if (!dump)
+		return -ENOMEM;
+	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+		return -errno;
+	r = au_record_build(log->seq, &ts, log->sandbox, event, dump, log->prev, &line, &len, hash);
+	if (r == 0)
+		r = seal_line(log, line, len, mac, log->signer != NULL, hash);
+	if (r < 0)
+		return r;
+	return log_append(log, line, len, hash, behind);
 }
 
 /* audit.checkpoint: a record like any other, with the reserve behind it;
@@ -417,9 +491,8 @@ static int write_checkpoint(au_log *log)
 	    json_pack("{s:I, s:s}", "records", (json_int_t)log->seq, "final_hash", log->prev_hex);
 	int r;
 
-	r = data ? add_signature(log, "checkpoint", data) : -ENOMEM;
-	if (r == 0)
-		r = emit_dumped(log, AU_CHECKPOINT_EVENT, data, AU_RESERVE_BYTES);
+	r = data ? log_signed_record(log, AU_CHECKPOINT_EVENT, data, false, AU_RESERVE_BYTES)
+		 : -ENOMEM;
 	if (r < 0) {
 		mark_failed(log, AU_CHECKPOINT_EVENT, r);
 		return r;
@@ -554,8 +627,6 @@ uint64_t au_reserved(const au_log *log)
 int au_seal(au_log *log)
 {
 	_cleanup_json_ json_t *data = NULL;
-	_cleanup_free_ char *dump = NULL;
-	char hex[AU_HASH_HEX + 1];
 	int r;
 
 	if (!log)
@@ -568,25 +639,7 @@ int au_seal(au_log *log)
 			 log->prev_hex, "keyed", log->key != NULL);
 	if (!data)
 		return -ENOMEM;
-	if (log->key) {
-		uint8_t mac[AU_HASH_BYTES];
-
-		r = au_hmac(log->key, log->key_len, log->prev, AU_HASH_BYTES, mac);
-		if (r < 0)
-			return r;
-		au_hex(mac, AU_HASH_BYTES, hex);
-		if (json_object_set_new(data, "hmac", json_string(hex)) < 0)
-			return -ENOMEM;
-	}
-	if (log->signer) {
-		r = add_signature(log, "seal", data);
-		if (r < 0)
-			return r;
-	}
-	dump = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
-	if (!dump)
-		return -ENOMEM;
-	r = log_record(log, AU_SEAL_EVENT, dump, 0);
+	r = log_signed_record(log, AU_SEAL_EVENT, data, log->key != NULL, 0);
 	if (r < 0)
 		return r;
 	log->sealed = true;

@@ -390,6 +390,10 @@ static int cmd_audit_verify(int argc, char **argv)
 	if (info.sig_checked)
 		printf("signed by key %s, %llu checkpoints\n", info.key_id,
 		       (unsigned long long)info.checkpoints);
+	if (info.legacy_rule)
+		printf(
+		    "sealed by the earlier rule: the signature or HMAC covers the records "
+		    "before the seal, not the seal's and checkpoints' own fields (their time)\n");
 	if (receipts)
 		return verify_receipts(file, in);
 	printf("last hash: %s\n", info.last_hash);

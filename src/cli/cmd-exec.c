@@ -138,15 +138,17 @@ static void winsize_to(int pty)
  * "duration_ms"}, as jansson's JSON_COMPACT writes it. */
 static void ndjson_result(const sx_result *res)
 {
+	const char *wall = res->flags & SX_EXEC_WALL ? "\"exec_wall\""
+			   : res->flags & SX_WALL    ? "\"wall\""
+						     : "";
 	char sig[16];
 
 	snprintf(sig, sizeof(sig), "%d", res->signal);
-	printf("{\"exit_code\":%d,\"signal\":%s,\"limits_hit\":[%s],\"duration_ms\":%" PRIu64 "}\n",
-	       res->exit_code, res->signal ? sig : "null",
-	       res->flags & SX_EXEC_WALL ? "\"exec_wall\""
-	       : res->flags & SX_WALL	 ? "\"wall\""
-					 : "",
-	       res->duration_ms);
+	printf("{\"exit_code\":%d,\"signal\":%s,\"limits_hit\":[%s%s%s],\"duration_ms\":%" PRIu64
+	       "}\n",
+	       res->exit_code, res->signal ? sig : "null", wall,
+	       wall[0] && (res->flags & SX_MEMORY) ? "," : "",
+	       res->flags & SX_MEMORY ? "\"memory\"" : "", res->duration_ms);
 }
 
 int cmd_exec(int argc, char **argv)
@@ -327,5 +329,11 @@ int cmd_exec(int argc, char **argv)
 	else if (res.flags & SX_SESSION_ENDED)
 		cli_error("exec: session %s ended while the command ran (%s)", name,
 			  res.flags & SX_WALL ? "limits.wall" : "stopped");
+	else if ((res.flags & SX_MEMORY) && res.signal == SIGKILL)
+		cli_error("exec: killed by the memory limit (OOM) (exit %d)", res.exit_code);
+	else if (res.flags & SX_MEMORY)
+		cli_error("exec: a process was killed by the memory limit (OOM); the command "
+			  "exited with status %d",
+			  res.exit_code);
 	return res.exit_code;
 }

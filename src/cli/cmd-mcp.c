@@ -119,7 +119,7 @@ int cmd_mcp(int argc, char **argv)
 	}
 	exe[n] = 0;
 	cli_session_program(exe, session_exe, sizeof(session_exe));
-	if (sv_session_start(session_exe, policy, s.name, &info, &e) < 0) {
+	if (sv_session_start(session_exe, policy, s.name, false, &info, &e) < 0) {
 		cli_error("mcp: %s", e.message);
 		return SC_EXIT_SETUP;
 	}

@@ -215,8 +215,14 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 			r->forced_kill ? "killed, the command did not end within the grace"
 				       : "the command ended when asked",
 			r->exit_status);
-	else if (r->oom_killed)
+	else if (r->oom_killed && r->signal)
 		fprintf(f, "OOM-killed: memory limit reached (exit %d)\n", r->exit_status);
+	else if (r->oom_killed)
+		/* A child was killed, and the command went on and ended by itself. */
+		fprintf(f,
+			"a process was killed by the memory limit (OOM); the command exited with "
+			"status %d\n",
+			r->exit_status);
 	else if (r->signal)
 		fprintf(f, "command died of signal %d (%s) (exit %d)\n", r->signal,
 			strsignal(r->signal), r->exit_status);

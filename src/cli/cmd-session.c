@@ -21,6 +21,7 @@ static void session_usage(FILE *out)
 {
 	fputs("Usage: sandcap session start --policy FILE [--name NAME] [--audit FILE]\n"
 	      "                             [--audit-key FILE] [--set KEY=VALUE]... [--json]\n"
+	      "                             [--pooled]\n"
 	      "       sandcap session stop NAME [--json]\n"
 	      "       sandcap session list [--json]\n"
 	      "       sandcap session put NAME PATH [--mode OCTAL] < DATA\n"
@@ -60,12 +61,13 @@ static int session_start(int argc, char **argv)
 
 	r = cli_run_args_parse(argc, argv,
 			       CLI_OPT_POLICY | CLI_OPT_NAME | CLI_OPT_AUDIT | CLI_OPT_AUDIT_KEY |
-				   CLI_OPT_SET | CLI_OPT_JSON,
+				   CLI_OPT_SET | CLI_OPT_JSON | CLI_OPT_POOLED,
 			       true, session_usage, &a);
 	if (r)
 		return r > 0 ? 0 : SC_EXIT_SETUP;
 	o.name = a.name;
 	o.audit_path = a.audit;
+	o.pooled = a.pooled;
 	if (!a.policy || optind != argc) {
 		cli_error("session start: give --policy FILE and no command (commands go to "
 			  "`sandcap exec NAME`)");

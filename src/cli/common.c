@@ -48,9 +48,11 @@ int cli_read_policy(const char *file, size_t max, char **ret_buf, size_t *ret_le
 		r = io_read_all(STDIN_FILENO, max, ret_buf, ret_len);
 	else
 		r = io_read_file_at(AT_FDCWD, file, max, ret_buf, ret_len);
-	if (r < 0)
-		cli_error("%s: cannot read policy: %s", cli_policy_name(file),
-			  r == -EFBIG ? "larger than the limit" : strerror(-r));
+	if (r == -EFBIG)
+		cli_error("%s: cannot read policy: larger than %zu bytes, the most a policy may be",
+			  cli_policy_name(file), max);
+	else if (r < 0)
+		cli_error("%s: cannot read policy: %s", cli_policy_name(file), strerror(-r));
 	return r;
 }
 

@@ -40,6 +40,7 @@ static const struct {
     {"set", CLI_OPT_SET, OPT_SET, 0},
     {"json", CLI_OPT_JSON, OPT_FLAG, offsetof(cli_run_args, json)},
     {"quiet", CLI_OPT_QUIET, OPT_FLAG, offsetof(cli_run_args, quiet)},
+    {"pooled", CLI_OPT_POOLED, OPT_FLAG, offsetof(cli_run_args, pooled)},
     {"help", 0, OPT_HELP, 0},
     {"spawned-by", CLI_OPT_SPAWNED_BY, OPT_STRING, offsetof(cli_run_args, spawned_by)},
 };

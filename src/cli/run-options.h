@@ -21,6 +21,7 @@ typedef enum cli_opt {
 	CLI_OPT_JSON = 1 << 7,	     /* --json */
 	CLI_OPT_QUIET = 1 << 8,	     /* --quiet */
 	CLI_OPT_SPAWNED_BY = 1 << 9, /* internal: a sub-sandbox's supervisor (core/spawn.h) */
+	CLI_OPT_POOLED = 1 << 10,    /* --pooled: a session's limits wait for `session begin` */
 } cli_opt;
 
 typedef struct cli_run_args {
@@ -28,7 +29,7 @@ typedef struct cli_run_args {
 	uint64_t checkpoint_records, checkpoint_ms;
 	char *sets[CLI_MAX_SETS];
 	size_t n_sets;
-	bool json, quiet;
+	bool json, quiet, pooled;
 	const char *spawned_by; /* set: the rest of the command line was not read */
 } cli_run_args;
 

@@ -1734,9 +1734,17 @@ static int session_emit(void *userdata, const char *event, json_t *data)
 }
 
 /* Phase 5: until pid 1 is gone; then what it and the proxy said last. */
+static void session_start_wall(void *userdata)
+{
+	supervisor *s = userdata;
+
+	if (s->plan->wall_ns != PLAN_UNLIMITED)
+		arm(s->wallfd, s->plan->wall_ns);
+}
+
 static void supervise(supervisor *s)
 {
-	if (s->plan->wall_ns != PLAN_UNLIMITED)
+	if (s->plan->wall_ns != PLAN_UNLIMITED && !s->o->defer_wall)
 		arm(s->wallfd, s->plan->wall_ns);
 	(void)ep_add(s, s->sync, EV_SYNC);
 	(void)ep_add(s, s->pidfd, EV_PIDFD);
@@ -1755,6 +1763,7 @@ static void supervise(supervisor *s)
 			     .audit_path = s->res->audit_path,
 			     .ws = s->ws,
 			     .emit = session_emit,
+			     .start_wall = session_start_wall,
 			     .userdata = s};
 
 		ss_attach(s->o->session, &h);

@@ -51,6 +51,9 @@ typedef struct sc_run_opts {
 	 * NULL) and serves the commands this server sends it until it is
 	 * stopped or a limit ends it. */
 	struct ss_server *session;
+	/* A pooled session: limits.wall starts when the session server says
+	 * (ss_host.start_wall, at its hand-out), not when the sandbox does. */
+	bool defer_wall;
 } sc_run_opts;
 
 typedef struct sc_run_result {

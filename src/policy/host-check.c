@@ -253,7 +253,15 @@ int plan_check_secret(const sc_plan *p, size_t i, sc_diag *reterr_diag)
 	(void)path_push_key(&c, "net");
 	(void)path_push_key(&c, "credentials");
 	(void)path_push_index(&c, i);
-	snprintf(what, sizeof(what), "the %s header the proxy adds for %s", cr->header, cr->host);
+	/* Without a header the value only replaces the placeholder. */
+	if (cr->header)
+		snprintf(what, sizeof(what), "the %s header the proxy adds for %s", cr->header,
+			 cr->host);
+	else
+		snprintf(what, sizeof(what),
+			 "the value the proxy puts in place of %s's placeholder "
+			 "in requests to %s",
+			 cr->placeholder_env ? cr->placeholder_env : "the", cr->host);
 	if (cr->value_env) {
 		const char *v = getenv(cr->value_env);
 

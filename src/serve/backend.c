@@ -87,12 +87,19 @@ static int run_json(const char *exe, char *const argv[], const void *in, size_t 
 	return 0;
 }
 
-int sv_session_start(const char *exe, const char *policy_file, const char *name, json_t **ret_info,
-		     sv_error *e)
+int sv_session_start(const char *exe, const char *policy_file, const char *name, bool pooled,
+		     json_t **ret_info, sv_error *e)
 {
-	char *argv[] = {(char *)"sandcap",  (char *)"session",	 (char *)"start",
-			(char *)"--policy", (char *)policy_file, (char *)"--name",
-			(char *)name,	    (char *)"--json",	 NULL};
+	char *argv[] = {(char *)"sandcap",
+			(char *)"session",
+			(char *)"start",
+			(char *)"--policy",
+			(char *)policy_file,
+			(char *)"--name",
+			(char *)name,
+			(char *)"--json",
+			pooled ? (char *)"--pooled" : NULL,
+			NULL};
 
 	return run_json(exe, argv, NULL, 0, "session start", ret_info, e);
 }

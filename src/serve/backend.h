@@ -26,9 +26,11 @@ int sv_fail(sv_error *e, int status, const char *code, const char *path, const c
 /* A fresh session name: prefix + 16 random hex digits. */
 int sv_new_name(const char *prefix, char *out, size_t size);
 
-/* `session start --policy FILE --name NAME --json`: *ret_info is its JSON. */
-int sv_session_start(const char *exe, const char *policy_file, const char *name, json_t **ret_info,
-		     sv_error *e);
+/* `session start --policy FILE --name NAME --json` (and --pooled for a
+ * warm pool's: its limits start at sc_session_begin()): *ret_info is its
+ * JSON. */
+int sv_session_start(const char *exe, const char *policy_file, const char *name, bool pooled,
+		     json_t **ret_info, sv_error *e);
 /* `session stop NAME --json`: *ret_info (may be NULL) is its JSON. */
 int sv_session_stop(const char *exe, const char *name, json_t **ret_info, sv_error *e);
 int sv_session_put(const char *exe, const char *name, const char *path, const void *data,

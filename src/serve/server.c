@@ -29,6 +29,7 @@
 #include "serve/backend.h"
 #include "serve/request.h"
 #include "serve/table.h"
+#include "session/session.h"
 #include "token/token.h"
 
 #define SV_IO_TIMEOUT_S 30 /* a client that does not read an answer for this long is gone */
@@ -240,7 +241,10 @@ static bool alive(pid_t pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
-/* Takes a started session of pol, or returns -EAGAIN when none is ready. */
+static void stop_quietly(sv_daemon *d, const char *name);
+
+/* Takes a started session of pol and hands it out, or returns -EAGAIN
+ * when none is ready. */
 static int pool_take(sv_daemon *d, sv_pol *pol, sv_session *ret)
 {
 	int r = -EAGAIN;
@@ -254,15 +258,22 @@ static int pool_take(sv_daemon *d, sv_pol *pol, sv_session *ret)
 			r = 0;
 			break;
 		}
-		/* it ended on its own (limits.idle, limits.wall): refilled below */
+		/* it ended on its own: refilled below */
 	}
 	(void)pthread_cond_broadcast(&d->pool_cond);
 	(void)pthread_mutex_unlock(&d->pool_lock);
+	/* Its limits (wall, idle) start at the hand-out, not while it waited. */
+	if (r == 0 && sc_session_begin(ret->name) < 0) {
+		LOG(d, "pool %s: %s could not be handed out; starting another", pol->name,
+		    ret->name);
+		stop_quietly(d, ret->name);
+		r = -EAGAIN;
+	}
 	return r;
 }
 
 static int start_session(sv_daemon *d, const char *file, const char *label, const char *digest,
-			 sv_session *ret, sv_error *e)
+			 bool pooled, sv_session *ret, sv_error *e)
 {
 	_cleanup_json_ json_t *info = NULL;
 	char name[SV_NAME_MAX];
@@ -271,7 +282,7 @@ static int start_session(sv_daemon *d, const char *file, const char *label, cons
 
 	if (r < 0)
 		return sv_fail(e, 500, "internal", NULL, "no random name: %s", strerror(-r));
-	r = sv_session_start(d->cfg->session_exe ?: d->cfg->exe, file, name, &info, e);
+	r = sv_session_start(d->cfg->session_exe ?: d->cfg->exe, file, name, pooled, &info, e);
 	if (r < 0)
 		return r;
 	memset(ret, 0, sizeof(*ret));
@@ -328,7 +339,7 @@ static void *pool_main(void *arg)
 		(void)pthread_mutex_unlock(&d->pool_lock);
 		sv_session s;
 		sv_error e;
-		int r = start_session(d, want->file, want->name, want->digest, &s, &e);
+		int r = start_session(d, want->file, want->name, want->digest, true, &s, &e);
 
 		(void)pthread_mutex_lock(&d->pool_lock);
 		want->filling--;
@@ -487,6 +498,7 @@ static int create_session(sv_conn *c, const sv_request *req, sv_session *ret, sv
 
 	if (entry && entry->size && pool_take(d, entry, ret) == 0) {
 		ret->uid = c->uid;
+		ret->created_ms = now_ms(); /* its life, as the caller's, starts now */
 		if (strncmp(label, "token:", 6) == 0)
 			(void)snprintf(ret->policy, sizeof(ret->policy), "%s", label);
 	} else {
@@ -501,7 +513,7 @@ static int create_session(sv_conn *c, const sv_request *req, sv_session *ret, sv
 			}
 			file = tmp;
 		}
-		r = start_session(d, file, label, entry ? entry->digest : digest, ret, e);
+		r = start_session(d, file, label, entry ? entry->digest : digest, false, ret, e);
 		if (tmp[0])
 			(void)unlink(tmp);
 		if (r < 0) {

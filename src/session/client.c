@@ -57,6 +57,22 @@ static int link_lock(int lock, int dirfd)
 	return linkat(AT_FDCWD, path, dirfd, SS_LOCK, AT_SYMLINK_FOLLOW) < 0 ? -1 : 0;
 }
 
+/* A runtime directory that is not ours alone: what it is, and what it must be. */
+static int runtime_dir_refused(sc_diag *d, const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) < 0)
+		return diag_fail(d, -EPERM, "runtime", "%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return diag_fail(d, -EPERM, "runtime", "%s: not a directory", dir);
+	return diag_fail(d, -EPERM, "runtime",
+			 "%s: has mode %04o and owner uid %u; it must be a directory of uid %u "
+			 "with mode 0700 (its sessions' control sockets grant everything)",
+			 dir, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
+			 (unsigned)geteuid());
+}
+
 int sc_session_start(const sc_session_start_opts *o, sc_session_info *ret, sc_diag *d)
 {
 	char dir[4096], name[SC_SESSION_NAME_MAX + 1];
@@ -83,11 +99,12 @@ int sc_session_start(const sc_session_start_opts *o, sc_session_info *ret, sc_di
 		snprintf(name, sizeof(name), "s-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
 	}
 	r = sc_session_dir(true, dir, sizeof(dir));
+	if (r == -EPERM)
+		return runtime_dir_refused(d, dir);
 	if (r < 0)
 		return diag_fail(d, r, "runtime",
-				 r == -ENOENT  ? "no runtime directory: set XDG_RUNTIME_DIR"
-				 : r == -EPERM ? "%s: not a directory of ours with mode 0700"
-					       : "%s: %s",
+				 r == -ENOENT ? "no runtime directory: set XDG_RUNTIME_DIR"
+					      : "%s: %s",
 				 dir, strerror(-r));
 	(void)sc_session_sweep(); /* what dead supervisors left */
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -469,6 +486,26 @@ int sc_session_ls(const char *name, const char *path, sc_dir_entry **ret, size_t
 	*ret = v;
 	*ret_n = n;
 	return 0;
+}
+
+int sc_session_begin(const char *name)
+{
+	json_t *req = json_pack("{s:s}", "op", "begin"), *m = NULL;
+	_cleanup_close_ int conn = -1;
+	int r;
+
+	if (!req)
+		return -ENOMEM;
+	r = ss_connect(name, &conn);
+	if (r >= 0)
+		r = ss_send(conn, req, NULL, 0);
+	json_decref(req);
+	if (r >= 0)
+		r = sc_session_recv(conn, &m);
+	if (r >= 0 && !json_is_true(json_object_get(m, "ok")))
+		r = -EREMOTEIO;
+	json_decref(m);
+	return r == -EPIPE ? -ECONNRESET : r;
 }
 
 int sc_session_stop(const char *name, json_t **ret_summary)

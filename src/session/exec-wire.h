@@ -30,6 +30,7 @@
 #define SX_EXEC_WALL	 1u /* limits.exec_wall ended it */
 #define SX_WALL		 2u /* the session's limits.wall ended it */
 #define SX_SESSION_ENDED 4u /* the session ended while it ran */
+#define SX_MEMORY	 8u /* the memory limit OOM-killed a process while it ran */
 #define SX_MAX_ENV	 256u
 
 typedef struct sx_req {

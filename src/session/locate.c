@@ -50,7 +50,12 @@ int sc_session_dir(bool create, char *buf, size_t len)
 	if (!create)
 		return 0;
 	r = mkdir_0700(base);
-	return r < 0 ? r : mkdir_0700(buf);
+	if (r < 0) {
+		/* The error is about base, which the caller names. */
+		(void)snprintf(buf, len, "%s", base);
+		return r;
+	}
+	return mkdir_0700(buf);
 }
 
 bool sc_session_name_valid(const char *name)

@@ -14,7 +14,9 @@
 
 /* Where session state lives: /run/sandcap/sessions as root, else
  * $XDG_RUNTIME_DIR/sandcap/sessions; SANDCAP_RUNTIME_DIR overrides (for
- * tests), + /sessions. Created 0700 when create. */
+ * tests), + /sessions. Created 0700 when create; when the base or the
+ * sessions directory is not a directory of ours with mode 0700 (-EPERM) or
+ * cannot be made, buf names the one that failed. */
 int sc_session_dir(bool create, char *buf, size_t len);
 /* A name is 1-64 of [A-Za-z0-9._-], not starting with '.' or '-'. */
 bool sc_session_name_valid(const char *name);

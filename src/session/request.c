@@ -22,6 +22,7 @@ static const char *const op_names[_SS_OP_MAX] = {
     [SS_OP_WORKSPACE] = "workspace",
     [SS_OP_APPLIED] = "workspace-applied",
     [SS_OP_GO] = "go",
+    [SS_OP_BEGIN] = "begin",
 };
 
 static int bad(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -269,6 +270,7 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	case SS_OP_INFO:
 	case SS_OP_STOP:
 	case SS_OP_GO:
+	case SS_OP_BEGIN:
 		rc = check_keys(o, only_op, err, len);
 		break;
 	case SS_OP_WORKSPACE:
@@ -280,7 +282,7 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 		rc = bad(
 		    err, len,
 		    "\"op\": expected one of exec, signal, put, get, ls, info, stop, workspace, "
-		    "workspace-applied, go");
+		    "workspace-applied, go, begin");
 		break;
 	}
 	if (rc < 0)

@@ -23,6 +23,7 @@ typedef enum ss_op {
 	SS_OP_WORKSPACE, /* a live cow workspace: its meta and its upper layer */
 	SS_OP_APPLIED,	 /* a client applied it: the new epoch, for the record */
 	SS_OP_GO,	 /* on a held exec's connection: run it now */
+	SS_OP_BEGIN,	 /* a pooled session is handed out: its limits start */
 	_SS_OP_MAX,
 	_SS_OP_INVALID = -EINVAL,
 } ss_op;

@@ -55,6 +55,7 @@ typedef struct ss_conn {
 	uint64_t t0;   /* CLOCK_MONOTONIC ns */
 	pid_t pid;     /* in the sandbox, from CTL_STARTED */
 	bool wall_hit; /* limits.exec_wall killed it */
+	uint64_t oom0; /* the cgroup's OOM kills when it started (UINT64_MAX: unknown) */
 	bool done;     /* CTL_DONE came (file operations) */
 	bool fixed;    /* the client speaks the fixed form (session/exec-wire.h) */
 	int done_err;
@@ -75,6 +76,8 @@ struct ss_server {
 	int lock_fd, ready_fd, listen_fd, idle_fd;
 	ss_host h;
 	bool attached, ready, stopping, gone;
+	bool begun; /* its limits run: from the start, or a pooled one's hand-out */
+	uint64_t started_ns;
 	uint32_t next_id;
 	uint64_t commands; /* execs started */
 	size_t active;	   /* execs and file operations running */
@@ -186,9 +189,27 @@ static void conn_error(ss_conn *c, const char *code, const char *fmt, ...)
 /* No command running and no request for limits.idle: the session stops. */
 static void idle_rearm(ss_server *s)
 {
-	if (s->idle_fd < 0 || s->o->plan->idle_ns == PLAN_UNLIMITED)
+	if (s->idle_fd < 0 || s->o->plan->idle_ns == PLAN_UNLIMITED || !s->begun)
 		return;
 	arm(s->idle_fd, s->active == 0 && !s->stopping ? s->o->plan->idle_ns : 0);
+}
+
+/*
+ * A pooled session's limits (limits.wall, limits.idle) start here: at its
+ * hand-out ("begin") or its first other request, whichever comes first,
+ * so that the time it waited in the pool counts against neither.
+ */
+static void begin_limits(ss_server *s)
+{
+	if (s->begun)
+		return;
+	s->begun = true;
+	emit(
+	    s, "session.begin",
+	    json_pack("{s:I}", "waited_ms", (json_int_t)((now_ns() - s->started_ns) / 1000000ULL)));
+	if (s->h.start_wall)
+		s->h.start_wall(s->h.userdata);
+	idle_rearm(s);
 }
 
 /* Closing pid 1's channel ends it (core/init-session.c): the kernel kills
@@ -268,12 +289,36 @@ static void finish_file(ss_server *s, ss_conn *c, int err)
 	}
 }
 
+/* OOM kills in the session's cgroup so far; UINT64_MAX when there is no
+ * memory limit (a kill is then not the policy's) or none can be read. */
+static uint64_t oom_kills(ss_server *s)
+{
+	cg_stats st;
+
+	if (!s->h.cg || s->o->plan->memory == PLAN_UNLIMITED || cg_read_stats(s->h.cg, &st) < 0)
+		return UINT64_MAX;
+	return st.oom_kills;
+}
+
+/*
+ * Whether the memory limit OOM-killed a process while the command ran: the
+ * command itself or one of its children. One cgroup holds the whole
+ * session, so a kill while several commands run counts for each of them.
+ */
+static bool oom_during(ss_server *s, const ss_conn *c)
+{
+	uint64_t now = c->oom0 == UINT64_MAX ? UINT64_MAX : oom_kills(s);
+
+	return now != UINT64_MAX && now > c->oom0;
+}
+
 /* status: a wait status, or -1 when the session ended first. */
 static void finish_exec(ss_server *s, ss_conn *c, int status, bool timed_out, int err)
 {
 	uint64_t ms = (now_ns() - c->t0) / 1000000ULL;
 	int code, sig = 0;
 	json_t *hits = json_array(), *o;
+	bool oom;
 
 	if (err) {
 		code = SC_EXIT_SETUP;
@@ -296,6 +341,18 @@ static void finish_exec(ss_server *s, ss_conn *c, int status, bool timed_out, in
 		sig = WTERMSIG(status);
 		code = SC_EXIT_SIGNAL_BASE + sig;
 	}
+	oom = !err && oom_during(s, c);
+	if (oom) {
+		(void)json_array_append_new(hits, json_string("memory"));
+		emit(s, "limit.hit",
+		     json_pack("{s:s, s:s, s:I}", "limit", "memory", "detail",
+			       sig == SIGKILL
+				   ? "OOM kill in the session's cgroup: the command was "
+				     "killed by the memory limit"
+				   : "OOM kill in the session's cgroup while the command "
+				     "ran: a process was killed by the memory limit",
+			       "id", (json_int_t)c->id));
+	}
 	emit(s, "exec.exit",
 	     json_pack("{s:I, s:i, s:i, s:o, s:I, s:O, s:b}", "id", (json_int_t)c->id, "pid",
 		       (int)c->pid, "status", code, "signal", sig ? json_integer(sig) : json_null(),
@@ -315,7 +372,7 @@ static void finish_exec(ss_server *s, ss_conn *c, int status, bool timed_out, in
 			     .value = code,
 			     .err = err,
 			     .mode = (uint32_t)sig,
-			     .flags = (c->wall_hit ? SX_EXEC_WALL : 0) |
+			     .flags = (c->wall_hit ? SX_EXEC_WALL : 0) | (oom ? SX_MEMORY : 0) |
 				      (status < 0 && timed_out && !err ? SX_WALL : 0) |
 				      (status < 0 && !err ? SX_SESSION_ENDED : 0),
 			     .bytes = ms};
@@ -475,6 +532,7 @@ static char *exec_payload(const ss_request *q, size_t *ret_len)
 static void exec_clock(ss_server *s, ss_conn *c)
 {
 	c->t0 = now_ns();
+	c->oom0 = oom_kills(s);
 	if (s->o->plan->exec_wall_ns == PLAN_UNLIMITED)
 		return;
 	c->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -753,8 +811,10 @@ static void handle_request(ss_server *s, ss_conn *c)
 		conn_free(s, c);
 		return;
 	}
-	if (q->op != SS_OP_INFO)
+	if (q->op != SS_OP_INFO) {
+		begin_limits(s);
 		idle_rearm(s); /* a request is activity; being listed is not */
+	}
 	if (s->stopping && q->op != SS_OP_INFO && q->op != SS_OP_STOP) {
 		conn_error(c, "stopping", "session %s is stopping", s->name);
 		conn_free(s, c);
@@ -764,6 +824,7 @@ static void handle_request(ss_server *s, ss_conn *c)
 	c->op = q->op;
 	c->id = ++s->next_id;
 	c->t0 = now_ns();
+	c->oom0 = UINT64_MAX;
 	switch (q->op) {
 	case SS_OP_EXEC:
 	case SS_OP_PUT:
@@ -781,6 +842,15 @@ static void handle_request(ss_server *s, ss_conn *c)
 		break;
 	case SS_OP_INFO: {
 		json_t *o = info_json(s);
+
+		if (o)
+			(void)ss_send(c->fd, o, NULL, 0);
+		json_decref(o);
+		conn_free(s, c);
+		break;
+	}
+	case SS_OP_BEGIN: {
+		json_t *o = json_pack("{s:b}", "ok", 1);
 
 		if (o)
 			(void)ss_send(c->fd, o, NULL, 0);
@@ -1074,15 +1144,21 @@ static int listen_at(const char *dir, int *ret_fd)
 
 int ss_serve(const sc_session_start_opts *o, const char *name, int dirfd, int lock_fd, int ready_fd)
 {
-	ss_server s = {
-	    .o = o, .lock_fd = lock_fd, .ready_fd = ready_fd, .listen_fd = -1, .idle_fd = -1};
+	ss_server s = {.o = o,
+		       .lock_fd = lock_fd,
+		       .ready_fd = ready_fd,
+		       .listen_fd = -1,
+		       .idle_fd = -1,
+		       .begun = !o->pooled,
+		       .started_ns = now_ns()};
 	sc_run_opts ro = {.plan = o->plan,
 			  .audit_path = o->audit_path,
 			  .audit_key = o->audit_key,
 			  .audit_key_len = o->audit_key_len,
 			  .policy_source = o->policy_source,
 			  .policy_digest = o->policy_digest,
-			  .session = &s};
+			  .session = &s,
+			  .defer_wall = o->pooled};
 	sc_run_result *res = sc_run_result_new();
 	sc_diag d = {0};
 	char path[64];

@@ -29,6 +29,7 @@ typedef struct ss_host {
 	const char *sandbox_id, *audit_path;
 	struct ws_run *ws; /* the cow workspaces, may be NULL */
 	int (*emit)(void *userdata, const char *event, json_t *data); /* takes data */
+	void (*start_wall)(void *userdata); /* arms limits.wall (pooled sessions) */
 	void *userdata;
 } ss_host;
 

@@ -35,6 +35,10 @@ typedef struct sc_session_start_opts {
 	const char *audit_path; /* NULL: a new file under the state directory */
 	const uint8_t *audit_key;
 	size_t audit_key_len;
+	/* A session started ahead of need (a warm pool): limits.wall and
+	 * limits.idle start at the first sc_session_begin() (or the first
+	 * other request), not at the start. */
+	bool pooled;
 } sc_session_start_opts;
 
 typedef struct sc_session_info {
@@ -122,6 +126,9 @@ int sc_session_workspace(const char *name, const char *id, json_t **ret_meta, in
  * {"op": "workspace-applied", ...} object (docs/sessions.md). */
 int sc_session_workspace_applied(const char *name, json_t *req);
 
+/* Hands out a pooled session (sc_session_start_opts.pooled): its limits
+ * start now. 0 also when they run already. */
+int sc_session_begin(const char *name);
 /* Stops a session; *ret_summary (may be NULL) gets its end: the log
  * sealed, its final hash, what it used. */
 int sc_session_stop(const char *name, json_t **ret_summary);

@@ -271,4 +271,39 @@ for l in $logs; do "$SANDCAP" audit verify "$l" >/dev/null 2>&1 || bad=$((bad + 
 expect_eq "every one of the $live logs verifies sealed" "$bad" 0
 check "the socket is gone" test ! -e "$S"
 check "the daemon logged no crash" sh -c "! grep -qiE 'sanitizer|segv|abort' '$T/serve.log'"
+
+# --- a pooled session's limits start at its hand-out; an OOM kill is named ---
+# A session that waited in the pool longer than most of its limits.wall
+# still has all of it once handed out: before, the wait counted, and a
+# 4 s command taken after 6 s of an 8 s wall was killed.
+policy short '{"version": 1, "name": "short", "limits": {"memory": "64M", "wall": "8s"}}'
+P=$T/pool.sock
+"$SANDCAP" serve --socket "$P" --pool "$T/short.json=1" 2>"$T/pool.log" &
+pdaemon=$!
+for _ in $(seq 200); do
+	[ "$(curl -s --unix-socket "$P" http://sandcap/v1/health 2>/dev/null | jget '["policies"][0]["ready"]' 2>/dev/null)" = 1 ] && break
+	sleep 0.1
+done
+sleep 6
+echo '{"policy": "short"}' >"$T/short-create.json"
+out=$(curl -s --unix-socket "$P" --data-binary @"$T/short-create.json" http://sandcap/v1/sessions)
+PID_=$(echo "$out" | jget '["id"]')
+plog=$(echo "$out" | jget '["audit"]')
+expect_eq "a pooled session taken after 6 s in the pool" "$(echo "$out" | jget '["from_pool"]')" True
+echo '{"argv": ["python3", "-c", "x = bytearray(200 << 20)"]}' >"$T/oom.json"
+out=$(curl -s --unix-socket "$P" --data-binary @"$T/oom.json" "http://sandcap/v1/sessions/$PID_/exec" | tail -1)
+expect_eq "a command OOM-killed through the API names the memory limit" \
+	"$(echo "$out" | jget '["exit_code"], d["signal"], d["limits_hit"]')" "137 9 ['memory']"
+echo '{"argv": ["sh", "-c", "sleep 4; echo done"]}' >"$T/slow.json"
+out=$(curl -s --unix-socket "$P" --data-binary @"$T/slow.json" "http://sandcap/v1/sessions/$PID_/exec")
+expect_eq "the pooled session runs a 4 s command under its 8 s wall: the wait did not count" \
+	"$(echo "$out" | ndjson_stdout) $(echo "$out" | tail -1 | jget '["exit_code"], d["limits_hit"]')" "done 0 []"
+waited=$(python3 -c 'import json, sys
+print([json.loads(l)["data"]["waited_ms"] for l in open(sys.argv[1]) if "\"session.begin\"" in l])' "$plog")
+check "its log says when it was handed out, after waiting 6 s or more ($waited)" \
+	python3 -c "import sys; w = $waited; sys.exit(not (len(w) == 1 and w[0] >= 6000))"
+kill -TERM "$pdaemon"
+wait "$pdaemon"
+expect_eq "the pool's daemon exits 0" "$?" 0
+
 finish

@@ -493,6 +493,82 @@ forge "$log" "$T/stripped.jsonl" stripped
 refused "a forged record, every checkpoint dropped and resealed unsigned" "$T/stripped.jsonl" \
 	"log sealed without a signature, but a public key was given"
 
+# ---- the seal and the checkpoints sign themselves ----
+# Every field of the seal and of a checkpoint is covered by the signature
+# and the HMAC: a forger who edits one (the seal's time moved by a day, say)
+# and recomputes the hashes by the chain rule (that record's and every one
+# after it) is refused, signed (--pubkey) and unsigned (--key).
+policy plain '{"version": 1}'
+head -c 32 /dev/urandom >"$T/audit.key"
+chmod 600 "$T/audit.key"
+other_id=$("$SANDCAP" audit keygen --out "$T/third.key" --public "$T/third.pub" | sed -n 's/^key id //p')
+"$SANDCAP" run --quiet --audit "$T/sk.jsonl" --audit-sign "$T/sign.key" --audit-key "$T/audit.key" \
+	--audit-checkpoint-records 3 --policy "$T/plain.json" -- /bin/sh -c '/bin/true; /bin/true' \
+	>/dev/null 2>&1
+"$SANDCAP" run --quiet --audit "$T/k.jsonl" --audit-key "$T/audit.key" --policy "$T/plain.json" \
+	-- /bin/true >/dev/null 2>&1
+"$SANDCAP" audit verify "$T/sk.jsonl" --pubkey "$T/pub.key" --key "$T/audit.key" >/dev/null 2>&1
+expect_eq "the signed and keyed log verifies" "$?" 0
+"$SANDCAP" audit verify "$T/k.jsonl" --key "$T/audit.key" >/dev/null 2>&1
+expect_eq "the keyed log verifies" "$?" 0
+cat >"$T/edit.py" <<'PY'
+import datetime, json, sys
+from rechain import rechain
+src, dst, which, field, other_id, cut = sys.argv[1:]
+recs = [json.loads(l) for l in open(src)]
+idx = [i for i, r in enumerate(recs) if r["event"] == which][0]
+if cut == "cut":  # the log ends a record or two after the checkpoint
+    recs = recs[: idx + 1] + [r for r in recs[idx + 1 : idx + 3] if r["event"] != "audit.seal"]
+flip = lambda h: h[:-1] + ("0" if h[-1] != "0" else "1")
+def later(ts):
+    t = datetime.datetime.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S") + datetime.timedelta(days=1)
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + ts[19:]
+def edit(i, r, prev):
+    if i != idx:
+        return
+    d = r["data"]
+    if field == "seq": r["seq"] += 1
+    elif field == "ts": r["ts"] = later(r["ts"])
+    elif field == "sandbox": r["sandbox"] += "x"
+    elif field == "event": r["event"] = "audit.sealed"
+    elif field == "prev": r["prev"] = flip(r["prev"])
+    elif field == "records": d["records"] += 1
+    elif field in ("final_hash", "hmac", "sig"): d[field] = flip(d[field])
+    elif field == "keyed": d["keyed"] = not d["keyed"]
+    elif field == "key_id": d["key_id"] = other_id
+    else: raise SystemExit("no field " + field)
+rechain(recs, dst, edit)
+PY
+edited() { # edited LOG EVENT FIELD [cut]: the edited log, rehashed, in $T/e.jsonl
+	PYTHONPATH=$T python3 "$T/edit.py" "$1" "$T/e.jsonl" "$2" "$3" "$other_id" "${4:-whole}"
+}
+for f in seq ts sandbox event prev records final_hash keyed hmac sig key_id; do
+	edited "$T/sk.jsonl" audit.seal "$f"
+	"$SANDCAP" audit verify "$T/e.jsonl" --pubkey "$T/pub.key" >/dev/null 2>&1
+	expect_eq "the seal's $f edited and rehashed fails verify --pubkey" "$?" 1
+done
+for f in seq ts sandbox event prev records final_hash keyed hmac; do
+	edited "$T/k.jsonl" audit.seal "$f"
+	"$SANDCAP" audit verify "$T/e.jsonl" --key "$T/audit.key" >/dev/null 2>&1
+	expect_eq "an unsigned seal's $f edited and rehashed fails verify --key" "$?" 1
+done
+for f in seq ts sandbox prev records final_hash sig key_id; do
+	edited "$T/sk.jsonl" audit.checkpoint "$f"
+	"$SANDCAP" audit verify "$T/e.jsonl" --pubkey "$T/pub.key" >/dev/null 2>&1
+	expect_eq "a checkpoint's $f edited and rehashed fails verify --pubkey" "$?" 1
+	edited "$T/sk.jsonl" audit.checkpoint "$f" cut
+	out=$("$SANDCAP" audit verify "$T/e.jsonl" --pubkey "$T/pub.key" 2>&1)
+	expect_no_match "... in a log cut after it, it vouches for nothing ($f)" "$out" \
+		"verified up to record [0-9]+, signed checkpoint"
+done
+edited "$T/sk.jsonl" audit.seal ts
+out=$("$SANDCAP" audit verify "$T/e.jsonl" --pubkey "$T/pub.key" 2>&1)
+expect_match "the seal's time moved: its signature does not verify" "$out" \
+	"line [0-9]+: audit.seal signature does not verify with the public key"
+edited "$T/k.jsonl" audit.seal ts
+out=$("$SANDCAP" audit verify "$T/e.jsonl" --key "$T/audit.key" 2>&1)
+expect_match "... nor, unsigned, its HMAC" "$out" "line [0-9]+: seal HMAC mismatch"
+
 # ---- a supervisor SIGKILLed mid-run leaves a signed prefix ----
 policy plain '{"version": 1}'
 klog=$T/killed.jsonl

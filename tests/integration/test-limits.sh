@@ -24,6 +24,17 @@ peak=$(echo "$out" | python3 -c 'import json,sys; print(json.loads(sys.stdin.rea
 check "peak memory stays at the limit ($peak bytes)" [ "$peak" -le $((66 * 1024 * 1024)) ]
 out=$("$SANDCAP" run --policy "$T/mem.json" -- python3 -c 'x = bytearray(200 << 20)' 2>&1)
 expect_match "human summary names the memory limit" "$out" "OOM-killed: memory limit reached"
+# A child OOM-killed while the command goes on and exits 0: both the
+# summary and the report say a process was killed and the command exited 0.
+out=$("$SANDCAP" run --audit "$T/oomchild.jsonl" --policy "$T/mem.json" -- \
+	sh -c 'python3 -c "x = bytearray(200 << 20)"; exit 0' 2>&1)
+rc=$?
+expect_eq "a command whose child is OOM-killed exits with its own status" "$rc" 0
+expect_match "... the summary says a process was killed and the command exited 0" "$out" \
+	"a process was killed by the memory limit \(OOM\); the command exited with status 0"
+expect_no_match "... not that the command was OOM-killed" "$out" "OOM-killed: memory limit reached"
+expect_match "... and so does the report" "$("$SANDCAP" audit report "$T/oomchild.jsonl")" \
+	"exit +status 0; a process was killed by the memory limit \(OOM\)"
 
 # cpu: four busy processes under 0.5 core for 3 s use about 1.5 s (four,
 # not two: on a host busy with other work two may not reach the quota)

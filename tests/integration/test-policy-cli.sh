@@ -113,6 +113,29 @@ expect_match "research-agent.json without EXAMPLE_API_TOKEN: 125 naming it" "$rc
 out=$(EXAMPLE_API_TOKEN=example-secret "$SANDCAP" run --quiet --audit "$T/ra.jsonl" \
 	--policy "$ROOT/examples/policies/research-agent.json" -- sh -c 'test -d /work && test -r /usr/share/doc && echo ok' 2>&1); rc=$?
 expect_eq "research-agent.json runs with EXAMPLE_API_TOKEN set" "$rc:$out" "0:ok"
+# sdk-agent.json's credentials have no header: the value only replaces the
+# placeholder. What check and run say of a missing one names that, never
+# a header that does not exist.
+for verb in check run; do
+	if [ $verb = check ]; then
+		out=$(env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY -u GITHUB_TOKEN "$SANDCAP" check \
+			--policy "$ROOT/examples/policies/sdk-agent.json" 2>&1)
+	else
+		out=$(env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY -u GITHUB_TOKEN "$SANDCAP" run --quiet \
+			--policy "$ROOT/examples/policies/sdk-agent.json" -- true 2>&1)
+	fi
+	expect_match "sdk-agent.json: $verb names the missing secret and what it is for" "$out" \
+		"environment variable OPENAI_API_KEY is not set; it holds the value the proxy puts in place of OPENAI_API_KEY's placeholder in requests to api.openai.com"
+	expect_no_match "... and prints no (null)" "$out" "\(null\)"
+done
 [ -n "$made_work" ] && rmdir /tmp/agent-work
+
+# --- a policy larger than the limit says the limit ---
+head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' ' ' >"$T/big.json"
+out=$("$SANDCAP" run --quiet --policy "$T/big.json" -- true 2>&1); rc=$?
+expect_eq "a policy over 1 MiB gives 125, saying the limit" "$rc:$out" \
+	"125:sandcap: $T/big.json: cannot read policy: larger than 1048576 bytes, the most a policy may be"
+out=$("$SANDCAP" check --policy "$T/big.json" 2>&1)
+expect_match "... check too" "$out" "larger than 1048576 bytes, the most a policy may be"
 
 finish

@@ -325,4 +325,34 @@ else
 	skip "sessions without root" "needs useradd and setpriv"
 fi
 
+
+# --- a command OOM-killed names the memory limit ---
+policy oom '{"version": 1, "limits": {"memory": "64M"}}'
+"$S" session start --name oom --policy "$T/oom.json" >/dev/null 2>&1
+out=$("$S" exec --ndjson oom -- python3 -c 'x = bytearray(200 << 20)' | tail -1)
+expect_match "... exit 137, signal 9, limits_hit [\"memory\"]" "$out" \
+	'^\{"exit_code":137,"signal":9,"limits_hit":\["memory"\],'
+out=$("$S" exec --ndjson oom -- sh -c 'python3 -c "x = bytearray(200 << 20)"; exit 0' | tail -1)
+expect_match "a child OOM-killed while the command exits 0: memory named, exit 0" "$out" \
+	'^\{"exit_code":0,"signal":null,"limits_hit":\["memory"\],'
+out=$("$S" exec --ndjson oom -- true | tail -1)
+expect_match "the next command hits no limit" "$out" '"limits_hit":\[\]'
+out=$("$S" exec oom -- python3 -c 'x = bytearray(200 << 20)' 2>&1); rc=$?
+expect_eq "exec without --ndjson exits 137 ..." "$rc" 137
+expect_match "... saying the memory limit killed it" "$out" "killed by the memory limit \(OOM\)"
+log=$("$S" session stop oom 2>&1 | sed -n 's/^  audit: \([^ ]*\) .*/\1/p')
+expect_eq "the log has limit.hit memory for each of the three commands, with its id" \
+	"$(grep -h '"event":"limit.hit"' "$log" 2>/dev/null | grep '"limit":"memory"' | grep -c '"id":')" 3
+
+# --- a runtime directory others may enter is refused, by its own name ---
+mkdir -m 0755 "$T/rt755"
+out=$(SANDCAP_RUNTIME_DIR=$T/rt755 "$S" session start --name rt --policy "$T/oom.json" 2>&1); rc=$?
+expect_eq "a runtime directory of mode 0755 is refused" "$rc" 125
+expect_eq "... naming it, its mode, and what it must be" "$out" \
+	"sandcap: session start: runtime: $T/rt755: has mode 0755 and owner uid 0; it must be a directory of uid 0 with mode 0700 (its sessions' control sockets grant everything)"
+chmod 0700 "$T/rt755"
+mkdir -m 0755 "$T/rt755/sessions"
+out=$(SANDCAP_RUNTIME_DIR=$T/rt755 "$S" session start --name rt --policy "$T/oom.json" 2>&1)
+expect_match "... and its sessions directory by that name" "$out" "runtime: $T/rt755/sessions: has mode 0755"
+
 finish

@@ -102,21 +102,50 @@ static void test_keys(void)
 
 static void test_signatures(void)
 {
-	uint8_t h[AU_HASH_BYTES] = {1, 2, 3}, sig[AU_SIG_BYTES];
+	const uint8_t msg[] = "sandcap-audit-sig-v2\0{\"seq\":5}", other[] = "{\"seq\":6}";
+	uint8_t sig[AU_SIG_BYTES];
 
-	ok(au_sign(priv, "checkpoint", "sc-1", 5, h, sig) == 0, "sign");
-	ok(au_sig_check(pub, "checkpoint", "sc-1", 5, h, sig) == 0, "the signature verifies");
-	ok(au_sig_check(pub, "seal", "sc-1", 5, h, sig) == -EBADMSG,
-	   "a checkpoint's signature is not a seal's");
-	ok(au_sig_check(pub, "checkpoint", "sc-2", 5, h, sig) == -EBADMSG, "nor another log's");
-	ok(au_sig_check(pub, "checkpoint", "sc-1", 6, h, sig) == -EBADMSG, "nor of another count");
-	h[0] ^= 1;
-	ok(au_sig_check(pub, "checkpoint", "sc-1", 5, h, sig) == -EBADMSG, "nor of another hash");
-	ok(au_sig_check(other_pub, "checkpoint", "sc-1", 5, (uint8_t[32]){1, 2, 3}, sig) ==
-	       -EBADMSG,
-	   "nor with another key");
-	ok(au_sign(pub, "checkpoint", "sc-1", 5, h, sig) == -EINVAL, "a public key cannot sign");
+	ok(au_sign(priv, msg, sizeof(msg), sig) == 0, "sign");
+	ok(au_sig_check(pub, msg, sizeof(msg), sig) == 0, "the signature verifies");
+	ok(au_sig_check(pub, other, sizeof(other), sig) == -EBADMSG, "not for another message");
+	ok(au_sig_check(pub, msg, sizeof(msg) - 1, sig) == -EBADMSG, "nor for a part of it");
+	ok(au_sig_check(other_pub, msg, sizeof(msg), sig) == -EBADMSG, "nor with another key");
+	ok(au_sign(pub, msg, sizeof(msg), sig) == -EINVAL, "a public key cannot sign");
 	ok(au_signer_of(pub, &(au_signer){0}) == -EINVAL, "nor be a log's signer");
+}
+
+/* What a seal's signature and HMAC cover: the record with sig (and for
+ * the HMAC hmac) zeroed, nothing else changed. */
+static void test_cover_message(void)
+{
+	char a[512], b[512], h1[AU_HASH_HEX + 1], h2[AU_HASH_HEX + 1];
+	_cleanup_free_ uint8_t *ma = NULL, *mb = NULL, *ha = NULL, *hb = NULL;
+	size_t la = 0, lb = 0, lha = 0, lhb = 0;
+
+	memset(h1, 'a', AU_HASH_HEX);
+	memset(h2, 'b', AU_HASH_HEX);
+	h1[AU_HASH_HEX] = h2[AU_HASH_HEX] = '\0';
+	/* sig: two hashes' worth of hex, 128 digits */
+	snprintf(a, sizeof(a), "{\"data\":{\"hmac\":\"%s\",\"sig\":\"%s%s\"},\"ts\":\"x\"", h1, h1,
+		 h2);
+	snprintf(b, sizeof(b), "{\"data\":{\"hmac\":\"%s\",\"sig\":\"%s%s\"},\"ts\":\"x\"", h2, h2,
+		 h1);
+	ok(au_member_hex(a, strlen(a), "sig", 2 * AU_SIG_BYTES) == strstr(a, "\"sig\"") + 7,
+	   "the sig member is found");
+	ok(au_member_hex(a, strlen(a), "sig", AU_HASH_HEX) == NULL,
+	   "... only with its exact length");
+	ok(au_cover_message(a, strlen(a), false, &ma, &la) == 0 &&
+	       au_cover_message(b, strlen(b), false, &mb, &lb) == 0,
+	   "the signed messages of two records");
+	ok(ma && mb && la == lb && memcmp(ma, mb, la) != 0,
+	   "... differ in the HMAC, which the signature covers");
+	ok(ma && la == strlen(AU_SIG_DOMAIN) + 1 + strlen(a) + 1 && ma[la - 1] == '}' &&
+	       memmem(ma, la, "\"sig\":\"0000", 10) && memmem(ma, la, h1, AU_HASH_HEX),
+	   "the domain, the record with its sig zeroed, and \"}\"");
+	ok(au_cover_message(a, strlen(a), true, &ha, &lha) == 0 &&
+	       au_cover_message(b, strlen(b), true, &hb, &lhb) == 0 && ha && hb && lha == lhb &&
+	       memcmp(ha, hb, lha) == 0,
+	   "the HMAC's messages are the same: hmac and sig zeroed");
 }
 
 /* A log of n proc.exec records, signed with checkpoints every 3 records. */
@@ -174,6 +203,156 @@ static void test_signed_log(void)
 	ok(info.have_checkpoint && info.checkpoint_seq == 11 && info.good_records == 12,
 	   "... but is signed up to its last checkpoint, record 11 (%llu of %llu)",
 	   (unsigned long long)info.checkpoint_seq, (unsigned long long)info.good_records);
+}
+
+/* Recomputes by the chain rule the hash of every line from the first
+ * (index from) on, and the prev and final_hash that name the one before. */
+static void rehash_from(char *buf, size_t from)
+{
+	uint8_t prev[AU_HASH_BYTES] = {0}, hash[AU_HASH_BYTES];
+	char hex[AU_HASH_HEX + 1];
+	size_t i = 0;
+
+	for (char *line = buf, *nl; (nl = strchr(line, '\n')); line = nl + 1, i++) {
+		size_t body_len = (size_t)(nl - line) - AU_HASH_SUFFIX_LEN;
+		char *fh = au_member_hex(line, body_len, "final_hash", AU_HASH_HEX);
+
+		if (i >= from) {
+			au_hex(prev, AU_HASH_BYTES, hex);
+			memcpy(line + body_len - 1 - AU_HASH_HEX, hex, AU_HASH_HEX);
+			if (fh)
+				memcpy(fh, hex, AU_HASH_HEX);
+			au_chain_hash(prev, line, body_len, hash);
+			au_hex(hash, AU_HASH_BYTES, hex);
+			memcpy(line + body_len + strlen(AU_HASH_SUFFIX_HEAD), hex, AU_HASH_HEX);
+		}
+		au_unhex(line + body_len + strlen(AU_HASH_SUFFIX_HEAD), AU_HASH_HEX, prev,
+			 AU_HASH_BYTES);
+	}
+}
+
+static int verify_keyed(const char *buf, const uint8_t *key, const au_sign_key *pk,
+			au_verify_info *info, char *reason, size_t reason_len)
+{
+	FILE *f = fmemopen((void *)buf, strlen(buf), "r");
+	size_t line = 0;
+	int r;
+
+	if (!f)
+		return -errno;
+	r = au_verify_pub(f, key, key ? AU_KEY_FILE_BYTES : 0, pk, info, &line, reason, reason_len);
+	fclose(f);
+	return r;
+}
+
+/* Moves the day of line n's ts (0-based) on by one, then rehashes. */
+static char *later_by_a_day(const char *log, size_t n)
+{
+	char *buf = strdup(log), *line = buf;
+
+	for (size_t i = 0; i < n && line; i++)
+		line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL;
+	line = line ? strstr(line, "\"ts\":\"") : NULL;
+	if (!line)
+		abort();
+	line[15] = line[15] == '0' ? '1' : '0'; /* "ts":"2026-12-0X: the day's last digit */
+	rehash_from(buf, n);
+	return buf;
+}
+
+static void test_seal_covers_itself(void)
+{
+	_cleanup_free_ char *path = in_tmp("covered.jsonl"), *buf = NULL, *e = NULL;
+	static const uint8_t key[AU_KEY_FILE_BYTES] = {7, 7, 7};
+	static au_signer signer;
+	au_verify_info info;
+	au_log *log = NULL;
+	char reason[512];
+	size_t cp = 0, seal = 0, n = 0;
+
+	if (au_signer_of(priv, &signer) < 0 ||
+	    au_open(path, key, sizeof(key), "sc-covered", AUDIT_FSYNC_BOUNDARIES, &log) < 0 ||
+	    au_set_signer(log, &signer, 2, 0) < 0)
+		abort();
+	for (int i = 0; i < 3; i++)
+		(void)au_emit(log, "proc.exec", json_pack("{s:i}", "pid", i));
+	(void)au_seal(log);
+	au_close(log);
+	buf = slurp(path, NULL);
+	for (char *p = buf; p && *p; p = strchr(p, '\n') + 1, n++) {
+		if (!cp && strstr(p, "\"event\":\"audit.checkpoint\"") < strchr(p, '\n') &&
+		    strstr(p, "\"event\":\"audit.checkpoint\""))
+			cp = n;
+		seal = n;
+	}
+	ok(buf && verify_keyed(buf, key, pub, &info, reason, sizeof(reason)) == 0 &&
+	       info.sig_checked && info.hmac_checked && !info.legacy_rule,
+	   "a signed, keyed log verifies: %s", reason);
+	ok(cp == 2 && seal == 4, "a checkpoint at record 2, the seal at 4 (%zu, %zu)", cp, seal);
+
+	e = later_by_a_day(buf, seal);
+	ok(verify_keyed(e, NULL, NULL, &info, reason, sizeof(reason)) == 0,
+	   "the seal's time moved and rehashed: the chain alone holds");
+	ok(verify_keyed(e, NULL, pub, &info, reason, sizeof(reason)) == -EBADMSG &&
+	       strstr(reason, "audit.seal signature does not verify"),
+	   "... the signature does not: %s", reason);
+	ok(verify_keyed(e, key, NULL, &info, reason, sizeof(reason)) == -EBADMSG &&
+	       strstr(reason, "seal HMAC mismatch"),
+	   "... nor the HMAC: %s", reason);
+	free(e);
+	e = later_by_a_day(buf, cp);
+	ok(verify_keyed(e, NULL, pub, &info, reason, sizeof(reason)) == -EBADMSG &&
+	       strstr(reason, "audit.checkpoint signature does not verify"),
+	   "a checkpoint's time moved and rehashed: its signature does not verify: %s", reason);
+}
+
+/* A log sealed by the old rule (HMAC and signatures over the prefix only)
+ * still verifies, and says so: its seal's own fields are not covered. */
+static void test_legacy_seal(void)
+{
+	static const uint8_t key[AU_KEY_FILE_BYTES] = {9};
+	uint8_t prev[AU_HASH_BYTES], hash[AU_HASH_BYTES], mac[AU_HASH_BYTES], sig[AU_SIG_BYTES];
+	char out[4096], hex[AU_HASH_HEX + 1], prevhex[AU_HASH_HEX + 1], machex[AU_HASH_HEX + 1];
+	char sighex[2 * AU_SIG_BYTES + 1], reason[256], body[2048], msg[256];
+	_cleanup_free_ char *e = NULL;
+	au_verify_info info;
+	size_t o = 0;
+	int n, m;
+
+	au_genesis("sc-legacy", prev);
+	au_hex(prev, AU_HASH_BYTES, prevhex);
+	n = snprintf(body, sizeof(body),
+		     "{\"schema\":2,\"seq\":0,\"ts\":\"2026-01-01T00:00:00.000000000Z\","
+		     "\"sandbox\":\"sc-legacy\",\"event\":\"sandbox.start\",\"data\":{},"
+		     "\"prev\":\"%s\"",
+		     prevhex);
+	au_chain_hash(prev, body, (size_t)n, hash);
+	au_hex(hash, AU_HASH_BYTES, hex);
+	o += (size_t)snprintf(out + o, sizeof(out) - o, "%s,\"hash\":\"%s\"}\n", body, hex);
+	memcpy(prev, hash, AU_HASH_BYTES);
+	au_hex(prev, AU_HASH_BYTES, prevhex);
+	au_hmac(key, sizeof(key), prev, AU_HASH_BYTES, mac);
+	au_hex(mac, AU_HASH_BYTES, machex);
+	m = snprintf(msg, sizeof(msg), "sandcap-audit-sig-v1%cseal%csc-legacy%c1%c", 0, 0, 0, 0);
+	memcpy(msg + m, prev, AU_HASH_BYTES);
+	ok(au_sign(priv, (const uint8_t *)msg, (size_t)m + AU_HASH_BYTES, sig) == 0,
+	   "a seal signed by the old rule");
+	au_hex(sig, AU_SIG_BYTES, sighex);
+	n = snprintf(body, sizeof(body),
+		     "{\"schema\":2,\"seq\":1,\"ts\":\"2026-01-01T00:00:01.000000000Z\","
+		     "\"sandbox\":\"sc-legacy\",\"event\":\"audit.seal\",\"data\":{\"final_hash\":"
+		     "\"%s\",\"hmac\":\"%s\",\"key_id\":\"%s\",\"keyed\":true,\"records\":1,"
+		     "\"sig\":\"%s\"},\"prev\":\"%s\"",
+		     prevhex, machex, au_sign_key_id(pub), sighex, prevhex);
+	au_chain_hash(prev, body, (size_t)n, hash);
+	au_hex(hash, AU_HASH_BYTES, hex);
+	o += (size_t)snprintf(out + o, sizeof(out) - o, "%s,\"hash\":\"%s\"}\n", body, hex);
+	ok(verify_keyed(out, key, pub, &info, reason, sizeof(reason)) == 0 && info.legacy_rule &&
+	       info.sig_checked && info.hmac_checked,
+	   "it verifies, by the old rule: %s", reason);
+	e = later_by_a_day(out, 1);
+	ok(verify_keyed(e, key, pub, &info, reason, sizeof(reason)) == 0 && info.legacy_rule,
+	   "... which does not cover the seal's own time (what the old rule could not)");
 }
 
 /* The same record in schema 1: without "schema", hashes recomputed. */
@@ -515,7 +694,10 @@ int main(void)
 	if (!priv || !pub || !other_pub)
 		tap_skip_all("keys could not be made");
 	test_signatures();
+	test_cover_message();
 	test_signed_log();
+	test_seal_covers_itself();
+	test_legacy_seal();
 	test_schema1();
 	test_export();
 	test_bound();
