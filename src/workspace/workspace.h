@@ -189,7 +189,55 @@ void ws_apply_result_done(ws_apply_result *r);
 /* Opens the workspace's host folder (no symlink followed) and checks it is
  * the directory the workspace was made from (-ESTALE otherwise). */
 int ws_open_grant_root(const ws_meta *m, int *ret, sc_diag *reterr_diag);
-int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_diag *reterr_diag);
+
+/* ---- an unfinished apply (intent.c) ---- */
+
+#define WS_INTENT_LISTED   'w' /* that apply set out to write it */
+#define WS_INTENT_CONFLICT 'c' /* ... over a host change (--force) */
+#define WS_INTENT_IN_PLACE 'p' /* an apply before it had written it */
+
+typedef struct ws_intent_entry {
+	char *path;
+	char flag;
+} ws_intent_entry;
+
+typedef struct ws_intent {
+	ws_intent_entry *v; /* sorted by path, one entry a path */
+	size_t n, cap;
+	char *log; /* the log that apply recorded into */
+} ws_intent;
+
+void ws_intent_done(ws_intent *t);
+/* The flag of path in t (NULL-safe), or 0. */
+char ws_intent_find(const ws_intent *t, const char *path);
+/* The intent of an apply about to write ch over conflicts: ch's paths
+ * (and old names), the conflicts, and what prior listed as in place. */
+int ws_intent_build(const ws_changes *ch, char *const *conflicts, size_t n_conflicts,
+		    const ws_intent *prior, ws_intent *ret);
+/* STATE/workspaces/.intents/ID: -ENOENT when no apply of ID is unfinished,
+ * -EBADMSG when the file is not one of ours. */
+int ws_intent_load(const char *state_dir, const char *id, ws_intent *ret);
+/* Written and fsynced (temp + rename): durable before it returns. */
+int ws_intent_store(const char *state_dir, const char *id, const ws_intent *t);
+int ws_intent_remove(const char *state_dir, const char *id);
+
+/*
+ * Called once the changes are known and the conflicts checked, before the
+ * first write: a negative return stops the apply with nothing written.
+ */
+typedef int (*ws_before_write_fn)(const ws_changes *ch, const ws_apply_result *res, void *userdata);
+/*
+ * prior (may be NULL): the intent of an unfinished apply of the same
+ * workspace. A path it lists may have been written by that apply: one that
+ * is a directory on the host now is no conflict for its own ctime (that
+ * apply made it or wrote into it; its entries are checked each), one the
+ * host had deleted before was checked then; every other is checked as
+ * usual, so a host edit since is still a conflict. What that apply left
+ * beside its places (.sandcap-apply.*) is removed before the first write.
+ */
+int ws_apply(int upper, const ws_meta *m, bool force, const ws_intent *prior,
+	     ws_before_write_fn before_write, void *userdata, ws_apply_result *ret,
+	     sc_diag *reterr_diag);
 
 /* ---- quotas on rw grants (project quotas) ---- */
 
