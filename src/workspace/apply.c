@@ -182,8 +182,7 @@ static int write_beside(int upper, const char *rel, int parent, const char *tmp,
 	sha256_ctx md;
 	uint8_t dig[SHA256_BYTES];
 	struct stat st, after;
-	char buf[65536];
-	ssize_t n;
+	uint64_t written = 0;
 	int r = 0;
 
 	*ret_changed = false;
@@ -197,15 +196,7 @@ static int write_beside(int upper, const char *rel, int parent, const char *tmp,
 	if (out < 0)
 		return -errno;
 	sha256_init(&md);
-	while (r >= 0 && (n = read(in, buf, sizeof(buf))) != 0) {
-		if (n < 0) {
-			r = errno == EINTR ? 0 : -errno;
-			continue;
-		}
-		r = io_write_all(out, buf, (size_t)n);
-		if (r >= 0)
-			sha256_update(&md, buf, (size_t)n);
-	}
+	r = ws_copy_data(in, out, &md, &written);
 	sha256_final(&md, dig);
 	/* A live upper layer: the agent may be writing it now. */
 	if (r >= 0 && fstat(in, &after) == 0 && moved(&st, &after))

@@ -22,6 +22,7 @@
 #include "base/cleanup.h"
 #include "base/diag.h"
 #include "base/io.h"
+#include "base/sha256.h"
 #include "workspace/ws-internal.h"
 
 bool ws_id_valid(const char *id)
@@ -156,41 +157,104 @@ int ws_store_new(const char *state_dir, const char *id, int *ret_dir, sc_diag *r
 	return 0;
 }
 
+/* Hashes n zero bytes: a hole reads as zeros. */
+static void hash_zeros(sha256_ctx *md, uint64_t n)
+{
+	static const char zeros[65536];
+
+	while (md && n > 0) {
+		size_t k = n < sizeof(zeros) ? (size_t)n : sizeof(zeros);
+
+		sha256_update(md, zeros, k);
+		n -= k;
+	}
+}
+
+/* Copies [from, to) of in to the same offsets of out, hashing it; stops
+ * early at a shorter in (a live file truncated meanwhile). */
+static int copy_range(int in, int out, off_t from, off_t to, sha256_ctx *md, uint64_t *bytes)
+{
+	char buf[65536];
+
+	if (lseek(out, from, SEEK_SET) < 0)
+		return -errno;
+	while (from < to) {
+		size_t want =
+		    (uint64_t)(to - from) < sizeof(buf) ? (size_t)(to - from) : sizeof(buf);
+		ssize_t n = pread(in, buf, want, from);
+		int r;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 1;
+		r = io_write_all(out, buf, (size_t)n);
+		if (r < 0)
+			return r;
+		if (md)
+			sha256_update(md, buf, (size_t)n);
+		*bytes += (uint64_t)n;
+		from += n;
+	}
+	return 0;
+}
+
+int ws_copy_data(int in, int out, sha256_ctx *md, uint64_t *bytes)
+{
+	struct stat st;
+	off_t pos = 0, size;
+
+	if (fstat(in, &st) < 0)
+		return -errno;
+	size = st.st_size;
+	/* Only the data is written (SEEK_DATA/SEEK_HOLE): a sparse file takes
+	 * on the host what it took in the quota, not its length. */
+	while (pos < size) {
+		off_t data = lseek(in, pos, SEEK_DATA), hole;
+		int r;
+
+		if (data < 0 && errno == ENXIO)
+			data = size; /* only a hole is left */
+		else if (data < 0 && errno == EINVAL)
+			data = pos; /* no hole support: all data */
+		else if (data < 0)
+			return -errno;
+		if (data > size)
+			data = size;
+		hash_zeros(md, (uint64_t)(data - pos));
+		if (data >= size)
+			break;
+		hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0 || hole > size)
+			hole = size;
+		r = copy_range(in, out, data, hole, md, bytes);
+		if (r < 0)
+			return r;
+		if (r > 0) {
+			size = data; /* shorter now: what was there */
+			break;
+		}
+		pos = hole;
+	}
+	return ftruncate(out, size) < 0 ? -errno : 0;
+}
+
 static int copy_file(int src, int dst_dir, const char *name, const struct stat *st, uint64_t *bytes)
 {
 	_cleanup_close_ int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	_cleanup_close_ int out = -1;
+	int r;
 
 	if (in < 0)
 		return -errno;
 	out = openat(dst_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
 		return -errno;
-	for (;;) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, 1u << 30, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EXDEV || errno == EOPNOTSUPP || errno == EINVAL)) {
-			char buf[65536];
-
-			while ((n = read(in, buf, sizeof(buf))) > 0) {
-				int r = io_write_all(out, buf, (size_t)n);
-
-				if (r < 0)
-					return r;
-				*bytes += (uint64_t)n;
-			}
-			if (n < 0)
-				return -errno;
-			break;
-		}
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		*bytes += (uint64_t)n;
-	}
+	r = ws_copy_data(in, out, NULL, bytes);
+	if (r < 0)
+		return r;
 	if (fchown(out, st->st_uid, st->st_gid) < 0 || fchmod(out, st->st_mode & 07777) < 0)
 		return -errno;
 	return ws_copy_origin(in, out);

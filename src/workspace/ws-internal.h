@@ -5,7 +5,13 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include "base/sha256.h"
 #include "workspace/workspace.h"
+
+/* Copies the regular file in (from offset 0) into out, an empty file,
+ * keeping in's holes, and hashes the whole content into md (may be NULL;
+ * holes as zeros). *bytes grows by the data written. */
+int ws_copy_data(int in, int out, sha256_ctx *md, uint64_t *bytes);
 
 /* Whiteouts and opaque directories: overlayfs(5), "whiteouts and opaque
  * directories" (trusted.* xattrs: the overlay is mounted by root). */
