@@ -376,6 +376,14 @@ static int cmd_diff(const char *id, int mode /* 0 list, 1 stat, 2 patch */)
 	if (mode == 1)
 		printf(" %zu change(s), %zu insertion(s)(+), %zu deletion(s)(-)\n", ch.n, tadd,
 		       tdel);
+	if (ch.refused) {
+		fprintf(stderr,
+			"sandcap: workspace %s: %zu entr(ies) not listed, their paths longer than "
+			"apply can name (PATH_MAX); the first: ",
+			id, ch.refused);
+		fput_path(ch.refused_first, stderr);
+		fputc('\n', stderr);
+	}
 	ws_changes_done(&ch);
 	target_done(&t);
 	return 0;

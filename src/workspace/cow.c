@@ -335,15 +335,21 @@ int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const 
 				 strerror(errno));
 	{
 		ws_links links = {0};
+		ws_refused ref = {0};
 
-		r = ws_copy_tree(src, dst, dst, "", &links, 0, &m.files, &m.bytes);
+		ws_raise_nofile();
+		r = ws_copy_tree(src, dst, dst, "", &links, &ref, &m.files, &m.bytes);
 		ws_links_done(&links);
+		m.refused = ref.n;
+		m.refused_err = ref.err;
+		m.refused_first = TAKE_PTR(ref.first);
 	}
 	if (r >= 0)
 		r = ws_meta_store(dir, &m);
 	if (r < 0) {
 		/* No half workspace: one without meta.json could not be discarded. */
 		(void)ws_discard_dir(state_dir, m.id);
+		free(m.refused_first);
 		return diag_fail(reterr_diag, r, "workspace",
 				 "cannot keep the changes of workspace %s in %s: %s", m.id,
 				 state_dir, strerror(-r));
@@ -351,6 +357,8 @@ int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const 
 	if (ret_meta) {
 		*ret_meta = m;
 		ret_meta->grant_path = ret_meta->grant_at = ret_meta->audit_log = NULL;
+	} else {
+		free(m.refused_first);
 	}
 	return 0;
 }

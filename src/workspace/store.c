@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -274,20 +275,84 @@ static int copy_link(int dst_root, const char *first, int dst, const char *name)
 	return r;
 }
 
-int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *links, unsigned depth,
+void ws_refused_add(ws_refused *ref, const char *rel, int err)
+{
+	if (!ref)
+		return;
+	if (ref->n++ == 0) {
+		ref->first = strdup(rel);
+		ref->err = err;
+	}
+}
+
+void ws_refused_done(ws_refused *ref)
+{
+	free(ref->first);
+	memset(ref, 0, sizeof(*ref));
+}
+
+/* A large frame of its own, out of the recursion's. */
+static __attribute__((noinline)) int copy_symlink(int src, int dst, const char *name,
+						  const struct stat *st)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(src, name, target, sizeof(target) - 1);
+
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	if (symlinkat(target, dst, name) < 0 ||
+	    fchownat(dst, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+/* One directory: made in dst, filled, then its markers, owner and mode.
+ * A subtree too deep to open (no descriptor left) is refused whole. */
+static int copy_dir(int src, int dst, int dst_root, const char *name, const char *me,
+		    const struct stat *st, ws_links *links, ws_refused *ref, uint64_t *files,
+		    uint64_t *bytes)
+{
+	_cleanup_close_ int s2 = -1, d2 = -1;
+	int r;
+
+	if (mkdirat(dst, name, 0700) < 0)
+		return -errno;
+	s2 = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	d2 = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (s2 < 0 || d2 < 0) {
+		r = -errno;
+		if (r != -EMFILE && r != -ENFILE)
+			return r;
+		(void)unlinkat(dst, name, AT_REMOVEDIR);
+		ws_refused_add(ref, me, r);
+		return 0;
+	}
+	r = ws_copy_tree(s2, d2, dst_root, me, links, ref, files, bytes);
+	if (r >= 0 && ws_is_opaque(s2) && fsetxattr(d2, WS_OPAQUE_XATTR, "y", 1, 0) < 0)
+		r = -errno;
+	if (r >= 0)
+		r = ws_copy_origin(s2, d2);
+	/* After its entries: a mode without w must not stop them. */
+	if (r >= 0 &&
+	    (fchown(d2, st->st_uid, st->st_gid) < 0 || fchmod(d2, st->st_mode & 07777) < 0))
+		r = -errno;
+	return r;
+}
+
+int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *links, ws_refused *ref,
 		 uint64_t *files, uint64_t *bytes)
 {
 	DIR *d;
 	struct dirent *e;
 	int r = 0;
 
-	if (depth > WS_MAX_DEPTH)
-		return -ELOOP;
 	d = ws_opendir_at(src, ".");
 	if (!d)
 		return -errno;
 	while (r >= 0 && (errno = 0, e = readdir(d))) {
 		const char *name = e->d_name;
+		_cleanup_free_ char *me = NULL;
 		struct stat st;
 
 		if (ws_is_dot(name))
@@ -296,43 +361,25 @@ int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *link
 			r = -errno;
 			break;
 		}
+		if (asprintf(&me, "%s%s%s", rel, *rel ? "/" : "", name) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		/* Apply names every path below the folder's root in one string:
+		 * a longer one could never be applied, so it is not kept. */
+		if (strlen(me) > WS_PATH_MAX) {
+			ws_refused_add(ref, me, -ENAMETOOLONG);
+			continue;
+		}
 		if (++*files > WS_MAX_CHANGES) {
 			r = -E2BIG;
 			break;
 		}
 		if (S_ISDIR(st.st_mode)) {
-			_cleanup_close_ int s2 = -1, d2 = -1;
-
-			if (mkdirat(dst, name, 0700) < 0) {
-				r = -errno;
-				break;
-			}
-			s2 =
-			    openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			d2 = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (s2 < 0 || d2 < 0) {
-				r = -errno;
-				break;
-			}
-			_cleanup_free_ char *sub = NULL;
-
-			if (asprintf(&sub, "%s%s%s", rel, *rel ? "/" : "", name) < 0) {
-				r = -ENOMEM;
-				break;
-			}
-			r = ws_copy_tree(s2, d2, dst_root, sub, links, depth + 1, files, bytes);
-			if (r >= 0 && ws_is_opaque(s2) &&
-			    fsetxattr(d2, WS_OPAQUE_XATTR, "y", 1, 0) < 0)
-				r = -errno;
-			if (r >= 0)
-				r = ws_copy_origin(s2, d2);
-			/* After its entries: a mode without w must not stop them. */
-			if (r >= 0 && (fchown(d2, st.st_uid, st.st_gid) < 0 ||
-				       fchmod(d2, st.st_mode & 07777) < 0))
-				r = -errno;
+			r = copy_dir(dirfd(d), dst, dst_root, name, me, &st, links, ref, files,
+				     bytes);
 		} else if (S_ISREG(st.st_mode)) {
 			const ws_link *l = st.st_nlink > 1 ? ws_links_find(links, st.st_ino) : NULL;
-			_cleanup_free_ char *me = NULL;
 
 			if (l) {
 				r = copy_link(dst_root, l->rel, dst, name);
@@ -340,21 +387,9 @@ int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *link
 			}
 			r = copy_file(dirfd(d), dst, name, &st, bytes);
 			if (r >= 0 && st.st_nlink > 1)
-				r = asprintf(&me, "%s%s%s", rel, *rel ? "/" : "", name) < 0
-					? -ENOMEM
-					: ws_links_add(links, st.st_ino, me, NULL);
+				r = ws_links_add(links, st.st_ino, me, NULL);
 		} else if (S_ISLNK(st.st_mode)) {
-			char target[PATH_MAX];
-			ssize_t n = readlinkat(dirfd(d), name, target, sizeof(target) - 1);
-
-			if (n < 0) {
-				r = -errno;
-				break;
-			}
-			target[n] = '\0';
-			if (symlinkat(target, dst, name) < 0 ||
-			    fchownat(dst, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
-				r = -errno;
+			r = copy_symlink(dirfd(d), dst, name, &st);
 		} else if (ws_is_whiteout(&st)) {
 			if (mknodat(dst, name, S_IFCHR | 0600, makedev(0, 0)) < 0)
 				r = -errno;
@@ -373,6 +408,7 @@ int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *link
 
 int ws_remove_at(int dir, const char *name, unsigned depth)
 {
+	/* depth: informational only; any depth is removed, one descriptor a level. */
 	DIR *d;
 	struct dirent *e;
 	int r = 0;
@@ -381,8 +417,6 @@ int ws_remove_at(int dir, const char *name, unsigned depth)
 		return 0;
 	if (errno != EISDIR && errno != EPERM)
 		return -errno;
-	if (depth > WS_MAX_DEPTH)
-		return -ELOOP;
 	d = ws_opendir_at(dir, name);
 	if (!d)
 		return -errno;
@@ -397,12 +431,25 @@ int ws_remove_at(int dir, const char *name, unsigned depth)
 
 /* ---- meta.json ---- */
 
+void ws_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	/* A walk holds a few descriptors a level: deep trees need more than
+	 * the usual soft limit (nothing here uses select()). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 void ws_meta_done(ws_meta *m)
 {
 	free(m->grant_path);
 	free(m->grant_at);
 	free(m->audit_log);
-	m->grant_path = m->grant_at = m->audit_log = NULL;
+	free(m->refused_first);
+	m->grant_path = m->grant_at = m->audit_log = m->refused_first = NULL;
 }
 
 static json_t *u64_or_null(uint64_t v)

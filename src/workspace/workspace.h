@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
@@ -24,11 +25,12 @@
 #include "policy/plan.h"
 
 #define WS_ID_MAX	      64u
-#define WS_MAX_DEPTH	      128u	  /* directory levels below a grant */
-#define WS_MAX_CHANGES	      (1u << 20)  /* entries of one workspace */
-#define WS_META_MAX	      (64u << 10) /* bytes of meta.json */
-#define WS_DIFF_MAX_BYTES     (8u << 20)  /* a larger file is shown as binary */
-#define WS_DEFAULT_INODES_PER 4096u	  /* default: one inode per 4 KiB of quota */
+#define WS_MAX_DEPTH	      128u	     /* directory levels below a rw grant's quota tags */
+#define WS_PATH_MAX	      (PATH_MAX - 1) /* bytes of a path below a grant apply can name */
+#define WS_MAX_CHANGES	      (1u << 20)     /* entries of one workspace */
+#define WS_META_MAX	      (64u << 10)    /* bytes of meta.json */
+#define WS_DIFF_MAX_BYTES     (8u << 20)     /* a larger file is shown as binary */
+#define WS_DEFAULT_INODES_PER 4096u	     /* default: one inode per 4 KiB of quota */
 #define WS_MIN_INODES	      1024u
 
 /* ---- the overlay of one cow grant (supervisor, root) ---- */
@@ -66,6 +68,10 @@ typedef struct ws_meta {
 	char *audit_log; /* the run's log, "" when it had none */
 	char state[16];	 /* "kept", "applied" */
 	uint64_t files, bytes;
+	/* Not stored: what ws_cow_save() could not keep (see ws_refused). */
+	uint64_t refused;
+	char *refused_first;
+	int refused_err;
 } ws_meta;
 
 /* What the workspace of c is (its id SANDBOX.INDEX, folder, epoch), for a
@@ -126,6 +132,10 @@ typedef struct ws_change {
 typedef struct ws_changes {
 	ws_change *v;
 	size_t n, cap;
+	/* Entries of a live upper layer whose paths are longer than apply can
+	 * name (WS_PATH_MAX): not listed; how many, and the first. */
+	size_t refused;
+	char *refused_first;
 } ws_changes;
 
 void ws_changes_done(ws_changes *c);

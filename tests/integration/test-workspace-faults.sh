@@ -194,4 +194,41 @@ check "the record's SHA-256 is the content's, holes as zeros" \
 	grep -q "\"path\":\"sparse\",\"sha256\":\"$(sha256sum < "$S/sparse" | cut -d' ' -f1)\"" "$rec"
 "$SANDCAP" workspace discard "$sid" >/dev/null 2>&1
 
+# ---- 4. Deep trees: 200 and 1,000 levels are kept, diffed and applied;
+# a subtree whose paths grow too long to apply is refused from there on,
+# alone ----
+D=$T/deep
+mkdir -p "$D/gone" && echo x > "$D/gone/f" && chown -R 1234:1234 "$D"
+policy deep "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$D\", \"at\": \"/w\", \"mode\": \"cow\", \"quota\": \"64M\"}]}}"
+p200=$(printf 'd/%.0s' $(seq 200)) p1000=$(printf 'e/%.0s' $(seq 1000))
+n100=$(printf 'n%.0s' $(seq 100))
+l15=$(for i in $(seq 15); do printf '%s/' "$n100"; done) l30=$(for i in $(seq 30); do printf '%s/' "$n100"; done)
+out=$("$SANDCAP" run --policy "$T/deep.json" -- sh -c '
+	for i in $(seq 100); do echo $i > /w/other$i; done
+	rm -r /w/gone
+	mkdir -p "/w/$1" && echo two > "/w/$1leaf"
+	mkdir -p "/w/$2" && echo thousand > "/w/$2leaf"
+	mkdir -p "/w/long/$3" "/w/x/$4" && echo lost > "/w/x/$4/leaf"
+	mv /w/x "/w/long/$3/x" && echo MOVED' sh "$p200" "$p1000" "$l15" "$l30" 2>&1)
+did=$(ws_of "$out")
+expect_match "a workspace with 200 and 1,000 levels is kept" "$did" '^sc-'
+expect_match "a tree of 45 levels of 100-byte names was made inside" "$out" "MOVED"
+check "the part too long to apply is refused, by name and why" grep -Eq \
+	"^  workspace $did kept without 1 subtree\(s\) \(their paths are longer than apply can name, PATH_MAX\), the first: long/n{55}\.\.\. \(4[0-9]{3} bytes\)" <<<"$out"
+d=$("$SANDCAP" workspace diff "$did" 2>&1)
+check "diff lists the file 200 levels down" grep -qx "A  ${p200}leaf" <<<"$d"
+check "diff lists the file 1,000 levels down" grep -qx "A  ${p1000}leaf" <<<"$d"
+expect_eq "and the 100 other files" "$(grep -c '^A  other' <<<"$d")" 100
+check "and the deletion" grep -qx "D  gone/" <<<"$d"
+r=$("$SANDCAP" workspace apply "$did" 2>&1)
+expect_eq "the deep workspace applies" "$?" 0
+check "the file 200 levels down is on the host" test "$(cat "$D/${p200}leaf")" = two
+check "the file 1,000 levels down is on the host" test "$(cat "$D/${p1000}leaf")" = thousand
+check "the other files and the deletion too" test -f "$D/other100" -a ! -e "$D/gone"
+levels=$(find "$D/long" -type d | wc -l)
+check "the long subtree is applied as deep as a path can name ($levels levels)" test "$levels" -ge 38 -a "$levels" -le 43
+expect_eq "and its too-long leaf is not" "$(find "$D/long" -type f | wc -l)" 0
+"$SANDCAP" workspace discard "$did" >/dev/null 2>&1
+check "a deep workspace can be discarded" test ! -e "$SANDCAP_STATE_DIR/workspaces/$did"
+
 finish
