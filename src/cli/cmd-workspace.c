@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "audit/prune.h"
 #include "base/cleanup.h"
 #include "cli/cli.h"
 #include "compat/syscalls.h"
@@ -27,12 +28,18 @@ static void usage(FILE *out)
 		     "       sandcap workspace diff ID [--stat | --patch]\n"
 		     "       sandcap workspace apply ID [--force]\n"
 		     "       sandcap workspace discard ID\n"
+		     "       sandcap workspace prune --older-than AGE [--dry-run]\n"
 		     "\n"
 		     "The changes a sandbox made to its \"cow\" grants, kept under the state\n"
 		     "directory when it ended. diff compares them with the host folder as it is\n"
 		     "now; apply writes them there (refused when a path it touches changed on\n"
 		     "the host since the sandbox started, unless --force) and records it in a\n"
-		     "sealed log chained to the run's; discard removes the workspace.\n");
+		     "sealed log chained to the run's, what it will write before it starts;\n"
+		     "an apply killed or stopped half-way is resumed by the next one. discard\n"
+		     "removes the workspace. prune removes every workspace kept or last\n"
+		     "applied more than AGE ago (30d, 12h, 90m, 45s), except one being applied;\n"
+		     "--dry-run lists them and removes nothing. A run whose cow grant it never\n"
+		     "wrote keeps no workspace.\n");
 }
 
 static int state_dir(char *buf, size_t len)
@@ -765,6 +772,100 @@ static int cmd_discard(const char *id)
 	return 0;
 }
 
+typedef struct prune_tally {
+	const char *dir;
+	bool dry_run;
+	uint64_t removed, removed_bytes, busy, young, failed;
+} prune_tally;
+
+static void prune_print(const ws_pruned *w, void *userdata)
+{
+	prune_tally *t = userdata;
+	char age[48];
+
+	cli_age_text(time(NULL) - w->mtime, age, sizeof(age));
+	switch (w->verdict) {
+	case WS_PRUNE_REMOVED:
+		t->removed++;
+		t->removed_bytes += w->bytes;
+		printf("%s %s/%s (%s, %llu entries, %llu bytes, last written %s ago)\n",
+		       t->dry_run ? "would remove" : "removed", t->dir, w->id, w->state,
+		       (unsigned long long)w->files, (unsigned long long)w->bytes, age);
+		break;
+	case WS_PRUNE_KEPT_BUSY:
+		t->busy++;
+		printf("kept %s/%s (being applied)\n", t->dir, w->id);
+		break;
+	case WS_PRUNE_KEPT_YOUNG:
+		t->young++;
+		break;
+	case WS_PRUNE_FAILED:
+	case _WS_PRUNE_VERDICT_MAX:
+	case _WS_PRUNE_VERDICT_INVALID:
+		t->failed++;
+		cli_error("%s/%s: %s", t->dir, w->id, strerror(-w->err));
+		break;
+	}
+}
+
+/* sandcap workspace prune --older-than AGE [--dry-run]: as `audit prune`. */
+static int cmd_prune(int argc, char **argv)
+{
+	char state[PATH_MAX - 16], dir[PATH_MAX];
+	const char *age = NULL;
+	prune_tally t = {0};
+	uint64_t secs = 0;
+	time_t now;
+	int r;
+
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--older-than") == 0 && i + 1 < argc)
+			age = argv[++i];
+		else if (strncmp(argv[i], "--older-than=", 13) == 0)
+			age = argv[i] + 13;
+		else if (strcmp(argv[i], "--dry-run") == 0)
+			t.dry_run = true;
+		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else {
+			cli_error("workspace prune: unexpected argument '%s' (see 'sandcap "
+				  "workspace --help')",
+				  argv[i]);
+			return SC_EXIT_SETUP;
+		}
+	}
+	if (!age) {
+		cli_error("workspace prune: --older-than AGE is required (e.g. --older-than 30d)");
+		return SC_EXIT_SETUP;
+	}
+	r = pr_parse_age(age, &secs);
+	if (r < 0 || secs == 0) {
+		cli_error("workspace prune: --older-than '%s': expected a positive age with a "
+			  "unit, d, h, m or s (e.g. 30d, 12h)%s",
+			  age, r == -ERANGE ? " (too large)" : "");
+		return SC_EXIT_SETUP;
+	}
+	if (state_dir(state, sizeof(state)) < 0)
+		return SC_EXIT_SETUP;
+	snprintf(dir, sizeof(dir), "%s/workspaces", state);
+	t.dir = dir;
+	now = time(NULL);
+	r = ws_prune(state, secs >= (uint64_t)now ? 0 : now - (time_t)secs, t.dry_run, prune_print,
+		     &t);
+	if (r < 0) {
+		cli_error("workspace prune: %s: %s", dir, strerror(-r));
+		return SC_EXIT_SETUP;
+	}
+	printf("%s %llu workspace%s (%llu bytes) older than %s; kept %llu being applied, %llu "
+	       "younger%s\n",
+	       t.dry_run ? "would remove" : "removed", (unsigned long long)t.removed,
+	       t.removed == 1 ? "" : "s", (unsigned long long)t.removed_bytes, age,
+	       (unsigned long long)t.busy, (unsigned long long)t.young,
+	       t.failed ? "; some could not be removed" : "");
+	return t.failed ? 1 : 0;
+}
+
 int cmd_workspace(int argc, char **argv)
 {
 	const char *verb = argc > 1 ? argv[1] : NULL;
@@ -776,6 +877,8 @@ int cmd_workspace(int argc, char **argv)
 		usage(verb ? stdout : stderr);
 		return verb ? 0 : SC_EXIT_SETUP;
 	}
+	if (strcmp(verb, "prune") == 0)
+		return cmd_prune(argc, argv);
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0 && strcmp(verb, "list") == 0)
 			json = true;

@@ -189,6 +189,13 @@ int ws_run_finish(ws_run *w, const char *state_dir, const char *sandbox_id, cons
 			r = x;
 			continue;
 		}
+		if (x > 0) {
+			/* Empty: not kept, and the record says so. */
+			(void)json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:b}", "id",
+								   m.id, "files", 0, "bytes", 0,
+								   "kept", false));
+			continue;
+		}
 		n += (size_t)snprintf(ids + n, n < ids_len ? ids_len - n : 0, "%s%s", n ? " " : "",
 				      m.id);
 		o = json_pack("{s:s, s:I, s:I}", "id", m.id, "files", (json_int_t)m.files, "bytes",

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -715,6 +716,82 @@ int ws_discard_dir(const char *state_dir, const char *id)
 	return ws_id_valid(id) ? ws_remove_at(all, id, 0) : -EINVAL;
 }
 
+static void prune_one(int all, const char *state_dir, const char *id, time_t cutoff, bool dry_run,
+		      ws_pruned *w, ws_meta *m)
+{
+	_cleanup_close_ int dir = -1;
+	struct stat st;
+
+	dir = openat(all, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0) {
+		w->err = -errno;
+		return;
+	}
+	if (read_meta(dir, id, m, NULL) == 0) {
+		w->state = m->state;
+		w->files = m->files;
+		w->bytes = m->bytes;
+	}
+	if (fstatat(dir, "meta.json", &st, AT_SYMLINK_NOFOLLOW) < 0 && fstat(dir, &st) < 0) {
+		w->err = -errno;
+		return;
+	}
+	w->mtime = st.st_mtime;
+	if (st.st_mtime >= cutoff) {
+		w->verdict = WS_PRUNE_KEPT_YOUNG;
+		return;
+	}
+	/* An apply holds its workspace locked until it ends. */
+	if (flock(dir, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK)
+			w->verdict = WS_PRUNE_KEPT_BUSY;
+		else
+			w->err = -errno;
+		return;
+	}
+	if (!dry_run) {
+		int r = ws_remove_at(all, id, 0);
+
+		if (r < 0) {
+			w->err = r;
+			return;
+		}
+		(void)ws_intent_remove(state_dir, id);
+	}
+	w->verdict = WS_PRUNE_REMOVED;
+}
+
+int ws_prune(const char *state_dir, time_t cutoff, bool dry_run,
+	     void (*cb)(const ws_pruned *w, void *userdata), void *userdata)
+{
+	_cleanup_close_ int all = workspaces_dir(state_dir, NULL);
+	struct dirent *e;
+	DIR *dp;
+
+	if (all == -ENOENT)
+		return 0;
+	if (all < 0)
+		return all;
+	dp = ws_opendir_at(all, ".");
+	if (!dp)
+		return -errno;
+	while ((errno = 0, e = readdir(dp))) {
+		ws_pruned w = {.id = e->d_name, .state = "incomplete", .verdict = WS_PRUNE_FAILED};
+		ws_meta m = {0};
+		struct stat st;
+
+		/* .intents and anything that is not a workspace's directory. */
+		if (!ws_id_valid(e->d_name) ||
+		    fstatat(all, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		prune_one(all, state_dir, e->d_name, cutoff, dry_run, &w, &m);
+		cb(&w, userdata);
+		ws_meta_done(&m);
+	}
+	closedir(dp);
+	return 0;
+}
+
 int ws_discard(const char *state_dir, const char *id, sc_diag *d)
 {
 	_cleanup_close_ int dir = -1;
@@ -726,6 +803,8 @@ int ws_discard(const char *state_dir, const char *id, sc_diag *d)
 		return r;
 	ws_meta_done(&m);
 	r = ws_discard_dir(state_dir, id);
+	if (r >= 0)
+		(void)ws_intent_remove(state_dir, id);
 	if (r < 0)
 		return diag_fail(d, r, "workspace", "cannot remove workspace %s: %s", id,
 				 strerror(-r));

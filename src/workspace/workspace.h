@@ -87,7 +87,9 @@ char *ws_meta_to_json(const ws_meta *m); /* caller frees */
  * End of the run: copies c's upper layer to STATE/workspaces/ID/upper
  * (whiteouts as 0/0 character devices, opaque directories with their
  * xattr, owners and modes as on the tmpfs) and writes meta.json. The
- * workspace id is SANDBOX.INDEX. Fills files/bytes/id of *meta.
+ * workspace id is SANDBOX.INDEX. Fills files/bytes/id of *meta. Returns 1,
+ * keeping nothing, when the upper layer is empty (the agent changed
+ * nothing there).
  */
 int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const char *audit_log,
 		ws_meta *ret_meta, sc_diag *reterr_diag);
@@ -105,6 +107,34 @@ int ws_meta_store(int dir, const ws_meta *m);
 int ws_list(const char *state_dir, ws_meta **ret, size_t *ret_n, sc_diag *reterr_diag);
 /* Removes STATE/workspaces/ID and everything in it. */
 int ws_discard(const char *state_dir, const char *id, sc_diag *reterr_diag);
+
+typedef enum ws_prune_verdict {
+	WS_PRUNE_REMOVED,    /* removed (with dry_run: would be) */
+	WS_PRUNE_KEPT_BUSY,  /* older than the cutoff, but being applied (locked) */
+	WS_PRUNE_KEPT_YOUNG, /* written since the cutoff */
+	WS_PRUNE_FAILED,     /* err says why */
+	_WS_PRUNE_VERDICT_MAX,
+	_WS_PRUNE_VERDICT_INVALID = -EINVAL,
+} ws_prune_verdict;
+
+typedef struct ws_pruned {
+	const char *id;
+	const char *state; /* meta.json's, or "incomplete" without one */
+	ws_prune_verdict verdict;
+	int err;
+	uint64_t files, bytes;
+	time_t mtime; /* meta.json's: when it was kept or last applied */
+} ws_pruned;
+
+/*
+ * Every workspace under STATE/workspaces: one last written (meta.json, or
+ * the directory when that is missing) before cutoff and not locked by an
+ * apply is removed with its unfinished apply's intent, unless dry_run; cb
+ * is called for each. 0, or -errno when the directory cannot be read (none
+ * is 0).
+ */
+int ws_prune(const char *state_dir, time_t cutoff, bool dry_run,
+	     void (*cb)(const ws_pruned *w, void *userdata), void *userdata);
 
 /* ---- the changes: the upper layer against the host folder ---- */
 
