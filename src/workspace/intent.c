@@ -69,7 +69,14 @@ static int add(ws_intent *t, char flag, const char *path)
 	return 0;
 }
 
-/* Sorted, one entry a path: the first flag given wins. */
+/* A conflict over a path to write over one in place: a conflict must be
+ * checked again by a plain retry. */
+static int rank(char flag)
+{
+	return flag == WS_INTENT_CONFLICT ? 2 : flag == WS_INTENT_LISTED ? 1 : 0;
+}
+
+/* Sorted, one entry a path, with the strongest of its flags. */
 static void sort_unique(ws_intent *t)
 {
 	size_t k = 0;
@@ -77,7 +84,7 @@ static void sort_unique(ws_intent *t)
 	qsort(t->v, t->n, sizeof(*t->v), cmp_entry);
 	for (size_t i = 0; i < t->n; i++) {
 		if (k && strcmp(t->v[k - 1].path, t->v[i].path) == 0) {
-			if (t->v[i].flag != WS_INTENT_IN_PLACE)
+			if (rank(t->v[i].flag) > rank(t->v[k - 1].flag))
 				t->v[k - 1].flag = t->v[i].flag;
 			free(t->v[i].path);
 			continue;
@@ -127,22 +134,12 @@ static int intents_dir(const char *state_dir, bool create)
 	return fd < 0 ? -errno : fd;
 }
 
-int ws_intent_load(const char *state_dir, const char *id, ws_intent *ret)
+int ws_intent_parse(const char *buf, size_t len, ws_intent *ret)
 {
-	_cleanup_close_ int dir = -1;
-	_cleanup_free_ char *buf = NULL;
 	ws_intent t = {0};
-	size_t len, off;
-	int r;
+	size_t off;
+	int r = 0;
 
-	if (!ws_id_valid(id))
-		return -EINVAL;
-	dir = intents_dir(state_dir, false);
-	if (dir < 0)
-		return dir;
-	r = io_read_file_at(dir, id, INTENT_MAX, &buf, &len);
-	if (r < 0)
-		return r;
 	/* Ours, but read back: every field must end inside the file. */
 	if (len < sizeof(INTENT_MAGIC) || memcmp(buf, INTENT_MAGIC, sizeof(INTENT_MAGIC)) != 0 ||
 	    !memchr(buf + sizeof(INTENT_MAGIC), '\0', len - sizeof(INTENT_MAGIC)))
@@ -170,6 +167,22 @@ int ws_intent_load(const char *state_dir, const char *id, ws_intent *ret)
 	sort_unique(&t);
 	*ret = t;
 	return 0;
+}
+
+int ws_intent_load(const char *state_dir, const char *id, ws_intent *ret)
+{
+	_cleanup_close_ int dir = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	int r;
+
+	if (!ws_id_valid(id))
+		return -EINVAL;
+	dir = intents_dir(state_dir, false);
+	if (dir < 0)
+		return dir;
+	r = io_read_file_at(dir, id, INTENT_MAX, &buf, &len);
+	return r < 0 ? r : ws_intent_parse(buf, len, ret);
 }
 
 int ws_intent_store(const char *state_dir, const char *id, const ws_intent *t)

@@ -257,6 +257,8 @@ int ws_intent_build(const ws_changes *ch, char *const *conflicts, size_t n_confl
 /* STATE/workspaces/.intents/ID: -ENOENT when no apply of ID is unfinished,
  * -EBADMSG when the file is not one of ours. */
 int ws_intent_load(const char *state_dir, const char *id, ws_intent *ret);
+/* The file's bytes: -EBADMSG for anything that is not one of ours. */
+int ws_intent_parse(const char *buf, size_t len, ws_intent *ret);
 /* Written and fsynced (temp + rename): durable before it returns. */
 int ws_intent_store(const char *state_dir, const char *id, const ws_intent *t);
 int ws_intent_remove(const char *state_dir, const char *id);
