@@ -736,9 +736,17 @@ static int cmd_apply(const char *id, bool force)
 				  strerror(-y));
 			rc = 1;
 		} else if (r >= 0) {
-			fprintf(stderr, "sandcap: workspace %s: %zu path(s) applied to %s%s\n",
+			size_t in_place = 0;
+
+			for (size_t i = 0; i < x.next.n; i++)
+				in_place += x.next.v[i].flag == WS_INTENT_IN_PLACE;
+			fprintf(stderr, "sandcap: workspace %s: %zu path(s) applied to %s%s",
 				t.m.id, res.n, t.m.grant_path,
 				res.n_conflicts ? " (over conflicts: --force)" : "");
+			if (x.prior)
+				fprintf(stderr, "; %zu written by the unfinished apply before",
+					in_place);
+			fputc('\n', stderr);
 		}
 		fprintf(stderr, "  record: %s\n", x.log_path);
 		if (r >= 0 && y >= 0)
