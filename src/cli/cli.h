@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "cli/front.h"
 #include "policy/plan.h"
@@ -25,6 +26,8 @@ int cli_load_policy(const char *file, sc_plan **ret_plan, char ret_digest[65]);
 /* The name a policy file goes by in messages: "<stdin>" for "-". */
 const char *cli_policy_name(const char *file);
 /* Reads a policy file, or standard input for "-"; prints its own error. */
+/* An age in words: "40 days", "5 hours", "12 minutes", "30 seconds". */
+void cli_age_text(time_t secs, char *buf, size_t len);
 int cli_read_policy(const char *file, size_t max, char **ret_buf, size_t *ret_len);
 /* Checks that every credential's secret is there (plan_check_secret()). Prints
  * each one missing, as a warning when warn_only; returns the first error. */

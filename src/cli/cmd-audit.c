@@ -472,7 +472,7 @@ typedef struct prune_tally {
 } prune_tally;
 
 /* "40 days", "5 hours", "12 minutes", "30 seconds" */
-static void age_text(time_t secs, char *buf, size_t len)
+void cli_age_text(time_t secs, char *buf, size_t len)
 {
 	static const struct {
 		time_t unit;
@@ -493,7 +493,7 @@ static void prune_print(const pr_log *l, void *userdata)
 	prune_tally *t = userdata;
 	char age[48];
 
-	age_text(time(NULL) - l->mtime, age, sizeof(age));
+	cli_age_text(time(NULL) - l->mtime, age, sizeof(age));
 
 	switch (l->verdict) {
 	case PR_REMOVED:

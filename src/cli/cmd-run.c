@@ -112,6 +112,8 @@ static void summary_audit(FILE *f, const sc_run_result *r)
 			r->workspaces);
 	if (r->workspace_error[0])
 		fprintf(f, "  workspace NOT kept: %s\n", r->workspace_error);
+	if (r->workspace_note[0])
+		fprintf(f, "  workspace %s\n", r->workspace_note);
 }
 
 /* limit.hit names in words; the supervisor's own are said on their lines. */

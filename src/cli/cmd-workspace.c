@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "audit/prune.h"
 #include "base/cleanup.h"
 #include "cli/cli.h"
 #include "compat/syscalls.h"
@@ -27,12 +28,18 @@ static void usage(FILE *out)
 		     "       sandcap workspace diff ID [--stat | --patch]\n"
 		     "       sandcap workspace apply ID [--force]\n"
 		     "       sandcap workspace discard ID\n"
+		     "       sandcap workspace prune --older-than AGE [--dry-run]\n"
 		     "\n"
 		     "The changes a sandbox made to its \"cow\" grants, kept under the state\n"
 		     "directory when it ended. diff compares them with the host folder as it is\n"
 		     "now; apply writes them there (refused when a path it touches changed on\n"
 		     "the host since the sandbox started, unless --force) and records it in a\n"
-		     "sealed log chained to the run's; discard removes the workspace.\n");
+		     "sealed log chained to the run's, what it will write before it starts;\n"
+		     "an apply killed or stopped half-way is resumed by the next one. discard\n"
+		     "removes the workspace. prune removes every workspace kept or last\n"
+		     "applied more than AGE ago (30d, 12h, 90m, 45s), except one being applied;\n"
+		     "--dry-run lists them and removes nothing. A run whose cow grant it never\n"
+		     "wrote keeps no workspace.\n");
 }
 
 static int state_dir(char *buf, size_t len)
@@ -376,6 +383,14 @@ static int cmd_diff(const char *id, int mode /* 0 list, 1 stat, 2 patch */)
 	if (mode == 1)
 		printf(" %zu change(s), %zu insertion(s)(+), %zu deletion(s)(-)\n", ch.n, tadd,
 		       tdel);
+	if (ch.refused) {
+		fprintf(stderr,
+			"sandcap: workspace %s: %zu entr(ies) not listed, their paths longer than "
+			"apply can name (PATH_MAX); the first: ",
+			id, ch.refused);
+		fput_path(ch.refused_first, stderr);
+		fputc('\n', stderr);
+	}
 	ws_changes_done(&ch);
 	target_done(&t);
 	return 0;
@@ -401,62 +416,218 @@ static int open_apply_log(const char *state, const char *id, au_log **ret, char 
 	return r;
 }
 
-/*
- * The record of an apply: workspace.apply records (the files in chunks),
- * each naming the run's log and its final hash (verified first), in a log
- * of their own, sealed (docs/audit.md, "workspace.apply").
- */
-static int record_apply(const char *state, const ws_meta *m, const ws_apply_result *res, bool force,
-			char *log_path, size_t len)
+/* Lists of paths go into records in parts: at most this many entries and
+ * (at four bytes a byte of an encoded path, the worst) bytes a record. */
+#define APPLY_BYTES_PER_RECORD (512u << 10)
+
+typedef struct chunker {
+	json_t *chunks; /* arrays of at most one record's entries */
+	json_t *cur;
+	size_t bytes;
+} chunker;
+
+static void chunk_add(chunker *c, json_t *item, const char *path)
+{
+	size_t bytes = 4 * strlen(path) + 64;
+
+	if (!c->chunks)
+		c->chunks = json_array();
+	if (!c->cur || json_array_size(c->cur) >= APPLY_FILES_PER_RECORD ||
+	    c->bytes + bytes > APPLY_BYTES_PER_RECORD) {
+		c->cur = json_array();
+		(void)json_array_append_new(c->chunks, c->cur);
+		c->bytes = 0;
+	}
+	(void)json_array_append_new(c->cur, item);
+	c->bytes += bytes;
+}
+
+static json_t *path_json(const char *p)
+{
+	return au_str(p, strlen(p), AU_STR_MAX_BYTES);
+}
+
+/* One apply: its record (a log of its own) and what it resumes. */
+typedef struct apply_ctx {
+	const char *state;
+	ws_meta *m;
+	int dir; /* a kept workspace's directory, else -1 */
+	bool force;
+	const ws_intent *prior; /* an unfinished apply's, or NULL */
+	ws_intent next;		/* this one's, once stored */
+	au_log *log;		/* opened before the first write */
+	char log_path[PATH_MAX + 64];
+	char run_hash[AU_HASH_HEX + 1];
+} apply_ctx;
+
+/* The run's log, verified first: its final hash. */
+static void run_final_hash(const ws_meta *m, char hash[AU_HASH_HEX + 1])
 {
 	au_verify_info info = {0};
 	char reason[256] = "";
 	size_t line = 0;
-	au_log *log = NULL;
-	int r;
 
+	hash[0] = '\0';
 	if (m->audit_log[0]) {
 		_cleanup_fclose_ FILE *f = fopen(m->audit_log, "re");
 
-		if (!f || au_verify_ex(f, NULL, 0, &info, &line, reason, sizeof(reason)) < 0)
-			snprintf(info.last_hash, sizeof(info.last_hash), "%s", "");
+		if (f && au_verify_ex(f, NULL, 0, &info, &line, reason, sizeof(reason)) >= 0)
+			snprintf(hash, AU_HASH_HEX + 1, "%s", info.last_hash);
 	}
-	r = open_apply_log(state, m->id, &log, log_path, len);
+}
+
+/* What every record of an apply says first. */
+static json_t *apply_header(const apply_ctx *x)
+{
+	const ws_meta *m = x->m;
+
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:s}", "workspace", m->id, "sandbox",
+			 m->sandbox, "grant", m->grant_path, "run_log", m->audit_log,
+			 "run_final_hash", x->run_hash, "run_log_intact", x->run_hash[0] != 0,
+			 "forced", x->force, "resumes",
+			 x->prior && x->prior->log ? x->prior->log : "");
+}
+
+static json_t *conflicts_json(const ws_apply_result *res)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < res->n_conflicts; i++)
+		(void)json_array_append_new(a, path_json(res->conflicts[i]));
+	return a;
+}
+
+static const char *intent_op(const ws_change *c)
+{
+	if (c->op == WS_DELETED)
+		return "delete";
+	switch (c->type) {
+	case 'd':
+		return c->op == WS_MODE ? "mode" : "mkdir";
+	case 'l':
+		return "symlink";
+	case 'p':
+		return "fifo";
+	default:
+		return "write";
+	}
+}
+
+/* Emits the parts of chunks a and then b (arrays), each record's two
+ * lists under ka and kb. */
+static int emit_parts(apply_ctx *x, const char *event, json_t *extra, const char *ka, json_t *a,
+		      const char *kb, json_t *b)
+{
+	size_t na = json_array_size(a), nb = json_array_size(b), parts = na + nb ? na + nb : 1;
+	int r = 0;
+
+	for (size_t k = 0; r >= 0 && k < parts; k++) {
+		json_t *o = apply_header(x);
+
+		if (!o)
+			return -ENOMEM;
+		(void)json_object_update(o, extra);
+		(void)json_object_set_new(
+		    o, ka, k < na ? json_incref(json_array_get(a, k)) : json_array());
+		if (kb)
+			(void)json_object_set_new(
+			    o, kb,
+			    k >= na && nb ? json_incref(json_array_get(b, k - na)) : json_array());
+		if (k > 0)
+			(void)json_object_set_new(o, "conflicts", json_array());
+		(void)json_object_set_new(o, "part", json_integer((json_int_t)k + 1));
+		(void)json_object_set_new(o, "parts", json_integer((json_int_t)parts));
+		r = au_emit(x->log, event, o);
+	}
+	return r;
+}
+
+/*
+ * Before the first write: the log of this apply with its intent (every
+ * path it will change, and what an unfinished apply before it wrote),
+ * durable, and the intent that a later apply resumes from.
+ */
+static int record_intent(const ws_changes *ch, const ws_apply_result *res, void *userdata)
+{
+	apply_ctx *x = userdata;
+	chunker changes = {0}, in_place = {0};
+	_cleanup_json_ json_t *extra = NULL;
+	int r, fd = -1, dirfd = -1;
+
+	run_final_hash(x->m, x->run_hash);
+	r = open_apply_log(x->state, x->m->id, &x->log, x->log_path, sizeof(x->log_path));
 	if (r < 0)
 		return r;
-	for (size_t k = 0; k == 0 || k < res->n; k += APPLY_FILES_PER_RECORD) {
-		json_t *files = json_array(), *conf = json_array();
+	for (size_t i = 0; i < ch->n; i++) {
+		const ws_change *c = &ch->v[i];
 
-		for (size_t i = k; i < res->n && i < k + APPLY_FILES_PER_RECORD; i++) {
-			const ws_applied *a = &res->v[i];
-			json_t *o = json_pack("{s:o, s:s}", "path",
-					      au_str(a->path, strlen(a->path), AU_STR_MAX_BYTES),
-					      "op", a->op);
-
-			if (o && a->sha256[0])
-				(void)json_object_set_new(o, "sha256", json_string(a->sha256));
-			(void)json_array_append_new(files, o);
-		}
-		for (size_t i = 0; k == 0 && i < res->n_conflicts; i++)
-			(void)json_array_append_new(
-			    conf,
-			    au_str(res->conflicts[i], strlen(res->conflicts[i]), AU_STR_MAX_BYTES));
-		r = au_emit(log, "workspace.apply",
-			    json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:o, s:o, s:I, s:I}",
-				      "workspace", m->id, "sandbox", m->sandbox, "grant",
-				      m->grant_path, "run_log", m->audit_log, "run_final_hash",
-				      info.last_hash, "run_log_intact", info.last_hash[0] != 0,
-				      "forced", force, "conflicts", conf, "files", files, "part",
-				      (json_int_t)(k / APPLY_FILES_PER_RECORD + 1), "parts",
-				      (json_int_t)(res->n ? (res->n + APPLY_FILES_PER_RECORD - 1) /
-								APPLY_FILES_PER_RECORD
-							  : 1)));
-		if (r < 0 || res->n == 0)
-			break;
+		chunk_add(&changes,
+			  json_pack("{s:o, s:s}", "path", path_json(c->path), "op", intent_op(c)),
+			  c->path);
+		if (c->from)
+			chunk_add(
+			    &changes,
+			    json_pack("{s:o, s:s}", "path", path_json(c->from), "op", "delete"),
+			    c->from);
 	}
+	r = ws_intent_build(ch, res->conflicts, res->n_conflicts, x->prior, &x->next);
+	for (size_t i = 0; r >= 0 && i < x->next.n; i++)
+		if (x->next.v[i].flag == WS_INTENT_IN_PLACE)
+			chunk_add(&in_place, path_json(x->next.v[i].path), x->next.v[i].path);
+	extra =
+	    json_pack("{s:o, s:I}", "conflicts", conflicts_json(res), "pid", (json_int_t)getpid());
 	if (r >= 0)
-		r = au_seal(log);
-	au_close(log);
+		r = extra ? emit_parts(x, "workspace.apply.intent", extra, "changes",
+				       changes.chunks, "in_place", in_place.chunks)
+			  : -ENOMEM;
+	json_decref(changes.chunks);
+	json_decref(in_place.chunks);
+	if (r >= 0)
+		r = au_sync_detach(x->log, &fd, &dirfd);
+	if (r >= 0 && (fsync(fd) < 0 || (dirfd >= 0 && fsync(dirfd) < 0)))
+		r = -errno;
+	(void)safe_close(fd);
+	(void)safe_close(dirfd);
+	if (r >= 0) {
+		free(x->next.log);
+		x->next.log = strdup(x->log_path);
+		r = x->next.log ? ws_intent_store(x->state, x->m->id, &x->next) : -ENOMEM;
+	}
+	if (r >= 0 && x->dir >= 0) {
+		/* Until it has finished: `workspace list` says so. */
+		snprintf(x->m->state, sizeof(x->m->state), "applying");
+		(void)ws_meta_store(x->dir, x->m);
+	}
+	return r;
+}
+
+/*
+ * After the apply, whether it finished or failed: workspace.apply records
+ * (what was written, in parts) into the log its intent went to, sealed
+ * (docs/audit.md, "workspace.apply").
+ */
+static int record_apply(apply_ctx *x, const ws_apply_result *res, int err, const char *why)
+{
+	chunker files = {0};
+	_cleanup_json_ json_t *extra = NULL;
+	int r;
+
+	for (size_t i = 0; i < res->n; i++) {
+		const ws_applied *a = &res->v[i];
+		json_t *o = json_pack("{s:o, s:s}", "path", path_json(a->path), "op", a->op);
+
+		if (o && a->sha256[0])
+			(void)json_object_set_new(o, "sha256", json_string(a->sha256));
+		chunk_add(&files, o, a->path);
+	}
+	extra = json_pack("{s:o, s:s, s:s}", "conflicts", conflicts_json(res), "outcome",
+			  err < 0 ? "failed" : "applied", "error", err < 0 ? why : "");
+	r = extra ? emit_parts(x, "workspace.apply", extra, "files", files.chunks, NULL, NULL)
+		  : -ENOMEM;
+	json_decref(files.chunks);
+	if (r >= 0)
+		r = au_seal(x->log);
+	x->log = au_close(x->log);
 	return r;
 }
 
@@ -478,12 +649,34 @@ static void tell_session(const ws_target *t, const ws_apply_result *res, bool fo
 			  t->session, strerror(-r));
 }
 
+/* An unfinished apply of the workspace, to resume (0), or none (1). */
+static int load_prior(const char *state, const ws_meta *m, ws_intent *prior)
+{
+	int r = ws_intent_load(state, m->id, prior);
+
+	if (r == -ENOENT)
+		return 1;
+	if (r < 0) {
+		cli_error("workspace %s: the record of an unfinished apply cannot be read (%s); "
+			  "applying as if there were none",
+			  m->id, strerror(-r));
+		return 1;
+	}
+	fprintf(stderr,
+		"sandcap: workspace %s: resuming the unfinished apply recorded in %s (%zu "
+		"path(s) listed)\n",
+		m->id, prior->log ? prior->log : "?", prior->n);
+	return 0;
+}
+
 static int cmd_apply(const char *id, bool force)
 {
-	char state[PATH_MAX], log_path[PATH_MAX + 64];
+	char state[PATH_MAX];
 	ws_apply_result res = {0};
+	ws_intent prior = {0};
 	struct timespec t0;
 	ws_target t;
+	apply_ctx x = {0};
 	sc_diag d = {0};
 	int r, rc = 0;
 
@@ -507,7 +700,12 @@ static int cmd_apply(const char *id, bool force)
 		target_done(&t);
 		return 1;
 	}
-	r = ws_apply(t.upper, &t.m, force, &res, &d);
+	x.state = state;
+	x.m = &t.m;
+	x.dir = t.dir;
+	x.force = force;
+	x.prior = load_prior(state, &t.m, &prior) == 0 ? &prior : NULL;
+	r = ws_apply(t.upper, &t.m, force, x.prior, record_intent, &x, &res, &d);
 	/* After every write of ours (each ctime is at or before it): the
 	 * live workspace's next epoch. */
 	clock_gettime(CLOCK_REALTIME, &t0);
@@ -521,7 +719,8 @@ static int cmd_apply(const char *id, bool force)
 		rc = 2;
 	} else if (r < 0) {
 		/* What was written before the failure is recorded all the same. */
-		cli_error("%s (%zu path(s) were applied before it)", d.message, res.n);
+		cli_error("%s (%zu path(s) were applied before it; apply again to resume)",
+			  d.message, res.n);
 		rc = 1;
 	}
 	for (size_t i = 0; i < res.n_changed; i++) {
@@ -529,25 +728,38 @@ static int cmd_apply(const char *id, bool force)
 		fput_path(res.changed[i], stderr);
 		fputc('\n', stderr);
 	}
-	if (r != -EBUSY) {
-		int x = record_apply(state, &t.m, &res, force, log_path, sizeof(log_path));
+	if (x.log) {
+		int y = record_apply(&x, &res, r, d.message);
 
-		if (x < 0) {
-			cli_error("applied, but the record could not be written: %s", strerror(-x));
+		if (y < 0) {
+			cli_error("applied, but the record could not be completed: %s",
+				  strerror(-y));
 			rc = 1;
-		} else {
-			fprintf(stderr, "sandcap: workspace %s: %zu path(s) applied to %s%s\n",
+		} else if (r >= 0) {
+			size_t in_place = 0;
+
+			for (size_t i = 0; i < x.next.n; i++)
+				in_place += x.next.v[i].flag == WS_INTENT_IN_PLACE;
+			fprintf(stderr, "sandcap: workspace %s: %zu path(s) applied to %s%s",
 				t.m.id, res.n, t.m.grant_path,
 				res.n_conflicts ? " (over conflicts: --force)" : "");
-			fprintf(stderr, "  record: %s\n", log_path);
+			if (x.prior)
+				fprintf(stderr, "; %zu written by the unfinished apply before",
+					in_place);
+			fputc('\n', stderr);
 		}
-		if (t.session[0]) {
-			tell_session(&t, &res, force, &t0, x < 0 ? "" : log_path);
-		} else if (r >= 0) {
+		fprintf(stderr, "  record: %s\n", x.log_path);
+		if (r >= 0 && y >= 0)
+			(void)ws_intent_remove(state, t.m.id);
+		if (t.session[0] && r >= 0) {
+			tell_session(&t, &res, force, &t0, y < 0 ? "" : x.log_path);
+		} else if (r >= 0 && y >= 0) {
 			snprintf(t.m.state, sizeof(t.m.state), "applied");
 			(void)ws_meta_store(t.dir, &t.m);
 		}
 	}
+	ws_intent_done(&x.next);
+	ws_intent_done(&prior);
 	ws_apply_result_done(&res);
 	target_done(&t);
 	return rc;
@@ -568,6 +780,100 @@ static int cmd_discard(const char *id)
 	return 0;
 }
 
+typedef struct prune_tally {
+	const char *dir;
+	bool dry_run;
+	uint64_t removed, removed_bytes, busy, young, failed;
+} prune_tally;
+
+static void prune_print(const ws_pruned *w, void *userdata)
+{
+	prune_tally *t = userdata;
+	char age[48];
+
+	cli_age_text(time(NULL) - w->mtime, age, sizeof(age));
+	switch (w->verdict) {
+	case WS_PRUNE_REMOVED:
+		t->removed++;
+		t->removed_bytes += w->bytes;
+		printf("%s %s/%s (%s, %llu entries, %llu bytes, last written %s ago)\n",
+		       t->dry_run ? "would remove" : "removed", t->dir, w->id, w->state,
+		       (unsigned long long)w->files, (unsigned long long)w->bytes, age);
+		break;
+	case WS_PRUNE_KEPT_BUSY:
+		t->busy++;
+		printf("kept %s/%s (being applied)\n", t->dir, w->id);
+		break;
+	case WS_PRUNE_KEPT_YOUNG:
+		t->young++;
+		break;
+	case WS_PRUNE_FAILED:
+	case _WS_PRUNE_VERDICT_MAX:
+	case _WS_PRUNE_VERDICT_INVALID:
+		t->failed++;
+		cli_error("%s/%s: %s", t->dir, w->id, strerror(-w->err));
+		break;
+	}
+}
+
+/* sandcap workspace prune --older-than AGE [--dry-run]: as `audit prune`. */
+static int cmd_prune(int argc, char **argv)
+{
+	char state[PATH_MAX - 16], dir[PATH_MAX];
+	const char *age = NULL;
+	prune_tally t = {0};
+	uint64_t secs = 0;
+	time_t now;
+	int r;
+
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--older-than") == 0 && i + 1 < argc)
+			age = argv[++i];
+		else if (strncmp(argv[i], "--older-than=", 13) == 0)
+			age = argv[i] + 13;
+		else if (strcmp(argv[i], "--dry-run") == 0)
+			t.dry_run = true;
+		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else {
+			cli_error("workspace prune: unexpected argument '%s' (see 'sandcap "
+				  "workspace --help')",
+				  argv[i]);
+			return SC_EXIT_SETUP;
+		}
+	}
+	if (!age) {
+		cli_error("workspace prune: --older-than AGE is required (e.g. --older-than 30d)");
+		return SC_EXIT_SETUP;
+	}
+	r = pr_parse_age(age, &secs);
+	if (r < 0 || secs == 0) {
+		cli_error("workspace prune: --older-than '%s': expected a positive age with a "
+			  "unit, d, h, m or s (e.g. 30d, 12h)%s",
+			  age, r == -ERANGE ? " (too large)" : "");
+		return SC_EXIT_SETUP;
+	}
+	if (state_dir(state, sizeof(state)) < 0)
+		return SC_EXIT_SETUP;
+	snprintf(dir, sizeof(dir), "%s/workspaces", state);
+	t.dir = dir;
+	now = time(NULL);
+	r = ws_prune(state, secs >= (uint64_t)now ? 0 : now - (time_t)secs, t.dry_run, prune_print,
+		     &t);
+	if (r < 0) {
+		cli_error("workspace prune: %s: %s", dir, strerror(-r));
+		return SC_EXIT_SETUP;
+	}
+	printf("%s %llu workspace%s (%llu bytes) older than %s; kept %llu being applied, %llu "
+	       "younger%s\n",
+	       t.dry_run ? "would remove" : "removed", (unsigned long long)t.removed,
+	       t.removed == 1 ? "" : "s", (unsigned long long)t.removed_bytes, age,
+	       (unsigned long long)t.busy, (unsigned long long)t.young,
+	       t.failed ? "; some could not be removed" : "");
+	return t.failed ? 1 : 0;
+}
+
 int cmd_workspace(int argc, char **argv)
 {
 	const char *verb = argc > 1 ? argv[1] : NULL;
@@ -579,6 +885,8 @@ int cmd_workspace(int argc, char **argv)
 		usage(verb ? stdout : stderr);
 		return verb ? 0 : SC_EXIT_SETUP;
 	}
+	if (strcmp(verb, "prune") == 0)
+		return cmd_prune(argc, argv);
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0 && strcmp(verb, "list") == 0)
 			json = true;

@@ -1812,7 +1812,8 @@ static void keep_workspaces(supervisor *s)
 		return;
 	if (sc_state_dir(s->unpriv, state, sizeof(state)) < 0 ||
 	    ws_run_finish(s->ws, state, s->res->sandbox_id, s->res->audit_path, s->res->workspaces,
-			  sizeof(s->res->workspaces), &s->ws_exit, &d) < 0)
+			  sizeof(s->res->workspaces), s->res->workspace_note,
+			  sizeof(s->res->workspace_note), &s->ws_exit, &d) < 0)
 		snprintf(s->res->workspace_error, sizeof(s->res->workspace_error), "%.250s",
 			 d.message[0] ? d.message : "no state directory for the workspaces");
 }

@@ -101,6 +101,7 @@ typedef struct sc_run_result {
 	 * workspace_error says why one could not be kept. */
 	char workspaces[512];
 	char workspace_error[256];
+	char workspace_note[256]; /* kept, but without a subtree: which, why */
 } sc_run_result;
 
 /* The state directory whose audit/ holds the per-run logs without

@@ -11,6 +11,7 @@
  * set-group-ID bits are dropped: the agent's files must not gain the
  * owner's privilege on the host.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -181,8 +182,7 @@ static int write_beside(int upper, const char *rel, int parent, const char *tmp,
 	sha256_ctx md;
 	uint8_t dig[SHA256_BYTES];
 	struct stat st, after;
-	char buf[65536];
-	ssize_t n;
+	uint64_t written = 0;
 	int r = 0;
 
 	*ret_changed = false;
@@ -196,15 +196,7 @@ static int write_beside(int upper, const char *rel, int parent, const char *tmp,
 	if (out < 0)
 		return -errno;
 	sha256_init(&md);
-	while (r >= 0 && (n = read(in, buf, sizeof(buf))) != 0) {
-		if (n < 0) {
-			r = errno == EINTR ? 0 : -errno;
-			continue;
-		}
-		r = io_write_all(out, buf, (size_t)n);
-		if (r >= 0)
-			sha256_update(&md, buf, (size_t)n);
-	}
+	r = ws_copy_data(in, out, &md, &written);
 	sha256_final(&md, dig);
 	/* A live upper layer: the agent may be writing it now. */
 	if (r >= 0 && fstat(in, &after) == 0 && moved(&st, &after))
@@ -382,7 +374,75 @@ int ws_open_grant_root(const ws_meta *m, int *ret, sc_diag *d)
 	return 0;
 }
 
-int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_diag *d)
+static bool host_is_dir(int root, const char *rel)
+{
+	_cleanup_close_ int parent = -1;
+	const char *base;
+	struct stat st;
+
+	parent = ws_open_parent(root, rel, &base);
+	return parent >= 0 && fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISDIR(st.st_mode);
+}
+
+/* Whether path (c's, or its old name when from) changed on the host since
+ * the epoch; prior: see ws_apply(). */
+static int is_conflict(int root, const ws_change *c, const char *path, bool from, const ws_meta *m,
+		       const ws_intent *prior)
+{
+	char f = ws_intent_find(prior, path);
+	bool ours = f && f != WS_INTENT_CONFLICT;
+
+	if (ours && host_is_dir(root, path))
+		return 0;
+	if (from || c->op != WS_ADDED)
+		return host_changed(root, path, &m->epoch);
+	if (!c->origin || ours)
+		return 0;
+	return host_deleted(root, path, &m->epoch);
+}
+
+static bool is_temp_name(const char *name)
+{
+	static const char prefix[] = ".sandcap-apply.";
+
+	return strncmp(name, prefix, sizeof(prefix) - 1) == 0 &&
+	       strspn(name + sizeof(prefix) - 1, "0123456789.") ==
+		   strlen(name) - (sizeof(prefix) - 1);
+}
+
+/* The temporary files an apply killed before its renames left beside the
+ * places it wrote: in the directories of the paths it listed. */
+static void remove_temps(int root, const ws_intent *prior)
+{
+	const char *last = NULL;
+	size_t last_len = 0;
+
+	for (size_t i = 0; i < prior->n; i++) {
+		const char *p = prior->v[i].path, *slash = strrchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : 0;
+		_cleanup_close_ int dir = -1;
+		const char *base;
+		struct dirent *e;
+		DIR *dp;
+
+		if (last && len == last_len && memcmp(p, last, len) == 0)
+			continue;
+		last = p;
+		last_len = len;
+		dir = ws_open_parent(root, p, &base);
+		dp = dir >= 0 ? ws_opendir_at(dir, ".") : NULL;
+		if (!dp)
+			continue;
+		while ((e = readdir(dp)))
+			if (is_temp_name(e->d_name))
+				(void)unlinkat(dirfd(dp), e->d_name, 0);
+		closedir(dp);
+	}
+}
+
+int ws_apply(int upper, const ws_meta *m, bool force, const ws_intent *prior,
+	     ws_before_write_fn before_write, void *userdata, ws_apply_result *ret, sc_diag *d)
 {
 	_cleanup_close_ int root = -1;
 	ws_changes ch = {0};
@@ -404,12 +464,10 @@ int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_d
 				 strerror(-r));
 	for (size_t i = 0; i < ch.n && r >= 0; i++) {
 		const ws_change *c = &ch.v[i];
-		int x = c->op != WS_ADDED ? host_changed(root, c->path, &m->epoch)
-			: c->origin	  ? host_deleted(root, c->path, &m->epoch)
-					  : 0;
+		int x = is_conflict(root, c, c->path, false, m, prior);
 
 		if (x == 0 && c->from)
-			x = host_changed(root, c->from, &m->epoch);
+			x = is_conflict(root, c, c->from, true, m, prior);
 		if (x < 0)
 			r = x;
 		else if (x)
@@ -420,6 +478,16 @@ int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_d
 			      "%zu path(s) changed on the host since the sandbox started; nothing "
 			      "was applied (--force writes over them)",
 			      res.n_conflicts);
+	if (r >= 0 && before_write) {
+		r = before_write(&ch, &res, userdata);
+		if (r < 0)
+			diag_fail(d, r, "workspace",
+				  "cannot record what the apply will write: %s; nothing was "
+				  "applied",
+				  strerror(-r));
+	}
+	if (r >= 0 && prior)
+		remove_temps(root, prior);
 	for (size_t i = 0; i < ch.n && r >= 0; i++) {
 		r = apply_one(upper, root, &owner, &ch.v[i], (unsigned)i, &links, &res);
 		if (r < 0)

@@ -32,8 +32,10 @@ void ws_changes_done(ws_changes *c)
 		free(c->v[i].old_link);
 	}
 	free(c->v);
+	free(c->refused_first);
 	c->v = NULL;
-	c->n = c->cap = 0;
+	c->refused_first = NULL;
+	c->n = c->cap = c->refused = 0;
 }
 
 const char *ws_op_name(ws_op op)
@@ -174,8 +176,6 @@ static int add_deleted(ws_changes *out, int ldir, const char *name, char *path,
 		x->old_link = NULL;
 	if (!S_ISDIR(st->st_mode))
 		return 0;
-	if (depth > WS_MAX_DEPTH)
-		return -ELOOP;
 	d = ws_opendir_at(ldir, name);
 	if (!d)
 		return errno == EACCES ? 0 : -errno;
@@ -189,6 +189,11 @@ static int add_deleted(ws_changes *out, int ldir, const char *name, char *path,
 		if (fstatat(dirfd(d), e->d_name, &cs, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		cp = join(parent, e->d_name);
+		/* Deeper than a path can name: removed with its directory. */
+		if (cp && strlen(cp) > WS_PATH_MAX) {
+			free(cp);
+			continue;
+		}
 		r = add_deleted(out, dirfd(d), e->d_name, cp, &cs, depth + 1);
 	}
 	closedir(d);
@@ -196,6 +201,17 @@ static int add_deleted(ws_changes *out, int ldir, const char *name, char *path,
 }
 
 static int walk(ws_changes *out, int up, int low, const char *rel, bool opaque, unsigned depth);
+
+/* An entry too deep for apply to name: counted, not listed. */
+static int refuse(ws_changes *out, const char *rel, const char *name)
+{
+	if (out->refused++ == 0) {
+		out->refused_first = join(rel, name);
+		if (!out->refused_first)
+			return -ENOMEM;
+	}
+	return 0;
+}
 
 /* One entry of the upper layer. low: the lower directory at the same place,
  * or -1 when there is none. */
@@ -209,6 +225,8 @@ static int visit(ws_changes *out, int up, int low, const char *rel, const char *
 
 	if (fstatat(up, name, &us, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
+	if (strlen(rel) + 1 + strlen(name) > WS_PATH_MAX)
+		return refuse(out, rel, name);
 	have_low = low >= 0 && fstatat(low, name, &ls, AT_SYMLINK_NOFOLLOW) == 0;
 	if (ws_is_whiteout(&us))
 		return have_low ? add_deleted(out, low, name, join(rel, name), &ls, 0) : 0;
@@ -304,11 +322,7 @@ static int walk(ws_changes *out, int up, int low, const char *rel, bool opaque, 
 	DIR *d;
 	int r = 0;
 
-	if (strlen(rel) > PATH_MAX - NAME_MAX - 2)
-		return -ENAMETOOLONG;
-	for (const char *q = rel; *q; q++)
-		if (*q == '/' && ++depth > WS_MAX_DEPTH)
-			return -ELOOP;
+	(void)depth; /* any depth: one descriptor a level and tree */
 	d = ws_opendir_at(up, ".");
 	if (!d)
 		return -errno;
@@ -334,6 +348,8 @@ static int walk(ws_changes *out, int up, int low, const char *rel, bool opaque, 
 			continue;
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
+		if (strlen(rel) + 1 + strlen(e->d_name) > WS_PATH_MAX)
+			continue; /* cannot be named: goes with its directory */
 		r = add_deleted(out, dirfd(d), e->d_name, join(rel, e->d_name), &st, 0);
 	}
 	closedir(d);
@@ -402,6 +418,7 @@ int ws_changes_compute(int upper, int lower, ws_changes *ret)
 	size_t kept = 0;
 	int r;
 
+	ws_raise_nofile();
 	r = walk(&c, upper, lower, "", false, 0);
 	if (r >= 0)
 		r = find_renames(&c, upper, lower);

@@ -12,6 +12,7 @@
  * and the host folder, the lower layer, is never written (overlayfs(5):
  * "the lower filesystem is never modified").
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -317,6 +318,21 @@ void ws_cow_meta(const ws_cow *c, const char *sandbox_id, const char *audit_log,
 	*ret = m;
 }
 
+/* Whether the upper layer holds no entry: the agent changed nothing. */
+static bool upper_empty(const ws_cow *c)
+{
+	DIR *d = ws_opendir_at(c->upper, ".");
+	struct dirent *e;
+	bool empty = true;
+
+	if (!d)
+		return false;
+	while (empty && (e = readdir(d)))
+		empty = ws_is_dot(e->d_name);
+	closedir(d);
+	return empty;
+}
+
 int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const char *audit_log,
 		ws_meta *ret_meta, sc_diag *reterr_diag)
 {
@@ -325,6 +341,15 @@ int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const 
 	int r;
 
 	ws_cow_meta(c, sandbox_id, audit_log, &m);
+	if (upper_empty(c)) {
+		/* Nothing to review or apply: a run that wrote nothing keeps
+		 * nothing. */
+		if (ret_meta) {
+			*ret_meta = m;
+			ret_meta->grant_path = ret_meta->grant_at = ret_meta->audit_log = NULL;
+		}
+		return 1;
+	}
 	r = ws_store_new(state_dir, m.id, &dir, reterr_diag);
 	if (r < 0)
 		return r;
@@ -335,15 +360,21 @@ int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const 
 				 strerror(errno));
 	{
 		ws_links links = {0};
+		ws_refused ref = {0};
 
-		r = ws_copy_tree(src, dst, dst, "", &links, 0, &m.files, &m.bytes);
+		ws_raise_nofile();
+		r = ws_copy_tree(src, dst, dst, "", &links, &ref, &m.files, &m.bytes);
 		ws_links_done(&links);
+		m.refused = ref.n;
+		m.refused_err = ref.err;
+		m.refused_first = TAKE_PTR(ref.first);
 	}
 	if (r >= 0)
 		r = ws_meta_store(dir, &m);
 	if (r < 0) {
 		/* No half workspace: one without meta.json could not be discarded. */
 		(void)ws_discard_dir(state_dir, m.id);
+		free(m.refused_first);
 		return diag_fail(reterr_diag, r, "workspace",
 				 "cannot keep the changes of workspace %s in %s: %s", m.id,
 				 state_dir, strerror(-r));
@@ -351,6 +382,8 @@ int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const 
 	if (ret_meta) {
 		*ret_meta = m;
 		ret_meta->grant_path = ret_meta->grant_at = ret_meta->audit_log = NULL;
+	} else {
+		free(m.refused_first);
 	}
 	return 0;
 }

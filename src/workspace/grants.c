@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "audit/audit.h"
 #include "base/diag.h"
 #include "compat/syscalls.h"
 #include "workspace/grants.h"
@@ -158,13 +159,15 @@ json_t *ws_run_start_json(const ws_run *w)
 }
 
 int ws_run_finish(ws_run *w, const char *state_dir, const char *sandbox_id, const char *audit_log,
-		  char *ids, size_t ids_len, json_t **ret_json, sc_diag *d)
+		  char *ids, size_t ids_len, char *note, size_t note_len, json_t **ret_json,
+		  sc_diag *d)
 {
 	json_t *arr = json_array();
 	size_t n = 0;
 	int r = 0;
 
 	ids[0] = '\0';
+	note[0] = '\0';
 	*ret_json = NULL;
 	if (!w) {
 		json_decref(arr);
@@ -172,6 +175,7 @@ int ws_run_finish(ws_run *w, const char *state_dir, const char *sandbox_id, cons
 	}
 	for (size_t i = 0; i < w->n; i++) {
 		ws_meta m;
+		json_t *o;
 		int x;
 
 		if (w->quota_fd[i] >= 0) {
@@ -185,11 +189,37 @@ int ws_run_finish(ws_run *w, const char *state_dir, const char *sandbox_id, cons
 			r = x;
 			continue;
 		}
+		if (x > 0) {
+			/* Empty: not kept, and the record says so. */
+			(void)json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:b}", "id",
+								   m.id, "files", 0, "bytes", 0,
+								   "kept", false));
+			continue;
+		}
 		n += (size_t)snprintf(ids + n, n < ids_len ? ids_len - n : 0, "%s%s", n ? " " : "",
 				      m.id);
-		(void)json_array_append_new(arr, json_pack("{s:s, s:I, s:I}", "id", m.id, "files",
-							   (json_int_t)m.files, "bytes",
-							   (json_int_t)m.bytes));
+		o = json_pack("{s:s, s:I, s:I}", "id", m.id, "files", (json_int_t)m.files, "bytes",
+			      (json_int_t)m.bytes);
+		if (o && m.refused) {
+			/* Kept without these: said in the record and the summary. */
+			(void)json_object_set_new(o, "refused",
+						  json_integer((json_int_t)m.refused));
+			(void)json_object_set_new(
+			    o, "refused_first",
+			    au_str(m.refused_first, strlen(m.refused_first), AU_STR_MAX_BYTES));
+			(void)json_object_set_new(o, "refused_error",
+						  json_string(strerror(-m.refused_err)));
+			snprintf(note, note_len,
+				 "%s kept without %llu subtree(s) (%s), the first: %.60s... (%zu "
+				 "bytes)",
+				 m.id, (unsigned long long)m.refused,
+				 m.refused_err == -ENAMETOOLONG
+				     ? "their paths are longer than apply can name, PATH_MAX"
+				     : strerror(-m.refused_err),
+				 m.refused_first, strlen(m.refused_first));
+		}
+		(void)json_array_append_new(arr, o);
+		ws_meta_done(&m);
 	}
 	*ret_json = arr;
 	return r;

@@ -30,9 +30,11 @@ int ws_run_setup(const sc_plan *p, ns_source *sources, bool unpriv, uid_t agent_
 json_t *ws_run_start_json(const ws_run *w);
 /* Once the sandbox is gone: quotas lifted, every cow grant's upper layer
  * kept under state_dir. ids: the workspace ids, space-separated;
- * *ret_json: [{id, files, bytes}] for sandbox.exit (NULL without w). */
+ * *ret_json: [{id, files, bytes}] for sandbox.exit (NULL without w).
+ * note: what a kept workspace lacks (subtrees refused), else "". */
 int ws_run_finish(ws_run *w, const char *state_dir, const char *sandbox_id, const char *audit_log,
-		  char *ids, size_t ids_len, json_t **ret_json, sc_diag *reterr_diag);
+		  char *ids, size_t ids_len, char *note, size_t note_len, json_t **ret_json,
+		  sc_diag *reterr_diag);
 ws_run *ws_run_free(ws_run *w); /* NULL-safe; lifts quotas still set */
 
 /* While the sandbox runs (a session): the ids of its cow workspaces, as a

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -22,6 +24,7 @@
 #include "base/cleanup.h"
 #include "base/diag.h"
 #include "base/io.h"
+#include "base/sha256.h"
 #include "workspace/ws-internal.h"
 
 bool ws_id_valid(const char *id)
@@ -156,41 +159,104 @@ int ws_store_new(const char *state_dir, const char *id, int *ret_dir, sc_diag *r
 	return 0;
 }
 
+/* Hashes n zero bytes: a hole reads as zeros. */
+static void hash_zeros(sha256_ctx *md, uint64_t n)
+{
+	static const char zeros[65536];
+
+	while (md && n > 0) {
+		size_t k = n < sizeof(zeros) ? (size_t)n : sizeof(zeros);
+
+		sha256_update(md, zeros, k);
+		n -= k;
+	}
+}
+
+/* Copies [from, to) of in to the same offsets of out, hashing it; stops
+ * early at a shorter in (a live file truncated meanwhile). */
+static int copy_range(int in, int out, off_t from, off_t to, sha256_ctx *md, uint64_t *bytes)
+{
+	char buf[65536];
+
+	if (lseek(out, from, SEEK_SET) < 0)
+		return -errno;
+	while (from < to) {
+		size_t want =
+		    (uint64_t)(to - from) < sizeof(buf) ? (size_t)(to - from) : sizeof(buf);
+		ssize_t n = pread(in, buf, want, from);
+		int r;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 1;
+		r = io_write_all(out, buf, (size_t)n);
+		if (r < 0)
+			return r;
+		if (md)
+			sha256_update(md, buf, (size_t)n);
+		*bytes += (uint64_t)n;
+		from += n;
+	}
+	return 0;
+}
+
+int ws_copy_data(int in, int out, sha256_ctx *md, uint64_t *bytes)
+{
+	struct stat st;
+	off_t pos = 0, size;
+
+	if (fstat(in, &st) < 0)
+		return -errno;
+	size = st.st_size;
+	/* Only the data is written (SEEK_DATA/SEEK_HOLE): a sparse file takes
+	 * on the host what it took in the quota, not its length. */
+	while (pos < size) {
+		off_t data = lseek(in, pos, SEEK_DATA), hole;
+		int r;
+
+		if (data < 0 && errno == ENXIO)
+			data = size; /* only a hole is left */
+		else if (data < 0 && errno == EINVAL)
+			data = pos; /* no hole support: all data */
+		else if (data < 0)
+			return -errno;
+		if (data > size)
+			data = size;
+		hash_zeros(md, (uint64_t)(data - pos));
+		if (data >= size)
+			break;
+		hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0 || hole > size)
+			hole = size;
+		r = copy_range(in, out, data, hole, md, bytes);
+		if (r < 0)
+			return r;
+		if (r > 0) {
+			size = data; /* shorter now: what was there */
+			break;
+		}
+		pos = hole;
+	}
+	return ftruncate(out, size) < 0 ? -errno : 0;
+}
+
 static int copy_file(int src, int dst_dir, const char *name, const struct stat *st, uint64_t *bytes)
 {
 	_cleanup_close_ int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	_cleanup_close_ int out = -1;
+	int r;
 
 	if (in < 0)
 		return -errno;
 	out = openat(dst_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
 		return -errno;
-	for (;;) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, 1u << 30, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EXDEV || errno == EOPNOTSUPP || errno == EINVAL)) {
-			char buf[65536];
-
-			while ((n = read(in, buf, sizeof(buf))) > 0) {
-				int r = io_write_all(out, buf, (size_t)n);
-
-				if (r < 0)
-					return r;
-				*bytes += (uint64_t)n;
-			}
-			if (n < 0)
-				return -errno;
-			break;
-		}
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		*bytes += (uint64_t)n;
-	}
+	r = ws_copy_data(in, out, NULL, bytes);
+	if (r < 0)
+		return r;
 	if (fchown(out, st->st_uid, st->st_gid) < 0 || fchmod(out, st->st_mode & 07777) < 0)
 		return -errno;
 	return ws_copy_origin(in, out);
@@ -210,20 +276,84 @@ static int copy_link(int dst_root, const char *first, int dst, const char *name)
 	return r;
 }
 
-int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *links, unsigned depth,
+void ws_refused_add(ws_refused *ref, const char *rel, int err)
+{
+	if (!ref)
+		return;
+	if (ref->n++ == 0) {
+		ref->first = strdup(rel);
+		ref->err = err;
+	}
+}
+
+void ws_refused_done(ws_refused *ref)
+{
+	free(ref->first);
+	memset(ref, 0, sizeof(*ref));
+}
+
+/* A large frame of its own, out of the recursion's. */
+static __attribute__((noinline)) int copy_symlink(int src, int dst, const char *name,
+						  const struct stat *st)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(src, name, target, sizeof(target) - 1);
+
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	if (symlinkat(target, dst, name) < 0 ||
+	    fchownat(dst, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+/* One directory: made in dst, filled, then its markers, owner and mode.
+ * A subtree too deep to open (no descriptor left) is refused whole. */
+static int copy_dir(int src, int dst, int dst_root, const char *name, const char *me,
+		    const struct stat *st, ws_links *links, ws_refused *ref, uint64_t *files,
+		    uint64_t *bytes)
+{
+	_cleanup_close_ int s2 = -1, d2 = -1;
+	int r;
+
+	if (mkdirat(dst, name, 0700) < 0)
+		return -errno;
+	s2 = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	d2 = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (s2 < 0 || d2 < 0) {
+		r = -errno;
+		if (r != -EMFILE && r != -ENFILE)
+			return r;
+		(void)unlinkat(dst, name, AT_REMOVEDIR);
+		ws_refused_add(ref, me, r);
+		return 0;
+	}
+	r = ws_copy_tree(s2, d2, dst_root, me, links, ref, files, bytes);
+	if (r >= 0 && ws_is_opaque(s2) && fsetxattr(d2, WS_OPAQUE_XATTR, "y", 1, 0) < 0)
+		r = -errno;
+	if (r >= 0)
+		r = ws_copy_origin(s2, d2);
+	/* After its entries: a mode without w must not stop them. */
+	if (r >= 0 &&
+	    (fchown(d2, st->st_uid, st->st_gid) < 0 || fchmod(d2, st->st_mode & 07777) < 0))
+		r = -errno;
+	return r;
+}
+
+int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *links, ws_refused *ref,
 		 uint64_t *files, uint64_t *bytes)
 {
 	DIR *d;
 	struct dirent *e;
 	int r = 0;
 
-	if (depth > WS_MAX_DEPTH)
-		return -ELOOP;
 	d = ws_opendir_at(src, ".");
 	if (!d)
 		return -errno;
 	while (r >= 0 && (errno = 0, e = readdir(d))) {
 		const char *name = e->d_name;
+		_cleanup_free_ char *me = NULL;
 		struct stat st;
 
 		if (ws_is_dot(name))
@@ -232,43 +362,25 @@ int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *link
 			r = -errno;
 			break;
 		}
+		if (asprintf(&me, "%s%s%s", rel, *rel ? "/" : "", name) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		/* Apply names every path below the folder's root in one string:
+		 * a longer one could never be applied, so it is not kept. */
+		if (strlen(me) > WS_PATH_MAX) {
+			ws_refused_add(ref, me, -ENAMETOOLONG);
+			continue;
+		}
 		if (++*files > WS_MAX_CHANGES) {
 			r = -E2BIG;
 			break;
 		}
 		if (S_ISDIR(st.st_mode)) {
-			_cleanup_close_ int s2 = -1, d2 = -1;
-
-			if (mkdirat(dst, name, 0700) < 0) {
-				r = -errno;
-				break;
-			}
-			s2 =
-			    openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			d2 = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (s2 < 0 || d2 < 0) {
-				r = -errno;
-				break;
-			}
-			_cleanup_free_ char *sub = NULL;
-
-			if (asprintf(&sub, "%s%s%s", rel, *rel ? "/" : "", name) < 0) {
-				r = -ENOMEM;
-				break;
-			}
-			r = ws_copy_tree(s2, d2, dst_root, sub, links, depth + 1, files, bytes);
-			if (r >= 0 && ws_is_opaque(s2) &&
-			    fsetxattr(d2, WS_OPAQUE_XATTR, "y", 1, 0) < 0)
-				r = -errno;
-			if (r >= 0)
-				r = ws_copy_origin(s2, d2);
-			/* After its entries: a mode without w must not stop them. */
-			if (r >= 0 && (fchown(d2, st.st_uid, st.st_gid) < 0 ||
-				       fchmod(d2, st.st_mode & 07777) < 0))
-				r = -errno;
+			r = copy_dir(dirfd(d), dst, dst_root, name, me, &st, links, ref, files,
+				     bytes);
 		} else if (S_ISREG(st.st_mode)) {
 			const ws_link *l = st.st_nlink > 1 ? ws_links_find(links, st.st_ino) : NULL;
-			_cleanup_free_ char *me = NULL;
 
 			if (l) {
 				r = copy_link(dst_root, l->rel, dst, name);
@@ -276,21 +388,9 @@ int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *link
 			}
 			r = copy_file(dirfd(d), dst, name, &st, bytes);
 			if (r >= 0 && st.st_nlink > 1)
-				r = asprintf(&me, "%s%s%s", rel, *rel ? "/" : "", name) < 0
-					? -ENOMEM
-					: ws_links_add(links, st.st_ino, me, NULL);
+				r = ws_links_add(links, st.st_ino, me, NULL);
 		} else if (S_ISLNK(st.st_mode)) {
-			char target[PATH_MAX];
-			ssize_t n = readlinkat(dirfd(d), name, target, sizeof(target) - 1);
-
-			if (n < 0) {
-				r = -errno;
-				break;
-			}
-			target[n] = '\0';
-			if (symlinkat(target, dst, name) < 0 ||
-			    fchownat(dst, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
-				r = -errno;
+			r = copy_symlink(dirfd(d), dst, name, &st);
 		} else if (ws_is_whiteout(&st)) {
 			if (mknodat(dst, name, S_IFCHR | 0600, makedev(0, 0)) < 0)
 				r = -errno;
@@ -309,6 +409,7 @@ int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *link
 
 int ws_remove_at(int dir, const char *name, unsigned depth)
 {
+	/* depth: informational only; any depth is removed, one descriptor a level. */
 	DIR *d;
 	struct dirent *e;
 	int r = 0;
@@ -317,8 +418,6 @@ int ws_remove_at(int dir, const char *name, unsigned depth)
 		return 0;
 	if (errno != EISDIR && errno != EPERM)
 		return -errno;
-	if (depth > WS_MAX_DEPTH)
-		return -ELOOP;
 	d = ws_opendir_at(dir, name);
 	if (!d)
 		return -errno;
@@ -333,12 +432,25 @@ int ws_remove_at(int dir, const char *name, unsigned depth)
 
 /* ---- meta.json ---- */
 
+void ws_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	/* A walk holds a few descriptors a level: deep trees need more than
+	 * the usual soft limit (nothing here uses select()). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 void ws_meta_done(ws_meta *m)
 {
 	free(m->grant_path);
 	free(m->grant_at);
 	free(m->audit_log);
-	m->grant_path = m->grant_at = m->audit_log = NULL;
+	free(m->refused_first);
+	m->grant_path = m->grant_at = m->audit_log = m->refused_first = NULL;
 }
 
 static json_t *u64_or_null(uint64_t v)
@@ -604,6 +716,82 @@ int ws_discard_dir(const char *state_dir, const char *id)
 	return ws_id_valid(id) ? ws_remove_at(all, id, 0) : -EINVAL;
 }
 
+static void prune_one(int all, const char *state_dir, const char *id, time_t cutoff, bool dry_run,
+		      ws_pruned *w, ws_meta *m)
+{
+	_cleanup_close_ int dir = -1;
+	struct stat st;
+
+	dir = openat(all, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0) {
+		w->err = -errno;
+		return;
+	}
+	if (read_meta(dir, id, m, NULL) == 0) {
+		w->state = m->state;
+		w->files = m->files;
+		w->bytes = m->bytes;
+	}
+	if (fstatat(dir, "meta.json", &st, AT_SYMLINK_NOFOLLOW) < 0 && fstat(dir, &st) < 0) {
+		w->err = -errno;
+		return;
+	}
+	w->mtime = st.st_mtime;
+	if (st.st_mtime >= cutoff) {
+		w->verdict = WS_PRUNE_KEPT_YOUNG;
+		return;
+	}
+	/* An apply holds its workspace locked until it ends. */
+	if (flock(dir, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK)
+			w->verdict = WS_PRUNE_KEPT_BUSY;
+		else
+			w->err = -errno;
+		return;
+	}
+	if (!dry_run) {
+		int r = ws_remove_at(all, id, 0);
+
+		if (r < 0) {
+			w->err = r;
+			return;
+		}
+		(void)ws_intent_remove(state_dir, id);
+	}
+	w->verdict = WS_PRUNE_REMOVED;
+}
+
+int ws_prune(const char *state_dir, time_t cutoff, bool dry_run,
+	     void (*cb)(const ws_pruned *w, void *userdata), void *userdata)
+{
+	_cleanup_close_ int all = workspaces_dir(state_dir, NULL);
+	struct dirent *e;
+	DIR *dp;
+
+	if (all == -ENOENT)
+		return 0;
+	if (all < 0)
+		return all;
+	dp = ws_opendir_at(all, ".");
+	if (!dp)
+		return -errno;
+	while ((errno = 0, e = readdir(dp))) {
+		ws_pruned w = {.id = e->d_name, .state = "incomplete", .verdict = WS_PRUNE_FAILED};
+		ws_meta m = {0};
+		struct stat st;
+
+		/* .intents and anything that is not a workspace's directory. */
+		if (!ws_id_valid(e->d_name) ||
+		    fstatat(all, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		prune_one(all, state_dir, e->d_name, cutoff, dry_run, &w, &m);
+		cb(&w, userdata);
+		ws_meta_done(&m);
+	}
+	closedir(dp);
+	return 0;
+}
+
 int ws_discard(const char *state_dir, const char *id, sc_diag *d)
 {
 	_cleanup_close_ int dir = -1;
@@ -615,6 +803,8 @@ int ws_discard(const char *state_dir, const char *id, sc_diag *d)
 		return r;
 	ws_meta_done(&m);
 	r = ws_discard_dir(state_dir, id);
+	if (r >= 0)
+		(void)ws_intent_remove(state_dir, id);
 	if (r < 0)
 		return diag_fail(d, r, "workspace", "cannot remove workspace %s: %s", id,
 				 strerror(-r));

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
@@ -24,11 +25,12 @@
 #include "policy/plan.h"
 
 #define WS_ID_MAX	      64u
-#define WS_MAX_DEPTH	      128u	  /* directory levels below a grant */
-#define WS_MAX_CHANGES	      (1u << 20)  /* entries of one workspace */
-#define WS_META_MAX	      (64u << 10) /* bytes of meta.json */
-#define WS_DIFF_MAX_BYTES     (8u << 20)  /* a larger file is shown as binary */
-#define WS_DEFAULT_INODES_PER 4096u	  /* default: one inode per 4 KiB of quota */
+#define WS_MAX_DEPTH	      128u	     /* directory levels below a rw grant's quota tags */
+#define WS_PATH_MAX	      (PATH_MAX - 1) /* bytes of a path below a grant apply can name */
+#define WS_MAX_CHANGES	      (1u << 20)     /* entries of one workspace */
+#define WS_META_MAX	      (64u << 10)    /* bytes of meta.json */
+#define WS_DIFF_MAX_BYTES     (8u << 20)     /* a larger file is shown as binary */
+#define WS_DEFAULT_INODES_PER 4096u	     /* default: one inode per 4 KiB of quota */
 #define WS_MIN_INODES	      1024u
 
 /* ---- the overlay of one cow grant (supervisor, root) ---- */
@@ -66,6 +68,10 @@ typedef struct ws_meta {
 	char *audit_log; /* the run's log, "" when it had none */
 	char state[16];	 /* "kept", "applied" */
 	uint64_t files, bytes;
+	/* Not stored: what ws_cow_save() could not keep (see ws_refused). */
+	uint64_t refused;
+	char *refused_first;
+	int refused_err;
 } ws_meta;
 
 /* What the workspace of c is (its id SANDBOX.INDEX, folder, epoch), for a
@@ -81,7 +87,9 @@ char *ws_meta_to_json(const ws_meta *m); /* caller frees */
  * End of the run: copies c's upper layer to STATE/workspaces/ID/upper
  * (whiteouts as 0/0 character devices, opaque directories with their
  * xattr, owners and modes as on the tmpfs) and writes meta.json. The
- * workspace id is SANDBOX.INDEX. Fills files/bytes/id of *meta.
+ * workspace id is SANDBOX.INDEX. Fills files/bytes/id of *meta. Returns 1,
+ * keeping nothing, when the upper layer is empty (the agent changed
+ * nothing there).
  */
 int ws_cow_save(ws_cow *c, const char *state_dir, const char *sandbox_id, const char *audit_log,
 		ws_meta *ret_meta, sc_diag *reterr_diag);
@@ -99,6 +107,34 @@ int ws_meta_store(int dir, const ws_meta *m);
 int ws_list(const char *state_dir, ws_meta **ret, size_t *ret_n, sc_diag *reterr_diag);
 /* Removes STATE/workspaces/ID and everything in it. */
 int ws_discard(const char *state_dir, const char *id, sc_diag *reterr_diag);
+
+typedef enum ws_prune_verdict {
+	WS_PRUNE_REMOVED,    /* removed (with dry_run: would be) */
+	WS_PRUNE_KEPT_BUSY,  /* older than the cutoff, but being applied (locked) */
+	WS_PRUNE_KEPT_YOUNG, /* written since the cutoff */
+	WS_PRUNE_FAILED,     /* err says why */
+	_WS_PRUNE_VERDICT_MAX,
+	_WS_PRUNE_VERDICT_INVALID = -EINVAL,
+} ws_prune_verdict;
+
+typedef struct ws_pruned {
+	const char *id;
+	const char *state; /* meta.json's, or "incomplete" without one */
+	ws_prune_verdict verdict;
+	int err;
+	uint64_t files, bytes;
+	time_t mtime; /* meta.json's: when it was kept or last applied */
+} ws_pruned;
+
+/*
+ * Every workspace under STATE/workspaces: one last written (meta.json, or
+ * the directory when that is missing) before cutoff and not locked by an
+ * apply is removed with its unfinished apply's intent, unless dry_run; cb
+ * is called for each. 0, or -errno when the directory cannot be read (none
+ * is 0).
+ */
+int ws_prune(const char *state_dir, time_t cutoff, bool dry_run,
+	     void (*cb)(const ws_pruned *w, void *userdata), void *userdata);
 
 /* ---- the changes: the upper layer against the host folder ---- */
 
@@ -126,6 +162,10 @@ typedef struct ws_change {
 typedef struct ws_changes {
 	ws_change *v;
 	size_t n, cap;
+	/* Entries of a live upper layer whose paths are longer than apply can
+	 * name (WS_PATH_MAX): not listed; how many, and the first. */
+	size_t refused;
+	char *refused_first;
 } ws_changes;
 
 void ws_changes_done(ws_changes *c);
@@ -189,7 +229,57 @@ void ws_apply_result_done(ws_apply_result *r);
 /* Opens the workspace's host folder (no symlink followed) and checks it is
  * the directory the workspace was made from (-ESTALE otherwise). */
 int ws_open_grant_root(const ws_meta *m, int *ret, sc_diag *reterr_diag);
-int ws_apply(int upper, const ws_meta *m, bool force, ws_apply_result *ret, sc_diag *reterr_diag);
+
+/* ---- an unfinished apply (intent.c) ---- */
+
+#define WS_INTENT_LISTED   'w' /* that apply set out to write it */
+#define WS_INTENT_CONFLICT 'c' /* ... over a host change (--force) */
+#define WS_INTENT_IN_PLACE 'p' /* an apply before it had written it */
+
+typedef struct ws_intent_entry {
+	char *path;
+	char flag;
+} ws_intent_entry;
+
+typedef struct ws_intent {
+	ws_intent_entry *v; /* sorted by path, one entry a path */
+	size_t n, cap;
+	char *log; /* the log that apply recorded into */
+} ws_intent;
+
+void ws_intent_done(ws_intent *t);
+/* The flag of path in t (NULL-safe), or 0. */
+char ws_intent_find(const ws_intent *t, const char *path);
+/* The intent of an apply about to write ch over conflicts: ch's paths
+ * (and old names), the conflicts, and what prior listed as in place. */
+int ws_intent_build(const ws_changes *ch, char *const *conflicts, size_t n_conflicts,
+		    const ws_intent *prior, ws_intent *ret);
+/* STATE/workspaces/.intents/ID: -ENOENT when no apply of ID is unfinished,
+ * -EBADMSG when the file is not one of ours. */
+int ws_intent_load(const char *state_dir, const char *id, ws_intent *ret);
+/* The file's bytes: -EBADMSG for anything that is not one of ours. */
+int ws_intent_parse(const char *buf, size_t len, ws_intent *ret);
+/* Written and fsynced (temp + rename): durable before it returns. */
+int ws_intent_store(const char *state_dir, const char *id, const ws_intent *t);
+int ws_intent_remove(const char *state_dir, const char *id);
+
+/*
+ * Called once the changes are known and the conflicts checked, before the
+ * first write: a negative return stops the apply with nothing written.
+ */
+typedef int (*ws_before_write_fn)(const ws_changes *ch, const ws_apply_result *res, void *userdata);
+/*
+ * prior (may be NULL): the intent of an unfinished apply of the same
+ * workspace. A path it lists may have been written by that apply: one that
+ * is a directory on the host now is no conflict for its own ctime (that
+ * apply made it or wrote into it; its entries are checked each), one the
+ * host had deleted before was checked then; every other is checked as
+ * usual, so a host edit since is still a conflict. What that apply left
+ * beside its places (.sandcap-apply.*) is removed before the first write.
+ */
+int ws_apply(int upper, const ws_meta *m, bool force, const ws_intent *prior,
+	     ws_before_write_fn before_write, void *userdata, ws_apply_result *ret,
+	     sc_diag *reterr_diag);
 
 /* ---- quotas on rw grants (project quotas) ---- */
 

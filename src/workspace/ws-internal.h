@@ -5,7 +5,13 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include "base/sha256.h"
 #include "workspace/workspace.h"
+
+/* Copies the regular file in (from offset 0) into out, an empty file,
+ * keeping in's holes, and hashes the whole content into md (may be NULL;
+ * holes as zeros). *bytes grows by the data written. */
+int ws_copy_data(int in, int out, sha256_ctx *md, uint64_t *bytes);
 
 /* Whiteouts and opaque directories: overlayfs(5), "whiteouts and opaque
  * directories" (trusted.* xattrs: the overlay is mounted by root). */
@@ -30,12 +36,24 @@ int ws_links_add(ws_links *l, uint64_t ino, const char *rel, const char *sha256)
 
 /* STATE/workspaces/ID, created 0700; -EEXIST when it exists. */
 int ws_store_new(const char *state_dir, const char *id, int *ret_dir, sc_diag *reterr_diag);
+/* Subtrees not kept (their paths too long to apply, or no descriptor
+ * left to open them): how many, the first and why. */
+typedef struct ws_refused {
+	size_t n;
+	char *first;
+	int err;
+} ws_refused;
+void ws_refused_add(ws_refused *ref, const char *rel, int err); /* ref may be NULL */
+void ws_refused_done(ws_refused *ref);
 /* Copies the tree at src (an open directory) into dst (an empty one, rel
  * below dst_root): files, directories, symlinks, FIFOs, whiteouts, the
  * opaque marker, owners and modes; a file's other names become hard links
- * again (links). Nothing is followed. Counts what it copied. */
-int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *links, unsigned depth,
+ * again (links). Nothing is followed. Counts what it copied. Any depth;
+ * what cannot be kept is refused (ref) and the rest kept. */
+int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *links, ws_refused *ref,
 		 uint64_t *files, uint64_t *bytes);
+/* Raises the soft limit of open files to the hard one. */
+void ws_raise_nofile(void);
 /* The directory holding rel below root (RESOLVE_BENEATH, no symlink, no
  * mount crossed) and rel's last component. */
 int ws_open_parent(int root, const char *rel, const char **ret_base);

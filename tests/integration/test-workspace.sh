@@ -134,9 +134,43 @@ check "the apply record lists the files with their SHA-256" \
 r=$("$SANDCAP" workspace apply "$id" 2>&1)
 expect_match "a second apply is refused" "$r" "applied already"
 
-j=$("$SANDCAP" run --json --policy "$T/cow.json" -- true 2>&1 | tail -1)
+j=$("$SANDCAP" run --json --policy "$T/cow.json" -- touch /w/x 2>&1 | tail -1)
 expect_match "run --json names the workspace" "$j" '"workspaces":"sc-[0-9a-f]{16}\.0"'
 "$SANDCAP" workspace discard "$(sed -E 's/.*"workspaces":"([^"]*)".*/\1/' <<<"$j")" >/dev/null 2>&1
+
+# A run that writes nothing into its cow grant keeps no workspace.
+nws=$(ls "$SANDCAP_STATE_DIR/workspaces" | wc -l)
+out=$("$SANDCAP" run --policy "$T/cow.json" -- cat /w/src/a.txt 2>&1)
+expect_eq "a run that wrote nothing names no workspace" "$(grep -c '^  workspace' <<<"$out")" 0
+expect_eq "and keeps none" "$(ls "$SANDCAP_STATE_DIR/workspaces" | wc -l)" "$nws"
+elog=$(sed -n 's/^  audit: \([^ ]*\) (final hash.*/\1/p' <<<"$out")
+check "sandbox.exit says it was not kept" grep -q '"event":"sandbox.exit".*"workspaces":\[{[^]]*"kept":false' "$elog"
+
+# workspace prune --older-than: old ones go, young ones and one being
+# applied (locked) stay; --dry-run removes nothing.
+mkws() { sed -n 's/^  workspace: \([^ ]*\).*/\1/p' <<<"$("$SANDCAP" run --policy "$T/cow.json" -- touch /w/p 2>&1)"; }
+W=$SANDCAP_STATE_DIR/workspaces
+wold=$(mkws) wyoung=$(mkws) wbusy=$(mkws)
+touch -d '40 days ago' "$W/$wold/meta.json" "$W/$wbusy/meta.json"
+mkdir -p "$W/.intents" && echo x > "$W/.intents/$wold"
+flock -x "$W/$wbusy" sleep 30 &
+locker=$!
+for _ in $(seq 50); do flock -n -x "$W/$wbusy" true || break; sleep 0.1; done
+out=$("$SANDCAP" workspace prune --older-than 30d --dry-run 2>&1)
+expect_match "dry run: the old one would go" "$out" "would remove $W/$wold \(kept, [0-9]+ entries, [0-9]+ bytes, last written 40 days ago\)"
+check "dry run removes nothing" test -d "$W/$wold"
+out=$("$SANDCAP" workspace prune --older-than 30d 2>&1)
+expect_eq "prune exits 0" "$?" 0
+check "the old workspace is gone, with its intent" test ! -e "$W/$wold" -a ! -e "$W/.intents/$wold"
+check "the young one stays" test -d "$W/$wyoung"
+expect_match "the one being applied stays, said so" "$out" "kept $W/$wbusy \(being applied\)"
+expect_match "a total" "$out" "removed 1 workspace \([0-9]+ bytes\) older than 30d; kept 1 being applied, [0-9]+ younger"
+kill $locker 2>/dev/null; wait $locker 2>/dev/null
+r=$("$SANDCAP" workspace prune --older-than 30x 2>&1)
+expect_eq "a bad age is refused (exit 125), saying what was expected" "$?:$(grep -c 'expected a positive age' <<<"$r")" "125:1"
+check "workspace prune --help exits 0 and describes it" bash -c "'$SANDCAP' workspace prune --help | grep -q 'prune --older-than AGE'"
+"$SANDCAP" workspace discard "$wyoung" >/dev/null 2>&1
+"$SANDCAP" workspace discard "$wbusy" >/dev/null 2>&1
 
 # 6. A symlinked directory component planted in the upper layer (as a
 # hostile agent or a tampered state directory would) cannot redirect apply.

@@ -19,6 +19,35 @@ static char *diff_of(const char *a, const char *b, size_t *add, size_t *del)
 	return buf;
 }
 
+/* An unfinished apply's intent: built, flags ranked, read back. */
+static void intent_tests(void)
+{
+	ws_change v[] = {{.path = (char *)"a"}, {.path = (char *)"b", .from = (char *)"old"}};
+	ws_changes ch = {.v = v, .n = 2};
+	char *conf[] = {(char *)"a"};
+	ws_intent prior = {0}, t = {0}, back = {0};
+	static const char file[] = "sandcap-apply-intent-1\0/l\0wa\0pz\0",
+			  bad_flag[] = "sandcap-apply-intent-1\0/l\0xa\0",
+			  cut[] = "sandcap-apply-intent-1\0/l\0wa";
+	int r;
+
+	ok(ws_intent_parse(file, sizeof(file) - 1, &prior) == 0 && prior.n == 2 &&
+	       strcmp(prior.log, "/l") == 0,
+	   "intent: parsed");
+	r = ws_intent_build(&ch, conf, 1, &prior, &t);
+	ok(r == 0 && t.n == 4, "intent: built (%zu entries)", t.n);
+	ok(ws_intent_find(&t, "a") == WS_INTENT_CONFLICT && ws_intent_find(&t, "b") == 'w' &&
+	       ws_intent_find(&t, "old") == 'w' && ws_intent_find(&t, "z") == WS_INTENT_IN_PLACE &&
+	       ws_intent_find(&t, "q") == 0,
+	   "intent: a conflict outranks a listed path, what the earlier apply listed is in place");
+	ok(ws_intent_parse(bad_flag, sizeof(bad_flag) - 1, &back) == -EBADMSG &&
+	       ws_intent_parse(cut, sizeof(cut) - 1, &back) == -EBADMSG &&
+	       ws_intent_parse("other", 5, &back) == -EBADMSG,
+	   "intent: a bad flag, a cut entry, another file are refused");
+	ws_intent_done(&prior);
+	ws_intent_done(&t);
+}
+
 int main(void)
 {
 	ws_meta m = {0}, back = {0};
@@ -65,5 +94,6 @@ int main(void)
 	ok(add == 2 && d && strstr(d, "@@ -0,0 +1,2 @@"), "diff from an empty file");
 	free(d);
 	ok(!ws_is_text("a\0b", 3) && ws_is_text("abc", 3), "NUL bytes make a file binary");
+	intent_tests();
 	return tap_done();
 }
