@@ -128,8 +128,18 @@ static int intents_dir(const char *state_dir, bool create)
 	if ((size_t)snprintf(path, sizeof(path), "%s/workspaces/" INTENT_DIR, state_dir) >=
 	    sizeof(path))
 		return -ENAMETOOLONG;
-	if (create && mkdir(path, 0700) < 0 && errno != EEXIST)
-		return -errno;
+	if (create) {
+		/* A live session's workspace is not under STATE/workspaces,
+		 * which may not exist yet. */
+		char *slash = strrchr(path, '/');
+
+		*slash = '\0';
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*slash = '/';
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+	}
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
