@@ -17,6 +17,17 @@ export SANDCAP_RUNTIME_DIR="$T/run"
 mkdir -m 700 "$SANDCAP_RUNTIME_DIR"
 
 policy plain '{"version": 1}'
+# Commands that wait for the test without a program of their own (an exec
+# waits for its record, which a stopped supervisor does not write): sh reads
+# a line from the FIFO $T/g/NAME, /g/NAME inside.
+mkdir -m 755 "$T/g"
+grant='"fs": {"grants": [{"path": "'"$T/g"'", "mode": "ro", "at": "/g"}]}'
+policy held '{"version": 1, '"$grant"', "limits": {"wall": "6s"}}'
+policy eheld '{"version": 1, '"$grant"', "limits": {"exec_wall": "6s"}}'
+held() { mkfifo -m 644 "$T/g/$1" 2>/dev/null; echo "read x < /g/$1; exit ${2:-7}"; }
+waiting() { pgrep -f -- "^sh -c read x < /g/$1;" >/dev/null; }
+ended() { ! waiting "$1"; }
+release() { timeout 30 sh -c "echo go >'$T/g/$1'"; }
 
 # Signals that are not a request to stop (the rest of 1-64 but KILL and STOP are).
 QUIET=" 17 18 20 21 22 23 28 32 33 "
@@ -82,13 +93,15 @@ run_one() {
 	local n=$1 how log="$T/run-$1.jsonl" e="" pid rc id sup
 	how=$(how_of "$n")
 	if quiet "$n"; then
-		"$SANDCAP" run --quiet --audit "$log" --policy "$T/plain.json" -- \
-			sh -c "sleep 2.$((1000 + n)); exit 7" 2>"$T/run-$n.err" &
+		"$SANDCAP" run --quiet --audit "$log" --policy "$T/held.json" -- \
+			sh -c "$(held "run-$n")" 2>"$T/run-$n.err" &
 		pid=$!
-		poll running "sleep 2.$((1000 + n))" || e+=" did not start;"
+		poll waiting "run-$n" || e+=" did not start;"
 		send "$n" $pid "$how"
 		sleep 0.3
 		[ "$(state_of $pid)" != T ] || e+=" the supervisor is stopped;"
+		gone $pid && e+=" it ended;"
+		release "run-$n" || e+=" the command did not read;"
 		poll gone $pid || { e+=" still running at 30 s;"; kill -CONT $pid; kill -KILL $pid; }
 		wait $pid
 		rc=$?
@@ -191,18 +204,21 @@ serve_one() {
 	fi
 }
 
-# A supervisor held by SIGSTOP past the wall clock (3 s) while its command
-# ends after 1 s: on SIGCONT, the command's own exit, no timeout.
+# A supervisor held by SIGSTOP past its wall clock (6 s) while its
+# command ends: on SIGCONT, the command's own exit, no timeout. For `run`,
+# and for a session's limits.exec_wall (6 s).
 stopped_past_wall() {
-	local log="$T/wall.jsonl" e="" pid rc
-	policy wall '{"version": 1, "limits": {"wall": "3s"}}'
-	"$SANDCAP" run --quiet --audit "$log" --policy "$T/wall.json" -- \
-		sh -c 'sleep 1.2345; exit 5' 2>"$T/wall.err" &
+	local log="$T/wall.jsonl" e="" pid rc t0
+	t0=$(date +%s)
+	"$SANDCAP" run --quiet --audit "$log" --policy "$T/held.json" -- \
+		sh -c "$(held wall 5)" 2>"$T/wall.err" &
 	pid=$!
-	poll running "sleep 1.2345" || e+=" did not start;"
+	poll waiting wall || e+=" did not start;"
 	kill -STOP $pid
-	poll bash -c '! pgrep -fx "sleep 1.2345" >/dev/null' || e+=" the command did not end;"
-	sleep 3
+	release wall || e+=" the command did not read;"
+	poll ended wall || e+=" the command did not end;"
+	[ $(($(date +%s) - t0)) -lt 6 ] || e+=" (the host was too slow: the command ended after the deadline);"
+	while [ $(($(date +%s) - t0)) -le 7 ]; do sleep 0.2; done
 	kill -CONT $pid
 	poll gone $pid || { e+=" still running;"; kill -KILL $pid; }
 	wait $pid
@@ -213,6 +229,30 @@ stopped_past_wall() {
 	grep -q '"limit":"wall"' "$log" && e+=" a wall limit.hit;"
 	e+=$(log_errors "$log")
 	result wall 0 "$e" "a command that ended in time under a supervisor stopped past the wall clock: its own exit 5, no timeout"
+}
+
+stopped_past_exec_wall() {
+	local e="" info sup pid rc t0
+	info=$("$SANDCAP" session start --policy "$T/eheld.json" --name ewall --audit "$T/ewall.jsonl" --json 2>&1)
+	sup=$(json_value pid "$info")
+	t0=$(date +%s)
+	"$SANDCAP" exec ewall -- sh -c "$(held ewall 5)" >/dev/null 2>"$T/ewall.err" &
+	pid=$!
+	poll waiting ewall || e+=" did not start: $info;"
+	kill -STOP "$sup"
+	release ewall || e+=" the command did not read;"
+	poll ended ewall || e+=" the command did not end;"
+	[ $(($(date +%s) - t0)) -lt 6 ] || e+=" (the host was too slow: the command ended after the deadline);"
+	while [ $(($(date +%s) - t0)) -le 7 ]; do sleep 0.2; done
+	kill -CONT "$sup"
+	poll gone $pid || { e+=" exec still waits;"; kill -KILL $pid; }
+	wait $pid
+	rc=$?
+	[ "$rc" = 5 ] || e+=" exit $rc, want 5 ($(head -c 200 "$T/ewall.err"));"
+	grep -q '"limit":"exec_wall"' "$T/ewall.jsonl" && e+=" an exec_wall limit.hit;"
+	"$SANDCAP" session stop ewall >/dev/null 2>&1 || e+=" session stop fails;"
+	e+=$(log_errors "$T/ewall.jsonl")
+	result wall 1 "$e" "a session's command that ended in time under a supervisor stopped past limits.exec_wall: its own exit 5"
 }
 
 # A real fault (the kernel's SIGSEGV, si_code > 0) in the supervisor: it
@@ -235,6 +275,7 @@ start=$(date +%s%N)
 jobs_max=32
 throttle() { while [ "$(jobs -rp | wc -l)" -ge $jobs_max ]; do wait -n; done; }
 stopped_past_wall &
+stopped_past_exec_wall &
 if command -v gdb >/dev/null; then real_fault & fi
 for n in $(seq 64); do
 	[ "$n" = 9 ] || [ "$n" = 19 ] && continue # SIGKILL and SIGSTOP cannot be caught
