@@ -298,6 +298,9 @@ for kind in run ses sv wall fault; do
 	done
 done
 command -v gdb >/dev/null || skip "a real fault of the supervisor" "gdb not installed"
+want=$((62 * 3 + 2))
+command -v gdb >/dev/null && want=$((want + 1))
+expect_eq "every check gave its result" "$(ls "$T" | grep -c '^res-')" "$want"
 check "no session is left in the runtime directory" \
 	bash -c "[ -z \"\$(ls -A '$SANDCAP_RUNTIME_DIR/sessions' 2>/dev/null)\" ]"
 tap_diag "all signals: $((($(date +%s%N) - start) / 1000000)) ms"
