@@ -201,6 +201,21 @@ static inline int sys_pidfd_send_signal(int pidfd, int sig)
 	return (int)syscall(__NR_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
+/* The kernel's struct sigaction of rt_sigaction(2) (x86-64, arm64): for
+ * libc's own signals, which its sigaction() refuses. */
+struct sys_kernel_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+static inline int sys_rt_sigaction(int sig, const struct sys_kernel_sigaction *sa,
+				   struct sys_kernel_sigaction *old)
+{
+	return (int)syscall(SYS_rt_sigaction, sig, sa, old, sizeof(uint64_t));
+}
+
 /* Landlock (Debian 12's <linux/landlock.h> stops at ABI 2) */
 #ifndef __NR_landlock_create_ruleset
 #define __NR_landlock_create_ruleset 444

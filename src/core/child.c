@@ -25,6 +25,7 @@
 
 #include "base/cleanup.h"
 #include "base/exit-status.h"
+#include "base/signals.h"
 #include "compat/syscalls.h"
 #include "core/pty.h"
 #include "core/sync.h"
@@ -42,7 +43,8 @@ static int step_signals(child_ctx *c)
 	(void)c;
 	for (int sig = 1; sig < _NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
-			(void)signal(sig, SIG_DFL); /* EINVAL for libc's own: left as they are */
+			(void)signal(sig, SIG_DFL); /* EINVAL for libc's own: */
+	sgn_libc_own_default();			    /* the raw call for those */
 	sigemptyset(&none);
 	return sigprocmask(SIG_SETMASK, &none, NULL) < 0 ? -errno : 0;
 }

@@ -39,6 +39,7 @@
 #include "base/io.h"
 #include "base/pages.h"
 #include "base/sibling.h"
+#include "base/signals.h"
 #include "cgroup/cgroup.h"
 #include "compat/syscalls.h"
 #include "core/child.h"
@@ -958,23 +959,18 @@ static void drain_proxy(supervisor *s)
 	}
 }
 
-/* "SIGTERM", "SIGRTMIN+3", "SIGRTMAX-1": the names of kill -l (bash). */
-static void signal_name(int sig, char *buf, size_t len)
+/* pid 1 has ended: its status taken, once. */
+static bool pid1_exited(supervisor *s)
 {
-	const char *abbrev = sigabbrev_np(sig);
+	siginfo_t si = {0};
 
-	if (abbrev)
-		snprintf(buf, len, "SIG%s", abbrev);
-	else if (sig == SIGRTMIN)
-		snprintf(buf, len, "SIGRTMIN");
-	else if (sig == SIGRTMAX)
-		snprintf(buf, len, "SIGRTMAX");
-	else if (sig > SIGRTMIN && sig - SIGRTMIN <= (SIGRTMAX - SIGRTMIN) / 2)
-		snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
-	else if (sig > SIGRTMIN && sig < SIGRTMAX)
-		snprintf(buf, len, "SIGRTMAX-%d", SIGRTMAX - sig);
-	else
-		snprintf(buf, len, "signal %d", sig);
+	if (!s->exited && waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) == 0 &&
+	    si.si_pid) {
+		s->exited = true;
+		s->wait_status =
+		    si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : (si.si_status & 0x7f);
+	}
+	return s->exited;
 }
 
 /*
@@ -985,7 +981,7 @@ static void signal_name(int sig, char *buf, size_t len)
 static void stop_sandbox(supervisor *s, int sig)
 {
 	if (s->res->stop_signal) {
-		if (!s->exited) {
+		if (!pid1_exited(s)) {
 			s->res->forced_kill = true;
 			kill_sandbox(s);
 		}
@@ -1003,22 +999,34 @@ static void handle_signal(supervisor *s)
 
 	if (io_read_exact(s->sigfd, &si, sizeof(si)) < 0)
 		return;
-	switch (si.ssi_signo) {
-	case SIGCHLD:
-		return; /* the pidfd tells us about pid 1; other children are reaped at exit */
-	case SIGWINCH:
+	if (si.ssi_signo == SIGWINCH) {
 		pty_resize(s->pty);
 		return;
-	case SIGPIPE:
-		/* Our own write to a closed pipe, which EPIPE reports: not a
-		 * request to stop. */
-		if (si.ssi_code == SI_USER && si.ssi_pid == (uint32_t)getpid())
-			return;
+	}
+	/* SIGCHLD: the pidfd tells us about pid 1; other children are
+	 * reaped at exit. */
+	switch (sgn_judge(&si)) {
+	case SGN_STOP:
+		stop_sandbox(s, (int)si.ssi_signo);
 		break;
-	default:
+	case SGN_CRASH:
+		sgn_crash((int)si.ssi_signo);
+	case SGN_IGNORE:
+	case _SGN_VERDICT_MAX:
+	case _SGN_VERDICT_INVALID:
 		break;
 	}
-	stop_sandbox(s, (int)si.ssi_signo);
+}
+
+/* What came after the end: dropped, but a fault still ends us and no
+ * job-control stop is left pending for the restored mask to deliver. */
+static void drain_signals(supervisor *s)
+{
+	struct signalfd_siginfo si;
+
+	while (s->sigfd >= 0 && read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		if (sgn_judge(&si) == SGN_CRASH)
+			sgn_crash((int)si.ssi_signo);
 }
 
 /* A signed log gets its time-based checkpoint also while it is quiet
@@ -1060,29 +1068,25 @@ static int event_loop(supervisor *s)
 				if (s->sync >= 0)
 					handle_sync(s);
 				break;
-			case EV_PIDFD: {
-				siginfo_t si = {0};
-
-				if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) == 0 &&
-				    si.si_pid) {
-					s->exited = true;
-					s->wait_status = si.si_code == CLD_EXITED
-							     ? (si.si_status & 0xff) << 8
-							     : (si.si_status & 0x7f);
-				}
+			case EV_PIDFD:
+				(void)pid1_exited(s);
 				break;
-			}
 			case EV_SIGNAL:
 				handle_signal(s);
 				break;
 			case EV_WALL:
 				(void)!read(s->wallfd, &ticks, sizeof(ticks));
+				/* A supervisor held (SIGSTOP) past the deadline
+				 * sees the timer and pid 1's end at once: a
+				 * command that ended by itself is no timeout. */
+				if (pid1_exited(s))
+					break;
 				s->res->timed_out = true;
 				kill_sandbox(s);
 				break;
 			case EV_GRACE:
 				(void)!read(s->gracefd, &ticks, sizeof(ticks));
-				if (!s->exited) {
+				if (!pid1_exited(s)) {
 					s->res->forced_kill = true;
 					kill_sandbox(s);
 				}
@@ -1225,7 +1229,7 @@ static void emit_exit(supervisor *s)
 	if (data && r->stop_signal) {
 		char name[32];
 
-		signal_name(r->stop_signal, name, sizeof(name));
+		sgn_name(r->stop_signal, name, sizeof(name));
 		(void)json_object_set_new(
 		    data, "stopped_by",
 		    json_pack("{s:s, s:b}", "signal", name, "forced_kill", r->forced_kill));
@@ -1311,6 +1315,7 @@ static void teardown(supervisor *s)
 	s->proxy_extras = px_extras_free(s->proxy_extras);
 	(void)safe_close(s->sync);
 	(void)safe_close(s->pidfd);
+	drain_signals(s);
 	(void)safe_close(s->sigfd);
 	(void)safe_close(s->wallfd);
 	(void)safe_close(s->gracefd);
@@ -1538,29 +1543,43 @@ static int prepare(supervisor *s)
 }
 
 /*
- * The signals that end the run cleanly (handle_signal), and SIGCHLD and
- * SIGWINCH, all taken through the signalfd: every signal whose default
- * action would end or stop nothing else. The synchronous faults keep
- * their default (a fault must not be ignored), as do the stop signals.
+ * Every signal whose default would end or stop us, taken through the
+ * signalfd (handle_signal), and SIGCHLD and SIGWINCH (docs/decisions.md,
+ * "Signals from outside"). The kernel's own faults are forced past the
+ * mask and still crash us.
  */
 static void supervisor_sigset(sigset_t *set)
 {
-	static const int keep[] = {SIGKILL, SIGSTOP, SIGSEGV, SIGBUS,  SIGILL,	SIGFPE,	 SIGTRAP,
-				   SIGABRT, SIGSYS,  SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT, SIGURG};
+	sgn_taken_set(set);
+	sigaddset(set, SIGCHLD);
+	sigaddset(set, SIGWINCH);
+}
 
-	/* glibc leaves out the signals it uses for threads itself. */
-	sigfillset(set);
-	for (size_t i = 0; i < ELEMENTSOF(keep); i++)
-		sigdelset(set, keep[i]);
+/* Before anything of the run exists on the host: a signal meanwhile
+ * waits in the signalfd and stops the sandbox once there is one. */
+static int take_signals(supervisor *s)
+{
+	sigset_t mask;
+
+	supervisor_sigset(&mask);
+	sgn_libc_own_ignore();
+	sigprocmask(SIG_BLOCK, &mask, &s->saved_mask);
+	s->mask_saved = true;
+	s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (s->sigfd < 0)
+		return diag_fail(s->diag, -errno, "supervisor", "signalfd: %s", strerror(errno));
+	return 0;
 }
 
 /* Phase 2: on the host, before the child exists. */
 static int host_setup(supervisor *s)
 {
 	const sc_plan *p = s->plan;
-	sigset_t mask;
 	int pair[2], r;
 
+	r = take_signals(s);
+	if (r < 0)
+		return r;
 	/* Where clone3 can place the child in its cgroup (v2) the cgroup must
 	 * exist first. Elsewhere the child moves itself in, and the cgroup is
 	 * made while the child builds its mounts, like the audit log. */
@@ -1616,12 +1635,6 @@ static int host_setup(supervisor *s)
 		ss_channel_room(pair);
 		snprintf(s->ctl_arg, sizeof(s->ctl_arg), "%d", s->child_ctl);
 	}
-	supervisor_sigset(&mask);
-	sigprocmask(SIG_BLOCK, &mask, &s->saved_mask);
-	s->mask_saved = true;
-	s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (s->sigfd < 0)
-		return diag_fail(s->diag, -errno, "supervisor", "signalfd: %s", strerror(errno));
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 
 #include "base/cleanup.h"
 #include "base/io.h"
+#include "base/signals.h"
 #include "compat/syscalls.h"
 #include "proxy/proxy.h"
 #include "proxy/programs.h"
@@ -197,6 +198,7 @@ _Noreturn static void child(const px_seed *seed, int ev_fd, int exe_fd)
 	for (int sig = 1; sig < _NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			(void)signal(sig, SIG_DFL);
+	sgn_libc_own_default();
 	/* out of the supervisor's session: terminal signals are not for us */
 	(void)setsid();
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);

@@ -25,6 +25,7 @@
 #include "base/cleanup.h"
 #include "base/io.h"
 #include "base/sha256.h"
+#include "base/signals.h"
 #include "policy/plan.h"
 #include "serve/backend.h"
 #include "serve/request.h"
@@ -1459,6 +1460,26 @@ static void stop_all(sv_daemon *d)
 	}
 }
 
+/* A signal read from the signalfd: whether it asks us to stop. */
+static bool stop_asked(sv_daemon *d, const struct signalfd_siginfo *si)
+{
+	char name[32];
+
+	switch (sgn_judge(si)) {
+	case SGN_STOP:
+		sgn_name((int)si->ssi_signo, name, sizeof(name));
+		LOG(d, "%s: stopping", name);
+		return true;
+	case SGN_CRASH:
+		sgn_crash((int)si->ssi_signo);
+	case SGN_IGNORE:
+	case _SGN_VERDICT_MAX:
+	case _SGN_VERDICT_INVALID:
+		break;
+	}
+	return false;
+}
+
 int sv_serve(const sv_config *cfg)
 {
 	_cleanup_free_ sv_daemon *d = calloc(1, sizeof(*d));
@@ -1471,6 +1492,12 @@ int sv_serve(const sv_config *cfg)
 	if (!d)
 		return -ENOMEM;
 	d->cfg = cfg;
+	/* Signals are taken by the signalfd below, from before the socket
+	 * exists: every thread has them blocked (docs/decisions.md, "Signals
+	 * from outside"). A write to a closed peer gets EPIPE. */
+	sgn_taken_set(&mask);
+	(void)pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	sgn_libc_own_ignore();
 	r = sv_table_init(&d->table);
 	if (r < 0)
 		return r;
@@ -1509,12 +1536,6 @@ int sv_serve(const sv_config *cfg)
 		(void)rmdir(d->tmpdir);
 		goto out;
 	}
-	/* Signals are taken here, by signalfd: every thread has them blocked. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	(void)pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	(void)signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0) {
 		r = -errno;
@@ -1539,8 +1560,7 @@ int sv_serve(const sv_config *cfg)
 		if (p[1].revents) {
 			struct signalfd_siginfo si;
 
-			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-				LOG(d, "signal %u: stopping", si.ssi_signo);
+			if (read(sfd, &si, sizeof(si)) == sizeof(si) && stop_asked(d, &si)) {
 				r = 0;
 				break;
 			}

@@ -50,6 +50,7 @@ typedef struct sv_config {
 	int ready_fd; /* >= 0: "ready\n" written here once the socket listens, then closed */
 } sv_config;
 
-/* Runs until SIGTERM or SIGINT, then stops every session (sealing its log)
+/* Runs until a signal whose default would end it (SIGTERM, SIGINT, ...:
+ * base/signals.h), then stops every session (sealing its log)
  * and returns 0; -errno when it could not start (log says why). */
 int sv_serve(const sv_config *cfg);

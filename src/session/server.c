@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -953,6 +954,29 @@ static void handle_accept(ss_server *s)
 	}
 }
 
+/*
+ * limits.exec_wall ran out for the command whose timer is fd. A supervisor
+ * held (SIGSTOP) past the limit sees the timer and the command's end at
+ * once: what pid 1 said is read first, so that a command that ended in time
+ * is not called killed.
+ */
+static void exec_wall_reached(ss_server *s, int fd)
+{
+	for (;;) {
+		struct pollfd p = {.fd = s->h.ctl, .events = POLLIN};
+
+		if (s->h.ctl < 0 || poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
+			break;
+		handle_ctl(s, 0);
+	}
+	for (ss_conn *c = s->conns; c; c = c->next)
+		if (c->timer == fd && c->state == C_EXEC) {
+			c->wall_hit = true;
+			(void)ctl_signal(s, c->id, SIGKILL);
+			return;
+		}
+}
+
 void ss_dispatch(ss_server *s, int fd, uint32_t events)
 {
 	uint64_t ticks;
@@ -979,8 +1003,7 @@ void ss_dispatch(ss_server *s, int fd, uint32_t events)
 	for (ss_conn *c = s->conns; c; c = c->next) {
 		if (fd == c->timer) {
 			(void)!read(c->timer, &ticks, sizeof(ticks));
-			c->wall_hit = true;
-			(void)ctl_signal(s, c->id, SIGKILL);
+			exec_wall_reached(s, fd);
 			return;
 		}
 		if (fd == c->fd) {
