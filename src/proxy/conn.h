@@ -159,6 +159,7 @@ typedef struct conn {
 	bool reused;   /* the upstream connection came from the pool */
 	bool up_dirty; /* the origin sent more than the response: not for the pool */
 	const px_cred *cred;
+	uint64_t request_id;		 /* its net.request.start, 0 before it goes upstream */
 	const char *cred_refused;	 /* the credential a credential-limit refusal names */
 	char norm_path[PX_LOG_PATH + 1]; /* the normalised path, when it normalised */
 	char rule[PX_MAX_HOST + 32];
@@ -260,6 +261,9 @@ void px_conn_pool_upstream(conn *c);
 bool px_conn_retry_fresh(conn *c);
 int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close);
 void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status);
+/* net.request.start, in the supervisor's socket before anything of the
+ * request goes upstream: 0, or -EPIPE when the supervisor is gone. */
+int px_conn_record_start(conn *c);
 /* net.denied for the current request; detail (may be NULL) says more than reason. */
 void px_conn_emit_denied(conn *c, const char *reason, const char *detail);
 void px_limit_hit(px_loop *L, const char *limit, const char *detail);

@@ -79,6 +79,7 @@ typedef struct px_shared {
 	px_bucket rate, bw_up, bw_down;
 	uint64_t start_ns; /* CLOCK_MONOTONIC when the first worker started: expires */
 	px_cred_state creds[POLICY_MAX_CREDENTIALS]; /* index: px_config.creds */
+	uint64_t request_ids;			     /* the last net.request.start id handed out */
 } px_shared;
 
 /* The same memfd holds, from PX_SYNTH_OFFSET (page-aligned on every

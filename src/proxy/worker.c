@@ -364,6 +364,7 @@ static int map_shared(px_loop *L, int fd)
 		px_bucket_resume(&fresh.bw_down, &sh->bw_down, now);
 		if (sh->budget_left < fresh.budget_left)
 			fresh.budget_left = sh->budget_left;
+		fresh.request_ids = sh->request_ids; /* ids stay unique in the run */
 	}
 	*sh = fresh;
 	L->sh = sh;
