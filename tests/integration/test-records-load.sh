@@ -6,6 +6,8 @@
 # worker killed with SIGKILL at random moments leaves a net.request record
 # for every request the origin's access log shows.
 #
+# The million queries take 30 s on an idle 2-core host and up to three times
+# that on a busy one (RECORDS_LOAD_QUERIES sets another count).
 # Under the ASan build (SANDCAP in build-asan) the counts are a tenth: the
 # sanitizers make the supervisor several times slower, and what is tested
 # (backpressure instead of drops) needs the load, not the number.
@@ -15,7 +17,7 @@ use_fixtures nginx dnsmasq curl python3
 
 HELPERS=$(dirname "$SANDCAP")/tests/helpers
 [ -x "$HELPERS/dnsflood" ] && [ -x "$HELPERS/hog" ] || skip_all "tests/helpers not built"
-QUERIES=1000000
+QUERIES=${RECORDS_LOAD_QUERIES:-1000000} # the time is the supervisor's share of the CPU
 REQUESTS=20000
 KILL_RUNS=6 # 3 kills each (the restart limit), 5,000 requests each
 KILL_REQUESTS=5000
@@ -112,9 +114,6 @@ expect_eq "every request the origin served has its net.request record (missing: 
 	"$missing" 0
 check "a request cut by a kill is completed by the supervisor" \
 	grep -q '"event":"net.request","data":{.*"completed":false.*"reason":"proxy-exit"' "$T"/kill-*.jsonl
-cut=$(grep -l '"completed":false' "$T"/kill-*.jsonl | head -1)
-expect_match "audit report lists such a request as sent, without its outcome" \
-	"$("$SANDCAP" audit report "${cut:-/dev/null}" 2>&1)" "kill[0-9]*=[0-9]* -> 0 \(sent; the proxy worker ended before its outcome\)"
 check "the logs verify" bash -c "for f in '$T'/kill-*.jsonl; do '$SANDCAP' audit verify \"\$f\" >/dev/null || exit 1; done"
 
 finish
