@@ -157,19 +157,17 @@ static void emit_start_json(conn *c)
 }
 
 /*
- * What the request is, sent and in the supervisor's socket before its first
- * byte goes upstream: a worker killed after that leaves a record the
- * supervisor completes (docs/audit.md, "A request is recorded before it
- * leaves"). A retry on a fresh connection is the same request.
+ * What the request is, queued now and in the supervisor's socket before its
+ * first byte goes upstream (release_held()): a worker killed after that
+ * leaves a record the supervisor completes (docs/audit.md, "A request is
+ * recorded before it leaves").
  */
-int px_conn_record_start(conn *c)
+void px_conn_record_start(conn *c)
 {
 	char buf[PX_EVENT_MAX_BYTES];
 	px_record r;
 	int n;
 
-	if (c->request_id)
-		return 0;
 	c->request_id = ++c->L->sh->request_ids;
 	px_record_start(&r, buf, sizeof(buf), "net.request.start");
 	px_record_uint(&r, "id", c->request_id);
@@ -188,7 +186,6 @@ int px_conn_record_start(conn *c)
 	n = px_record_end(&r);
 	if (n < 0 || px_events_emit_raw(c->L->ev, buf, (size_t)n) == -EINVAL)
 		emit_start_json(c);
-	return px_events_sync(c->L->ev);
 }
 
 /* The name the sandbox resolver gave this address out for (SOCKS5 targets,
@@ -655,8 +652,13 @@ static void after_connected(conn *c)
 {
 	int r;
 
-	if (px_conn_record_start(c) < 0) {
-		px_conn_close(c, "no-record"); /* nothing goes out unrecorded */
+	if (!c->request_id) {
+		/* the round's starts leave together, one sendmmsg; until then
+		 * the connection takes no event (dispatch()) */
+		px_conn_record_start(c);
+		c->held = true;
+		c->held_next = c->L->held;
+		c->L->held = c;
 		return;
 	}
 	if (c->is_connect)
@@ -1081,8 +1083,8 @@ static void dispatch(conn *c, conn_event e)
 {
 	conn_action *act;
 
-	if (c->dead)
-		return;
+	if (c->dead || c->held)
+		return; /* held: epoll reports it again once released */
 	if ((unsigned)c->state >= _CONN_STATE_MAX || (unsigned)e >= _CONN_EVENT_MAX) {
 		drop(c);
 		return;
@@ -1351,6 +1353,33 @@ static void drain(px_loop *L)
 	}
 }
 
+/*
+ * The requests held this round go upstream once their starts are in the
+ * supervisor's socket (waiting for it if need be); none goes out when the
+ * supervisor is gone.
+ */
+static void release_held(px_loop *L)
+{
+	int r;
+
+	if (!L->held)
+		return;
+	r = px_events_sync(L->ev);
+	while (L->held) {
+		conn *c = L->held;
+
+		L->held = c->held_next;
+		c->held_next = NULL;
+		c->held = false;
+		if (c->dead)
+			continue;
+		if (r < 0)
+			px_conn_close(c, "no-record"); /* nothing goes out unrecorded */
+		else
+			after_connected(c);
+	}
+}
+
 /* Frees the watches of sockets closed during the batch just handled. */
 static void bury(px_loop *L)
 {
@@ -1464,6 +1493,7 @@ int px_loop_run(px_loop *L)
 				dispatch(c, EV_TIMEOUT);
 		}
 		(void)px_pool_expire(&L->pool, now);
+		release_held(L);
 		bury(L);
 		for (conn *c = L->conns, *next; c; c = next) {
 			next = c->next;
