@@ -22,7 +22,7 @@ REQUESTS=20000
 KILL_RUNS=6 # 3 kills each (the restart limit), 5,000 requests each
 KILL_REQUESTS=5000
 case $SANDCAP in
-*build-asan*) QUERIES=50000 REQUESTS=4000 KILL_REQUESTS=2000 ;;
+*build-asan*) QUERIES=50000 REQUESTS=4000 KILL_REQUESTS=4000 ;;
 esac
 
 port=$(free_port)
