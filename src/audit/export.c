@@ -49,6 +49,7 @@ static const ocsf_class ocsf_classes[] = {
     {"proc.exec", 1007, 1, 1, 1, "Process Activity", "Launch"},
     {"sandbox.exit", 1007, 1, 2, 1, "Process Activity", "Terminate"},
     {"spawn.exit", 1007, 1, 2, 1, "Process Activity", "Terminate"},
+    {"net.request.start", 4001, 4, 1, 1, "Network Activity", "Open"},
     {"net.request", 4001, 4, 6, 1, "Network Activity", "Traffic"},
     {"net.tunnel.close", 4001, 4, 2, 1, "Network Activity", "Close"},
     {"net.denied", 2004, 2, 1, 3, "Detection Finding", "Create"},

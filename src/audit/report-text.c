@@ -690,6 +690,8 @@ static void text_did(FILE *out, const report *rp)
 			(void)fputs(" -> ", out);
 			put_scalar(out, v);
 		}
+		if (json_is_false(json_object_get(x, "completed")))
+			(void)fputs(" (sent; the proxy worker ended before its outcome)", out);
 		if ((v = json_object_get(x, "bytes_out"))) {
 			(void)fputs(", out ", out);
 			put_scalar(out, v);

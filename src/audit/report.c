@@ -104,9 +104,12 @@ static int blist_add(blist *l, json_t *data, const char *const *keys)
 
 static const char *const proc_keys[] = {"pid", "path", "argv", NULL};
 static const char *const failed_keys[] = {"pid", "path", "result", "errno", "error", NULL};
-static const char *const net_keys[] = {
-    "method",	"host", "port",	       "path",	     "addr",	    "status",	  "bytes_out",
-    "bytes_in", "rule", "duration_ms", "credential", "body_sha256", "body_bytes", NULL};
+/* "completed" (false) only on a net.request the supervisor wrote: its
+ * worker had ended before the request's outcome. */
+static const char *const net_keys[] = {"method",     "host",	    "port",	  "path",
+				       "addr",	     "status",	    "bytes_out",  "bytes_in",
+				       "rule",	     "duration_ms", "credential", "body_sha256",
+				       "body_bytes", "completed",   NULL};
 static const char *const denied_keys[] = {"method",	"host",	  "port",     "path", "reason",
 					  "credential", "detail", "protocol", NULL};
 static const char *const file_keys[] = {"path", "op", "sha256", NULL};

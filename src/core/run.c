@@ -116,6 +116,7 @@ typedef struct supervisor {
 	pthread_mutex_t emit_lock; /* the listener thread emits too */
 	pid_t pid, proxy_pid;
 	px_seed proxy_seed;	 /* to start another worker on the same listener */
+	json_t *px_open;	 /* net.request.start without its net.request, by id */
 	px_extras *proxy_extras; /* the sandbox CA and placeholders, or NULL */
 	uid_t id_base;
 	bool unpriv;		/* no root: one user namespace mapping us to the agent */
@@ -856,8 +857,89 @@ static void handle_sync(supervisor *s)
 	(void)safe_close(fd);
 }
 
-/* Returns -EPIPE once the worker has closed its end. */
-static int handle_proxy(supervisor *s)
+/* Bounds what a worker can make the supervisor hold: more than it ever has
+ * connections open (PX_MAX_CONNS, a stream each). */
+#define PX_OPEN_MAX 8192u
+
+static void request_key(const json_t *data, char *key, size_t size)
+{
+	json_int_t id = json_integer_value(json_object_get(data, "id"));
+
+	snprintf(key, size, "%lld", id > 0 ? (long long)id : 0LL);
+}
+
+/* A request the worker sends upstream next: held until its completion. */
+static void request_opened(supervisor *s, const json_t *data)
+{
+	char key[24];
+	json_t *copy;
+
+	request_key(data, key, sizeof(key));
+	if (strcmp(key, "0") == 0)
+		return;
+	if (!s->px_open)
+		s->px_open = json_object();
+	if (!s->px_open || json_object_size(s->px_open) >= PX_OPEN_MAX)
+		return;
+	copy = json_deep_copy(data);
+	if (copy)
+		(void)json_object_del(copy, "events_dropped");
+	(void)json_object_set_new(s->px_open, key, copy);
+}
+
+static void request_closed(supervisor *s, const json_t *data)
+{
+	char key[24];
+
+	if (!s->px_open || !json_object_get(data, "id"))
+		return;
+	request_key(data, key, sizeof(key));
+	(void)json_object_del(s->px_open, key);
+}
+
+static int by_id(const void *a, const void *b)
+{
+	json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "id"));
+	json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "id"));
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The requests whose worker ended before it reported them (killed, or the
+ * run ended with them in flight): each gets the completion record the
+ * worker could not send, from what its net.request.start said, in id order.
+ */
+static void complete_open_requests(supervisor *s, const char *reason)
+{
+	_cleanup_free_ json_t **open = NULL;
+	const char *key;
+	json_t *v;
+	size_t n = 0;
+
+	if (!s->px_open || json_object_size(s->px_open) == 0)
+		return;
+	open = calloc(json_object_size(s->px_open), sizeof(*open));
+	if (!open)
+		return;
+	json_object_foreach(s->px_open, key, v) open[n++] = json_incref(v);
+	json_object_clear(s->px_open);
+	qsort(open, n, sizeof(*open), by_id);
+	for (size_t i = 0; i < n; i++) {
+		json_t *d = open[i];
+
+		(void)json_object_set_new(d, "decision", json_string("allow"));
+		(void)json_object_set_new(d, "reason", json_string(reason));
+		(void)json_object_set_new(d, "status", json_integer(0));
+		(void)json_object_set_new(d, "completed", json_false());
+		s->res->requests_allowed++;
+		(void)emit(s, "net.request", d);
+	}
+}
+
+/* One event: 1, 0 when none is waiting, -EPIPE once the worker has closed
+ * its end. */
+static int handle_proxy_one(supervisor *s)
 {
 	/* 64 KiB per event: recv() fills what is read, nothing else is read. */
 	_noinit_ char buf[MAX_EVENT_BYTES];
@@ -873,7 +955,7 @@ static int handle_proxy(supervisor *s)
 		return 0;
 	}
 	if (px_event_parse(buf, (size_t)n, &event, &data) < 0)
-		return 0; /* a worker that speaks nonsense is ignored, never trusted */
+		return 1; /* a worker that speaks nonsense is ignored, never trusted */
 	if (strcmp(event, "net.request") == 0 || strcmp(event, "net.tunnel.close") == 0) {
 		json_int_t out = json_integer_value(json_object_get(data, "bytes_out"));
 		json_int_t in = json_integer_value(json_object_get(data, "bytes_in"));
@@ -885,10 +967,27 @@ static int handle_proxy(supervisor *s)
 		if (strcmp(event, "net.request") == 0 &&
 		    !(decision && strcmp(decision, "deny") == 0))
 			s->res->requests_allowed++;
+		if (strcmp(event, "net.request") == 0)
+			request_closed(s, data);
+	} else if (strcmp(event, "net.request.start") == 0) {
+		request_opened(s, data);
 	} else if (strcmp(event, "net.denied") == 0) {
 		s->res->requests_denied++;
 	}
 	(void)emit(s, event, data);
+	return 1;
+}
+
+/* A batch per wake-up, bounded: a worker past its queue waits for us
+ * (backpressure), and one system call of epoll per record would slow it. */
+static int handle_proxy(supervisor *s)
+{
+	for (int i = 0; i < 64; i++) {
+		int r = handle_proxy_one(s);
+
+		if (r <= 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -913,6 +1012,7 @@ static void proxy_lost(supervisor *s)
 	while (waitpid(dead, &status, 0) < 0 && errno == EINTR)
 		;
 	s->proxy_pid = 0;
+	complete_open_requests(s, "proxy-exit");
 	restart = !s->exited && s->res->proxy_restarts < PX_MAX_RESTARTS;
 	if (restart)
 		r = px_spawn(&s->proxy_seed, &s->proxy_pid, &s->proxy_fd);
@@ -1310,6 +1410,7 @@ static void teardown(supervisor *s)
 	s->fr = fr_free(s->fr);
 	(void)safe_close(s->notify_fd);
 	(void)safe_close(s->proxy_fd);
+	json_decref(s->px_open);
 	px_seed_done(&s->proxy_seed);
 	ns_set_sandbox_ca(NULL);
 	s->proxy_extras = px_extras_free(s->proxy_extras);
@@ -1792,6 +1893,7 @@ static void supervise(supervisor *s)
 		handle_sync(s);
 	pty_drain(s->pty);
 	drain_proxy(s);
+	complete_open_requests(s, "sandbox-ended");
 	{
 		uint64_t n = px_attempt_report(&s->raw_sockets, now_ns(), true);
 

@@ -107,6 +107,7 @@ struct px_loop {
 	px_shared *sh;	      /* rate, bandwidth, budget_left (PLAN_UNLIMITED = none) */
 	struct conn *conns;
 	size_t n_conns;
+	struct conn *held; /* waiting for their net.request.start to be sent */
 	px_watch listen_w, event_w;
 	size_t max_conns;
 	px_watch *graveyard; /* upstream watches freed after the current epoll batch */
@@ -163,6 +164,9 @@ typedef struct conn {
 	bool reused;   /* the upstream connection came from the pool */
 	bool up_dirty; /* the origin sent more than the response: not for the pool */
 	const px_cred *cred;
+	uint64_t request_id; /* its net.request.start, 0 before it goes upstream */
+	bool held;	     /* on L->held: goes upstream once its start is sent */
+	struct conn *held_next;
 	const char *cred_refused;	 /* the credential a credential-limit refusal names */
 	char norm_path[PX_LOG_PATH + 1]; /* the normalised path, when it normalised */
 	char rule[PX_MAX_HOST + 32];
@@ -264,6 +268,9 @@ void px_conn_pool_upstream(conn *c);
 bool px_conn_retry_fresh(conn *c);
 int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text, bool close);
 void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status);
+/* Queues the request's net.request.start: the caller holds the request
+ * back until px_events_sync() sent it (px_loop_release_held()). */
+void px_conn_record_start(conn *c);
 /* net.denied for the current request; detail (may be NULL) says more than reason. */
 void px_conn_emit_denied(conn *c, const char *reason, const char *detail);
 void px_limit_hit(px_loop *L, const char *limit, const char *detail);

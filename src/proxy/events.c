@@ -2,6 +2,7 @@
 #include "proxy/events.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -101,6 +102,58 @@ int px_events_flush(px_events *ev)
 	return 0;
 }
 
+/* Blocks until the socket can take a datagram: the supervisor is behind and
+ * the worker waits for it (backpressure), never drops. 0 or -EPIPE. */
+static int wait_writable(px_events *ev)
+{
+	struct pollfd p = {.fd = ev->fd, .events = POLLOUT};
+
+	for (;;) {
+		int n = poll(&p, 1, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n > 0 && (p.revents & POLLOUT))
+			return 0; /* a peer that shut its end still reads: send says */
+		ev->dead = true;
+		return -EPIPE;
+	}
+}
+
+int px_events_sync(px_events *ev)
+{
+	if (ev->dead)
+		return -EPIPE;
+	for (;;) {
+		int r = px_events_flush(ev);
+
+		if (r < 0)
+			return r;
+		if (ev->count == 0)
+			return 0;
+		r = wait_writable(ev);
+		if (r < 0)
+			return r;
+	}
+}
+
+/* Room for one more queued datagram, waiting for the supervisor if need be. */
+static int make_room(px_events *ev)
+{
+	while (ev->count >= PX_EVENT_QUEUE_MAX) {
+		int r = px_events_flush(ev);
+
+		if (r < 0)
+			return r;
+		if (ev->count < PX_EVENT_QUEUE_MAX)
+			break;
+		r = wait_writable(ev);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 void px_events_batch(px_events *ev, bool on)
 {
 	ev->batch = on;
@@ -111,8 +164,10 @@ bool px_events_pending(const px_events *ev)
 	return ev->count > 0;
 }
 
-/* Sends *msg now (unless batching or behind others) or queues it (taken). A
- * count of dropped events travels with it: it is delivered in order. */
+/* Sends *msg now (unless batching or behind others) or queues it (taken).
+ * A full queue waits for the supervisor instead of dropping: the worker
+ * stops answering and forwarding until its records are taken. A count of
+ * dropped events (records too long for a datagram) travels with it. */
 static int deliver(px_events *ev, char **msg)
 {
 	int r;
@@ -129,10 +184,9 @@ static int deliver(px_events *ev, char **msg)
 				return r;
 		}
 	}
-	if (ev->count >= PX_EVENT_QUEUE_MAX) {
-		ev->dropped++;
-		return 0;
-	}
+	r = make_room(ev);
+	if (r < 0)
+		return r;
 	ev->dropped = 0;
 	ev->queue[(ev->head + ev->count) % PX_EVENT_QUEUE_MAX] = TAKE_PTR(*msg);
 	ev->count++;
@@ -192,10 +246,14 @@ static const struct event_schema {
 	const char *name;
 	const char *keys[24];
 } schemas[] = {
-    {"net.request",
-     {"method", "host", "port", "path", "addr", "decision", "rule", "reason", "status", "bytes_out",
-      "bytes_in", "duration_ms", "via", "credential", "inspected", "body_sha256", "body_bytes",
+    {"net.request.start",
+     {"id", "method", "host", "port", "path", "addr", "rule", "via", "credential", "inspected",
       "events_dropped", NULL}},
+    {"net.request", {"id",	    "method",	  "host",	    "port",
+		     "path",	    "addr",	  "decision",	    "rule",
+		     "reason",	    "status",	  "bytes_out",	    "bytes_in",
+		     "duration_ms", "via",	  "credential",	    "inspected",
+		     "body_sha256", "body_bytes", "events_dropped", NULL}},
     {"net.denied",
      {"method", "host", "port", "path", "addr", "reason", "detail", "head_hex", "via", "protocol",
       "normalised_path", "credential", "inspected", "events_dropped", NULL}},

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Worker side of the event channel: one JSON object per SOCK_SEQPACKET
- * message. Sends never block the loop: a datagram the socket cannot take now
- * is queued (bounded); past the bound events are counted as dropped and the
- * count is reported in the next event that gets through.
+ * message. A datagram the socket cannot take now is queued; past the bound
+ * the worker waits for the supervisor to take some (backpressure: the whole
+ * loop stops, so the agent waits), never drops a record. Only a record too
+ * long for one datagram is counted as dropped, in the next that gets through.
  */
 #pragma once
 
@@ -26,6 +27,10 @@ int px_events_emit_raw(px_events *ev, const char *msg, size_t len);
 /* Sends queued events; returns 0, -EPIPE. */
 int px_events_flush(px_events *ev);
 bool px_events_pending(const px_events *ev);
+/* Sends everything queued, waiting as long as the supervisor takes: once
+ * it returns 0 each record is in the supervisor's socket, where it stays
+ * if the worker dies. 0 or -EPIPE. */
+int px_events_sync(px_events *ev);
 /* On: px_events_emit() only queues (within the same bound) and the caller
  * sends the queue with px_events_flush(), many datagrams per system call;
  * the event loop does at the end of each round. */

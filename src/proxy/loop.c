@@ -84,6 +84,8 @@ static void emit_request_json(conn *c, const char *decision, const char *reason,
 		      reason ? reason : "", "status", status, "bytes_out", (json_int_t)c->bytes_out,
 		      "bytes_in", (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur);
 
+	if (d && c->request_id)
+		(void)json_object_set_new(d, "id", json_integer((json_int_t)c->request_id));
 	if (d && c->cred)
 		(void)json_object_set_new(d, "credential", json_string(c->cred->name));
 	if (d && (c->socks || c->h2_stream))
@@ -107,6 +109,8 @@ void px_conn_emit_request(conn *c, const char *decision, const char *reason, int
 	px_record r;
 
 	px_record_start(&r, buf, sizeof(buf), "net.request");
+	if (c->request_id)
+		px_record_uint(&r, "id", c->request_id);
 	px_record_str(&r, "method", c->method);
 	px_record_str(&r, "host", c->host);
 	px_record_uint(&r, "port", c->port);
@@ -134,6 +138,54 @@ void px_conn_emit_request(conn *c, const char *decision, const char *reason, int
 	n = px_record_end(&r);
 	if (n < 0 || px_events_emit_raw(c->L->ev, buf, (size_t)n) == -EINVAL)
 		emit_request_json(c, decision, reason, status, dur, digest, sha, body_bytes);
+}
+
+static void emit_start_json(conn *c)
+{
+	json_t *d =
+	    json_pack("{s:I, s:s, s:s, s:i, s:s, s:s, s:s}", "id", (json_int_t)c->request_id,
+		      "method", c->method, "host", c->host, "port", (int)c->port, "path", c->path,
+		      "addr", c->addr_str, "rule", c->rule);
+
+	if (d && c->cred)
+		(void)json_object_set_new(d, "credential", json_string(c->cred->name));
+	if (d && (c->socks || c->h2_stream))
+		(void)json_object_set_new(d, "via", json_string(c->socks ? "socks5" : "h2"));
+	if (d && c->inspected)
+		(void)json_object_set_new(d, "inspected", json_true());
+	(void)px_events_emit(c->L->ev, "net.request.start", d);
+}
+
+/*
+ * What the request is, queued now and in the supervisor's socket before its
+ * first byte goes upstream (release_held()): a worker killed after that
+ * leaves a record the supervisor completes (docs/audit.md, "A request is
+ * recorded before it leaves").
+ */
+void px_conn_record_start(conn *c)
+{
+	char buf[PX_EVENT_MAX_BYTES];
+	px_record r;
+	int n;
+
+	c->request_id = ++c->L->sh->request_ids;
+	px_record_start(&r, buf, sizeof(buf), "net.request.start");
+	px_record_uint(&r, "id", c->request_id);
+	px_record_str(&r, "method", c->method);
+	px_record_str(&r, "host", c->host);
+	px_record_uint(&r, "port", c->port);
+	px_record_str(&r, "path", c->path);
+	px_record_str(&r, "addr", c->addr_str);
+	px_record_str(&r, "rule", c->rule);
+	if (c->cred)
+		px_record_str(&r, "credential", c->cred->name);
+	if (c->socks || c->h2_stream)
+		px_record_str(&r, "via", c->socks ? "socks5" : "h2");
+	if (c->inspected)
+		px_record_true(&r, "inspected");
+	n = px_record_end(&r);
+	if (n < 0 || px_events_emit_raw(c->L->ev, buf, (size_t)n) == -EINVAL)
+		emit_start_json(c);
 }
 
 /* The name the sandbox resolver gave this address out for (SOCKS5 targets,
@@ -653,6 +705,15 @@ static void after_connected(conn *c)
 {
 	int r;
 
+	if (!c->request_id) {
+		/* the round's starts leave together, one sendmmsg; until then
+		 * the connection takes no event (dispatch()) */
+		px_conn_record_start(c);
+		c->held = true;
+		c->held_next = c->L->held;
+		c->L->held = c;
+		return;
+	}
 	if (c->is_connect)
 		r = px_tunnel_start(c);
 	else
@@ -766,6 +827,7 @@ void px_conn_judge(conn *c)
 
 	c->start_ns = px_now_ns();
 	c->n_requests++;
+	c->request_id = 0;
 	take_request_line(c);
 	c->up_port = c->req.port;
 	c->is_connect = c->req.target_kind == PX_TARGET_AUTHORITY;
@@ -1068,8 +1130,8 @@ static void dispatch(conn *c, conn_event e)
 {
 	conn_action *act;
 
-	if (c->dead)
-		return;
+	if (c->dead || c->held)
+		return; /* held: epoll reports it again once released */
 	if ((unsigned)c->state >= _CONN_STATE_MAX || (unsigned)e >= _CONN_EVENT_MAX) {
 		drop(c);
 		return;
@@ -1341,6 +1403,33 @@ static void drain(px_loop *L)
 	}
 }
 
+/*
+ * The requests held this round go upstream once their starts are in the
+ * supervisor's socket (waiting for it if need be); none goes out when the
+ * supervisor is gone.
+ */
+static void release_held(px_loop *L)
+{
+	int r;
+
+	if (!L->held)
+		return;
+	r = px_events_sync(L->ev);
+	while (L->held) {
+		conn *c = L->held;
+
+		L->held = c->held_next;
+		c->held_next = NULL;
+		c->held = false;
+		if (c->dead)
+			continue;
+		if (r < 0)
+			px_conn_close(c, "no-record"); /* nothing goes out unrecorded */
+		else
+			after_connected(c);
+	}
+}
+
 /* Frees the watches of sockets closed during the batch just handled. */
 static void bury(px_loop *L)
 {
@@ -1455,6 +1544,7 @@ int px_loop_run(px_loop *L)
 				dispatch(c, EV_TIMEOUT);
 		}
 		(void)px_pool_expire(&L->pool, now);
+		release_held(L);
 		bury(L);
 		for (conn *c = L->conns, *next; c; c = next) {
 			next = c->next;

@@ -82,6 +82,7 @@ typedef struct px_shared {
 	 * reports what its predecessor counted */
 	uint64_t rate_refused;
 	px_cred_state creds[POLICY_MAX_CREDENTIALS]; /* index: px_config.creds */
+	uint64_t request_ids;			     /* the last net.request.start id handed out */
 } px_shared;
 
 /* The same memfd holds, from PX_SYNTH_OFFSET (page-aligned on every

@@ -365,6 +365,7 @@ static int map_shared(px_loop *L, int fd)
 		if (sh->budget_left < fresh.budget_left)
 			fresh.budget_left = sh->budget_left;
 		fresh.rate_refused = sh->rate_refused;
+		fresh.request_ids = sh->request_ids; /* ids stay unique in the run */
 	}
 	*sh = fresh;
 	L->sh = sh;
