@@ -205,12 +205,19 @@ void px_inspect_connect(conn *c)
 			return;
 		}
 	} else {
-		c->cout = strdup(established);
+		/* the answer that opens the tunnel, in the client's protocol */
+		c->cout = malloc(sizeof(established));
 		if (!c->cout) {
 			px_conn_close(c, "oom");
 			return;
 		}
-		c->cout_len = strlen(established);
+		if (c->socks)
+			c->cout_len =
+			    (size_t)px_socks_success((uint8_t *)c->cout, sizeof(established));
+		else {
+			memcpy(c->cout, established, sizeof(established));
+			c->cout_len = strlen(established);
+		}
 	}
 	c->cin_len = 0;
 	c->state = CS_CLIENT_TLS;
