@@ -214,6 +214,8 @@ typedef struct conn {
 	bool inspected;	  /* the handshake is done: client bytes go through cssl */
 	bool sni_mismatch;
 	bool tunnel_peeked;	   /* a plain tunnel's first client bytes were looked at */
+	bool inspect_sniff;	   /* an inspected CONNECT: are its first bytes TLS? */
+	bool inspect_declined;	   /* they were not: a plain tunnel, already answered */
 	bool hello_check;	   /* a plain tunnel's first bytes, if TLS, must name its host */
 	char sni[PX_MAX_HOST + 1]; /* the refused ClientHello's name, for the record */
 	int client_alert;	   /* the last TLS alert the client sent, -1 none */

@@ -342,9 +342,9 @@ int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text
 {
 	char buf[1024];
 	/* a transparent tunnel's client speaks TLS or its own protocol, not HTTP */
-	bool raw = c->tmode == PX_T_TLS || c->tmode == PX_T_RAW;
+	bool raw = c->tmode == PX_T_TLS || c->tmode == PX_T_RAW || c->inspect_declined;
 	/* inside an inspected SOCKS5 tunnel the client speaks HTTP */
-	bool socks = c->socks && !c->inspected;
+	bool socks = c->socks && !c->inspected && !c->inspect_declined;
 	int n = socks ? px_socks_refusal(c, deny_reason, (uint8_t *)buf, sizeof(buf))
 		: raw ? 0
 		      : px_http_local_response(status, deny_reason, text, close, buf, sizeof(buf));
@@ -740,7 +740,7 @@ void px_conn_judge(conn *c)
 	if (px_inspect_placeholder_refused(c))
 		return;
 	c->up_tls = c->inspected; /* a decrypted request goes on in TLS */
-	if (c->cred && c->is_connect) {
+	if (c->cred && c->is_connect && !c->inspect_declined) {
 		/* an inspected host never gets here: its CONNECT is decrypted */
 		deny(c, 403, "credentialed-host",
 		     "this host gets credentials added by the proxy and is not inspected: send "

@@ -60,7 +60,9 @@ int px_tunnel_start(conn *c)
 		return -ENOMEM;
 	/* the answer that opens the tunnel, in the client's protocol; a
 	 * transparent client did not ask a proxy: it gets no answer of one */
-	if (c->socks)
+	if (c->inspect_declined)
+		c->cout_len = 0; /* answered when it was to be inspected */
+	else if (c->socks)
 		c->cout_len = (size_t)px_socks_success((uint8_t *)c->cout, sizeof(established));
 	else if (c->tmode != PX_T_NONE)
 		c->cout_len = 0;

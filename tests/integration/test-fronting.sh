@@ -121,4 +121,44 @@ check "... the origin got the real value" grep -q "Bearer $REAL_KEY" "$T/api.log
 expect_eq "... recorded as an inspected request via socks5" \
 	"$(count "$T/socks-cred.jsonl" net.request decision=allow host=cred.test path=/v1/socks)" 1
 
+# --- another port of that host: git over SSH, a plain tunnel ---
+mkdir -p "$T/ssh" /run/sshd
+ssh-keygen -q -t ed25519 -N '' -f "$T/ssh/host_key"
+ssh-keygen -q -t ed25519 -N '' -f "$T/client/id"
+chmod 644 "$T/client/id"
+cp "$T/client/id.pub" "$T/ssh/authorized_keys"
+printf '[cred.test]:%s %s\n' "$sshport" "$(cut -d' ' -f1,2 "$T/ssh/host_key.pub")" >"$T/client/known_hosts"
+cat >"$T/ssh/sshd_config" <<CONF
+Port $sshport
+ListenAddress 127.0.0.1
+HostKey $T/ssh/host_key
+PidFile $T/ssh/sshd.pid
+AuthorizedKeysFile $T/ssh/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+AllowUsers root
+CONF
+/usr/sbin/sshd -D -e -f "$T/ssh/sshd_config" 2>"$T/ssh/sshd.log" &
+PIDS+=($!)
+git init -q --bare "$T/repo.git"
+git -C "$T" init -q work && git -C "$T/work" -c user.name=t -c user.email=t@t commit -q --allow-empty -m "ssh beside https"
+git -C "$T/work" push -q "$T/repo.git" HEAD:refs/heads/main 2>/dev/null
+git -C "$T/repo.git" symbolic-ref HEAD refs/heads/main
+for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$sshport") 2>/dev/null && break; sleep 0.1; done
+for x in connect 5; do
+	out=$(run_net "git-$x" sh -c 'cp /client/id /tmp/id && chmod 600 /tmp/id &&
+GIT_SSH_COMMAND="ssh -i /tmp/id -o UserKnownHostsFile=/client/known_hosts -o ProxyCommand=\"nc -X '"$x"' -x 127.0.0.1:3128 %h %p\"" \
+git clone -q ssh://root@cred.test:'"$sshport$T"'/repo.git /tmp/clone && git -C /tmp/clone log --format=%s &&
+curl -sS -H "Authorization: Bearer $API_KEY" https://cred.test:'"$api"'/v1/beside-'"$x"'' 2>&1)
+	expect_match "git over SSH (nc -X $x) to a host with a placeholder credential: a plain tunnel" \
+		"$out" "ssh beside https"
+	expect_match "... and HTTPS to the same name in the same run: inspected" "$out" '"ok": true'
+	check "... the origin got the real value" grep -q "/v1/beside-$x.*Bearer $REAL_KEY" "$T/api.log"
+	expect_eq "... the SSH tunnel recorded, not inspected" \
+		"$(count "$T/git-$x.jsonl" net.tunnel.close host=cred.test port="$sshport")" 1
+done
+
 finish
