@@ -119,6 +119,24 @@ static void refuse_hello(conn *c, const char *reason, const char *detail)
 	tunnel_close(c, reason);
 }
 
+/* The first bytes, read here instead of peeked by px_inspect_tunnel_leak(),
+ * carry a placeholder: refused as that would be. */
+static bool leaks(conn *c)
+{
+	const px_cred *leak = px_placeholder_find(c->L->cfg, c->cin, c->cin_len);
+	char detail[PX_MAX_HOST + 160];
+
+	c->tunnel_peeked = true;
+	if (!leak)
+		return false;
+	(void)snprintf(
+	    detail, sizeof(detail),
+	    "cleartext in the tunnel carries the placeholder of %s, which is only for %s",
+	    leak->placeholder_env, leak->host);
+	refuse_hello(c, "credential-exfiltration", detail);
+	return true;
+}
+
 /*
  * Domain fronting: a tunnel to an allowed host whose ClientHello names
  * another makes a shared front (a CDN) serve that other host. The first
@@ -161,17 +179,12 @@ static bool check_hello(conn *c)
 	c->framed = c->cin_len;
 	if (c->cin_len == 0 || (uint8_t)c->cin[0] != 0x16) {
 		c->sni[0] = 0;
-		return true;
+		return !leaks(c);
 	}
 	r = px_sni_parse((const uint8_t *)c->cin, c->cin_len, c->sni, &why);
 	if (r == PX_SNI_FOUND && strcasecmp(c->sni, c->host) == 0) {
 		c->sni[0] = 0;
-		if (px_placeholder_find(c->L->cfg, c->cin, c->cin_len)) {
-			refuse_hello(c, "credential-exfiltration",
-				     "the ClientHello carries a placeholder");
-			return false;
-		}
-		return true;
+		return !leaks(c);
 	}
 	if (r == PX_SNI_FOUND) {
 		(void)snprintf(detail, sizeof(detail), "the ClientHello names %s", c->sni);
