@@ -7,11 +7,12 @@
 # inspected; git over SSH to another port of that host is a plain tunnel.
 . "$(dirname "$0")/lib.sh"
 need_root
-use_fixtures openssl dnsmasq curl python3 git ssh ssh-keygen nc.openbsd /usr/sbin/sshd
+use_fixtures openssl dnsmasq nginx curl python3 git ssh ssh-keygen nc.openbsd /usr/sbin/sshd
 
 o=$(free_port)       # the SNI-logging TLS origin
 api=$(free_port)     # the HTTPS origin of the credentialed host
 sshport=$(free_port) # its sshd
+http=$(free_port)    # its plain http origin (nginx)
 dns=$(free_port)
 mkdir -p "$T/ca" "$T/client"
 
@@ -28,6 +29,7 @@ python3 "$(dirname "$0")/../helpers/sni-origin.py" "$o" "$T/ca/o.pem" "$T/ca/o.k
 PIDS+=($!)
 python3 "$(dirname "$0")/../helpers/tls-origin.py" "$api" "$T/ca/o.pem" "$T/ca/o.key" "$T/api.log" &
 PIDS+=($!)
+start_origin "$http" || skip_all "origin did not start"
 start_dns "$dns" allowed.test=127.0.0.1 evil.test=127.0.0.1 cred.test=127.0.0.1
 for p in "$o" "$api"; do
 	for _ in $(seq 100); do
@@ -40,7 +42,7 @@ export REAL_KEY="real-key-$$-$RANDOM$RANDOM"
 policy net "{\"version\": 1,
   \"fs\": {\"grants\": [{\"path\": \"$T/client\", \"mode\": \"ro\", \"at\": \"/client\"}]},
   \"net\": {\"egress\": [{\"host\": \"allowed.test\", \"ports\": [$o]},
-                       {\"host\": \"cred.test\", \"ports\": [$api, $sshport]}],
+                       {\"host\": \"cred.test\", \"ports\": [$api, $sshport, $http]}],
     \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\",
     \"upstream_ca\": \"$T/ca/ca.pem\", \"rate\": \"100/s\",
     \"credentials\": [{\"host\": \"cred.test\", \"placeholder_env\": \"API_KEY\",
@@ -160,5 +162,9 @@ curl -sS -H "Authorization: Bearer $API_KEY" https://cred.test:'"$api"'/v1/besid
 	expect_eq "... the SSH tunnel recorded, not inspected" \
 		"$(count "$T/git-$x.jsonl" net.tunnel.close host=cred.test port="$sshport")" 1
 done
+
+out=$(run_net plain-cred curl -sS -p -x http://127.0.0.1:3128 "http://cred.test:$http/data.json" 2>&1)
+expect_eq "plain http through CONNECT to another port of that host: a plain tunnel" \
+	"$out" '{"answer": 42}'
 
 finish
