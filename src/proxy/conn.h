@@ -221,11 +221,15 @@ typedef struct conn {
 	bool cssl_prefix; /* reading a transparent ClientHello already read, from memory */
 	bool inspected;	  /* the handshake is done: client bytes go through cssl */
 	bool sni_mismatch;
-	bool tunnel_peeked; /* a plain tunnel's first client bytes were looked at */
-	int client_alert;   /* the last TLS alert the client sent, -1 none */
-	px_origin tunnel;   /* what its CONNECT asked for */
-	struct px_h2 *h2;   /* CS_H2: the HTTP/2 session (h2.h) */
-	bool h2_stream;	    /* reads one HTTP/2 stream's request from a socketpair (h2.c) */
+	bool tunnel_peeked;	   /* a plain tunnel's first client bytes were looked at */
+	bool inspect_sniff;	   /* an inspected CONNECT: are its first bytes TLS? */
+	bool inspect_declined;	   /* they were not: a plain tunnel, already answered */
+	bool hello_check;	   /* a plain tunnel's first bytes, if TLS, must name its host */
+	char sni[PX_MAX_HOST + 1]; /* the refused ClientHello's name, for the record */
+	int client_alert;	   /* the last TLS alert the client sent, -1 none */
+	px_origin tunnel;	   /* what its CONNECT asked for */
+	struct px_h2 *h2;	   /* CS_H2: the HTTP/2 session (h2.h) */
+	bool h2_stream;		   /* reads one HTTP/2 stream's request from a socketpair (h2.c) */
 
 	/* tunnel */
 	int c2u[2], u2c[2];

@@ -256,7 +256,7 @@ static const struct event_schema {
 		     "body_sha256", "body_bytes", "events_dropped", NULL}},
     {"net.denied",
      {"method", "host", "port", "path", "addr", "reason", "detail", "head_hex", "via", "protocol",
-      "normalised_path", "credential", "inspected", "events_dropped", NULL}},
+      "normalised_path", "credential", "inspected", "sni", "events_dropped", NULL}},
     {"net.tunnel.close",
      {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "via",
       "events_dropped", NULL}},

@@ -23,6 +23,7 @@
 #include "proxy/allow.h"
 #include "proxy/ca.h"
 #include "proxy/conn.h"
+#include "proxy/redirect.h"
 #include "proxy/h2.h"
 #include "proxy/placeholder.h"
 #include "proxy/tls.h"
@@ -106,6 +107,9 @@ bool px_inspect_wanted(const conn *c)
 	const px_config *cfg = c->L->cfg;
 	const char *reason = NULL;
 	int rule;
+
+	if (c->inspect_declined)
+		return false;
 
 	for (size_t i = 0; i < cfg->n_creds; i++)
 		if (cfg->creds[i].placeholder && strcmp(cfg->creds[i].host, c->host) == 0)
@@ -205,16 +209,26 @@ void px_inspect_connect(conn *c)
 			return;
 		}
 	} else {
-		c->cout = strdup(established);
+		/* the answer that opens the tunnel, in the client's protocol */
+		c->cout = malloc(sizeof(established));
 		if (!c->cout) {
 			px_conn_close(c, "oom");
 			return;
 		}
-		c->cout_len = strlen(established);
+		if (c->socks)
+			c->cout_len =
+			    (size_t)px_socks_success((uint8_t *)c->cout, sizeof(established));
+		else {
+			memcpy(c->cout, established, sizeof(established));
+			c->cout_len = strlen(established);
+		}
 	}
 	c->cin_len = 0;
 	c->state = CS_CLIENT_TLS;
-	c->deadline_ns = px_now_ns() + PX_CONN_TIMEOUT_NS;
+	/* a CONNECT client's first bytes decide: TLS is inspected, anything else
+	 * (ssh, plain http, a server-first protocol) is a plain tunnel */
+	c->inspect_sniff = c->tmode == PX_T_NONE;
+	c->deadline_ns = px_now_ns() + (c->inspect_sniff ? PX_PEEK_NS : PX_CONN_TIMEOUT_NS);
 	px_inspect_io(c);
 }
 
@@ -257,6 +271,42 @@ static void handshake_failed(conn *c, const char *why)
 	px_conn_close(c, "client-tls");
 }
 
+/* Not TLS after all: the CONNECT (already answered) becomes a plain
+ * tunnel, judged by the rules like any other. */
+static void decline(conn *c)
+{
+	SSL_free(c->cssl);
+	c->cssl = NULL;
+	c->inspect_sniff = false;
+	c->inspect_declined = true;
+	c->req.head_len = 0;
+	px_conn_judge(c);
+}
+
+/* Whether the client's first byte starts a TLS handshake record; false
+ * while it has sent nothing, or when c was handed on or closed. */
+static bool sniffed_tls(conn *c)
+{
+	char b;
+	ssize_t n = recv(c->cfd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		c->cssl_want_read = 1;
+		return false;
+	}
+	if (n <= 0) {
+		px_conn_close(c, n == 0 ? "client-eof" : "client-read");
+		return false;
+	}
+	if ((uint8_t)b != 0x16) {
+		decline(c);
+		return false;
+	}
+	c->inspect_sniff = false;
+	c->deadline_ns = px_now_ns() + PX_CONN_TIMEOUT_NS;
+	return true;
+}
+
 void px_inspect_io(conn *c)
 {
 	const unsigned char *alpn = NULL;
@@ -276,6 +326,8 @@ void px_inspect_io(conn *c)
 		}
 		c->cout_off += (size_t)n;
 	}
+	if (c->inspect_sniff && !sniffed_tls(c))
+		return;
 again:
 	c->cssl_want_read = c->cssl_want_write = 0;
 	r = SSL_do_handshake(c->cssl);
@@ -319,6 +371,10 @@ again:
 
 void px_inspect_timeout(conn *c)
 {
+	if (c->inspect_sniff && c->cout_off >= c->cout_len) {
+		decline(c); /* the client waits for the server to speak first */
+		return;
+	}
 	handshake_failed(c, "no handshake in time");
 }
 

@@ -69,6 +69,8 @@ void px_conn_emit_denied(conn *c, const char *reason, const char *detail)
 		(void)json_object_set_new(d, "via", json_string(c->socks ? "socks5" : "h2"));
 	if (d && c->inspected)
 		(void)json_object_set_new(d, "inspected", json_true());
+	if (d && c->sni[0])
+		(void)json_object_set_new(d, "sni", json_string(c->sni));
 	(void)px_events_emit(c->L->ev, "net.denied", d);
 }
 
@@ -392,13 +394,15 @@ int px_conn_reply(conn *c, int status, const char *deny_reason, const char *text
 {
 	char buf[1024];
 	/* a transparent tunnel's client speaks TLS or its own protocol, not HTTP */
-	bool raw = c->tmode == PX_T_TLS || c->tmode == PX_T_RAW;
-	int n = c->socks ? px_socks_refusal(c, deny_reason, (uint8_t *)buf, sizeof(buf))
-		: raw	 ? 0
+	bool raw = c->tmode == PX_T_TLS || c->tmode == PX_T_RAW || c->inspect_declined;
+	/* inside an inspected SOCKS5 tunnel the client speaks HTTP */
+	bool socks = c->socks && !c->inspected && !c->inspect_declined;
+	int n = socks ? px_socks_refusal(c, deny_reason, (uint8_t *)buf, sizeof(buf))
+		: raw ? 0
 		      : px_http_local_response(status, deny_reason, text, close, buf, sizeof(buf));
 	char *p;
 
-	if (c->socks)
+	if (socks)
 		close = true; /* a refused SOCKS5 request ends its connection */
 	if (n < 0)
 		return n;
@@ -845,7 +849,7 @@ void px_conn_judge(conn *c)
 	if (px_inspect_placeholder_refused(c))
 		return;
 	c->up_tls = c->inspected; /* a decrypted request goes on in TLS */
-	if (c->cred && c->is_connect) {
+	if (c->cred && c->is_connect && !c->inspect_declined) {
 		/* an inspected host never gets here: its CONNECT is decrypted */
 		deny(c, 403, "credentialed-host",
 		     "this host gets credentials added by the proxy and is not inspected: send "

@@ -11,12 +11,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "proxy/conn.h"
+#include "proxy/placeholder.h"
+#include "proxy/sni.h"
 
 static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
@@ -57,7 +60,9 @@ int px_tunnel_start(conn *c)
 		return -ENOMEM;
 	/* the answer that opens the tunnel, in the client's protocol; a
 	 * transparent client did not ask a proxy: it gets no answer of one */
-	if (c->socks)
+	if (c->inspect_declined)
+		c->cout_len = 0; /* answered when it was to be inspected */
+	else if (c->socks)
 		c->cout_len = (size_t)px_socks_success((uint8_t *)c->cout, sizeof(established));
 	else if (c->tmode != PX_T_NONE)
 		c->cout_len = 0;
@@ -71,7 +76,9 @@ int px_tunnel_start(conn *c)
 	memmove(c->cin, c->cin + c->req.head_len, c->cin_len - c->req.head_len);
 	c->cin_len -= c->req.head_len;
 	c->req.head_len = 0;
-	c->framed = c->cin_len;
+	/* a transparent tunnel's hello was checked already; an address names no host */
+	c->hello_check = c->tmode == PX_T_NONE && c->req.host_kind == PX_HOST_NAME;
+	c->framed = c->hello_check ? 0 : c->cin_len;
 	c->state = CS_TUNNEL;
 	c->c_rd = c->c_wr = c->u_rd = c->u_wr = true;
 	c->deadline_ns = px_now_ns() + PX_TUNNEL_IDLE_NS;
@@ -103,6 +110,94 @@ void px_tunnel_end(conn *c, const char *reason)
 static bool fatal(int err)
 {
 	return err != EAGAIN && err != EINTR;
+}
+
+/* The tunnel's first client bytes are a TLS ClientHello for another name. */
+static void refuse_hello(conn *c, const char *reason, const char *detail)
+{
+	px_conn_emit_denied(c, reason, detail);
+	tunnel_close(c, reason);
+}
+
+/* The first bytes, read here instead of peeked by px_inspect_tunnel_leak(),
+ * carry a placeholder: refused as that would be. */
+static bool leaks(conn *c)
+{
+	const px_cred *leak = px_placeholder_find(c->L->cfg, c->cin, c->cin_len);
+	char detail[PX_MAX_HOST + 160];
+
+	c->tunnel_peeked = true;
+	if (!leak)
+		return false;
+	(void)snprintf(
+	    detail, sizeof(detail),
+	    "cleartext in the tunnel carries the placeholder of %s, which is only for %s",
+	    leak->placeholder_env, leak->host);
+	refuse_hello(c, "credential-exfiltration", detail);
+	return true;
+}
+
+/*
+ * Domain fronting: a tunnel to an allowed host whose ClientHello names
+ * another makes a shared front (a CDN) serve that other host. The first
+ * client bytes are read into c->cin (one record at most, the only bytes of
+ * the tunnel copied through user space); nothing goes upstream until they
+ * are judged. Bytes that do not start a TLS handshake record go on as
+ * before: no TLS server takes them. Returns false while waiting or closed.
+ */
+static bool check_hello(conn *c)
+{
+	char detail[PX_MAX_HOST + 64];
+	const char *why = NULL;
+	size_t cap = 5 + PX_TLS_RECORD_MAX;
+	int r;
+
+	while (c->cin_len == 0 || ((uint8_t)c->cin[0] == 0x16 && c->cin_len < cap)) {
+		ssize_t n;
+
+		if (c->cin_len > 0 && px_sni_parse((const uint8_t *)c->cin, c->cin_len, c->sni,
+						   &why) != PX_SNI_NEED_MORE)
+			break;
+		if (!c->c_rd)
+			return false;
+		n = recv(c->cfd, c->cin + c->cin_len, cap - c->cin_len, MSG_DONTWAIT);
+		if (n < 0 && fatal(errno)) {
+			tunnel_close(c, "client-error");
+			return false;
+		}
+		if (n < 0) {
+			c->c_rd = false;
+			return false;
+		}
+		if (n == 0) {
+			c->c_eof = true;
+			break;
+		}
+		c->cin_len += (size_t)n;
+	}
+	c->hello_check = false;
+	c->framed = c->cin_len;
+	if (c->cin_len == 0 || (uint8_t)c->cin[0] != 0x16) {
+		c->sni[0] = 0;
+		return !leaks(c);
+	}
+	r = px_sni_parse((const uint8_t *)c->cin, c->cin_len, c->sni, &why);
+	if (r == PX_SNI_FOUND && strcasecmp(c->sni, c->host) == 0) {
+		c->sni[0] = 0;
+		return !leaks(c);
+	}
+	if (r == PX_SNI_FOUND) {
+		(void)snprintf(detail, sizeof(detail), "the ClientHello names %s", c->sni);
+		refuse_hello(c, "sni-mismatch", detail);
+	} else if (r == PX_SNI_ABSENT) {
+		c->sni[0] = 0;
+		refuse_hello(c, "sni-missing", "a TLS ClientHello without a server name");
+	} else {
+		c->sni[0] = 0;
+		refuse_hello(c, "bad-client-hello",
+			     r == PX_SNI_NEED_MORE ? "the ClientHello ended early" : why);
+	}
+	return false;
 }
 
 /*
@@ -150,6 +245,8 @@ static bool step(conn *c)
 		return moved;
 
 	/* 2. client -> upstream: leftover head bytes first, then the pipe */
+	if (c->hello_check && !check_hello(c) && c->dead)
+		return false;
 	if (c->framed > 0) {
 		uint64_t want = px_budget_take(L, c->framed);
 
@@ -176,12 +273,12 @@ static bool step(conn *c)
 			moved = true;
 		}
 	}
-	if (c->framed == 0 && c->c_rd && px_inspect_tunnel_leak(c)) {
+	if (c->framed == 0 && !c->hello_check && c->c_rd && px_inspect_tunnel_leak(c)) {
 		tunnel_close(c, "credential-exfiltration");
 		return false;
 	}
-	if (c->framed == 0 && !c->c_eof && c->c2u_n < c->pipe_cap && !c->c2u_full &&
-	    !c->throttled_up && c->c_rd) {
+	if (c->framed == 0 && !c->hello_check && !c->c_eof && c->c2u_n < c->pipe_cap &&
+	    !c->c2u_full && !c->throttled_up && c->c_rd) {
 		uint64_t room = c->pipe_cap - c->c2u_n;
 		uint64_t grant = px_bucket_take_min(&L->sh->bw_up, room, PX_BW_BURST_MIN, now);
 
