@@ -81,6 +81,8 @@ static void sort_unique(ws_intent *t)
 {
 	size_t k = 0;
 
+	if (t->n == 0)
+		return; /* t->v may be NULL, which qsort() may not be given */
 	qsort(t->v, t->n, sizeof(*t->v), cmp_entry);
 	for (size_t i = 0; i < t->n; i++) {
 		if (k && strcmp(t->v[k - 1].path, t->v[i].path) == 0) {

@@ -52,6 +52,7 @@ expect_eq "exactly the expected event sequence" "$seq" "sandbox.start
 proc.exec sandcap-init
 proc.exec /bin/sh
 proc.exec /usr/bin/curl
+net.request.start
 net.request api.allowed.test allow
 proc.exec /usr/bin/curl
 net.denied denied.test
