@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The agent's proxy environment against real clients: each constructs its
+# client with no configuration and makes a call through the proxy; the
+# loopback origin's access log says which calls arrived.
+. "$(dirname "$0")/lib.sh"
+need_root
+use_fixtures nginx dnsmasq curl python3 node
+/usr/bin/python3 -c 'import httpx, requests' 2>/dev/null || skip_all "python3-httpx or python3-requests not installed"
+
+port=$(free_port)
+dns=$(free_port)
+start_origin "$port" || skip_all "origin did not start"
+start_dns "$dns" api.allowed.test=127.0.0.1 || skip_all "dns did not start"
+LOG=$T/nginx/access.log
+G="\"fs\": {\"grants\": [{\"path\": \"$T/c\", \"mode\": \"ro\", \"at\": \"/c\"}]},"
+
+# clients SCHEME://HOST:PORT TAG: one call per client, each tagged in the query
+mkdir -p "$T/c"
+cat >"$T/c/clients.sh" <<'SH'
+b=$1 t=$2
+python3 - "$b" "$t" <<'PY'
+import sys, asyncio, urllib.request
+import httpx, requests
+b, t = sys.argv[1], sys.argv[2]
+def say(name, f):
+    try:
+        print(name, f())
+    except Exception as e:
+        print(name, "FAILED", type(e).__name__, e)
+say("httpx-client", lambda: httpx.Client().get(f"{b}/data.json?c={t}-httpx-client").json()["answer"])
+say("httpx-get", lambda: httpx.get(f"{b}/data.json?c={t}-httpx-get").json()["answer"])
+async def a():
+    async with httpx.AsyncClient() as c:
+        return (await c.get(f"{b}/data.json?c={t}-httpx-async")).json()["answer"]
+say("httpx-async", lambda: asyncio.run(a()))
+say("requests", lambda: requests.get(f"{b}/data.json?c={t}-requests", timeout=10).json()["answer"])
+say("urllib", lambda: urllib.request.urlopen(f"{b}/data.json?c={t}-urllib", timeout=10).read().decode().strip())
+PY
+echo "curl $(curl -sS --max-time 10 "$b/data.json?c=$t-curl" 2>&1)"
+node -e 'fetch(process.argv[1]).then(r => r.json()).then(j => console.log("node-fetch", j.answer),
+  e => console.log("node-fetch FAILED", e.cause ? e.cause.code : e.message))' "$b/data.json?c=$t-node-fetch"
+SH
+want='httpx-client 42
+httpx-get 42
+httpx-async 42
+requests 42
+urllib {"answer": 42}
+curl {"answer": 42}
+node-fetch 42'
+arrived() { # arrived TAG: every client's tagged request in the access log
+	local c missing=
+	for c in httpx-client httpx-get httpx-async requests urllib curl node-fetch; do
+		grep -q "GET /data.json?c=$1-$c HTTP" "$LOG" || missing+=" $c"
+	done
+	[ -z "$missing" ] || { echo "# not at the origin:$missing"; return 1; }
+}
+run_p() { "$SANDCAP" run --quiet --audit "$T/audit-$1.jsonl" --policy "$T/$2.json" -- "${@:3}"; }
+
+# A rule for a name.
+policy name "{\"version\": 1, $G \"net\": {\"egress\": [{\"host\": \"api.allowed.test\", \"ports\": [$port]}],
+  \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"}}"
+out=$(run_p name name bash /c/clients.sh "http://api.allowed.test:$port" name 2>&1)
+expect_eq "every client reaches a named rule with the default environment" "$out" "$want"
+check "... and each request arrived at the origin" arrived name
+check "... each through the proxy (net.request)" bash -c "[ \$(grep -c '\"event\":\"net.request\"' '$T/audit-name.jsonl') -ge 7 ]"
+
+# A rule for the origin's loopback address: 127.0.0.1 inside is the
+# sandbox's own, so the request must go through the proxy.
+policy lo "{\"version\": 1, $G \"net\": {\"egress\": [{\"host\": \"127.0.0.1\", \"ports\": [$port]}],
+  \"allow_private\": [\"127.0.0.1/32\"]}}"
+out=$(run_p lo lo bash /c/clients.sh "http://127.0.0.1:$port" lo 2>&1)
+expect_eq "every client reaches a rule on 127.0.0.1 with the default environment" "$out" "$want"
+check "... and each request arrived at the origin" arrived lo
+check "... none refused as not-a-known-name" bash -c "! grep -q not-a-known-name '$T/audit-lo.jsonl'"
+
+# A rule for localhost: the proxy resolves it to the host's loopback.
+policy lh "{\"version\": 1, $G \"net\": {\"egress\": [{\"host\": \"localhost\", \"ports\": [$port]}],
+  \"allow_private\": [\"127.0.0.1/32\", \"::1/128\"]}}"
+out=$(run_p lh lh bash /c/clients.sh "http://localhost:$port" lh 2>&1)
+expect_eq "every client reaches a rule on localhost with the default environment" "$out" "$want"
+check "... and each request arrived at the origin" arrived lh
+check "... none refused as not-a-known-name" bash -c "! grep -q not-a-known-name '$T/audit-lh.jsonl'"
+
+finish
