@@ -144,8 +144,8 @@ static void refuse_unknown(px_loop *L, const char *addr, uint16_t port)
 
 /* A client that reads no proxy variable resolves localhost itself, to the
  * sandbox's loopback; a rule for localhost on this port means the host's
- * (a service of the sandbox's own on 127.0.0.1:port would have taken the
- * connection: the more specific bind wins). */
+ * (nothing of the sandbox's own can listen on a port a rule allows: this
+ * listener holds its wildcard address). */
 static const char *loopback_name(px_loop *L, const px_addr *dst, uint16_t port)
 {
 	static const uint8_t v4[4] = {127, 0, 0, 1}, v6[16] = {[15] = 1};

@@ -81,4 +81,25 @@ expect_eq "every client reaches a rule on localhost with the default environment
 check "... and each request arrived at the origin" arrived lh
 check "... none refused as not-a-known-name" bash -c "! grep -q not-a-known-name '$T/audit-lh.jsonl'"
 
+# A policy's env replaces a proxy variable or leaves it out ("").
+policy over "{\"version\": 1, $G \"net\": {\"egress\": [{\"host\": \"api.allowed.test\", \"ports\": [$port]}],
+  \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"},
+  \"env\": {\"http_proxy\": \"socks5h://127.0.0.1:3128\", \"HTTP_PROXY\": \"\", \"NO_PROXY\": \"\"}}"
+out=$(run_p over over sh -c "env | grep -i '^[a-z]*_proxy=' | sort; curl -sS --max-time 10 http://api.allowed.test:$port/data.json?c=over-curl" 2>&1)
+expect_eq "a policy's env replaces http_proxy and leaves out HTTP_PROXY and NO_PROXY" "$out" "ALL_PROXY=http://127.0.0.1:3128
+HTTPS_PROXY=http://127.0.0.1:3128
+SOCKS_PROXY=socks5h://127.0.0.1:3128
+all_proxy=http://127.0.0.1:3128
+http_proxy=socks5h://127.0.0.1:3128
+https_proxy=http://127.0.0.1:3128
+no_proxy=localhost,127.0.0.1
+{\"answer\": 42}"
+check "... curl took the replaced http_proxy (SOCKS5)" grep -q '"event":"net.request".*"via":"socks5"' "$T/audit-over.jsonl"
+policy allonly "{\"version\": 1, $G \"net\": {\"egress\": [{\"host\": \"api.allowed.test\", \"ports\": [$port]}],
+  \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"},
+  \"env\": {\"http_proxy\": \"\", \"HTTP_PROXY\": \"\", \"https_proxy\": \"\", \"HTTPS_PROXY\": \"\"}}"
+out=$(run_p allonly allonly bash /c/clients.sh "http://api.allowed.test:$port" allonly 2>&1)
+expect_eq "with ALL_PROXY alone every client still gets through" "$out" "$want"
+check "... and each request arrived at the origin" arrived allonly
+
 finish
