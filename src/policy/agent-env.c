@@ -180,8 +180,7 @@ static bool own_var_set(const sc_plan *p, size_t i)
 	       !(agent_vars[i].policy_may_set && plan_value_of(p, agent_vars[i].def));
 }
 
-/* A policy's proxy variable with an empty value leaves it out. */
-static bool plan_var_left_out(const char *kv)
+bool agent_env_left_out(const char *kv)
 {
 	const char *eq = strchr(kv, '=');
 	char name[64];
@@ -218,7 +217,7 @@ int agent_env_build(const sc_plan *p, char **env, size_t cap)
 		if (own_var_set(p, i))
 			env[n++] = (char *)agent_vars[i].def;
 	for (size_t i = 0; i < p->n_env; i++)
-		if (!plan_var_left_out(p->env[i]))
+		if (!agent_env_left_out(p->env[i]))
 			env[n++] = p->env[i];
 	env[n] = NULL;
 	return 0;

@@ -20,6 +20,8 @@ bool agent_env_reserved(const char *name);
 /* Is name, in this exact case, a proxy variable a policy's env may replace
  * (or, with an empty value, leave out)? */
 bool agent_env_policy_may_set(const char *name);
+/* Is kv ("NAME=value", a policy's) a proxy variable it leaves out (value "")? */
+bool agent_env_left_out(const char *kv);
 /* Fills env[0..] with "NAME=value" pointers (static strings and the plan's
  * own, not copies) and a final NULL. -E2BIG when cap is too small. */
 int agent_env_build(const sc_plan *p, char **env, size_t cap);
