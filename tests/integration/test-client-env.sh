@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The agent's proxy environment against real clients: each constructs its
+# The agent's proxy environment against real clients (httpx sync and async,
+# requests, urllib, curl, wget, git, Node's fetch): each constructs its
 # client with no configuration and makes a call through the proxy; the
 # loopback origin's access log says which calls arrived.
 . "$(dirname "$0")/lib.sh"
 need_root
-use_fixtures nginx dnsmasq curl python3 node
+use_fixtures nginx dnsmasq curl wget git python3 node
 /usr/bin/python3 -c 'import httpx, requests' 2>/dev/null || skip_all "python3-httpx or python3-requests not installed"
 
 port=$(free_port)
@@ -37,6 +38,9 @@ say("requests", lambda: requests.get(f"{b}/data.json?c={t}-requests", timeout=10
 say("urllib", lambda: urllib.request.urlopen(f"{b}/data.json?c={t}-urllib", timeout=10).read().decode().strip())
 PY
 echo "curl $(curl -sS --max-time 10 "$b/data.json?c=$t-curl" 2>&1)"
+echo "wget $(wget -q -T 10 -O- "$b/data.json?c=$t-wget" 2>&1)"
+# no repository there: the origin's log shows git's request, the 404 is expected
+git ls-remote "$b/$t-git" >/dev/null 2>&1; echo "git asked"
 node -e 'fetch(process.argv[1]).then(r => r.json()).then(j => console.log("node-fetch", j.answer),
   e => console.log("node-fetch FAILED", e.cause ? e.cause.code : e.message))' "$b/data.json?c=$t-node-fetch"
 SH
@@ -46,12 +50,15 @@ httpx-async 42
 requests 42
 urllib {"answer": 42}
 curl {"answer": 42}
+wget {"answer": 42}
+git asked
 node-fetch 42'
 arrived() { # arrived TAG: every client's tagged request in the access log
 	local c missing=
-	for c in httpx-client httpx-get httpx-async requests urllib curl node-fetch; do
+	for c in httpx-client httpx-get httpx-async requests urllib curl wget node-fetch; do
 		grep -q "GET /data.json?c=$1-$c HTTP" "$LOG" || missing+=" $c"
 	done
+	grep -q "GET /$1-git/info/refs?service=git-upload-pack HTTP" "$LOG" || missing+=" git"
 	[ -z "$missing" ] || { echo "# not at the origin:$missing"; return 1; }
 }
 run_p() { "$SANDCAP" run --quiet --audit "$T/audit-$1.jsonl" --policy "$T/$2.json" -- "${@:3}"; }
@@ -62,7 +69,7 @@ policy name "{\"version\": 1, $G \"net\": {\"egress\": [{\"host\": \"api.allowed
 out=$(run_p name name bash /c/clients.sh "http://api.allowed.test:$port" name 2>&1)
 expect_eq "every client reaches a named rule with the default environment" "$out" "$want"
 check "... and each request arrived at the origin" arrived name
-check "... each through the proxy (net.request)" bash -c "[ \$(grep -c '\"event\":\"net.request\"' '$T/audit-name.jsonl') -ge 7 ]"
+check "... each through the proxy (net.request)" bash -c "[ \$(grep -c '\"event\":\"net.request\"' '$T/audit-name.jsonl') -ge 9 ]"
 
 # A rule for the origin's loopback address: 127.0.0.1 inside is the
 # sandbox's own, so the request must go through the proxy.
