@@ -333,7 +333,8 @@ int plan_describe(const sc_plan *p, FILE *out)
 	fprintf(out, "  hostname:              %s\n", p->hostname);
 	fprintf(out, "\nEnvironment (nothing else is inherited):\n  ");
 	for (size_t i = 0; i < p->n_env; i++)
-		fprintf(out, "%.*s ", (int)strcspn(p->env[i], "="), p->env[i]);
+		if (!agent_env_left_out(p->env[i]))
+			fprintf(out, "%.*s ", (int)strcspn(p->env[i], "="), p->env[i]);
 	{
 		const char *name;
 		size_t len;

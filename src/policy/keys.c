@@ -88,9 +88,11 @@ static int parse_env(pctx *c, const json_t *v, const policy_key *k, void *base)
 				    "%s is not a valid variable name (letters, digits and \"_\", "
 				    "not starting with a digit)",
 				    q);
-		if (agent_env_reserved(key))
+		if (agent_env_reserved(key) && !agent_env_policy_may_set(key))
 			return fail(c, -EINVAL,
-				    "%s is set by sandcap itself and cannot be overridden", q);
+				    "%s is set by sandcap itself and cannot be overridden (only "
+				    "the proxy variables can, in the case sandcap writes them)",
+				    q);
 		for (size_t i = 0; i < p->n_credentials; i++)
 			if (p->credentials[i].placeholder_env &&
 			    strcmp(p->credentials[i].placeholder_env, key) == 0)

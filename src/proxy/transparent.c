@@ -15,8 +15,9 @@
  *     speaks first): a tunnel, as CONNECT.
  *
  * An address the sandbox resolver did not give out is refused unless an
- * IP-literal rule allows it (then a tunnel to it): net.denied with
- * "not-a-known-name".
+ * IP-literal rule allows it (then a tunnel to it), or it is the loopback and
+ * a rule allows localhost on that port (then it stands for localhost):
+ * net.denied with "not-a-known-name".
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -141,6 +142,22 @@ static void refuse_unknown(px_loop *L, const char *addr, uint16_t port)
 		      "a connection to an address the sandbox resolver did not give out"));
 }
 
+/* A client that reads no proxy variable resolves localhost itself, to the
+ * sandbox's loopback; a rule for localhost on this port means the host's
+ * (nothing of the sandbox's own can listen on a port a rule allows: this
+ * listener holds its wildcard address). */
+static const char *loopback_name(px_loop *L, const px_addr *dst, uint16_t port)
+{
+	static const uint8_t v4[4] = {127, 0, 0, 1}, v6[16] = {[15] = 1};
+	const char *reason;
+	bool lo =
+	    dst->family == AF_INET ? memcmp(dst->addr, v4, 4) == 0 : memcmp(dst->addr, v6, 16) == 0;
+
+	if (!lo || px_allow_match(L->cfg, "localhost", PX_HOST_NAME, port, 0, true, &reason) < 0)
+		return NULL;
+	return "localhost";
+}
+
 /* c asks for host:port as "CONNECT host:port" would: the same judgement. */
 static void judge_as_tunnel(conn *c, px_host_kind kind, const char *host)
 {
@@ -182,6 +199,8 @@ void px_transparent_accept(px_loop *L, px_watch *w)
 		(void)inet_ntop(dst.family, dst.addr, addr, sizeof(addr));
 		name = px_synthetic_name(L->synth, &dst);
 		kind = dst.family == AF_INET ? PX_HOST_IPV4 : PX_HOST_IPV6;
+		if (!name && px_allow_match(L->cfg, addr, kind, port, 0, true, &reason) < 0)
+			name = loopback_name(L, &dst, port);
 		if (!name && px_allow_match(L->cfg, addr, kind, port, 0, true, &reason) < 0) {
 			struct linger rst = {.l_onoff = 1, .l_linger = 0};
 

@@ -40,9 +40,9 @@ mkdir -p "$T/client"
 run_net() { "$SANDCAP" run --audit "$T/$1.jsonl" --policy "$T/net.json" -- "${@:2}"; }
 
 # --- SOCKS5 ---
-out=$(run_net socks sh -c 'echo "$ALL_PROXY"; curl -sS --noproxy "" --socks5-hostname 127.0.0.1:3128 http://localhost:'"$port"'/data.json' 2>/dev/null)
-expect_eq "ALL_PROXY inside names the SOCKS5 door, and curl --socks5-hostname reaches the allowed origin" \
-	"$out" "socks5h://127.0.0.1:3128
+out=$(run_net socks sh -c 'echo "$SOCKS_PROXY $ALL_PROXY"; curl -sS --noproxy "" -x "$SOCKS_PROXY" http://localhost:'"$port"'/data.json' 2>/dev/null)
+expect_eq "SOCKS_PROXY inside names the SOCKS5 door (ALL_PROXY the HTTP one), and curl through it reaches the allowed origin" \
+	"$out" "socks5h://127.0.0.1:3128 http://127.0.0.1:3128
 {\"answer\": 42}"
 expect_eq "... recorded as an allowed CONNECT via socks5 to the name" \
 	"$(count "$T/socks.jsonl" net.request decision=allow via=socks5 host=localhost method=CONNECT)" 1

@@ -36,7 +36,7 @@ policy net "{\"version\": 1,
       {\"host\": \"greet.allowed.test\", \"ports\": [$greet]}],
     \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"}}"
 # No proxy variable at all: what a client that ignores them sees.
-NOPX="env -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u NO_PROXY -u http_proxy -u https_proxy -u all_proxy -u no_proxy -u NODE_USE_ENV_PROXY -u JAVA_TOOL_OPTIONS"
+NOPX="env -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u NO_PROXY -u SOCKS_PROXY -u http_proxy -u https_proxy -u all_proxy -u no_proxy -u NODE_USE_ENV_PROXY -u JAVA_TOOL_OPTIONS"
 run_net() { "$SANDCAP" run --quiet --audit "$T/audit-$1.jsonl" --policy "$T/net.json" -- "${@:2}"; }
 A="api.allowed.test:$port"
 

@@ -20,6 +20,7 @@
 
 #include "base/cleanup.h"
 #include "base/io.h"
+#include "policy/agent-env.h"
 #include "policy/parse-internal.h"
 #include "policy/plan.h"
 #include "tap.h"
@@ -573,6 +574,60 @@ static void test_limits(void)
 	}
 }
 
+#define ONLY_PROXY " (only the proxy variables can, in the case sandcap writes them)"
+
+/* The value of name in the environment agent_env_build() gives p, or NULL. */
+static const char *env_of(const sc_plan *p, const char *name)
+{
+	static char *env[AGENT_ENV_OWN_MAX + POLICY_MAX_ENV + 1];
+	size_t n = strlen(name);
+
+	if (agent_env_build(p, env, ELEMENTSOF(env)) < 0)
+		return "E2BIG";
+	for (size_t i = 0; env[i]; i++)
+		if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
+			return env[i] + n + 1;
+	return NULL;
+}
+
+static void test_agent_proxy_env(void)
+{
+	sc_plan *p = good("{'version':1,'net':{'egress':[{'host':'example.com'}]}}");
+
+	ok(p && str_is(env_of(p, "ALL_PROXY"), "http://127.0.0.1:3128") &&
+	       str_is(env_of(p, "all_proxy"), "http://127.0.0.1:3128") &&
+	       str_is(env_of(p, "SOCKS_PROXY"), "socks5h://127.0.0.1:3128") &&
+	       str_is(env_of(p, "NO_PROXY"), "localhost,127.0.0.1"),
+	   "ALL_PROXY is the HTTP proxy, SOCKS_PROXY the SOCKS5 one, NO_PROXY the loopback");
+	sc_plan_free(p);
+	p = good("{'version':1,'net':{'egress':[{'host':'127.0.0.0/8','ports':[8080]}]}}");
+	ok(p && str_is(env_of(p, "NO_PROXY"), "localhost") &&
+	       str_is(env_of(p, "no_proxy"), "localhost"),
+	   "a rule for a range holding 127.0.0.1 takes it out of NO_PROXY");
+	sc_plan_free(p);
+	p = good("{'version':1,'net':{'egress':[{'host':'127.0.0.2'},{'host':'localhost'}]}}");
+	ok(p && str_is(env_of(p, "NO_PROXY"), "127.0.0.1"),
+	   "a rule for localhost takes it out of NO_PROXY; 127.0.0.2 is not 127.0.0.1");
+	sc_plan_free(p);
+	p = good("{'version':1,'net':{'egress':[{'host':'localhost'},{'host':'127.0.0.1'}]}}");
+	ok(p && !env_of(p, "NO_PROXY") && !env_of(p, "no_proxy"), "rules for both: no NO_PROXY");
+	sc_plan_free(p);
+	p = good("{'version':1,'net':{'egress':[{'host':'example.com'}]},"
+		 "'env':{'ALL_PROXY':'socks5h://127.0.0.1:3128','HTTP_PROXY':'','NO_PROXY':'x'}}");
+	ok(p && str_is(env_of(p, "ALL_PROXY"), "socks5h://127.0.0.1:3128") &&
+	       !env_of(p, "HTTP_PROXY") &&
+	       str_is(env_of(p, "http_proxy"), "http://127.0.0.1:3128") &&
+	       str_is(env_of(p, "NO_PROXY"), "x") &&
+	       str_is(env_of(p, "no_proxy"), "localhost,127.0.0.1"),
+	   "a policy's env replaces a proxy variable, or leaves it out with \"\"");
+	sc_plan_free(p);
+	p = good("{'version':1,'env':{'HTTPS_PROXY':'http://10.0.0.1:3128'}}");
+	ok(p && str_is(env_of(p, "HTTPS_PROXY"), "http://10.0.0.1:3128") &&
+	       !env_of(p, "HTTP_PROXY"),
+	   "without egress only the policy's proxy variables are set");
+	sc_plan_free(p);
+}
+
 static void test_env_identity_audit(void)
 {
 	sc_plan *p;
@@ -580,11 +635,13 @@ static void test_env_identity_audit(void)
 	bad("{'version':1,'env':[]}", -EINVAL, "$.env",
 	    "expected an object of \"NAME\": \"value\" strings, got an array");
 	bad("{'version':1,'env':{'HOME':'/x'}}", -EINVAL, "$.env.HOME",
-	    "\"HOME\" is set by sandcap itself and cannot be overridden");
-	bad("{'version':1,'env':{'http_proxy':'x'}}", -EINVAL, "$.env.http_proxy",
-	    "\"http_proxy\" is set by sandcap itself and cannot be overridden");
+	    "\"HOME\" is set by sandcap itself and cannot be overridden" ONLY_PROXY);
+	bad("{'version':1,'env':{'Http_Proxy':'x'}}", -EINVAL, "$.env.Http_Proxy",
+	    "\"Http_Proxy\" is set by sandcap itself and cannot be overridden" ONLY_PROXY);
 	bad("{'version':1,'env':{'Path':'x'}}", -EINVAL, "$.env.Path",
-	    "\"Path\" is set by sandcap itself and cannot be overridden");
+	    "\"Path\" is set by sandcap itself and cannot be overridden" ONLY_PROXY);
+	bad("{'version':1,'env':{'SSL_CERT_FILE':'x'}}", -EINVAL, "$.env.SSL_CERT_FILE",
+	    "\"SSL_CERT_FILE\" is set by sandcap itself and cannot be overridden" ONLY_PROXY);
 	bad("{'version':1,'env':{'A=B':'x'}}", -EINVAL, "$.env[\"A=B\"]",
 	    "variable name \"A=B\" contains \"=\"");
 	bad("{'version':1,'env':{'1X':'x'}}", -EINVAL, "$.env[\"1X\"]",
@@ -1802,6 +1859,7 @@ int main(void)
 	test_fs();
 	test_limits();
 	test_env_identity_audit();
+	test_agent_proxy_env();
 	test_net();
 	test_credentials();
 	test_l7();
