@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
@@ -669,6 +670,27 @@ static int load_prior(const char *state, const ws_meta *m, ws_intent *prior)
 	return 0;
 }
 
+/*
+ * The first tick of the clock inode times are taken from (the coarse one)
+ * after every write of ours: each of our ctimes is before it, and a host
+ * change from now on is at or after it. A fine-grained clock would put
+ * the epoch after a host change made in the same tick, which would then
+ * not be a conflict. Waits one tick at most (a few milliseconds).
+ */
+static void epoch_after_writes(struct timespec *ret)
+{
+	struct timespec now, next;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &now);
+	for (int i = 0; i < 1000; i++) {
+		clock_gettime(CLOCK_REALTIME_COARSE, &next);
+		if (next.tv_sec != now.tv_sec || next.tv_nsec != now.tv_nsec)
+			break;
+		(void)nanosleep(&(struct timespec){.tv_nsec = 500000}, NULL);
+	}
+	*ret = next;
+}
+
 static int cmd_apply(const char *id, bool force)
 {
 	char state[PATH_MAX];
@@ -706,9 +728,8 @@ static int cmd_apply(const char *id, bool force)
 	x.force = force;
 	x.prior = load_prior(state, &t.m, &prior) == 0 ? &prior : NULL;
 	r = ws_apply(t.upper, &t.m, force, x.prior, record_intent, &x, &res, &d);
-	/* After every write of ours (each ctime is at or before it): the
-	 * live workspace's next epoch. */
-	clock_gettime(CLOCK_REALTIME, &t0);
+	/* After every write of ours: the live workspace's next epoch. */
+	epoch_after_writes(&t0);
 	if (r == -EBUSY) {
 		cli_error("%s", d.message);
 		for (size_t i = 0; i < res.n_conflicts; i++) {

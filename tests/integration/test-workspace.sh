@@ -153,7 +153,8 @@ W=$SANDCAP_STATE_DIR/workspaces
 wold=$(mkws) wyoung=$(mkws) wbusy=$(mkws)
 touch -d '40 days ago' "$W/$wold/meta.json" "$W/$wbusy/meta.json"
 mkdir -p "$W/.intents" && echo x > "$W/.intents/$wold"
-flock -x "$W/$wbusy" sleep 30 &
+# The lock is held by the sleep itself (its fd 9), so killing it frees all.
+(exec 9<"$W/$wbusy" && flock -x 9 && exec sleep 30) &
 locker=$!
 for _ in $(seq 50); do flock -n -x "$W/$wbusy" true || break; sleep 0.1; done
 out=$("$SANDCAP" workspace prune --older-than 30d --dry-run 2>&1)
