@@ -439,10 +439,7 @@ bool px_inspect_tunnel_leak(conn *c)
 	leak = px_placeholder_find(cfg, buf, (size_t)n);
 	if (!leak)
 		return false;
-	(void)snprintf(
-	    detail, sizeof(detail),
-	    "cleartext in the tunnel carries the placeholder of %s, which is only for %s",
-	    leak->placeholder_env, leak->host);
+	px_placeholder_tunnel_detail(leak, detail, sizeof(detail));
 	px_conn_emit_denied(c, "credential-exfiltration", detail);
 	return true;
 }

@@ -2,6 +2,7 @@
 #include "proxy/placeholder.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -180,4 +181,12 @@ int px_placeholder_replace(const px_config *cfg, const char *host, char **head, 
 		total += r;
 	}
 	return total;
+}
+
+void px_placeholder_tunnel_detail(const px_cred *leak, char *out, size_t size)
+{
+	(void)snprintf(
+	    out, size,
+	    "cleartext in the tunnel carries the placeholder of %s, which is only for %s",
+	    leak->placeholder_env, leak->host);
 }

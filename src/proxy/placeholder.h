@@ -26,6 +26,9 @@ int px_placeholder_make(const char *name, char *out, size_t size);
 /* The first credential whose placeholder occurs in buf, or NULL. */
 const px_cred *px_placeholder_find(const px_config *cfg, const char *buf, size_t len);
 
+/* The detail of a tunnel refused for carrying leak's placeholder in cleartext. */
+void px_placeholder_tunnel_detail(const px_cred *leak, char *out, size_t size);
+
 /*
  * In the request head built for host (request line, CRLF, headers, CRLF
  * CRLF), replaces the placeholder of every credential for host by its value:

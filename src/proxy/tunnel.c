@@ -129,10 +129,7 @@ static bool leaks(conn *c)
 	c->tunnel_peeked = true;
 	if (!leak)
 		return false;
-	(void)snprintf(
-	    detail, sizeof(detail),
-	    "cleartext in the tunnel carries the placeholder of %s, which is only for %s",
-	    leak->placeholder_env, leak->host);
+	px_placeholder_tunnel_detail(leak, detail, sizeof(detail));
 	refuse_hello(c, "credential-exfiltration", detail);
 	return true;
 }
