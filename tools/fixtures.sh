@@ -3,7 +3,36 @@
 # chosen names. Callers define W (a work directory) and PIDS (an array);
 # the servers are killed with the caller's PIDS cleanup.
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# free_port: a loopback port free for TCP and UDP whose next port is free
+# too (start_origin's upload sink listens there). It is picked below the
+# kernel's ephemeral range, so no connection a busy test makes meanwhile can
+# take it before its server binds; ports given out before (in $W/ports) are
+# not given again.
+free_port() {
+	python3 -c '
+import os, random, socket, sys
+given = sys.argv[1] and sys.argv[1] + "/ports"
+taken = set(open(given).read().split()) if given and os.path.exists(given) else set()
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+def free(p):
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        s = socket.socket(socket.AF_INET, kind)
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+while True:
+    p = random.randrange(10000, max(low, 10002) - 1)
+    if str(p) not in taken and str(p + 1) not in taken and free(p) and free(p + 1):
+        if given:
+            open(given, "a").write("%d\n%d\n" % (p, p + 1))
+        print(p)
+        break
+' "${W:-}"
+}
 
 # A real origin server on host loopback: nginx logging every request.
 start_origin() { # start_origin PORT
@@ -50,7 +79,8 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 		(echo >/dev/tcp/127.0.0.1/"$port") 2>/dev/null && (echo >/dev/tcp/127.0.0.1/$((port + 1))) 2>/dev/null && return 0
 		sleep 0.1
 	done
-	echo "origin did not start" >&2
+	echo "origin did not start on 127.0.0.1:$port and :$((port + 1)):" >&2
+	tail -5 "$d/error.log" >&2 2>/dev/null
 	return 1
 }
 origin_log() { cat "$W/nginx/access.log" 2>/dev/null; }
