@@ -132,6 +132,8 @@ int rp_json(FILE *out, const report *rp)
 
 	set(stopped, "network", blist_json(&rp->denied));
 	set(stopped, "network_by_host", ctable_json(&rp->tally.denied_hosts, "host", false));
+	set(stopped, "files", blist_json(&rp->files_denied));
+	set(stopped, "files_denied", json_integer((json_int_t)rp->tally.files_denied));
 	set(sys, "count", json_integer((json_int_t)rp->tally.syscalls_denied));
 	set(sys, "by_syscall", ctable_json(&rp->tally.syscalls, "syscall", false));
 	set(stopped, "syscalls", sys);

@@ -822,6 +822,26 @@ static void text_stopped(FILE *out, const report *rp)
 	put_more(out, &rp->denied);
 	if (rp->denied.count > json_array_size(rp->denied.items))
 		text_by_host(out, &rp->tally.denied_hosts);
+	/* Refused writes: folded ones are in the count, not the list. */
+	(void)fprintf(out, "  files     %" PRIu64 " write%s refused\n", rp->tally.files_denied,
+		      rp->tally.files_denied == 1 ? "" : "s");
+	json_array_foreach(rp->files_denied.items, i, x)
+	{
+		(void)fputs("    ", out);
+		put_safe(out, rp_get_str(x, "op"));
+		(void)fputc(' ', out);
+		put_safe(out, rp_get_str(x, "path"));
+		if (rp_get_str(x, "mode")) {
+			(void)fputs(" mode ", out);
+			put_safe(out, rp_get_str(x, "mode"));
+		}
+		(void)fputs(" (", out);
+		put_safe(out, rp_get_str(x, "errno"));
+		(void)fputs(", ", out);
+		put_safe(out, rp_get_str(x, "reason"));
+		(void)fputs(")\n", out);
+	}
+	put_more(out, &rp->files_denied);
 	(void)fprintf(out, "  syscalls  %" PRIu64 " denied", rp->tally.syscalls_denied);
 	if (rp->tally.syscalls_denied)
 		(void)fputc(':', out);

@@ -113,6 +113,7 @@ static const char *const net_keys[] = {"method",     "host",	    "port",	  "path
 static const char *const denied_keys[] = {"method",	"host",	  "port",     "path", "reason",
 					  "credential", "detail", "protocol", NULL};
 static const char *const file_keys[] = {"path", "op", "sha256", NULL};
+static const char *const file_denied_keys[] = {"op", "path", "mode", "errno", "reason", NULL};
 static const char *const command_keys[] = {"id", "argv", "cwd", "tty", NULL};
 static const char *const command_exit_keys[] = {"status", "signal", "duration_ms", "limits_hit",
 						NULL};
@@ -231,6 +232,8 @@ static int handle_event(report *rp, const char *event, json_t *data)
 		return 0; /* counted in the tally */
 	} else if (strcmp(event, "syscall.denied") == 0) {
 		return 0; /* counted in the tally */
+	} else if (strcmp(event, "fs.denied") == 0) {
+		return blist_add(&rp->files_denied, data, file_denied_keys);
 	} else if (strcmp(event, "fs.write") == 0) {
 		return file_record(&rp->files, data, file_keys, &rp->files_truncated,
 				   &rp->files_unrecorded);
@@ -318,6 +321,7 @@ static void report_done(report *rp)
 	json_decref(rp->net.items);
 	json_decref(rp->files.items);
 	json_decref(rp->denied.items);
+	json_decref(rp->files_denied.items);
 	json_decref(rp->commands.items);
 	json_decref(rp->file_ops.items);
 	json_decref(rp->dns.items);
@@ -347,13 +351,14 @@ int au_report(FILE *in, FILE *out, bool json)
 	rp->net.items = json_array();
 	rp->files.items = json_array();
 	rp->denied.items = json_array();
+	rp->files_denied.items = json_array();
 	rp->commands.items = json_array();
 	rp->file_ops.items = json_array();
 	rp->dns.items = json_array();
 	rp->reads.items = json_array();
 	if (!rp->grants.items || !rp->procs.items || !rp->failed.items || !rp->net.items ||
 	    !rp->files.items || !rp->denied.items || !rp->commands.items || !rp->file_ops.items ||
-	    !rp->dns.items || !rp->reads.items) {
+	    !rp->dns.items || !rp->reads.items || !rp->files_denied.items) {
 		report_done(rp);
 		return -ENOMEM;
 	}

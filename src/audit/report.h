@@ -47,6 +47,7 @@ typedef struct report {
 	blist net;	 /* net.request, allowed */
 	blist files;	 /* fs.write */
 	blist denied;	 /* net.denied and denied net.request */
+	blist files_denied; /* fs.denied: writes and setid modes refused */
 	blist commands;	 /* a session's exec.start, completed by its exec.exit */
 	uint64_t commands_ended;
 	blist file_ops; /* a session's file.put, file.get, file.list */

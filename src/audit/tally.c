@@ -113,8 +113,9 @@ static void count_credential_use(au_tally *t, json_t *data)
 
 /*
  * Refusals over net.rate have no record each: a limit.hit "rate" counts
- * them in "suppressed" ("kind": "requests" or "dns"), and they count here
- * as the records they stand for would (docs/audit.md, "Folded records").
+ * them in "suppressed" ("kind": "requests" or "dns"); so do refused file
+ * writes past ten a second ("denied_records", "files"). They count here as
+ * the records they stand for would (docs/audit.md, "Folded records").
  */
 static void count_folded(au_tally *t, json_t *data)
 {
@@ -122,10 +123,13 @@ static void count_folded(au_tally *t, json_t *data)
 	json_t *n = json_object_get(data, "suppressed");
 	uint64_t v;
 
-	if (!limit || strcmp(limit, "rate") != 0 || !kind || !json_is_integer(n) ||
-	    json_integer_value(n) <= 0)
+	if (!limit || !kind || !json_is_integer(n) || json_integer_value(n) <= 0)
 		return;
 	v = (uint64_t)json_integer_value(n);
+	if (strcmp(limit, "denied_records") == 0 && strcmp(kind, "files") == 0)
+		sat_add(&t->files_denied, v);
+	if (strcmp(limit, "rate") != 0)
+		return;
 	if (strcmp(kind, "requests") == 0) {
 		sat_add(&t->net_denied, v);
 		sat_add(&t->requests_over_rate, v);
@@ -147,6 +151,8 @@ void au_tally_event(au_tally *t, const char *event, json_t *data)
 		/* "truncated" is the watch saying what it left out, not a file. */
 		if (path && !(op && strcmp(op, "truncated") == 0))
 			count_path(t, path);
+	} else if (strcmp(event, "fs.denied") == 0) {
+		sat_add(&t->files_denied, 1);
 	} else if (strcmp(event, "net.request") == 0) {
 		count_credential_use(t, data);
 	} else if (strcmp(event, "net.denied") == 0) {

@@ -264,6 +264,9 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 				"audit log)\n",
 				r->proxy_restarts, r->proxy_restarts == 1 ? "" : "s");
 	}
+	if (t->files_denied)
+		fprintf(f, "  file writes refused: %" PRIu64 " (fs.denied in the audit log)\n",
+			t->files_denied);
 	if (t->syscalls_denied) {
 		const au_count *e[AU_TALLY_KEYS];
 		size_t n = au_table_sorted(&t->syscalls, e);
@@ -332,6 +335,9 @@ static void summary_json(const sc_run_result *r)
 	char *s;
 
 	/* audit_hash is final only when audit_state is "sealed". */
+	if (o)
+		(void)json_object_set_new(o, "files_denied",
+					  json_integer((json_int_t)t->files_denied));
 	if (o) {
 		(void)json_object_set_new(o, "proxy_restarts", json_integer(r->proxy_restarts));
 		(void)json_object_set_new(o, "proxy_failed", json_boolean(r->proxy_failed));

@@ -149,7 +149,21 @@ typedef struct supervisor {
 	char landlock[256];
 	uint64_t t0;
 	px_attempt_limit raw_sockets; /* raw/packet socket() attempts (attempt-raw.c) */
+	/* What the listener judges writes by (seccomp.h, sf_walls). */
+	sf_walls walls;
+	const char *writable[SF_MAX_WRITABLE];
+	/* fs.denied past a burst of FS_DENIED_BURST, then FS_DENIED_PER_SEC a
+	 * second, are folded into one
+	 * limit.hit a second (docs/audit.md, "Folded records"). */
+	struct {
+		bool started;
+		px_bucket records;
+		uint64_t folded, report_ns;
+	} fs_denied;
 } supervisor;
+
+#define FS_DENIED_PER_SEC 10u
+#define FS_DENIED_BURST	  64u
 
 static uint64_t now_ns(void)
 {
@@ -664,6 +678,48 @@ static void pace_wait(supervisor *s)
 	}
 }
 
+/* The count of fs.denied records not written one by one, as a limit.hit,
+ * when a second has passed since the last (or at the end: final). */
+static int fs_denied_report(supervisor *s, uint64_t now, bool final)
+{
+	uint64_t n = s->fs_denied.folded;
+	char detail[160];
+
+	if (n == 0 || (!final && now < s->fs_denied.report_ns))
+		return 0;
+	s->fs_denied.folded = 0;
+	s->fs_denied.report_ns = now + 1000000000ull;
+	(void)snprintf(detail, sizeof(detail),
+		       "%" PRIu64 " more refused file write%s not recorded one by one", n,
+		       n == 1 ? "" : "s");
+	return emit_locked(s, "limit.hit",
+			   json_pack("{s:s, s:s, s:s, s:I}", "limit", "denied_records", "kind",
+				     "files", "detail", detail, "suppressed", (json_int_t)n));
+}
+
+/* A refused write or setid mode: its own record for the first ten a
+ * second, a count for the rest. Called with emit_lock held. */
+static int fs_denied_event(supervisor *s, json_t *data)
+{
+	uint64_t now = now_ns();
+	int r = 0;
+
+	if (!s->fs_denied.started) {
+		px_bucket_init(&s->fs_denied.records, FS_DENIED_PER_SEC, 1000000000ull,
+			       FS_DENIED_BURST, now);
+		s->fs_denied.started = true;
+	}
+	if (px_bucket_take_exact(&s->fs_denied.records, 1, now)) {
+		r = emit_locked(s, "fs.denied", data);
+	} else {
+		json_decref(data);
+		s->fs_denied.folded++;
+	}
+	if (r >= 0)
+		r = fs_denied_report(s, now, false);
+	return r;
+}
+
 static int on_event(const char *event, json_t *data, void *userdata)
 {
 	supervisor *s = userdata;
@@ -688,7 +744,10 @@ static int on_event(const char *event, json_t *data, void *userdata)
 	}
 	if (strcmp(event, "syscall.denied") == 0)
 		s->res->syscalls_denied++;
-	r = emit_locked(s, event, data);
+	if (strcmp(event, "fs.denied") == 0)
+		r = fs_denied_event(s, data);
+	else
+		r = emit_locked(s, event, data);
 	pthread_mutex_unlock(&s->emit_lock);
 	return r;
 }
@@ -728,7 +787,25 @@ static void arm(int tfd, uint64_t ns)
  */
 static void start_listener(supervisor *s, int fd)
 {
-	if (sf_listener_start(fd, on_event, s, &s->listener) < 0) {
+	size_t n = 0;
+
+	/* Landlock's writable places (landlock.c): the sandbox's /tmp and
+	 * /dev/shm, and the grants it may write. Its status begins "fs=1"
+	 * when it confines files (child.c, step_landlock). */
+	s->writable[n++] = "/tmp";
+	s->writable[n++] = "/dev/shm";
+	for (size_t i = 0; i < s->plan->n_grants && n < SF_MAX_WRITABLE; i++) {
+		const plan_grant *g = &s->plan->grants[i];
+
+		if (g->mode != GRANT_RO)
+			s->writable[n++] = g->at ? g->at : g->path;
+	}
+	s->walls = (sf_walls){
+	    .landlock = (s->layers & LAYER_LANDLOCK) && strncmp(s->landlock, "fs=1", 4) == 0,
+	    .n_writable = n,
+	    .writable = s->writable,
+	};
+	if (sf_listener_start(fd, &s->walls, on_event, s, &s->listener) < 0) {
 		s->notify_fd = fd;
 		(void)ep_add(s, s->notify_fd, EV_NOTIFY);
 	}
@@ -1193,7 +1270,8 @@ static int event_loop(supervisor *s)
 				break;
 			case EV_NOTIFY:
 				if (evs[i].events & EPOLLIN)
-					(void)sf_notify_handle(s->notify_fd, on_event, s);
+					(void)sf_notify_handle(s->notify_fd, &s->walls, on_event,
+							       s);
 				else if (evs[i].events & (EPOLLHUP | EPOLLERR))
 					/* Every process under the filter is gone; the
 					 * hangup would otherwise wake us until the end. */
@@ -1900,6 +1978,9 @@ static void supervise(supervisor *s)
 		if (n)
 			(void)emit(s, "limit.hit", px_attempt_limit_record(n, false));
 	}
+	pthread_mutex_lock(&s->emit_lock);
+	(void)fs_denied_report(s, now_ns(), true);
+	pthread_mutex_unlock(&s->emit_lock);
 	/* pid 1 never started and the child did not say why (killed during
 	 * setup): a refusal, never the status of a command that did not run. */
 	if (!s->ready && !s->setup_failed) {

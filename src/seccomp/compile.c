@@ -120,6 +120,8 @@ static uint32_t sf_action_of(sf_action act, unsigned variant, bool *ret_skip)
 	case SF_DENY:
 	case SF_SETID:
 		return (variant & SF_V_AUDIT_DENIED) ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(EPERM);
+	case SF_WRITE:
+		return (variant & SF_V_AUDIT_DENIED) ? SCMP_ACT_NOTIFY : SCMP_ACT_ALLOW;
 	case SF_NOFAMILY:
 		return SCMP_ACT_ERRNO(EAFNOSUPPORT);
 	case SF_ENOSYS:

@@ -56,6 +56,7 @@
 #include "base/pages.h"
 #include "compat/syscalls.h"
 #include "seccomp/seccomp.h"
+#include "seccomp/writes.h"
 
 #define SF_EXEC_PATH_MAX       4096u
 #define SF_EXEC_ARGS_MAX       256u
@@ -394,33 +395,6 @@ static void sf_dirfd_path(pid_t pid, sf_exec *x)
 		x->dirfd_len = n;
 }
 
-/* The path, from the target's root, of the directory /proc/PID/NAME links
- * to (its cwd, or an fd): the link's text, once the directory that text
- * names under rootfd is found to be that very directory. -1 otherwise. */
-static int sf_proc_dir(pid_t pid, const char *name, int rootfd, char *ret_text, size_t size)
-{
-	char proc[SF_PROC_PATH_MAX];
-	struct sc_open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-				  .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	struct stat a, b;
-	_cleanup_close_ int fd = -1, again = -1;
-	ssize_t n;
-
-	(void)snprintf(proc, sizeof(proc), "/proc/%d/%s", pid, name);
-	fd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	n = fd >= 0 ? readlink(proc, ret_text, size) : -1;
-	if (n <= 0 || (size_t)n >= size || ret_text[0] != '/')
-		return -1;
-	ret_text[n] = '\0';
-	/* The text is the directory's path from the target's root when the
-	 * directory lies inside it: checked, by identity. */
-	again = sys_openat2(rootfd, ret_text, &how);
-	if (again < 0 || fstat(fd, &a) < 0 || fstat(again, &b) < 0 || a.st_dev != b.st_dev ||
-	    a.st_ino != b.st_ino)
-		return -1;
-	return 0;
-}
-
 /*
  * Whether the exec can find its file, looked up as the target would: from
  * its root, and its working directory or execveat's dirfd, all read from
@@ -463,7 +437,7 @@ static int sf_exec_lookup(const sf_exec *x)
 			char name[16];
 
 			(void)snprintf(name, sizeof(name), fdbase ? "fd/%d" : "cwd", x->dirfd);
-			if (sf_proc_dir(x->pid, name, rootfd, dir, sizeof(dir)) < 0)
+			if (sf_target_dir(x->pid, name, rootfd, dir, sizeof(dir)) < 0)
 				return 0;
 			(void)snprintf(full, sizeof(full), "%s/%s", dir, x->path);
 		}
@@ -738,7 +712,9 @@ typedef struct sf_ctx {
 	struct seccomp_notif_resp *resp;
 	size_t req_size, resp_size, map_size;
 	int execve_nr, execveat_nr;
-	int setid_nr[SF_N_SETID]; /* sf_setid_calls' numbers, -1 unknown */
+	int setid_nr[SF_N_SETID];	/* sf_setid_calls' numbers, -1 unknown */
+	int write_nr[SF_N_WRITE_CALLS]; /* sf_write_calls' numbers, -1 unknown */
+	sf_wstate writes;
 	uint32_t native;
 	sf_mem mem;
 	sf_exec exec;
@@ -780,6 +756,8 @@ static int sf_ctx_new(sf_ctx **ret)
 	c->execveat_nr = seccomp_syscall_resolve_name("execveat");
 	for (size_t i = 0; i < SF_N_SETID; i++)
 		c->setid_nr[i] = seccomp_syscall_resolve_name(sf_setid_calls[i].name);
+	for (size_t i = 0; i < SF_N_WRITE_CALLS; i++)
+		c->write_nr[i] = seccomp_syscall_resolve_name(sf_write_calls[i].name);
 	c->native = seccomp_arch_native();
 	*ret = c;
 	return 0;
@@ -814,6 +792,104 @@ static int sf_handle_setid(sf_ctx *c, int notify_fd, const sf_setid_call *call, 
 	return r < 0 ? r : 1;
 }
 
+/* The call, when this notification is one the filter sent for a write
+ * (profile.c, SF_WRITE). */
+static const sf_write_call *sf_write_of(const int *nrs, const struct seccomp_notif *req)
+{
+	for (size_t i = 0; i < SF_N_WRITE_CALLS; i++) {
+		const sf_write_call *c = &sf_write_calls[i];
+		uint32_t type;
+
+		if (nrs[i] < 0 || req->data.nr != nrs[i])
+			continue;
+		if (c->node < 0)
+			return c;
+		/* mknod of a device is refused as such (syscall.denied) */
+		type = (uint32_t)req->data.args[c->node] & S_IFMT;
+		return type == 0 || type == S_IFREG || type == S_IFIFO || type == S_IFSOCK ? c
+											   : NULL;
+	}
+	return NULL;
+}
+
+/* fs.denied for a write a wall refuses. */
+static json_t *sf_write_json(pid_t pid, const char *op, const char *path, int err)
+{
+	_cleanup_json_ json_t *data = json_object();
+
+	if (!data || json_object_set_new(data, "pid", json_integer(pid)) < 0 ||
+	    json_object_set_new(data, "op", json_string(op)) < 0 ||
+	    json_object_set_new(data, "path", sf_json_bytes(path, strlen(path))) < 0 ||
+	    json_object_set_new(data, "errno", json_string(err == EROFS ? "EROFS" : "EACCES")) <
+		0 ||
+	    json_object_set_new(data, "reason",
+				json_string(err == EROFS ? "read-only" : "not-writable")) < 0)
+		return NULL;
+	return TAKE_PTR(data);
+}
+
+/* One path of a write call, read and judged: the wall's errno or 0, and the
+ * path from the target's root in x->path. A path that cannot be read, or
+ * is longer than PATH_MAX, is the kernel's to refuse (EFAULT,
+ * ENAMETOOLONG). */
+static int sf_write_path(sf_ctx *c, const sf_write_call *call, int dirfd_arg, int path_arg)
+{
+	const struct seccomp_notif *req = c->req;
+	sf_exec *x = &c->exec;
+	size_t len = 0;
+	bool t = false;
+	sf_wpath p = {
+	    .given = x->argv,
+	    .dirfd = dirfd_arg >= 0 ? (int)req->data.args[dirfd_arg] : AT_FDCWD,
+	    .flags = call->flags >= 0 ? (int)req->data.args[call->flags] : -1,
+	};
+
+	x->argv[0] = '\0';
+	if (path_arg >= 0 && (sf_read_string(&c->mem, req->data.args[path_arg], x->argv,
+					     SF_EXEC_PATH_MAX, &len, &t) < 0 ||
+			      t))
+		return 0;
+	return sf_write_judge(&c->writes, (pid_t)req->pid, call->obj, &p, x->path, sizeof(x->path));
+}
+
+/*
+ * A write: judged (writes.c); one a wall refuses is recorded (when the copy
+ * was the target's, see the top) and refused here with the wall's errno,
+ * whether or not the record could be written; any other goes on (CONTINUE)
+ * and the kernel decides.
+ */
+static int sf_handle_write(sf_ctx *c, int notify_fd, const sf_write_call *call, sf_event_cb cb,
+			   void *userdata)
+{
+	json_t *data = NULL;
+	int err, r;
+
+	sf_mem_reset(&c->mem, (pid_t)c->req->pid);
+	err = sf_write_path(c, call, call->dirfd, call->path);
+	if (err == 0 && call->path2 >= 0)
+		err = sf_write_path(c, call, call->dirfd2, call->path2);
+	if (err == 0) {
+		c->resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		r = sf_respond(notify_fd, c->resp);
+		return r < 0 ? r : 1;
+	}
+	while (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &c->req->id) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno != ENOENT)
+			return -errno;
+		return 1; /* stale: no record, and nobody waits for the answer */
+	}
+	data = sf_write_json((pid_t)c->req->pid, call->name, c->exec.path, err);
+	if (data && cb)
+		(void)cb("fs.denied", data, userdata);
+	else
+		json_decref(data);
+	c->resp->error = -err;
+	r = sf_respond(notify_fd, c->resp);
+	return r < 0 ? r : 1;
+}
+
 /*
  * Receives (blocking) and answers one notification. Returns 1 when one was
  * handled, 0 when RECV found none (ENOENT: it was withdrawn, or no process
@@ -830,6 +906,7 @@ static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 	struct seccomp_notif_resp *resp = c->resp;
 	json_t *data = NULL;
 	const sf_setid_call *setid;
+	const sf_write_call *write;
 	bool is_exec = false, at = false;
 	int r, r_event = 0;
 
@@ -851,6 +928,9 @@ static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 	setid = req->data.arch == c->native ? sf_setid_of(c->setid_nr, req) : NULL;
 	if (setid)
 		return sf_handle_setid(c, notify_fd, setid, cb, userdata);
+	write = req->data.arch == c->native ? sf_write_of(c->write_nr, req) : NULL;
+	if (write)
+		return sf_handle_write(c, notify_fd, write, cb, userdata);
 	if (!is_exec) {
 		/* Record first, then refuse: the denial is enforced here. */
 		r_event = sf_denied_event(req, &data);
@@ -889,7 +969,7 @@ static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 	return r < 0 ? r : 1;
 }
 
-int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata)
+int sf_notify_handle(int notify_fd, const sf_walls *walls, sf_event_cb cb, void *userdata)
 {
 	/* One caller at a time (the listener's owner): the context is kept
 	 * between calls, so a notification costs no allocation. */
@@ -901,6 +981,8 @@ int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata)
 		if (r < 0)
 			return r;
 	}
+	if (ctx->writes.walls != walls)
+		ctx->writes = (sf_wstate){.walls = walls};
 	r = sf_handle(ctx, notify_fd, cb, userdata);
 	return r < 0 ? r : 0;
 }
@@ -944,7 +1026,8 @@ static void *sf_listener_main(void *arg)
 	return NULL;
 }
 
-int sf_listener_start(int notify_fd, sf_event_cb cb, void *userdata, sf_listener **ret)
+int sf_listener_start(int notify_fd, const sf_walls *walls, sf_event_cb cb, void *userdata,
+		      sf_listener **ret)
 {
 	_cleanup_free_ sf_listener *l = calloc(1, sizeof(*l));
 	sigset_t all, old;
@@ -960,6 +1043,7 @@ int sf_listener_start(int notify_fd, sf_event_cb cb, void *userdata, sf_listener
 	r = sf_ctx_new(&l->ctx);
 	if (r < 0)
 		return r;
+	l->ctx->writes.walls = walls;
 	l->fd = notify_fd;
 	l->cb = cb;
 	l->userdata = userdata;

@@ -22,6 +22,7 @@
 #include <linux/sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #define NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -62,6 +63,10 @@
 #define SETID_WHY                                                                                  \
 	"setuid/setgid bits: in a grant the file is its host owner's (root's, in a root-owned "    \
 	"grant), and the host does not mount it nosuid"
+#define WRITE_WHY "writes: the mount tree and Landlock decide which; a refused one is recorded"
+/* open's flags that write: an access mode other than O_RDONLY, creating or
+ * truncating (O_TMPFILE holds O_DIRECTORY and needs a writing mode). */
+#define OPEN_WRITE_BITS ((uint32_t)(O_ACCMODE | O_CREAT | O_TRUNC))
 /* mknod's mode holds the type too: each type mknod may make, with each
  * combination of the two bits. */
 #define SETID_NODES                                                                                \
@@ -77,17 +82,16 @@ const sf_rule sf_profile[] = {
 	   "preadv2", "pwritev2", "lseek", "sendfile", "copy_file_range", "splice", "tee",
 	   "vmsplice", "close", "close_range", "dup", "dup2", "dup3", "fcntl", "flock", "fsync",
 	   "fdatasync", "sync", "syncfs", "sync_file_range", "fadvise64", "readahead", "cachestat",
-	   "fallocate", "ftruncate", "truncate", "pipe", "pipe2"),
+	   "fallocate", "ftruncate", "pipe", "pipe2"),
      .why = "file descriptor I/O"},
     {SF_ALLOW,
      NAMES("access", "faccessat", "faccessat2", "stat", "lstat", "fstat", "newfstatat", "statx",
-	   "statfs", "fstatfs", "getdents", "getdents64", "getcwd", "chdir", "fchdir", "rmdir",
-	   "unlink", "unlinkat", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
-	   "symlinkat", "readlink", "readlinkat", "chown", "fchown", "lchown", "fchownat", "umask",
-	   "utime", "utimes", "utimensat", "futimesat", "getxattr", "lgetxattr", "fgetxattr",
-	   "listxattr", "llistxattr", "flistxattr", "setxattr", "lsetxattr", "fsetxattr",
-	   "removexattr", "lremovexattr", "fremovexattr", "inotify_init", "inotify_init1",
-	   "inotify_add_watch", "inotify_rm_watch", "memfd_create"),
+	   "statfs", "fstatfs", "getdents", "getdents64", "getcwd", "chdir", "fchdir", "readlink",
+	   "readlinkat", "chown", "fchown", "lchown", "fchownat", "umask", "utime", "utimes",
+	   "utimensat", "futimesat", "getxattr", "lgetxattr", "fgetxattr", "listxattr",
+	   "llistxattr", "flistxattr", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
+	   "lremovexattr", "fremovexattr", "inotify_init", "inotify_init1", "inotify_add_watch",
+	   "inotify_rm_watch", "memfd_create"),
      .why = "paths and metadata; Landlock and the mount tree decide which"},
     {SF_ALLOW,
      NAMES("brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "msync", "mincore", "mlock",
@@ -178,25 +182,35 @@ const sf_rule sf_profile[] = {
      * a grant owned by root a setuid file of the agent's is root's setuid
      * file on the host (docs/decisions.md, "No setuid file leaves the
      * sandbox"). */
-    {SF_ALLOW, NAMES("chmod", "fchmod", "creat", "mkdir"), NO_SETID(1),
-     .why = "paths and metadata; Landlock and the mount tree decide which"},
+    /* Calls that write a name or a file's data or mode: the mount tree and
+     * Landlock decide which; with audit.denied_syscalls the listener first
+     * judges, and records and refuses a write a wall would refuse
+     * (fs.denied, writes.c). */
+    {SF_WRITE,
+     NAMES("unlink", "unlinkat", "rmdir", "rename", "renameat", "renameat2", "link", "linkat",
+	   "symlink", "symlinkat", "truncate"),
+     .why = WRITE_WHY},
+    {SF_WRITE, NAMES("chmod", "fchmod", "creat", "mkdir"), NO_SETID(1), .why = WRITE_WHY},
     {SF_SETID, NAMES("chmod", "fchmod", "creat", "mkdir"), SETID(1), .why = SETID_WHY},
-    {SF_ALLOW, NAMES("open", "fchmodat", "fchmodat2", "mkdirat"), NO_SETID(2),
-     .why = "paths and metadata; Landlock and the mount tree decide which"},
+    {SF_WRITE, NAMES("fchmodat", "fchmodat2", "mkdirat"), NO_SETID(2), .why = WRITE_WHY},
     {SF_SETID, NAMES("open", "fchmodat", "fchmodat2", "mkdirat"), SETID(2), .why = SETID_WHY},
-    {SF_ALLOW, NAMES("openat"), NO_SETID(3),
-     .why = "paths and metadata; Landlock and the mount tree decide which"},
+    {SF_ALLOW, NAMES("open"), NO_SETID(2), IN(1, OPEN_WRITE_BITS, 0),
+     .why = "opening to read; the mount tree and Landlock decide which"},
+    {SF_WRITE, NAMES("open"), NO_SETID(2), NOT_IN(1, OPEN_WRITE_BITS, 0), .why = WRITE_WHY},
+    {SF_ALLOW, NAMES("openat"), NO_SETID(3), IN(2, OPEN_WRITE_BITS, 0),
+     .why = "opening to read; the mount tree and Landlock decide which"},
+    {SF_WRITE, NAMES("openat"), NO_SETID(3), NOT_IN(2, OPEN_WRITE_BITS, 0), .why = WRITE_WHY},
     {SF_SETID, NAMES("openat"), SETID(3), .why = SETID_WHY},
     {SF_ENOSYS, NAMES("openat2"),
      .why = "its mode lives in memory seccomp cannot read; glibc and runtimes fall back to "
 	    "openat"},
-    {SF_ALLOW, NAMES("mknod"), IN(1, S_IFMT | SETID_BITS, 0, S_IFREG, S_IFIFO, S_IFSOCK),
-     .why = "FIFOs, sockets and regular files"},
+    {SF_WRITE, NAMES("mknod"), IN(1, S_IFMT | SETID_BITS, 0, S_IFREG, S_IFIFO, S_IFSOCK),
+     .why = "FIFOs, sockets and regular files; " WRITE_WHY},
     {SF_SETID, NAMES("mknod"), IN(1, S_IFMT | SETID_BITS, SETID_NODES), .why = SETID_WHY},
     {SF_DENY, NAMES("mknod"), IN(1, S_IFMT, S_IFCHR, S_IFBLK),
      .why = "device nodes would reach hardware behind /dev"},
-    {SF_ALLOW, NAMES("mknodat"), IN(2, S_IFMT | SETID_BITS, 0, S_IFREG, S_IFIFO, S_IFSOCK),
-     .why = "FIFOs, sockets and regular files"},
+    {SF_WRITE, NAMES("mknodat"), IN(2, S_IFMT | SETID_BITS, 0, S_IFREG, S_IFIFO, S_IFSOCK),
+     .why = "FIFOs, sockets and regular files; " WRITE_WHY},
     {SF_SETID, NAMES("mknodat"), IN(2, S_IFMT | SETID_BITS, SETID_NODES), .why = SETID_WHY},
     {SF_DENY, NAMES("mknodat"), IN(2, S_IFMT, S_IFCHR, S_IFBLK),
      .why = "device nodes would reach hardware behind /dev"},

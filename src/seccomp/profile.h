@@ -22,6 +22,9 @@ typedef enum sf_action {
 	SF_ENOSYS,   /* ENOSYS like every unknown syscall; listed to document the choice */
 	SF_SETID,    /* EPERM as SF_DENY; the listener records it as fs.denied: a mode
 		      * with S_ISUID or S_ISGID (notify.c, sf_setid_call) */
+	SF_WRITE,    /* allowed; with audit_denied_syscalls the listener first judges
+		      * whether a wall refuses the write, and if so refuses it and
+		      * records fs.denied (writes.c) */
 	SF_NOFAMILY, /* EAFNOSUPPORT, never recorded: as a kernel without that socket
 		      * family would answer (docs/decisions.md, the netlink probe) */
 	_SF_ACTION_MAX,

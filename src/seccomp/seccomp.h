@@ -37,9 +37,30 @@ int sf_apply(const sc_plan *plan, int *ret_notify_fd);
  */
 int sf_apply_extra(const sc_plan *plan);
 
+/* The most writable places the listener knows: /tmp, /dev/shm and every
+ * grant (POLICY_MAX_GRANTS). */
+#define SF_MAX_WRITABLE 258u
+
+/*
+ * What the listener needs to judge a write the filter sends it (profile.c,
+ * SF_WRITE, with plan->audit_denied_syscalls): whether Landlock confines
+ * writes, and the sandbox paths it lets the agent write beneath (/tmp,
+ * /dev/shm, the rw and cow grants' mount points). Read-only mounts need no
+ * list: the kernel says which they are. The caller keeps it (and the
+ * strings) alive as long as the listener.
+ */
+typedef struct sf_walls {
+	bool landlock;
+	size_t n_writable;
+	const char *const *writable;
+} sf_walls;
+
 /* Called for each event the handler produces: "proc.exec" with {pid, path,
  * argv:[...], truncated, [syscall: "execveat", dirfd_path]} or
- * "syscall.denied" with {pid, syscall, nr, args: ["0x..." x 6]}. data is
+ * "syscall.denied" with {pid, syscall, nr, args: ["0x..." x 6]}, or
+ * "fs.denied" with {pid, op, path, errno, reason, [mode], [truncated]} (a
+ * setid mode, or a write a wall refuses: reason "setid", "read-only" or
+ * "not-writable"). data is
  * owned by the callee, which returns 0 once the record is written, or
  * -errno when it could not be: an exec is answered only after cb returned
  * 0, and left unanswered otherwise (the caller then stops the sandbox).
@@ -61,7 +82,7 @@ typedef int (*sf_event_cb)(const char *event, json_t *data, void *userdata);
  * when the listener itself fails (the caller should then close it: pending
  * and future notified syscalls of the sandbox fail with ENOSYS).
  */
-int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata);
+int sf_notify_handle(int notify_fd, const sf_walls *walls, sf_event_cb cb, void *userdata);
 
 /*
  * A thread that serves notify_fd until no process uses the filter any more
@@ -77,7 +98,8 @@ int sf_notify_handle(int notify_fd, sf_event_cb cb, void *userdata);
  * sets the synchronous wake-up and returns -EOPNOTSUPP without it.
  */
 typedef struct sf_listener sf_listener;
-int sf_listener_start(int notify_fd, sf_event_cb cb, void *userdata, sf_listener **ret);
+int sf_listener_start(int notify_fd, const sf_walls *walls, sf_event_cb cb, void *userdata,
+		      sf_listener **ret);
 
 /*
  * Waits for the thread (call only once the sandbox has ended: every process

@@ -121,7 +121,7 @@ static int serve_exec(pid_t child, int listener, bool read)
 	if (read) {
 		/* sandcap's listener thread, with no record to write. */
 		sf_listener *l = NULL;
-		int r = sf_listener_start(listener, NULL, NULL, &l);
+		int r = sf_listener_start(listener, NULL, NULL, NULL, &l);
 
 		if (r < 0) {
 			fprintf(stderr, "filter-wrap: listener: %s\n", strerror(-r));
@@ -165,7 +165,7 @@ static int serve(pid_t child, int listener)
 			break;
 		}
 		if (p[0].revents & POLLIN) {
-			int r = sf_notify_handle(listener, print_event, NULL);
+			int r = sf_notify_handle(listener, NULL, print_event, NULL);
 
 			if (r < 0)
 				fprintf(stderr, "filter-wrap: notify: %s\n", strerror(-r));

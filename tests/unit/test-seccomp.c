@@ -511,7 +511,7 @@ static int run_notified_as(bool audit_exec, bool audit_denied, check_fn fn, even
 		r = sf_notify_sync_wakeup(listener);
 		if (r < 0 && r != -EOPNOTSUPP)
 			tap_diag("sf_notify_sync_wakeup: %s", strerror(-r));
-		r = sf_listener_start(listener, collect, ev, &l);
+		r = sf_listener_start(listener, NULL, collect, ev, &l);
 		if (r < 0) {
 			tap_diag("sf_listener_start: %s", strerror(-r));
 			close(listener);
@@ -533,7 +533,7 @@ static int run_notified_as(bool audit_exec, bool audit_denied, check_fn fn, even
 		if (poll(p, 2, 10000) <= 0)
 			break;
 		if (p[0].revents & POLLIN) {
-			int r = sf_notify_handle(listener, collect, ev);
+			int r = sf_notify_handle(listener, NULL, collect, ev);
 
 			if (r < 0)
 				tap_diag("sf_notify_handle: %s", strerror(-r));
@@ -1018,7 +1018,8 @@ static void test_cacheable(void)
 			const sf_rule *rule = &sf_profile[i];
 			bool uncond = rule->a.how == SF_ANY && rule->b.how == SF_ANY;
 			bool allows = rule->action == SF_ALLOW ||
-				      (rule->action == SF_EXEC && !(v & SF_V_AUDIT_EXEC));
+				      (rule->action == SF_EXEC && !(v & SF_V_AUDIT_EXEC)) ||
+				      (rule->action == SF_WRITE && !(v & SF_V_AUDIT_DENIED));
 
 			for (const char *const *name = rule->names; *name; name++) {
 				int nr = seccomp_syscall_resolve_name(*name);
