@@ -62,13 +62,22 @@ PY
 }
 
 # front.py VIA NAME: a tunnel to allowed.test through the proxy (VIA is
-# connect or socks5), then TLS with NAME as the server name; prints what
-# came back, or the error.
+# connect or socks5), or straight to it (transparent: the sandbox
+# resolver's address, silent for 0.5 s, so that the proxy takes it for a
+# protocol whose server speaks first), then TLS with NAME as the server
+# name; prints what came back, or the error.
 cat >"$T/client/front.py" <<PY
-import socket, ssl, struct, sys
+import socket, ssl, struct, sys, time
 via, name = sys.argv[1], sys.argv[2]
-s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
-if via == "connect":
+if via == "transparent":
+    s = socket.create_connection(("allowed.test", $o), timeout=20)
+    time.sleep(0.5)
+    print("silent")
+else:
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+if via == "transparent":
+    pass
+elif via == "connect":
     s.sendall(b"CONNECT allowed.test:$o HTTP/1.1\r\nHost: allowed.test:$o\r\n\r\n")
     head = b""
     while b"\r\n\r\n" not in head:
@@ -90,7 +99,7 @@ except (OSError, ssl.SSLError) as e:
 PY
 cp "$T/ca/ca.pem" "$T/client/ca.pem"
 
-for via in connect socks5; do
+for via in connect socks5 transparent; do
 	: >"$T/sni.log"
 	out=$(run_net "$via-evil" python3 /client/front.py "$via" evil.test 2>&1)
 	expect_match "$via to allowed.test with a ClientHello naming evil.test: refused" "$out" "refused"
