@@ -800,11 +800,16 @@ static int check_net(const sc_plan *pa, const sc_plan *cv, char *reason, size_t 
 
 		for (size_t j = 0; j < pa->n_credentials && !found; j++)
 			found = credential_equal(cc, &pa->credentials[j]);
+		/* Without a header a credential is known by its placeholder. */
 		if (!found)
 			return why(reason, size,
-				   "credential %s for %s is not one of the token's (a caveat can "
+				   "credential %s%s for %s is not one of the token's (a caveat can "
 				   "only keep a credential exactly as the token has it)",
-				   cc->header, cc->host);
+				   cc->header ? "" : "with the placeholder ",
+				   cc->header		 ? cc->header
+				   : cc->placeholder_env ? cc->placeholder_env
+							 : "?",
+				   cc->host);
 	}
 	if (cv->upstream_ca && !str_eq(cv->upstream_ca, pa->upstream_ca))
 		return why(reason, size, "net.upstream_ca %s is not trusted by the token",

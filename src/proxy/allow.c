@@ -215,15 +215,16 @@ static bool method_ok(const plan_egress *e, uint32_t method_bit, bool is_connect
 /*
  * A rule with paths refuses CONNECT: a tunnel would hide the paths, as it
  * hides the methods. Only a request the proxy can read is judged by them,
- * which an inspected rule's decrypted requests are: its CONNECT passes.
+ * which an inspected rule's decrypted requests are. A CONNECT judged here is
+ * a plain tunnel, inspected rule or not: one to be decrypted was taken
+ * before (px_inspect_connect()), and one whose client was silent or did not
+ * speak TLS (inspect_declined) would carry any path past the rule.
  */
 static bool path_ok(const plan_egress *e, bool is_connect, const char *norm_path)
 {
 	if (e->n_paths == 0)
 		return true;
-	if (is_connect)
-		return e->inspect;
-	return px_paths_allow(e->paths, e->n_paths, norm_path);
+	return !is_connect && px_paths_allow(e->paths, e->n_paths, norm_path);
 }
 
 /* How far a rule got, for the reason of a refusal: the nearest miss wins. */

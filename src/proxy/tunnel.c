@@ -76,8 +76,9 @@ int px_tunnel_start(conn *c)
 	memmove(c->cin, c->cin + c->req.head_len, c->cin_len - c->req.head_len);
 	c->cin_len -= c->req.head_len;
 	c->req.head_len = 0;
-	/* a transparent tunnel's hello was checked already; an address names no host */
-	c->hello_check = c->tmode == PX_T_NONE && c->req.host_kind == PX_HOST_NAME;
+	/* a transparent TLS tunnel's hello was checked already; one whose client
+	 * was silent (PX_T_RAW) may send its hello now; an address names no host */
+	c->hello_check = c->tmode != PX_T_TLS && c->req.host_kind == PX_HOST_NAME;
 	c->framed = c->hello_check ? 0 : c->cin_len;
 	c->state = CS_TUNNEL;
 	c->c_rd = c->c_wr = c->u_rd = c->u_wr = true;

@@ -20,7 +20,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
 	-subj "/CN=sandcap fronting test CA" -keyout "$T/ca/ca.key" -out "$T/ca/ca.pem" 2>/dev/null
 openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=allowed.test" \
 	-keyout "$T/ca/o.key" -out "$T/ca/o.csr" 2>/dev/null
-printf 'subjectAltName=DNS:allowed.test,DNS:evil.test,DNS:cred.test\n' >"$T/ca/o.ext"
+printf 'subjectAltName=DNS:allowed.test,DNS:evil.test,DNS:cred.test,DNS:paths.test\n' >"$T/ca/o.ext"
 openssl x509 -req -in "$T/ca/o.csr" -CA "$T/ca/ca.pem" -CAkey "$T/ca/ca.key" -CAcreateserial \
 	-days 1 -extfile "$T/ca/o.ext" -out "$T/ca/o.pem" 2>/dev/null
 chmod 755 "$T/ca" && chmod 644 "$T/ca"/*
@@ -30,7 +30,7 @@ PIDS+=($!)
 python3 "$(dirname "$0")/../helpers/tls-origin.py" "$api" "$T/ca/o.pem" "$T/ca/o.key" "$T/api.log" &
 PIDS+=($!)
 start_origin "$http" || skip_all "origin did not start"
-start_dns "$dns" allowed.test=127.0.0.1 evil.test=127.0.0.1 cred.test=127.0.0.1
+start_dns "$dns" allowed.test=127.0.0.1 evil.test=127.0.0.1 cred.test=127.0.0.1 paths.test=127.0.0.1
 for p in "$o" "$api"; do
 	for _ in $(seq 100); do
 		(echo >/dev/tcp/127.0.0.1/"$p") 2>/dev/null && break
@@ -42,7 +42,9 @@ export REAL_KEY="real-key-$$-$RANDOM$RANDOM"
 policy net "{\"version\": 1,
   \"fs\": {\"grants\": [{\"path\": \"$T/client\", \"mode\": \"ro\", \"at\": \"/client\"}]},
   \"net\": {\"egress\": [{\"host\": \"allowed.test\", \"ports\": [$o]},
-                       {\"host\": \"cred.test\", \"ports\": [$api, $sshport, $http]}],
+                       {\"host\": \"cred.test\", \"ports\": [$api, $sshport, $http]},
+                       {\"host\": \"paths.test\", \"ports\": [$api], \"inspect\": true,
+                        \"paths\": [\"/v1/\"]}],
     \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\",
     \"upstream_ca\": \"$T/ca/ca.pem\", \"rate\": \"100/s\",
     \"credentials\": [{\"host\": \"cred.test\", \"placeholder_env\": \"API_KEY\",
@@ -62,13 +64,22 @@ PY
 }
 
 # front.py VIA NAME: a tunnel to allowed.test through the proxy (VIA is
-# connect or socks5), then TLS with NAME as the server name; prints what
-# came back, or the error.
+# connect or socks5), or straight to it (transparent: the sandbox
+# resolver's address, silent for 0.5 s, so that the proxy takes it for a
+# protocol whose server speaks first), then TLS with NAME as the server
+# name; prints what came back, or the error.
 cat >"$T/client/front.py" <<PY
-import socket, ssl, struct, sys
+import socket, ssl, struct, sys, time
 via, name = sys.argv[1], sys.argv[2]
-s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
-if via == "connect":
+if via == "transparent":
+    s = socket.create_connection(("allowed.test", $o), timeout=20)
+    time.sleep(0.5)
+    print("silent")
+else:
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+if via == "transparent":
+    pass
+elif via == "connect":
     s.sendall(b"CONNECT allowed.test:$o HTTP/1.1\r\nHost: allowed.test:$o\r\n\r\n")
     head = b""
     while b"\r\n\r\n" not in head:
@@ -90,7 +101,7 @@ except (OSError, ssl.SSLError) as e:
 PY
 cp "$T/ca/ca.pem" "$T/client/ca.pem"
 
-for via in connect socks5; do
+for via in connect socks5 transparent; do
 	: >"$T/sni.log"
 	out=$(run_net "$via-evil" python3 /client/front.py "$via" evil.test 2>&1)
 	expect_match "$via to allowed.test with a ClientHello naming evil.test: refused" "$out" "refused"
@@ -162,6 +173,30 @@ curl -sS -H "Authorization: Bearer $API_KEY" https://cred.test:'"$api"'/v1/besid
 	expect_eq "... the SSH tunnel recorded, not inspected" \
 		"$(count "$T/git-$x.jsonl" net.tunnel.close host=cred.test port="$sshport")" 1
 done
+
+# An inspected rule's paths hold for every request to it: a client silent
+# for 0.5 s after the CONNECT (so that inspection is declined) and then
+# speaking TLS gets no plain tunnel around them.
+out=$(run_net paths curl -sS "https://paths.test:$api/v1/in" "https://paths.test:$api/elsewhere" 2>&1)
+expect_match "an inspected rule with paths: a path under them is answered" "$out" '"path": "/v1/in"'
+expect_match "... one outside them refused" "$out" "path-not-allowed|403"
+out=$(run_net paths-silent python3 -c '
+import socket, ssl, time
+s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+s.sendall(b"CONNECT paths.test:'"$api"' HTTP/1.1\r\nHost: paths.test:'"$api"'\r\n\r\n")
+print(s.recv(100).split(b"\r\n")[0].decode())
+time.sleep(0.5)
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+try:
+    t = ctx.wrap_socket(s, server_hostname="paths.test")
+    t.sendall(b"GET /elsewhere/silent HTTP/1.1\r\nHost: paths.test\r\nConnection: close\r\n\r\n")
+    print(t.recv(100).split(b"\r\n")[0].decode() or "refused")
+except (OSError, ssl.SSLError) as e: print("refused", type(e).__name__)' 2>&1)
+expect_match "CONNECT to it, silent for 0.5 s, then TLS: refused" "$out" "refused"
+check "... and the origin never got the path outside the rule's" \
+	bash -c "! grep -q /elsewhere/silent '$T/api.log'"
+expect_eq "... recorded as net.denied path-not-allowed" \
+	"$(count "$T/paths-silent.jsonl" net.denied reason=path-not-allowed host=paths.test)" 1
 
 out=$(run_net plain-cred curl -sS -p -x http://127.0.0.1:3128 "http://cred.test:$http/data.json" 2>&1)
 expect_eq "plain http through CONNECT to another port of that host: a plain tunnel" \

@@ -171,9 +171,12 @@ static void test_allow_paths(void)
 	   "a rule without paths takes any path, even one that did not normalise");
 	ok(px_allow_match(&cfg, "git.test", PX_HOST_NAME, 80, HTTP_POST, false, &reason) == 1,
 	   "px_allow_match() alone does not look at paths");
+	reason = NULL;
 	ok(px_allow_match_path(&cfg, "api.test", PX_HOST_NAME, 443, HTTP_CONNECT, true, NULL,
-			       &reason) == 3,
-	   "an inspected rule with paths takes CONNECT: its decrypted requests are judged");
+			       &reason) == -EACCES &&
+	       reason && strcmp(reason, "path-not-allowed") == 0,
+	   "an inspected rule with paths refuses a CONNECT judged as a plain tunnel (its "
+	   "decrypted requests are judged one by one)");
 	reason = NULL;
 	ok(px_allow_match_path(&cfg, "api.test", PX_HOST_NAME, 443, HTTP_GET, false, "/admin",
 			       &reason) == -EACCES &&

@@ -458,6 +458,9 @@ static void test_attenuate_refuses(void)
 	    {"{'net':{'credentials':[{'host':'api.example.com','header':'Authorization',"
 	     "'value_env':'OTHER','format':'Bearer %s'}]}}",
 	     "credential Authorization"},
+	    {"{'net':{'credentials':[{'host':'api.example.com','placeholder_env':'KEY',"
+	     "'value_env':'OTHER'}]}}",
+	     "credential with the placeholder KEY for api.example.com is not"},
 	    {"{'net':{'dns':'1.1.1.1'}}", "net.dns"},
 	    {"{'limits':{'memory':'1G'}}", "limits.memory"},
 	    {"{'limits':{'wall':null}}", "limits.wall"},
