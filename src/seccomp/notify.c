@@ -722,8 +722,10 @@ typedef struct sf_ctx {
 
 static sf_ctx *sf_ctx_free(sf_ctx *c)
 {
-	if (c)
+	if (c) {
+		sf_wstate_reset(&c->writes, NULL);
 		pages_free(c, c->map_size);
+	}
 	return NULL;
 }
 
@@ -759,6 +761,7 @@ static int sf_ctx_new(sf_ctx **ret)
 	for (size_t i = 0; i < SF_N_WRITE_CALLS; i++)
 		c->write_nr[i] = seccomp_syscall_resolve_name(sf_write_calls[i].name);
 	c->native = seccomp_arch_native();
+	sf_wstate_reset(&c->writes, NULL);
 	*ret = c;
 	return 0;
 }
@@ -982,7 +985,7 @@ int sf_notify_handle(int notify_fd, const sf_walls *walls, sf_event_cb cb, void 
 			return r;
 	}
 	if (ctx->writes.walls != walls)
-		ctx->writes = (sf_wstate){.walls = walls};
+		sf_wstate_reset(&ctx->writes, walls);
 	r = sf_handle(ctx, notify_fd, cb, userdata);
 	return r < 0 ? r : 0;
 }
@@ -1043,7 +1046,7 @@ int sf_listener_start(int notify_fd, const sf_walls *walls, sf_event_cb cb, void
 	r = sf_ctx_new(&l->ctx);
 	if (r < 0)
 		return r;
-	l->ctx->writes.walls = walls;
+	sf_wstate_reset(&l->ctx->writes, walls);
 	l->fd = notify_fd;
 	l->cb = cb;
 	l->userdata = userdata;

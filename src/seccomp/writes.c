@@ -99,11 +99,20 @@ static int sw_open_in_root(int rootfd, const char *path, int flags)
 	return sys_openat2(rootfd, path, &how);
 }
 
-/* The writable places' identities, found once under the target's root
- * (the mount tree cannot change under the agent: it may not mount). */
+void sf_wstate_reset(sf_wstate *w, const sf_walls *walls)
+{
+	if (w->found && w->rootfd >= 0)
+		(void)close(w->rootfd);
+	memset(w, 0, sizeof(*w));
+	w->walls = walls;
+	w->rootfd = -1;
+}
+
+/* The writable places' identities, found once under the target's root. */
 static void sw_find_roots(sf_wstate *w, int rootfd)
 {
 	w->found = true;
+	w->n_mounts = 0;
 	w->n = 0;
 	for (size_t i = 0; w->walls && i < w->walls->n_writable && w->n < SF_MAX_WRITABLE; i++) {
 		_cleanup_close_ int fd = sw_open_in_root(rootfd, w->walls->writable[i], 0);
@@ -125,16 +134,22 @@ static bool sw_is_root(const sf_wstate *w, const struct stat *st)
 /* Whether Landlock lets a write reach fd (file or directory): it or a
  * directory above it is a writable place. dirfd is the directory a file is
  * in (-1 when fd is a directory). Walked by "..", which crosses mounts
- * upward as Landlock's walk does; ends at the target's root. Not known for
- * sure (a file whose directory is unknown, a failed step): true, and the
- * kernel decides. */
-static bool sw_beneath_writable(const sf_wstate *w, int fd, int dirfd, const struct stat *root)
+ * upward as Landlock's walk does; ends at the target's root. *ret_known
+ * false: not known for sure (a file whose directory is unknown, a failed
+ * step), and true is returned: the kernel decides. */
+static bool sw_beneath_writable(const sf_wstate *w, int fd, int dirfd, const struct stat *root,
+				bool *ret_known)
 {
 	_cleanup_close_ int cur = -1;
 	struct stat st;
 
-	if (fstat(fd, &st) < 0 || sw_is_root(w, &st))
+	*ret_known = false;
+	if (fstat(fd, &st) < 0)
 		return true;
+	if (sw_is_root(w, &st)) {
+		*ret_known = true;
+		return true;
+	}
 	cur = fcntl(S_ISDIR(st.st_mode) ? fd : dirfd, F_DUPFD_CLOEXEC, 0);
 	if (cur < 0)
 		return true;
@@ -142,16 +157,26 @@ static bool sw_beneath_writable(const sf_wstate *w, int fd, int dirfd, const str
 		struct stat up_st;
 		int up;
 
-		if (fstat(cur, &st) < 0 || sw_is_root(w, &st))
+		if (fstat(cur, &st) < 0)
 			return true;
-		if (st.st_dev == root->st_dev && st.st_ino == root->st_ino)
+		if (sw_is_root(w, &st)) {
+			*ret_known = true;
+			return true;
+		}
+		if (st.st_dev == root->st_dev && st.st_ino == root->st_ino) {
+			*ret_known = true;
 			return false;
+		}
 		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (up < 0)
 			return true;
-		if (fstat(up, &up_st) < 0 ||
-		    (up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino)) {
+		if (fstat(up, &up_st) < 0) {
 			(void)close(up);
+			return true;
+		}
+		if (up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino) {
+			(void)close(up);
+			*ret_known = true;
 			return false; /* the top of the target's mount tree */
 		}
 		(void)close(cur);
@@ -160,24 +185,37 @@ static bool sw_beneath_writable(const sf_wstate *w, int fd, int dirfd, const str
 	return true;
 }
 
-/* The verdict on an object that exists: fd the file or directory written,
- * dirfd the directory it is in (-1 when fd is a directory, or unknown). */
+/*
+ * The verdict on an object that exists: fd the file or directory written,
+ * dirfd the directory it is in (-1 when fd is a directory, or unknown).
+ * Kept per mount (see writes.h), so that most calls cost one statx.
+ */
 static int sw_verdict(sf_wstate *w, int fd, int dirfd, const struct stat *root)
 {
+	struct statx stx;
 	struct statvfs vfs;
-	struct stat st;
+	int verdict = 0;
+	bool known = true;
 
-	if (fstat(fd, &st) < 0 || fstatvfs(fd, &vfs) < 0)
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MNT_ID, &stx) < 0)
 		return 0;
 	/* Devices, FIFOs and sockets are opened for writing on any mount;
 	 * the character devices have Landlock rules of their own. */
-	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
+	if (!S_ISREG(stx.stx_mode) && !S_ISDIR(stx.stx_mode) && !S_ISLNK(stx.stx_mode))
+		return 0;
+	if (stx.stx_mask & STATX_MNT_ID)
+		for (size_t i = 0; i < w->n_mounts; i++)
+			if (w->mounts[i].id == stx.stx_mnt_id)
+				return w->mounts[i].verdict;
+	if (fstatvfs(fd, &vfs) < 0)
 		return 0;
 	if (vfs.f_flag & ST_RDONLY)
-		return EROFS;
-	if (w->walls && w->walls->landlock && !sw_beneath_writable(w, fd, dirfd, root))
-		return EACCES;
-	return 0;
+		verdict = EROFS;
+	else if (w->walls && w->walls->landlock)
+		verdict = sw_beneath_writable(w, fd, dirfd, root, &known) ? 0 : EACCES;
+	if (known && (stx.stx_mask & STATX_MNT_ID) && w->n_mounts < SF_WMOUNTS)
+		w->mounts[w->n_mounts++] = (struct sf_wmount){stx.stx_mnt_id, verdict};
+	return verdict;
 }
 
 /* procfs makes no files: the kernel answers a create there before any
@@ -206,6 +244,25 @@ static bool sw_split(const char *full, char *dir, size_t size, const char **ret_
 	memcpy(dir, full, dlen);
 	dir[dlen] = '\0';
 	return true;
+}
+
+/* The verdict on a file that exists at full: its directory is looked up
+ * only when its mount's verdict is not known yet. */
+static int sw_verdict_file(sf_wstate *w, const char *full, int fd)
+{
+	char dir[PATH_MAX];
+	const char *name;
+	_cleanup_close_ int dirfd = -1;
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0 &&
+	    (stx.stx_mask & STATX_MNT_ID))
+		for (size_t i = 0; i < w->n_mounts; i++)
+			if (w->mounts[i].id == stx.stx_mnt_id)
+				return sw_verdict(w, fd, -1, &w->root);
+	if (sw_split(full, dir, sizeof(dir), &name))
+		dirfd = sw_open_in_root(w->rootfd, dir, O_DIRECTORY);
+	return sw_verdict(w, fd, dirfd, &w->root);
 }
 
 /* The path from the target's root: the string when absolute, else joined
@@ -290,9 +347,11 @@ int sf_write_judge(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, char
 		   size_t size)
 {
 	char proc[SW_PROC_MAX], dir[PATH_MAX], walk[PATH_MAX];
-	_cleanup_close_ int rootfd = -1, fd = -1, dirfd = -1;
+	_cleanup_close_ int fd = -1, dirfd = -1;
 	const char *name, *full;
-	struct stat root, st;
+	const struct stat *root;
+	struct stat st;
+	int rootfd;
 	int acc = p->flags & O_ACCMODE;
 
 	ret_full[0] = '\0';
@@ -302,12 +361,18 @@ int sf_write_judge(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, char
 			return sw_judge_fd(pid, p->dirfd, ret_full, size);
 		return 0; /* ENOENT, the kernel's */
 	}
-	(void)snprintf(proc, sizeof(proc), "/proc/%d/root", pid);
-	rootfd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0 || fstat(rootfd, &root) < 0)
-		return 0;
-	if (!w->found)
-		sw_find_roots(w, rootfd);
+	if (!w->found) {
+		_cleanup_close_ int fd0 = -1;
+
+		(void)snprintf(proc, sizeof(proc), "/proc/%d/root", pid);
+		fd0 = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd0 < 0 || fstat(fd0, &w->root) < 0)
+			return 0;
+		sw_find_roots(w, fd0);
+		w->rootfd = TAKE_FD(fd0);
+	}
+	rootfd = w->rootfd;
+	root = &w->root;
 	if (sw_full_path(pid, rootfd, p, ret_full, size) < 0) {
 		(void)snprintf(ret_full, size, "%s", p->given);
 		return 0;
@@ -321,9 +386,7 @@ int sf_write_judge(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, char
 											: 0);
 		if (fd < 0)
 			return 0;
-		if (sw_split(full, dir, sizeof(dir), &name))
-			dirfd = sw_open_in_root(rootfd, dir, O_DIRECTORY);
-		return sw_verdict(w, fd, dirfd, &root);
+		return sw_verdict_file(w, full, fd);
 	case SW_OPEN: {
 		int flags = p->flags == -1 ? O_CREAT | O_WRONLY | O_TRUNC : p->flags;
 		bool nofollow =
@@ -331,7 +394,7 @@ int sf_write_judge(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, char
 
 		if ((flags & __O_TMPFILE) == __O_TMPFILE) {
 			fd = sw_open_in_root(rootfd, full, O_DIRECTORY);
-			return fd < 0 ? 0 : sw_verdict(w, fd, -1, &root);
+			return fd < 0 ? 0 : sw_verdict(w, fd, -1, root);
 		}
 		fd = sw_open_in_root(rootfd, full, nofollow ? O_NOFOLLOW : 0);
 		if (fd >= 0) {
@@ -342,9 +405,7 @@ int sf_write_judge(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, char
 				return 0;
 			if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode))
 				return 0; /* EISDIR */
-			if (sw_split(full, dir, sizeof(dir), &name))
-				dirfd = sw_open_in_root(rootfd, dir, O_DIRECTORY);
-			return sw_verdict(w, fd, dirfd, &root);
+			return sw_verdict_file(w, full, fd);
 		}
 		if (errno != ENOENT || !(flags & O_CREAT))
 			return 0;
@@ -355,7 +416,7 @@ int sf_write_judge(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, char
 		if (dirfd < 0 || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
 		    errno != ENOENT || sw_no_create(dirfd))
 			return 0;
-		return sw_verdict(w, dirfd, -1, &root);
+		return sw_verdict(w, dirfd, -1, root);
 	}
 	case SW_CREATE:
 	case SW_REMOVE: {
@@ -378,7 +439,7 @@ int sf_write_judge(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, char
 
 			return fstatvfs(dirfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY) ? EROFS : 0;
 		}
-		return sw_verdict(w, dirfd, -1, &root);
+		return sw_verdict(w, dirfd, -1, root);
 	}
 	}
 	return 0;

@@ -9,6 +9,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "seccomp/seccomp.h"
@@ -35,16 +37,32 @@ typedef struct sf_write_call {
 #define SF_N_WRITE_CALLS 22u
 extern const sf_write_call sf_write_calls[SF_N_WRITE_CALLS];
 
-/* The writable places as the target's root shows them, found once. */
+#define SF_WMOUNTS 64u
+
+/* The writable places as the target's root shows them, found once, and the
+ * verdict on each mount seen: the mount tree cannot change under the agent
+ * (it may not mount, chroot or pivot_root), and every writable place is
+ * the root of a mount of its own (/tmp, /dev/shm, each grant), so what is
+ * true of a mount's root is true of all of it. */
 typedef struct sf_wstate {
 	const sf_walls *walls; /* NULL: no Landlock, no writable place known */
 	bool found;
+	int rootfd; /* the target's root (every process of a sandbox shares it) */
+	struct stat root;
 	size_t n;
 	struct sf_wroot {
 		dev_t dev;
 		ino_t ino;
 	} roots[SF_MAX_WRITABLE];
+	size_t n_mounts;
+	struct sf_wmount {
+		uint64_t id;
+		int verdict; /* 0, EROFS or EACCES */
+	} mounts[SF_WMOUNTS];
 } sf_wstate;
+
+/* Forgets what sf_write_judge found (closes the root it keeps). */
+void sf_wstate_reset(sf_wstate *w, const sf_walls *walls);
 
 /* A path a call named, as given and as the target sees it. */
 typedef struct sf_wpath {

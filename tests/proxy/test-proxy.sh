@@ -679,7 +679,7 @@ P9=$((BASE + 18))
 PX_TEST_TOKEN= "$top/tests/helpers/with-hosts-file" \
 	"$T/hosts" "$SA" "$T/p9.json" "$P9" "$T/p9.events" >"$T/p9.out" 2>"$T/p9.err" &
 pids+=($!)
-for _ in $(seq 50); do grep -q READY "$T/p9.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q READY "$T/p9.out" 2>/dev/null && break; sleep 0.1; done
 X9="-x http://127.0.0.1:$P9"
 out=$($C $X9 "http://api.internal:$P_HTTP/index.html")
 [ "$out" = hello ]
@@ -724,7 +724,7 @@ P10=$((BASE + 19))
 PX_TEST_TOKEN=s3cr3t-env unshare -m sh -c 'mount --bind "$1" /etc/ssl/certs && exec "$2" "$3" "$4" "$5"' sh \
 	"$T/store" "$SA" "$T/p10.json" "$P10" "$T/p10.events" >"$T/p10.out" 2>"$T/p10.err" &
 pids+=($!)
-for _ in $(seq 50); do grep -q READY "$T/p10.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q READY "$T/p10.out" 2>/dev/null && break; sleep 0.1; done
 out=$($C -x "http://127.0.0.1:$P10" "http://secure.test:$P_TLS/auth")
 [ "$out" = "tls-auth=Bearer s3cr3t-env" ]
 ok $? "upstream TLS verified against the system store's hashed directory, read by the confined worker"
