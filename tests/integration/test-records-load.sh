@@ -94,10 +94,15 @@ for run in $(seq "$KILL_RUNS"); do
 		"http://api.allowed.test:$port/data.json?kill$run=[1-$KILL_REQUESTS]" \
 		>/dev/null 2>&1 &
 	bg=$!
-	w=""
-	for k in 1 2 3; do
-		sleep "0.$((RANDOM % 4 + 1))"
-		w=$(worker_of $bg "$w") && kill -9 "$w" 2>/dev/null && kills=$((kills + 1))
+	# Three kills (the restart limit), each at a random moment once the
+	# worker after the last one is up; a look that finds none yet (a
+	# restart under way) tries again while the run goes on.
+	w="" k=0
+	for _ in $(seq 40); do
+		[ $k -lt 3 ] && kill -0 $bg 2>/dev/null || break
+		sleep "$(printf '0.%02d' $((RANDOM % 20 + 5)))"
+		nw=$(worker_of $bg "$w") || continue
+		kill -9 "$nw" 2>/dev/null && w=$nw k=$((k + 1)) kills=$((kills + 1))
 	done
 	wait $bg
 	grep -o "GET /data.json?kill$run=[0-9]*" "$W/nginx/access.log" | sed 's/^GET //' | sort -u >"$T/served-$run"
