@@ -224,6 +224,7 @@ typedef struct conn {
 	bool tunnel_peeked;	   /* a plain tunnel's first client bytes were looked at */
 	bool inspect_sniff;	   /* an inspected CONNECT: are its first bytes TLS? */
 	bool inspect_declined;	   /* they were not: a plain tunnel, already answered */
+	bool declined_silent;	   /* ... because it said nothing for PX_PEEK_NS */
 	bool hello_check;	   /* a plain tunnel's first bytes, if TLS, must name its host */
 	char sni[PX_MAX_HOST + 1]; /* the refused ClientHello's name, for the record */
 	int client_alert;	   /* the last TLS alert the client sent, -1 none */

@@ -119,6 +119,13 @@ bool px_inspect_wanted(const conn *c)
 	return rule >= 0 && (size_t)rule < cfg->n_egress && cfg->egress[rule].inspect;
 }
 
+/* HTTPS's port: a client that is silent there is slow, not server-first,
+ * and waits for its handshake as long as any (docs/proxy.md). */
+static bool tls_port(const conn *c)
+{
+	return c->port == 443;
+}
+
 static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 /*
@@ -228,7 +235,8 @@ void px_inspect_connect(conn *c)
 	/* a CONNECT client's first bytes decide: TLS is inspected, anything else
 	 * (ssh, plain http, a server-first protocol) is a plain tunnel */
 	c->inspect_sniff = c->tmode == PX_T_NONE;
-	c->deadline_ns = px_now_ns() + (c->inspect_sniff ? PX_PEEK_NS : PX_CONN_TIMEOUT_NS);
+	c->deadline_ns =
+	    px_now_ns() + (c->inspect_sniff && !tls_port(c) ? PX_PEEK_NS : PX_CONN_TIMEOUT_NS);
 	px_inspect_io(c);
 }
 
@@ -371,8 +379,11 @@ again:
 
 void px_inspect_timeout(conn *c)
 {
-	if (c->inspect_sniff && c->cout_off >= c->cout_len) {
-		decline(c); /* the client waits for the server to speak first */
+	if (c->inspect_sniff && c->cout_off >= c->cout_len && !tls_port(c)) {
+		/* the client waits for the server to speak first; should it
+		 * speak TLS after all, the tunnel refuses it (tunnel.c) */
+		c->declined_silent = true;
+		decline(c);
 		return;
 	}
 	handshake_failed(c, "no handshake in time");

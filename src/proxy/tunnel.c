@@ -179,6 +179,15 @@ static bool check_hello(conn *c)
 		c->sni[0] = 0;
 		return !leaks(c);
 	}
+	if (c->declined_silent) {
+		/* a tunnel past inspection would carry its requests unseen */
+		c->sni[0] = 0;
+		refuse_hello(c, "inspect-late",
+			     "a TLS client of an inspected host must send its ClientHello within "
+			     "200 ms of the CONNECT's answer; it was silent longer, and its "
+			     "connection was taken for a server-first protocol");
+		return false;
+	}
 	r = px_sni_parse((const uint8_t *)c->cin, c->cin_len, c->sni, &why);
 	if (r == PX_SNI_FOUND && strcasecmp(c->sni, c->host) == 0) {
 		c->sni[0] = 0;

@@ -198,6 +198,26 @@ check "... and the origin never got the path outside the rule's" \
 expect_eq "... recorded as net.denied path-not-allowed" \
 	"$(count "$T/paths-silent.jsonl" net.denied reason=path-not-allowed host=paths.test)" 1
 
+# The same on an inspected host without paths: a client silent past 200 ms
+# and then speaking TLS would otherwise get a tunnel past inspection (no
+# record of its requests, no credential limits); it is refused.
+out=$(run_net cred-silent python3 -c '
+import socket, ssl, time
+s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+s.sendall(b"CONNECT cred.test:'"$api"' HTTP/1.1\r\nHost: cred.test:'"$api"'\r\n\r\n")
+print(s.recv(100).split(b"\r\n")[0].decode())
+time.sleep(0.5)
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+try:
+    t = ctx.wrap_socket(s, server_hostname="cred.test")
+    t.sendall(b"GET /v1/late-silent HTTP/1.1\r\nHost: cred.test\r\nConnection: close\r\n\r\n")
+    print(t.recv(100).split(b"\r\n")[0].decode() or "refused")
+except (OSError, ssl.SSLError) as e: print("refused", type(e).__name__)' 2>&1)
+expect_match "an inspected host, CONNECT silent for 0.5 s, then TLS: refused" "$out" "refused"
+check "... the origin never got its request" bash -c "! grep -q /v1/late-silent '$T/api.log'"
+expect_eq "... recorded as net.denied inspect-late" \
+	"$(count "$T/cred-silent.jsonl" net.denied reason=inspect-late host=cred.test)" 1
+
 out=$(run_net plain-cred curl -sS -p -x http://127.0.0.1:3128 "http://cred.test:$http/data.json" 2>&1)
 expect_eq "plain http through CONNECT to another port of that host: a plain tunnel" \
 	"$out" '{"answer": 42}'
