@@ -114,7 +114,8 @@ static void count_credential_use(au_tally *t, json_t *data)
 /*
  * Refusals over net.rate have no record each: a limit.hit "rate" counts
  * them in "suppressed" ("kind": "requests" or "dns"); so do refused file
- * writes past ten a second ("denied_records", "files"). They count here as
+ * writes and repeated refused syscalls ("denied_records", "files" or
+ * "syscalls", with the syscall's name). They count here as
  * the records they stand for would (docs/audit.md, "Folded records").
  */
 static void count_folded(au_tally *t, json_t *data)
@@ -128,6 +129,16 @@ static void count_folded(au_tally *t, json_t *data)
 	v = (uint64_t)json_integer_value(n);
 	if (strcmp(limit, "denied_records") == 0 && strcmp(kind, "files") == 0)
 		sat_add(&t->files_denied, v);
+	if (strcmp(limit, "denied_records") == 0 && strcmp(kind, "syscalls") == 0) {
+		const char *name = get_str(data, "syscall");
+		au_count *c = name ? au_table_get(&t->syscalls, name) : NULL;
+
+		sat_add(&t->syscalls_denied, v);
+		if (c)
+			sat_add(&c->count, v);
+		else
+			sat_add(&t->syscalls.other_count, v - 1); /* au_table_get counted one */
+	}
 	if (strcmp(limit, "rate") != 0)
 		return;
 	if (strcmp(kind, "requests") == 0) {

@@ -43,6 +43,7 @@
 #include "cgroup/cgroup.h"
 #include "compat/syscalls.h"
 #include "core/child.h"
+#include "core/denials.h"
 #include "core/init.h"
 #include "core/pty.h"
 #include "core/spawn.h"
@@ -152,18 +153,8 @@ typedef struct supervisor {
 	/* What the listener judges writes by (seccomp.h, sf_walls). */
 	sf_walls walls;
 	const char *writable[SF_MAX_WRITABLE];
-	/* fs.denied past a burst of FS_DENIED_BURST, then FS_DENIED_PER_SEC a
-	 * second, are folded into one
-	 * limit.hit a second (docs/audit.md, "Folded records"). */
-	struct {
-		bool started;
-		px_bucket records;
-		uint64_t folded, report_ns;
-	} fs_denied;
+	dn_state denials; /* fs.denied and syscall.denied, folded (denials.h) */
 } supervisor;
-
-#define FS_DENIED_PER_SEC 10u
-#define FS_DENIED_BURST	  64u
 
 static uint64_t now_ns(void)
 {
@@ -678,46 +669,10 @@ static void pace_wait(supervisor *s)
 	}
 }
 
-/* The count of fs.denied records not written one by one, as a limit.hit,
- * when a second has passed since the last (or at the end: final). */
-static int fs_denied_report(supervisor *s, uint64_t now, bool final)
+/* dn_emit_fn: a record of the listener's thread, under emit_lock. */
+static int emit_denial(void *userdata, const char *event, json_t *data)
 {
-	uint64_t n = s->fs_denied.folded;
-	char detail[160];
-
-	if (n == 0 || (!final && now < s->fs_denied.report_ns))
-		return 0;
-	s->fs_denied.folded = 0;
-	s->fs_denied.report_ns = now + 1000000000ull;
-	(void)snprintf(detail, sizeof(detail),
-		       "%" PRIu64 " more refused file write%s not recorded one by one", n,
-		       n == 1 ? "" : "s");
-	return emit_locked(s, "limit.hit",
-			   json_pack("{s:s, s:s, s:s, s:I}", "limit", "denied_records", "kind",
-				     "files", "detail", detail, "suppressed", (json_int_t)n));
-}
-
-/* A refused write or setid mode: its own record for the first ten a
- * second, a count for the rest. Called with emit_lock held. */
-static int fs_denied_event(supervisor *s, json_t *data)
-{
-	uint64_t now = now_ns();
-	int r = 0;
-
-	if (!s->fs_denied.started) {
-		px_bucket_init(&s->fs_denied.records, FS_DENIED_PER_SEC, 1000000000ull,
-			       FS_DENIED_BURST, now);
-		s->fs_denied.started = true;
-	}
-	if (px_bucket_take_exact(&s->fs_denied.records, 1, now)) {
-		r = emit_locked(s, "fs.denied", data);
-	} else {
-		json_decref(data);
-		s->fs_denied.folded++;
-	}
-	if (r >= 0)
-		r = fs_denied_report(s, now, false);
-	return r;
+	return emit_locked(userdata, event, data);
 }
 
 static int on_event(const char *event, json_t *data, void *userdata)
@@ -742,12 +697,14 @@ static int on_event(const char *event, json_t *data, void *userdata)
 			return r < 0 ? r : 0;
 		}
 	}
-	if (strcmp(event, "syscall.denied") == 0)
+	if (strcmp(event, "syscall.denied") == 0) {
 		s->res->syscalls_denied++;
-	if (strcmp(event, "fs.denied") == 0)
-		r = fs_denied_event(s, data);
-	else
+		r = dn_syscall_denied(&s->denials, data, now_ns());
+	} else if (strcmp(event, "fs.denied") == 0) {
+		r = dn_fs_denied(&s->denials, data, now_ns());
+	} else {
 		r = emit_locked(s, event, data);
+	}
 	pthread_mutex_unlock(&s->emit_lock);
 	return r;
 }
@@ -1979,7 +1936,7 @@ static void supervise(supervisor *s)
 			(void)emit(s, "limit.hit", px_attempt_limit_record(n, false));
 	}
 	pthread_mutex_lock(&s->emit_lock);
-	(void)fs_denied_report(s, now_ns(), true);
+	(void)dn_flush(&s->denials, now_ns(), true);
 	pthread_mutex_unlock(&s->emit_lock);
 	/* pid 1 never started and the child did not say why (killed during
 	 * setup): a refusal, never the status of a command that did not run. */
@@ -2072,6 +2029,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 
 	res->memory_peak = UINT64_MAX;
 	snprintf(res->cgroup, sizeof(res->cgroup), "none");
+	dn_init(&s.denials, emit_denial, &s);
 
 	r = prepare(&s);
 	if (r >= 0)
@@ -2084,5 +2042,6 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 		supervise(&s);
 	r = finish(&s, r);
 	teardown(&s);
+	dn_done(&s.denials);
 	return r;
 }

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # How fast an agent can grow the audit log, under the default policy: a
 # flood of DNS queries to the sandbox resolver, of requests the proxy
-# refuses, of direct connects around it and of execs with a long argv,
-# each for a few seconds in a real sandbox. From the host, after each
-# run: the log grew no faster than its documented bound (1 MiB/s, plus
-# the one-second burst), and every query, request, connect and exec is a
-# record or counted in a folded one (limit.hit "suppressed"), so that
+# refuses, of direct connects around it, of refused syscalls, of refused
+# file writes and of execs with a long argv, each for a few seconds in a
+# real sandbox. From the host, after each run: the log grew no faster than
+# its documented bound (1 MiB/s, plus the one-second burst), and every
+# query, request, connect, syscall, write and exec is a record or counted
+# in a folded one (limit.hit "suppressed"), so that
 # records plus counts are exactly what was sent. Then the proxy's own
 # upstream lookups under a wildcard rule, against a dnsmasq on loopback:
 # bounded by the default net.rate, and `audit report` states the bytes.
@@ -62,6 +63,17 @@ elif mode == 'connects':
         try: s.connect(('10.9.9.9', 81))
         except OSError: done += 1
         s.close()
+elif mode == 'syscalls':
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    while time.monotonic() < end:
+        libc.syscall(153); libc.syscall(165, 0, 0, 0, 0, 0); sent += 2  # vhangup, mount
+    done = sent
+elif mode == 'writes':
+    while time.monotonic() < end:
+        sent += 1
+        try: os.close(os.open('/usr/flood', os.O_WRONLY | os.O_CREAT))
+        except OSError: done += 1
 elif mode == 'execs':
     arg = 'x' * 16384
     while time.monotonic() < end:
@@ -79,7 +91,8 @@ facts() {
 	python3 - "$1" <<'PY'
 import json, os, sys
 log = sys.argv[1]
-c = dict(dns=0, dns_folded=0, req=0, req_folded=0, denied_req=0, denied_rate=0, tcp=0, tcp_folded=0, execs=0, wall=0)
+c = dict(dns=0, dns_folded=0, req=0, req_folded=0, denied_req=0, denied_rate=0, tcp=0, tcp_folded=0, execs=0, wall=0,
+         sys=0, sys_folded=0, fs=0, fs_folded=0)
 for line in open(log):
     r = json.loads(line); e = r['event']; d = r['data']
     if e == 'net.dns': c['dns'] += 1
@@ -90,6 +103,10 @@ for line in open(log):
     elif e == 'limit.hit' and d.get('limit') == 'rate' and d.get('kind') == 'dns': c['dns_folded'] += d['suppressed']
     elif e == 'limit.hit' and d.get('limit') == 'rate' and d.get('kind') == 'requests': c['req_folded'] += d['suppressed']
     elif e == 'limit.hit' and d.get('limit') == 'net.attempts': c['tcp_folded'] += d.get('suppressed', 0)
+    elif e == 'syscall.denied': c['sys'] += 1
+    elif e == 'fs.denied': c['fs'] += 1
+    elif e == 'limit.hit' and d.get('kind') == 'syscalls': c['sys_folded'] += d['suppressed']
+    elif e == 'limit.hit' and d.get('kind') == 'files': c['fs_folded'] += d['suppressed']
     elif e == 'proc.exec' and d.get('argv', [''])[0] == '/bin/true': c['execs'] += 1
     elif e == 'sandbox.exit': c['wall'] = d['wall_ns']
 print(os.path.getsize(log), ' '.join('%s=%d' % kv for kv in c.items()))
@@ -133,6 +150,22 @@ flood connects
 check "direct connects: the log grew no faster than 1 MiB/s ($bytes <= $limit bytes)" [ "$bytes" -le "$limit" ]
 check "... connects were refused ($done of $sent)" [ "${done:-0}" -gt 100 ]
 expect_eq "... every connect a net.denied record or counted ($tcp + $tcp_folded)" "$((tcp + tcp_folded))" "$done"
+
+flood syscalls
+check "refused syscalls (vhangup, mount): the log grew no faster than 1 MiB/s ($bytes <= $limit bytes)" [ "$bytes" -le "$limit" ]
+check "... many were refused ($sent)" [ "${sent:-0}" -gt 1000 ]
+expect_eq "... every one a syscall.denied or counted ($sys + $sys_folded)" "$((sys + sys_folded))" "$sent"
+check "... ten records of each one by one, the rest counted ($sys)" [ "$sys" -eq 20 ]
+out=$("$SANDCAP" audit report "$T/syscalls.jsonl" 2>&1)
+expect_match "... audit report counts each syscall exactly" "$out" "syscalls  $sent denied: (vhangup x$((sent / 2)) mount x$((sent / 2))|mount x$((sent / 2)) vhangup x$((sent / 2)))"
+folded=$(grep -m1 '"kind":"syscalls"' "$T/syscalls.jsonl")
+expect_match "... a folded record names the syscall, its first and last time and the first's arguments" \
+	"$folded" '"args":\["0x.*"first":"20[0-9-]+T.*"last":"20.*"syscall":"(vhangup|mount)"'
+
+flood writes
+check "refused writes: the log grew no faster than 1 MiB/s ($bytes <= $limit bytes)" [ "$bytes" -le "$limit" ]
+check "... many were refused ($done of $sent)" [ "${done:-0}" -gt 1000 ]
+expect_eq "... every one an fs.denied or counted ($fs + $fs_folded)" "$((fs + fs_folded))" "$done"
 
 flood execs
 check "exec loop with a 16 KiB argv: the log grew no faster than 1 MiB/s ($bytes <= $limit bytes)" [ "$bytes" -le "$limit" ]
