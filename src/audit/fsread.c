@@ -81,7 +81,8 @@ static fr_who pid_who(fr_watch *w, pid_t pid)
 			return w->pids[i].who;
 	if (fw_proc_fsuid(pid, &fsuid) < 0)
 		return FR_GONE;
-	who = fsuid == w->id_base || fsuid == (unsigned long)w->id_base + 1 ? FR_SANDBOX : FR_HOST;
+	who = fsuid >= w->id_base && fsuid < (unsigned long)w->id_base + NS_HOST_IDS ? FR_SANDBOX
+										     : FR_HOST;
 	w->pids[w->next_pid].pid = pid;
 	w->pids[w->next_pid].who = who;
 	w->next_pid = (w->next_pid + 1) % FR_PID_CACHE;

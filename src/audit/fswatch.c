@@ -11,8 +11,8 @@
  * filesystem mark sees the whole filesystem, so each event is filtered:
  *   1. by process: the event's pid (a host pid: we read in the host pid
  *      namespace) must belong to the sandbox, i.e. its fsuid is one of the
- *      sandbox's two host ids (ns_host_id_base(getpid()) and + 1, see
- *      src/ns/ns.h); our own pid is always dropped;
+ *      sandbox's host ids (ns_host_id_base(getpid()) and the NS_HOST_IDS
+ *      after it, see src/ns/ns.h); our own pid is always dropped;
  *   2. by place: the directory handle is opened with open_by_handle_at()
  *      against an O_PATH fd of the grant and its host path read back from
  *      /proc/self/fd; the entry must lie in a rw grant's host subtree.
@@ -598,7 +598,8 @@ static fw_who pid_who(fw_watch *w, pid_t pid)
 			return w->pids[i].who;
 	if (fw_proc_fsuid(pid, &fsuid) < 0)
 		return FW_GONE;
-	who = fsuid == w->id_base || fsuid == (unsigned long)w->id_base + 1 ? FW_SANDBOX : FW_HOST;
+	who = fsuid >= w->id_base && fsuid < (unsigned long)w->id_base + NS_HOST_IDS ? FW_SANDBOX
+										     : FW_HOST;
 	w->pids[w->next_pid] = (fw_pid){.pid = pid, .who = who};
 	w->next_pid = (w->next_pid + 1) % FW_PID_CACHE;
 	return who;

@@ -214,9 +214,9 @@ static int step_userns(child_ctx *c)
 	sync_msg m = {.type = SYNC_USERNS};
 	int r;
 
-	/* Our own identity from here on: the supervisor maps 0 and 1000 to an
-	 * unprivileged host range (docs/decisions.md, "Identity: two host ids
-	 * per sandbox"). */
+	/* Our own identity from here on: the supervisor maps 0, 1000 and 65534
+	 * to an unprivileged host range (docs/decisions.md, "Identity: a few
+	 * host ids per sandbox"). */
 	if (unshare(CLONE_NEWUSER) < 0)
 		return -errno;
 	r = sync_send(c->sync, &m, -1);

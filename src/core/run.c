@@ -797,15 +797,17 @@ static void handle_sync(supervisor *s)
 	}
 	switch ((sync_type)m.type) {
 	case SYNC_USERNS: {
-		char um[64], gm[64];
+		char um[96], gm[96];
 
 		if (s->unpriv)
 			break; /* mapped before "go"; a second request is not ours to grant */
 
-		snprintf(um, sizeof(um), "0 %u 1\n%u %u 1\n", (unsigned)s->id_base,
-			 (unsigned)NS_AGENT_UID, (unsigned)s->id_base + 1);
-		snprintf(gm, sizeof(gm), "0 %u 1\n%u %u 1\n", (unsigned)s->id_base,
-			 (unsigned)NS_AGENT_GID, (unsigned)s->id_base + 1);
+		snprintf(um, sizeof(um), "0 %u 1\n%u %u 1\n%u %u 1\n", (unsigned)s->id_base,
+			 (unsigned)NS_AGENT_UID, (unsigned)s->id_base + 1, (unsigned)NS_NOBODY_UID,
+			 (unsigned)s->id_base + 2);
+		snprintf(gm, sizeof(gm), "0 %u 1\n%u %u 1\n%u %u 1\n", (unsigned)s->id_base,
+			 (unsigned)NS_AGENT_GID, (unsigned)s->id_base + 1, (unsigned)NS_NOBODY_GID,
+			 (unsigned)s->id_base + 2);
 		r = ns_write_id_maps(s->pid, um, gm);
 		if (r < 0) {
 			s->setup_failed = true;

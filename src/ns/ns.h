@@ -11,10 +11,15 @@
 #include "policy/plan.h"
 
 /* Ids inside the sandbox. Nothing inside maps to host root (docs/decisions.md,
- * "Identity: two host ids per sandbox"). */
-#define NS_ROOT_UID  0
-#define NS_AGENT_UID 1000
-#define NS_AGENT_GID 1000
+ * "Identity: a few host ids per sandbox"). */
+#define NS_ROOT_UID   0
+#define NS_AGENT_UID  1000
+#define NS_AGENT_GID  1000
+#define NS_NOBODY_UID 65534 /* nobody and nogroup: mapped, so that setuid() to them is */
+#define NS_NOBODY_GID 65534 /* EPERM for the agent, as on a host, not EINVAL */
+/* Host ids per sandbox, from ns_host_id_base(): root, the agent, nobody
+ * (one spare keeps the stride a power of two). */
+#define NS_HOST_IDS 4u
 
 /* A grant's host path, opened by the supervisor before the sandbox exists. */
 typedef struct ns_source {
@@ -26,7 +31,8 @@ typedef struct ns_source {
 	ino_t ino;
 } ns_source;
 
-/* Host uid/gid base of this sandbox: inside 0 -> base, inside 1000 -> base + 1.
+/* Host uid/gid base of this sandbox: inside 0 -> base, inside 1000 -> base + 1,
+ * inside 65534 -> base + 2.
  * Derived from the supervisor's pid so that live sandboxes never share ids. */
 uid_t ns_host_id_base(pid_t supervisor);
 

@@ -15,12 +15,12 @@
 #include "base/io.h"
 #include "ns/ns.h"
 
-/* Sandboxes get host ids from 2^30 up, two per sandbox, keyed by the
- * supervisor's pid (unique among live processes); pid_max <= 2^22 keeps the
- * range below 2^31, far from ordinary users. */
+/* Sandboxes get host ids from 2^30 up, NS_HOST_IDS per sandbox, keyed by
+ * the supervisor's pid (unique among live processes); pid_max <= 2^22 keeps
+ * the range below 2^31, far from ordinary users. */
 uid_t ns_host_id_base(pid_t supervisor)
 {
-	return (uid_t)(0x40000000u + 2u * (unsigned)supervisor);
+	return (uid_t)(0x40000000u + NS_HOST_IDS * (unsigned)supervisor);
 }
 
 int ns_write_id_maps(pid_t pid, const char *uid_map, const char *gid_map)

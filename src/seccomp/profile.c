@@ -157,6 +157,14 @@ const sf_rule sf_profile[] = {
     {SF_DENY, NAMES("socket"), IN(0, MASK32, AF_UNIX, AF_INET, AF_INET6),
      IN(1, SOCK_TYPE_BITS, SOCK_RAW, SOCK_PACKET),
      .why = "raw sockets forge packets and sniff the namespace"},
+    {SF_DENY, NAMES("socket"), IN(0, MASK32, AF_UNIX),
+     NOT_IN(1, SOCK_TYPE_BITS, SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_RAW, SOCK_PACKET),
+     .why = "other unix socket types: none exists; refused, not ENOSYS, so that a program "
+	    "learns socket() is there"},
+    {SF_DENY, NAMES("socket"), IN(0, MASK32, AF_INET, AF_INET6),
+     NOT_IN(1, SOCK_TYPE_BITS, SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_PACKET),
+     .why = "SCTP's and DCCP's socket types: protocols the proxy does not carry, rarely "
+	    "loaded kernel code"},
     {SF_NOFAMILY, NAMES("socket"), IN(0, MASK32, AF_NETLINK), IN(2, MASK32, NETLINK_ROUTE),
      .why = "glibc's getaddrinfo(AI_ADDRCONFIG) and getifaddrs probe the interfaces this "
 	    "way on nearly every networked run; refused as a kernel without netlink would, "
@@ -168,6 +176,8 @@ const sf_rule sf_profile[] = {
     {SF_DENY, NAMES("socket"), NOT_IN(0, MASK32, AF_UNIX, AF_INET, AF_INET6, AF_NETLINK),
      .why = "packet, vsock, bluetooth...: kernel attack surface, no use here"},
     {SF_ALLOW, NAMES("socketpair"), IN(0, MASK32, AF_UNIX), .why = "unix socket pairs"},
+    {SF_NOFAMILY, NAMES("socketpair"), NOT_IN(0, MASK32, AF_UNIX),
+     .why = "pairs of other families: as a kernel without them would answer"},
     {SF_ALLOW, NAMES("ioctl"), NOT_IN(1, MASK32, TIOCSTI, TIOCLINUX, TIOCSETD),
      .why = "device and terminal control"},
     {SF_DENY, NAMES("ioctl"), IN(1, MASK32, TIOCSTI, TIOCLINUX, TIOCSETD),

@@ -46,12 +46,12 @@ expect_match "summary shows throttling" "$out" '"cpu_throttled":true'
 
 # pids: a fork bomb is contained, the host can still fork, nothing survives
 # live processes of the sandbox whose supervisor had pid $1: they run under
-# the host uids 2^30 + 2*pid (root inside) and + 1 (the agent). Zombies are
+# the host uids 2^30 + 4*pid (root inside), + 1 (the agent) and + 2 (nobody). Zombies are
 # not counted: when a supervisor is killed, its sandbox's pid 1 is left to
 # the host's init to reap.
 sandboxed() {
-	local base=$((1073741824 + 2 * $1))
-	ps -e -o uid=,stat= | awk -v a=$base -v b=$((base + 1)) '($1 == a || $1 == b) && $2 !~ /^Z/' | wc -l
+	local base=$((1073741824 + 4 * $1))
+	ps -e -o uid=,stat= | awk -v a=$base '$1 >= a && $1 < a + 4 && $2 !~ /^Z/' | wc -l
 }
 "$SANDCAP" run --json --policy "$T/pids.json" -- sh -c '
 b() { b | b & }
