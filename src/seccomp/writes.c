@@ -343,10 +343,13 @@ static const char *sw_walk_path(pid_t pid, const char *full, char *buf, size_t s
 	return n < 0 || (size_t)n >= size ? full : buf;
 }
 
-int sf_write_judge(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, char *ret_full,
-		   size_t size)
+/* The judgement by the path from the target's root, looked up whole:
+ * for what the quick one below leaves (a last name that is a link to
+ * follow, a relative path that climbs with "..", O_TMPFILE). */
+static int sw_judge_by_path(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, char *ret_full,
+			    size_t size)
 {
-	char proc[SW_PROC_MAX], dir[PATH_MAX], walk[PATH_MAX];
+	char dir[PATH_MAX], walk[PATH_MAX];
 	_cleanup_close_ int fd = -1, dirfd = -1;
 	const char *name, *full;
 	const struct stat *root;
@@ -354,23 +357,6 @@ int sf_write_judge(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, char
 	int rootfd;
 	int acc = p->flags & O_ACCMODE;
 
-	ret_full[0] = '\0';
-	if (p->given[0] == '\0') {
-		if (obj == SW_FILE && (p->dirfd >= 0) &&
-		    (p->flags == -1 || (p->flags & AT_EMPTY_PATH)))
-			return sw_judge_fd(pid, p->dirfd, ret_full, size);
-		return 0; /* ENOENT, the kernel's */
-	}
-	if (!w->found) {
-		_cleanup_close_ int fd0 = -1;
-
-		(void)snprintf(proc, sizeof(proc), "/proc/%d/root", pid);
-		fd0 = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (fd0 < 0 || fstat(fd0, &w->root) < 0)
-			return 0;
-		sw_find_roots(w, fd0);
-		w->rootfd = TAKE_FD(fd0);
-	}
 	rootfd = w->rootfd;
 	root = &w->root;
 	if (sw_full_path(pid, rootfd, p, ret_full, size) < 0) {
@@ -443,4 +429,155 @@ int sf_write_judge(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, char
 	}
 	}
 	return 0;
+}
+
+/* The verdict on an object that exists, named by dirfd and name, from its
+ * statx: by its mount's verdict when known, else opened and judged. */
+static int sw_verdict_named(sf_wstate *w, int dirfd, const char *name, const struct statx *stx)
+{
+	_cleanup_close_ int fd = -1;
+
+	if (!S_ISREG(stx->stx_mode) && !S_ISDIR(stx->stx_mode))
+		return 0;
+	if (stx->stx_mask & STATX_MNT_ID)
+		for (size_t i = 0; i < w->n_mounts; i++)
+			if (w->mounts[i].id == stx->stx_mnt_id)
+				return w->mounts[i].verdict;
+	fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? 0 : sw_verdict(w, fd, dirfd, &w->root);
+}
+
+/*
+ * The directory a path's last name is in, opened the quick way: an absolute
+ * path's directory from the target's root; a relative one's from its
+ * working directory or dirfd (/proc/PID/cwd, /proc/PID/fd/N: the object
+ * itself), beneath it. -1 when that cannot be done so (a "..", an absolute
+ * link on the way, a last name that is "", "." or ".."): the caller then
+ * looks the path up whole.
+ */
+static int sw_open_dir(sf_wstate *w, pid_t pid, const sf_wpath *p, const char **ret_name)
+{
+	char proc[SW_PROC_MAX], dir[PATH_MAX];
+	struct sc_open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				  .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+	const char *slash = strrchr(p->given, '/'), *name = slash ? slash + 1 : p->given;
+	size_t dlen = slash ? (size_t)(slash - p->given) : 0;
+	_cleanup_close_ int base = -1;
+
+	if (*name == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+	    dlen >= sizeof(dir) || strncmp(p->given, "/proc/self/", 11) == 0)
+		return -1;
+	*ret_name = name;
+	memcpy(dir, p->given, dlen);
+	dir[dlen] = '\0';
+	if (p->given[0] == '/')
+		return sw_open_in_root(w->rootfd, dlen ? dir : "/", O_DIRECTORY);
+	if (strstr(p->given, ".."))
+		return -1;
+	if (p->dirfd == AT_FDCWD)
+		(void)snprintf(proc, sizeof(proc), "/proc/%d/cwd", pid);
+	else
+		(void)snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", pid, p->dirfd);
+	base = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (base < 0 || dlen == 0)
+		return TAKE_FD(base);
+	return sys_openat2(base, dir, &how);
+}
+
+/* The quick judgement: one lookup of the directory, a statx of the name.
+ * 1 when it cannot tell (see sw_open_dir, and a link to follow). */
+static int sw_judge_quick(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, int *ret)
+{
+	_cleanup_close_ int dirfd = -1;
+	const char *name = NULL;
+	struct statx stx;
+	bool exists;
+	int flags = p->flags;
+
+	*ret = 0;
+	if (obj == SW_OPEN && flags == -1)
+		flags = O_CREAT | O_WRONLY | O_TRUNC; /* creat */
+	if (obj == SW_OPEN && (flags & __O_TMPFILE) == __O_TMPFILE)
+		return 1;
+	dirfd = sw_open_dir(w, pid, p, &name);
+	if (dirfd < 0)
+		return 1;
+	exists = statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+		       STATX_TYPE | STATX_MNT_ID, &stx) == 0;
+	if (!exists && errno != ENOENT)
+		return 0; /* ENOTDIR, EACCES...: the kernel's */
+	switch (obj) {
+	case SW_OPEN:
+		if (!exists) {
+			if (!(flags & O_CREAT))
+				return 0; /* ENOENT */
+			*ret = sw_verdict(w, dirfd, -1, &w->root);
+			if (*ret && sw_no_create(dirfd))
+				*ret = 0;
+			return 0;
+		}
+		if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+			return 0; /* EEXIST */
+		if (S_ISLNK(stx.stx_mode))
+			return (flags & O_NOFOLLOW) ? 0 : 1; /* ELOOP, or follow it */
+		if ((flags & O_ACCMODE) == O_RDONLY && !(flags & O_TRUNC))
+			return 0;
+		if (S_ISDIR(stx.stx_mode))
+			return 0; /* EISDIR */
+		*ret = sw_verdict_named(w, dirfd, name, &stx);
+		return 0;
+	case SW_FILE:
+		if (!exists)
+			return 0;
+		if (S_ISLNK(stx.stx_mode))
+			return p->flags != -1 && (p->flags & AT_SYMLINK_NOFOLLOW) ? 0 : 1;
+		*ret = sw_verdict_named(w, dirfd, name, &stx);
+		return 0;
+	case SW_CREATE:
+		if (exists || sw_no_create(dirfd))
+			return 0;
+		*ret = sw_verdict(w, dirfd, -1, &w->root);
+		return 0;
+	case SW_REMOVE:
+		if (!exists) {
+			struct statvfs vfs;
+
+			*ret = fstatvfs(dirfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY) ? EROFS : 0;
+			return 0;
+		}
+		*ret = sw_verdict(w, dirfd, -1, &w->root);
+		return 0;
+	}
+	return 1;
+}
+
+int sf_write_judge(sf_wstate *w, pid_t pid, sf_wobj obj, const sf_wpath *p, char *ret_full,
+		   size_t size)
+{
+	char proc[SW_PROC_MAX];
+	int verdict;
+
+	ret_full[0] = '\0';
+	if (p->given[0] == '\0') {
+		if (obj == SW_FILE && (p->dirfd >= 0) &&
+		    (p->flags == -1 || (p->flags & AT_EMPTY_PATH)))
+			return sw_judge_fd(pid, p->dirfd, ret_full, size);
+		return 0; /* ENOENT, the kernel's */
+	}
+	if (!w->found) {
+		_cleanup_close_ int fd0 = -1;
+
+		(void)snprintf(proc, sizeof(proc), "/proc/%d/root", pid);
+		fd0 = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd0 < 0 || fstat(fd0, &w->root) < 0)
+			return 0;
+		sw_find_roots(w, fd0);
+		w->rootfd = TAKE_FD(fd0);
+	}
+	if (sw_judge_quick(w, pid, obj, p, &verdict) != 0)
+		return sw_judge_by_path(w, pid, obj, p, ret_full, size);
+	/* The path for the record, only for a refusal. */
+	if (verdict && sw_full_path(pid, w->rootfd, p, ret_full, size) < 0)
+		(void)snprintf(ret_full, size, "%s", p->given);
+	return verdict;
 }
