@@ -270,10 +270,13 @@ int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status
 	if (!plan || !ret_status || abi < 0)
 		return -EINVAL;
 	st.abi = abi;
-	/* TCP bind is refused when a proxy exists; without egress the netns
-	 * has nothing but the agent's own loopback, so TCP rules are defence
-	 * in depth that a kernel without ABI 4 may lack. */
-	net_needed = plan->n_egress > 0;
+	/* TCP is the netns's to confine: it has nothing but the sandbox's own
+	 * loopback, where the agent may serve itself (test suites, dev
+	 * servers) and every connect out is refused or goes to the proxy
+	 * (docs/decisions.md, "Loopback TCP is the agent's"). Only with
+	 * net.listen off is TCP bind handled, beside the filter's refusal of
+	 * listen(2). */
+	net_needed = !plan->net_listen;
 
 	if (abi == 0) {
 		if (!plan->best_effort) {
@@ -292,15 +295,14 @@ int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status
 	}
 
 	attr.handled_access_fs = ll_fs_handled[abi];
-	attr.handled_access_net = ll_net_handled[abi];
 	/*
-	 * With egress, TCP connects are left to the netns: a connect Landlock
-	 * refused would never be a packet, and the refusal on lo is what
-	 * records the attempt (docs/decisions.md, "Direct attempts are refused
-	 * by the netns, and seen").
+	 * TCP connects are left to the netns: a connect Landlock refused would
+	 * never be a packet, and the refusal on lo is what records the attempt
+	 * (docs/decisions.md, "Direct attempts are refused by the netns, and
+	 * seen").
 	 */
-	if (net_needed)
-		attr.handled_access_net &= ~(uint64_t)LANDLOCK_ACCESS_NET_CONNECT_TCP;
+	attr.handled_access_net =
+	    net_needed ? ll_net_handled[abi] & ~(uint64_t)LANDLOCK_ACCESS_NET_CONNECT_TCP : 0;
 	attr.scoped = ll_scoped[abi];
 	ruleset_fd = sys_landlock_create_ruleset(&attr, ll_attr_size[abi], 0);
 	if (ruleset_fd < 0)
@@ -349,8 +351,8 @@ int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status
 		ll_note(&st, "landlock ABI %d: truncate not restricted", st.abi);
 	if (!(attr.handled_access_fs & LANDLOCK_ACCESS_FS_IOCTL_DEV))
 		ll_note(&st, "landlock ABI %d: device ioctls not restricted", st.abi);
-	if (!st.net)
-		ll_note(&st, "landlock ABI %d: TCP bind/connect not restricted", st.abi);
+	if (!st.net && net_needed)
+		ll_note(&st, "landlock ABI %d: TCP bind not restricted", st.abi);
 	if (!st.scoped)
 		ll_note(&st, "landlock ABI %d: abstract unix sockets and signals not scoped",
 			st.abi);

@@ -14,7 +14,7 @@
 typedef struct ll_status {
 	int abi;	    /* 0 = Landlock unavailable */
 	bool fs;	    /* filesystem rules enforced */
-	bool net;	    /* TCP bind/connect rules enforced (ABI >= 4) */
+	bool net;	    /* TCP bind refused (ABI >= 4), with net.listen off */
 	bool scoped;	    /* abstract unix sockets and signals scoped (ABI >= 6) */
 	bool all_threads;   /* restricted every thread at once (ABI >= 8, TSYNC) */
 	bool unix_paths;    /* connects to pathname unix sockets restricted (ABI >= 9) */

@@ -180,6 +180,10 @@ static void describe_net(const sc_plan *p, FILE *out)
 	char b[64];
 
 	fprintf(out, "\nNetwork:\n");
+	fprintf(out, "  listening: %s\n",
+		p->net_listen ? "allowed, TCP and unix sockets, on the sandbox's own loopback "
+				"(reachable from inside only)"
+			      : "refused: no socket may listen, no TCP bind (net.listen false)");
 	if (p->n_egress == 0) {
 		fprintf(out, "  none: only a loopback interface, no proxy, no route out\n");
 		return;

@@ -631,6 +631,7 @@ int plan_intersect(const sc_plan *pa, const sc_plan *cv, sc_plan **ret)
 	if (r < 0)
 		return r;
 
+	o->net_listen = pa->net_listen && cv->net_listen;
 	/* Auditing can only be turned up, degradation only turned off. */
 	o->audit_exec = pa->audit_exec || cv->audit_exec;
 	o->audit_denied_syscalls = pa->audit_denied_syscalls || cv->audit_denied_syscalls;
@@ -871,6 +872,8 @@ int plan_check_narrower(const sc_plan *pa, const sc_plan *cv, char *reason, size
 			    "drop variables)",
 			    n, cv->env[i]);
 		}
+	if (!pa->net_listen && cv->net_listen)
+		return why(reason, size, "net.listen cannot be turned on by a caveat");
 	if (pa->audit_exec && !cv->audit_exec)
 		return why(reason, size, "audit.exec cannot be turned off by a caveat");
 	if (pa->audit_denied_syscalls && !cv->audit_denied_syscalls)

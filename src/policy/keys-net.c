@@ -925,6 +925,7 @@ static const policy_key net_keys[] = {
      FIELD(sc_plan, upstream_ca),
      .flags = KEY_NULLABLE,
      .host = HOST_FILE},
+    {.name = "listen", .type = KT_BOOL, FIELD(sc_plan, net_listen), .def = true},
     {.name = "dns",
      .type = KT_STRING,
      FIELD(sc_plan, dns),

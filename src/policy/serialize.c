@@ -176,6 +176,7 @@ static json_t *net_json(const sc_plan *p, bool *ok)
 	put(net, "max_request_body", size_or_null(p->max_request_body), ok);
 	put(net, "max_response_body", size_or_null(p->max_response_body), ok);
 	put(net, "egress_budget", size_or_null(p->egress_budget), ok);
+	put(net, "listen", json_boolean(p->net_listen), ok);
 	for (size_t i = 0; i < p->n_credentials; i++) {
 		const plan_credential *c = &p->credentials[i];
 		json_t *o = json_object();
@@ -353,6 +354,7 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 	    (a->rate.count && a->rate.per_ns != b->rate.per_ns) || a->bandwidth != b->bandwidth ||
 	    a->max_request_body != b->max_request_body ||
 	    a->max_response_body != b->max_response_body || a->egress_budget != b->egress_budget ||
+	    a->net_listen != b->net_listen ||
 	    a->n_credentials != b->n_credentials || !str_eq(a->upstream_ca, b->upstream_ca) ||
 	    !str_eq(a->dns, b->dns) || a->memory != b->memory || a->cpu_millis != b->cpu_millis ||
 	    a->pids != b->pids || a->wall_ns != b->wall_ns || a->nofile != b->nofile ||

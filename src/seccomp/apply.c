@@ -22,7 +22,8 @@
 unsigned sf_variant_of(const sc_plan *plan)
 {
 	return (plan->audit_exec ? SF_V_AUDIT_EXEC : 0u) |
-	       (plan->audit_denied_syscalls ? SF_V_AUDIT_DENIED : 0u);
+	       (plan->audit_denied_syscalls ? SF_V_AUDIT_DENIED : 0u) |
+	       (plan->net_listen ? 0u : SF_V_NO_LISTEN);
 }
 
 /* Whether the kernel has user notification (Linux 5.0; CONTINUE needs 5.5,

@@ -122,6 +122,10 @@ static uint32_t sf_action_of(sf_action act, unsigned variant, bool *ret_skip)
 		return (variant & SF_V_AUDIT_DENIED) ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(EPERM);
 	case SF_WRITE:
 		return (variant & SF_V_AUDIT_DENIED) ? SCMP_ACT_NOTIFY : SCMP_ACT_ALLOW;
+	case SF_LISTEN:
+		if (!(variant & SF_V_NO_LISTEN))
+			return SCMP_ACT_ALLOW;
+		return (variant & SF_V_AUDIT_DENIED) ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(EPERM);
 	case SF_NOFAMILY:
 		return SCMP_ACT_ERRNO(EAFNOSUPPORT);
 	case SF_ENOSYS:

@@ -25,6 +25,7 @@ typedef enum sf_action {
 	SF_WRITE,    /* allowed; with audit_denied_syscalls the listener first judges
 		      * whether a wall refuses the write, and if so refuses it and
 		      * records fs.denied (writes.c) */
+	SF_LISTEN,   /* allowed; with net.listen off refused as SF_DENY */
 	SF_NOFAMILY, /* EAFNOSUPPORT, never recorded: as a kernel without that socket
 		      * family would answer (docs/decisions.md, the netlink probe) */
 	_SF_ACTION_MAX,
@@ -86,7 +87,8 @@ extern const size_t sf_profile_len;
 typedef enum sf_variant {
 	SF_V_AUDIT_EXEC = 1 << 0,   /* plan->audit_exec */
 	SF_V_AUDIT_DENIED = 1 << 1, /* plan->audit_denied_syscalls */
-	SF_N_VARIANTS = 1 << 2,	    /* every combination of the bits above */
+	SF_V_NO_LISTEN = 1 << 2,    /* !plan->net_listen */
+	SF_N_VARIANTS = 1 << 3,	    /* every combination of the bits above */
 } sf_variant;
 
 unsigned sf_variant_of(const sc_plan *plan);

@@ -119,10 +119,6 @@ static int tcp_connect(uint16_t port)
 	close(fd);
 	return 0;
 }
-static int c_connect_other(void)
-{
-	return expect_errno(tcp_connect(tcp_port), EACCES);
-}
 static int c_connect_proxy_port(void)
 {
 	/* Nothing need listen there: refused by the stack is fine, refused by
@@ -133,10 +129,6 @@ static int c_connect_other_allowed(void)
 {
 	return tcp_connect(tcp_port) == 0 || errno != EACCES ? 0 : 3;
 }
-static int c_connect_proxy_port_denied(void)
-{
-	return expect_errno(tcp_connect(PX_LISTEN_PORT), EACCES);
-}
 static int c_bind(void)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
@@ -144,6 +136,14 @@ static int c_bind(void)
 
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	return expect_errno(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), EACCES);
+}
+static int c_bind_listen(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 1) == 0 ? 0 : 1;
 }
 static int run_exec(const char *path)
 {
@@ -348,7 +348,8 @@ static void test_abi_selection(void)
 
 int main(void)
 {
-	sc_plan plan = {.version = 1, .runtime = RUNTIME_HOST, .audit_exec = true};
+	sc_plan plan = {
+	    .version = 1, .runtime = RUNTIME_HOST, .audit_exec = true, .net_listen = true};
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	struct sockaddr_un su = {.sun_family = AF_UNIX};
 	socklen_t slen = sizeof(sa);
@@ -416,8 +417,9 @@ int main(void)
 	ok(got == 0 && st.abi == abi && st.fs, "ll_apply: abi %d fs %d net %d scoped %d (got %d)",
 	   st.abi, st.fs, st.net, st.scoped, got);
 	if (abi >= 7)
-		ok(st.net && st.scoped && st.degraded[0] == '\0', "ABI %d: complete, degraded '%s'",
-		   abi, st.degraded);
+		ok(!st.net && st.scoped && st.degraded[0] == '\0',
+		   "ABI %d: complete (no TCP rule with net.listen on), degraded '%s'", abi,
+		   st.degraded);
 
 	check(&plan, "read-only grant is readable", c_read_ro, false);
 	check(&plan, "read-only grant: writing is EACCES", c_write_ro, true);
@@ -439,7 +441,11 @@ int main(void)
 		      c_connect_other_allowed, false);
 		check(&plan, "TCP connect to the proxy port is not refused by Landlock",
 		      c_connect_proxy_port, false);
-		check(&plan, "TCP bind is EACCES", c_bind, true);
+		check(&plan, "TCP bind and listen on the sandbox's loopback work", c_bind_listen,
+		      false);
+		plan.net_listen = false;
+		check(&plan, "net.listen false: TCP bind is EACCES", c_bind, true);
+		plan.net_listen = true;
 	}
 	if (abi >= 6) {
 		check(&plan, "abstract unix socket outside the domain is EPERM", c_abstract_unix,
@@ -449,21 +455,26 @@ int main(void)
 	}
 
 	plan.n_egress = 0;
-	if (abi >= 4)
-		check(&plan, "without egress even the proxy port is EACCES",
-		      c_connect_proxy_port_denied, true);
+	if (abi >= 4) {
+		check(&plan, "without egress TCP connect is the netns's to refuse, not Landlock's",
+		      c_connect_proxy_port, false);
+		check(&plan, "... and bind and listen work", c_bind_listen, false);
+	}
 
 	/* Forced older ABIs: the fail-closed and best-effort paths. */
 	plan.n_egress = 1;
 	forced_abi = 3;
+	got = run_check(&plan, c_bind_listen, true, &st);
+	ok(got == 0 && !strstr(st.degraded, "TCP"),
+	   "ABI 3, net.listen on: no TCP rule to miss (got %d, '%s')", got, st.degraded);
+	plan.net_listen = false;
 	got = run_check(&plan, c_read_ro, true, NULL);
-	ok(got == 121, "ABI 3 with egress, not best_effort: refused (got %d)", got);
+	ok(got == 121, "ABI 3 with net.listen off, not best_effort: refused (got %d)", got);
 	plan.best_effort = true;
 	got = run_check(&plan, c_read_outside, true, &st);
 	ok(got == 0 && st.fs && !st.net && !st.scoped && strstr(st.degraded, "TCP") != NULL,
 	   "ABI 3 best_effort: fs enforced, degraded '%s' (got %d)", st.degraded, got);
-	got = run_check(&plan, c_connect_other, true, NULL);
-	ok(got == 1, "ABI 3 best_effort: TCP connect is not restricted (got %d)", got);
+	plan.net_listen = true;
 	forced_abi = 0;
 	plan.best_effort = false;
 	got = run_check(&plan, c_read_ro, true, NULL);

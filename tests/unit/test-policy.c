@@ -804,7 +804,7 @@ static void test_net(void)
 	bad("{'version':1,'net':{'proxy':true}}", -EINVAL, "$.net.proxy",
 	    "unknown key \"proxy\" (expected one of: egress, allow_private, rate, bandwidth, "
 	    "max_request_body, "
-	    "max_response_body, egress_budget, credentials, upstream_ca, dns)");
+	    "max_response_body, egress_budget, credentials, upstream_ca, listen, dns)");
 
 	p = good(
 	    "{'version':1,'net':{'egress':[{'host':'API.Example.COM','ports':[443,8443],'methods':["
@@ -1219,8 +1219,8 @@ static void test_round_trip(void)
 				  "null},'name':'sandbox',"
 				  "'net':{'allow_private':[],'bandwidth':null,'credentials':[],'"
 				  "dns':null,'egress':[],"
-				  "'egress_budget':null,'max_request_body':null,'max_response_body'"
-				  ":null,'rate':'200/s',"
+				  "'egress_budget':null,'listen':true,'max_request_body':null,"
+				  "'max_response_body':null,'rate':'200/s',"
 				  "'upstream_ca':null},'spawn':{'max_children':8,'max_depth':0},'"
 				  "version':1}"),
 		   "canonical JSON of the defaults");

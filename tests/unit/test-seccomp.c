@@ -1019,7 +1019,8 @@ static void test_cacheable(void)
 			bool uncond = rule->a.how == SF_ANY && rule->b.how == SF_ANY;
 			bool allows = rule->action == SF_ALLOW ||
 				      (rule->action == SF_EXEC && !(v & SF_V_AUDIT_EXEC)) ||
-				      (rule->action == SF_WRITE && !(v & SF_V_AUDIT_DENIED));
+				      (rule->action == SF_WRITE && !(v & SF_V_AUDIT_DENIED)) ||
+				      (rule->action == SF_LISTEN && !(v & SF_V_NO_LISTEN));
 
 			for (const char *const *name = rule->names; *name; name++) {
 				int nr = seccomp_syscall_resolve_name(*name);
