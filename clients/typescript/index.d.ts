@@ -14,7 +14,7 @@ export declare class SandcapError extends Error {
 export type Policy = Record<string, unknown> | string;
 
 export interface SandboxOptions {
-  /** the daemon's socket; default $SANDCAP_SOCKET or /run/sandcap/api.sock when it exists */
+  /** the daemon's socket; default $SANDCAP_SOCKET or /run/sandcap.sock when it exists */
   socketPath?: string;
   /** the sandcap binary to run without a daemon; default $SANDCAP or PATH */
   sandcap?: string;

@@ -13,7 +13,7 @@ import http from "node:http";
 import { tmpdir } from "node:os";
 import { join, delimiter } from "node:path";
 
-export const DEFAULT_SOCKET = "/run/sandcap/api.sock";
+export const DEFAULT_SOCKET = "/run/sandcap.sock";
 
 export class SandcapError extends Error {
   constructor(code, message, path = null, status = 0) {
@@ -255,7 +255,7 @@ function which(name) {
 }
 
 /** The daemon when its socket is there (option, $SANDCAP_SOCKET or
- * /run/sandcap/api.sock), else the CLI (option, $SANDCAP or PATH). */
+ * /run/sandcap.sock), else the CLI (option, $SANDCAP or PATH). */
 export function pickTransport(opts = {}) {
   let socketPath = opts.socketPath;
   if (socketPath === undefined && opts.sandcap === undefined) {

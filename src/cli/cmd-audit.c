@@ -460,8 +460,9 @@ static void prune_usage(FILE *out)
 	      "  -h, --help            show this help\n"
 	      "\n"
 	      "Prints one line per log removed or kept for running, then a total.\n"
-	      "Exit status: 0 done, 1 some log could not be removed, 2 usage error or a\n"
-	      "directory that could not be read.\n",
+	      "Exit status: 0 done (also when the state directory has no audit/ yet),\n"
+	      "1 some log could not be removed, 2 usage error or a directory that could\n"
+	      "not be read.\n",
 	      out);
 }
 
@@ -590,6 +591,12 @@ static int cmd_audit_prune(int argc, char **argv)
 	now = time(NULL);
 	r = pr_prune(dir, secs >= (uint64_t)now ? 0 : now - (time_t)secs, t.dry_run, prune_print,
 		     &t);
+	/* The state directory's audit/ is made by the first run that logs
+	 * there: before it, there is nothing to prune (sandcap-prune.timer
+	 * runs on a host that may not have run anything yet). A --dir that is
+	 * not there is a mistake. */
+	if (r == -ENOENT && !dir_opt)
+		r = 0;
 	if (r < 0) {
 		cli_error("audit prune: %s: %s", dir, strerror(-r));
 		return AUDIT_EXIT_USAGE;

@@ -8,25 +8,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/exit-status.h"
 #include "cli/cli.h"
+#include "serve/activation.h"
 #include "serve/server.h"
 
 static void serve_usage(FILE *out)
 {
-	fputs("Usage: sandcap serve --socket PATH [--group G] [--policy FILE]...\n"
+	fputs("Usage: sandcap serve [--socket PATH] [--group G] [--policy FILE]...\n"
 	      "                     [--pool FILE=N]... [--quota-per-uid N] [--token-key KEY]\n"
 	      "                     [--allow-inline-policy]\n"
 	      "\n"
 	      "Serves the sandbox API (HTTP/1.1 + JSON, docs/api.md) on a unix socket, mode\n"
 	      "0660. Callers are told apart by their uid (SO_PEERCRED): each sees only its\n"
 	      "own sandboxes. SIGTERM (or any signal whose default would end it) stops every\n"
-	      "sandbox, sealing its log.\n"
+	      "sandbox, sealing its log. Started by systemd with a socket (sandcap.socket:\n"
+	      "LISTEN_PID, LISTEN_FDS), it serves that socket instead of creating one.\n"
 	      "\n"
-	      "  -s, --socket PATH         the socket to create\n"
+	      "  -s, --socket PATH         the socket to create (with a socket passed by\n"
+	      "                            systemd: optional, and must name that one)\n"
 	      "  -g, --group G             the socket's group (name or number): who may connect\n"
 	      "  -p, --policy FILE         a policy callers may name (by its file name\n"
 	      "                            without .json) or send as JSON\n"
@@ -98,7 +102,9 @@ int cmd_serve(int argc, char **argv)
 	    {},
 	};
 	sv_policy_opt pols[SV_MAX_POLICIES];
-	char exe[PATH_MAX], session_exe[PATH_MAX];
+	char exe[PATH_MAX], session_exe[PATH_MAX], passed_path[sizeof(struct sockaddr_un)];
+	char passed_name[256];
+	const char *why = NULL;
 	sv_config cfg = {
 	    .gid = (gid_t)-1, .quota = 8, .ready_fd = -1, .log = serve_log, .policies = pols};
 	unsigned v;
@@ -167,8 +173,39 @@ int cmd_serve(int argc, char **argv)
 			return SC_EXIT_SETUP;
 		}
 	}
-	if (!cfg.socket_path || optind != argc) {
-		cli_error("serve: expected --socket PATH and no other argument (see --help)");
+	if (optind != argc) {
+		cli_error("serve: unexpected argument '%s' (see --help)", argv[optind]);
+		return SC_EXIT_SETUP;
+	}
+	r = sv_activation_socket(&cfg.listen_fd, passed_path, sizeof(passed_path), passed_name,
+				 sizeof(passed_name), &why);
+	if (r < 0) {
+		cli_error("serve: the socket passed by the service manager: %s", why);
+		return SC_EXIT_SETUP;
+	}
+	if (r > 0) {
+		/* The manager's unit says where the socket is and who may connect
+		 * (ListenStream=, SocketMode=, SocketGroup=): an option that says
+		 * otherwise is a mistake, refused rather than half applied. */
+		if (cfg.socket_path && strcmp(cfg.socket_path, passed_path) != 0) {
+			cli_error("serve: --socket %s, but the socket passed by the service "
+				  "manager is %s",
+				  cfg.socket_path,
+				  passed_path[0] ? passed_path : "not bound to a path");
+			return SC_EXIT_SETUP;
+		}
+		if (cfg.gid != (gid_t)-1) {
+			cli_error("serve: --group with a socket passed by the service manager: its "
+				  "unit's SocketGroup= and SocketMode= say who may connect");
+			return SC_EXIT_SETUP;
+		}
+		cfg.listen_passed = true;
+		cfg.socket_path = passed_path[0]   ? passed_path
+				  : passed_name[0] ? passed_name
+						   : "fd 3";
+	} else if (!cfg.socket_path) {
+		cli_error("serve: expected --socket PATH, or a socket passed by systemd "
+			  "(LISTEN_FDS; see --help)");
 		return SC_EXIT_SETUP;
 	}
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);

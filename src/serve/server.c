@@ -1527,7 +1527,10 @@ int sv_serve(const sv_config *cfg)
 		LOG(d, "%s: %s", d->tmpdir, strerror(-r));
 		goto out;
 	}
-	r = listen_socket(cfg, &lfd);
+	if (cfg->listen_passed)
+		lfd = cfg->listen_fd;
+	else
+		r = listen_socket(cfg, &lfd);
 	if (r < 0) {
 		LOG(d, "%s: %s", cfg->socket_path,
 		    r == -EADDRINUSE ? "another daemon is serving it"
@@ -1547,7 +1550,8 @@ int sv_serve(const sv_config *cfg)
 		(void)io_write_all(cfg->ready_fd, "ready\n", 6);
 		(void)close(cfg->ready_fd);
 	}
-	LOG(d, "serving %s (%zu policies)", cfg->socket_path, d->n_pols);
+	LOG(d, "serving %s%s (%zu policies)", cfg->socket_path,
+	    cfg->listen_passed ? ", the socket passed by the service manager" : "", d->n_pols);
 	for (;;) {
 		struct pollfd p[2] = {{.fd = lfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
 
@@ -1568,7 +1572,8 @@ int sv_serve(const sv_config *cfg)
 		if (p[0].revents)
 			accept_one(d, lfd);
 	}
-	(void)unlink(cfg->socket_path);
+	if (!cfg->listen_passed)
+		(void)unlink(cfg->socket_path);
 	lfd = safe_close(lfd);
 	(void)pthread_mutex_lock(&d->pool_lock);
 	d->stopping = true;
@@ -1588,7 +1593,8 @@ int sv_serve(const sv_config *cfg)
 	OPENSSL_cleanse(d->key, sizeof(d->key));
 	return r;
 out_sock:
-	(void)unlink(cfg->socket_path);
+	if (!cfg->listen_passed)
+		(void)unlink(cfg->socket_path);
 	(void)rmdir(d->tmpdir);
 out:
 	sv_table_free(&d->table);

@@ -35,6 +35,11 @@ typedef void (*sv_log_fn)(void *userdata, const char *fmt, ...)
 
 typedef struct sv_config {
 	const char *socket_path;
+	/* Socket activation (serve/activation.h): serve listen_fd, which the
+	 * service manager bound at socket_path, instead of creating the
+	 * socket; it is neither chowned nor removed (it is the manager's). */
+	bool listen_passed;
+	int listen_fd;
 	gid_t gid;	   /* (gid_t)-1: the socket keeps root's group */
 	unsigned quota;	   /* live sessions per uid; 0: no bound */
 	bool allow_inline; /* inline policies from any caller, not only root */

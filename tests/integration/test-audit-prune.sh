@@ -72,4 +72,7 @@ expect_match "and says it is required" "$out" "--older-than AGE is required"
 out=$("$SANDCAP" audit prune --older-than 1d --dir "$T/nonexistent" 2>&1)
 expect_eq "a directory that cannot be read: exit 2" "$?" 2
 expect_match "named in the error" "$out" "$T/nonexistent: No such file or directory"
+out=$(SANDCAP_STATE_DIR=$T/fresh-state "$SANDCAP" audit prune --older-than 1d 2>&1)
+expect_eq "a state directory no run has logged to yet: nothing to prune, exit 0" \
+	"$? $out" "0 removed 0 logs (0 bytes) older than 1d; kept 0 of running sandboxes, 0 younger"
 finish

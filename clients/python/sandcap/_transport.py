@@ -10,7 +10,7 @@ from typing import Iterator, List, Optional, Union
 from . import _protocol as proto
 from ._types import SandcapError, parse_ndjson_line
 
-DEFAULT_SOCKET = "/run/sandcap/api.sock"
+DEFAULT_SOCKET = "/run/sandcap.sock"
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):
@@ -158,7 +158,7 @@ class CliTransport:
 
 def pick(socket_path: Optional[str] = None, sandcap: Optional[str] = None):
     """The daemon when its socket is there (argument, $SANDCAP_SOCKET, or
-    /run/sandcap/api.sock), else the CLI (argument, $SANDCAP, or PATH)."""
+    /run/sandcap.sock), else the CLI (argument, $SANDCAP, or PATH)."""
     if socket_path is None and sandcap is None:
         socket_path = os.environ.get("SANDCAP_SOCKET")
         if socket_path is None and os.path.exists(DEFAULT_SOCKET):
