@@ -30,13 +30,13 @@
 #include "base/sha256.h"
 #include "policy/plan.h"
 
-#define HTML_HEAD      750u  /* first rows kept per kind */
-#define HTML_TAIL      250u  /* last rows kept per kind (a ring) */
-#define HTML_STR_MAX   512u  /* bytes kept of one string */
-#define HTML_ARRAY_MAX 32u   /* elements kept of one array */
-#define HTML_OBJ_MAX   16u   /* members kept of one nested object */
-#define HTML_ROW_BYTES 4096u /* about the most one row holds, keys included */
-#define HTML_BUCKETS   240u  /* intervals of the activity charts */
+#define HTML_HEAD      750u	   /* first rows kept per kind */
+#define HTML_TAIL      250u	   /* last rows kept per kind (a ring) */
+#define HTML_STR_MAX   512u	   /* bytes kept of one string */
+#define HTML_ARRAY_MAX 32u	   /* elements kept of one array */
+#define HTML_OBJ_MAX   16u	   /* members kept of one nested object */
+#define HTML_ROW_BYTES 4096u	   /* about the most one row holds, keys included */
+#define HTML_BUCKETS   240u	   /* intervals of the activity charts */
 #define HTML_WIDTH0_NS 10000000ull /* 10 ms: the first interval width */
 
 typedef enum hk {
@@ -60,11 +60,11 @@ typedef enum hk {
 } hk;
 
 static const char *const hk_name[_HK_MAX] = {
-    [HK_GRANT] = "grant",	  [HK_EXEC] = "exec",	    [HK_EXEC_FAILED] = "exec_failed",
-    [HK_REQUEST] = "request",	  [HK_DENIED] = "denied",   [HK_DNS] = "dns",
-    [HK_WRITE] = "write",	  [HK_READ] = "read",	    [HK_FS_DENIED] = "fs_denied",
-    [HK_SYSCALL] = "syscall",	  [HK_LIMIT] = "limit",	    [HK_COMMAND] = "command",
-    [HK_TRANSFER] = "transfer",	  [HK_SPAWN] = "spawn",	    [HK_WORKSPACE] = "workspace",
+    [HK_GRANT] = "grant",	[HK_EXEC] = "exec",	[HK_EXEC_FAILED] = "exec_failed",
+    [HK_REQUEST] = "request",	[HK_DENIED] = "denied", [HK_DNS] = "dns",
+    [HK_WRITE] = "write",	[HK_READ] = "read",	[HK_FS_DENIED] = "fs_denied",
+    [HK_SYSCALL] = "syscall",	[HK_LIMIT] = "limit",	[HK_COMMAND] = "command",
+    [HK_TRANSFER] = "transfer", [HK_SPAWN] = "spawn",	[HK_WORKSPACE] = "workspace",
     [HK_OTHER] = "other",
 };
 
@@ -80,7 +80,7 @@ typedef enum hs {
 } hs;
 
 static const char *const hs_name[_HS_MAX] = {
-    [HS_EXEC] = "exec", [HS_REQUEST] = "request", [HS_BYTES_OUT] = "bytes_out",
+    [HS_EXEC] = "exec",		[HS_REQUEST] = "request", [HS_BYTES_OUT] = "bytes_out",
     [HS_BYTES_IN] = "bytes_in", [HS_REFUSED] = "refused", [HS_DNS] = "dns",
     [HS_WRITE] = "write",
 };
@@ -143,7 +143,8 @@ static bool ts_ns(const char *ts, uint64_t *ret)
 	unsigned long ns;
 	int64_t yy, era, yoe, doy, doe, days;
 
-	if (!ts || sscanf(ts, "%4u-%2u-%2uT%2u:%2u:%2u.%9luZ", &y, &mo, &d, &hh, &mi, &ss, &ns) != 7)
+	if (!ts ||
+	    sscanf(ts, "%4u-%2u-%2uT%2u:%2u:%2u.%9luZ", &y, &mo, &d, &hh, &mi, &ss, &ns) != 7)
 		return false;
 	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || hh > 23 || mi > 59 || ss > 60)
 		return false;
@@ -154,7 +155,8 @@ static bool ts_ns(const char *ts, uint64_t *ret)
 	doy = (153 * ((int64_t)mo + (mo > 2 ? -3 : 9)) + 2) / 5 + (int64_t)d - 1;
 	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
 	days = era * 146097 + doe - 719468;
-	*ret = (((uint64_t)days * 24 + hh) * 60 + mi) * 60 * 1000000000ull + ss * 1000000000ull + ns;
+	*ret =
+	    (((uint64_t)days * 24 + hh) * 60 + mi) * 60 * 1000000000ull + ss * 1000000000ull + ns;
 	return true;
 }
 
@@ -212,7 +214,8 @@ static json_t *trim(json_t *v, unsigned depth, size_t *budget)
 		json_array_foreach(v, i, x)
 		{
 			if (i == HTML_ARRAY_MAX || *budget == 0) {
-				(void)snprintf(more, sizeof(more), "...(%zu more)", json_array_size(v) - i);
+				(void)snprintf(more, sizeof(more), "...(%zu more)",
+					       json_array_size(v) - i);
 				(void)json_array_append_new(a, json_string(more));
 				break;
 			}
@@ -259,8 +262,8 @@ static int hlist_add(hlist *l, json_t *row)
 /* One row: its kind, seq, time since the first record (microseconds), the
  * event when a kind holds several, the sub-sandbox it is of ("c"), and the
  * listed keys of data (all members when keys is NULL), trimmed. */
-static int add_row(rp_html *h, hk k, const au_record *rec, const char *const *keys,
-		   bool event, const char *mark)
+static int add_row(rp_html *h, hk k, const au_record *rec, const char *const *keys, bool event,
+		   const char *mark)
 {
 	size_t budget = HTML_ROW_BYTES;
 	json_t *row = json_object(), *v;
@@ -270,7 +273,8 @@ static int add_row(rp_html *h, hk k, const au_record *rec, const char *const *ke
 		return -ENOMEM;
 	(void)json_object_set_new(row, "k", json_string(hk_name[k]));
 	(void)json_object_set_new(row, "s", json_integer((json_int_t)rec->seq));
-	(void)json_object_set_new(row, "t", json_integer((json_int_t)((h->last_ns - h->t0_ns) / 1000)));
+	(void)json_object_set_new(row, "t",
+				  json_integer((json_int_t)((h->last_ns - h->t0_ns) / 1000)));
 	if (event)
 		(void)json_object_set_new(row, "e", json_string(rec->event));
 	if (mark)
@@ -297,35 +301,34 @@ static int add_row(rp_html *h, hk k, const au_record *rec, const char *const *ke
 }
 
 static const char *const grant_keys[] = {"path", "at", "mode", NULL};
-static const char *const exec_keys[] = {"pid",	  "path",	"argv", "result", "errno",
-					"error",  "truncated",	"syscall", "dirfd_path", NULL};
+static const char *const exec_keys[] = {"pid",	 "path",      "argv",	 "result",     "errno",
+					"error", "truncated", "syscall", "dirfd_path", NULL};
 static const char *const request_keys[] = {
-    "id",	   "method",   "host",	     "port",	   "path",	  "addr",
-    "status",	   "bytes_out", "bytes_in",   "duration_ms", "credential", "body_sha256",
-    "body_bytes", "via",      "completed",  "reason",	   "rule",	  NULL};
-static const char *const denied_keys[] = {"host",     "port",  "method", "path",   "reason",
-					  "detail",   "addr",  "protocol", "credential", "via",
-					  "sni",      "pid",   "normalised_path", NULL};
+    "id",	  "method",    "host",	    "port",	   "path",	 "addr",
+    "status",	  "bytes_out", "bytes_in",  "duration_ms", "credential", "body_sha256",
+    "body_bytes", "via",       "completed", "reason",	   "rule",	 NULL};
+static const char *const denied_keys[] = {
+    "host",	"port",	      "method", "path", "reason", "detail",	     "addr",
+    "protocol", "credential", "via",	"sni",	"pid",	  "normalised_path", NULL};
 static const char *const dns_keys[] = {"name", "type", "rcode", "answer", "rule", "reason", NULL};
-static const char *const write_keys[] = {"path", "op",	   "type", "mode",
+static const char *const write_keys[] = {"path",   "op",    "type",   "mode",
 					 "sha256", "count", "reason", NULL};
 static const char *const read_keys[] = {"path", "size",	 "sha256", "hash_skipped",
 					"op",	"count", "reason", NULL};
-static const char *const fs_denied_keys[] = {"pid",  "op",   "path",	  "errno",
+static const char *const fs_denied_keys[] = {"pid",    "op",   "path",	    "errno",
 					     "reason", "mode", "truncated", NULL};
 static const char *const syscall_keys[] = {"pid", "syscall", "nr", NULL};
-static const char *const limit_keys[] = {"limit", "detail", "kind", "suppressed", "value", "id",
-					 NULL};
-static const char *const command_keys[] = {"id",	  "argv",   "cwd",	   "tty",
-					   "status",	  "signal", "duration_ms", "limits_hit",
-					   "session_ended", NULL};
+static const char *const limit_keys[] = {"limit", "detail", "kind", "suppressed",
+					 "value", "id",	    NULL};
+static const char *const command_keys[] = {
+    "id",     "argv",	     "cwd",	   "tty",	    "status",
+    "signal", "duration_ms", "limits_hit", "session_ended", NULL};
 static const char *const transfer_keys[] = {"id", "path", "bytes", "result", NULL};
 static const char *const spawn_keys[] = {
-    "child",  "parent",	"command",   "policy_source", "receipt",     "reason", "argv",
-    "status", "signal", "timed_out", "oom_killed",    "memory_peak", "cpu_ns", "wall_ns",
-    NULL};
-static const char *const workspace_keys[] = {"workspace", "sandbox", "grant",	"outcome",
-					     "error",	  "forced",  "part",	"parts",
+    "child",  "parent",	   "command",	 "policy_source", "receipt", "reason",	"argv", "status",
+    "signal", "timed_out", "oom_killed", "memory_peak",	  "cpu_ns",  "wall_ns", NULL};
+static const char *const workspace_keys[] = {"workspace", "sandbox", "grant",	  "outcome",
+					     "error",	  "forced",  "part",	  "parts",
 					     "files",	  "changes", "conflicts", NULL};
 
 static bool is(const char *a, const char *b)
@@ -411,8 +414,9 @@ int rp_html_record(rp_html *h, const au_record *rec)
 		return add_row(h, HK_READ, rec, read_keys, false, NULL);
 	if (is(ev, "fs.denied") || is(ev, "syscall.denied")) {
 		series_add(h, HS_REFUSED, 1);
-		return is(ev, "fs.denied") ? add_row(h, HK_FS_DENIED, rec, fs_denied_keys, false, NULL)
-					   : add_row(h, HK_SYSCALL, rec, syscall_keys, false, NULL);
+		return is(ev, "fs.denied")
+			   ? add_row(h, HK_FS_DENIED, rec, fs_denied_keys, false, NULL)
+			   : add_row(h, HK_SYSCALL, rec, syscall_keys, false, NULL);
 	}
 	if (is(ev, "limit.hit")) {
 		fold_count(h, data);
@@ -583,8 +587,8 @@ static json_t *table_json(const au_table *t, const char *name)
 	json_t *a = json_array();
 
 	for (size_t i = 0; a && i < t->n; i++) {
-		json_t *o = json_pack("{s:s, s:I}", name, t->e[i].key, "count",
-				      (json_int_t)t->e[i].count);
+		json_t *o =
+		    json_pack("{s:s, s:I}", name, t->e[i].key, "count", (json_int_t)t->e[i].count);
 
 		if (o && t->e[i].detail[0])
 			(void)json_object_set_new(o, "detail", json_string(t->e[i].detail));
@@ -597,18 +601,16 @@ static json_t *tally_json(const report *rp)
 {
 	const au_tally *t = &rp->tally;
 
-	return json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
-			 "execs", (json_int_t)t->execs, "execs_failed",
-			 (json_int_t)t->execs_failed, "files_written",
-			 (json_int_t)t->files_written, "files_approx", t->files_approx,
-			 "net_denied", (json_int_t)t->net_denied, "requests_over_rate",
-			 (json_int_t)t->requests_over_rate, "syscalls_denied",
-			 (json_int_t)t->syscalls_denied, "files_denied",
-			 (json_int_t)t->files_denied, "limits_hit", (json_int_t)t->limits_hit,
-			 "dns_queries", (json_int_t)t->dns_queries, "dns_refused",
-			 (json_int_t)t->dns_refused, "syscalls", table_json(&t->syscalls, "syscall"),
-			 "limits", table_json(&t->limits, "limit"), "denied_hosts",
-			 table_json(&t->denied_hosts, "host"));
+	return json_pack(
+	    "{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "execs",
+	    (json_int_t)t->execs, "execs_failed", (json_int_t)t->execs_failed, "files_written",
+	    (json_int_t)t->files_written, "files_approx", t->files_approx, "net_denied",
+	    (json_int_t)t->net_denied, "requests_over_rate", (json_int_t)t->requests_over_rate,
+	    "syscalls_denied", (json_int_t)t->syscalls_denied, "files_denied",
+	    (json_int_t)t->files_denied, "limits_hit", (json_int_t)t->limits_hit, "dns_queries",
+	    (json_int_t)t->dns_queries, "dns_refused", (json_int_t)t->dns_refused, "syscalls",
+	    table_json(&t->syscalls, "syscall"), "limits", table_json(&t->limits, "limit"),
+	    "denied_hosts", table_json(&t->denied_hosts, "host"));
 }
 
 static json_t *hosts_json(const report *rp)
@@ -631,11 +633,11 @@ static json_t *folded_json(const rp_html *h)
 	for (size_t i = 0; a && i < h->folded.n; i++) {
 		const char *key = h->folded.e[i].key, *slash = strchr(key, '/');
 
-		(void)json_array_append_new(
-		    a, json_pack("{s:s%, s:s, s:I}", "limit", key,
-				 slash ? (size_t)(slash - key) : strlen(key), "kind",
-				 slash ? slash + 1 : "", "suppressed",
-				 (json_int_t)h->folded.e[i].count));
+		(void)json_array_append_new(a,
+					    json_pack("{s:s%, s:s, s:I}", "limit", key,
+						      slash ? (size_t)(slash - key) : strlen(key),
+						      "kind", slash ? slash + 1 : "", "suppressed",
+						      (json_int_t)h->folded.e[i].count));
 	}
 	return a ? a : json_null();
 }
@@ -718,21 +720,20 @@ static json_t *verdict_json(const report *rp, const au_report_opts *o)
 		title = "Intact: every record chains to the next, and the log is sealed";
 	}
 	if (!rp->chain_ok) {
-		(void)snprintf(buf, sizeof(buf), "%s at line %" PRIu64 " (record seq %" PRIu64 "): %s",
+		(void)snprintf(buf, sizeof(buf),
+			       "%s at line %" PRIu64 " (record seq %" PRIu64 "): %s",
 			       rp->cut_off ? "Ends" : "Broken", rp->err_line,
 			       rp->err_line ? rp->err_line - 1 : 0, rp->err_reason);
 		(void)json_array_append_new(lines, au_str(buf, strlen(buf), sizeof(buf)));
 	}
 	if (rp->failure) {
-		(void)snprintf(buf, sizeof(buf),
-			       "Writing failed (%s) after %" PRIu64 " records; not written: %s; %s",
-			       rp_get_str(rp->failure, "error") ? rp_get_str(rp->failure, "error")
-								: "?",
-			       u64_of(rp->failure, "records"),
-			       rp_get_str(rp->failure, "event") ? rp_get_str(rp->failure, "event")
-								: "?",
-			       rp_get_str(rp->failure, "action") ? rp_get_str(rp->failure, "action")
-								 : "?");
+		(void)snprintf(
+		    buf, sizeof(buf),
+		    "Writing failed (%s) after %" PRIu64 " records; not written: %s; %s",
+		    rp_get_str(rp->failure, "error") ? rp_get_str(rp->failure, "error") : "?",
+		    u64_of(rp->failure, "records"),
+		    rp_get_str(rp->failure, "event") ? rp_get_str(rp->failure, "event") : "?",
+		    rp_get_str(rp->failure, "action") ? rp_get_str(rp->failure, "action") : "?");
 		(void)json_array_append_new(lines, au_str(buf, strlen(buf), sizeof(buf)));
 	}
 	if (rp->too_long[0]) {
@@ -742,8 +743,9 @@ static json_t *verdict_json(const report *rp, const au_report_opts *o)
 	}
 	if (o->key)
 		(void)json_array_append_new(
-		    lines, json_string(c->hmac_checked ? "Seal HMAC verified with the key given"
-						       : "Seal HMAC NOT verified with the key given"));
+		    lines,
+		    json_string(c->hmac_checked ? "Seal HMAC verified with the key given"
+						: "Seal HMAC NOT verified with the key given"));
 	else if (rp->keyed)
 		(void)json_array_append_new(
 		    lines, json_string("Sealed with an HMAC (not checked here: give --key)"));
@@ -784,9 +786,9 @@ static json_t *verdict_json(const report *rp, const au_report_opts *o)
 
 static json_t *start_json(const report *rp)
 {
-	static const char *const keys[] = {"command", "layers",	     "not_enforced", "policy_source",
-					   "policy_digest", "token", "transparent", "setup",
-					   NULL};
+	static const char *const keys[] = {"command",	    "layers",	     "not_enforced",
+					   "policy_source", "policy_digest", "token",
+					   "transparent",   "setup",	     NULL};
 	size_t budget = 64u << 10;
 	json_t *o;
 
@@ -795,8 +797,8 @@ static json_t *start_json(const report *rp)
 	o = json_object();
 	for (const char *const *k = keys; o && *k; k++)
 		if (json_object_get(rp->start, *k))
-			(void)json_object_set_new(
-			    o, *k, trim(json_object_get(rp->start, *k), 0, &budget));
+			(void)json_object_set_new(o, *k,
+						  trim(json_object_get(rp->start, *k), 0, &budget));
 	return o ? o : json_null();
 }
 

@@ -43,17 +43,17 @@ typedef struct report {
 	uint8_t last_hash[AU_HASH_BYTES];
 	bool sealed, keyed;
 
-	json_t *start;	 /* sandbox.start data: one line, so bounded by AU_LINE_MAX */
-	json_t *exit;	 /* sandbox.exit data */
-	json_t *failure; /* audit.error data: the log says a record was not written */
-	blist grants;	 /* fs.grant */
-	blist procs;	 /* proc.exec of programs that ran */
-	blist failed;	 /* proc.exec attempts that did not run (au_exec_failed) */
-	blist net;	 /* net.request, allowed */
-	blist files;	 /* fs.write */
-	blist denied;	 /* net.denied and denied net.request */
+	json_t *start;	    /* sandbox.start data: one line, so bounded by AU_LINE_MAX */
+	json_t *exit;	    /* sandbox.exit data */
+	json_t *failure;    /* audit.error data: the log says a record was not written */
+	blist grants;	    /* fs.grant */
+	blist procs;	    /* proc.exec of programs that ran */
+	blist failed;	    /* proc.exec attempts that did not run (au_exec_failed) */
+	blist net;	    /* net.request, allowed */
+	blist files;	    /* fs.write */
+	blist denied;	    /* net.denied and denied net.request */
 	blist files_denied; /* fs.denied: writes and setid modes refused */
-	blist commands;	 /* a session's exec.start, completed by its exec.exit */
+	blist commands;	    /* a session's exec.start, completed by its exec.exit */
 	uint64_t commands_ended;
 	blist file_ops; /* a session's file.put, file.get, file.list */
 	blist dns;	/* net.dns */

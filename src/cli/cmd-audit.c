@@ -431,9 +431,9 @@ static bool log_is_live(FILE *in)
 static int cmd_audit_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},	      {"html", no_argument, NULL, 'H'},
-	    {"key", required_argument, NULL, 'k'},    {"pubkey", required_argument, NULL, 'p'},
-	    {"help", no_argument, NULL, 'h'},	      {},
+	    {"json", no_argument, NULL, 'j'},	   {"html", no_argument, NULL, 'H'},
+	    {"key", required_argument, NULL, 'k'}, {"pubkey", required_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},	   {},
 	};
 	_cleanup_(fclose_inputp) FILE *in = NULL;
 	_cleanup_(au_sign_key_freep) au_sign_key *pub = NULL;
