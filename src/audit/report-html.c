@@ -189,7 +189,8 @@ static void series_add(rp_html *h, hs s, uint64_t v)
 }
 
 /* A bounded copy of v: strings cut at HTML_STR_MAX, arrays at
- * HTML_ARRAY_MAX, objects at HTML_OBJ_MAX members and two levels, and the
+ * HTML_ARRAY_MAX, objects at HTML_OBJ_MAX members, nesting at four levels
+ * (a receipt's caveats), and the
  * whole row at about HTML_ROW_BYTES (*budget): past it, "...". */
 static json_t *trim(json_t *v, unsigned depth, size_t *budget)
 {
@@ -209,7 +210,7 @@ static json_t *trim(json_t *v, unsigned depth, size_t *budget)
 		size_t i;
 		char more[48];
 
-		if (!a || depth >= 3)
+		if (!a || depth >= 4)
 			return a ? a : json_null();
 		json_array_foreach(v, i, x)
 		{
@@ -228,7 +229,7 @@ static json_t *trim(json_t *v, unsigned depth, size_t *budget)
 		const char *k;
 		size_t n = 0;
 
-		if (depth >= 2)
+		if (depth >= 4)
 			return json_string("{...}");
 		o = json_object();
 		json_object_foreach(v, k, x)
@@ -819,8 +820,8 @@ static json_t *receipts_json(const rp_html *h, FILE *in, const au_report_opts *o
 		return json_pack("{s:s, s:I}", "error", reason, "line", (json_int_t)line);
 	if (r < 0)
 		return json_null();
-	return json_pack("{s:I, s:i}", "checked", (json_int_t)ri.checked, "max_depth",
-			 (int)ri.max_depth);
+	return json_pack("{s:I, s:I, s:i}", "checked", (json_int_t)ri.checked, "spawns",
+			 (json_int_t)h->spawns, "max_depth", (int)ri.max_depth);
 }
 
 static json_t *page_data(const report *rp, FILE *in, const au_report_opts *o)

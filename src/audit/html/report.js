@@ -444,8 +444,9 @@
 			table(s, 'workspace-apply', ['workspace'], [T, col('record', (r) => r.e), col('workspace', (r) => r.workspace), col('outcome', (r) => r.outcome || ''), col('files', (r) => (r.files || r.changes || []).map((f) => (f.op || '') + ' ' + (f.path || '')).join(', '))]);
 		s.appendChild(el('h3', null, 'Sub-sandboxes (delegation) and their receipts'));
 		if (D.receipts)
-			s.appendChild(el('p', { id: 'receipts', class: D.receipts.error ? 'bad' : '' }, D.receipts.error ? 'Receipts do NOT check: line ' + D.receipts.line + ': ' + D.receipts.error :
-				D.receipts.checked + ' receipt(s) recomputed from the log: each child within its parent (depth ' + D.receipts.max_depth + ')'));
+			s.appendChild(el('p', { id: 'receipts', class: D.receipts.error ? 'bad' : D.receipts.checked < D.receipts.spawns ? 'warn' : '' },
+				D.receipts.error ? 'Receipts do NOT check: line ' + D.receipts.line + ': ' + D.receipts.error :
+				'Receipts of ' + D.receipts.checked + ' of ' + D.receipts.spawns + ' sub-sandboxes recomputed from the log (as audit verify --receipts): each child within its parent (depth ' + D.receipts.max_depth + ')'));
 		table(s, 'spawns', ['spawn'], [T, col('record', (r) => r.e), col('child', (r) => r.child || ''), col('parent', (r) => r.parent || ''),
 			col('what', (r) => r.e === 'spawn.start' ? words(r.command) : r.e === 'spawn.exit' ? 'status ' + scalar(r.status) + (r.signal ? ' signal ' + r.signal : '') + ', wall ' + secs(r.wall_ns) : r.reason || ''),
 			col('receipt', (r) => (r.receipt ? el('code', null, 'parent ' + scalar(r.receipt.parent_digest) + '\nchild ' + scalar(r.receipt.child_digest) + '\ncaveats ' + JSON.stringify(r.receipt.caveats)) : ''))]);
