@@ -421,7 +421,7 @@ int au_report_ex(FILE *in, FILE *out, const au_report_opts *o)
 
 		if (au_chain_end(&rp->chain, reason, sizeof(reason)) < 0) {
 			chain_broken(rp, rp->lines + 1, reason);
-			rp->cut_off = rp->chain.records > 0;
+			rp->cut_off = true; /* unsealed, or empty */
 		}
 	}
 	if (r == 0) {
