@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -296,3 +297,29 @@ int au_verify_pub(FILE *in, const uint8_t *key, size_t key_len, const au_sign_ke
  * or the log records a failure, audit.error) or -errno for I/O errors on
  * in or out. A line over AU_LINE_MAX ends the reading. */
 int au_report(FILE *in, FILE *out, bool json);
+
+typedef enum au_report_format {
+	AU_REPORT_TEXT,
+	AU_REPORT_JSON,
+	AU_REPORT_HTML, /* one self-contained page (report-html.c, docs/audit.md 6a) */
+	_AU_REPORT_FORMAT_MAX,
+	_AU_REPORT_FORMAT_INVALID = -EINVAL,
+} au_report_format;
+
+typedef struct au_report_opts {
+	au_report_format format;
+	/* HTML only: check the seal's HMAC with key and every signature with
+	 * pub on the same pass (as au_verify_pub); either may be NULL. */
+	const uint8_t *key;
+	size_t key_len;
+	const au_sign_key *pub;
+	/* A writer still holds the log (its flock): what is written so far. */
+	bool live;
+	/* in can be rewound: with sub-sandboxes, their receipts are
+	 * recomputed after the report's pass (au_receipts_check). */
+	bool rewindable;
+} au_report_opts;
+
+/* au_report() in any format, with the options above. Same returns; -EINVAL
+ * for a key of a bad length or an unknown format. */
+int au_report_ex(FILE *in, FILE *out, const au_report_opts *o);

@@ -369,6 +369,44 @@ static void text_access(FILE *out, const report *rp)
 	}
 }
 
+/* How the run ended, and why: the one line "exit" shows. */
+void rp_exit_text(FILE *out, const report *rp)
+{
+	json_t *x = rp->exit;
+	uint64_t v, w;
+
+	if (!x) {
+		(void)fputs("unknown (no sandbox.exit record)", out);
+		return;
+	}
+	if (json_is_true(json_object_get(x, "timed_out")))
+		(void)fputs("killed by the wall-clock limit", out);
+	else if (json_is_true(json_object_get(x, "oom_killed")) &&
+		 !(rp_get_u64(x, "signal", &v) && v == 0 && rp_get_u64(x, "status", &w)))
+		(void)fputs("killed by the memory limit (OOM)", out);
+	else if (json_is_true(json_object_get(x, "oom_killed")))
+		/* The command ended by itself; one of its processes did not. */
+		(void)fprintf(out,
+			      "status %" PRIu64 "; a process was killed by the memory "
+			      "limit (OOM)",
+			      w);
+	else if (rp_get_u64(x, "signal", &v) && v > 0)
+		(void)fprintf(out, "killed by signal %" PRIu64, v);
+	else if (rp_get_u64(x, "status", &v))
+		(void)fprintf(out, "status %" PRIu64, v);
+	else if (rp_get_str(x, "error")) {
+		/* A run refused during setup: the command never ran. */
+		(void)fputs("refused at ", out);
+		put_safe(out, rp_get_str(x, "error"));
+		if (rp_get_str(x, "detail")) {
+			(void)fputs(": ", out);
+			put_safe(out, rp_get_str(x, "detail"));
+		}
+		(void)fputs(" (the command did not run)", out);
+	} else
+		(void)fputs("unknown", out);
+}
+
 static void text_consumed(FILE *out, const report *rp)
 {
 	json_t *x = rp->exit;
@@ -379,32 +417,7 @@ static void text_consumed(FILE *out, const report *rp)
 		(void)fputs("  (no sandbox.exit record: the run did not finish cleanly)\n", out);
 	} else {
 		(void)fputs("  exit      ", out);
-		if (json_is_true(json_object_get(x, "timed_out")))
-			(void)fputs("killed by the wall-clock limit", out);
-		else if (json_is_true(json_object_get(x, "oom_killed")) &&
-			 !(rp_get_u64(x, "signal", &v) && v == 0 && rp_get_u64(x, "status", &w)))
-			(void)fputs("killed by the memory limit (OOM)", out);
-		else if (json_is_true(json_object_get(x, "oom_killed")))
-			/* The command ended by itself; one of its processes did not. */
-			(void)fprintf(out,
-				      "status %" PRIu64 "; a process was killed by the memory "
-				      "limit (OOM)",
-				      w);
-		else if (rp_get_u64(x, "signal", &v) && v > 0)
-			(void)fprintf(out, "killed by signal %" PRIu64, v);
-		else if (rp_get_u64(x, "status", &v))
-			(void)fprintf(out, "status %" PRIu64, v);
-		else if (rp_get_str(x, "error")) {
-			/* A run refused during setup: the command never ran. */
-			(void)fputs("refused at ", out);
-			put_safe(out, rp_get_str(x, "error"));
-			if (rp_get_str(x, "detail")) {
-				(void)fputs(": ", out);
-				put_safe(out, rp_get_str(x, "detail"));
-			}
-			(void)fputs(" (the command did not run)", out);
-		} else
-			(void)fputs("unknown", out);
+		rp_exit_text(out, rp);
 		(void)fputc('\n', out);
 		if (rp_get_u64(x, "cpu_ns", &v)) {
 			(void)fputs("  cpu       ", out);

@@ -17,6 +17,10 @@
 #define REPORT_PLAN_ITEMS 12u  /* grants / egress rules shown in text */
 #define REPORT_KEY_MAX	  96u
 
+/* The HTML page's own collection (report-html.c): longer lists, with
+ * times, and activity over time. */
+typedef struct rp_html rp_html;
+
 typedef struct blist {
 	json_t *items; /* at most REPORT_LIST_MAX trimmed objects */
 	uint64_t count;
@@ -29,6 +33,7 @@ typedef struct report {
 	au_chain chain;
 	bool chain_ok;
 	bool stopped;	    /* reading stopped at a line that did not end */
+	bool cut_off;	    /* the break is an end cut off (unsealed, a torn last line) */
 	char too_long[160]; /* reading stopped at AU_LOG_MAX_LINES/BYTES: why */
 	uint64_t err_line;
 	char err_reason[256];
@@ -38,17 +43,17 @@ typedef struct report {
 	uint8_t last_hash[AU_HASH_BYTES];
 	bool sealed, keyed;
 
-	json_t *start;	 /* sandbox.start data: one line, so bounded by AU_LINE_MAX */
-	json_t *exit;	 /* sandbox.exit data */
-	json_t *failure; /* audit.error data: the log says a record was not written */
-	blist grants;	 /* fs.grant */
-	blist procs;	 /* proc.exec of programs that ran */
-	blist failed;	 /* proc.exec attempts that did not run (au_exec_failed) */
-	blist net;	 /* net.request, allowed */
-	blist files;	 /* fs.write */
-	blist denied;	 /* net.denied and denied net.request */
+	json_t *start;	    /* sandbox.start data: one line, so bounded by AU_LINE_MAX */
+	json_t *exit;	    /* sandbox.exit data */
+	json_t *failure;    /* audit.error data: the log says a record was not written */
+	blist grants;	    /* fs.grant */
+	blist procs;	    /* proc.exec of programs that ran */
+	blist failed;	    /* proc.exec attempts that did not run (au_exec_failed) */
+	blist net;	    /* net.request, allowed */
+	blist files;	    /* fs.write */
+	blist denied;	    /* net.denied and denied net.request */
 	blist files_denied; /* fs.denied: writes and setid modes refused */
-	blist commands;	 /* a session's exec.start, completed by its exec.exit */
+	blist commands;	    /* a session's exec.start, completed by its exec.exit */
 	uint64_t commands_ended;
 	blist file_ops; /* a session's file.put, file.get, file.list */
 	blist dns;	/* net.dns */
@@ -64,6 +69,7 @@ typedef struct report {
 	uint64_t direct_attempts;
 	bool files_truncated;	   /* an fs.write with op "truncated" was seen */
 	uint64_t files_unrecorded; /* the sum of their counts */
+	rp_html *html;		   /* NULL unless the page is asked for */
 } report;
 
 bool rp_get_u64(json_t *obj, const char *key, uint64_t *ret);
@@ -75,3 +81,14 @@ void rp_put_size(FILE *out, uint64_t bytes); /* "1.5 KiB" */
 json_t *rp_bound(const report *rp);
 void rp_bound_text(FILE *out, const report *rp);
 int rp_json(FILE *out, const report *rp);
+/* The exit line of "What it consumed": how the run ended, and why. */
+void rp_exit_text(FILE *out, const report *rp);
+
+/* The page (report-html.c). rp_html_new: NULL without memory. Each record
+ * read goes to rp_html_record (line: its 1-based line); rp_html_render
+ * writes the page once the log is read; in is read again (rewound) only
+ * for receipts, when o->rewindable. -ENOMEM, -EIO. */
+rp_html *rp_html_new(void);
+rp_html *rp_html_free(rp_html *h);
+int rp_html_record(rp_html *h, const au_record *rec);
+int rp_html_render(FILE *out, const report *rp, FILE *in, const au_report_opts *o);

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,7 +32,7 @@ static void audit_usage(FILE *out)
 {
 	fputs(
 	    "Usage: sandcap audit verify FILE [--key KEYFILE] [--pubkey PEM] [--expect-hash HEX]\n"
-	    "       sandcap audit report FILE [--json]\n"
+	    "       sandcap audit report FILE [--json | --html [--key KEYFILE] [--pubkey PEM]]\n"
 	    "       sandcap audit keygen --out PRIVATE --public PUBLIC\n"
 	    "       sandcap audit export --format ocsf|otlp-json FILE\n"
 	    "       sandcap audit prune --older-than AGE [--dry-run] [--dir DIR]\n"
@@ -90,7 +91,7 @@ static void verify_usage(FILE *out)
 
 static void report_usage(FILE *out)
 {
-	fputs("Usage: sandcap audit report FILE [--json]\n"
+	fputs("Usage: sandcap audit report FILE [--json | --html [--key KEYFILE] [--pubkey PEM]]\n"
 	      "\n"
 	      "Reconstructs the run from its log: what it could access (the capability set\n"
 	      "and active enforcement layers from sandbox.start), what it consumed (from\n"
@@ -105,15 +106,28 @@ static void report_usage(FILE *out)
 	      "bytes escaped as \\xNN.\n"
 	      "\n"
 	      "Options:\n"
-	      "  -j, --json   print one JSON object instead of text\n"
-	      "  -h, --help   show this help\n"
+	      "  -j, --json          print one JSON object instead of text\n"
+	      "  -H, --html          print one self-contained HTML page instead (to save as a\n"
+	      "                      file and open in a browser; it loads nothing): the\n"
+	      "                      verdict, the policy in plain words, consumption,\n"
+	      "                      activity over time, a process tree, every kind of\n"
+	      "                      record in paged tables with filters and a search box.\n"
+	      "                      Each kind keeps its first 750 and last 250 records,\n"
+	      "                      with the counts of all (docs/audit.md, \"The HTML\n"
+	      "                      report\"). A log a running sandbox still writes is\n"
+	      "                      shown as live: what it holds so far\n"
+	      "  -k, --key KEYFILE   with --html: the seal's HMAC is checked with this key\n"
+	      "  -p, --pubkey PEM    with --html: the seal's and checkpoints' signatures are\n"
+	      "                      checked with this public key; the page names the key\n"
+	      "  -h, --help          show this help\n"
 	      "\n"
 	      "FILE must be a regular file; give - to read standard input. A line longer\n"
 	      "than 1 MiB ends the reading.\n"
 	      "\n"
 	      "Exit status: 0 report of an intact log, 1 report of a log whose chain is\n"
-	      "broken or unsealed, or that records a failed write (audit.error), 2 usage\n"
-	      "error or a file that could not be read.\n",
+	      "broken or unsealed (or, with --key or --pubkey, whose seal does not verify\n"
+	      "with it), or that records a failed write (audit.error), 2 usage error or a\n"
+	      "file that could not be read.\n",
 	      out);
 }
 
@@ -400,27 +414,57 @@ static int cmd_audit_verify(int argc, char **argv)
 	return AUDIT_EXIT_OK;
 }
 
+/* A writer holds an exclusive flock() on its log until the run ends
+ * (au_open): a log whose shared lock cannot be had is still written. */
+static bool log_is_live(FILE *in)
+{
+	int fd = fileno(in);
+
+	if (in == stdin || flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		if (in != stdin)
+			(void)flock(fd, LOCK_UN);
+		return false;
+	}
+	return errno == EWOULDBLOCK;
+}
+
 static int cmd_audit_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
+	    {"json", no_argument, NULL, 'j'},	   {"html", no_argument, NULL, 'H'},
+	    {"key", required_argument, NULL, 'k'}, {"pubkey", required_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},	   {},
 	};
 	_cleanup_(fclose_inputp) FILE *in = NULL;
-	bool json = false;
+	_cleanup_(au_sign_key_freep) au_sign_key *pub = NULL;
+	const char *keyfile = NULL, *pubfile = NULL;
+	au_report_opts o = {.format = AU_REPORT_TEXT};
+	uint8_t key[AU_KEY_FILE_BYTES];
+	bool json = false, html = false;
 	int c, r;
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":jHk:p:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
 			break;
+		case 'H':
+			html = true;
+			break;
+		case 'k':
+			keyfile = optarg;
+			break;
+		case 'p':
+			pubfile = optarg;
+			break;
 		case 'h':
 			report_usage(stdout);
 			return AUDIT_EXIT_OK;
+		case ':':
+			cli_error("audit report: option '%s' needs an argument", argv[optind - 1]);
+			return AUDIT_EXIT_USAGE;
 		default:
 			cli_error("audit report: bad option '%s' (see --help)", argv[optind - 1]);
 			return AUDIT_EXIT_USAGE;
@@ -430,10 +474,34 @@ static int cmd_audit_report(int argc, char **argv)
 		cli_error("audit report: expected exactly one FILE (see --help)");
 		return AUDIT_EXIT_USAGE;
 	}
-	in = open_input(argv[optind]);
-	if (!in)
+	if (json && html) {
+		cli_error("audit report: --json and --html: choose one");
 		return AUDIT_EXIT_USAGE;
-	r = au_report(in, stdout, json);
+	}
+	if ((keyfile || pubfile) && !html) {
+		cli_error("audit report: --key and --pubkey go with --html (to check a log with "
+			  "them, use 'sandcap audit verify')");
+		return AUDIT_EXIT_USAGE;
+	}
+	o.format = html ? AU_REPORT_HTML : json ? AU_REPORT_JSON : AU_REPORT_TEXT;
+	if (pubfile && cli_load_sign_key(pubfile, false, &pub) < 0)
+		return AUDIT_EXIT_USAGE;
+	if (keyfile && load_key(keyfile, key) < 0)
+		return AUDIT_EXIT_USAGE;
+	in = open_input(argv[optind]);
+	if (!in) {
+		explicit_bzero(key, sizeof(key));
+		return AUDIT_EXIT_USAGE;
+	}
+	if (html) {
+		o.key = keyfile ? key : NULL;
+		o.key_len = keyfile ? sizeof(key) : 0;
+		o.pub = pub;
+		o.live = log_is_live(in);
+		o.rewindable = in != stdin;
+	}
+	r = au_report_ex(in, stdout, &o);
+	explicit_bzero(key, sizeof(key));
 	if (r < 0) {
 		cli_error("%s: %s", argv[optind], strerror(-r));
 		return AUDIT_EXIT_USAGE;

@@ -1254,6 +1254,68 @@ static void cleanup_tmp(void)
 	(void)rmdir(tmpdir);
 }
 
+/* The HTML page of a log whose strings would be markup: the data block
+ * cannot be closed and nothing becomes an element (test-audit-html.sh
+ * opens such a page in Chromium). */
+static void test_report_html(void)
+{
+	static const char evil[] = "</script><script>alert(1)</script><!-- <img src=x "
+				   "onerror=alert(2)> \xe2\x80\xa8\xe2\x80\xa9 & '\"";
+	_cleanup_free_ char *path = path_in_tmp("html.log"), *out = NULL;
+	const char *argv[] = {"/bin/echo", evil};
+	au_report_opts o = {.format = AU_REPORT_HTML};
+	au_log *log = NULL;
+	size_t outlen = 0, n_open = 0, n_close = 0;
+	FILE *in, *f;
+	int r;
+
+	r = au_open(path, NULL, 0, "sc-html", AUDIT_FSYNC_BOUNDARIES, &log);
+	if (r == 0)
+		r = au_emit(log, "proc.exec",
+			    json_pack("{s:i, s:s, s:o}", "pid", 7, "path", "/bin/echo", "argv",
+				      au_argv(argv, 2)));
+	if (r == 0)
+		r = au_emit(log, "fs.denied",
+			    json_pack("{s:i, s:s, s:o, s:s, s:s}", "pid", 7, "op", "openat", "path",
+				      au_str(evil, strlen(evil), AU_STR_MAX_BYTES), "errno",
+				      "EROFS", "reason", "read-only"));
+	if (r == 0)
+		r = au_emit(log, "limit.hit",
+			    json_pack("{s:s, s:s, s:i}", "limit", "denied_records", "kind", "files",
+				      "suppressed", 40));
+	if (r == 0)
+		r = au_seal(log);
+	au_close(log);
+	ok(r == 0, "a log with hostile strings is written (%d)", r);
+	in = fopen(path, "r");
+	f = open_memstream(&out, &outlen);
+	r = in && f ? au_report_ex(in, f, &o) : -EIO;
+	if (in)
+		fclose(in);
+	if (f)
+		fclose(f);
+	ok(r == 0 && out, "report --html of it: intact (%d)", r);
+	for (const char *p = out; p && (p = strstr(p, "<script")); p++)
+		n_open++;
+	for (const char *p = out; p && (p = strstr(p, "</script")); p++)
+		n_close++;
+	ok(n_open == 2 && n_close == 2, "two <script> and two </script>, the page's own (%zu, %zu)",
+	   n_open, n_close);
+	ok(out && !strstr(out, "<!--") && !strstr(out, "<img") && !strstr(out, "\xe2\x80\xa8") &&
+	       !strstr(out, "\xe2\x80\xa9"),
+	   "no <!--, <img or raw U+2028/U+2029 in the page");
+	ok(out && strstr(out, "\\u003c/script\\u003e\\u003cscript\\u003ealert(1)") &&
+	       strstr(out, "\\u2028\\u2029"),
+	   "the strings are in the data block, escaped");
+	ok(out && strstr(out, "data-state=\"intact\"") &&
+	       strstr(out, "\"folded\":[{\"limit\":\"denied_records\",\"kind\":\"files\","
+			   "\"suppressed\":40}]") &&
+	       strstr(out, "\"files_denied\":41"),
+	   "the verdict, and the folded refusals counted");
+	ok(out && strstr(out, "Content-Security-Policy") && strstr(out, "default-src 'none'"),
+	   "a CSP allows nothing but the page's own style and script");
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -1273,6 +1335,7 @@ int main(void)
 	test_argv();
 	test_key_file();
 	test_report();
+	test_report_html();
 	test_tally();
 	test_big();
 	cleanup_tmp();
