@@ -46,7 +46,7 @@ typedef struct au_tally {
 	au_table denied_hosts;	     /* net.denied by host, detail: the reason */
 	uint64_t syscalls_denied;
 	uint64_t files_denied; /* fs.denied records, and those folded into a count */
-	au_table syscalls; /* syscall.denied by name */
+	au_table syscalls;     /* syscall.denied by name */
 	uint64_t limits_hit;
 	au_table limits; /* limit.hit by limit, detail: its detail */
 	/* by credential name: allowed net.request records that carried it

@@ -147,7 +147,7 @@ struct sc_plan {
 	uint64_t max_request_body;  /* bytes, PLAN_UNLIMITED default */
 	uint64_t max_response_body; /* bytes, PLAN_UNLIMITED default */
 	uint64_t egress_budget;	    /* bytes the agent may send in total, PLAN_UNLIMITED default */
-	bool net_listen;	    /* default true: sockets may listen, inside the sandbox's netns */
+	bool net_listen; /* default true: sockets may listen, inside the sandbox's netns */
 	plan_credential *credentials;
 	size_t n_credentials;
 	char *upstream_ca; /* extra CA file for upstream TLS, or NULL */

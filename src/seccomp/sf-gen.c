@@ -60,7 +60,8 @@ static int sf_write_variant(FILE *f, unsigned v, bool *ret_notify, size_t *ret_l
 		return -EPROTO;
 	*ret_len = len;
 
-	fprintf(f, "\n/* audit_exec=%d audit_denied_syscalls=%d no_listen=%d: %zu instructions */\n",
+	fprintf(f,
+		"\n/* audit_exec=%d audit_denied_syscalls=%d no_listen=%d: %zu instructions */\n",
 		!!(v & SF_V_AUDIT_EXEC), !!(v & SF_V_AUDIT_DENIED), !!(v & SF_V_NO_LISTEN), len);
 	fprintf(f, "static const struct sock_filter sf_prog_%u[%zu] = {\n", v, len);
 	for (size_t i = 0; i < len; i++)
