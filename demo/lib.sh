@@ -41,5 +41,16 @@ audit_excerpt() { # audit_excerpt LOG EVENT...: the records that prove it
 	done | indent
 }
 last_audit() { ls -t "$SANDCAP_STATE_DIR"/audit/*.jsonl | head -1; }
+# Where each scenario keeps its logs and their HTML reports (they outlive $W).
+REPORTS=${DEMO_REPORTS:-$ROOT/build/demo-reports}
+mkdir -p "$REPORTS"
+html_report() { # html_report NAME LOG [--key FILE]: REPORTS/NAME.jsonl and NAME.html
+	local name=$1 log=$2
+	shift 2
+	cp "$log" "$REPORTS/$name.jsonl"
+	# A tampered or cut log still gives its page (with a non-zero status).
+	"$SANDCAP" audit report --html "$REPORTS/$name.jsonl" "$@" >"$REPORTS/$name.html" 2>/dev/null
+	echo "     report: $REPORTS/$name.html (log: $REPORTS/$name.jsonl)"
+}
 
 . "$ROOT/tools/fixtures.sh"

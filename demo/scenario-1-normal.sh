@@ -26,4 +26,5 @@ expect "result owned on the host by the folder's owner (uid $(stat -c %u "$W/wor
 expect "agent ran as uid 1000 inside" contains "$out" "as uid 1000"
 section "audit excerpt"
 audit_excerpt "$(last_audit)" proc.exec sandbox.exit
+html_report scenario-1 "$(last_audit)"
 exit $FAILS

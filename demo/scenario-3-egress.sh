@@ -36,4 +36,5 @@ expect "origin saw the allowed GET" bash -c "grep -q 'GET /data.json' '$W/nginx/
 expect "origin never saw the denied domain" bash -c "! grep -q 'evil' '$W/nginx/access.log'"
 section "audit excerpt"
 audit_excerpt "$(last_audit)" net.request net.denied limit.hit
+html_report scenario-3 "$(last_audit)"
 exit $FAILS

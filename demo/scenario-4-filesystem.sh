@@ -29,4 +29,5 @@ expect "symlink escape refused" contains "$out" "REFUSED escape with a symlink"
 expect "the secret never appeared inside" bash -c "! grep -q host-secret-$$ <<<'$out'"
 section "audit excerpt"
 audit_excerpt "$(last_audit)" fs.grant
+html_report scenario-4 "$(last_audit)"
 exit $FAILS

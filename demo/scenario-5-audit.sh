@@ -35,4 +35,7 @@ head -n -2 "$log" >"$W/cut.jsonl"
 out=$("$SANDCAP" audit verify "$W/cut.jsonl" --key "$W/audit.key" 2>&1)
 echo "cut-off tail:     $out" | indent
 expect "a cut-off tail is caught" fails "$SANDCAP" audit verify "$W/cut.jsonl" --key "$W/audit.key"
+section "HTML reports"
+html_report scenario-5-intact "$log" --key "$W/audit.key"
+html_report scenario-5 "$W/edited.jsonl" --key "$W/audit.key"
 exit $FAILS

@@ -38,6 +38,7 @@
 #define HTML_ROW_BYTES 4096u	   /* about the most one row holds, keys included */
 #define HTML_BUCKETS   240u	   /* intervals of the activity charts */
 #define HTML_WIDTH0_NS 10000000ull /* 10 ms: the first interval width */
+#define HTML_SAMPLES   1200u	   /* res.sample points kept (every stride-th) */
 
 typedef enum hk {
 	HK_GRANT,
@@ -99,7 +100,16 @@ struct rp_html {
 	uint64_t series[_HS_MAX][HTML_BUCKETS];
 	au_table folded; /* limit.hit with "suppressed", by "limit/kind": their sum */
 	uint64_t spawns, spawn_denied;
+	/* The run's own res.sample records (a sub-sandbox's are not its), as
+	 * arrays of [t_us, value per sample_keys]; past HTML_SAMPLES every
+	 * other is dropped and only every stride-th kept from then on. */
+	json_t *samples;
+	uint64_t n_samples, stride;
+	char *sample_sandbox;
 };
+
+static const char *const sample_keys[] = {"cpu_ns",    "throttled_ns", "memory",    "pids",
+					  "bytes_out", "bytes_in",     "oom_kills", NULL};
 
 static void sat_add(uint64_t *a, uint64_t b)
 {
@@ -120,6 +130,10 @@ rp_html *rp_html_new(void)
 			return rp_html_free(h);
 	}
 	h->width_ns = HTML_WIDTH0_NS;
+	h->stride = 1;
+	h->samples = json_array();
+	if (!h->samples)
+		return rp_html_free(h);
 	return h;
 }
 
@@ -131,6 +145,8 @@ rp_html *rp_html_free(rp_html *h)
 		json_decref(h->lists[i].head);
 		json_decref(h->lists[i].tail);
 	}
+	json_decref(h->samples);
+	free(h->sample_sandbox);
 	free(h);
 	return NULL;
 }
@@ -302,8 +318,9 @@ static int add_row(rp_html *h, hk k, const au_record *rec, const char *const *ke
 }
 
 static const char *const grant_keys[] = {"path", "at", "mode", NULL};
-static const char *const exec_keys[] = {"pid",	 "path",      "argv",	 "result",     "errno",
-					"error", "truncated", "syscall", "dirfd_path", NULL};
+static const char *const exec_keys[] = {"pid",	   "ppid",	 "path",  "argv",
+					"result",  "errno",	 "error", "truncated",
+					"syscall", "dirfd_path", NULL};
 static const char *const request_keys[] = {
     "id",	  "method",    "host",	    "port",	   "path",	 "addr",
     "status",	  "bytes_out", "bytes_in",  "duration_ms", "credential", "body_sha256",
@@ -345,6 +362,44 @@ static uint64_t u64_of(json_t *data, const char *key)
 }
 
 /* A folded limit.hit: its count summed by limit and kind. */
+/* A value unknown (absent, not a count) is null. */
+static int add_sample(rp_html *h, const au_record *rec)
+{
+	json_t *pt;
+
+	if (!rec->sandbox)
+		return 0;
+	if (!h->sample_sandbox && !(h->sample_sandbox = strdup(rec->sandbox)))
+		return -ENOMEM;
+	if (!is(rec->sandbox, h->sample_sandbox) || h->n_samples++ % h->stride)
+		return 0;
+	if (json_array_size(h->samples) >= HTML_SAMPLES) {
+		json_t *kept = json_array();
+
+		if (!kept)
+			return -ENOMEM;
+		for (size_t i = 0; i < json_array_size(h->samples); i += 2)
+			(void)json_array_append(kept, json_array_get(h->samples, i));
+		json_decref(h->samples);
+		h->samples = kept;
+		h->stride *= 2;
+		if ((h->n_samples - 1) % h->stride)
+			return 0;
+	}
+	pt = json_array();
+	if (!pt)
+		return -ENOMEM;
+	(void)json_array_append_new(pt, json_integer((json_int_t)((h->last_ns - h->t0_ns) / 1000)));
+	for (const char *const *k = sample_keys; *k; k++) {
+		json_t *v = json_object_get(rec->data, *k);
+
+		(void)json_array_append_new(pt, json_is_integer(v) && json_integer_value(v) >= 0
+						    ? json_integer(json_integer_value(v))
+						    : json_null());
+	}
+	return json_array_append_new(h->samples, pt) < 0 ? -ENOMEM : 0;
+}
+
 static void fold_count(rp_html *h, json_t *data)
 {
 	const char *limit = rp_get_str(data, "limit"), *kind = rp_get_str(data, "kind");
@@ -423,6 +478,8 @@ int rp_html_record(rp_html *h, const au_record *rec)
 		fold_count(h, data);
 		return add_row(h, HK_LIMIT, rec, limit_keys, false, NULL);
 	}
+	if (is(ev, "res.sample"))
+		return add_sample(h, rec);
 	if (is(ev, "exec.start") || is(ev, "exec.exit"))
 		return add_row(h, HK_COMMAND, rec, command_keys, true, NULL);
 	if (is(ev, "file.put") || is(ev, "file.get") || is(ev, "file.list"))
@@ -856,6 +913,17 @@ static json_t *page_data(const report *rp, FILE *in, const au_report_opts *o)
 	(void)json_object_set_new(d, "spawn_denied", json_integer((json_int_t)h->spawn_denied));
 	(void)json_object_set_new(d, "folded", folded_json(h));
 	(void)json_object_set_new(d, "series", series_json(h));
+	{
+		json_t *keys = json_array();
+
+		for (const char *const *k = sample_keys; keys && *k; k++)
+			(void)json_array_append_new(keys, json_string(*k));
+		(void)json_object_set_new(d, "samples",
+					  json_pack("{s:o, s:O, s:I, s:I}", "keys",
+						    keys ? keys : json_array(), "points",
+						    h->samples, "count", (json_int_t)h->n_samples,
+						    "stride", (json_int_t)h->stride));
+	}
 	(void)json_object_set_new(d, "bound", rp_bound(rp));
 	(void)json_object_set_new(d, "bound_text", captured(rp_bound_text, rp));
 	(void)json_object_set_new(d, "text", captured(rp_text, rp));

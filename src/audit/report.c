@@ -256,6 +256,8 @@ static int handle_event(report *rp, const char *event, json_t *data)
 		return 0; /* each has its net.request, which says what became of it */
 	} else if (strcmp(event, AU_CHECKPOINT_EVENT) == 0) {
 		return 0; /* the seal's; verify --pubkey checks them */
+	} else if (strcmp(event, "res.sample") == 0) {
+		return 0; /* resource use over time: the HTML report draws it */
 	} else if (strcmp(event, AU_SEAL_EVENT) == 0) {
 		rp->sealed = true;
 		rp->keyed = json_is_true(json_object_get(data, "keyed"));

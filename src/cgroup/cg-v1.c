@@ -369,6 +369,10 @@ static int v1_read_stats(cg_handle *h, cg_stats *ret)
 		r = v1_read_failcnt(h, &ret->memory_max_hits);
 	if (r >= 0)
 		r = v1_read(h, CG_V1_PIDS, "pids.events", "max", &ret->pids_max_hits);
+	if (r >= 0)
+		r = v1_read(h, CG_V1_MEMORY, "memory.usage_in_bytes", NULL, &ret->memory_current);
+	if (r >= 0)
+		r = v1_read(h, CG_V1_PIDS, "pids.current", NULL, &ret->pids_current);
 	return r;
 }
 

@@ -464,7 +464,13 @@ static int v2_read_stats(cg_handle *h, cg_stats *ret)
 	r = cg_optional(cg_read_keyed(fd, "memory.events", "max", &ret->memory_max_hits));
 	if (r < 0)
 		return r;
-	return cg_optional(cg_read_keyed(fd, "pids.events", "max", &ret->pids_max_hits));
+	r = cg_optional(cg_read_keyed(fd, "pids.events", "max", &ret->pids_max_hits));
+	if (r < 0)
+		return r;
+	r = cg_optional(cg_read_u64(fd, "memory.current", &ret->memory_current));
+	if (r < 0)
+		return r;
+	return cg_optional(cg_read_u64(fd, "pids.current", &ret->pids_current));
 }
 
 static int v2_is_empty(cg_handle *h)

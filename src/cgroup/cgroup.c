@@ -887,6 +887,8 @@ int cg_read_stats(cg_handle *h, cg_stats *ret)
 	    .oom_kills = UINT64_MAX,
 	    .memory_max_hits = UINT64_MAX,
 	    .pids_max_hits = UINT64_MAX,
+	    .memory_current = UINT64_MAX,
+	    .pids_current = UINT64_MAX,
 	};
 	return h->ops->read_stats(h, ret);
 }

@@ -34,6 +34,8 @@ typedef struct cg_stats {
 	uint64_t oom_kills;	  /* processes killed by the OOM killer in this cgroup */
 	uint64_t memory_max_hits; /* times the memory limit was reached */
 	uint64_t pids_max_hits;	  /* fork/clone refused by pids.max */
+	uint64_t memory_current;  /* bytes charged now */
+	uint64_t pids_current;	  /* tasks now */
 } cg_stats;
 
 typedef struct cg_handle cg_handle;

@@ -642,6 +642,10 @@ int plan_intersect(const sc_plan *pa, const sc_plan *cv, sc_plan **ret)
 		: AUDIT_FSYNC_BOUNDARIES;
 	o->audit_max_rate = MIN(pa->audit_max_rate, cv->audit_max_rate);
 	o->audit_max_bytes = MIN(pa->audit_max_bytes, cv->audit_max_bytes);
+	/* Samples: the shorter interval; a caveat cannot turn them off. */
+	o->audit_sample_ns = !pa->audit_sample_ns   ? cv->audit_sample_ns
+			     : !cv->audit_sample_ns ? pa->audit_sample_ns
+						    : MIN(pa->audit_sample_ns, cv->audit_sample_ns);
 	o->best_effort = pa->best_effort && cv->best_effort;
 	o->spawn_max_depth = MIN(pa->spawn_max_depth, cv->spawn_max_depth);
 	o->spawn_max_children = MIN(pa->spawn_max_children, cv->spawn_max_children);
@@ -882,6 +886,8 @@ int plan_check_narrower(const sc_plan *pa, const sc_plan *cv, char *reason, size
 		return why(reason, size, "audit.reads cannot be turned off by a caveat");
 	if (pa->audit_fsync == AUDIT_FSYNC_ALWAYS && cv->audit_fsync != AUDIT_FSYNC_ALWAYS)
 		return why(reason, size, "audit.fsync cannot be relaxed by a caveat");
+	if (pa->audit_sample_ns && !cv->audit_sample_ns)
+		return why(reason, size, "audit.sample_interval cannot be turned off by a caveat");
 	if (!pa->best_effort && cv->best_effort)
 		return why(reason, size, "best_effort cannot be turned on by a caveat");
 	if (cv->spawn_max_depth > pa->spawn_max_depth)

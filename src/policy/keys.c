@@ -480,6 +480,24 @@ static int parse_log_bound(pctx *c, const json_t *v, const policy_key *k, void *
 	return 0;
 }
 
+/* audit.sample_interval: a duration of at least AUDIT_SAMPLE_MIN_NS, or
+ * 0, "0s" or null for no samples (stored as 0). */
+static int parse_sample_interval(pctx *c, const json_t *v, const policy_key *k, void *base)
+{
+	const char *what = "a duration such as \"1s\" (at least 100ms), or 0 or null for none";
+	uint64_t u = 0;
+
+	if (json_is_null(v) || (json_is_integer(v) && json_integer_value(v) == 0)) {
+		store_uint(key_field(k, base), k->width, 0);
+		return 0;
+	}
+	if (!json_is_string(v) || parse_duration_ns(json_string_value(v), &u) < 0 ||
+	    u == PLAN_UNLIMITED || (u != 0 && u < AUDIT_SAMPLE_MIN_NS))
+		return fail_expected(c, v, what);
+	store_uint(key_field(k, base), k->width, u);
+	return 0;
+}
+
 static const policy_key audit_keys[] = {
     {.name = "exec", .type = KT_BOOL, FIELD(sc_plan, audit_exec), .def = true},
     {.name = "denied_syscalls",
@@ -509,6 +527,14 @@ static const policy_key audit_keys[] = {
      .parse = parse_log_bound,
      .doc_type = "size",
      .doc_default = "1G"},
+    {.name = "sample_interval",
+     .type = KT_CUSTOM,
+     FIELD(sc_plan, audit_sample_ns),
+     .def = AUDIT_SAMPLE_DEFAULT_NS,
+     .flags = KEY_NULL_LIFTS,
+     .parse = parse_sample_interval,
+     .doc_type = "duration or `null`",
+     .doc_default = "\"1s\""},
 };
 static const key_table audit_table = {audit_keys, ELEMENTSOF(audit_keys)};
 

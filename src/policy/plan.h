@@ -25,6 +25,9 @@
 #define PLAN_AUDIT_MAX_RATE_DEFAULT  (1ull << 20)
 #define PLAN_AUDIT_MAX_BYTES_DEFAULT (1ull << 30)
 #define AUDIT_BOUND_MIN		     65536u /* the least either may be set to */
+/* audit.sample_interval: res.sample records, one per interval */
+#define AUDIT_SAMPLE_DEFAULT_NS 1000000000ull
+#define AUDIT_SAMPLE_MIN_NS	100000000ull
 
 #define POLICY_MAX_BYTES       (1u << 20)
 #define POLICY_MAX_GRANTS      256u
@@ -177,6 +180,7 @@ struct sc_plan {
 	bool audit_reads; /* default false: fs.read of each file first opened under a grant */
 	uint64_t audit_max_rate;  /* log bytes per second the exec listener paces to */
 	uint64_t audit_max_bytes; /* log bytes per run; the sandbox is stopped beyond */
+	uint64_t audit_sample_ns; /* res.sample interval; 0: no samples */
 
 	bool best_effort; /* allow degraded layers (recorded in the audit log) */
 

@@ -309,6 +309,10 @@ char *plan_to_json(const sc_plan *p)
 							: num_suffix(p->audit_max_rate, "/s"),
 		    &ok);
 		put(o, "max_bytes", size_or_null(p->audit_max_bytes), &ok);
+		put(o, "sample_interval",
+		    p->audit_sample_ns ? num_suffix(p->audit_sample_ns / 1000000ULL, "ms")
+				       : json_null(),
+		    &ok);
 	}
 	put(root, "audit", o, &ok);
 	put(root, "best_effort", json_boolean(p->best_effort), &ok);
@@ -364,7 +368,8 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 	    a->audit_denied_syscalls != b->audit_denied_syscalls ||
 	    a->audit_reads != b->audit_reads || a->audit_fsync != b->audit_fsync ||
 	    a->audit_max_rate != b->audit_max_rate || a->audit_max_bytes != b->audit_max_bytes ||
-	    a->best_effort != b->best_effort || a->spawn_max_depth != b->spawn_max_depth ||
+	    a->audit_sample_ns != b->audit_sample_ns || a->best_effort != b->best_effort ||
+	    a->spawn_max_depth != b->spawn_max_depth ||
 	    a->spawn_max_children != b->spawn_max_children)
 		return false;
 	for (size_t i = 0; i < a->n_grants; i++)

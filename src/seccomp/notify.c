@@ -316,6 +316,7 @@ static int sf_argv_ptr(sf_mem *m, uint64_t argv_addr, unsigned i, uint64_t *ret)
 typedef struct sf_exec {
 	bool at;
 	pid_t pid;
+	pid_t ppid; /* the parent's host pid; 0: not known */
 	bool truncated;
 	bool have_path;
 	size_t path_len;
@@ -472,6 +473,31 @@ static const char *sf_errno_name(int err)
 	}
 }
 
+/* The parent's host pid from one read of /proc/PID/stat ("pid (comm) S
+ * ppid ..."; comm may hold spaces and parentheses: the last ")" ends it),
+ * 0 when it cannot be read. */
+static pid_t sf_read_ppid(pid_t pid)
+{
+	char path[32], buf[512];
+	_cleanup_close_ int fd = -1;
+	const char *p;
+	ssize_t n;
+	long v;
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %ld", &v) != 1 || v <= 0 || v > INT32_MAX)
+		return 0;
+	return (pid_t)v;
+}
+
 /*
  * Copies what the exec asked for out of the target. Whether it was the
  * target's memory is known only once the answer is taken (see the top).
@@ -486,6 +512,7 @@ static void sf_exec_read(sf_mem *m, const struct seccomp_notif *req, bool at, sf
 	sf_read_exec(m, at ? req->data.args[1] : req->data.args[0],
 		     at ? req->data.args[2] : req->data.args[1], x);
 	sf_dirfd_path(x->pid, x);
+	x->ppid = sf_read_ppid(x->pid);
 	x->result = sf_exec_lookup(x);
 }
 
@@ -510,6 +537,8 @@ static json_t *sf_exec_json(const sf_exec *x)
 			return NULL;
 		a += len + 1;
 	}
+	if (x->ppid && json_object_set_new(data, "ppid", json_integer(x->ppid)) < 0)
+		return NULL;
 	if (x->at && json_object_set_new(data, "syscall", json_string("execveat")) < 0)
 		return NULL;
 	if (x->dirfd_len >= 0 &&

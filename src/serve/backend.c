@@ -183,6 +183,29 @@ int sv_audit_report(const char *exe, const char *audit_path, json_t **ret_report
 	return 0;
 }
 
+int sv_audit_report_html(const char *exe, const char *audit_path, char **ret_html, size_t *ret_len,
+			 sv_error *e)
+{
+	char *argv[] = {(char *)"sandcap", (char *)"audit",    (char *)"report",
+			(char *)"--html",  (char *)audit_path, NULL};
+	sv_capture c;
+	int r = sv_child_run(exe, argv, NULL, 0, SV_MAX_CAPTURE, &c);
+
+	if (r < 0)
+		return sv_fail(e, 500, "internal", NULL, "audit report: %s", strerror(-r));
+	/* A live or damaged log still gives a page (with a non-zero status):
+	 * the page says what it holds. No page at all is a failure. */
+	if (!c.out || strncmp(c.out, "<!DOCTYPE html>", 15) != 0) {
+		r = subcommand_failed(&c, "audit report", e);
+		sv_capture_done(&c);
+		return r;
+	}
+	*ret_html = TAKE_PTR(c.out);
+	*ret_len = c.out_len;
+	sv_capture_done(&c);
+	return 0;
+}
+
 static char *dup_checked(const char *s, size_t max)
 {
 	return strnlen(s, max + 1) > max ? NULL : strdup(s);

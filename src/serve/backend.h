@@ -41,6 +41,10 @@ int sv_session_ls(const char *exe, const char *name, const char *path, json_t **
 		  sv_error *e);
 /* `audit report FILE --json`. */
 int sv_audit_report(const char *exe, const char *audit_path, json_t **ret_report, sv_error *e);
+/* `sandcap audit report --html` of the log: the page, NUL-terminated, in
+ * *ret_html (free()), its length in *ret_len. A live log's page says so. */
+int sv_audit_report_html(const char *exe, const char *audit_path, char **ret_html, size_t *ret_len,
+			 sv_error *e);
 
 /* What an exec request asks for: argv, cwd, env, stdin. */
 typedef struct sv_exec_req {

@@ -640,6 +640,19 @@ static int handle_audit(sv_conn *c, const sv_session *s)
 	    json_pack("{s:s, s:s, s:o}", "id", s->name, "audit", s->audit, "report", report));
 }
 
+static int handle_report_html(sv_conn *c, const sv_session *s)
+{
+	_cleanup_free_ char *html = NULL;
+	size_t len = 0;
+	sv_error e;
+
+	if (!s->audit[0])
+		return fail_reply(c, 404, "not_found", NULL, "this session keeps no audit log");
+	if (sv_audit_report_html(c->d->cfg->exe, s->audit, &html, &len, &e) < 0)
+		return reply_error(c, &e);
+	return reply(c, 200, "text/html; charset=utf-8", html, len);
+}
+
 /* ---- exec: NDJSON in chunked transfer encoding ---- */
 
 static int send_chunk(int fd, const char *data, size_t len)
@@ -883,6 +896,13 @@ static int route(sv_conn *c, const sv_request *req)
 		if (session_or_404(c, req->segments[2], &s) < 0)
 			return 0;
 		return handle_files(c, req, &s, !strcmp(m, "PUT"));
+	}
+	if (is(req, 3, "report.html")) {
+		if (strcmp(m, "GET"))
+			return method_not_allowed(c, "GET");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		return handle_report_html(c, &s);
 	}
 	if (is(req, 3, "ls") || is(req, 3, "audit")) {
 		if (strcmp(m, "GET"))

@@ -102,6 +102,11 @@ expect_eq "a relative path: 400 bad_path" "$(cat "$T/status") $(echo "$out" | jg
 out=$(api GET "/v1/sessions/$ID/audit")
 expect_eq "audit: the session's log and its report" \
 	"$(echo "$out" | jget '["audit"]') $(echo "$out" | jget '["report"]["log"]["records"] > 0')" "$AUDIT True"
+code=$(curl -s -D "$T/html-headers" -o "$T/report.html" -w '%{http_code}' --unix-socket "$S" "http://sandcap/v1/sessions/$ID/report.html")
+expect_eq "report.html: 200, text/html" \
+	"$code $(grep -i '^content-type:' "$T/html-headers" | tr -d '\r' | cut -d' ' -f2-)" "200 text/html; charset=utf-8"
+expect_match "report.html: the page of the session's log, marked live while the session runs" \
+	"$(head -c 15 "$T/report.html") $(grep -o 'data-state="[a-z]*"' "$T/report.html")" '^<!DOCTYPE html> data-state="live"$'
 out=$(api GET /v1/sessions)
 expect_match "list: the session is there" "$out" "\"id\":\"$ID\""
 
@@ -171,6 +176,10 @@ expect_eq "uid 12346 lists only its own" \
 		python3 -c 'import json,sys; print([s["uid"] for s in json.load(sys.stdin)["sessions"]])')" "[12346]"
 expect_match "uid 12346 cannot exec in uid 12345's sandbox" \
 	"$(as_uid 12346 curl -s -w ' %{http_code}' --unix-socket "$S" -d @"$T/wc.json" "http://sandcap/v1/sessions/$U1/exec")" ' 404$'
+expect_match "nor read its report.html" \
+	"$(as_uid 12346 curl -s -w ' %{http_code}' --unix-socket "$S" "http://sandcap/v1/sessions/$U1/report.html")" '"not_found".* 404$'
+expect_match "which its owner reads" \
+	"$(as_uid 12345 curl -s -o /dev/null -w '%{http_code} %{content_type}' --unix-socket "$S" "http://sandcap/v1/sessions/$U1/report.html")" '^200 text/html'
 expect_match "nor stop it" \
 	"$(as_uid 12346 curl -s -w ' %{http_code}' --unix-socket "$S" -X DELETE "http://sandcap/v1/sessions/$U1")" ' 404$'
 expect_match "root does not see uid 12345's sandboxes either" "$(api GET "/v1/sessions/$U1")" '"not_found"'

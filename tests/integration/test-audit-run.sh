@@ -14,7 +14,8 @@ chmod 600 "$T/key"
 policy run "{\"version\": 1, \"name\": \"scripted\",
   \"net\": {\"egress\": [{\"host\": \"api.allowed.test\", \"ports\": [$port]}],
             \"allow_private\": [\"127.0.0.1/32\"], \"dns\": \"127.0.0.1:$dns\"},
-  \"limits\": {\"memory\": \"64M\", \"wall\": \"60s\"}}"
+  \"limits\": {\"memory\": \"64M\", \"wall\": \"60s\"},
+  \"audit\": {\"sample_interval\": null}}"
 log=$T/run.jsonl
 # Each step ends before the next starts (sleep), so the order is deterministic.
 "$SANDCAP" run --quiet --audit "$log" --audit-key "$T/key" --policy "$T/run.json" -- /bin/sh -c "

@@ -781,6 +781,21 @@ static void test_net(void)
 		sc_plan_free(lifted);
 		sc_plan_free(set);
 	}
+	bad("{'version':1,'audit':{'sample_interval':'10ms'}}", -EINVAL, "$.audit.sample_interval",
+	    "expected a duration such as \"1s\" (at least 100ms), or 0 or null for none, got "
+	    "\"10ms\"");
+	{
+		sc_plan *off = good("{'version':1,'audit':{'sample_interval':null}}");
+		sc_plan *zero = good("{'version':1,'audit':{'sample_interval':'0s'}}");
+		sc_plan *set = good("{'version':1,'audit':{'sample_interval':'250ms'}}");
+
+		ok(off && zero && set && off->audit_sample_ns == 0 && zero->audit_sample_ns == 0 &&
+		       set->audit_sample_ns == 250000000ull,
+		   "audit.sample_interval: null and 0 turn samples off, a duration sets them");
+		sc_plan_free(off);
+		sc_plan_free(zero);
+		sc_plan_free(set);
+	}
 	bad("{'version':1,'net':{'bandwidth':'1M'}}", -EINVAL, "$.net.bandwidth",
 	    "expected a bandwidth such as \"1M/s\", got \"1M\"");
 	bad("{'version':1,'net':{'max_request_body':'1MB'}}", -EINVAL, "$.net.max_request_body",
@@ -1209,7 +1224,7 @@ static void test_round_trip(void)
 
 		ok(j && str_is(j, "{'audit':{'denied_syscalls':true,'exec':true,'fsync':'"
 				  "boundaries','max_bytes':1073741824,'max_rate':'1048576/s',"
-				  "'reads':false},'best_effort':"
+				  "'reads':false,'sample_interval':'1000ms'},'best_effort':"
 				  "false,'env':{},'fs':{'grants':[],'runtime':'host','tmp':{'"
 				  "inodes':8192,'size':"
 				  "67108864},'workdir':'/"

@@ -329,13 +329,18 @@
 		const cards = el('div', { class: 'cards' });
 		const cpuLim = typeof limits.cpu === 'number' && limits.cpu < BIG ? limits.cpu : null;
 		const wall = exit.wall_ns;
+		const SP = (D.samples && D.samples.points) || [];
+		const SK = (D.samples && D.samples.keys) || [];
+		const sv = (p, k) => p[SK.indexOf(k) + 1];
+		const pidsSeen = SP.map((p) => sv(p, 'pids')).filter((v) => typeof v === 'number');
+		const pidsPeak = pidsSeen.length ? Math.max(...pidsSeen) : null;
 		cards.append(
 			card('CPU time', secs(exit.cpu_ns), (exit.throttled_ns ? 'throttled ' + secs(exit.throttled_ns) + '; ' : '') +
 				(cpuLim ? 'limit ' + cpuLim + ' CPU' + (cpuLim === 1 ? '' : 's') : 'no CPU limit'),
 				cpuLim && wall ? exit.cpu_ns / (cpuLim * wall) : undefined),
 			card('memory peak', size(exit.memory_peak), 'limit ' + planValue('memory', limits.memory) + (exit.oom_kills ? '; ' + exit.oom_kills + ' OOM kill' + (exit.oom_kills === 1 ? '' : 's') : ''),
 				typeof limits.memory === 'number' && limits.memory < BIG ? exit.memory_peak / limits.memory : undefined),
-			card('processes', num(D.tally.execs) + ' execs', 'pids limit ' + planValue('pids', limits.pids) + '; the peak is not recorded'),
+			card('processes', num(D.tally.execs) + ' execs', 'pids limit ' + planValue('pids', limits.pids) + (pidsPeak !== null ? '; most at once (sampled) ' + num(pidsPeak) : '; no samples of the count')),
 			card('wall time', secs(wall), 'limit ' + planValue('wall', limits.wall)),
 			card('network', size(exit.bytes_out !== undefined ? exit.bytes_out : D.net_bytes_out) + ' out', size(exit.bytes_in !== undefined ? exit.bytes_in : D.net_bytes_in) + ' in; ' +
 				num(exit.requests_allowed !== undefined ? exit.requests_allowed : D.kinds.request.count) + ' allowed, ' + num(exit.requests_denied !== undefined ? exit.requests_denied : D.tally.net_denied) + ' denied'));
@@ -353,10 +358,12 @@
 					el('td', { class: 'n' }, size(c.bytes_out) + (typeof c.max_bytes === 'number' ? ' of ' + size(c.max_bytes) : '')),
 					el('td', { class: 'n' }, size(c.bytes_in)), el('td', { class: 'n' + (c.refused ? ' bad' : '') }, num(c.refused))))));
 		}
-		s.appendChild(el('h3', null, 'Activity over time'));
-		s.appendChild(el('p', { class: 'mute' }, 'Each bar is ' + (D.series.width_us / 1e6).toFixed(3) + ' s of the run. The log keeps no periodic samples of CPU, memory or pids ' +
-			'(their totals and peaks are above); these are what the records themselves time. Red lines mark limits hit (hover for which).'));
 		const marks = ROWS.filter((r) => r.k === 'limit');
+		s.appendChild(el('h3', null, 'Resource use over time'));
+		s.appendChild(resourceCharts(SP, sv, cpuLim, marks));
+		s.appendChild(el('h3', null, 'Activity over time'));
+		s.appendChild(el('p', { class: 'mute' }, 'Each bar is ' + (D.series.width_us / 1e6).toFixed(3) + ' s of the run: what the records themselves time. ' +
+			'Red lines mark limits hit (hover for which).'));
 		const n = Math.max(1, D.series.n);
 		const W = 1000, H = 100;
 		function chart(id, title, values, opts) {
@@ -402,10 +409,10 @@
 	/* What it did */
 	{
 		const s = section('did', 'What it did');
-		s.appendChild(el('h3', null, 'Processes, as a tree of sandboxes and process ids'));
-		s.appendChild(el('p', { class: 'mute' }, 'The log records each exec with its pid (the host\'s) but not its parent: processes are grouped by sandbox ' +
-			'(sub-sandboxes under the sandbox that started them) and by pid, successive execs of one pid nested. A duration is shown where the log has one: ' +
-			'the run\'s wall time, a session command\'s, a sub-sandbox\'s, or the time until the pid\'s next exec.'));
+		s.appendChild(el('h3', null, 'Processes, as a tree'));
+		s.appendChild(el('p', { class: 'mute' }, 'Each exec is recorded with its pid and its parent\'s (ppid, host pids): a process sits under the process that forked it ' +
+			'(a parent that never exec\'d itself is shown by its pid), sub-sandboxes under the sandbox that started them, and successive execs of one pid nested. ' +
+			'A duration is shown where the log has one: the run\'s wall time, a sub-sandbox\'s, or the time until the pid\'s next exec.'));
 		const treeBox = el('div', { id: 'proc-tree' });
 		s.appendChild(treeBox);
 		renderers.push(() => treeBox.replaceChildren(procTree()));
@@ -454,6 +461,78 @@
 		table(s, 'other', ['other', 'grant'], [T, col('event', (r) => r.e || r.k), col('data', (r) => Object.keys(r).filter((k) => !['k', 's', 't', 'e', '_q'].includes(k)).map((k) => k + '=' + scalar(r[k])).join(' '))]);
 	}
 
+	/* res.sample (audit.sample_interval): CPU as a share of one CPU between
+	 * two samples, memory and pids now, bytes through the proxy so far;
+	 * dashed: the limit; red: the moment a limit was hit (an OOM kill seen
+	 * between two samples, throttled CPU time, a limit.hit record). */
+	function resourceCharts(SP, sv, cpuLim, marks) {
+		const box = el('div', { id: 'resources' });
+		if (!SP.length) {
+			box.appendChild(el('p', { class: 'mute', id: 'no-samples' }, 'No res.sample records: the run was shorter than audit.sample_interval, or the policy turned sampling off ' +
+				'(audit.sample_interval 0). The totals and peaks are above.'));
+			return box;
+		}
+		const W = 1000, H = 100;
+		const lim = (v) => (typeof v === 'number' && v < BIG ? v : null);
+		const tEnd = Math.max(1, SP[SP.length - 1][0], ...marks.map((m) => m.t));
+		const X = (t) => ((t / tEnd) * W).toFixed(1);
+		const cpu = SP.map((p, i) => {
+			if (!i)
+				return sv(p, 'cpu_ns') !== null ? (sv(p, 'cpu_ns') / 1e3 / Math.max(1, p[0])) * 100 : null;
+			const q = SP[i - 1], dt = p[0] - q[0];
+			return sv(p, 'cpu_ns') !== null && sv(q, 'cpu_ns') !== null && dt > 0 ? ((sv(p, 'cpu_ns') - sv(q, 'cpu_ns')) / 1e3 / dt) * 100 : null;
+		});
+		const spans = (k) => SP.map((p, i) => (i && sv(p, k) !== null && sv(SP[i - 1], k) !== null && sv(p, k) > sv(SP[i - 1], k) ? [SP[i - 1][0], p[0], sv(p, k) - sv(SP[i - 1], k)] : null)).filter(Boolean);
+		const throttled = spans('throttled_ns');
+		const ooms = spans('oom_kills');
+		function chart(id, title, vals, o) {
+			const known = vals.filter((v) => typeof v === 'number');
+			let max = Math.max(1, ...known, o.limit || 0);
+			max *= 1.05;
+			const Y = (v) => (H - (v / max) * (H - 4)).toFixed(1);
+			const g = svg('svg', { class: 'chart', id, viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none' });
+			for (const [a, b, d] of o.spans || [])
+				g.appendChild(svg('rect', { class: 'hit', x: X(a), y: 0, width: Math.max(1, X(b) - X(a)).toFixed(1), height: H, 'data-limit': o.spanLimit },
+					svg('title', null, o.spanTitle(a, b, d))));
+			const pts = [];
+			vals.forEach((v, i) => {
+				if (typeof v === 'number')
+					pts.push(X(SP[i][0]) + ',' + Y(v));
+			});
+			g.appendChild(svg('polyline', { class: 'line', points: pts.join(' ') }));
+			vals.forEach((v, i) => {
+				if (typeof v === 'number' && vals.length <= 300)
+					g.appendChild(svg('circle', { class: 'pt', cx: X(SP[i][0]), cy: Y(v), r: 1.5 }, svg('title', null, ms(SP[i][0]) + ': ' + o.fmt(v))));
+			});
+			if (o.limit) {
+				const y = Y(o.limit);
+				g.appendChild(svg('line', { class: 'budget limit', x1: 0, x2: W, y1: y, y2: y }, svg('title', null, 'limit ' + o.fmt(o.limit))));
+			}
+			for (const m of marks.filter((m) => !o.only || o.only.includes(m.limit)))
+				g.appendChild(svg('line', { class: 'mark', x1: X(m.t), x2: X(m.t), y1: 0, y2: H, 'data-limit': m.limit || '' },
+					svg('title', null, 'limit.hit ' + (m.limit || '?') + ' recorded at ' + ms(m.t) + (m.detail ? ': ' + m.detail : ''))));
+			const peak = known.length ? Math.max(...known) : null;
+			return el('div', { class: 'chartbox' }, el('div', { class: 'lbl' }, el('b', null, title),
+				el('span', null, (peak !== null ? 'highest ' + o.fmt(peak) : 'not measured') + (o.limit ? ', limit ' + o.fmt(o.limit) : ', no limit'))),
+				g, el('div', { class: 'lbl' }, el('span', null, '+0 s'), el('span', null, ms(tEnd))));
+		}
+		const pct = (v) => v.toFixed(0) + '%';
+		const cpuL = lim(limits.cpu);
+		box.append(
+			chart('chart-cpu', 'CPU, % of one CPU' + (throttled.length ? ' (red: throttled by the quota)' : ''), cpu,
+				{ limit: cpuL ? cpuL * 100 : null, fmt: pct, spans: throttled, spanLimit: 'cpu_throttled', only: ['cpu_throttled', 'cpu'],
+					spanTitle: (a, b, d) => 'throttled ' + secs(d) + ' between ' + ms(a) + ' and ' + ms(b) }),
+			chart('chart-memory', 'memory in use' + (ooms.length ? ' (red: OOM kill)' : ''), SP.map((p) => sv(p, 'memory')),
+				{ limit: lim(limits.memory), fmt: size, spans: ooms, spanLimit: 'memory', only: ['memory'],
+					spanTitle: (a, b, d) => d + ' OOM kill' + (d === 1 ? '' : 's') + ' between ' + ms(a) + ' and ' + ms(b) }),
+			chart('chart-pids', 'processes and threads (pids)', SP.map((p) => sv(p, 'pids')), { limit: lim(limits.pids), fmt: num, only: ['pids'] }),
+			chart('chart-net', 'bytes out through the proxy, so far', SP.map((p) => sv(p, 'bytes_out')), { fmt: size, only: ['egress_budget', 'bandwidth', 'rate'] }),
+			chart('chart-net-in', 'bytes in through the proxy, so far', SP.map((p) => sv(p, 'bytes_in')), { fmt: size, only: [] }));
+		box.appendChild(el('p', { class: 'mute' }, num(D.samples.count) + ' res.sample records' + (D.samples.stride > 1 ? ', every ' + D.samples.stride + 'th drawn' : '') +
+			'; limit.hit records of OOM kills and throttling are written when the run ends, so the moment is the interval between two samples in which the kernel\'s counter rose.'));
+		return box;
+	}
+
 	function procTree() {
 		const execs = ROWS.filter((r) => (r.k === 'exec' || r.k === 'exec_failed') && match(r));
 		const root = D.sandbox || '(root)';
@@ -493,16 +572,39 @@
 			const li = el('li', { 'data-sandbox': c.id }, el('span', { class: 'sb' }, (depth ? 'sub-sandbox ' : 'sandbox ') + c.id),
 				c.start ? el('span', { class: 'mute' }, ' started ' + ms(c.start.t) + (c.exit ? ', ended with status ' + scalar(c.exit.status) + ' after ' + secs(c.exit.wall_ns) : '')) : null);
 			const ul = el('ul');
-			let first = depth === 0;
+			/* Children by parent: a pid whose parent exec'd in this
+			 * sandbox goes under it; the others are roots. */
+			const kids = new Map();
+			const roots = [];
 			for (const [pid, list] of c.pids) {
+				const pp = list[0].ppid !== undefined ? String(list[0].ppid) : null;
+				if (pp && pp !== pid && c.pids.has(pp)) {
+					if (!kids.has(pp))
+						kids.set(pp, []);
+					kids.get(pp).push(pid);
+				} else
+					roots.push(pid);
+			}
+			let first = depth === 0;
+			function procNode(pid, level) {
 				if (shown++ >= LIMIT)
-					break;
+					return null;
+				const list = c.pids.get(pid);
 				const whole = first && c.exit ? c.exit.wall_ns : null;
 				first = false;
-				const p = el('li', { 'data-pid': pid }, 'pid ' + pid + ' ', execLine(list[0], list[1], list.length === 1 ? whole : null));
+				const p = el('li', { 'data-pid': pid, 'data-ppid': list[0].ppid !== undefined ? String(list[0].ppid) : '' }, 'pid ' + pid + ' ',
+					execLine(list[0], list[1], list.length === 1 ? whole : null));
 				if (list.length > 1)
 					p.appendChild(el('ul', null, list.slice(1).map((r, i) => el('li', null, 'then ', execLine(r, list[i + 2])))));
-				ul.appendChild(p);
+				const ks = (kids.get(pid) || []).map((k) => (level < 64 ? procNode(k, level + 1) : null)).filter(Boolean);
+				if (ks.length)
+					p.appendChild(el('ul', { class: 'children' }, ks));
+				return p;
+			}
+			for (const pid of roots) {
+				const n = procNode(pid, 0);
+				if (n)
+					ul.appendChild(n);
 			}
 			for (const k of c.kids)
 				if (depth < 16)
