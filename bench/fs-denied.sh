@@ -8,9 +8,12 @@
 #   build    make -j2 of a generated C project (FILES sources)
 #   install  npm install of PKGS local packages (--install-links: each
 #            packed, then extracted into node_modules; no network)
-# Prints the medians and the ratio on/off. Not a test: nothing fails on a
-# number.
-#   ROUNDS=5 FILES=200 PKGS=40 bench/fs-denied.sh
+# Prints the medians and the ratio on/off. With FLOOR=1 (the default) it
+# also runs a scratch build with bench/ablation.patch whose listener lets
+# every write go on without judging it (SANDCAP_ABLATE=judge): the round
+# trip alone, the mechanism's floor, in the same rounds. Not a test:
+# nothing fails on a number.
+#   ROUNDS=5 FILES=200 PKGS=40 FLOOR=1 bench/fs-denied.sh
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_need fs-denied make gcc
@@ -18,7 +21,13 @@ SANDCAP=${SANDCAP:-$(cd "$(dirname "$0")/.." && pwd)/build/sandcap}
 ROUNDS=${ROUNDS:-5}
 FILES=${FILES:-200}
 PKGS=${PKGS:-40}
+FLOOR=${FLOOR:-1}
 bench_tmp fs-denied
+ABLATED=
+if [ "$FLOOR" = 1 ]; then
+	bench_ablation_build "$T/ablation"
+	ABLATED=$T/ablation/build/sandcap
+fi
 
 # The C project: FILES sources, each including a shared header.
 mkdir -p "$T/src/c"
@@ -64,11 +73,13 @@ for on in true false; do
 EOF
 done
 
-# run SETTING CMD: seconds of one sandboxed run of CMD (sh -c)
+# run SETTING CMD: seconds of one sandboxed run of CMD (sh -c); SETTING
+# true, false, or floor (recorded, by the ablated build, judging nothing)
 run() {
-	local t0 t1
+	local t0 t1 bin=$SANDCAP pol=$1
+	[ "$1" = floor ] && bin=$ABLATED pol=true
 	t0=$(date +%s.%N)
-	"$SANDCAP" run --quiet --policy "$T/policy-$1.json" -- sh -c "$2" >/dev/null 2>&1 ||
+	SANDCAP_ABLATE=judge "$bin" run --quiet --policy "$T/policy-$pol.json" -- sh -c "$2" >/dev/null 2>&1 ||
 		{ echo "fs-denied: the run failed ($1): $2" >&2; exit 1; }
 	t1=$(date +%s.%N)
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", b - a }' 
@@ -79,14 +90,20 @@ build='cd /w/c && make -s clean && make -s -j2'
 install='cd /w/proj && rm -rf node_modules package-lock.json && HOME=/tmp npm install --install-links --offline --no-audit --no-fund --cache /tmp/npm-cache'
 for w in build install; do
 	[ "$w" = install ] && [ $have_npm = 0 ] && { echo "install: npm not installed, skipped"; continue; }
-	: >"$T/$w-true" && : >"$T/$w-false"
+	: >"$T/$w-true" && : >"$T/$w-false" && : >"$T/$w-floor"
 	run true "${!w}" >/dev/null # warm the page cache
 	for _ in $(seq 1 "$ROUNDS"); do
 		run true "${!w}" >>"$T/$w-true"
 		run false "${!w}" >>"$T/$w-false"
+		[ -n "$ABLATED" ] && run floor "${!w}" >>"$T/$w-floor"
 	done
 	on=$(median <"$T/$w-true")
 	off=$(median <"$T/$w-false")
 	printf '%-8s recorded %.3f s, not recorded %.3f s: %.3fx (median of %d each)\n' \
 		"$w" "$on" "$off" "$(awk -v a="$on" -v b="$off" 'BEGIN { print a / b }')" "$ROUNDS"
+	if [ -n "$ABLATED" ]; then
+		fl=$(median <"$T/$w-floor")
+		printf '%-8s   floor (the round trip, no judging) %.3f s: %.3fx\n' "" "$fl" \
+			"$(awk -v a="$fl" -v b="$off" 'BEGIN { print a / b }')"
+	fi
 done

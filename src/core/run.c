@@ -114,7 +114,6 @@ typedef struct supervisor {
 
 	int ep, sync, pidfd, sigfd, wallfd, gracefd, samplefd, notify_fd, proxy_fd;
 	sf_listener *listener;	   /* the seccomp listener's thread */
-	bool sync_wakeup;	   /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP is set */
 	pthread_mutex_t emit_lock; /* the listener thread emits too */
 	pid_t pid, proxy_pid;
 	px_seed proxy_seed;	 /* to start another worker on the same listener */
@@ -489,12 +488,10 @@ static json_t *layers_json(supervisor *s)
 		    o, "landlock",
 		    json_pack("{s:i, s:s}", "abi", s->landlock_abi, "status", s->landlock));
 	if (l & LAYER_SECCOMP)
-		(void)json_object_set_new(
-		    o, "seccomp",
-		    json_string(!(l & LAYER_SECCOMP_NOTIFY) ? "active"
-				: s->sync_wakeup
-				    ? "active, with user notification, synchronous wake-up"
-				    : "active, with user notification"));
+		(void)json_object_set_new(o, "seccomp",
+					  json_string(!(l & LAYER_SECCOMP_NOTIFY)
+							  ? "active"
+							  : "active, with user notification"));
 	/* A second filter on top (sandcap-runc: the spec's linux.seccomp). */
 	if ((l & LAYER_SECCOMP) && s->plan->extra_filter)
 		(void)json_object_set_new(
@@ -734,14 +731,12 @@ static void arm(int tfd, uint64_t ns)
 }
 
 /*
- * The seccomp listener gets a thread of its own, blocked in NOTIF_RECV: with
- * Linux 6.6's synchronous wake-up (sf_notify_sync_wakeup) the kernel then
- * switches from the target to that thread and back on one CPU, and the
- * exec's round trip costs two context switches and no trip through our
- * event loop. Only then: before 6.6, NOTIF_RECV keeps waiting after the last
- * process under the filter is gone (6.6 made it return ENOENT), so the thread
- * could never end. Otherwise the event loop serves the listener, and sees
- * the hang-up with poll.
+ * The seccomp listener gets a thread of its own, blocked in NOTIF_RECV: a
+ * notification's round trip then costs no trip through our event loop.
+ * Only on Linux 6.6 and later: before, NOTIF_RECV keeps waiting after the
+ * last process under the filter is gone (6.6 made it return ENOENT), so
+ * the thread could never end. Otherwise the event loop serves the
+ * listener, and sees the hang-up with poll.
  */
 static void start_listener(supervisor *s, int fd)
 {
@@ -865,10 +860,8 @@ static void handle_sync(supervisor *s)
 		if (fd >= 0 &&
 		    (!(m.layers & LAYER_SECCOMP_NOTIFY) || s->notify_fd >= 0 || s->listener))
 			fd = safe_close(fd);
-		/* sandbox.start says how the listener runs, and goes first:
-		 * pid 1's exec is the listener's first record. */
-		if (fd >= 0)
-			s->sync_wakeup = sf_notify_sync_wakeup(fd) >= 0;
+		/* sandbox.start goes first: pid 1's exec is the listener's
+		 * first record. */
 		emit_start(s, TAKE_FD(fd));
 		break;
 	case SYNC_FAILED:

@@ -95,7 +95,9 @@ int sf_notify_handle(int notify_fd, const sf_walls *walls, sf_event_cb cb, void 
  * it, before the next notification is taken. Needs Linux 6.6, where
  * NOTIF_RECV returns once the filter's last user is gone (before, it waits
  * for a notification that cannot come, and the thread would never end):
- * sets the synchronous wake-up and returns -EOPNOTSUPP without it.
+ * tells 6.6 by the synchronous wake-up's flag, which it then clears (it
+ * slows a busy host down: docs/decisions.md), and returns -EOPNOTSUPP
+ * without it.
  */
 typedef struct sf_listener sf_listener;
 int sf_listener_start(int notify_fd, const sf_walls *walls, sf_event_cb cb, void *userdata,

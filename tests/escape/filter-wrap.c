@@ -21,7 +21,7 @@
  *
  * --exec-notify-floor: instead of the profile, a filter that sends only
  * execve and execveat to a listener in a parent process, which answers each
- * with "continue" (synchronous wake-up on, as sandcap sets it) and does
+ * with "continue" (no synchronous wake-up, as sandcap serves it) and does
  * nothing else: what the kernel's user-notification round trip alone costs
  * per exec. --exec-notify-read: the same filter, served by sandcap's own
  * handler (sf_notify_handle), which also copies the path and argv out of
@@ -131,7 +131,6 @@ static int serve_exec(pid_t child, int listener, bool read)
 		(void)sf_listener_stop(l);
 		return status;
 	}
-	(void)sf_notify_sync_wakeup(listener);
 	for (;;) {
 		struct seccomp_notif req;
 		struct seccomp_notif_resp resp;

@@ -461,7 +461,7 @@ static int collect(const char *event, json_t *data, void *userdata)
 }
 
 /* How the parent serves the listener: sf_notify_handle from a poll loop, or
- * the listener thread (sf_listener_start) with the synchronous wake-up. */
+ * the listener thread (sf_listener_start). */
 static bool serve_with_thread;
 
 static int wait_child(pid_t pid)
