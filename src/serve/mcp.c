@@ -21,21 +21,55 @@ static json_t *rpc_error(json_t *id, int code, const char *msg)
 			 "error", "code", code, "message", msg);
 }
 
+static json_t *rpc_error_data(json_t *id, int code, const char *msg, json_t *data)
+{
+	return json_pack("{s:s, s:O, s:{s:i, s:s, s:o}}", "jsonrpc", "2.0", "id",
+			 id ? id : json_null(), "error", "code", code, "message", msg, "data",
+			 data);
+}
+
+/* The versions this server speaks, newest first: what it answers to
+ * initialize's protocolVersion (MCP "Version Negotiation"). */
+static const char *const mcp_versions[] = {MCP_PROTOCOL_VERSION, "2025-03-26", "2024-11-05"};
+
+const char *mcp_negotiate(const char *want)
+{
+	bool dated = want && strlen(want) == 10;
+
+	for (size_t i = 0; dated && i < 10; i++)
+		dated = i == 4 || i == 7 ? want[i] == '-' : want[i] >= '0' && want[i] <= '9';
+	if (!dated)
+		return NULL; /* not a version at all: refused, with the ones we speak */
+	for (size_t i = 0; i < sizeof(mcp_versions) / sizeof(mcp_versions[0]); i++)
+		if (strcmp(want, mcp_versions[i]) == 0)
+			return mcp_versions[i];
+	return MCP_PROTOCOL_VERSION; /* another date: ours, for the client to judge */
+}
+
 static json_t *rpc_result(json_t *id, json_t *result)
 {
 	return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result);
 }
 
+/* What a tool may do, for the client's consent prompts (the hints of
+ * MCP's ToolAnnotations). */
+typedef struct tool_hints {
+	bool read_only, destructive, idempotent, open_world;
+} tool_hints;
+
 static json_t *tool(const char *name, const char *title, const char *desc, json_t *props,
-		    const char *required)
+		    const char *required, tool_hints h)
 {
 	json_t *req = json_array();
 
 	if (required)
 		(void)json_array_append_new(req, json_string(required));
-	return json_pack("{s:s, s:s, s:s, s:{s:s, s:o, s:o, s:b}}", "name", name, "title", title,
-			 "description", desc, "inputSchema", "type", "object", "properties", props,
-			 "required", req, "additionalProperties", 0);
+	return json_pack("{s:s, s:s, s:s, s:{s:s, s:o, s:o, s:b}, s:{s:s, s:b, s:b, s:b, s:b}}",
+			 "name", name, "title", title, "description", desc, "inputSchema", "type",
+			 "object", "properties", props, "required", req, "additionalProperties", 0,
+			 "annotations", "title", title, "readOnlyHint", h.read_only,
+			 "destructiveHint", h.destructive, "idempotentHint", h.idempotent,
+			 "openWorldHint", h.open_world);
 }
 
 static json_t *tools_list(void)
@@ -52,18 +86,20 @@ static json_t *tools_list(void)
 			   "the program and its arguments, without a shell", "stdin", "type",
 			   "string", "description", "text for its standard input", "cwd", "type",
 			   "string", "description", "absolute working directory"),
-		 NULL),
+		 NULL, (tool_hints){.destructive = true, .open_world = true}),
 	    tool("write_file", "Write a file in the sandbox",
 		 "Writes text to a file inside the sandbox (where its policy lets it write).",
 		 json_pack("{s:{s:s}, s:{s:s}}", "path", "type", "string", "content", "type",
 			   "string"),
-		 "path"),
+		 "path", (tool_hints){.destructive = true, .idempotent = true}),
 	    tool("read_file", "Read a file in the sandbox",
 		 "Reads a file inside the sandbox (as text; at most 1 MiB is shown).",
-		 json_pack("{s:{s:s}}", "path", "type", "string"), "path"),
+		 json_pack("{s:{s:s}}", "path", "type", "string"), "path",
+		 (tool_hints){.read_only = true, .idempotent = true}),
 	    tool("list_files", "List a directory in the sandbox",
 		 "Lists a directory inside the sandbox: name, type and size of each entry.",
-		 json_pack("{s:{s:s}}", "path", "type", "string"), "path"));
+		 json_pack("{s:{s:s}}", "path", "type", "string"), "path",
+		 (tool_hints){.read_only = true, .idempotent = true}));
 }
 
 static json_t *text_result(const char *text, size_t len, json_t *structured, bool is_error)
@@ -320,20 +356,32 @@ static json_t *dispatch(mcp_state *st, const mcp_ops *ops, json_t *msg, bool *re
 	}
 	if (!strcmp(method, "initialize")) {
 		char instructions[512];
+		const char *want = json_string_value(json_object_get(params, "protocolVersion"));
+		const char *version = mcp_negotiate(want);
 
+		if (!version)
+			return rpc_error_data(
+			    id, RPC_INVALID_PARAMS, "unsupported protocol version",
+			    json_pack("{s:[s,s,s], s:O?}", "supported", MCP_PROTOCOL_VERSION,
+				      "2025-03-26", "2024-11-05", "requested",
+				      json_object_get(params, "protocolVersion")));
+		st->answered = true;
 		(void)snprintf(instructions, sizeof(instructions),
 			       "Every tool runs inside one sandbox (%s) whose files, network and "
 			       "limits are bounded by its policy; every command is recorded in "
 			       "its audit log %s.",
 			       st->sandbox ? st->sandbox : "", st->audit ? st->audit : "");
-		return rpc_result(
-		    id, json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
-				  MCP_PROTOCOL_VERSION, "capabilities", "tools", "listChanged", 0,
-				  "serverInfo", "name", "sandcap", "title", "sandcap sandbox",
-				  "version", SANDCAP_VERSION, "instructions", instructions));
+		return rpc_result(id, json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}",
+						"protocolVersion", version, "capabilities", "tools",
+						"listChanged", 0, "serverInfo", "name", "sandcap",
+						"title", "sandcap sandbox", "version",
+						SANDCAP_VERSION, "instructions", instructions));
 	}
 	if (!strcmp(method, "ping"))
 		return rpc_result(id, json_object());
+	/* Lifecycle: nothing but ping before initialize has been answered. */
+	if (!st->answered)
+		return rpc_error(id, RPC_INVALID_REQUEST, "not initialized: send initialize first");
 	if (!strcmp(method, "tools/list"))
 		return rpc_result(id, tools_list());
 	if (!strcmp(method, "tools/call"))

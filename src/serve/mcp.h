@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The MCP server's message handling (JSON-RPC 2.0, protocol 2025-06-18):
- * initialize, ping, tools/list and tools/call for run_command, write_file,
+ * initialize (versions 2025-06-18, 2025-03-26 and 2024-11-05), ping, then
+ * tools/list and tools/call for run_command, write_file,
  * read_file and list_files, each call going to one session through ops.
  * Pure apart from ops: one message in, at most one reply out; the client
  * (a model's host) is not trusted to send well-formed messages.
@@ -27,10 +28,16 @@ typedef struct mcp_ops {
 } mcp_ops;
 
 typedef struct mcp_state {
-	bool initialized;
+	bool answered;	     /* initialize was answered: other requests may come */
+	bool initialized;    /* the client said notifications/initialized */
 	const char *sandbox; /* the session's name, for the instructions */
 	const char *audit;   /* its log */
 } mcp_state;
+
+/* The protocol version to answer a client that asked for want: want
+ * itself when this server speaks it, the newest it speaks for another
+ * date, NULL for something that is not a version (YYYY-MM-DD). */
+const char *mcp_negotiate(const char *want);
 
 /* Handles one message (one line of stdin). *ret_reply is the reply to write
  * (malloc'd, one line without its newline), or NULL for a notification. */

@@ -314,6 +314,26 @@ static void test_mcp(void)
 	mcp_state st = {.sandbox = "s", .audit = "/a"};
 	json_t *r;
 
+	r = mcp(&st, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"tools/list\"}");
+	ok(json_integer_value(json_object_get(json_object_get(r, "error"), "code")) == -32600,
+	   "tools/list before initialize: refused (-32600)");
+	json_decref(r);
+	r = mcp(&st, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"ping\"}");
+	ok(json_is_object(json_object_get(r, "result")), "ping before initialize: answered");
+	json_decref(r);
+	r = mcp(&st, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+		     "{\"protocolVersion\":\"bogus\",\"capabilities\":{}}}");
+	ok(json_integer_value(json_object_get(json_object_get(r, "error"), "code")) == -32602 &&
+	       json_array_size(json_object_get(json_object_get(json_object_get(r, "error"), "data"),
+					       "supported")) == 3,
+	   "initialize with a version that is not one: -32602 with the versions spoken");
+	json_decref(r);
+	ok(!strcmp(mcp_negotiate("2024-11-05") ?: "", "2024-11-05") &&
+	       !strcmp(mcp_negotiate("2025-03-26") ?: "", "2025-03-26") &&
+	       !strcmp(mcp_negotiate("2031-01-01") ?: "", "2025-06-18") && !mcp_negotiate(NULL) &&
+	       !mcp_negotiate("2025-6-18"),
+	   "versions: an older one spoken is echoed, another date gets the newest, no date none");
+
 	r = mcp(&st, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
 		     "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{}}}");
 	ok(!strcmp(
@@ -328,6 +348,19 @@ static void test_mcp(void)
 	r = mcp(&st, "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"tools/list\"}");
 	ok(json_array_size(json_object_get(json_object_get(r, "result"), "tools")) == 4,
 	   "tools/list has the four tools");
+	{
+		json_t *tools = json_object_get(json_object_get(r, "result"), "tools");
+		json_t *run = json_object_get(json_array_get(tools, 0), "annotations");
+		json_t *read = json_object_get(json_array_get(tools, 2), "annotations");
+
+		ok(json_is_false(json_object_get(run, "readOnlyHint")) &&
+		       json_is_true(json_object_get(run, "destructiveHint")) &&
+		       json_is_true(json_object_get(run, "openWorldHint")) &&
+		       json_is_true(json_object_get(read, "readOnlyHint")) &&
+		       json_is_false(json_object_get(read, "openWorldHint")),
+		   "each tool carries its annotations (run_command may change and reach out, "
+		   "read_file only reads)");
+	}
 	json_decref(r);
 	r = mcp(&st, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
 		     "\"run_command\",\"arguments\":{\"command\":\"echo hi\"}}}");
