@@ -174,24 +174,32 @@ curl -sS -H "Authorization: Bearer $API_KEY" https://cred.test:'"$api"'/v1/besid
 		"$(count "$T/git-$x.jsonl" net.tunnel.close host=cred.test port="$sshport")" 1
 done
 
+# silent_then_tls LOG HOST PATH: inside a sandbox, CONNECT HOST:$api, stay
+# silent for 0.5 s (past the proxy's 200 ms), then speak TLS and GET PATH;
+# prints the CONNECT's answer and then the response's status or "refused".
+silent_then_tls() {
+	run_net "$1" python3 -c '
+import socket, ssl, sys, time
+host, port, path = sys.argv[1], sys.argv[2], sys.argv[3]
+s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+s.sendall(("CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n" % (host, port, host, port)).encode())
+print(s.recv(100).split(b"\r\n")[0].decode())
+time.sleep(0.5)
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+try:
+    t = ctx.wrap_socket(s, server_hostname=host)
+    t.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (path, host)).encode())
+    print(t.recv(100).split(b"\r\n")[0].decode() or "refused")
+except (OSError, ssl.SSLError) as e: print("refused", type(e).__name__)' "$2" "$api" "$3" 2>&1
+}
+
 # An inspected rule's paths hold for every request to it: a client silent
 # for 0.5 s after the CONNECT (so that inspection is declined) and then
 # speaking TLS gets no plain tunnel around them.
 out=$(run_net paths curl -sS "https://paths.test:$api/v1/in" "https://paths.test:$api/elsewhere" 2>&1)
 expect_match "an inspected rule with paths: a path under them is answered" "$out" '"path": "/v1/in"'
 expect_match "... one outside them refused" "$out" "path-not-allowed|403"
-out=$(run_net paths-silent python3 -c '
-import socket, ssl, time
-s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
-s.sendall(b"CONNECT paths.test:'"$api"' HTTP/1.1\r\nHost: paths.test:'"$api"'\r\n\r\n")
-print(s.recv(100).split(b"\r\n")[0].decode())
-time.sleep(0.5)
-ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
-try:
-    t = ctx.wrap_socket(s, server_hostname="paths.test")
-    t.sendall(b"GET /elsewhere/silent HTTP/1.1\r\nHost: paths.test\r\nConnection: close\r\n\r\n")
-    print(t.recv(100).split(b"\r\n")[0].decode() or "refused")
-except (OSError, ssl.SSLError) as e: print("refused", type(e).__name__)' 2>&1)
+out=$(silent_then_tls paths-silent paths.test /elsewhere/silent)
 expect_match "CONNECT to it, silent for 0.5 s, then TLS: refused" "$out" "refused"
 check "... and the origin never got the path outside the rule's" \
 	bash -c "! grep -q /elsewhere/silent '$T/api.log'"
@@ -201,18 +209,7 @@ expect_eq "... recorded as net.denied path-not-allowed" \
 # The same on an inspected host without paths: a client silent past 200 ms
 # and then speaking TLS would otherwise get a tunnel past inspection (no
 # record of its requests, no credential limits); it is refused.
-out=$(run_net cred-silent python3 -c '
-import socket, ssl, time
-s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
-s.sendall(b"CONNECT cred.test:'"$api"' HTTP/1.1\r\nHost: cred.test:'"$api"'\r\n\r\n")
-print(s.recv(100).split(b"\r\n")[0].decode())
-time.sleep(0.5)
-ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
-try:
-    t = ctx.wrap_socket(s, server_hostname="cred.test")
-    t.sendall(b"GET /v1/late-silent HTTP/1.1\r\nHost: cred.test\r\nConnection: close\r\n\r\n")
-    print(t.recv(100).split(b"\r\n")[0].decode() or "refused")
-except (OSError, ssl.SSLError) as e: print("refused", type(e).__name__)' 2>&1)
+out=$(silent_then_tls cred-silent cred.test /v1/late-silent)
 expect_match "an inspected host, CONNECT silent for 0.5 s, then TLS: refused" "$out" "refused"
 check "... the origin never got its request" bash -c "! grep -q /v1/late-silent '$T/api.log'"
 expect_eq "... recorded as net.denied inspect-late" \
