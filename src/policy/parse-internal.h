@@ -160,4 +160,3 @@ static inline void *key_field(const policy_key *k, void *base)
 	return (char *)base + k->off;
 }
 void store_uint(void *field, size_t width, uint64_t v);
-uint64_t load_uint(const void *field, size_t width);

@@ -439,31 +439,6 @@ void store_uint(void *field, size_t width, uint64_t v)
 	}
 }
 
-uint64_t load_uint(const void *field, size_t width)
-{
-	uint8_t b;
-	uint16_t h;
-	uint32_t w;
-	uint64_t q = 0;
-
-	switch (width) {
-	case 1:
-		memcpy(&b, field, 1);
-		return b;
-	case 2:
-		memcpy(&h, field, 2);
-		return h;
-	case 4:
-		memcpy(&w, field, 4);
-		return w;
-	case 8:
-		memcpy(&q, field, 8);
-		return q;
-	default:
-		return 0;
-	}
-}
-
 static bool has_string_field(const policy_key *k)
 {
 	return k->type == KT_STRING || k->type == KT_PATH || k->type == KT_HOST_PATH;

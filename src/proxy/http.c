@@ -1145,11 +1145,3 @@ int px_http_local_response(int status, const char *deny_reason, const char *text
 		return -ENOBUFS;
 	return n;
 }
-
-const px_header *px_http_find_header(const char *buf, const px_request *req, const char *name)
-{
-	for (size_t i = 0; i < req->n_headers; i++)
-		if (span_ieq(buf, req->headers[i].name, name))
-			return &req->headers[i];
-	return NULL;
-}

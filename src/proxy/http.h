@@ -189,5 +189,3 @@ const char *px_http_status_text(int status);
  */
 int px_http_parse_server_request(const char *buf, size_t len, size_t max_head, px_request *ret,
 				 const char **reterr_reason);
-/* The value of the first header called name (case-insensitive), or NULL. */
-const px_header *px_http_find_header(const char *buf, const px_request *req, const char *name);

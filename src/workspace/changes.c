@@ -38,13 +38,6 @@ void ws_changes_done(ws_changes *c)
 	c->n = c->cap = c->refused = 0;
 }
 
-const char *ws_op_name(ws_op op)
-{
-	static const char *const names[] = {"added", "modified", "mode", "deleted", "renamed"};
-
-	return op >= 0 && (size_t)op < ELEMENTSOF(names) ? names[op] : "?";
-}
-
 char ws_op_letter(ws_op op)
 {
 	static const char letters[] = "AMmDR";

@@ -176,8 +176,7 @@ void ws_changes_done(ws_changes *c);
  * is written.
  */
 int ws_changes_compute(int upper, int lower, ws_changes *ret);
-const char *ws_op_name(ws_op op); /* "added", ... */
-char ws_op_letter(ws_op op);	  /* 'A', 'M', 'm', 'D', 'R' */
+char ws_op_letter(ws_op op); /* 'A', 'M', 'm', 'D', 'R' */
 
 /* Reads the whole regular file at fd (at most max bytes, else -EFBIG);
  * NUL-terminated, *ret_len without it. */
