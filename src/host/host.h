@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sandcap/sandcap.h"
+#include "base/diag.h"
 
 /*
  * 1 when this process runs inside a chroot: its "/" is not the root of its

@@ -740,7 +740,7 @@ int plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_
 	return 0;
 }
 
-SC_PUBLIC int sc_plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_diag)
+int sc_plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_diag)
 {
 	return plan_parse(buf, len, ret_plan, reterr_diag);
 }
@@ -770,7 +770,7 @@ int plan_paths_dup(char *const *paths, size_t n, char ***ret, size_t *ret_n)
 	return 0;
 }
 
-SC_PUBLIC sc_plan *sc_plan_free(sc_plan *p)
+sc_plan *sc_plan_free(sc_plan *p)
 {
 	if (!p)
 		return NULL;

@@ -15,7 +15,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "sandcap/sandcap.h"
+#include "base/diag.h"
+
+typedef struct sc_plan sc_plan; /* the immutable, validated capability set */
+
+/* Parses and validates a policy; every function returns >= 0 on success or
+ * -errno on failure (reterr_diag says where and why) and never prints. */
+int sc_plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_diag);
+sc_plan *sc_plan_free(sc_plan *p); /* NULL-safe, returns NULL */
 
 #define PLAN_UNLIMITED UINT64_MAX
 /* The defaults that bound how fast and how far the audit log grows
