@@ -364,6 +364,15 @@ int plan_describe(const sc_plan *p, FILE *out)
 	fprintf(out, "  executed programs:     %s\n", p->audit_exec ? "logged" : "not logged");
 	fprintf(out, "  denied system calls:   %s\n",
 		p->audit_denied_syscalls ? "logged" : "not logged");
+	fprintf(out, "  refused file writes:   %s\n",
+		p->audit_denied_syscalls
+		    ? "logged (fs.denied), refused by the listener with the wall's errno"
+		    : "not logged (refused by the kernel alone)");
+	if (p->audit_sample_ns)
+		fprintf(out, "  resource use:          sampled every %" PRIu64 " ms (res.sample)\n",
+			(uint64_t)(p->audit_sample_ns / 1000000u));
+	else
+		fprintf(out, "  resource use:          not sampled\n");
 	fprintf(out, "  files read in grants:  %s\n",
 		p->audit_reads ? "logged, first open of each, with SHA-256" : "not logged");
 	fprintf(out, "  fsync:                 %s\n",
