@@ -45,3 +45,18 @@ int sibling_open(const char *name, const char *dir, int flags)
 	}
 	return err;
 }
+
+const char *sibling_why(const char *dir, int err, char *buf, size_t size)
+{
+	if (err == -EPERM)
+		(void)snprintf(buf, size,
+			       "not a regular file of root's or ours that only its owner may write "
+			       "(next to this program or in %s)",
+			       dir);
+	else if (err == -ENOENT)
+		(void)snprintf(buf, size, "not next to this program or in %s", dir);
+	else
+		(void)snprintf(buf, size, "%s (next to this program or in %s)",
+			       strerror(err < 0 ? -err : err), dir);
+	return buf;
+}

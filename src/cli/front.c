@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@ int main(int argc, char **argv)
 {
 	extern char **environ;
 	const char *name = "sandcap-main";
+	char why[PATH_MAX];
 	int fd;
 
 	if (argc > 1 && strcmp(argv[1], "exec") == 0)
@@ -32,9 +34,7 @@ int main(int argc, char **argv)
 	fd = sibling_open(name, SANDCAP_LIBEXECDIR, O_PATH);
 	if (fd >= 0)
 		(void)fexecve(fd, argv, environ);
-	cli_error("cannot run %s (next to this program or in %s): %s", name, SANDCAP_LIBEXECDIR,
-		  fd == -EPERM
-		      ? "not a regular file of root's or ours that only its owner may write"
-		      : strerror(fd < 0 ? -fd : errno));
+	cli_error("cannot run %s: %s", name,
+		  sibling_why(SANDCAP_LIBEXECDIR, fd < 0 ? fd : -errno, why, sizeof(why)));
 	return SC_EXIT_SETUP;
 }

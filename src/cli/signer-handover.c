@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,15 +20,13 @@ int cli_signer_load(const char *file, cli_signer *ret)
 {
 	extern char **environ;
 	int fd = sibling_open(PX_FULL_PROGRAM, SANDCAP_LIBEXECDIR, O_PATH);
+	char why[PATH_MAX];
 
 	(void)ret;
 	if (fd >= 0)
 		(void)fexecve(fd, cli_argv, environ);
-	cli_error("%s: signing needs %s (next to this program or in %s): %s", file, PX_FULL_PROGRAM,
-		  SANDCAP_LIBEXECDIR,
-		  fd == -EPERM
-		      ? "not a regular file of root's or ours that only its owner may write"
-		      : strerror(fd < 0 ? -fd : errno));
+	cli_error("%s: signing needs %s: %s", file, PX_FULL_PROGRAM,
+		  sibling_why(SANDCAP_LIBEXECDIR, fd < 0 ? fd : -errno, why, sizeof(why)));
 	return -ENOENT;
 }
 

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,15 +32,14 @@ int px_worker_exe_open(void)
 
 const char *px_program_hint(int r)
 {
-	if (px_ca_make_here)
+	static char hint[PATH_MAX + 64];
+	char why[PATH_MAX];
+
+	if (px_ca_make_here || (r != -ENOENT && r != -EPERM))
 		return "";
-	if (r == -ENOENT)
-		return " (" PX_FULL_PROGRAM
-		       " does this; it is not next to this program or in " SANDCAP_LIBEXECDIR ")";
-	if (r == -EPERM)
-		return " (" PX_FULL_PROGRAM " does this; it is not a regular file of root's or "
-		       "ours that only its owner may write)";
-	return "";
+	(void)snprintf(hint, sizeof(hint), " (%s does this; it is %s)", PX_FULL_PROGRAM,
+		       sibling_why(SANDCAP_LIBEXECDIR, r, why, sizeof(why)));
+	return hint;
 }
 
 #define KEY_MARK "-----BEGIN PRIVATE KEY-----"

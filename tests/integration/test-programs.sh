@@ -115,7 +115,7 @@ expect_match "... naming sandcap-main" "$out" "sandbox CA or placeholders: No su
 out=$("$NM" run --quiet --policy "$T/min.json" --audit-sign "$T/sign.key" -- true 2>&1)
 rc=$?
 expect_eq "a signed run is refused (125)" "$rc" 125
-expect_match "... naming sandcap-main" "$out" "sign.key: signing needs sandcap-main \(next to this program or in "
+expect_match "... naming sandcap-main" "$out" "sign.key: signing needs sandcap-main: not next to this program or in "
 out=$("$NM" check --policy "$T/min.json" 2>&1)
-expect_match "every other command names it too" "$out" "cannot run sandcap-main \(next to this program or in "
+expect_match "every other command names it too, in the same words" "$out" "cannot run sandcap-main: not next to this program or in "
 finish
