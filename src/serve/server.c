@@ -1457,7 +1457,8 @@ static void stop_all(sv_daemon *d)
 		}
 	}
 	(void)pthread_mutex_unlock(&d->pool_lock);
-	LOG(d, "stopping %zu sandboxes", n);
+	if (n) /* the second sweep mostly finds none: said once, not twice */
+		LOG(d, "stopping %zu sandbox%s", n, n == 1 ? "" : "es");
 	for (size_t i = 0; i < n; i += 32) {
 		sv_child kids[32];
 		size_t k = 0;
