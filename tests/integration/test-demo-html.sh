@@ -17,38 +17,7 @@ R=$T/reports
 shots=${SANDCAP_SCREENSHOTS:-$T}
 mkdir -p "$shots"
 
-chrome() { # chrome OUT URL: the DOM after the page's script ran, the console in OUT.log
-	rm -rf "$T/chrome-profile"
-	timeout 60 chromium --headless --disable-gpu --no-sandbox --user-data-dir="$T/chrome-profile" \
-		--disable-background-networking --disable-component-update --no-first-run \
-		--enable-logging=stderr --v=0 --run-all-compositor-stages-before-draw \
-		--virtual-time-budget=5000 --dump-dom "$2" >"$1" 2>"$1.log"
-}
-attr() { # attr FILE ID NAME
-	python3 - "$@" <<'PY'
-import re, sys
-s = open(sys.argv[1]).read()
-m = re.search(r'<[a-z]+ [^>]*id="%s"[^>]*>' % re.escape(sys.argv[2]), s)
-a = m and re.search(r'\b%s="([^"]*)"' % re.escape(sys.argv[3]), m.group(0))
-print(a.group(1) if a else "")
-PY
-}
-text() { # text FILE ID: the text of the element with id ID
-	python3 - "$@" <<'PY'
-import html.parser, sys
-class P(html.parser.HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True); self.depth = 0; self.out = []
-    def handle_starttag(self, tag, attrs):
-        if self.depth: self.depth += tag not in ("br", "img", "input", "meta", "link")
-        elif dict(attrs).get("id") == sys.argv[2]: self.depth = 1
-    def handle_endtag(self, tag):
-        if self.depth: self.depth -= 1
-    def handle_data(self, d):
-        if self.depth: self.out.append(d)
-p = P(); p.feed(open(sys.argv[1]).read()); print(" ".join(p.out))
-PY
-}
+. "$(dirname "$0")/html-lib.sh"
 
 # The demo itself; an expectation of it may fail on a loaded machine (the
 # CPU share of scenario 2): what is checked here is its reports.
