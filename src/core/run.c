@@ -51,6 +51,7 @@
 #include "host/host.h"
 #include "ns/ns.h"
 #include "policy/agent-env.h"
+#include "landlock/landlock.h"
 #include "proxy/attempt.h"
 #include "proxy/programs.h"
 #include "proxy/proxy.h"
@@ -740,19 +741,10 @@ static void arm(int tfd, uint64_t ns)
  */
 static void start_listener(supervisor *s, int fd)
 {
-	size_t n = 0;
+	size_t n = ll_writable(s->plan, s->writable, SF_MAX_WRITABLE);
 
-	/* Landlock's writable places (landlock.c): the sandbox's /tmp and
-	 * /dev/shm, and the grants it may write. Its status begins "fs=1"
-	 * when it confines files (child.c, step_landlock). */
-	s->writable[n++] = "/tmp";
-	s->writable[n++] = "/dev/shm";
-	for (size_t i = 0; i < s->plan->n_grants && n < SF_MAX_WRITABLE; i++) {
-		const plan_grant *g = &s->plan->grants[i];
-
-		if (g->mode != GRANT_RO)
-			s->writable[n++] = g->at ? g->at : g->path;
-	}
+	/* Landlock's status begins "fs=1" when it confines files (child.c,
+	 * step_landlock). */
 	s->walls = (sf_walls){
 	    .landlock = (s->layers & LAYER_LANDLOCK) && strncmp(s->landlock, "fs=1", 4) == 0,
 	    .n_writable = n,

@@ -250,6 +250,19 @@ static int ll_add_table(int ruleset_fd, const ll_path_rule *t, size_t n, uint64_
 	return 0;
 }
 
+size_t ll_writable(const sc_plan *plan, const char **ret, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(ll_common) && n < max; i++)
+		if (ll_common[i].access == LL_RW)
+			ret[n++] = ll_common[i].path;
+	for (size_t i = 0; i < plan->n_grants && n < max; i++)
+		if (plan->grants[i].mode != GRANT_RO)
+			ret[n++] = plan->grants[i].at ? plan->grants[i].at : plan->grants[i].path;
+	return n;
+}
+
 int ll_apply(const sc_plan *plan, int exe_fd, ll_status *ret_status)
 {
 	int abi = ll_abi();

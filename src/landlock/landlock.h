@@ -57,6 +57,12 @@ uint32_t ll_restrict_flags_for(int kernel_abi);
  */
 int ll_apply(const sc_plan *plan, int exe_fd, ll_status *ret_status);
 
+/* The sandbox paths the ruleset lets the agent write beneath (/tmp,
+ * /dev/shm, the rw and cow grants' mount points), at most max of them in
+ * ret; returns how many. For the seccomp listener, which judges a write as
+ * Landlock would (src/seccomp/writes.c). */
+size_t ll_writable(const sc_plan *plan, const char **ret, size_t max);
+
 /* ll_apply() as if the kernel had Landlock ABI abi (at most the real one):
  * lets tests force the degraded paths on a current kernel. */
 int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status);
