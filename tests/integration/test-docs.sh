@@ -134,7 +134,7 @@ for doc in "${DOCS[@]}"; do
 			echo "$POSTLUDE"
 		} >"$d/full.sh"
 		# A /run of its own (above); the mount namespace ends with the shell.
-		(cd "$d/work" && PATH="$BIN:$PATH" timeout 600 unshare -m --propagation private \
+		(cd "$d/work" && PATH="$BIN:$PATH" timeout 300 unshare -m --propagation private \
 			sh -c 'mount -t tmpfs -o mode=755 tmpfs /run && exec bash "$1"' sh "$d/full.sh" \
 			>"$d/log" 2>&1 </dev/null)
 	fi
