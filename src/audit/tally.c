@@ -114,8 +114,9 @@ static void count_credential_use(au_tally *t, json_t *data)
 /*
  * Refusals over net.rate have no record each: a limit.hit "rate" counts
  * them in "suppressed" ("kind": "requests" or "dns"); so do refused file
- * writes and repeated refused syscalls ("denied_records", "files" or
- * "syscalls", with the syscall's name). They count here as
+ * writes, repeated refused syscalls and exec attempts that ran no program
+ * ("denied_records", "files", "syscalls" with the syscall's name, or
+ * "execs"). They count here as
  * the records they stand for would (docs/audit.md, "Folded records").
  */
 static void count_folded(au_tally *t, json_t *data)
@@ -129,6 +130,8 @@ static void count_folded(au_tally *t, json_t *data)
 	v = (uint64_t)json_integer_value(n);
 	if (strcmp(limit, "denied_records") == 0 && strcmp(kind, "files") == 0)
 		sat_add(&t->files_denied, v);
+	if (strcmp(limit, "denied_records") == 0 && strcmp(kind, "execs") == 0)
+		sat_add(&t->execs_failed, v);
 	if (strcmp(limit, "denied_records") == 0 && strcmp(kind, "syscalls") == 0) {
 		const char *name = get_str(data, "syscall");
 		au_count *c = name ? au_table_get(&t->syscalls, name) : NULL;

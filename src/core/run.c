@@ -701,6 +701,8 @@ static int on_event(const char *event, json_t *data, void *userdata)
 		r = dn_syscall_denied(&s->denials, data, now_ns());
 	} else if (strcmp(event, "fs.denied") == 0) {
 		r = dn_fs_denied(&s->denials, data, now_ns());
+	} else if (strcmp(event, "proc.exec") == 0 && au_exec_failed(data)) {
+		r = dn_exec_failed(&s->denials, data, now_ns());
 	} else {
 		r = emit_locked(s, event, data);
 	}
