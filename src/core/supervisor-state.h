@@ -4,15 +4,15 @@
  * outside src/core/ includes this (the interface is core/supervisor.h).
  * Each file has one job, and calls only those listed below it:
  *
- *   supervisor.c     sc_run(): plan, set up, supervise, finish; the event loop
- *   setup.c          before the clone, the clone, the setup child's messages
- *   sandbox-cgroup.c the sandbox's cgroup: made, and the child placed in it
- *   log.c            the audit log: opened, paced, every record, its failure
- *   start-record.c   sandbox.start: the layers in place
- *   agent-events.c   the seccomp listener and the file watches, into the log
- *   proxy-worker.c   the egress proxy worker: started, heard, replaced, waited for
- *   finish.c         the records of the end, the result, the teardown
- *   supervisor-state.c  the clock, the loop's fds and timers, the sandbox killed
+ *   supervisor.c       sc_run(): plan, set up, supervise, finish; the event loop
+ *   finish.c           the records of the end, the result, the teardown
+ *   setup.c            before the clone, the clone, the setup child's messages
+ *   sandbox-cgroup.c   the sandbox's cgroup: made, and the child placed in it
+ *   proxy-worker.c     the egress proxy worker: started, heard, replaced, waited for
+ *   start-record.c     sandbox.start: the layers in place
+ *   agent-events.c     the seccomp listener and the file watches, into the log
+ *   log.c              the audit log: opened, paced, every record, its failure
+ *   supervisor-state.c the clock, the loop's fds and timers, the sandbox killed
  *
  * One epoll loop, and the seccomp listener's thread, which emits too:
  * sv_emit() serialises the two under emit_lock.
