@@ -32,8 +32,8 @@
 #include "base/exit-status.h"
 #include "base/io.h"
 #include "base/unix-addr.h"
-#include "compat/syscalls.h"
 #include "cgroup/cgroup.h"
+#include "compat/syscalls.h"
 #include "core/ctl.h"
 #include "session/exec-wire.h"
 #include "session/request.h"
@@ -289,7 +289,7 @@ static void finish_file(ss_server *s, ss_conn *c, int err)
 
 /* OOM kills in the session's cgroup so far; UINT64_MAX when there is no
  * memory limit (a kill is then not the policy's) or none can be read. */
-static uint64_t cgroup_oom_kills(ss_server *s)
+static uint64_t oom_kills(ss_server *s)
 {
 	cg_stats st;
 
@@ -305,7 +305,7 @@ static uint64_t cgroup_oom_kills(ss_server *s)
  */
 static bool oom_during(ss_server *s, const ss_conn *c)
 {
-	uint64_t now = c->oom0 == UINT64_MAX ? UINT64_MAX : cgroup_oom_kills(s);
+	uint64_t now = c->oom0 == UINT64_MAX ? UINT64_MAX : oom_kills(s);
 
 	return now != UINT64_MAX && now > c->oom0;
 }
@@ -530,7 +530,7 @@ static char *exec_payload(const ss_request *q, size_t *ret_len)
 static void exec_clock(ss_server *s, ss_conn *c)
 {
 	c->t0 = now_ns();
-	c->oom0 = cgroup_oom_kills(s);
+	c->oom0 = oom_kills(s);
 	if (s->o->plan->exec_wall_ns == PLAN_UNLIMITED)
 		return;
 	c->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
