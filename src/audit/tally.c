@@ -111,6 +111,20 @@ static void count_credential_use(au_tally *t, json_t *data)
 		sat_add(&c->bytes_in, (uint64_t)json_integer_value(in));
 }
 
+/* What went through the proxy: a refused request comes as net.denied too,
+ * counted there; a tunnel's bytes come in its net.tunnel.close. */
+static void count_traffic(au_tally *t, const char *event, json_t *data)
+{
+	json_int_t out = json_integer_value(json_object_get(data, "bytes_out"));
+	json_int_t in = json_integer_value(json_object_get(data, "bytes_in"));
+	const char *d = get_str(data, "decision");
+
+	sat_add(&t->bytes_out, out > 0 ? (uint64_t)out : 0);
+	sat_add(&t->bytes_in, in > 0 ? (uint64_t)in : 0);
+	if (strcmp(event, "net.request") == 0 && !(d && strcmp(d, "deny") == 0))
+		sat_add(&t->requests_allowed, 1);
+}
+
 /*
  * Refusals over net.rate have no record each: a limit.hit "rate" counts
  * them in "suppressed" ("kind": "requests" or "dns"); so do refused file
@@ -168,7 +182,10 @@ void au_tally_event(au_tally *t, const char *event, json_t *data)
 	} else if (strcmp(event, "fs.denied") == 0) {
 		sat_add(&t->files_denied, 1);
 	} else if (strcmp(event, "net.request") == 0) {
+		count_traffic(t, event, data);
 		count_credential_use(t, data);
+	} else if (strcmp(event, "net.tunnel.close") == 0) {
+		count_traffic(t, event, data);
 	} else if (strcmp(event, "net.denied") == 0) {
 		sat_add(&t->net_denied, 1);
 		au_table_count(&t->denied_hosts, get_str(data, "host"), get_str(data, "reason"));

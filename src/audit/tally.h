@@ -52,6 +52,10 @@ typedef struct au_tally {
 	/* by credential name: allowed net.request records that carried it
 	 * (count, bytes), net.denied records that name it (refused) */
 	au_table credentials;
+	/* What went through the proxy: net.request records not refused
+	 * ("decision" not "deny"), bytes of net.request and net.tunnel.close. */
+	uint64_t requests_allowed;
+	uint64_t bytes_out, bytes_in;
 	uint64_t dns_queries;		/* net.dns records and queries refused over net.rate */
 	uint64_t dns_refused;		/* those not answered NOERROR */
 	uint64_t paths[AU_TALLY_PATHS]; /* 64-bit hashes of written paths, 0 = free */

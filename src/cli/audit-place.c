@@ -10,7 +10,7 @@
 
 #include "audit/audit.h"
 #include "cli/cli.h"
-#include "core/run.h"
+#include "core/supervisor.h"
 
 /* The nearest existing directory at or above the log's directory: the
  * state directory may not be made yet. */

@@ -20,7 +20,7 @@
 #include "base/cleanup.h"
 #include "base/io.h"
 #include "cli/cli.h"
-#include "core/run.h"
+#include "core/supervisor.h"
 #include "token/token.h"
 
 /* verify and report exit codes */

@@ -14,7 +14,7 @@
 #include "cli/cli.h"
 #include "cli/run-options.h"
 #include "audit/audit.h"
-#include "core/run.h"
+#include "core/supervisor.h"
 #include "core/spawn.h"
 #include "token/token.h"
 
@@ -245,10 +245,10 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 	summary_limits(f, t);
 	if (p->n_egress) {
 		fprintf(f, "  network: %" PRIu64 " allowed, %" PRIu64 " denied, out ",
-			r->requests_allowed, t->net_denied);
-		print_size(f, r->bytes_out);
+			t->requests_allowed, t->net_denied);
+		print_size(f, t->bytes_out);
 		fputs(", in ", f);
-		print_size(f, r->bytes_in);
+		print_size(f, t->bytes_in);
 		fputc('\n', f);
 		summary_denied(f, t);
 		if (t->dns_queries)
@@ -289,9 +289,9 @@ static void summary_text(const sc_plan *p, const sc_run_result *r)
 				t->execs_failed, t->execs_failed == 1 ? "" : "s");
 		fputc('\n', f);
 	}
-	if (r->files_written)
+	if (t->files_written)
 		fprintf(f, "  files written: %s%" PRIu64 " (distinct paths in fs.write records)\n",
-			t->files_approx ? "at least " : "", r->files_written);
+			t->files_approx ? "at least " : "", t->files_written);
 	if (r->audit_path[0])
 		summary_audit(f, r);
 }
@@ -326,11 +326,11 @@ static void summary_json(const sc_run_result *r)
 	    "cpu_throttled", r->cpu_throttled, "wall_s", secs(r->wall_ns), "cpu_s", secs(r->cpu_ns),
 	    "throttled_s", secs(r->throttled_ns), "memory_peak",
 	    r->memory_peak == UINT64_MAX ? json_null() : json_integer((json_int_t)r->memory_peak),
-	    "oom_kills", (json_int_t)r->oom_kills, "bytes_out", (json_int_t)r->bytes_out,
-	    "bytes_in", (json_int_t)r->bytes_in, "requests_allowed",
-	    (json_int_t)r->requests_allowed, "requests_denied", (json_int_t)t->net_denied,
+	    "oom_kills", (json_int_t)r->oom_kills, "bytes_out", (json_int_t)t->bytes_out,
+	    "bytes_in", (json_int_t)t->bytes_in, "requests_allowed",
+	    (json_int_t)t->requests_allowed, "requests_denied", (json_int_t)t->net_denied,
 	    "syscalls_denied", (json_int_t)t->syscalls_denied, "files_written",
-	    (json_int_t)r->files_written, "cgroup", r->cgroup, "audit", r->audit_path, "audit_hash",
+	    (json_int_t)t->files_written, "cgroup", r->cgroup, "audit", r->audit_path, "audit_hash",
 	    r->audit_hash);
 	char *s;
 
@@ -425,7 +425,7 @@ int cmd_run(int argc, char **argv)
 	std_fds_open();
 	/* A write to a closed pipe or terminal fails with EPIPE, which is
 	 * ignored: the command's status, not 141, is what we exit with. A
-	 * SIGPIPE sent to us during the run still stops it (core/run.h); one
+	 * SIGPIPE sent to us during the run still stops it (core/supervisor.h); one
 	 * sent before the supervisor takes its signals (while the policy is
 	 * read) waits, blocked, instead of being dropped as ignored. */
 	(void)signal(SIGPIPE, SIG_IGN);

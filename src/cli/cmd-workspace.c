@@ -17,7 +17,7 @@
 #include "base/cleanup.h"
 #include "cli/cli.h"
 #include "compat/syscalls.h"
-#include "core/run.h"
+#include "core/supervisor.h"
 #include "session/session.h"
 #include "workspace/workspace.h"
 

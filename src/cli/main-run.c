@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/run.h"
+#include "core/supervisor.h"
 
 int main(int argc, char **argv)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/run.h"
+#include "core/supervisor.h"
 #include "proxy/programs.h"
 #include "proxy/proxy.h"
 

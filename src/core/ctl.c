@@ -67,3 +67,12 @@ int ctl_split(char *payload, size_t len, char **v, size_t max, size_t *ret_n)
 	*ret_n = n;
 	return 0;
 }
+
+void ctl_channel_room(const int pair[2])
+{
+	int size = CTL_CHANNEL_BUFFER;
+
+	for (int i = 0; i < 2; i++)
+		if (setsockopt(pair[i], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
+			(void)setsockopt(pair[i], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+}

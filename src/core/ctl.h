@@ -40,6 +40,10 @@ typedef struct ctl_hdr {
 	uint64_t bytes;	 /* CTL_DONE: bytes copied */
 } ctl_hdr;
 
+/* A datagram costs about 1 KiB of buffer (its skb), so this holds the
+ * answers for every command pid 1 may run at once (SESSION_MAX_CHILDREN). */
+#define CTL_CHANNEL_BUFFER (4 << 20)
+
 #define CTL_MAX_FDS	3
 #define CTL_MAX_PAYLOAD (96u * 1024u) /* below the default SEQPACKET send buffer */
 #define CTL_MAX_ARGS	4096u
@@ -55,3 +59,6 @@ int ctl_recv(int sock, ctl_hdr *hdr, char *buf, size_t buf_len, int *fds, size_t
 /* Splits a payload of n NUL-terminated strings into v[0..n) (v[n] = NULL).
  * -EPROTO when it does not hold exactly n strings, -E2BIG above max. */
 int ctl_split(char *payload, size_t len, char **v, size_t max, size_t *ret_n);
+/* Enlarges both send buffers of a new channel (before the clone): each side
+ * blocks in send, and a burst of results must not fill them. */
+void ctl_channel_room(const int pair[2]);

@@ -32,6 +32,7 @@
 #include "base/exit-status.h"
 #include "base/io.h"
 #include "base/unix-addr.h"
+#include "cgroup/cgroup.h"
 #include "compat/syscalls.h"
 #include "core/ctl.h"
 #include "session/exec-wire.h"
@@ -39,10 +40,6 @@
 #include "session/wire.h"
 #include "workspace/grants.h"
 #include "workspace/workspace.h"
-
-/* A datagram costs about 1 KiB of buffer (its skb), so this holds the
- * answers for every command pid 1 may run at once (SESSION_MAX_CHILDREN). */
-#define SS_CHANNEL_BUFFER (4 << 20)
 
 typedef enum conn_state { C_REQUEST, C_EXEC, C_FILE, C_STOP } conn_state;
 
@@ -75,7 +72,7 @@ struct ss_server {
 	char name[SC_SESSION_NAME_MAX + 1];
 	char dir[4096];
 	int lock_fd, ready_fd, listen_fd, idle_fd;
-	ss_host h;
+	sc_host h; /* what the supervisor base lends us (on_started) */
 	bool attached, ready, stopping, gone;
 	bool begun; /* its limits run: from the start, or a pooled one's hand-out */
 	uint64_t started_ns;
@@ -977,8 +974,10 @@ static void exec_wall_reached(ss_server *s, int fd)
 		}
 }
 
-void ss_dispatch(ss_server *s, int fd, uint32_t events)
+/* sc_mode_ops.on_fd_ready */
+static void ss_fd_ready(void *mode, int fd, uint32_t events)
 {
+	ss_server *s = mode;
 	uint64_t ticks;
 
 	(void)events;
@@ -1049,17 +1048,11 @@ static void announce(ss_server *s)
 	}
 }
 
-void ss_channel_room(const int pair[2])
+/* sc_mode_ops.on_started */
+static void ss_started(void *mode, const sc_host *h)
 {
-	int size = SS_CHANNEL_BUFFER;
+	ss_server *s = mode;
 
-	for (int i = 0; i < 2; i++)
-		if (setsockopt(pair[i], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
-			(void)setsockopt(pair[i], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-}
-
-void ss_attach(ss_server *s, const ss_host *h)
-{
 	s->h = *h;
 	s->attached = true;
 	s->t0 = now_ns();
@@ -1080,8 +1073,11 @@ static void hello(ss_server *s)
 	announce(s);
 }
 
-void ss_sandbox_gone(ss_server *s, bool timed_out)
+/* sc_mode_ops.on_sandbox_gone */
+static void ss_gone(void *mode, bool timed_out)
 {
+	ss_server *s = mode;
+
 	if (s->h.ctl >= 0)
 		handle_ctl(s, MSG_DONTWAIT); /* what pid 1 said before it ended */
 	s->gone = true;
@@ -1096,6 +1092,14 @@ void ss_sandbox_gone(ss_server *s, bool timed_out)
 	ep_del(s, s->idle_fd);
 	s->attached = false;
 }
+
+/* A session's pid 1 serves the commands we send it. */
+static const sc_mode_ops ss_mode = {
+    .command_server = true,
+    .on_started = ss_started,
+    .on_fd_ready = ss_fd_ready,
+    .on_sandbox_gone = ss_gone,
+};
 
 /* ---- the process ---- */
 
@@ -1180,7 +1184,8 @@ int ss_serve(const sc_session_start_opts *o, const char *name, int dirfd, int lo
 			  .audit_key_len = o->audit_key_len,
 			  .policy_source = o->policy_source,
 			  .policy_digest = o->policy_digest,
-			  .session = &s,
+			  .mode = &ss_mode,
+			  .mode_data = &s,
 			  .defer_wall = o->pooled};
 	sc_run_result *res = sc_run_result_new();
 	sc_diag d = {0};

@@ -802,6 +802,40 @@ static void test_report(void)
  * one definition: the same events give the same values, and failed exec
  * attempts are counted apart from programs that ran.
  */
+/* What went through the proxy: the summary's and sandbox.exit's numbers. */
+static void test_tally_traffic(void)
+{
+	static au_tally t;
+	const struct {
+		const char *event, *decision;
+		int out, in;
+	} ev[] = {
+	    {"net.request", "allow", 100, 2000},
+	    {"net.request", NULL, 10, 20},	   /* no decision: let through */
+	    {"net.request", "deny", 5, 0},	   /* refused: counted by its net.denied */
+	    {"net.tunnel.close", NULL, 300, 4000}, /* a tunnel's bytes, no request */
+	    {"net.request.start", "allow", 7, 7},  /* not an end: nothing counted */
+	};
+
+	memset(&t, 0, sizeof(t));
+	for (size_t i = 0; i < ELEMENTSOF(ev); i++) {
+		json_t *d = json_pack("{s:s, s:i, s:i}", "host", "a.test", "bytes_out", ev[i].out,
+				      "bytes_in", ev[i].in);
+
+		if (ev[i].decision)
+			(void)json_object_set_new(d, "decision", json_string(ev[i].decision));
+		au_tally_event(&t, ev[i].event, d);
+		json_decref(d);
+	}
+	ok(t.requests_allowed == 2,
+	   "tally: requests allowed are net.request records not refused "
+	   "(%" PRIu64 ")",
+	   t.requests_allowed);
+	ok(t.bytes_out == 415 && t.bytes_in == 6020,
+	   "tally: bytes of requests and tunnels (%" PRIu64 " out, %" PRIu64 " in)", t.bytes_out,
+	   t.bytes_in);
+}
+
 static void test_tally(void)
 {
 	_cleanup_free_ char *path = path_in_tmp("tally.log");
@@ -1337,6 +1371,7 @@ int main(void)
 	test_report();
 	test_report_html();
 	test_tally();
+	test_tally_traffic();
 	test_big();
 	cleanup_tmp();
 	return tap_done();

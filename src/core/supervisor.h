@@ -1,24 +1,66 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sc_run(): the supervisor. Builds the sandbox described by a plan, runs a
- * command in it, enforces the wall clock, collects what the kernel measured
- * and writes the audit log. Never prints; the CLI renders the result.
+ * sc_run(): the supervisor, a base that modes plug into. The base builds
+ * the sandbox a plan describes (plan, set up, supervise, finish: the walls,
+ * the cgroup, the audit log, the wall clock, the proxy worker, delegation),
+ * and a mode adds what its use needs through sc_mode_ops: a plain run has no
+ * mode, a session (session/server.c) serves commands, a sub-supervisor
+ * (core/spawn.c) hands every event to its parent. Never prints; the CLI
+ * renders the result.
  */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "audit/tally.h"
+#include "base/diag.h"
 #include "base/exit-status.h"
 #include "policy/plan.h"
 
-struct json_t;
-struct ss_server;
-/* Receives every event instead of a log file; owns data. */
-typedef void (*sc_event_sink)(const char *sandbox_id, const char *event, struct json_t *data,
-			      void *userdata);
+struct cg_handle;
+struct ws_run;
+
+/* What the base lends a mode while the sandbox lives (sc_mode_ops.on_started). */
+typedef struct sc_host {
+	int ep; /* its epoll loop: a mode's fds are added with data.u64 = tag << 32 | fd */
+	uint32_t tag;
+	int ctl;   /* command_server: our end of pid 1's control channel, the mode's from now */
+	pid_t pid; /* pid 1, in the host's pid namespace */
+	struct cg_handle *cg; /* may be NULL */
+	const char *sandbox_id, *audit_path;
+	struct ws_run *ws; /* the cow workspaces, may be NULL */
+	int (*emit)(void *userdata, const char *event, json_t *data); /* takes data */
+	void (*start_wall)(void *userdata); /* arms limits.wall (sc_run_opts.defer_wall) */
+	void *userdata;
+} sc_host;
+
+/*
+ * A mode: what one use of the supervisor adds to the base. Every hook may
+ * be NULL; each gets the mode's data (sc_run_opts.mode_data) first. Called
+ * from the supervisor's thread only, except sink (under the base's emit
+ * lock, from the seccomp listener's thread too).
+ */
+typedef struct sc_mode_ops {
+	/* pid 1 runs no command (argv may be NULL): it serves the commands the
+	 * mode sends over a control channel (core/ctl.h), given in sc_host.ctl. */
+	bool command_server;
+	/* Every event instead of a log of its own (takes data): the
+	 * sub-supervisor, whose parent's supervisor is the log's only writer. */
+	void (*sink)(void *mode, const char *sandbox_id, const char *event, json_t *data);
+	/* pid 1 exists and runs nothing of the sandbox yet: < 0 (reterr_diag
+	 * says why) refuses the run. */
+	int (*on_child_created)(void *mode, pid_t pid, sc_diag *reterr_diag);
+	/* The sandbox is being supervised: h stays valid until on_sandbox_gone. */
+	void (*on_started)(void *mode, const sc_host *h);
+	/* One of the fds the mode added to h->ep with h->tag is ready. */
+	void (*on_fd_ready)(void *mode, int fd, uint32_t events);
+	/* pid 1 is gone (timed_out: the wall clock ended it); after this the
+	 * base writes the records of the end. */
+	void (*on_sandbox_gone)(void *mode, bool timed_out);
+} sc_mode_ops;
 
 typedef struct sc_run_opts {
 	const sc_plan *plan;
@@ -35,24 +77,15 @@ typedef struct sc_run_opts {
 	const char *policy_digest; /* hex SHA-256 of the policy bytes */
 	const char *token_id;	   /* NULL unless run from a token */
 	unsigned token_caveats;
-	/* A sub-sandbox's supervisor (core/spawn.h): no log of its own, every
-	 * event goes to its parent's supervisor, the only writer of the log. */
-	sc_event_sink event_sink;
-	void *event_sink_data;
-	/* A sub-supervisor runs with oom_score_adj -1000 (so that it reports
-	 * on its child): the sandbox gets this value back before it runs. */
-	bool set_oom_score_adj;
-	int oom_score_adj;
 	/* The token the plan was verified from (the parent's, extended, for a
 	 * sub-sandbox), NULL when run from a policy: a child's token extends it
 	 * (docs/tokens.md, "Delegation"). */
 	const char *token;
-	/* A session (session/server.h): pid 1 runs no command (argv may be
-	 * NULL) and serves the commands this server sends it until it is
-	 * stopped or a limit ends it. */
-	struct ss_server *session;
-	/* A pooled session: limits.wall starts when the session server says
-	 * (ss_host.start_wall, at its hand-out), not when the sandbox does. */
+	/* The mode (NULL: a plain run) and its data, which must outlive sc_run(). */
+	const sc_mode_ops *mode;
+	void *mode_data;
+	/* limits.wall starts when the mode says (sc_host.start_wall: a pooled
+	 * session, at its hand-out), not when the sandbox does. */
 	bool defer_wall;
 } sc_run_opts;
 
@@ -70,10 +103,6 @@ typedef struct sc_run_result {
 	uint64_t throttled_ns;
 	uint64_t memory_peak; /* UINT64_MAX when unknown */
 	uint64_t oom_kills;
-	uint64_t bytes_out, bytes_in;
-	uint64_t requests_allowed, requests_denied;
-	uint64_t syscalls_denied;
-	uint64_t files_written;	 /* distinct paths in fs.write records: tally.files_written */
 	unsigned proxy_restarts; /* egress proxy workers that died and were replaced */
 	bool proxy_failed;	 /* the last one died too: the sandbox was stopped */
 	char sandbox_id[40];
@@ -93,7 +122,9 @@ typedef struct sc_run_result {
 	char cgroup[16];	/* "v1", "v2" or "none" */
 	bool unprivileged;	/* ran without root (docs/decisions.md) */
 	char not_enforced[320]; /* what best_effort let go, "" when nothing */
-	au_tally tally;		/* every event of the log, counted as `audit report` does */
+	/* Every event of the log, counted as `audit report` does: the run's
+	 * only count of requests, bytes, refusals and files written. */
+	au_tally tally;
 	/* The layers put in place, as sandbox.start lists them ("namespaces
 	 * mounts cgroup ..."): for a refused run, those before the refusal. */
 	char layers[256];

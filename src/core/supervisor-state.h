@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The supervisor base's own state and the calls between its files; nothing
+ * outside src/core/ includes this (the interface is core/supervisor.h).
+ * Each file has one job, and calls only those listed below it:
+ *
+ *   supervisor.c       sc_run(): plan, set up, supervise, finish; the event loop
+ *   finish.c           the records of the end, the result, the teardown
+ *   setup.c            before the clone, the clone, the setup child's messages
+ *   sandbox-cgroup.c   the sandbox's cgroup: made, and the child placed in it
+ *   proxy-worker.c     the egress proxy worker: started, heard, replaced, waited for
+ *   start-record.c     sandbox.start: the layers in place
+ *   agent-events.c     the seccomp listener and the file watches, into the log
+ *   log.c              the audit log: opened, paced, every record, its failure
+ *   supervisor-state.c the clock, the loop's fds and timers, the sandbox killed
+ *
+ * One epoll loop, and the seccomp listener's thread, which emits too:
+ * sv_emit() serialises the two under emit_lock.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "audit/audit.h"
+#include "audit/fsread.h"
+#include "audit/fswatch.h"
+#include "cgroup/cgroup.h"
+#include "core/delegation.h"
+#include "core/denials.h"
+#include "core/pty.h"
+#include "core/supervisor.h"
+#include "ns/ns.h"
+#include "policy/agent-env.h"
+#include "proxy/attempt.h"
+#include "proxy/proxy.h"
+#include "seccomp/seccomp.h"
+#include "workspace/grants.h"
+
+#define SV_CGROUP_PREFIX "sandcap-" /* + the sandbox id */
+#define SV_MAX_ENV	 (AGENT_ENV_OWN_MAX + POLICY_MAX_ENV + POLICY_MAX_CREDENTIALS + 1)
+
+/* What an fd in the loop is: data.u64 = tag << 32 | fd. */
+enum {
+	EV_SYNC = 1,
+	EV_PIDFD,
+	EV_SIGNAL,
+	EV_WALL,
+	EV_GRACE,
+	EV_NOTIFY,
+	EV_PROXY,
+	EV_PTY,
+	EV_FSWATCH,
+	EV_SPAWN,
+	EV_MODE, /* the mode's own fds (sc_host.tag) */
+	EV_SAMPLE
+};
+
+/*
+ * audit.max_rate (docs/policy.md, "How fast the log grows"): a bucket of
+ * log bytes, a second's worth, that every record written draws from, into
+ * debt if need be; the exec listener waits until it is out of debt before
+ * it records (and so lets run) the next exec. Under the emit lock.
+ */
+typedef struct log_pace {
+	uint64_t rate; /* bytes per second; 0: no pacing */
+	int64_t tokens;
+	uint64_t last_ns;
+} log_pace;
+
+typedef struct supervisor {
+	const sc_run_opts *o;
+	const sc_plan *plan;
+	sc_run_result *res;
+	sc_diag *diag;
+
+	au_log *audit;
+	log_pace pace;
+	cg_handle *cg;
+	ns_source *sources;
+	pty_relay *pty;
+	fw_watch *fw;
+	const char *fw_mode; /* for sandbox.start; owned by fw */
+	fr_watch *fr;	     /* fs.read (audit.reads) */
+	const char *fr_mode; /* for sandbox.start; static */
+	spawn_server *spawn; /* delegation socket, when the plan allows spawn */
+	ws_run *ws;	     /* cow grants and rw quotas, when the plan has them */
+	json_t *ws_exit;     /* the kept workspaces, for sandbox.exit */
+	char ws_not_enforced[256];
+
+	int ep, sync, pidfd, sigfd, wallfd, gracefd, samplefd, notify_fd, proxy_fd;
+	sf_listener *listener;	   /* the seccomp listener's thread */
+	pthread_mutex_t emit_lock; /* the listener thread emits too */
+	pid_t pid, proxy_pid;
+	px_seed proxy_seed;	 /* to start another worker on the same listener */
+	json_t *px_open;	 /* net.request.start without its net.request, by id */
+	px_extras *proxy_extras; /* the sandbox CA and placeholders, or NULL */
+	uid_t id_base;
+	bool unpriv;		/* no root: one user namespace mapping us to the agent */
+	bool cg_early;		/* cgroup made before clone3, which places the child in it */
+	char not_enforced[320]; /* what best_effort let go, for sandbox.start */
+	char transparent[300];	/* "on", or "off: why" (sandbox.start); "" without egress */
+
+	/* What the child is given: pid 1's binary, argv and environment, the
+	 * terminals it gets a pty for, the child's end of the sync pair. */
+	int exe_fd, tty_mask, child_sync;
+	/* A command server (sc_mode_ops): the control channel to pid 1
+	 * (core/ctl.h), our end and the child's, and its fd number for pid 1's
+	 * argv. */
+	int ctl, child_ctl;
+	char ctl_arg[16];
+	char **init_argv;
+	char *env[SV_MAX_ENV];
+	sigset_t saved_mask; /* restored once the run is over */
+	bool mask_saved;
+
+	bool started;	    /* sandbox.start written */
+	bool audit_stopped; /* a record could not be written: the sandbox was stopped */
+	bool start_written; /* sandbox.start and the grants are in the log */
+	bool ready;	    /* the child did every setup step (SYNC_READY) */
+	unsigned layers;    /* sync_layer bits: what the child put in place */
+	bool cg_joined;	    /* the sandbox is in its cgroup (clone3 or cg_attach) */
+	bool setup_failed;
+	bool exited;
+	int wait_status;
+	int landlock_abi;
+	char landlock[256];
+	uint64_t t0;
+	px_attempt_limit raw_sockets; /* raw/packet socket() attempts (attempt-raw.c) */
+	/* What the listener judges writes by (seccomp.h, sf_walls). */
+	sf_walls walls;
+	const char *writable[SF_MAX_WRITABLE];
+	dn_state denials; /* fs.denied and syscall.denied, folded (denials.h) */
+} supervisor;
+
+/* The mode's hook, or NULL: a plain run has none. */
+#define SV_HOOK(s, name) ((s)->o->mode ? (s)->o->mode->name : 0)
+
+/* supervisor-state.c */
+uint64_t sv_now_ns(void);
+int sv_ep_add(supervisor *s, int fd, uint32_t tag);
+void sv_arm(int tfd, uint64_t ns);
+void sv_kill_sandbox(supervisor *s);
+/* pid 1 has ended: its status taken, once. */
+bool sv_pid1_exited(supervisor *s);
+
+/* setup.c: the phases before supervision, in order; each fails with diag. */
+int sv_prepare(supervisor *s);
+int sv_host_setup(supervisor *s);
+int sv_start_child(supervisor *s);
+int sv_hand_off(supervisor *s);
+/* One message of the setup child (EV_SYNC). */
+void sv_handle_sync(supervisor *s);
+
+/* sandbox-cgroup.c */
+/* Before the clone: where clone3 can place the child (v2, or any cgroup
+ * without root), the cgroup is made now. */
+int sv_cgroup_before_clone(supervisor *s);
+/* The cgroup fd clone3 places the child in, or -1. */
+int sv_cgroup_clone_fd(const supervisor *s);
+/* After the clone, once: the child in its cgroup before it runs anything
+ * of the sandbox. */
+int sv_cgroup_place(supervisor *s);
+
+/* log.c */
+int sv_audit_open(supervisor *s);
+/* A run refused before its log was open still leaves one. */
+void sv_audit_open_after_failure(supervisor *s);
+/* 0 once the record is written (or handed on), else -errno: then the
+ * sandbox has been stopped. Takes data. _locked: emit_lock held. */
+int sv_emit(supervisor *s, const char *event, json_t *data);
+int sv_emit_locked(supervisor *s, const char *event, json_t *data);
+/* The records of the end: into the log's reserve. */
+void sv_emit_final(supervisor *s, const char *event, json_t *data);
+/* The exec listener waits for room in the log's bucket. */
+void sv_pace_wait(supervisor *s);
+/* -1, or when the loop must wake for a signed log's checkpoint. */
+int sv_checkpoint_timeout_ms(supervisor *s);
+
+/* start-record.c: sandbox.start and the grants (once); then the seccomp
+ * listener (listener_fd, else -1) starts. */
+void sv_emit_start(supervisor *s, int listener_fd);
+
+/* agent-events.c */
+/* sf_event_fn, fw/fr callbacks: an event of the agent, folded and paced. */
+int sv_on_event(const char *event, json_t *data, void *userdata);
+/* dn_emit_fn: a record of the listener's thread, under emit_lock. */
+int sv_emit_denial(void *userdata, const char *event, json_t *data);
+void sv_start_listener(supervisor *s, int fd);
+/* The listener's last records, before anything of the sandbox's end. */
+void sv_stop_listener(supervisor *s);
+/* The sandbox is gone: the counts of what was folded, written. */
+void sv_agent_events_end(supervisor *s);
+
+/* proxy-worker.c */
+/* The sandbox CA and the placeholders, before the clone. */
+int sv_proxy_prepare(supervisor *s);
+/* SYNC_LISTENER: the first worker, on fd with the extra sockets fds[0..n). */
+int sv_proxy_start(supervisor *s, int fd, const int *fds, size_t n);
+/* EV_PROXY: its events; a worker that died is replaced or the sandbox stopped. */
+void sv_proxy_ready(supervisor *s);
+/* The sandbox is gone: the worker's last events, then the requests it
+ * left open completed with reason. */
+void sv_proxy_drain(supervisor *s);
+/* Teardown: the worker ended and waited for, its seed and extras freed. */
+void sv_proxy_stop(supervisor *s);
+
+/* finish.c */
+/* The records that end the log; the run's one return value. */
+int sv_finish(supervisor *s, int r);
+void sv_teardown(supervisor *s);
