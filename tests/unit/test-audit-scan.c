@@ -319,8 +319,8 @@ static bool same_lines(const char *data, size_t size, size_t *ret_lines, int *re
 		int ra = au_read_line(a, &buf, &cap, &alen, &anl);
 		int rb = au_lines_next(&l, &bline, &blen, &bnl);
 
-		same = ra == rb &&
-		       (ra != 1 || (alen == blen && anl == bnl && memcmp(buf, bline, alen) == 0));
+		same = ra == rb && (ra != 1 || (alen == blen && anl == bnl &&
+						(!alen || memcmp(buf, bline, alen) == 0)));
 		if (ra != 1) {
 			*ret_end = ra;
 			break;
