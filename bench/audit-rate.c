@@ -8,8 +8,12 @@
  * is the one of the file system the log will live on).
  *
  *   audit-rate [-n RECORDS] [-s SYNC_RECORDS] [-d DIR] [-k]
+ *   audit-rate -w FILE [-n RECORDS]
  *
  * -k keeps the last log (DIR/audit-rate-always.log is removed otherwise).
+ * -w only writes one log of RECORDS records and its seal (keyed with the
+ * 32 bytes "audit-rate benchmark key 32 byte") to FILE: a log to verify
+ * (bench/verify.sh).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -81,15 +85,18 @@ static int verify_log(const char *path, const au_sign_key *pub, double *ret_s)
 int main(int argc, char **argv)
 {
 	unsigned n = 100000, n_sync = 2000;
-	const char *dir = ".";
+	const char *dir = ".", *only = NULL;
 	bool keep = false;
 	char fast[4096], slow[4096], signd[4096], privp[4096], pubp[4096];
 	au_sign_key *priv = NULL, *pub = NULL;
 	double s;
 	int c, r;
 
-	while ((c = getopt(argc, argv, "n:s:d:kh")) != -1) {
+	while ((c = getopt(argc, argv, "n:s:d:w:kh")) != -1) {
 		switch (c) {
+		case 'w':
+			only = optarg;
+			break;
 		case 'n':
 			n = (unsigned)strtoul(optarg, NULL, 10);
 			break;
@@ -103,10 +110,19 @@ int main(int argc, char **argv)
 			keep = true;
 			break;
 		default:
-			fprintf(stderr, "Usage: %s [-n RECORDS] [-s SYNC_RECORDS] [-d DIR] [-k]\n",
-				argv[0]);
+			fprintf(stderr,
+				"Usage: %s [-n RECORDS] [-s SYNC_RECORDS] [-d DIR] [-k]\n"
+				"       %s -w FILE [-n RECORDS]\n",
+				argv[0], argv[0]);
 			return c == 'h' ? 0 : 2;
 		}
+	}
+	if (only) {
+		r = write_log(only, n, AUDIT_FSYNC_BOUNDARIES, NULL, &s);
+		if (r < 0)
+			goto fail;
+		printf("wrote %u records (the seal included) to %s in %.3f s\n", n + 1, only, s);
+		return 0;
 	}
 	snprintf(fast, sizeof(fast), "%s/audit-rate-boundaries.log", dir);
 	snprintf(slow, sizeof(slow), "%s/audit-rate-always.log", dir);

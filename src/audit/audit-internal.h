@@ -98,6 +98,31 @@ int au_record_build(uint64_t seq, const struct timespec *ts, const char *sandbox
  */
 int au_read_line(FILE *in, char **buf, size_t *cap, size_t *ret_len, bool *ret_newline);
 
+/*
+ * The same lines as au_read_line, read in large blocks into one buffer
+ * rather than a getc per byte: what the verifier reads a whole log with.
+ * From a pipe, a block is waited for whole (or EOF) before its lines are
+ * checked. Start it as (au_lines){.in = f}; au_lines_done frees it.
+ * au_lines_next returns 1 with *ret_line (valid until the next call, not
+ * NUL-terminated), *ret_len and *ret_newline, 0 at EOF, -EMSGSIZE for a line
+ * over AU_LINE_MAX (read no further than AU_LINE_MAX past its start),
+ * -EIO, -ENOMEM.
+ */
+typedef struct au_lines {
+	FILE *in;
+	char *buf;
+	size_t cap, start, end;
+	size_t searched; /* [start, searched) has no newline */
+	bool eof;
+} au_lines;
+int au_lines_next(au_lines *l, const char **ret_line, size_t *ret_len, bool *ret_newline);
+void au_lines_done(au_lines *l);
+
+/* Length of the valid UTF-8 sequence at s (n >= 1 bytes there), 0 if
+ * invalid: no overlongs, no surrogates, nothing above U+10FFFF (RFC 3629;
+ * jansson's rule too). */
+size_t au_utf8_seq(const unsigned char *s, size_t n);
+
 /* What a reader took of a log so far. */
 typedef struct au_log_bound {
 	uint64_t lines, bytes;
@@ -132,6 +157,23 @@ __attribute__((format(printf, 3, 4))) int au_fail_reason(char *reason, size_t re
  */
 int au_parse_record(const char *line, size_t len, au_record *ret, char *reterr_reason,
 		    size_t reason_len);
+
+/* Where au_scan_record puts a record's strings. */
+typedef struct au_scan_buf {
+	char ts[AU_TS_LEN + 1];
+	char sandbox[AU_SANDBOX_ID_MAX + 1];
+	char event[AU_EVENT_MAX + 1];
+} au_scan_buf;
+
+/*
+ * The fast path of au_parse_record for a line in the writer's exact form
+ * (scan.c says which): 1 when au_parse_record would accept the line with
+ * these fields, *ret filled with no JSON (root and data NULL, the strings
+ * in buf); 0 when not sure (nothing filled): the caller must then use
+ * au_parse_record, which decides and words the error. Never allocates.
+ * Also 0 for the events whose data au_chain_feed reads.
+ */
+int au_scan_record(const char *line, size_t len, au_scan_buf *buf, au_record *ret);
 
 /* The chain state the verifier carries from line to line: constant size. */
 typedef struct au_chain {

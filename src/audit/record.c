@@ -22,27 +22,32 @@ void au_hex(const uint8_t *bytes, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
+/* A digit's value plus one, 0 for any other byte (upper case is not
+ * canonical). A table: the verifier decodes 128 digits a record. */
+static const uint8_t hex_plus1[256] = {
+    ['0'] = 1, ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+};
+
 static int hexval(char c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1; /* upper case is not canonical */
+	return hex_plus1[(unsigned char)c] - 1;
 }
 
 int au_unhex(const char *s, size_t len, uint8_t *out, size_t n)
 {
+	const unsigned char *u = (const unsigned char *)s;
+	unsigned bad = 0;
+
 	if (len != 2 * n)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+		unsigned hi = hex_plus1[u[2 * i]], lo = hex_plus1[u[2 * i + 1]];
 
-		if (hi < 0 || lo < 0)
-			return -EINVAL;
-		out[i] = (uint8_t)(hi << 4 | lo);
+		bad |= (hi == 0) | (lo == 0);
+		out[i] = (uint8_t)((hi - 1) << 4 | (lo - 1));
 	}
-	return 0;
+	return bad ? -EINVAL : 0;
 }
 
 static int sha256_3(const void *a, size_t alen, const void *b, size_t blen, const void *c,
@@ -296,6 +301,75 @@ int au_read_line(FILE *in, char **buf, size_t *cap, size_t *ret_len, bool *ret_n
 	return 1;
 }
 
+#define AU_LINES_BLOCK (128u << 10) /* the first buffer, doubled up to AU_LINE_MAX */
+
+int au_lines_next(au_lines *l, const char **ret_line, size_t *ret_len, bool *ret_newline)
+{
+	for (;;) {
+		char *nl = l->end > l->searched
+			       ? memchr(l->buf + l->searched, '\n', l->end - l->searched)
+			       : NULL;
+		size_t pending, want, n;
+
+		if (nl) {
+			*ret_line = l->buf + l->start;
+			*ret_len = (size_t)(nl - *ret_line);
+			*ret_newline = true;
+			l->start = l->searched = (size_t)(nl + 1 - l->buf);
+			return 1;
+		}
+		l->searched = l->end;
+		pending = l->end - l->start;
+		/* au_read_line's rule: AU_LINE_MAX - 1 bytes and the newline */
+		if (pending > AU_LINE_MAX - 1)
+			return -EMSGSIZE;
+		if (l->eof) {
+			if (pending == 0)
+				return 0;
+			*ret_line = l->buf + l->start;
+			*ret_len = pending;
+			*ret_newline = false;
+			l->start = l->searched = l->end;
+			return 1;
+		}
+		if (l->start > 0) {
+			memmove(l->buf, l->buf + l->start, pending);
+			l->start = 0;
+			l->end = l->searched = pending;
+		}
+		if (l->end == l->cap) {
+			size_t ncap = l->cap ? 2 * l->cap : AU_LINES_BLOCK;
+			char *b;
+
+			if (ncap > AU_LINE_MAX)
+				ncap = AU_LINE_MAX;
+			b = realloc(l->buf, ncap);
+			if (!b)
+				return -ENOMEM;
+			l->buf = b;
+			l->cap = ncap;
+		}
+		/* Never more than AU_LINE_MAX bytes past the line's start: an
+		 * endless line (/dev/zero) is read no further. */
+		want = l->cap - l->end;
+		if (want > AU_LINE_MAX - pending)
+			want = AU_LINE_MAX - pending;
+		n = fread(l->buf + l->end, 1, want, l->in);
+		l->end += n;
+		if (n < want) {
+			if (ferror(l->in))
+				return -EIO;
+			l->eof = true;
+		}
+	}
+}
+
+void au_lines_done(au_lines *l)
+{
+	free(l->buf);
+	*l = (au_lines){0};
+}
+
 int au_log_bound_add(au_log_bound *b, size_t len, bool newline, char *why, size_t why_len)
 {
 	b->lines++;
@@ -309,9 +383,7 @@ int au_log_bound_add(au_log_bound *b, size_t len, bool newline, char *why, size_
 	return -EFBIG;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid:
- * no overlongs, no surrogates, nothing above U+10FFFF (RFC 3629). */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t au_utf8_seq(const unsigned char *s, size_t n)
 {
 	uint32_t cp;
 	size_t len;
@@ -355,7 +427,7 @@ json_t *au_str(const char *bytes, size_t len, size_t max_bytes)
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < len;) {
-		size_t k = s[i] ? utf8_seq(s + i, len - i) : 0;
+		size_t k = s[i] ? au_utf8_seq(s + i, len - i) : 0;
 
 		if (k == 0) {
 			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", s[i]);

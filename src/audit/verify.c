@@ -327,19 +327,23 @@ static void fill_info(const au_chain *c, au_verify_info *info)
 	strcpy(info->key_id, c->key_id);
 }
 
+/* The lines of a log, each checked (au_scan_record, else au_parse_record)
+ * and fed to the chain. */
 static int verify_lines(FILE *in, au_chain *chain, size_t *reterr_line, char *reterr_reason,
 			size_t reason_len)
 {
-	_cleanup_free_ char *buf = NULL;
-	size_t cap = 0, lineno = 0, len = 0;
+	_cleanup_(au_lines_done) au_lines lines = {.in = in};
+	size_t lineno = 0, len = 0;
 	au_log_bound bound = {0};
+	const char *buf = NULL;
 	bool newline = false;
 	int r;
 
 	for (;;) {
 		au_record rec = {0};
+		au_scan_buf strings;
 
-		r = au_read_line(in, &buf, &cap, &len, &newline);
+		r = au_lines_next(&lines, &buf, &len, &newline);
 		if (r == 0)
 			break;
 		lineno++;
@@ -356,7 +360,8 @@ static int verify_lines(FILE *in, au_chain *chain, size_t *reterr_line, char *re
 		r = au_log_bound_add(&bound, len, newline, reterr_reason, reason_len);
 		if (r < 0)
 			return -EBADMSG;
-		r = au_parse_record(buf, len, &rec, reterr_reason, reason_len);
+		if (au_scan_record(buf, len, &strings, &rec) == 0)
+			r = au_parse_record(buf, len, &rec, reterr_reason, reason_len);
 		if (r < 0 && !newline)
 			return au_fail_reason(reterr_reason, reason_len,
 					      "incomplete record at the end (write cut off?)");
