@@ -126,6 +126,9 @@ static uint32_t sf_action_of(sf_action act, unsigned variant, bool *ret_skip)
 		if (!(variant & SF_V_NO_LISTEN))
 			return SCMP_ACT_ALLOW;
 		return (variant & SF_V_AUDIT_DENIED) ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(EPERM);
+	case SF_BIND:
+		return (variant & SF_V_NO_LISTEN) && (variant & SF_V_AUDIT_DENIED) ? SCMP_ACT_NOTIFY
+										   : SCMP_ACT_ALLOW;
 	case SF_NOFAMILY:
 		return SCMP_ACT_ERRNO(EAFNOSUPPORT);
 	case SF_ENOSYS:

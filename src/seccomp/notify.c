@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -740,7 +741,7 @@ typedef struct sf_ctx {
 	struct seccomp_notif *req;
 	struct seccomp_notif_resp *resp;
 	size_t req_size, resp_size, map_size;
-	int execve_nr, execveat_nr;
+	int execve_nr, execveat_nr, bind_nr;
 	int setid_nr[SF_N_SETID];	/* sf_setid_calls' numbers, -1 unknown */
 	int write_nr[SF_N_WRITE_CALLS]; /* sf_write_calls' numbers, -1 unknown */
 	sf_wstate writes;
@@ -785,6 +786,7 @@ static int sf_ctx_new(sf_ctx **ret)
 	c->resp = (struct seccomp_notif_resp *)((char *)c->req + SF_ALIGN(req_size));
 	c->execve_nr = seccomp_syscall_resolve_name("execve");
 	c->execveat_nr = seccomp_syscall_resolve_name("execveat");
+	c->bind_nr = seccomp_syscall_resolve_name("bind");
 	for (size_t i = 0; i < SF_N_SETID; i++)
 		c->setid_nr[i] = seccomp_syscall_resolve_name(sf_setid_calls[i].name);
 	for (size_t i = 0; i < SF_N_WRITE_CALLS; i++)
@@ -820,6 +822,56 @@ static int sf_handle_setid(sf_ctx *c, int notify_fd, const sf_setid_call *call, 
 	else
 		json_decref(data);
 	c->resp->error = -EPERM;
+	r = sf_respond(notify_fd, c->resp);
+	return r < 0 ? r : 1;
+}
+
+/* Whether fd of the target process is a TCP socket (MPTCP too, which
+ * Landlock treats as TCP): its own copy, taken by pidfd_getfd. */
+static bool sf_is_tcp_socket(pid_t pid, int fd)
+{
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	_cleanup_close_ int sock = -1;
+	int domain = 0, type = 0;
+	socklen_t len = sizeof(int);
+
+	if (pidfd < 0 || fd < 0)
+		return false;
+	sock = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	if (sock < 0 || getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 ||
+	    getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &(socklen_t){sizeof(int)}) < 0)
+		return false;
+	return (domain == AF_INET || domain == AF_INET6) && type == SOCK_STREAM;
+}
+
+/*
+ * A bind with net.listen off (profile.c, SF_BIND): Landlock refuses TCP
+ * binds, unrecorded; the listener refuses them first, as Landlock would
+ * (EACCES), and records a syscall.denied. Any other bind goes on to the
+ * kernel, where Landlock still decides (so a race that swaps the fd only
+ * meets the wall itself).
+ */
+static int sf_handle_bind(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
+{
+	json_t *data = NULL;
+	bool tcp = sf_is_tcp_socket((pid_t)c->req->pid, (int)c->req->data.args[0]);
+	int r;
+
+	if (!tcp) {
+		c->resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		r = sf_respond(notify_fd, c->resp);
+		return r < 0 ? r : 1;
+	}
+	while (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &c->req->id) < 0) {
+		if (errno == EINTR)
+			continue;
+		return errno == ENOENT ? 1 : -errno; /* gone: nothing to answer */
+	}
+	if (sf_denied_event(c->req, &data) == 0 && cb)
+		(void)cb("syscall.denied", data, userdata);
+	else
+		json_decref(data);
+	c->resp->error = -EACCES;
 	r = sf_respond(notify_fd, c->resp);
 	return r < 0 ? r : 1;
 }
@@ -960,6 +1012,8 @@ static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 	setid = req->data.arch == c->native ? sf_setid_of(c->setid_nr, req) : NULL;
 	if (setid)
 		return sf_handle_setid(c, notify_fd, setid, cb, userdata);
+	if (req->data.arch == c->native && (int)req->data.nr == c->bind_nr)
+		return sf_handle_bind(c, notify_fd, cb, userdata);
 	write = req->data.arch == c->native ? sf_write_of(c->write_nr, req) : NULL;
 	if (write)
 		return sf_handle_write(c, notify_fd, write, cb, userdata);

@@ -131,10 +131,13 @@ const sf_rule sf_profile[] = {
 	   "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents"),
      .why = "event loops and classic AIO"},
     {SF_ALLOW,
-     NAMES("bind", "connect", "accept", "accept4", "getsockname", "getpeername", "sendto",
+     NAMES("connect", "accept", "accept4", "getsockname", "getpeername", "sendto",
 	   "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown", "setsockopt",
 	   "getsockopt"),
      .why = "sockets once created; the netns has only lo and the proxy"},
+    {SF_BIND, NAMES("bind"),
+     .why = "naming a socket; with net.listen off Landlock refuses TCP binds, and the "
+	    "listener refuses and records them first (the filter cannot tell TCP from UDP)"},
     {SF_LISTEN, NAMES("listen"),
      .why = "serving on the sandbox's own loopback (test suites, dev servers); with "
 	    "net.listen off no socket may listen, the kernel's autobind included"},

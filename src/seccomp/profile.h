@@ -26,6 +26,9 @@ typedef enum sf_action {
 		      * whether a wall refuses the write, and if so refuses it and
 		      * records fs.denied (writes.c) */
 	SF_LISTEN,   /* allowed; with net.listen off refused as SF_DENY */
+	SF_BIND,     /* allowed; with net.listen off and audit_denied_syscalls the
+		      * listener refuses a TCP bind as Landlock would (EACCES) and
+		      * records it, so that the refusal is in the log (notify.c) */
 	SF_NOFAMILY, /* EAFNOSUPPORT, never recorded: as a kernel without that socket
 		      * family would answer (docs/decisions.md, the netlink probe) */
 	_SF_ACTION_MAX,

@@ -97,7 +97,10 @@ ipc_before=$(ipcs -a | grep -c '^0x')
 mounts_before=$(wc -l </proc/self/mountinfo)
 t0=$SECONDS
 timeout 200 "$SANDCAP" run --policy "$T/trinity.json" --audit "$T/trinity.log" -- \
-	sh -c 'while :; do trinity -a 64 --disable-fds=perf -q -l off; done' >"$T/trinity.out" 2>&1
+	sh -c 'trap "" HUP INT QUIT PIPE ALRM TERM USR1 USR2 TSTP TTIN TTOU
+		while :; do trinity -a 64 --disable-fds=perf -q -l off -x kill -x tkill -x tgkill \
+			-x rt_sigqueueinfo -x rt_tgsigqueueinfo -x pidfd_send_signal; done' \
+	>"$T/trinity.out" 2>&1
 rc=$?
 took=$((SECONDS - t0))
 id=$(sed -n 's/^sandcap: \(sc-[0-9a-f]*\) .*/\1/p' "$T/trinity.out" | head -1)

@@ -88,11 +88,17 @@ def t(name, f):
     except OSError as e:
         print(name, errno.errorcode[e.errno])
 t("bind", lambda: socket.socket().bind(("127.0.0.1", 0)))
+t("bind6", lambda: socket.socket(socket.AF_INET6).bind(("::1", 0)))
+t("udp-bind", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).bind(("127.0.0.1", 0)))
 t("autobind", lambda: socket.socket().listen())
 u = socket.socket(socket.AF_UNIX); u.bind("/tmp/u.sock")
 t("unix", lambda: u.listen())
 t("connect-out", lambda: socket.create_connection(("127.0.0.1", 9), timeout=2))' 2>&1)
 expect_match "net.listen false: TCP bind is EACCES" "$out" "bind EACCES"
+expect_match "... on ::1 too" "$out" "bind6 EACCES"
+expect_match "... a UDP bind is not listening: it works" "$out" "udp-bind ok"
+expect_eq "... each refused TCP bind is a syscall.denied, the UDP one is not" \
+	"$(grep -c '"event":"syscall.denied".*"syscall":"bind"' "$T/nl.jsonl")" 2
 expect_match "... listen without bind is EPERM" "$out" "autobind EPERM"
 expect_match "... a unix socket may not listen either" "$out" "unix EPERM"
 expect_match "... a connect is still the netns's to refuse" "$out" "connect-out ECONNREFUSED"

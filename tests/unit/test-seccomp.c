@@ -1020,7 +1020,9 @@ static void test_cacheable(void)
 			bool allows = rule->action == SF_ALLOW ||
 				      (rule->action == SF_EXEC && !(v & SF_V_AUDIT_EXEC)) ||
 				      (rule->action == SF_WRITE && !(v & SF_V_AUDIT_DENIED)) ||
-				      (rule->action == SF_LISTEN && !(v & SF_V_NO_LISTEN));
+				      (rule->action == SF_LISTEN && !(v & SF_V_NO_LISTEN)) ||
+				      (rule->action == SF_BIND &&
+				       !((v & SF_V_NO_LISTEN) && (v & SF_V_AUDIT_DENIED)));
 
 			for (const char *const *name = rule->names; *name; name++) {
 				int nr = seccomp_syscall_resolve_name(*name);
