@@ -391,6 +391,7 @@ int init_session_main(const char *fd_arg)
 		case CTL_STARTED:
 		case CTL_DONE:
 		case CTL_EXITED:
+		case CTL_GO:
 		case _CTL_TYPE_MAX:
 			close_fds(fds, n_fds);
 			break;
