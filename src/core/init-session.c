@@ -25,6 +25,7 @@
 
 #include "base/exit-status.h"
 #include "core/ctl.h"
+#include "core/init-exec.h"
 #include "core/init.h"
 
 /* Commands and file workers running at once. */
