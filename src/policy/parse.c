@@ -18,8 +18,9 @@
  * Durations are never integers (a bare number has no unit that makes sense);
  * the canonical form writes them as "<N>ms".
  *
- * plan_parse_json() touches nothing outside its input; plan_parse() adds the
- * host check (paths exist, no symlinks), which only looks (O_PATH, fstat).
+ * plan_parse_json() touches nothing outside its input; plan_parse() (plan.c)
+ * adds the host check (paths exist, no symlinks), which only looks (O_PATH,
+ * fstat).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -723,26 +724,6 @@ int plan_parse_json(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *re
 	}
 	*ret_plan = TAKE_PTR(p);
 	return 0;
-}
-
-int plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_diag)
-{
-	_cleanup_(plan_freep_local) sc_plan *p = NULL;
-	int r;
-
-	r = plan_parse_json(buf, len, ret_plan ? &p : NULL, reterr_diag);
-	if (r < 0)
-		return r;
-	r = plan_check_host(p, reterr_diag);
-	if (r < 0)
-		return r;
-	*ret_plan = TAKE_PTR(p);
-	return 0;
-}
-
-int sc_plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_diag)
-{
-	return plan_parse(buf, len, ret_plan, reterr_diag);
 }
 
 void plan_paths_free(char **paths, size_t n)
