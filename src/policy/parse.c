@@ -35,6 +35,7 @@
 
 #include "base/cleanup.h"
 #include "base/parse-num.h"
+#include "base/path.h"
 #include "policy/parse-internal.h"
 #include "policy/plan.h"
 #include "policy/policy-internal.h"
@@ -104,15 +105,6 @@ bool is_ident(const char *s)
 		if (!(a_alnum(*s) || *s == '_'))
 			return false;
 	return true;
-}
-
-bool path_is_under(const char *p, const char *prefix)
-{
-	size_t n = strlen(prefix);
-
-	if (strcmp(prefix, "/") == 0)
-		return true;
-	return strncmp(p, prefix, n) == 0 && (p[n] == '\0' || p[n] == '/');
 }
 
 void quote(const char *s, size_t max, char *buf, size_t size)
