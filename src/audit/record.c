@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/hex.h"
 #include "base/sha256.h"
 #include "audit/audit-internal.h"
 #include "base/cleanup.h"
@@ -22,13 +23,10 @@ void au_hex(const uint8_t *bytes, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
+/* A digit of the log's hex: lower case only, the one canonical form. */
 static int hexval(char c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1; /* upper case is not canonical */
+	return c >= 'A' && c <= 'F' ? -1 : hex_value(c);
 }
 
 int au_unhex(const char *s, size_t len, uint8_t *out, size_t n)

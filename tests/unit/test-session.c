@@ -259,17 +259,54 @@ static void base64(void)
 {
 	unsigned char in[64], want[100];
 	char got[100];
-	bool same = true;
+	bool same = true, url_same = true, back = true;
+	uint8_t *d = NULL;
+	size_t n = 0;
 
 	for (size_t i = 0; i < sizeof(in); i++)
 		in[i] = (unsigned char)(i * 37 + 11);
-	for (size_t n = 0; n <= sizeof(in); n++) {
-		int w = EVP_EncodeBlock(want, in, (int)n);
+	for (size_t k = 0; k <= sizeof(in); k++) {
+		int w = EVP_EncodeBlock(want, in, (int)k);
+		size_t l;
 
-		same = same && b64_encode(in, n, got) == (size_t)w && B64_LEN(n) == (size_t)w &&
+		same = same && b64_encode(in, k, got) == (size_t)w && B64_LEN(k) == (size_t)w &&
 		       strcmp(got, (char *)want) == 0;
+		back = back && b64_decode(got, strlen(got), &d, &n) == 0 && n == k &&
+		       !memcmp(d, in, k);
+		free(d);
+		d = NULL;
+		/* base64url: the same without padding, - and _ for + and / */
+		while (w > 0 && want[w - 1] == '=')
+			want[--w] = '\0';
+		for (int j = 0; j < w; j++)
+			want[j] = want[j] == '+' ? '-' : want[j] == '/' ? '_' : want[j];
+		l = b64url_encode(in, k, got);
+		url_same = url_same && l == (size_t)w && B64URL_LEN(k) == l &&
+			   strcmp(got, (char *)want) == 0;
+		back = back && b64url_decode(got, l, &d, &n) == 0 && n == k && !memcmp(d, in, k);
+		free(d);
+		d = NULL;
 	}
 	ok(same, "base64: as OpenSSL's EVP_EncodeBlock for 0 to 64 bytes");
+	ok(url_same, "base64url: the same, unpadded, in the URL alphabet");
+	ok(back, "both decode back");
+	ok(b64_decode("aGk", 3, &d, &n) == -EBADMSG,
+	   "base64: a length not a multiple of 4 refused");
+	ok(b64_decode("a=Gk", 4, &d, &n) == -EBADMSG, "base64: padding inside refused");
+	ok(b64_decode("aG*k", 4, &d, &n) == -EBADMSG, "base64: a character outside refused");
+	ok(b64_decode("aGl=", 4, &d, &n) == -EBADMSG && b64_decode("aGk=", 4, &d, &n) == 0,
+	   "base64: non-zero unused bits refused (one encoding per byte string)");
+	free(d);
+	d = NULL;
+	ok(b64_decode("", 0, &d, &n) == 0 && n == 0, "base64: empty is empty");
+	free(d);
+	d = NULL;
+	ok(b64url_decode("aGk=", 4, &d, &n) == -EBADMSG && b64url_decode("a", 1, &d, &n) < 0 &&
+	       b64url_decode("a+", 2, &d, &n) < 0,
+	   "base64url: padding, an impossible length and the other alphabet refused");
+	ok(b64url_is_char('-') && b64url_is_char('_') && !b64url_is_char('+') &&
+	       !b64url_is_char('='),
+	   "base64url: its alphabet");
 }
 
 int main(void)
