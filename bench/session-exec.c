@@ -1,16 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A warm exec through the session library (session/session.h), as a
- * program that links it (a daemon) pays it: sc_session_exec() of a command
- * in session NAME, its output drained, sc_session_exec_wait(), N times;
- * with -f the same in the fixed form the `sandcap exec` front speaks
- * (sx_exec(), session/exec-wire.h). Prints the median and the 10th and
- * 90th percentiles in milliseconds.
+ * A warm exec through the session library (session/exec-wire.h), as a
+ * program that links it (a daemon) pays it: sx_exec() of a command in
+ * session NAME, its output drained, sx_exec_wait(), N times. Prints the
+ * median and the 10th and 90th percentiles in milliseconds.
  *
- *   session-exec [-f] NAME N CMD...
+ *   session-exec NAME N CMD...
  */
 #include <poll.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +15,6 @@
 #include <unistd.h>
 
 #include "session/exec-wire.h"
-#include "session/session.h"
 
 static double now_ms(void)
 {
@@ -53,24 +49,8 @@ static void drain_all(int in, int out, int err)
 	close(err);
 }
 
-/* One exec in the JSON form (the library's); 0 when it exited 0. */
-static int exec_json(const char *name, char **argv)
-{
-	sc_exec_req q = {.argv = argv};
-	sc_exec_handle h;
-	sc_exec_result r;
-
-	if (sc_session_exec(name, &q, &h) < 0)
-		return -1;
-	drain_all(h.stdin_fd, h.stdout_fd, h.stderr_fd);
-	if (sc_session_exec_wait(&h, &r) < 0)
-		return -1;
-	json_decref(r.limits_hit);
-	return r.exit_code;
-}
-
-/* The same in the fixed form. */
-static int exec_fixed(const char *name, char **argv)
+/* One exec; 0 when it exited 0. */
+static int exec_one(const char *name, char **argv)
 {
 	sx_req q = {.argv = argv};
 	sx_handle h;
@@ -87,14 +67,11 @@ static int exec_fixed(const char *name, char **argv)
 
 int main(int argc, char **argv)
 {
-	bool fixed = argc > 1 && strcmp(argv[1], "-f") == 0;
 	double *t;
 	int n;
 
-	argc -= fixed;
-	argv += fixed;
 	if (argc < 4 || (n = atoi(argv[2])) < 3) {
-		fputs("usage: session-exec [-f] NAME N CMD...\n", stderr);
+		fputs("usage: session-exec NAME N CMD...\n", stderr);
 		return 2;
 	}
 	t = calloc((size_t)n, sizeof(*t));
@@ -102,7 +79,7 @@ int main(int argc, char **argv)
 		return 1;
 	for (int i = 0; i < n; i++) {
 		double t0 = now_ms();
-		int r = fixed ? exec_fixed(argv[1], argv + 3) : exec_json(argv[1], argv + 3);
+		int r = exec_one(argv[1], argv + 3);
 
 		if (r != 0) {
 			fprintf(stderr, "session-exec: the command in %s failed (%d)\n", argv[1],

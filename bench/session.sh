@@ -4,9 +4,8 @@
 # the same run (medians from hyperfine, and ratios; no pass or fail), with
 # the floors a CLI exec cannot go below: an empty static program's start
 # (bench/empty, linked as the `sandcap` front is) and the warm exec through
-# the library (build/bench/session-exec, no CLI start-up; the fixed form the
-# front speaks, and the JSON form); and the memory of idle sessions (their
-# cgroups' and supervisors' resident memory).
+# the library (build/bench/session-exec, no CLI start-up); and the memory
+# of idle sessions (their cgroups' and supervisors' resident memory).
 #
 #   bench/session.sh [SANDCAP_BINARY]   (as root; build/bench/ next to it)
 #   env: RUNS (default 200), IDLE (idle sessions to measure, default 20),
@@ -74,25 +73,20 @@ fi
 hyperfine -N --warmup 20 --runs "$RUNS" --export-json "$T/h.json" "${cmds[@]}" >"$T/hyperfine.out" 2>&1 ||
 	{ cat "$T/hyperfine.out"; exit 1; }
 # The same warm exec through the library, as a daemon linking it pays it
-# (no CLI start-up): bench/session-exec.c, in the fixed form (what the
-# front sends) and in JSON (sc_session_exec()).
-lib_fixed= lib_json=
+# (no CLI start-up): bench/session-exec.c, sx_exec().
+lib=
 if [ -x "$B/session-exec" ]; then
-	read -r lib_fixed fp10 fp90 < <("$B/session-exec" -f bench "$RUNS" /bin/true)
-	read -r lib_json jp10 jp90 < <("$B/session-exec" bench "$RUNS" /bin/true)
-	echo "library warm exec, fixed form: median $lib_fixed ms (p10 $fp10, p90 $fp90)"
-	echo "library warm exec, JSON (sc_session_exec()): median $lib_json ms (p10 $jp10, p90 $jp90)"
+	read -r lib p10 p90 < <("$B/session-exec" bench "$RUNS" /bin/true)
+	echo "library warm exec: median $lib ms (p10 $p10, p90 $p90)"
 fi
-python3 - "$T/h.json" "${BENCH_RESULTS:-}" "$lib_fixed" "$lib_json" <<'PY'
+python3 - "$T/h.json" "${BENCH_RESULTS:-}" "$lib" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 med = {k: sorted(v["times"])[len(v["times"]) // 2] * 1000 for k, v in r.items()}
 if "crun exec (warm)" in med:
     med["crun exec (warm)"] -= med.pop("crun's wrapper alone")
 if sys.argv[3]:
-    med["library warm exec (fixed form)"] = float(sys.argv[3])
-if sys.argv[4]:
-    med["library warm exec (JSON)"] = float(sys.argv[4])
+    med["library warm exec"] = float(sys.argv[3])
 warm = med["sandcap exec (warm)"]
 print("%-32s %10s %10s" % ("", "median ms", "x warm"))
 for k, v in med.items():

@@ -37,6 +37,7 @@
 #include "audit/audit.h"
 #include "audit/fswatch.h"
 #include "base/cleanup.h"
+#include "base/path.h"
 #include "base/sha256.h"
 #include "ns/ns.h"
 
@@ -126,9 +127,7 @@ static const plan_grant *grant_of(const fr_watch *w, const char *inside, const c
 		const plan_grant *g = &w->plan->grants[i];
 		size_t n = strlen(g->at);
 
-		if (strncmp(inside, g->at, n) == 0 &&
-		    (inside[n] == '/' || inside[n] == '\0' || (n == 1 && g->at[0] == '/')) &&
-		    n >= best_len) {
+		if (path_is_under(inside, g->at) && n >= best_len) {
 			best = g;
 			best_len = n;
 		}

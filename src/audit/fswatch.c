@@ -69,6 +69,7 @@
 #include "audit/audit.h"
 #include "base/cleanup.h"
 #include "base/pages.h"
+#include "base/path.h"
 #include "compat/syscalls.h"
 #include "ns/ns.h"
 
@@ -674,7 +675,7 @@ static const fw_grant *grant_of(const fw_watch *w, const char *host, const char 
 
 		if (!g->fanotify || n < best_len)
 			continue;
-		if (strncmp(host, g->g->path, n) == 0 && (host[n] == '/' || host[n] == '\0')) {
+		if (path_is_under(host, g->g->path)) {
 			best = g;
 			best_len = n;
 		}

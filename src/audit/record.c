@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/hex.h"
 #include "base/sha256.h"
 #include "audit/audit-internal.h"
 #include "base/cleanup.h"
@@ -22,16 +23,10 @@ void au_hex(const uint8_t *bytes, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-/* A digit's value plus one, 0 for any other byte (upper case is not
- * canonical). A table: the verifier decodes 128 digits a record. */
-static const uint8_t hex_plus1[256] = {
-    ['0'] = 1, ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
-    ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
-};
-
+/* A digit of the log's hex: lower case only, the one canonical form. */
 static int hexval(char c)
 {
-	return hex_plus1[(unsigned char)c] - 1;
+	return c >= 'A' && c <= 'F' ? -1 : hex_value((unsigned char)c);
 }
 
 int au_unhex(const char *s, size_t len, uint8_t *out, size_t n)
@@ -42,10 +37,10 @@ int au_unhex(const char *s, size_t len, uint8_t *out, size_t n)
 	if (len != 2 * n)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
-		unsigned hi = hex_plus1[u[2 * i]], lo = hex_plus1[u[2 * i + 1]];
+		int hi = hexval((char)u[2 * i]), lo = hexval((char)u[2 * i + 1]);
 
-		bad |= (hi == 0) | (lo == 0);
-		out[i] = (uint8_t)((hi - 1) << 4 | (lo - 1));
+		bad |= (hi < 0) | (lo < 0);
+		out[i] = (uint8_t)((unsigned)hi << 4 | (unsigned)lo);
 	}
 	return bad ? -EINVAL : 0;
 }

@@ -12,7 +12,6 @@
 
 #include "audit/report.h"
 #include "base/parse-num.h"
-#include "base/cleanup.h"
 
 /* The longest name a lookup can carry (RFC 1035, in text form). */
 #define AU_DNS_NAME_MAX 253u
@@ -206,99 +205,4 @@ json_t *rp_bound(const report *rp)
 	    "dns_queries", (json_int_t)rp->tally.dns_queries, "dns_refused",
 	    (json_int_t)rp->tally.dns_refused, "direct_attempts", (json_int_t)rp->direct_attempts,
 	    "requests_denied", (json_int_t)rp->tally.net_denied);
-}
-
-static void put_size(FILE *out, json_t *v)
-{
-	if (json_is_integer(v) && json_integer_value(v) >= 0)
-		rp_put_size(out, (uint64_t)json_integer_value(v));
-	else
-		(void)fputs("unbounded", out);
-}
-
-void rp_bound_text(FILE *out, const report *rp)
-{
-	_cleanup_json_ json_t *b = rp_bound(rp);
-	json_t *v, *x;
-	size_t i, j;
-
-	if (!json_is_object(b))
-		return;
-	(void)fputs("\nThe bound (what was enforced)\n  egress    ", out);
-	(void)fputs(json_string_value(json_object_get(b, "egress")), out);
-	if (json_is_integer(json_object_get(b, "max_bytes_out"))) {
-		(void)fputs("\n  budget    at most ", out);
-		put_size(out, json_object_get(b, "max_bytes_out"));
-		(void)fputs(" could leave, ", out);
-	} else {
-		(void)fputs("\n  budget    no bound on what could leave (no net.egress_budget); ",
-			    out);
-	}
-	put_size(out, json_object_get(b, "bytes_out"));
-	(void)fputs(" did", out);
-	if (json_is_false(json_object_get(b, "within_budget")))
-		(void)fputs(" (MORE THAN THE BOUND)", out);
-	(void)fputc('\n', out);
-	if (json_is_string(json_object_get(b, "outside_budget"))) {
-		(void)fputs("  outside   ", out);
-		au_fputs_safe(json_string_value(json_object_get(b, "outside_budget")), out);
-		(void)fputc('\n', out);
-	}
-	json_array_foreach(json_object_get(b, "reachable"), i, v)
-	{
-		(void)fputs(i ? "            " : "  reachable ", out);
-		au_fputs_safe(json_string_value(json_object_get(v, "host")), out);
-		(void)fputs(" ports", out);
-		json_array_foreach(json_object_get(v, "ports"), j, x)(void)
-		    fprintf(out, "%s%" JSON_INTEGER_FORMAT, j ? "," : " ", json_integer_value(x));
-		(void)fputc('\n', out);
-	}
-	json_array_foreach(json_object_get(b, "private_addresses"), i, v)
-	{
-		(void)fputs(i ? "," : "  private   ", out);
-		au_fputs_safe(json_string_value(v), out);
-	}
-	if (json_array_size(json_object_get(b, "private_addresses")))
-		(void)fputc('\n', out);
-	json_array_foreach(json_object_get(b, "contacted"), i, v)
-	{
-		(void)fputs(i ? "            " : "  contacted ", out);
-		au_fputs_safe(json_string_value(json_object_get(v, "host")), out);
-		(void)fprintf(out, ": %" JSON_INTEGER_FORMAT " request%s\n",
-			      json_integer_value(json_object_get(v, "requests")),
-			      json_integer_value(json_object_get(v, "requests")) == 1 ? "" : "s");
-	}
-	(void)fprintf(out, "  sockets   %s\n", json_string_value(json_object_get(b, "sockets")));
-	(void)fprintf(out, "  direct    %" JSON_INTEGER_FORMAT " attempt%s around the proxy\n",
-		      json_integer_value(json_object_get(b, "direct_attempts")),
-		      json_integer_value(json_object_get(b, "direct_attempts")) == 1 ? "" : "s");
-	(void)fprintf(out, "  dns       %s", json_string_value(json_object_get(b, "dns")));
-	if (json_integer_value(json_object_get(b, "dns_queries")))
-		(void)fprintf(out,
-			      "; %" JSON_INTEGER_FORMAT " queries, %" JSON_INTEGER_FORMAT
-			      " not answered",
-			      json_integer_value(json_object_get(b, "dns_queries")),
-			      json_integer_value(json_object_get(b, "dns_refused")));
-	(void)fputc('\n', out);
-	json_array_foreach(json_object_get(b, "credentials"), i, v)
-	{
-		(void)fputs(i ? "            " : "  credentials ", out);
-		au_fputs_safe(json_string_value(json_object_get(v, "name")), out);
-		(void)fputs(": ", out);
-		if (json_is_string(json_object_get(v, "header")))
-			au_fputs_safe(json_string_value(json_object_get(v, "header")), out);
-		else
-			(void)fputs("placeholder", out);
-		(void)fputs(" for ", out);
-		au_fputs_safe(json_string_value(json_object_get(v, "host")), out);
-		(void)fprintf(out,
-			      ", used by %" JSON_INTEGER_FORMAT " request%s (%" JSON_INTEGER_FORMAT
-			      " bytes out), %" JSON_INTEGER_FORMAT " refused\n",
-			      json_integer_value(json_object_get(v, "requests")),
-			      json_integer_value(json_object_get(v, "requests")) == 1 ? "" : "s",
-			      json_integer_value(json_object_get(v, "bytes_out")),
-			      json_integer_value(json_object_get(v, "refused")));
-	}
-	if (!json_array_size(json_object_get(b, "credentials")))
-		(void)fputs("  credentials none\n", out);
 }

@@ -26,6 +26,7 @@
 #include "audit/receipt.h"
 #include "audit/report-assets.h"
 #include "audit/report.h"
+#include "base/base64.h"
 #include "base/cleanup.h"
 #include "base/sha256.h"
 #include "policy/plan.h"
@@ -548,28 +549,16 @@ static int script_safe(const char *buf, size_t len, void *data)
 }
 
 /* 'sha256-BASE64' of an inline script or style, for the CSP. */
-static void csp_hash(const char *s, size_t len, char out[8 + 44 + 2])
+static void csp_hash(const char *s, size_t len, char out[8 + B64_LEN(SHA256_BYTES) + 1])
 {
-	static const char b64[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	uint8_t md[SHA256_BYTES + 1] = {0};
+	uint8_t md[SHA256_BYTES];
 	sha256_ctx c;
-	char *p = out;
 
 	sha256_init(&c);
 	sha256_update(&c, s, len);
 	sha256_final(&c, md);
-	p += sprintf(p, "sha256-");
-	for (size_t i = 0; i < SHA256_BYTES; i += 3) {
-		uint32_t v = (uint32_t)md[i] << 16 | (uint32_t)md[i + 1] << 8 |
-			     (i + 2 < SHA256_BYTES ? md[i + 2] : 0);
-
-		*p++ = b64[v >> 18 & 63];
-		*p++ = b64[v >> 12 & 63];
-		*p++ = i + 1 < SHA256_BYTES ? b64[v >> 6 & 63] : '=';
-		*p++ = i + 2 < SHA256_BYTES ? b64[v & 63] : '=';
-	}
-	*p = '\0';
+	memcpy(out, "sha256-", 7);
+	(void)b64_encode(md, SHA256_BYTES, out + 7);
 }
 
 /* What a renderer printed to a FILE, as a JSON string (or null). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* What `sandcap audit report` collects while streaming, shared by the text
- * and JSON renderers. Internal to src/audit. */
+/* What `sandcap audit report` collects while streaming (the model), and
+ * the renderers above it. Internal to src/audit. */
 #pragma once
 
 #include <jansson.h>
@@ -72,13 +72,28 @@ typedef struct report {
 	rp_html *html;		   /* NULL unless the page is asked for */
 } report;
 
+/* ---- the model (report-model.c) ---- */
+
 bool rp_get_u64(json_t *obj, const char *key, uint64_t *ret);
 const char *rp_get_str(json_t *obj, const char *key);
-void rp_text(FILE *out, const report *rp);
-void rp_put_size(FILE *out, uint64_t bytes); /* "1.5 KiB" */
+/* Empty lists, the chain unbroken; 0 or -ENOMEM (rp_done() then too). The
+ * chain's keys are the caller's to set (au_chain_init). */
+int rp_init(report *rp);
+/* One line of the log (newline: it ended with one): 1 with its record in
+ * *ret_rec, the caller's to clear; 0 when the line is no record (counted,
+ * the chain broken there); -ENOMEM. */
+int rp_add_line(report *rp, const char *line, size_t len, bool newline, au_record *ret_rec);
+/* The chain's first break: its line and why (later ones are not kept). */
+void rp_chain_broken(report *rp, uint64_t line, const char *reason);
+/* Frees what rp holds, but not rp->html. */
+void rp_done(report *rp);
 /* The bound that was enforced (report-bound.c): a new JSON object, or
- * null before sandbox.start; and its text section. */
+ * null before sandbox.start. */
 json_t *rp_bound(const report *rp);
+
+/* The renderers, above the model: text (report-text.c), of which the
+ * bound's section, JSON (report-json.c). */
+void rp_text(FILE *out, const report *rp);
 void rp_bound_text(FILE *out, const report *rp);
 int rp_json(FILE *out, const report *rp);
 /* The exit line of "What it consumed": how the run ended, and why. */

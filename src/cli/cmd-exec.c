@@ -3,7 +3,7 @@
  * sandcap exec NAME CMD...: a command in a session (docs/sessions.md). The
  * supervisor makes the pipes (or the pty) and hands us our ends: the
  * sandbox never holds anything of ours. We relay our stdio to them.
- * libc only, in the fixed form of the protocol (session/exec-wire.h): this
+ * libc only, through session/exec-wire.h (the exec of the protocol): this
  * is also the small front's whole work (src/cli/front.c).
  */
 #include <errno.h>

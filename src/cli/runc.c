@@ -39,6 +39,7 @@
 #include "policy/plan.h"
 #include "proxy/programs.h"
 #include "proxy/proxy.h"
+#include "session/exec-wire.h"
 #include "session/session.h"
 
 #define DEFAULT_ROOT "/run/sandcap-runc"
@@ -147,7 +148,7 @@ static const char *container_status(const char *dir, int *ret_code)
 
 typedef struct csup {
 	char dir[4096], id[SC_SESSION_NAME_MAX + 1];
-	sc_exec_handle h;
+	sx_handle h;
 	bool started;
 	int listen_fd;
 	int in_fd;  /* our stdin, relayed to the process's, or -1 */
@@ -213,7 +214,7 @@ static void serve_ctl(csup *c)
 	if (strcmp(buf, "start") == 0) {
 		if (c->started)
 			snprintf(reply, sizeof(reply), "container %s is running already", c->id);
-		else if (sc_session_exec_go(&c->h) < 0)
+		else if (sx_exec_go(&c->h) < 0)
 			snprintf(reply, sizeof(reply), "container %s: its sandbox is gone", c->id);
 		else {
 			c->started = true;
@@ -223,7 +224,7 @@ static void serve_ctl(csup *c)
 		/* Before start, and for --all SIGKILL: the whole sandbox goes. */
 		if (!c->started || (buf[4] == 'a' && sig == SIGKILL))
 			(void)sc_session_stop(c->id, NULL);
-		else if (sc_session_exec_signal(&c->h, sig) < 0)
+		else if (sx_exec_signal(&c->h, sig) < 0)
 			snprintf(reply, sizeof(reply), "container not running: %s", c->id);
 	} else {
 		snprintf(reply, sizeof(reply), "unknown request");
@@ -248,7 +249,7 @@ static bool relay(int from, int to)
 /* Until the process ends: start and kill requests, its stdio. */
 static int supervise(csup *c)
 {
-	sc_exec_result res = {0};
+	sx_result res = {0};
 	int r;
 
 	for (;;) {
@@ -278,13 +279,12 @@ static int supervise(csup *c)
 			struct signalfd_siginfo si;
 
 			if (read(c->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-				(void)sc_session_exec_signal(&c->h, (int)si.ssi_signo);
+				(void)sx_exec_signal(&c->h, (int)si.ssi_signo);
 		}
 		if (p[1].revents)
 			break;
 	}
-	r = sc_session_exec_wait(&c->h, &res);
-	json_decref(res.limits_hit);
+	r = sx_exec_wait(&c->h, &res);
 	/* The rest of its output, then the sandbox goes. */
 	while (c->h.stdout_fd >= 0 && relay(c->h.stdout_fd, STDOUT_FILENO))
 		;
@@ -300,13 +300,13 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 	    .plan = plan, .name = c->id, .policy_source = "config.json", .policy_digest = digest};
 	_cleanup_free_ char **argv = calloc(json_array_size(proc->args) + 1, sizeof(char *));
 	_cleanup_free_ char **env = calloc(json_array_size(proc->env) + 1, sizeof(char *));
-	sc_exec_req q = {.argv = argv,
-			 .env = env,
-			 .cwd = strcmp(proc->cwd, "/") == 0 ? "/" : NULL,
-			 .tty = proc->terminal,
-			 .hold = true,
-			 .rows = (unsigned short)proc->rows,
-			 .cols = (unsigned short)proc->cols};
+	sx_req q = {.argv = argv,
+		    .env = env,
+		    .cwd = strcmp(proc->cwd, "/") == 0 ? "/" : NULL,
+		    .tty = proc->terminal,
+		    .hold = true,
+		    .rows = (unsigned short)proc->rows,
+		    .cols = (unsigned short)proc->cols};
 	sc_session_info info;
 	sc_diag d = {0};
 	json_t *v;
@@ -339,7 +339,7 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 			d.message[0] ? d.message : strerror(-r));
 		_exit(SC_EXIT_SETUP);
 	}
-	r = sc_session_exec(c->id, &q, &c->h);
+	r = sx_exec(c->id, &q, &c->h, NULL, 0);
 	if (r == 0 && proc->terminal) {
 		r = console ? send_console(console, c->h.pty_fd) : -EINVAL;
 		c->h.pty_fd = safe_close(c->h.pty_fd);
@@ -825,7 +825,7 @@ static bool agent_user(const char *u)
 
 /* The command, from --process FILE (its JSON is *ret_json's, which the
  * strings borrow) or from the command line. */
-static int exec_request(const exec_opts *o, char **args, json_t **ret_json, sc_exec_req *q)
+static int exec_request(const exec_opts *o, char **args, json_t **ret_json, sx_req *q)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, i;
@@ -848,11 +848,11 @@ static int exec_request(const exec_opts *o, char **args, json_t **ret_json, sc_e
 				o->user);
 			return -EINVAL;
 		}
-		*q = (sc_exec_req){.argv = args,
-				   .env = o->n_env ? o->env : NULL,
-				   .cwd = o->cwd,
-				   .tty = o->tty,
-				   .hold = true};
+		*q = (sx_req){.argv = args,
+			      .env = o->n_env ? o->env : NULL,
+			      .cwd = o->cwd,
+			      .tty = o->tty,
+			      .hold = true};
 		return 0;
 	}
 	r = io_read_file_at(AT_FDCWD, o->process, OCI_MAX_CONFIG, &buf, &len);
@@ -879,19 +879,19 @@ static int exec_request(const exec_opts *o, char **args, json_t **ret_json, sc_e
 	}
 	json_array_foreach(proc.args, i, v) argv[i] = (char *)json_string_value(v);
 	json_array_foreach(proc.env, i, v) env[i] = (char *)json_string_value(v);
-	*q = (sc_exec_req){.argv = argv,
-			   .env = env,
-			   .cwd = proc.cwd,
-			   .tty = proc.terminal,
-			   .hold = true,
-			   .rows = (unsigned short)proc.rows,
-			   .cols = (unsigned short)proc.cols};
+	*q = (sx_req){.argv = argv,
+		      .env = env,
+		      .cwd = proc.cwd,
+		      .tty = proc.terminal,
+		      .hold = true,
+		      .rows = (unsigned short)proc.rows,
+		      .cols = (unsigned short)proc.cols};
 	*ret_json = p;
 	return 0;
 }
 
 /* What exec_request() allocated for a process file. */
-static void exec_request_done(json_t *pj, sc_exec_req *q)
+static void exec_request_done(json_t *pj, sx_req *q)
 {
 	if (!pj)
 		return;
@@ -902,7 +902,7 @@ static void exec_request_done(json_t *pj, sc_exec_req *q)
 
 /* The command held in the container's session; with a terminal its master
  * goes to --console-socket, or is relayed to and from our stdio. */
-static int exec_prepare(const char *id, const exec_opts *o, const sc_exec_req *q, csup *c)
+static int exec_prepare(const char *id, const exec_opts *o, const sx_req *q, csup *c)
 {
 	sigset_t fwd;
 	int r;
@@ -916,7 +916,7 @@ static int exec_prepare(const char *id, const exec_opts *o, const sc_exec_req *q
 	    (c->sig_fd = signalfd(-1, &fwd, SFD_CLOEXEC)) < 0)
 		return -errno;
 	(void)signal(SIGPIPE, SIG_IGN);
-	r = sc_session_exec(id, q, &c->h);
+	r = sx_exec(id, q, &c->h, NULL, 0);
 	if (r < 0)
 		return r;
 	c->started = true;
@@ -941,7 +941,7 @@ static int exec_prepare(const char *id, const exec_opts *o, const sc_exec_req *q
 /* The relay of a detached exec: no child of exec (the shim, a subreaper,
  * adopts it), tells exec its pid, runs the command once exec has written
  * --pid-file (go reaches end of file) and exits with its status. */
-static _Noreturn void become_exec_relay(const char *id, const exec_opts *o, const sc_exec_req *q,
+static _Noreturn void become_exec_relay(const char *id, const exec_opts *o, const sx_req *q,
 					int ready, int go)
 {
 	csup c = {.listen_fd = -1, .in_fd = -1, .sig_fd = -1};
@@ -959,7 +959,7 @@ static _Noreturn void become_exec_relay(const char *id, const exec_opts *o, cons
 	while (read(go, &b, 1) < 0 && errno == EINTR)
 		;
 	(void)close(go);
-	if (sc_session_exec_go(&c.h) < 0)
+	if (sx_exec_go(&c.h) < 0)
 		_exit(SC_EXIT_SETUP);
 	_exit(supervise(&c));
 }
@@ -968,7 +968,7 @@ static int do_exec(const char *id, const exec_opts *o, char **args)
 {
 	char dir[4096], reply[512];
 	json_t *pj = NULL;
-	sc_exec_req q;
+	sx_req q;
 	int ready[2], go[2], code, r;
 	ssize_t n;
 	pid_t pid;
@@ -997,7 +997,7 @@ static int do_exec(const char *id, const exec_opts *o, char **args)
 		if (r >= 0 && o->pid_file)
 			r = write_pid_file(o->pid_file, getpid());
 		if (r >= 0)
-			r = sc_session_exec_go(&c.h);
+			r = sx_exec_go(&c.h);
 		if (r < 0) {
 			oci_err("cannot exec in container %s: %s", id, strerror(-r));
 			exec_request_done(pj, &q);

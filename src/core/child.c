@@ -129,7 +129,7 @@ static int step_network(child_ctx *c)
 	if (r < 0 || c->plan->n_egress == 0)
 		return r;
 	/* The proxy's only door: sockets born in this netns, served from outside. */
-	fds[0] = ns_proxy_listener(PX_LISTEN_PORT);
+	fds[0] = ns_proxy_listener(PLAN_PROXY_PORT);
 	if (fds[0] < 0)
 		return fds[0];
 	/* Transparent redirection and the sandbox resolver are a convenience:
@@ -138,7 +138,7 @@ static int step_network(child_ctx *c)
 	 * attempt socket's. */
 	r = ns_local_routes(&what);
 	if (r >= 0)
-		r = ns_transparent_sockets(c->plan, PX_LISTEN_PORT, fds + 1, SYNC_MAX_FDS - 2, &n,
+		r = ns_transparent_sockets(c->plan, PLAN_PROXY_PORT, fds + 1, SYNC_MAX_FDS - 2, &n,
 					   &what);
 	m.value = r >= 0;
 	if (r < 0)

@@ -23,6 +23,7 @@ typedef enum ctl_type {
 	CTL_STARTED,   /* init -> supervisor: id runs as pid value (sandbox pid), or err */
 	CTL_DONE,      /* init's file worker -> supervisor: id done, err, bytes */
 	CTL_EXITED,    /* init -> supervisor: id reaped, value = wait status */
+	CTL_GO,	       /* session client -> supervisor: run the held exec (exec-wire.h) */
 	_CTL_TYPE_MAX,
 } ctl_type;
 

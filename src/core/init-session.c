@@ -25,6 +25,7 @@
 
 #include "base/exit-status.h"
 #include "core/ctl.h"
+#include "core/init-exec.h"
 #include "core/init.h"
 
 /* Commands and file workers running at once. */
@@ -391,6 +392,7 @@ int init_session_main(const char *fd_arg)
 		case CTL_STARTED:
 		case CTL_DONE:
 		case CTL_EXITED:
+		case CTL_GO:
 		case _CTL_TYPE_MAX:
 			close_fds(fds, n_fds);
 			break;

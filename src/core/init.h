@@ -7,17 +7,12 @@
  */
 #pragma once
 
-#include <signal.h>
-
 #define INIT_ARGV0 "sandcap-init"
 /* argv = { INIT_ARGV0, INIT_SESSION_ARG, FD }: a session's pid 1 runs no
  * command of its own; it serves the control channel on FD (core/ctl.h). */
 #define INIT_SESSION_ARG "--session"
 
+/* pid 1 with a command (init.c): returns its exit status. */
 int init_main(int argc, char **argv);
 /* The session loop (init-session.c): returns pid 1's exit status. */
 int init_session_main(const char *fd_arg);
-/* Blocks every signal into *all, and makes pid 1 non-dumpable. */
-void init_block_all(sigset_t *all);
-/* execvp() with the rules of init.c; returns only on failure, errno set. */
-void init_exec_command(char **argv, char **envp);

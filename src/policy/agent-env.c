@@ -8,16 +8,16 @@
 #include <strings.h>
 
 #include "base/cleanup.h"
-#include "proxy/proxy.h"
+#include "policy/plan.h"
 
 #define STR_(x)	  #x
 #define STR(x)	  STR_(x)
-#define PROXY_URL "http://127.0.0.1:" STR(PX_LISTEN_PORT)
+#define PROXY_URL "http://127.0.0.1:" STR(PLAN_PROXY_PORT)
 /* the same listener speaks SOCKS5; socks5h: names are resolved by the proxy */
-#define SOCKS_URL "socks5h://127.0.0.1:" STR(PX_LISTEN_PORT)
+#define SOCKS_URL "socks5h://127.0.0.1:" STR(PLAN_PROXY_PORT)
 /* The JVM reads no proxy variable; these are its own properties. */
 #define JAVA_PX(scheme)                                                                            \
-	"-D" scheme ".proxyHost=127.0.0.1 -D" scheme ".proxyPort=" STR(PX_LISTEN_PORT)
+	"-D" scheme ".proxyHost=127.0.0.1 -D" scheme ".proxyPort=" STR(PLAN_PROXY_PORT)
 #define JAVA_PROXY                                                                                 \
 	JAVA_PX("http") " " JAVA_PX("https") " -Dhttp.nonProxyHosts=localhost|127.*|[::1]"
 

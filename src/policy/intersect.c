@@ -21,10 +21,11 @@
 #include <sys/socket.h>
 
 #include "base/cleanup.h"
+#include "base/path.h"
 #include "policy/intersect.h"
 #include "policy/plan.h"
 #include "policy/policy-internal.h"
-#include "proxy/rules.h"
+#include "policy/http-path.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -243,7 +244,7 @@ static bool has_port(const plan_egress *e, uint16_t port)
 
 /*
  * Every path prefix a allows, b allows (no list: any path). Prefixes on
- * segment boundaries are nested or disjoint (rules.h), so one of b's must
+ * segment boundaries are nested or disjoint (http-path.h), so one of b's must
  * hold each of a's.
  */
 static bool paths_within(char *const *a, size_t na, char *const *b, size_t nb)
@@ -256,7 +257,7 @@ static bool paths_within(char *const *a, size_t na, char *const *b, size_t nb)
 		bool in = false;
 
 		for (size_t j = 0; j < nb && !in; j++)
-			in = px_path_under(a[i], b[j]);
+			in = path_is_under(a[i], b[j]);
 		if (!in)
 			return false;
 	}
@@ -283,9 +284,9 @@ static int paths_meet(const plan_egress *a, const plan_egress *b, plan_egress *o
 			const char *x = a->paths[i], *y = b->paths[j], *m = NULL;
 			bool dup = false;
 
-			if (px_path_under(x, y))
+			if (path_is_under(x, y))
 				m = x;
-			else if (px_path_under(y, x))
+			else if (path_is_under(y, x))
 				m = y;
 			for (size_t k = 0; m && k < out->n_paths && !dup; k++)
 				dup = strcmp(out->paths[k], m) == 0;

@@ -20,7 +20,7 @@
 #include "policy/agent-env.h"
 #include "policy/plan.h"
 #include "policy/policy-internal.h"
-#include "proxy/rules.h"
+#include "policy/http-path.h"
 
 /* Headers that frame or route the request: injecting them would let a policy
  * desynchronise the proxy and the origin. */
@@ -415,7 +415,7 @@ static int parse_credential_methods(pctx *c, const json_t *v, const policy_key *
 
 /*
  * "paths" of an egress rule or a credential: path prefixes in the normal
- * form requests are compared in (proxy/rules.h), so that what is written is
+ * form requests are compared in (http-path.h), so that what is written is
  * what is matched. k->off is the char ** array, k->count_off its count.
  */
 static int parse_paths(pctx *c, const json_t *v, const policy_key *k, void *base)
@@ -455,7 +455,7 @@ static int parse_paths(pctx *c, const json_t *v, const policy_key *k, void *base
 			return fail(
 			    c, -EINVAL,
 			    "path prefix %s has a query or fragment; only the path is matched", q);
-		r = px_path_normalise(s, strlen(s), norm, sizeof(norm), &why);
+		r = http_path_normalise(s, strlen(s), norm, sizeof(norm), &why);
 		if (r < 0)
 			return fail(c, -EINVAL, "path prefix %s is refused: %s", q, why);
 		if (strcmp(norm, s) != 0) {

@@ -14,6 +14,7 @@
 
 #include "base/cleanup.h"
 #include "base/parse-num.h"
+#include "base/path.h"
 #include "policy/agent-env.h"
 #include "policy/parse-internal.h"
 #include "policy/plan.h"

@@ -18,8 +18,9 @@
  * Durations are never integers (a bare number has no unit that makes sense);
  * the canonical form writes them as "<N>ms".
  *
- * plan_parse_json() touches nothing outside its input; plan_parse() adds the
- * host check (paths exist, no symlinks), which only looks (O_PATH, fstat).
+ * plan_parse_json() touches nothing outside its input; plan_parse() (plan.c)
+ * adds the host check (paths exist, no symlinks), which only looks (O_PATH,
+ * fstat).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,6 +35,7 @@
 
 #include "base/cleanup.h"
 #include "base/parse-num.h"
+#include "base/path.h"
 #include "policy/parse-internal.h"
 #include "policy/plan.h"
 #include "policy/policy-internal.h"
@@ -103,15 +105,6 @@ bool is_ident(const char *s)
 		if (!(a_alnum(*s) || *s == '_'))
 			return false;
 	return true;
-}
-
-bool path_is_under(const char *p, const char *prefix)
-{
-	size_t n = strlen(prefix);
-
-	if (strcmp(prefix, "/") == 0)
-		return true;
-	return strncmp(p, prefix, n) == 0 && (p[n] == '\0' || p[n] == '/');
 }
 
 void quote(const char *s, size_t max, char *buf, size_t size)
@@ -723,26 +716,6 @@ int plan_parse_json(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *re
 	}
 	*ret_plan = TAKE_PTR(p);
 	return 0;
-}
-
-int plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_diag)
-{
-	_cleanup_(plan_freep_local) sc_plan *p = NULL;
-	int r;
-
-	r = plan_parse_json(buf, len, ret_plan ? &p : NULL, reterr_diag);
-	if (r < 0)
-		return r;
-	r = plan_check_host(p, reterr_diag);
-	if (r < 0)
-		return r;
-	*ret_plan = TAKE_PTR(p);
-	return 0;
-}
-
-int sc_plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *reterr_diag)
-{
-	return plan_parse(buf, len, ret_plan, reterr_diag);
 }
 
 void plan_paths_free(char **paths, size_t n)

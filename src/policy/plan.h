@@ -25,6 +25,9 @@ int sc_plan_parse(const char *buf, size_t len, sc_plan **ret_plan, sc_diag *rete
 sc_plan *sc_plan_free(sc_plan *p); /* NULL-safe, returns NULL */
 
 #define PLAN_UNLIMITED UINT64_MAX
+/* Where the sandbox reaches its proxy, on 127.0.0.1 of its own netns: the
+ * proxy listens there and the agent's environment names it (agent-env.c). */
+#define PLAN_PROXY_PORT 3128
 /* The defaults that bound how fast and how far the audit log grows
  * (docs/policy.md, "How fast the log grows"): requests and DNS queries per
  * second, the log's bytes per second and its bytes in one run. */
@@ -84,7 +87,7 @@ typedef struct plan_egress {
 	uint16_t ports[POLICY_MAX_PORTS];
 	size_t n_ports;	  /* default {80, 443} */
 	uint32_t methods; /* http_method bits; HTTP_ANY_METHOD = all */
-	char **paths;	  /* normalised path prefixes (proxy/rules.h); none: any path */
+	char **paths;	  /* normalised path prefixes (policy/http-path.h); none: any path */
 	size_t n_paths;
 	bool inspect; /* CONNECT is terminated with the sandbox CA and decrypted */
 } plan_egress;

@@ -23,6 +23,3 @@ int plan_paths_dup(char *const *paths, size_t n, char ***ret, size_t *ret_n);
 
 /* Formats a plan_cidr as "ADDR/PREFIX". buf must hold at least 64 bytes. */
 void plan_cidr_format(const plan_cidr *c, char *buf, size_t size);
-
-/* p equals prefix or lies below it (path components, not bytes). */
-bool path_is_under(const char *p, const char *prefix);

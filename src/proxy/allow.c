@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "proxy/rules.h"
+#include "policy/http-path.h"
 
 int px_parse_ip(const char *s, int *ret_family, uint8_t ret_addr[16])
 {
@@ -224,7 +224,7 @@ static bool path_ok(const plan_egress *e, bool is_connect, const char *norm_path
 {
 	if (e->n_paths == 0)
 		return true;
-	return !is_connect && px_paths_allow(e->paths, e->n_paths, norm_path);
+	return !is_connect && http_paths_allow(e->paths, e->n_paths, norm_path);
 }
 
 /* How far a rule got, for the reason of a refusal: the nearest miss wins. */

@@ -29,7 +29,7 @@ int px_allow_match(const px_config *cfg, const char *host, px_host_kind kind, ui
 		   uint32_t method_bit, bool is_connect, const char **reterr_reason);
 /*
  * px_allow_match() that also holds the request to the rules' paths
- * (rules.h): norm_path is the normalised path, NULL when it did not
+ * (policy/http-path.h): norm_path is the normalised path, NULL when it did not
  * normalise (then no rule with paths matches). A rule with paths refuses
  * CONNECT. The nearest miss "path-not-allowed" comes after the method's.
  */

@@ -32,7 +32,7 @@ static void record(px_loop *L, const px_attempt *a)
 		       "127.0.0.1:%u leads out",
 		       a->proto == PX_ATTEMPT_TCP ? "TCP connect" : "UDP datagram", addr,
 		       name ? " = " : "", name ? name : "", (unsigned)a->port,
-		       (unsigned)PX_LISTEN_PORT);
+		       (unsigned)PLAN_PROXY_PORT);
 	d = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "host", name ? name : addr, "addr", addr,
 		      "port", (int)a->port, "protocol", proto, "reason",
 		      px_attempt_reason(a->proto), "detail", detail);

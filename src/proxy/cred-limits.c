@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "policy/policy-internal.h"
-#include "proxy/rules.h"
+#include "policy/http-path.h"
 
 void px_cred_state_init(px_cred_state *st, const px_cred *cr, uint64_t now_ns)
 {
@@ -54,7 +54,7 @@ int px_cred_admit(const px_cred *cr, px_cred_state *st, const px_cred_use *u,
 			       method_name(u->method_bit));
 		return 403;
 	}
-	if (!px_paths_allow(cr->paths, cr->n_paths, u->path)) {
+	if (!http_paths_allow(cr->paths, cr->n_paths, u->path)) {
 		*ret_limit = "paths";
 		(void)snprintf(detail, size, "credential %s is not for this path", cr->name);
 		return 403;

@@ -16,7 +16,7 @@
 /* What a request would use of the credential. */
 typedef struct px_cred_use {
 	uint32_t method_bit; /* http_method bit, 0 for an extension method */
-	const char *path;    /* normalised (rules.h), NULL when it did not normalise */
+	const char *path;    /* normalised (policy/http-path.h), NULL when it did not normalise */
 	bool sized;	     /* the request's size upstream is known (Content-Length) */
 	uint64_t bytes;	     /* head as sent upstream, plus the body when sized */
 	uint64_t start_ns;   /* when the run started (px_shared.start_ns) */

@@ -222,19 +222,21 @@ int px_events_emit(px_events *ev, const char *event, json_t *data)
 	return deliver(ev, &msg);
 }
 
-int px_events_emit_raw(px_events *ev, const char *msg, size_t len)
+int px_events_emit_record(px_events *ev, px_record *r)
 {
-	_cleanup_free_ char *m = NULL;
+	char *m;
+	int n;
 
 	if (ev->dead)
 		return -EPIPE;
 	if (ev->dropped > 0)
-		return -EINVAL; /* the count goes into the data: px_events_emit() */
-	if (len > PX_EVENT_MAX_BYTES) {
+		px_record_uint(r, "events_dropped", ev->dropped);
+	n = px_record_end(r);
+	if (n < 0 || (size_t)n > PX_EVENT_MAX_BYTES) {
 		ev->dropped++;
 		return 0;
 	}
-	m = strndup(msg, len);
+	m = strndup(r->buf, (size_t)n);
 	if (!m)
 		return -ENOMEM;
 	return deliver(ev, &m);

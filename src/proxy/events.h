@@ -11,6 +11,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "proxy/record.h"
+
 #define PX_EVENT_QUEUE_MAX 1024u
 
 typedef struct px_events px_events;
@@ -20,10 +22,10 @@ px_events *px_events_free(px_events *ev);
 /* Takes ownership of data. Returns 0 (queued or sent) or -EPIPE when the
  * supervisor is gone. */
 int px_events_emit(px_events *ev, const char *event, json_t *data);
-/* The same for a datagram already formatted (record.h); -EINVAL when it
- * must go through px_events_emit() instead (a count of dropped events is
- * due, which goes into its data). */
-int px_events_emit_raw(px_events *ev, const char *msg, size_t len);
+/* The same for a record written with record.h (started, not ended): the
+ * count of dropped events goes into it when one is due; one longer than
+ * its buffer is counted as dropped. */
+int px_events_emit_record(px_events *ev, px_record *r);
 /* Sends queued events; returns 0, -EPIPE. */
 int px_events_flush(px_events *ev);
 bool px_events_pending(const px_events *ev);

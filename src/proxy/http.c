@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hex.h"
 #include "policy/plan.h"
 
 static bool is_tchar(unsigned char c)
@@ -24,17 +25,6 @@ static bool is_tchar(unsigned char c)
 static bool is_digit(unsigned char c)
 {
 	return c >= '0' && c <= '9';
-}
-
-static int hexval(unsigned char c)
-{
-	if (is_digit(c))
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 static unsigned char lower(unsigned char c)
@@ -160,7 +150,7 @@ static bool valid_ipv6_chars(const char *s, size_t n)
 	if (n < 2 || n > 45)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (hexval((unsigned char)s[i]) < 0 && s[i] != ':' && s[i] != '.')
+		if (hex_value((unsigned char)s[i]) < 0 && s[i] != ':' && s[i] != '.')
 			return false;
 	return true;
 }
@@ -966,7 +956,7 @@ int px_chunked_feed(px_chunked *st, const char *buf, size_t len, size_t *ret_con
 
 		switch (st->state) {
 		case PX_CHUNK_SIZE: {
-			int h = hexval(c);
+			int h = hex_value(c);
 
 			if (h >= 0) {
 				/* 15 hex digits bound the size below 2^60: no overflow */

@@ -4,7 +4,7 @@
  * limits of the credential the request would carry. Called once per request
  * head from judge_request() in loop.c, for plain requests and for requests
  * read from an inspected tunnel alike: it looks only at the parsed head.
- * The rules themselves are pure (rules.c, cred-limits.c).
+ * The rules themselves are pure (policy/http-path.c, cred-limits.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 #include "proxy/allow.h"
 #include "proxy/conn.h"
 #include "proxy/cred-limits.h"
-#include "proxy/rules.h"
+#include "policy/http-path.h"
 
 static px_cred_state *cred_state(conn *c)
 {
@@ -73,8 +73,8 @@ int px_l7_judge(conn *c, int rule)
 	int r;
 
 	if (!c->is_connect) {
-		r = px_path_normalise(c->cin + c->req.path.off, c->req.path.len, norm, sizeof(norm),
-				      &why);
+		r = http_path_normalise(c->cin + c->req.path.off, c->req.path.len, norm,
+					sizeof(norm), &why);
 		if (r >= 0) {
 			norm_path = norm;
 			/* the record keeps PX_LOG_PATH bytes, as of the path */

@@ -74,40 +74,12 @@ void px_conn_emit_denied(conn *c, const char *reason, const char *detail)
 	(void)px_events_emit(c->L->ev, "net.denied", d);
 }
 
-/* The record as jansson builds it: for strings the hand-written one cannot
- * take (see record.h). */
-static void emit_request_json(conn *c, const char *decision, const char *reason, int status,
-			      uint64_t dur, int digest, const char *sha, uint64_t body_bytes)
-{
-	json_t *d =
-	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I}", "method",
-		      c->method, "host", c->host, "port", (int)c->port, "path", c->path, "addr",
-		      c->addr_str, "decision", decision, "rule", c->rule, "reason",
-		      reason ? reason : "", "status", status, "bytes_out", (json_int_t)c->bytes_out,
-		      "bytes_in", (json_int_t)c->bytes_in, "duration_ms", (json_int_t)dur);
-
-	if (d && c->request_id)
-		(void)json_object_set_new(d, "id", json_integer((json_int_t)c->request_id));
-	if (d && c->cred)
-		(void)json_object_set_new(d, "credential", json_string(c->cred->name));
-	if (d && (c->socks || c->h2_stream))
-		(void)json_object_set_new(d, "via", json_string(c->socks ? "socks5" : "h2"));
-	if (d && digest) {
-		(void)json_object_set_new(d, "body_sha256",
-					  digest > 0 ? json_string(sha) : json_null());
-		(void)json_object_set_new(d, "body_bytes", json_integer((json_int_t)body_bytes));
-	}
-	if (d && c->inspected)
-		(void)json_object_set_new(d, "inspected", json_true());
-	(void)px_events_emit(c->L->ev, "net.request", d);
-}
-
 /* One per request, written straight into the datagram (record.h). */
 void px_conn_emit_request(conn *c, const char *decision, const char *reason, int status)
 {
 	uint64_t dur = (px_now_ns() - c->start_ns) / 1000000ull, body_bytes = 0;
-	char sha[2 * SHA256_BYTES + 1], buf[PX_EVENT_MAX_BYTES];
-	int digest = px_resp_digest_end(c, sha, &body_bytes), n;
+	char sha[2 * SHA256_BYTES + 1], buf[PX_EVENT_MAX_BYTES + 1];
+	int digest = px_resp_digest_end(c, sha, &body_bytes);
 	px_record r;
 
 	px_record_start(&r, buf, sizeof(buf), "net.request");
@@ -137,25 +109,7 @@ void px_conn_emit_request(conn *c, const char *decision, const char *reason, int
 		px_record_uint(&r, "body_bytes", body_bytes);
 	if (c->inspected)
 		px_record_true(&r, "inspected");
-	n = px_record_end(&r);
-	if (n < 0 || px_events_emit_raw(c->L->ev, buf, (size_t)n) == -EINVAL)
-		emit_request_json(c, decision, reason, status, dur, digest, sha, body_bytes);
-}
-
-static void emit_start_json(conn *c)
-{
-	json_t *d =
-	    json_pack("{s:I, s:s, s:s, s:i, s:s, s:s, s:s}", "id", (json_int_t)c->request_id,
-		      "method", c->method, "host", c->host, "port", (int)c->port, "path", c->path,
-		      "addr", c->addr_str, "rule", c->rule);
-
-	if (d && c->cred)
-		(void)json_object_set_new(d, "credential", json_string(c->cred->name));
-	if (d && (c->socks || c->h2_stream))
-		(void)json_object_set_new(d, "via", json_string(c->socks ? "socks5" : "h2"));
-	if (d && c->inspected)
-		(void)json_object_set_new(d, "inspected", json_true());
-	(void)px_events_emit(c->L->ev, "net.request.start", d);
+	(void)px_events_emit_record(c->L->ev, &r);
 }
 
 /*
@@ -166,9 +120,8 @@ static void emit_start_json(conn *c)
  */
 void px_conn_record_start(conn *c)
 {
-	char buf[PX_EVENT_MAX_BYTES];
+	char buf[PX_EVENT_MAX_BYTES + 1];
 	px_record r;
-	int n;
 
 	c->request_id = ++c->L->sh->request_ids;
 	px_record_start(&r, buf, sizeof(buf), "net.request.start");
@@ -185,9 +138,7 @@ void px_conn_record_start(conn *c)
 		px_record_str(&r, "via", c->socks ? "socks5" : "h2");
 	if (c->inspected)
 		px_record_true(&r, "inspected");
-	n = px_record_end(&r);
-	if (n < 0 || px_events_emit_raw(c->L->ev, buf, (size_t)n) == -EINVAL)
-		emit_start_json(c);
+	(void)px_events_emit_record(c->L->ev, &r);
 }
 
 /* The name the sandbox resolver gave this address out for (SOCKS5 targets,

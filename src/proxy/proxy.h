@@ -16,8 +16,6 @@
 
 #include "policy/plan.h"
 
-#define PX_LISTEN_PORT 3128
-
 /*
  * What a worker is started from, kept by the supervisor for the whole run so
  * that a worker that died can be replaced on the same listener: the listener

@@ -14,6 +14,27 @@ static void put(px_record *r, const char *s, size_t n)
 	r->len += n;
 }
 
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no
+ * overlong form, no surrogate, at most U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+	uint32_t cp;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0;
+	cp = s[0] & (0x7f >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) /* also the NUL that ends the string */
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
 static void put_string(px_record *r, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF"; /* as jansson writes them */
@@ -30,22 +51,28 @@ static void put_string(px_record *r, const char *s)
 
 		if (ch >= 0x20 && ch != '"' && ch != '\\' && ch < 0x80)
 			continue;
+		if (ch >= 0x80) {
+			size_t u = utf8_len((const unsigned char *)s);
+
+			if (u) {
+				s += u - 1; /* kept as it is, in the run */
+				continue;
+			}
+		}
 		put(r, run, (size_t)(s - run));
 		if (!ch)
 			break;
 		if (ch >= 0x80) {
-			r->failed = true; /* jansson checks its UTF-8 */
-			return;
-		}
-		if (short_escape[ch]) {
+			put(r, "\\ufffd", 6);
+		} else if (short_escape[ch]) {
 			esc[1] = short_escape[ch];
+			put(r, esc, n);
 		} else {
 			esc[1] = 'u';
 			esc[4] = hex[ch >> 4];
 			esc[5] = hex[ch & 15];
-			n = 6;
+			put(r, esc, 6);
 		}
-		put(r, esc, n);
 		run = s + 1;
 	}
 	put(r, "\"", 1);

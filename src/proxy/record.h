@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A bounded writer of one flat JSON event datagram into a caller's buffer,
- * for the record every forwarded request makes (net.request): building it
- * as jansson objects and dumping them was a sixth of the worker's time per
- * small request. The output is what json_dumps(JSON_COMPACT) makes of the
- * same object, keys in the order written. Strings are escaped as jansson
- * escapes them; a string with a byte >= 0x80 (whose UTF-8 this writer does
- * not check) or a record longer than the buffer fails the whole record,
- * and the caller builds it with jansson instead.
+ * The one writer of the records every forwarded request makes
+ * (net.request.start, net.request): one flat JSON event datagram written
+ * straight into a caller's buffer, which px_events_emit_record() sends.
+ * Building them as jansson objects and dumping them was a sixth of the
+ * worker's time per small request. The output is what
+ * json_dumps(JSON_COMPACT) makes of the same object, keys in the order
+ * written: strings escaped as jansson escapes them, valid UTF-8 as it is.
+ * A byte that is not valid UTF-8 (the agent's bytes, which jansson would
+ * refuse whole) is written as U+FFFD, so the record is kept. A record
+ * longer than the buffer fails whole, never cut.
  */
 #pragma once
 
@@ -29,5 +31,5 @@ void px_record_uint(px_record *r, const char *key, uint64_t value);
 void px_record_true(px_record *r, const char *key);
 void px_record_null(px_record *r, const char *key);
 /* Closes both objects and ends the string with a NUL: the datagram's
- * length, or -EINVAL (see above). */
+ * length, or -EINVAL when it did not fit the buffer. */
 int px_record_end(px_record *r);

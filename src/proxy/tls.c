@@ -15,6 +15,8 @@
 #include <openssl/x509v3.h>
 #include <unistd.h>
 
+#include "base/hex.h"
+
 /* The hashed directory: $SSL_CERT_DIR is not consulted (the worker's
  * environment is empty), so this is OpenSSL's compiled-in default. */
 static const char *trust_dir(void)
@@ -28,7 +30,7 @@ static bool is_hash_link(const char *n)
 	size_t i;
 
 	for (i = 0; i < 8; i++)
-		if (!isxdigit((unsigned char)n[i]))
+		if (hex_value(n[i]) < 0)
 			return false;
 	if (n[8] != '.' || !isdigit((unsigned char)n[9]))
 		return false;

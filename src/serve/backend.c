@@ -2,13 +2,13 @@
 #include "serve/backend.h"
 
 #include <errno.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/cleanup.h"
 
 int sv_fail(sv_error *e, int status, const char *code, const char *path, const char *fmt, ...)
@@ -285,9 +285,8 @@ int sv_exec_req_from_json(const json_t *o, sv_exec_req *r, sv_error *e)
 	}
 	v = json_object_get(o, "stdin");
 	if (v) {
-		if (!json_is_string(v) ||
-		    sv_base64_decode(json_string_value(v), json_string_length(v), &r->stdin_data,
-				     &r->stdin_len) < 0)
+		if (!json_is_string(v) || b64_decode(json_string_value(v), json_string_length(v),
+						     &r->stdin_data, &r->stdin_len) < 0)
 			return sv_fail(e, 400, "bad_request", "$.stdin", "expected base64");
 		r->has_stdin = true;
 	}
@@ -384,7 +383,7 @@ int sv_exec_result_line(sv_exec_result *r, const char *line, size_t len, size_t 
 	_cleanup_free_ unsigned char *d = NULL;
 	size_t n;
 
-	if (sv_base64_decode(json_string_value(data), json_string_length(data), &d, &n) < 0)
+	if (b64_decode(json_string_value(data), json_string_length(data), &d, &n) < 0)
 		return -EBADMSG;
 	if (!strcmp(stream, "stdout"))
 		return append(&r->out, &r->out_len, d, n, max);
@@ -439,64 +438,5 @@ int sv_exec_run(const char *exe, const char *name, const sv_exec_req *req, size_
 		ret->out = strdup("");
 	if (!ret->err)
 		ret->err = strdup("");
-	return 0;
-}
-
-char *sv_base64_encode(const void *data, size_t len)
-{
-	size_t n = 4 * ((len + 2) / 3) + 1;
-	char *out;
-
-	if (len > (1u << 30))
-		return NULL;
-	out = malloc(n);
-	if (!out)
-		return NULL;
-	(void)EVP_EncodeBlock((unsigned char *)out, data, (int)len);
-	return out;
-}
-
-int sv_base64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len)
-{
-	size_t pad = 0;
-	unsigned char *out;
-	int n;
-
-	if (len % 4 || len > (1u << 30))
-		return -EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (c == '=') {
-			if (i < len - 2 || (i == len - 2 && s[len - 1] != '='))
-				return -EINVAL;
-			pad++;
-		} else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-			     (c >= '0' && c <= '9') || c == '+' || c == '/'))
-			return -EINVAL;
-	}
-	/* the unused low bits before the padding must be zero: one encoding
-	 * per byte string, as the decoder of tokens has it */
-	if (pad) {
-		char c = s[len - pad - 1];
-		int v = c >= 'A' && c <= 'Z'   ? c - 'A'
-			: c >= 'a' && c <= 'z' ? c - 'a' + 26
-			: c >= '0' && c <= '9' ? c - '0' + 52
-			: c == '+'	       ? 62
-					       : 63;
-
-		if (v & (pad == 1 ? 0x3 : 0xf))
-			return -EINVAL;
-	}
-	out = malloc(len / 4 * 3 + 1);
-	if (!out)
-		return -ENOMEM;
-	n = len ? EVP_DecodeBlock(out, (const unsigned char *)s, (int)len) : 0;
-	if (n < 0 || (size_t)n < pad) {
-		free(out);
-		return -EINVAL;
-	}
-	*ret = out;
-	*ret_len = (size_t)n - pad;
 	return 0;
 }

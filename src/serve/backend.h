@@ -80,7 +80,3 @@ void sv_exec_result_done(sv_exec_result *r);
 /* Runs the exec to the end and gathers its result (for MCP and tests). */
 int sv_exec_run(const char *exe, const char *name, const sv_exec_req *req, size_t max_out,
 		sv_exec_result *ret, sv_error *e);
-
-/* base64 (RFC 4648, with padding) */
-char *sv_base64_encode(const void *data, size_t len);
-int sv_base64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len);

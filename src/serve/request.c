@@ -6,16 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int hexdigit(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+#include "base/hex.h"
 
 /*
  * Percent-decodes s[0..n) into out (NUL-terminated). A decoded NUL is
@@ -34,8 +25,8 @@ static int pct_decode(const char *s, size_t n, bool query, bool segment, char *o
 
 			if (i + 2 >= n)
 				return -EINVAL;
-			h = hexdigit((unsigned char)s[i + 1]);
-			l = hexdigit((unsigned char)s[i + 2]);
+			h = hex_value((unsigned char)s[i + 1]);
+			l = hex_value((unsigned char)s[i + 2]);
 			if (h < 0 || l < 0)
 				return -EINVAL;
 			c = h * 16 + l;
@@ -157,8 +148,8 @@ static int dechunk(const char *buf, size_t len, size_t max_body, char **ret, siz
 	while (i < used) {
 		size_t size = 0;
 
-		while (hexdigit((unsigned char)buf[i]) >= 0)
-			size = size * 16 + (size_t)hexdigit((unsigned char)buf[i++]);
+		while (hex_value((unsigned char)buf[i]) >= 0)
+			size = size * 16 + (size_t)hex_value((unsigned char)buf[i++]);
 		while (buf[i] != '\n')
 			i++;
 		i++;

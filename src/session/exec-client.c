@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The client side of the fixed form of exec (session/exec-wire.h). */
+/* The client side of exec (session/exec-wire.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +24,10 @@ static bool put_str(char *buf, size_t *at, const char *s)
 	return true;
 }
 
-int sx_take_fds(sx_handle *h, bool tty, const int *fds, size_t n)
+/* The fds of an exec's first answer into h: 3 (stdin, stdout, stderr) or,
+ * with tty, 1 (the pty master). -EPROTO (and the fds closed) for another
+ * count. */
+static int take_fds(sx_handle *h, bool tty, const int *fds, size_t n)
 {
 	if (n != (tty ? 1u : 3u)) {
 		fdpass_close(fds, n);
@@ -44,14 +47,15 @@ int sx_exec(const char *name, const sx_req *q, sx_handle *ret, char *why, size_t
 {
 	_cleanup_free_ char *buf = malloc(CTL_MAX_PAYLOAD + 1);
 	_cleanup_close_ int conn = -1;
-	ctl_hdr h = {.type = CTL_EXEC, .flags = q->tty ? CTL_TTY : 0};
+	ctl_hdr h = {.type = CTL_EXEC, .flags = (q->tty ? CTL_TTY : 0) | (q->hold ? SX_HOLD : 0)};
 	int fds[CTL_MAX_FDS];
 	size_t at = 0, n_fds = 0;
 	int r;
 
 	*ret =
 	    (sx_handle){.conn = -1, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .pty_fd = -1};
-	why[0] = '\0';
+	if (why_len)
+		why[0] = '\0';
 	if (!buf)
 		return -ENOMEM;
 	if (!put_str(buf, &at, q->cwd ? q->cwd : ""))
@@ -103,10 +107,17 @@ int sx_exec(const char *name, const sx_req *q, sx_handle *ret, char *why, size_t
 			return -EREMOTEIO;
 		}
 	}
-	r = sx_take_fds(ret, q->tty, fds, n_fds);
+	r = take_fds(ret, q->tty, fds, n_fds);
 	if (r >= 0)
 		ret->conn = TAKE_FD(conn);
 	return r;
+}
+
+int sx_exec_go(const sx_handle *h)
+{
+	ctl_hdr m = {.type = CTL_GO};
+
+	return ctl_send(h->conn, &m, NULL, NULL, 0);
 }
 
 int sx_exec_signal(const sx_handle *h, int sig)
@@ -126,7 +137,7 @@ int sx_exec_wait(sx_handle *h, sx_result *ret)
 
 	memset(ret, 0, sizeof(*ret));
 	/* A CTL_STARTED now is the supervisor's complaint about a later
-	 * message of ours (a signal it refused): not the result. */
+	 * message of ours (a signal or go it refused): not the result. */
 	do
 		r = ctl_recv(h->conn, &m, why, sizeof(why), fds, 0, &n_fds);
 	while (r >= 0 && m.type == CTL_STARTED);

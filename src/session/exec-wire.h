@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The fixed form of an exec on a session's client socket (docs/sessions.md,
- * "The client protocol"): instead of JSON, a client may send its exec as
- * one core/ctl.h message, and is then answered in that form. It is what
- * the small `sandcap exec` front speaks (src/cli/front.c), which carries
- * no JSON library; the supervisor checks it as it checks the JSON form
- * (session/request.h). libc only.
+ * An exec on a session's client socket (docs/sessions.md, "The client
+ * protocol"): one core/ctl.h message, answered in that form. It is the one
+ * form of exec every client speaks (the CLI, sandcap-runc, a daemon that
+ * links the library, and the small `sandcap exec` front, src/cli/front.c,
+ * which carries no JSON library); the supervisor checks it in
+ * session/request.c. The other requests on the socket are JSON. libc only.
  *
- *   request  CTL_EXEC    flags CTL_TTY; value rows << 16 | cols (tty);
- *                        n_argv; payload cwd\0 argv...\0 env...\0
+ *   request  CTL_EXEC    flags CTL_TTY, SX_HOLD; value rows << 16 | cols
+ *                        (tty); n_argv; payload cwd\0 argv...\0 env...\0
  *                        (cwd "" for fs.workdir)
  *   later    CTL_SIGNAL  value: a signal for the command's process group
+ *            CTL_GO      a held exec (SX_HOLD) runs now
  *   answer   CTL_STARTED id, with the fds (stdin's write end, stdout's and
  *                        stderr's read ends; or the pty master); or err (a
  *                        positive errno) and the reason as payload
@@ -27,6 +28,11 @@
 
 #include "core/ctl.h"
 
+/* CTL_EXEC's flags beside CTL_TTY: the fds now, the command on CTL_GO
+ * (sandcap-runc's create and start, docs/oci.md). */
+#define SX_HOLD 2u
+
+/* CTL_EXITED's flags. */
 #define SX_EXEC_WALL	 1u /* limits.exec_wall ended it */
 #define SX_WALL		 2u /* the session's limits.wall ended it */
 #define SX_SESSION_ENDED 4u /* the session ended while it ran */
@@ -38,6 +44,7 @@ typedef struct sx_req {
 	const char *cwd;     /* NULL: the policy's workdir */
 	char *const *env;    /* "KEY=VALUE", NULL-terminated, may be NULL */
 	bool tty;	     /* a pty (opened by the supervisor) instead of pipes */
+	bool hold;	     /* the fds now, the command only on sx_exec_go() */
 	uint16_t rows, cols; /* its first size, with tty */
 } sx_req;
 
@@ -56,14 +63,12 @@ typedef struct sx_result {
 	int err; /* > 0: it could not be started (an errno) */
 } sx_result;
 
-/* The fds of an exec's first answer into h: 3 (stdin, stdout, stderr) or,
- * with tty, 1 (the pty master). -EPROTO (and the fds closed) for another
- * count. */
-int sx_take_fds(sx_handle *h, bool tty, const int *fds, size_t n);
 /* Starts req in session name: 0, or -EREMOTEIO with the supervisor's
- * reason in why (the session refused it), or -errno (-ENOENT: no such
- * session). The fds in *ret are the caller's. */
+ * reason in why (the session refused it; why_len may be 0), or -errno
+ * (-ENOENT: no such session). The fds in *ret are the caller's. */
 int sx_exec(const char *name, const sx_req *req, sx_handle *ret, char *why, size_t why_len);
+/* Runs a command started with hold. */
+int sx_exec_go(const sx_handle *h);
 /* Sends sig to the command's process group. */
 int sx_exec_signal(const sx_handle *h, int sig);
 /* Waits for the result; closes h->conn. */

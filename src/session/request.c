@@ -10,10 +10,11 @@
 
 #include "base/cleanup.h"
 #include "core/ctl.h"
+#include "session/exec-wire.h"
 
+/* The requests in JSON; an exec and what follows it on its connection
+ * (signal, go) are core/ctl.h messages (session/exec-wire.h). */
 static const char *const op_names[_SS_OP_MAX] = {
-    [SS_OP_EXEC] = "exec",
-    [SS_OP_SIGNAL] = "signal",
     [SS_OP_PUT] = "put",
     [SS_OP_GET] = "get",
     [SS_OP_LS] = "ls",
@@ -21,7 +22,6 @@ static const char *const op_names[_SS_OP_MAX] = {
     [SS_OP_STOP] = "stop",
     [SS_OP_WORKSPACE] = "workspace",
     [SS_OP_APPLIED] = "workspace-applied",
-    [SS_OP_GO] = "go",
     [SS_OP_BEGIN] = "begin",
 };
 
@@ -75,7 +75,7 @@ static int check_keys(json_t *o, const char *const *allowed, char *err, size_t l
 	return 0;
 }
 
-/* One "KEY=VALUE" of an exec's env, in either form. */
+/* One "KEY=VALUE" of an exec's env. */
 static int check_env(const char *s, size_t i, char *err, size_t len)
 {
 	const char *eq = strchr(s, '=');
@@ -86,79 +86,6 @@ static int check_env(const char *s, size_t i, char *err, size_t len)
 		if (!(*c == '_' || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
 		      (c > s && *c >= '0' && *c <= '9')))
 			return bad(err, len, "\"env\"[%zu]: a name is [A-Za-z_][A-Za-z0-9_]*", i);
-	return 0;
-}
-
-static int parse_exec(json_t *o, ss_request *r, char *err, size_t len)
-{
-	static const char *const keys[] = {"op",   "argv", "cwd",  "env", "tty",
-					   "hold", "rows", "cols", NULL};
-	json_t *argv = json_object_get(o, "argv"), *env = json_object_get(o, "env"), *v;
-	size_t i, total = 0;
-	int rc = check_keys(o, keys, err, len);
-
-	if (rc < 0)
-		return rc;
-	if (!json_is_array(argv) || json_array_size(argv) == 0 ||
-	    json_array_size(argv) > SS_MAX_ARGV)
-		return bad(err, len, "\"argv\": expected an array of 1 to %u strings", SS_MAX_ARGV);
-	json_array_foreach(argv, i, v)
-	{
-		const char *s = json_string_value(v);
-
-		if (!s || strlen(s) != json_string_length(v))
-			return bad(err, len, "\"argv\"[%zu]: expected a string without NUL", i);
-		r->argv[i] = s;
-		total += json_string_length(v) + 1;
-	}
-	r->n_argv = json_array_size(argv);
-	if (r->argv[0][0] == '\0')
-		return bad(err, len, "\"argv\"[0]: empty command");
-	r->cwd = str_member(o, "cwd", SS_MAX_PATH, false, err, len, &rc);
-	if (rc < 0)
-		return rc;
-	if (!r->cwd)
-		r->cwd = "";
-	total += strlen(r->cwd) + 1;
-	if (env && (!json_is_array(env) || json_array_size(env) > ELEMENTSOF(r->env) - 1))
-		return bad(err, len,
-			   "\"env\": expected an array of at most %zu \"KEY=VALUE\" strings",
-			   ELEMENTSOF(r->env) - 1);
-	json_array_foreach(env, i, v)
-	{
-		const char *s = json_string_value(v);
-
-		if (!s || strlen(s) != json_string_length(v))
-			return bad(err, len, "\"env\"[%zu]: expected \"KEY=VALUE\"", i);
-		rc = check_env(s, i, err, len);
-		if (rc < 0)
-			return rc;
-		r->env[i] = s;
-		total += json_string_length(v) + 1;
-	}
-	r->n_env = env ? json_array_size(env) : 0;
-	if (total > CTL_MAX_PAYLOAD)
-		return bad(err, len, "argv, env and cwd together exceed %u bytes", CTL_MAX_PAYLOAD);
-	v = json_object_get(o, "tty");
-	if (v && !json_is_boolean(v))
-		return bad(err, len, "\"tty\": expected true or false");
-	r->tty = json_is_true(v);
-	v = json_object_get(o, "hold");
-	if (v && !json_is_boolean(v))
-		return bad(err, len, "\"hold\": expected true or false");
-	r->hold = json_is_true(v);
-	for (i = 0; i < 2; i++) {
-		const char *k = i ? "cols" : "rows";
-		json_int_t n;
-
-		v = json_object_get(o, k);
-		if (!v)
-			continue;
-		n = json_integer_value(v);
-		if (!json_is_integer(v) || n < 0 || n > 65535)
-			return bad(err, len, "\"%s\": expected an integer from 0 to 65535", k);
-		*(i ? &r->cols : &r->rows) = (unsigned)n;
-	}
 	return 0;
 }
 
@@ -237,7 +164,6 @@ static int parse_workspace(json_t *o, ss_request *r, char *err, size_t len)
 int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 {
 	static const char *const only_op[] = {"op", NULL};
-	static const char *const signal_keys[] = {"op", "signal", NULL};
 	const char *op = json_string_value(json_object_get(o, "op"));
 	int rc = -EINVAL;
 
@@ -246,22 +172,14 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	if (!json_is_object(o))
 		return bad(err, len, "a request is a JSON object");
 	for (int i = 0; op && i < _SS_OP_MAX; i++)
-		if (strcmp(op, op_names[i]) == 0)
+		if (op_names[i] && strcmp(op, op_names[i]) == 0)
 			r->op = (ss_op)i;
+	if (op && (!strcmp(op, "exec") || !strcmp(op, "signal") || !strcmp(op, "go")))
+		return bad(err, len,
+			   "\"op\": %s is not JSON but a core/ctl.h message (docs/sessions.md, "
+			   "\"The client protocol\")",
+			   op);
 	switch (r->op) {
-	case SS_OP_EXEC:
-		rc = parse_exec(o, r, err, len);
-		break;
-	case SS_OP_SIGNAL: {
-		json_int_t sig = json_integer_value(json_object_get(o, "signal"));
-
-		rc = check_keys(o, signal_keys, err, len);
-		if (rc >= 0 && (sig < 1 || sig >= NSIG))
-			rc = bad(err, len, "\"signal\": expected a signal number from 1 to %d",
-				 NSIG - 1);
-		r->signal = (int)sig;
-		break;
-	}
 	case SS_OP_PUT:
 	case SS_OP_GET:
 	case SS_OP_LS:
@@ -269,7 +187,6 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 		break;
 	case SS_OP_INFO:
 	case SS_OP_STOP:
-	case SS_OP_GO:
 	case SS_OP_BEGIN:
 		rc = check_keys(o, only_op, err, len);
 		break;
@@ -277,12 +194,14 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	case SS_OP_APPLIED:
 		rc = parse_workspace(o, r, err, len);
 		break;
+	case SS_OP_EXEC:
+	case SS_OP_SIGNAL:
+	case SS_OP_GO:
 	case _SS_OP_MAX:
 	case _SS_OP_INVALID:
-		rc = bad(
-		    err, len,
-		    "\"op\": expected one of exec, signal, put, get, ls, info, stop, workspace, "
-		    "workspace-applied, go, begin");
+		rc = bad(err, len,
+			 "\"op\": expected one of put, get, ls, info, stop, workspace, "
+			 "workspace-applied, begin");
 		break;
 	}
 	if (rc < 0)
@@ -291,14 +210,14 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	return 0;
 }
 
-/* The fixed form's exec (session/exec-wire.h): cwd, then n_argv strings of
- * argv, then env; the strings stay in buf. */
+/* An exec (session/exec-wire.h): cwd, then n_argv strings of argv, then
+ * env; the strings stay in buf. */
 static int parse_fixed_exec(const ctl_hdr *h, char *p, ss_request *r, char *err, size_t len)
 {
 	size_t n = 0;
 
-	if (h->flags & ~CTL_TTY)
-		return bad(err, len, "exec: unknown flags %#x", h->flags & ~CTL_TTY);
+	if (h->flags & ~(CTL_TTY | SX_HOLD))
+		return bad(err, len, "exec: unknown flags %#x", h->flags & ~(CTL_TTY | SX_HOLD));
 	if (h->n_argv < 1 || h->n_argv > SS_MAX_ARGV)
 		return bad(err, len, "exec: expected 1 to %u strings of argv", SS_MAX_ARGV);
 	if (h->len > CTL_MAX_PAYLOAD)
@@ -334,6 +253,7 @@ static int parse_fixed_exec(const ctl_hdr *h, char *p, ss_request *r, char *err,
 	if (r->argv[0][0] == '\0')
 		return bad(err, len, "\"argv\"[0]: empty command");
 	r->tty = h->flags & CTL_TTY;
+	r->hold = h->flags & SX_HOLD;
 	if (r->tty) {
 		r->rows = (uint32_t)h->value >> 16;
 		r->cols = (uint32_t)h->value & 0xffff;
@@ -341,7 +261,7 @@ static int parse_fixed_exec(const ctl_hdr *h, char *p, ss_request *r, char *err,
 	return 0;
 }
 
-int ss_request_parse_fixed(char *buf, size_t n, ss_request *r, char *err, size_t len)
+int ss_request_parse_ctl(char *buf, size_t n, ss_request *r, char *err, size_t len)
 {
 	ctl_hdr h;
 	int rc;
@@ -365,9 +285,15 @@ int ss_request_parse_fixed(char *buf, size_t n, ss_request *r, char *err, size_t
 		rc = h.len || h.flags || h.n_argv || h.value < 1 || h.value >= NSIG
 			 ? bad(err, len, "signal: expected a signal number from 1 to %d", NSIG - 1)
 			 : 0;
+	} else if (h.type == CTL_GO) {
+		r->op = SS_OP_GO;
+		rc = h.len || h.flags || h.n_argv || h.value
+			 ? bad(err, len, "go: no value, flags or payload")
+			 : 0;
 	} else {
-		rc = bad(err, len, "expected an exec (%d) or signal (%d) message, not type %u",
-			 CTL_EXEC, CTL_SIGNAL, h.type);
+		rc = bad(err, len,
+			 "expected an exec (%d), signal (%d) or go (%d) message, not type %u",
+			 CTL_EXEC, CTL_SIGNAL, CTL_GO, h.type);
 	}
 	if (rc < 0)
 		return rc;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A client's request to a session's supervisor, checked (docs/sessions.md,
- * "The client protocol"). The parser is pure and fuzzed
+ * "The client protocol"): an exec and what follows it on its connection
+ * as core/ctl.h messages (session/exec-wire.h), every other request as one
+ * JSON object. The parsers are pure and fuzzed
  * (tests/fuzz/fuzz-session-request.c).
  */
 #pragma once
@@ -13,8 +15,8 @@
 #include <stdint.h>
 
 typedef enum ss_op {
-	SS_OP_EXEC,
-	SS_OP_SIGNAL,
+	SS_OP_EXEC,   /* CTL_EXEC */
+	SS_OP_SIGNAL, /* CTL_SIGNAL, on an exec's connection */
 	SS_OP_PUT,
 	SS_OP_GET,
 	SS_OP_LS,
@@ -22,7 +24,7 @@ typedef enum ss_op {
 	SS_OP_STOP,
 	SS_OP_WORKSPACE, /* a live cow workspace: its meta and its upper layer */
 	SS_OP_APPLIED,	 /* a client applied it: the new epoch, for the record */
-	SS_OP_GO,	 /* on a held exec's connection: run it now */
+	SS_OP_GO,	 /* CTL_GO, on a held exec's connection: run it now */
 	SS_OP_BEGIN,	 /* a pooled session is handed out: its limits start */
 	_SS_OP_MAX,
 	_SS_OP_INVALID = -EINVAL,
@@ -34,14 +36,14 @@ typedef enum ss_op {
 
 typedef struct ss_request {
 	ss_op op;
-	/* exec: strings borrowed from root */
+	/* exec: strings borrowed from raw */
 	const char *argv[SS_MAX_ARGV + 1];
 	size_t n_argv;
 	const char *env[256 + 1]; /* "KEY=VALUE" */
 	size_t n_env;
 	const char *cwd; /* "" for the workdir */
 	bool tty;
-	bool hold; /* answer with the fds now, run the command on "go" */
+	bool hold; /* answer with the fds now, run the command on CTL_GO */
 	unsigned rows, cols;
 	/* signal */
 	int signal;
@@ -54,15 +56,15 @@ typedef struct ss_request {
 	uint64_t paths, conflicts, changed;
 	bool forced;
 	const char *record; /* the apply's own log */
-	json_t *root;	    /* owns the strings */
-	char *raw;	    /* or, in the fixed form, this buffer (malloc'd) */
+	json_t *root;	    /* a JSON request: owns its strings */
+	char *raw;	    /* a ctl message: this buffer (malloc'd) owns them */
 } ss_request;
 
-/* Checks o and fills *ret (which takes a reference on o). On error, -EINVAL
- * and a message in err naming the member. */
+/* Checks a JSON request o and fills *ret (which takes a reference on o).
+ * On error, -EINVAL and a message in err naming the member. */
 int ss_request_parse(json_t *o, ss_request *ret, char *err, size_t err_len);
-/* The same for a request in the fixed form (session/exec-wire.h): n bytes
- * of buf, a ctl_hdr and its payload. On success *ret owns buf (freed by
+/* The same for an exec, signal or go (session/exec-wire.h): n bytes of
+ * buf, a ctl_hdr and its payload. On success *ret owns buf (freed by
  * ss_request_done()); on error buf stays the caller's. */
-int ss_request_parse_fixed(char *buf, size_t n, ss_request *ret, char *err, size_t err_len);
+int ss_request_parse_ctl(char *buf, size_t n, ss_request *ret, char *err, size_t err_len);
 void ss_request_done(ss_request *r);

@@ -55,12 +55,12 @@ typedef struct ss_conn {
 	bool wall_hit; /* limits.exec_wall killed it */
 	uint64_t oom0; /* the cgroup's OOM kills when it started (UINT64_MAX: unknown) */
 	bool done;     /* CTL_DONE came (file operations) */
-	bool fixed;    /* the client speaks the fixed form (session/exec-wire.h) */
+	bool fixed;    /* its requests are ctl messages: an exec (session/exec-wire.h) */
 	int done_err;
 	uint64_t bytes;
 	char *path; /* file operations, for the record */
-	/* A held exec ("hold"): its message to pid 1 and the sandbox's ends
-	 * of its fds, sent on "go". */
+	/* A held exec (SX_HOLD): its message to pid 1 and the sandbox's ends
+	 * of its fds, sent on CTL_GO. */
 	char *held;
 	ctl_hdr held_hdr;
 	int held_fds[3];
@@ -315,7 +315,7 @@ static void finish_exec(ss_server *s, ss_conn *c, int status, bool timed_out, in
 {
 	uint64_t ms = (now_ns() - c->t0) / 1000000ULL;
 	int code, sig = 0;
-	json_t *hits = json_array(), *o;
+	json_t *hits = json_array();
 	bool oom;
 
 	if (err) {
@@ -356,15 +356,7 @@ static void finish_exec(ss_server *s, ss_conn *c, int status, bool timed_out, in
 		       (int)c->pid, "status", code, "signal", sig ? json_integer(sig) : json_null(),
 		       "duration_ms", (json_int_t)ms, "limits_hit", hits, "session_ended",
 		       status < 0 && !err));
-	o = c->fixed ? NULL
-		     : json_pack("{s:i, s:o, s:O, s:I}", "exit_code", code, "signal",
-				 sig ? json_integer(sig) : json_null(), "limits_hit", hits,
-				 "duration_ms", (json_int_t)ms);
-	if (o && status < 0 && !err)
-		(void)json_object_set_new(o, "session_ended", json_true());
-	if (o && err)
-		(void)json_object_set_new(o, "error", json_string(strerror(err)));
-	if (c->fixed && c->fd >= 0) {
+	if (c->fd >= 0) {
 		ctl_hdr h = {.type = CTL_EXITED,
 			     .id = c->id,
 			     .value = code,
@@ -376,10 +368,7 @@ static void finish_exec(ss_server *s, ss_conn *c, int status, bool timed_out, in
 			     .bytes = ms};
 
 		(void)ctl_send(c->fd, &h, NULL, NULL, 0);
-	} else if (o && c->fd >= 0) {
-		(void)ss_send(c->fd, o, NULL, 0);
 	}
-	json_decref(o);
 	json_decref(hits);
 }
 
@@ -446,6 +435,7 @@ static void handle_ctl(ss_server *s, int flags)
 		case CTL_GET:
 		case CTL_LIST:
 		case CTL_SIGNAL:
+		case CTL_GO:
 		case _CTL_TYPE_MAX:
 			break;
 		}
@@ -549,7 +539,7 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 		     .id = c->id,
 		     .flags = q->tty ? CTL_TTY : 0,
 		     .n_argv = (uint32_t)q->n_argv};
-	json_t *o, *env_names;
+	json_t *env_names;
 	int r;
 
 	payload = exec_payload(q, &len);
@@ -599,14 +589,10 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 			return r;
 		}
 	}
-	if (c->fixed) {
+	{
 		ctl_hdr a = {.type = CTL_STARTED, .id = c->id};
 
 		r = ctl_send(c->fd, &a, NULL, out_fds, n);
-	} else {
-		o = json_pack("{s:b, s:I}", "ok", 1, "id", (json_int_t)c->id);
-		r = o ? ss_send(c->fd, o, out_fds, n) : -ENOMEM;
-		json_decref(o);
 	}
 	close_all(out_fds, 3);
 	c->state = C_EXEC;
@@ -744,8 +730,8 @@ static void serve_workspace(ss_server *s, ss_conn *c, const ss_request *q)
 /*
  * The next request on c into *q: 1, or 0 when nothing is there yet, or
  * -EPIPE at the client's end, or -EINVAL with a message in err for what
- * is not a request (not one JSON object or one fixed-form message, or one
- * that does not check). A connection keeps the form of its first request.
+ * is not a request (not one JSON object or one ctl message, or one that
+ * does not check). A connection keeps the form of its first request.
  */
 static int conn_read(ss_conn *c, ss_request *q, char *err, size_t len)
 {
@@ -778,7 +764,7 @@ static int conn_read(ss_conn *c, ss_request *q, char *err, size_t len)
 		return -EINVAL;
 	}
 	if (fixed) {
-		r = ss_request_parse_fixed(buf, (size_t)n, q, err, len);
+		r = ss_request_parse_ctl(buf, (size_t)n, q, err, len);
 		if (r >= 0)
 			buf = NULL; /* q's now */
 		return r < 0 ? r : 1;
@@ -914,7 +900,7 @@ static void handle_running(ss_server *s, ss_conn *c)
 		if (!c->held) /* a held command does not run yet */
 			(void)ctl_signal(s, c->id, q->signal);
 	} else
-		conn_error(c, "bad_request", "only {\"op\": \"signal\"} while it runs");
+		conn_error(c, "bad_request", "only a signal (or go) while it runs");
 	if (r > 0)
 		ss_request_done(q);
 }

@@ -18,7 +18,6 @@
 
 #include "base/diag.h"
 #include "policy/plan.h"
-#include "session/exec-wire.h"
 #include "session/locate.h"
 
 #define SC_SESSION_MAX_ENV 256
@@ -64,38 +63,8 @@ int sc_session_request(const char *name, json_t *req, int *ret_conn, json_t **re
 /* The next message on a connection (a result, after an exec or file op). */
 int sc_session_recv(int conn, json_t **ret_msg);
 
-typedef struct sc_exec_req {
-	char *const *argv;
-	const char *cwd;	   /* NULL: the policy's workdir */
-	char *const *env;	   /* "KEY=VALUE", NULL-terminated, may be NULL */
-	bool tty;		   /* a pty (allocated by the supervisor) instead of pipes */
-	bool hold;		   /* the fds now, the command only on sc_session_exec_go() */
-	unsigned short rows, cols; /* its first size, with tty */
-} sc_exec_req;
-
-/* conn (the result comes on it), stdin_fd (write end; close it for end of
- * file), stdout_fd and stderr_fd (read ends), or with tty pty_fd alone (the
- * master): as the fixed form's (session/exec-wire.h). */
-typedef sx_handle sc_exec_handle;
-
-/* Starts a command; the fds are the caller's to close. Closing conn
- * before the result kills the command. */
-int sc_session_exec(const char *name, const sc_exec_req *req, sc_exec_handle *ret);
-/* Runs a command started with hold. */
-int sc_session_exec_go(const sc_exec_handle *h);
-/* Sends sig to the command's process group. */
-int sc_session_exec_signal(const sc_exec_handle *h, int sig);
-
-typedef struct sc_exec_result {
-	int exit_code; /* as `sandcap run`: 128+N for signal N, 124 for limits.exec_wall */
-	int signal;    /* 0 when it exited */
-	bool exec_wall_hit, wall_hit, session_ended;
-	uint64_t duration_ms;
-	json_t *limits_hit; /* array of strings, the caller's */
-} sc_exec_result;
-
-/* Waits for the command's end; closes h->conn. */
-int sc_session_exec_wait(sc_exec_handle *h, sc_exec_result *ret);
+/* A command in a session: session/exec-wire.h (sx_exec() and the rest),
+ * the one form of exec on the socket. */
 
 /* File operations, done inside the sandbox by a process under its walls:
  * put copies data_fd to PATH (created with mode, truncated), get copies

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/cleanup.h"
 #include "base/diag.h"
 #include "base/io.h"
@@ -78,97 +79,16 @@ static void fmt_time(time_t t, char *buf, size_t size)
 		snprintf(buf, size, "%lld", (long long)t);
 }
 
-/* ---- base64url, no padding, canonical only ---- */
+/* ---- base64url (base/base64.h) ---- */
 
-static const char b64_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static int b64_value(unsigned char ch)
+/* A malloc'd encoding, or NULL. */
+static char *b64url_dup(const uint8_t *in, size_t len)
 {
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '-')
-		return 62;
-	if (ch == '_')
-		return 63;
-	return -1;
-}
+	char *out = len <= SIZE_MAX / 2 ? malloc(B64URL_LEN(len) + 1) : NULL;
 
-static char *b64url_encode(const uint8_t *in, size_t len)
-{
-	size_t out_len, o = 0, i;
-	char *out;
-
-	if (len > SIZE_MAX / 4 - 4)
-		return NULL;
-	out_len = (len / 3) * 4 + (len % 3 ? len % 3 + 1 : 0);
-	out = malloc(out_len + 1);
-	if (!out)
-		return NULL;
-	for (i = 0; i + 2 < len; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-
-		out[o++] = b64_alphabet[v >> 18 & 63];
-		out[o++] = b64_alphabet[v >> 12 & 63];
-		out[o++] = b64_alphabet[v >> 6 & 63];
-		out[o++] = b64_alphabet[v & 63];
-	}
-	if (len - i == 1) {
-		uint32_t v = (uint32_t)in[i] << 16;
-
-		out[o++] = b64_alphabet[v >> 18 & 63];
-		out[o++] = b64_alphabet[v >> 12 & 63];
-	} else if (len - i == 2) {
-		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
-
-		out[o++] = b64_alphabet[v >> 18 & 63];
-		out[o++] = b64_alphabet[v >> 12 & 63];
-		out[o++] = b64_alphabet[v >> 6 & 63];
-	}
-	out[o] = '\0';
+	if (out)
+		(void)b64url_encode(in, len, out);
 	return out;
-}
-
-/*
- * Strict: only the url alphabet, no padding, and the unused low bits of the
- * last character must be zero, so that each byte string has exactly one
- * encoding. The result is NUL-terminated (not counted in *ret_len).
- */
-static int b64url_decode(const char *in, size_t len, uint8_t **ret, size_t *ret_len)
-{
-	_cleanup_free_ uint8_t *out = NULL;
-	uint32_t acc = 0;
-	unsigned bits = 0;
-	size_t o = 0;
-
-	if (len % 4 == 1)
-		return -EBADMSG;
-	out = malloc(len / 4 * 3 + 3);
-	if (!out)
-		return -ENOMEM;
-	for (size_t i = 0; i < len; i++) {
-		int v = b64_value((unsigned char)in[i]);
-
-		if (v < 0)
-			return -EBADMSG;
-		acc = acc << 6 | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (uint8_t)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
-	}
-	if (acc != 0)
-		return -EBADMSG; /* non-zero padding bits: not the canonical encoding */
-	out[o] = '\0';
-	*ret_len = o;
-	*ret = TAKE_PTR(out);
-	return 0;
 }
 
 /* ---- HMAC chain ---- */
@@ -233,7 +153,7 @@ static int split(const char *token, tk_split *s, sc_diag *d)
 				       "length",
 				       s->n + 1);
 		for (size_t i = 0; i < n; i++)
-			if (b64_value((unsigned char)p[i]) < 0)
+			if (!b64url_is_char((unsigned char)p[i]))
 				return tk_fail(d, -EBADMSG,
 					       "malformed token: segment %zu has a character "
 					       "outside base64url",
@@ -644,13 +564,13 @@ int tk_mint(const sc_plan *plan, const uint8_t key[TK_KEY_LEN], const char *id, 
 	cj = json_dumps(claims, JSON_COMPACT | JSON_SORT_KEYS);
 	if (!cj)
 		return -ENOMEM;
-	c64 = b64url_encode((const uint8_t *)cj, strlen(cj));
+	c64 = b64url_dup((const uint8_t *)cj, strlen(cj));
 	if (!c64)
 		return -ENOMEM;
 	r = hmac(key, TK_KEY_LEN, c64, strlen(c64), sig);
 	if (r < 0)
 		return tk_fail(reterr_diag, r, "cannot compute HMAC-SHA256");
-	s64 = b64url_encode(sig, sizeof(sig));
+	s64 = b64url_dup(sig, sizeof(sig));
 	explicit_bzero(sig, sizeof(sig));
 	if (!s64)
 		return -ENOMEM;
@@ -802,7 +722,7 @@ int tk_attenuate(const char *token, const char *fragment, size_t fragment_len, t
 		}
 	}
 	cj = json_dumps(cav, JSON_COMPACT | JSON_SORT_KEYS);
-	c64 = cj ? b64url_encode((const uint8_t *)cj, strlen(cj)) : NULL;
+	c64 = cj ? b64url_dup((const uint8_t *)cj, strlen(cj)) : NULL;
 	if (!c64) {
 		r = -ENOMEM;
 		goto out;
@@ -813,7 +733,7 @@ int tk_attenuate(const char *token, const char *fragment, size_t fragment_len, t
 		r = tk_fail(reterr_diag, r, "cannot compute HMAC-SHA256");
 		goto out;
 	}
-	s64 = b64url_encode(sig, sizeof(sig));
+	s64 = b64url_dup(sig, sizeof(sig));
 	explicit_bzero(sig, sizeof(sig));
 	if (!s64) {
 		r = -ENOMEM;

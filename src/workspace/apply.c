@@ -28,9 +28,6 @@
 #include "compat/syscalls.h"
 #include "workspace/ws-internal.h"
 
-#define APPLY_RESOLVE                                                                              \
-	(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
-
 void ws_apply_result_done(ws_apply_result *r)
 {
 	for (size_t i = 0; i < r->n; i++)
@@ -45,32 +42,10 @@ void ws_apply_result_done(ws_apply_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* The directory holding rel (below root), and rel's last component. */
-int ws_open_parent(int root, const char *rel, const char **ret_base)
-{
-	struct sc_open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-				  .resolve = APPLY_RESOLVE};
-	const char *slash = strrchr(rel, '/');
-	char parent[PATH_MAX];
-	int fd;
-
-	*ret_base = slash ? slash + 1 : rel;
-	if (!slash) {
-		fd = fcntl(root, F_DUPFD_CLOEXEC, 0);
-		return fd < 0 ? -errno : fd;
-	}
-	if ((size_t)(slash - rel) >= sizeof(parent))
-		return -ENAMETOOLONG;
-	memcpy(parent, rel, (size_t)(slash - rel));
-	parent[slash - rel] = '\0';
-	fd = sys_openat2(root, parent, &how);
-	return fd < 0 ? -errno : fd;
-}
-
 static int open_upper(int upper, const char *rel, int flags)
 {
 	struct sc_open_how how = {.flags = (uint64_t)flags | O_NOFOLLOW | O_CLOEXEC,
-				  .resolve = APPLY_RESOLVE};
+				  .resolve = WS_RESOLVE};
 	int fd = sys_openat2(upper, rel, &how);
 
 	return fd < 0 ? -errno : fd;
@@ -120,7 +95,7 @@ static int host_deleted(int root, const char *rel, const struct timespec *epoch)
 		return -ENAMETOOLONG;
 	for (char *slash; (slash = strrchr(dir, '/'));) {
 		struct sc_open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-					  .resolve = APPLY_RESOLVE};
+					  .resolve = WS_RESOLVE};
 		_cleanup_close_ int fd = -1;
 
 		*slash = '\0';

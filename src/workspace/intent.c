@@ -6,10 +6,10 @@
  * the next apply resumes from it: the paths it lists may have been written
  * by that apply, so its own directories are not conflicts (apply.c).
  *
- * STATE/workspaces/.intents/ID (a name ws_list() never takes for a
- * workspace): "sandcap-apply-intent-1", the apply's log, then one entry a
- * path, a flag byte then the path's bytes as they are, each NUL-terminated
- * (paths are the agent's bytes: no encoding could hold them all).
+ * STATE/workspaces/.intents/ID (store.c keeps the place):
+ * "sandcap-apply-intent-1", the apply's log, then one entry a path, a flag
+ * byte then the path's bytes as they are, each NUL-terminated (paths are
+ * the agent's bytes: no encoding could hold them all).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,6 @@
 #include "workspace/ws-internal.h"
 
 #define INTENT_MAGIC "sandcap-apply-intent-1"
-#define INTENT_DIR   ".intents"
 #define INTENT_MAX   ((size_t)WS_MAX_CHANGES * 64u) /* bytes of one intent file */
 
 void ws_intent_done(ws_intent *t)
@@ -122,30 +121,6 @@ int ws_intent_build(const ws_changes *ch, char *const *conflicts, size_t n_confl
 	return 0;
 }
 
-static int intents_dir(const char *state_dir, bool create)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/workspaces/" INTENT_DIR, state_dir) >=
-	    sizeof(path))
-		return -ENAMETOOLONG;
-	if (create) {
-		/* A live session's workspace is not under STATE/workspaces,
-		 * which may not exist yet. */
-		char *slash = strrchr(path, '/');
-
-		*slash = '\0';
-		if (mkdir(path, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*slash = '/';
-		if (mkdir(path, 0700) < 0 && errno != EEXIST)
-			return -errno;
-	}
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
 int ws_intent_parse(const char *buf, size_t len, ws_intent *ret)
 {
 	ws_intent t = {0};
@@ -190,7 +165,7 @@ int ws_intent_load(const char *state_dir, const char *id, ws_intent *ret)
 
 	if (!ws_id_valid(id))
 		return -EINVAL;
-	dir = intents_dir(state_dir, false);
+	dir = ws_intents_dir(state_dir, false);
 	if (dir < 0)
 		return dir;
 	r = io_read_file_at(dir, id, INTENT_MAX, &buf, &len);
@@ -205,7 +180,7 @@ int ws_intent_store(const char *state_dir, const char *id, const ws_intent *t)
 
 	if (!ws_id_valid(id))
 		return -EINVAL;
-	dir = intents_dir(state_dir, true);
+	dir = ws_intents_dir(state_dir, true);
 	if (dir < 0)
 		return dir;
 	snprintf(tmp, sizeof(tmp), "%s.new", id);
@@ -229,18 +204,4 @@ int ws_intent_store(const char *state_dir, const char *id, const ws_intent *t)
 	if (r < 0)
 		(void)unlinkat(dir, tmp, 0);
 	return r;
-}
-
-int ws_intent_remove(const char *state_dir, const char *id)
-{
-	_cleanup_close_ int dir = -1;
-
-	if (!ws_id_valid(id))
-		return -EINVAL;
-	dir = intents_dir(state_dir, false);
-	if (dir == -ENOENT)
-		return 0;
-	if (dir < 0)
-		return dir;
-	return unlinkat(dir, id, 0) < 0 && errno != ENOENT ? -errno : 0;
 }

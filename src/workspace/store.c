@@ -25,6 +25,7 @@
 #include "base/diag.h"
 #include "base/io.h"
 #include "base/sha256.h"
+#include "compat/syscalls.h"
 #include "workspace/ws-internal.h"
 
 bool ws_id_valid(const char *id)
@@ -405,6 +406,27 @@ int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *link
 		r = -errno;
 	closedir(d);
 	return r;
+}
+
+int ws_open_parent(int root, const char *rel, const char **ret_base)
+{
+	struct sc_open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+				  .resolve = WS_RESOLVE};
+	const char *slash = strrchr(rel, '/');
+	char parent[PATH_MAX];
+	int fd;
+
+	*ret_base = slash ? slash + 1 : rel;
+	if (!slash) {
+		fd = fcntl(root, F_DUPFD_CLOEXEC, 0);
+		return fd < 0 ? -errno : fd;
+	}
+	if ((size_t)(slash - rel) >= sizeof(parent))
+		return -ENAMETOOLONG;
+	memcpy(parent, rel, (size_t)(slash - rel));
+	parent[slash - rel] = '\0';
+	fd = sys_openat2(root, parent, &how);
+	return fd < 0 ? -errno : fd;
 }
 
 int ws_remove_at(int dir, const char *name, unsigned depth)
@@ -809,4 +831,44 @@ int ws_discard(const char *state_dir, const char *id, sc_diag *d)
 		return diag_fail(d, r, "workspace", "cannot remove workspace %s: %s", id,
 				 strerror(-r));
 	return 0;
+}
+
+/* ---- the intents of applies (their format: intent.c) ---- */
+
+int ws_intents_dir(const char *state_dir, bool create)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/workspaces/" WS_INTENT_DIR, state_dir) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
+	if (create) {
+		/* A live session's workspace is not under STATE/workspaces,
+		 * which may not exist yet. */
+		char *slash = strrchr(path, '/');
+
+		*slash = '\0';
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*slash = '/';
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int ws_intent_remove(const char *state_dir, const char *id)
+{
+	_cleanup_close_ int dir = -1;
+
+	if (!ws_id_valid(id))
+		return -EINVAL;
+	dir = ws_intents_dir(state_dir, false);
+	if (dir == -ENOENT)
+		return 0;
+	if (dir < 0)
+		return dir;
+	return unlinkat(dir, id, 0) < 0 && errno != ENOENT ? -errno : 0;
 }

@@ -34,6 +34,12 @@ void ws_links_done(ws_links *l);
 const ws_link *ws_links_find(const ws_links *l, uint64_t ino);
 int ws_links_add(ws_links *l, uint64_t ino, const char *rel, const char *sha256);
 
+/* STATE/workspaces/.intents: what applies set out to do (intent.c), a
+ * name ws_list() never takes for a workspace. Created (and its parent)
+ * with create. */
+#define WS_INTENT_DIR ".intents"
+int ws_intents_dir(const char *state_dir, bool create);
+
 /* STATE/workspaces/ID, created 0700; -EEXIST when it exists. */
 int ws_store_new(const char *state_dir, const char *id, int *ret_dir, sc_diag *reterr_diag);
 /* Subtrees not kept (their paths too long to apply, or no descriptor
@@ -54,8 +60,11 @@ int ws_copy_tree(int src, int dst, int dst_root, const char *rel, ws_links *link
 		 uint64_t *files, uint64_t *bytes);
 /* Raises the soft limit of open files to the hard one. */
 void ws_raise_nofile(void);
-/* The directory holding rel below root (RESOLVE_BENEATH, no symlink, no
- * mount crossed) and rel's last component. */
+/* How a name of the upper layer is resolved below a root: never a symlink
+ * or a mount crossed (apply.c). */
+#define WS_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+/* The directory holding rel below root (WS_RESOLVE) and rel's last
+ * component. */
 int ws_open_parent(int root, const char *rel, const char **ret_base);
 /* Removes STATE/workspaces/ID, whatever it holds (meta.json or not). */
 int ws_discard_dir(const char *state_dir, const char *id);

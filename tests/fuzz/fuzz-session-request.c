@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the requests a session's supervisor reads from its
- * clients (src/session/request.c), in either form, as conn_read() tells
- * them apart: a datagram starting with '{' is one JSON object (duplicates
- * refused, at most SS_MAX_MSG), anything else the fixed form
- * (session/exec-wire.h); then the checks, then what the supervisor relies
- * on when it builds pid 1's message from an exec.
+ * clients (src/session/request.c), as conn_read() tells them apart: a
+ * datagram starting with '{' is one JSON object (duplicates refused, at
+ * most SS_MAX_MSG), anything else a core/ctl.h message (an exec, a signal
+ * or go: session/exec-wire.h); then the checks, then what the supervisor
+ * relies on when it builds pid 1's message from an exec.
  */
 #include <jansson.h>
 #include <signal.h>
@@ -40,6 +40,9 @@ static void check(const ss_request *q)
 	}
 	if (q->op == SS_OP_SIGNAL && (q->signal < 1 || q->signal >= NSIG))
 		abort();
+	/* JSON carries no exec, nor what follows one. */
+	if (q->root && (q->op == SS_OP_EXEC || q->op == SS_OP_SIGNAL || q->op == SS_OP_GO))
+		abort();
 	if ((q->op == SS_OP_PUT || q->op == SS_OP_GET || q->op == SS_OP_LS) &&
 	    (!q->path || !q->path[0]))
 		abort();
@@ -60,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		memcpy(buf, data, size);
 		buf[size] = '\0';
-		if (ss_request_parse_fixed(buf, size, &q, err, sizeof(err)) >= 0) {
+		if (ss_request_parse_ctl(buf, size, &q, err, sizeof(err)) >= 0) {
 			check(&q);
 			ss_request_done(&q); /* frees buf */
 		} else {

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/rules.h"
+#include "base/path.h"
+#include "policy/http-path.h"
 
 #define FUZZ_MAX_PATH 16384u
 
@@ -49,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > FUZZ_MAX_PATH)
 		return 0;
-	r = px_path_normalise((const char *)data, size, out, sizeof(out), &reason);
+	r = http_path_normalise((const char *)data, size, out, sizeof(out), &reason);
 	if (r == -EINVAL) {
 		if (!reason)
 			abort();
@@ -58,10 +59,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r < 0)
 		abort(); /* the output is never longer than the input plus "/" */
 	check_normal(out, (size_t)r);
-	r2 = px_path_normalise(out, (size_t)r, again, sizeof(again), &reason);
+	r2 = http_path_normalise(out, (size_t)r, again, sizeof(again), &reason);
 	if (r2 != r || memcmp(out, again, (size_t)r) != 0)
 		abort();
-	if (!px_path_under(out, out) || !px_path_under(out, "/"))
+	if (!path_is_under(out, out) || !path_is_under(out, "/"))
 		abort();
 	return 0;
 }

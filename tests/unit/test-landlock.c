@@ -123,7 +123,7 @@ static int c_connect_proxy_port(void)
 {
 	/* Nothing need listen there: refused by the stack is fine, refused by
 	 * Landlock (EACCES) is not. */
-	return tcp_connect(PX_LISTEN_PORT) == 0 || errno != EACCES ? 0 : 3;
+	return tcp_connect(PLAN_PROXY_PORT) == 0 || errno != EACCES ? 0 : 3;
 }
 static int c_connect_other_allowed(void)
 {

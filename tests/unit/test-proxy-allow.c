@@ -464,8 +464,30 @@ static void test_record(void)
 	json_decref(back);
 
 	px_record_start(&r, buf, sizeof(buf), "net.request");
-	px_record_str(&r, "path", "/caf\xc3\xa9");
-	ok(px_record_end(&r) == -EINVAL, "record: a byte >= 0x80 is left to jansson");
+	px_record_str(&r, "path", "/caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+	n = px_record_end(&r);
+	d = json_pack("{s:s}", "path", "/caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+	root = json_pack("{s:s, s:o}", "event", "net.request", "data", d);
+	want = json_dumps(root, JSON_COMPACT);
+	ok(n > 0 && want && strcmp(buf, want) == 0, "record: UTF-8 as json_dumps writes it");
+	free(want);
+	json_decref(root);
+	/* a lone continuation byte, an overlong "/", a surrogate, a cut sequence */
+	px_record_start(&r, buf, sizeof(buf), "net.request");
+	px_record_str(&r, "path",
+		      "/a\x80"
+		      "b\xc0\xaf"
+		      "c\xed\xa0\x80"
+		      "d\xe2\x82");
+	n = px_record_end(&r);
+	ok(n > 0 &&
+	       strstr(buf, "\"/a\\ufffdb\\ufffd\\ufffdc\\ufffd\\ufffd\\ufffdd\\ufffd\\ufffd\"") &&
+	       px_event_parse(buf, (size_t)n, &name, &back) == 0,
+	   "record: what is not UTF-8 is U+FFFD, byte by byte, and the record is kept");
+	free(name);
+	json_decref(back);
+	name = NULL;
+	back = NULL;
 	px_record_start(&r, small, sizeof(small), "net.request");
 	px_record_str(&r, "path", "/a-path-longer-than-the-buffer");
 	ok(px_record_end(&r) == -EINVAL, "record: longer than its buffer fails, not cut");
@@ -510,6 +532,29 @@ static void test_event_queue(void)
 		json_decref(data);
 	}
 	ok(got == 200, "every queued event arrives, in order, and validates");
+	{
+		char big[PX_EVENT_MAX_BYTES + 64], rbuf[PX_EVENT_MAX_BYTES + 1];
+		char *name = NULL;
+		json_t *data = NULL;
+		px_record r;
+		ssize_t n;
+
+		/* one too long for a datagram: counted, and the count sent with the next */
+		memset(big, 'a', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		px_record_start(&r, rbuf, sizeof(rbuf), "net.request");
+		px_record_str(&r, "path", big);
+		ok(px_events_emit_record(e, &r) == 0, "a record too long is dropped, not cut");
+		px_record_start(&r, rbuf, sizeof(rbuf), "net.request");
+		px_record_str(&r, "method", "GET");
+		ok(px_events_emit_record(e, &r) == 0 && px_events_sync(e) == 0, "the next is sent");
+		n = recv(sv[1], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		ok(n > 0 && px_event_parse(buf, (size_t)n, &name, &data) == 0 &&
+		       json_integer_value(json_object_get(data, "events_dropped")) == 1,
+		   "with \"events_dropped\": 1");
+		free(name);
+		json_decref(data);
+	}
 	close(sv[1]);
 	ok(px_events_emit(e, "limit.hit", json_pack("{s:s}", "limit", "rate")) == -EPIPE,
 	   "emit after the supervisor is gone: -EPIPE");

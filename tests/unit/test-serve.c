@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* TAP tests for the API daemon's pure parts: requests, the sessions table,
- * exec requests and results, base64, and the MCP message handling. */
+ * exec requests and results, and the MCP message handling. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -144,24 +144,6 @@ static void test_body_bounds(void)
 	ok(feed_chunked(tiny, 65536, SV_MAX_BODY, &p) == -413 && p.data < SV_MAX_CHUNK_FRAMING,
 	   "chunks of one byte each: refused once their framing passes 1 MiB");
 	free(tiny);
-}
-
-static void test_base64(void)
-{
-	unsigned char *d = NULL;
-	size_t n = 0;
-	char *e = sv_base64_encode("hi!!", 4);
-
-	ok(e && !strcmp(e, "aGkhIQ=="), "base64 encodes with padding");
-	ok(sv_base64_decode(e, strlen(e), &d, &n) == 0 && n == 4 && !memcmp(d, "hi!!", 4),
-	   "and decodes back");
-	free(d);
-	free(e);
-	ok(sv_base64_decode("aGk", 3, &d, &n) < 0, "a length not a multiple of 4 refused");
-	ok(sv_base64_decode("a=Gk", 4, &d, &n) < 0, "padding inside refused");
-	ok(sv_base64_decode("aG*k", 4, &d, &n) < 0, "a character outside the alphabet refused");
-	ok(sv_base64_decode("", 0, &d, &n) == 0 && n == 0, "empty is empty");
-	free(d);
 }
 
 static void test_exec_req(void)
@@ -409,7 +391,6 @@ int main(void)
 {
 	test_requests();
 	test_body_bounds();
-	test_base64();
 	test_exec_req();
 	test_exec_result();
 	test_table();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests (TAP) for what a session's supervisor and clients parse: the
- * client requests in both forms (src/session/request.c), the strings of
+ * client requests, JSON and exec messages (src/session/request.c), the strings of
  * pid 1's channel (core/ctl.c), listing records and session names
  * (src/session/), and the exec front's base64 (base/base64.c).
  */
@@ -16,6 +16,7 @@
 
 #include "base/base64.h"
 #include "core/ctl.h"
+#include "session/exec-wire.h"
 #include "session/request.h"
 #include "session/session.h"
 #include "tap.h"
@@ -59,64 +60,26 @@ static void bad(const char *json, const char *msg)
 
 static void requests(void)
 {
-	char err[256], *big;
-	size_t n;
+	char err[256];
 
-	good("{\"op\": \"exec\", \"argv\": [\"sh\"], \"hold\": true}", SS_OP_EXEC);
-	ok(parse("{\"op\": \"exec\", \"argv\": [\"sh\"], \"hold\": true}", err, sizeof(err)) &&
-	       q.hold,
-	   "hold: the exec is held");
-	ss_request_done(&q);
-	bad("{\"op\": \"exec\", \"argv\": [\"sh\"], \"hold\": 1}",
-	    "\"hold\": expected true or false");
-	good("{\"op\": \"go\"}", SS_OP_GO);
-	bad("{\"op\": \"go\", \"now\": true}", "unknown member");
-	good("{\"op\":\"exec\",\"argv\":[\"sh\",\"-c\",\"true\"]}", SS_OP_EXEC);
-	if (parse("{\"op\":\"exec\",\"argv\":[\"a\",\"b\"],\"cwd\":\"/w\",\"env\":[\"K=v=w\"],"
-		  "\"tty\":true,\"rows\":24,\"cols\":80}",
-		  err, sizeof(err))) {
-		ok(q.n_argv == 2 && strcmp(q.argv[1], "b") == 0 && strcmp(q.cwd, "/w") == 0 &&
-		       q.n_env == 1 && strcmp(q.env[0], "K=v=w") == 0 && q.tty && q.rows == 24 &&
-		       q.cols == 80,
-		   "exec: every member read");
-		ss_request_done(&q);
-	} else {
-		ok(false, "exec: every member read (%s)", err);
-	}
-	if (parse("{\"op\":\"exec\",\"argv\":[\"x\"]}", err, sizeof(err))) {
-		ok(strcmp(q.cwd, "") == 0 && !q.tty && q.n_env == 0, "exec: defaults");
-		ss_request_done(&q);
-	}
 	good("{\"op\":\"put\",\"path\":\"/work/f\",\"mode\":384}", SS_OP_PUT);
 	good("{\"op\":\"get\",\"path\":\"f\"}", SS_OP_GET);
 	good("{\"op\":\"ls\",\"path\":\".\"}", SS_OP_LS);
 	good("{\"op\":\"info\"}", SS_OP_INFO);
 	good("{\"op\":\"stop\"}", SS_OP_STOP);
-	good("{\"op\":\"signal\",\"signal\":2}", SS_OP_SIGNAL);
+	good("{\"op\":\"begin\"}", SS_OP_BEGIN);
 
+	/* An exec and what follows it are core/ctl.h messages only. */
+	bad("{\"op\":\"exec\",\"argv\":[\"sh\"]}", "exec is not JSON but a core/ctl.h message");
+	bad("{\"op\":\"signal\",\"signal\":2}", "signal is not JSON");
+	bad("{\"op\":\"go\"}", "go is not JSON");
 	bad("[1]", "a request is a JSON object");
-	bad("{\"op\":\"run\"}", "\"op\": expected one of exec");
+	bad("{\"op\":\"run\"}", "\"op\": expected one of put");
 	bad("{}", "\"op\": expected one of");
-	bad("{\"op\":\"exec\"}", "\"argv\": expected an array of 1 to 4096 strings");
-	bad("{\"op\":\"exec\",\"argv\":[]}", "\"argv\": expected an array of 1 to 4096");
-	bad("{\"op\":\"exec\",\"argv\":[\"\"]}", "\"argv\"[0]: empty command");
-	bad("{\"op\":\"exec\",\"argv\":[\"a\",1]}", "\"argv\"[1]: expected a string without NUL");
-	ok(!json_loads("{\"op\":\"exec\",\"argv\":[\"a\\u0000b\"]}", JSON_REJECT_DUPLICATES, NULL),
-	   "a NUL in a string: not even loaded (ss_recv refuses it as no JSON object)");
-	bad("{\"op\":\"exec\",\"argv\":[\"a\"],\"env\":[\"NOEQUALS\"]}",
-	    "\"env\"[0]: expected \"KEY=VALUE\"");
-	bad("{\"op\":\"exec\",\"argv\":[\"a\"],\"env\":[\"1X=y\"]}", "a name is [A-Za-z_]");
-	bad("{\"op\":\"exec\",\"argv\":[\"a\"],\"env\":[\"=y\"]}", "\"env\"[0]");
-	bad("{\"op\":\"exec\",\"argv\":[\"a\"],\"tty\":1}", "\"tty\": expected true or false");
-	bad("{\"op\":\"exec\",\"argv\":[\"a\"],\"rows\":70000}", "\"rows\": expected an integer");
-	bad("{\"op\":\"exec\",\"argv\":[\"a\"],\"cwd\":7}", "\"cwd\": expected a string");
-	bad("{\"op\":\"exec\",\"argv\":[\"a\"],\"shell\":true}", "unknown member \"shell\"");
 	bad("{\"op\":\"put\"}", "\"path\": missing");
 	bad("{\"op\":\"put\",\"path\":\"\"}", "\"path\": empty");
 	bad("{\"op\":\"put\",\"path\":\"f\",\"mode\":512}", "\"mode\": expected a permission");
 	bad("{\"op\":\"get\",\"path\":\"f\",\"mode\":420}", "\"mode\"");
-	bad("{\"op\":\"signal\",\"signal\":0}", "\"signal\": expected a signal number");
-	bad("{\"op\":\"signal\",\"signal\":9999}", "\"signal\"");
 	bad("{\"op\":\"info\",\"x\":1}", "unknown member \"x\"");
 	good("{\"op\":\"workspace\",\"workspace\":\"sc-1.0\"}", SS_OP_WORKSPACE);
 	if (parse("{\"op\":\"workspace-applied\",\"workspace\":\"sc-1.0\",\"epoch_sec\":5,"
@@ -139,19 +102,6 @@ static void requests(void)
 	bad("{\"op\":\"workspace-applied\",\"workspace\":\"a\",\"record\":\"r\",\"epoch_sec\":1,"
 	    "\"epoch_nsec\":1,\"paths\":0,\"conflicts\":0,\"changed\":0,\"forced\":1}",
 	    "\"forced\": expected true or false");
-
-	/* argv and env above one control message: refused by the parser. */
-	n = CTL_MAX_PAYLOAD + 16;
-	big = malloc(n + 64);
-	if (big) {
-		static const char head[] = "{\"op\":\"exec\",\"argv\":[\"", tail[] = "\"]}";
-
-		memcpy(big, head, sizeof(head) - 1);
-		memset(big + sizeof(head) - 1, 'a', n);
-		memcpy(big + sizeof(head) - 1 + n, tail, sizeof(tail));
-		bad(big, "exceed");
-		free(big);
-	}
 }
 
 static void channel_strings(void)
@@ -191,7 +141,7 @@ static void listing_and_names(void)
 	   "bad session names refused (empty, dot, dash, slash, space, 65 bytes)");
 }
 
-/* A fixed-form message (session/exec-wire.h) of hdr and len payload bytes,
+/* An exec-side message (session/exec-wire.h) of hdr and len payload bytes,
  * parsed; err gets the message when refused. */
 static bool parse_fixed(ctl_hdr h, const char *payload, size_t len, char *err, size_t elen)
 {
@@ -202,7 +152,7 @@ static bool parse_fixed(ctl_hdr h, const char *payload, size_t len, char *err, s
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(h), payload, len);
 	err[0] = '\0';
-	r = ss_request_parse_fixed(buf, sizeof(h) + len, &q, err, elen);
+	r = ss_request_parse_ctl(buf, sizeof(h) + len, &q, err, elen);
 	if (r < 0)
 		free(buf);
 	return r >= 0;
@@ -213,7 +163,7 @@ static void fixed_bad(ctl_hdr h, const char *payload, size_t len, const char *ms
 	char err[256];
 	bool r = parse_fixed(h, payload, len, err, sizeof(err));
 
-	ok(!r && strstr(err, msg), "fixed form refused: %s", msg);
+	ok(!r && strstr(err, msg), "exec message refused: %s", msg);
 	if (r)
 		ss_request_done(&q);
 	else if (!strstr(err, msg))
@@ -229,15 +179,24 @@ static void fixed_form(void)
 	ok(parse_fixed(e, exec_p, sizeof(exec_p) - 1, err, sizeof(err)) && q.op == SS_OP_EXEC &&
 	       strcmp(q.cwd, "/w") == 0 && q.n_argv == 3 && strcmp(q.argv[2], "echo $A") == 0 &&
 	       !q.argv[3] && q.n_env == 2 && strcmp(q.env[1], "B_2=x=y") == 0 && !q.tty,
-	   "fixed form: cwd, argv and env split");
+	   "exec: cwd, argv and env split");
 	ss_request_done(&q);
 	e.flags = CTL_TTY;
 	e.value = 24 << 16 | 80;
 	e.n_argv = 1;
 	ok(parse_fixed(e, "\0sh\0", 4, err, sizeof(err)) && q.tty && q.rows == 24 && q.cols == 80 &&
 	       q.cwd[0] == '\0' && q.n_env == 0,
-	   "fixed form: a pty of 24x80, the workdir");
+	   "exec: a pty of 24x80, the workdir");
 	ss_request_done(&q);
+	e = (ctl_hdr){.type = CTL_EXEC, .n_argv = 1, .flags = SX_HOLD};
+	ok(parse_fixed(e, "\0sh\0", 4, err, sizeof(err)) && q.op == SS_OP_EXEC && q.hold && !q.tty,
+	   "exec: held");
+	ss_request_done(&q);
+	e = (ctl_hdr){.type = CTL_GO};
+	ok(parse_fixed(e, "", 0, err, sizeof(err)) && q.op == SS_OP_GO, "go");
+	ss_request_done(&q);
+	e.value = 1;
+	fixed_bad(e, "", 0, "go: no value, flags or payload");
 	e = (ctl_hdr){.type = CTL_EXEC, .n_argv = 1};
 	fixed_bad(e, "\0\0", 2, "empty command");
 	fixed_bad(e, "\0sh", 3, "end with a NUL");
@@ -248,7 +207,7 @@ static void fixed_form(void)
 	e.n_argv = 1;
 	fixed_bad(e, "\0sh\0=x\0", 7, "\"env\"[0]: expected \"KEY=VALUE\"");
 	fixed_bad(e, "\0sh\0A-B=x\0", 10, "a name is");
-	e.flags = 2;
+	e.flags = 4;
 	fixed_bad(e, "\0sh\0", 4, "unknown flags");
 	e.flags = 0;
 	e.id = 7;
@@ -260,7 +219,7 @@ static void fixed_form(void)
 	big[CTL_MAX_PAYLOAD + 7] = '\0';
 	fixed_bad(e, big, CTL_MAX_PAYLOAD + 8, "exceed");
 	free(big);
-	/* 257 env strings: one more than the JSON form takes. */
+	/* 257 env strings: one more than an exec takes. */
 	{
 		size_t n = 0;
 
@@ -280,37 +239,74 @@ static void fixed_form(void)
 
 		memcpy(buf, &h, sizeof(h));
 		memcpy(buf + sizeof(h), "\0sh\0", 4);
-		ok(ss_request_parse_fixed(buf, sizeof(buf), &q, err, sizeof(err)) < 0 &&
+		ok(ss_request_parse_ctl(buf, sizeof(buf), &q, err, sizeof(err)) < 0 &&
 		       strstr(err, "9 payload bytes announced, 4 there"),
-		   "fixed form: a length that does not match is refused");
-		ok(ss_request_parse_fixed(buf, 10, &q, err, sizeof(err)) < 0,
-		   "fixed form: shorter than a header is refused");
+		   "exec: a length that does not match is refused");
+		ok(ss_request_parse_ctl(buf, 10, &q, err, sizeof(err)) < 0,
+		   "exec: shorter than a header is refused");
 	}
 	e = (ctl_hdr){.type = CTL_SIGNAL, .value = SIGTERM};
 	ok(parse_fixed(e, "", 0, err, sizeof(err)) && q.op == SS_OP_SIGNAL && q.signal == SIGTERM,
-	   "fixed form: a signal");
+	   "a signal");
 	ss_request_done(&q);
 	e.value = NSIG;
 	fixed_bad(e, "", 0, "expected a signal number");
 	e = (ctl_hdr){.type = CTL_PUT};
-	fixed_bad(e, "x\0", 2, "expected an exec (2) or signal (6) message");
+	fixed_bad(e, "x\0", 2, "expected an exec (2), signal (6) or go (10) message");
 }
 
 static void base64(void)
 {
 	unsigned char in[64], want[100];
 	char got[100];
-	bool same = true;
+	bool same = true, url_same = true, back = true;
+	uint8_t *d = NULL;
+	size_t n = 0;
 
 	for (size_t i = 0; i < sizeof(in); i++)
 		in[i] = (unsigned char)(i * 37 + 11);
-	for (size_t n = 0; n <= sizeof(in); n++) {
-		int w = EVP_EncodeBlock(want, in, (int)n);
+	for (size_t k = 0; k <= sizeof(in); k++) {
+		int w = EVP_EncodeBlock(want, in, (int)k);
+		size_t l;
 
-		same = same && b64_encode(in, n, got) == (size_t)w && B64_LEN(n) == (size_t)w &&
+		same = same && b64_encode(in, k, got) == (size_t)w && B64_LEN(k) == (size_t)w &&
 		       strcmp(got, (char *)want) == 0;
+		back = back && b64_decode(got, strlen(got), &d, &n) == 0 && n == k &&
+		       !memcmp(d, in, k);
+		free(d);
+		d = NULL;
+		/* base64url: the same without padding, - and _ for + and / */
+		while (w > 0 && want[w - 1] == '=')
+			want[--w] = '\0';
+		for (int j = 0; j < w; j++)
+			want[j] = want[j] == '+' ? '-' : want[j] == '/' ? '_' : want[j];
+		l = b64url_encode(in, k, got);
+		url_same = url_same && l == (size_t)w && B64URL_LEN(k) == l &&
+			   strcmp(got, (char *)want) == 0;
+		back = back && b64url_decode(got, l, &d, &n) == 0 && n == k && !memcmp(d, in, k);
+		free(d);
+		d = NULL;
 	}
 	ok(same, "base64: as OpenSSL's EVP_EncodeBlock for 0 to 64 bytes");
+	ok(url_same, "base64url: the same, unpadded, in the URL alphabet");
+	ok(back, "both decode back");
+	ok(b64_decode("aGk", 3, &d, &n) == -EBADMSG,
+	   "base64: a length not a multiple of 4 refused");
+	ok(b64_decode("a=Gk", 4, &d, &n) == -EBADMSG, "base64: padding inside refused");
+	ok(b64_decode("aG*k", 4, &d, &n) == -EBADMSG, "base64: a character outside refused");
+	ok(b64_decode("aGl=", 4, &d, &n) == -EBADMSG && b64_decode("aGk=", 4, &d, &n) == 0,
+	   "base64: non-zero unused bits refused (one encoding per byte string)");
+	free(d);
+	d = NULL;
+	ok(b64_decode("", 0, &d, &n) == 0 && n == 0, "base64: empty is empty");
+	free(d);
+	d = NULL;
+	ok(b64url_decode("aGk=", 4, &d, &n) == -EBADMSG && b64url_decode("a", 1, &d, &n) < 0 &&
+	       b64url_decode("a+", 2, &d, &n) < 0,
+	   "base64url: padding, an impossible length and the other alphabet refused");
+	ok(b64url_is_char('-') && b64url_is_char('_') && !b64url_is_char('+') &&
+	       !b64url_is_char('='),
+	   "base64url: its alphabet");
 }
 
 int main(void)

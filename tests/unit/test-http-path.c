@@ -6,10 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/path.h"
 #include "proxy/allow.h"
 #include "proxy/cred-limits.h"
 #include "proxy/px.h"
-#include "proxy/rules.h"
+#include "policy/http-path.h"
 #include "tap.h"
 
 #define SEC 1000000000ull
@@ -19,7 +20,7 @@ static void norm(const char *in, const char *want, const char *why)
 {
 	char out[256];
 	const char *reason = "";
-	int r = px_path_normalise(in, strlen(in), out, sizeof(out), &reason);
+	int r = http_path_normalise(in, strlen(in), out, sizeof(out), &reason);
 
 	if (want)
 		ok(r >= 0 && strcmp(out, want) == 0 && (size_t)r == strlen(want),
@@ -76,16 +77,16 @@ static void test_normalise(void)
 	memset(big, 'a', sizeof(big) - 1);
 	big[0] = '/';
 	big[sizeof(big) - 1] = 0;
-	ok(px_path_normalise(big, strlen(big), out, sizeof(out), &reason) == -ENAMETOOLONG,
+	ok(http_path_normalise(big, strlen(big), out, sizeof(out), &reason) == -ENAMETOOLONG,
 	   "an overlong path does not fit: -ENAMETOOLONG");
-	ok(px_path_normalise("/abc", 4, out, 4, &reason) == -ENAMETOOLONG &&
-	       px_path_normalise("/abc", 4, out, 5, &reason) == 4,
+	ok(http_path_normalise("/abc", 4, out, 4, &reason) == -ENAMETOOLONG &&
+	       http_path_normalise("/abc", 4, out, 5, &reason) == 4,
 	   "the output size counts the NUL");
 	/* a long run of ".." stays bounded and refused */
 	big[0] = '/';
 	for (size_t i = 1; i + 3 < sizeof(big); i += 3)
 		memcpy(big + i, "../", 3);
-	ok(px_path_normalise(big, strlen(big), out, sizeof(out), &reason) == -EINVAL,
+	ok(http_path_normalise(big, strlen(big), out, sizeof(out), &reason) == -EINVAL,
 	   "a path of \"..\" segments is refused");
 }
 
@@ -93,16 +94,16 @@ static void test_under(void)
 {
 	char *list[] = {(char *)"/v1/", (char *)"/info/refs"};
 
-	ok(px_path_under("/v1/x", "/v1/") && px_path_under("/v1/", "/v1/") &&
-	       !px_path_under("/v1", "/v1/"),
+	ok(path_is_under("/v1/x", "/v1/") && path_is_under("/v1/", "/v1/") &&
+	       !path_is_under("/v1", "/v1/"),
 	   "prefix \"/v1/\": /v1/x and /v1/, not /v1");
-	ok(px_path_under("/v1", "/v1") && px_path_under("/v1/x", "/v1") &&
-	       !px_path_under("/v1x", "/v1") && !px_path_under("/v", "/v1"),
+	ok(path_is_under("/v1", "/v1") && path_is_under("/v1/x", "/v1") &&
+	       !path_is_under("/v1x", "/v1") && !path_is_under("/v", "/v1"),
 	   "prefix \"/v1\": /v1 and /v1/x, not /v1x");
-	ok(px_path_under("/anything", "/") && px_path_under("/", "/"), "prefix \"/\" is all");
-	ok(px_paths_allow(list, 0, "/x") && px_paths_allow(list, 0, NULL), "no list: any path");
-	ok(px_paths_allow(list, 2, "/info/refs") && !px_paths_allow(list, 2, "/info/refsx") &&
-	       !px_paths_allow(list, 2, "/admin") && !px_paths_allow(list, 2, NULL),
+	ok(path_is_under("/anything", "/") && path_is_under("/", "/"), "prefix \"/\" is all");
+	ok(http_paths_allow(list, 0, "/x") && http_paths_allow(list, 0, NULL), "no list: any path");
+	ok(http_paths_allow(list, 2, "/info/refs") && !http_paths_allow(list, 2, "/info/refsx") &&
+	       !http_paths_allow(list, 2, "/admin") && !http_paths_allow(list, 2, NULL),
 	   "a list: under one of them; a path that did not normalise is under none");
 }
 

@@ -1,20 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Path normalisation and prefix matching (rules.h). */
-#include "proxy/rules.h"
+/* Path normalisation and prefix matching (http-path.h). */
+#include "policy/http-path.h"
 
 #include <errno.h>
 #include <string.h>
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
+#include "base/hex.h"
+#include "base/path.h"
 
 static bool unreserved(unsigned char ch)
 {
@@ -42,8 +34,8 @@ static int dot_segment(const char *seg, size_t n, bool *ret_params)
 	return 0;
 }
 
-int px_path_normalise(const char *path, size_t len, char *out, size_t size,
-		      const char **reterr_reason)
+int http_path_normalise(const char *path, size_t len, char *out, size_t size,
+			const char **reterr_reason)
 {
 	const char *q = memchr(path, '?', len);
 	size_t n = 0, i;
@@ -83,8 +75,8 @@ int px_path_normalise(const char *path, size_t len, char *out, size_t size,
 				return -EINVAL;
 			}
 			if (ch == '%') {
-				int hi = i + 2 < len ? hexval(path[i + 1]) : -1;
-				int lo = hi >= 0 ? hexval(path[i + 2]) : -1;
+				int hi = i + 2 < len ? hex_value(path[i + 1]) : -1;
+				int lo = hi >= 0 ? hex_value(path[i + 2]) : -1;
 
 				if (hi < 0 || lo < 0) {
 					*reterr_reason =
@@ -152,25 +144,14 @@ int px_path_normalise(const char *path, size_t len, char *out, size_t size,
 	return (int)n;
 }
 
-bool px_path_under(const char *path, const char *prefix)
-{
-	size_t pl = strlen(prefix);
-
-	if (strncmp(path, prefix, pl) != 0)
-		return false;
-	if (pl > 0 && prefix[pl - 1] == '/')
-		return true;
-	return path[pl] == 0 || path[pl] == '/';
-}
-
-bool px_paths_allow(char *const *prefixes, size_t n, const char *path)
+bool http_paths_allow(char *const *prefixes, size_t n, const char *path)
 {
 	if (n == 0)
 		return true;
 	if (!path)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (px_path_under(path, prefixes[i]))
+		if (path_is_under(path, prefixes[i]))
 			return true;
 	return false;
 }
