@@ -37,6 +37,7 @@
 #include "audit/audit.h"
 #include "audit/receipt.h"
 #include "base/cleanup.h"
+#include "base/path.h"
 #include "base/diag.h"
 #include "base/io.h"
 #include "compat/syscalls.h"
@@ -207,7 +208,7 @@ static void refuse(spawn_server *srv, spawn_slot *sl, bool denied, const char *r
 /* Lexically inside dir: absolute, no "." or ".." component, dir or below. */
 static bool path_below(const char *path, const char *dir)
 {
-	size_t n = strlen(dir);
+	size_t n;
 
 	if (path[0] != '/' || strstr(path, "/./") || strstr(path, "/../") || strstr(path, "//"))
 		return false;
@@ -215,10 +216,7 @@ static bool path_below(const char *path, const char *dir)
 	if ((n >= 2 && strcmp(path + n - 2, "/.") == 0) ||
 	    (n >= 3 && strcmp(path + n - 3, "/..") == 0))
 		return false;
-	n = strlen(dir);
-	if (n == 1)
-		return true;
-	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+	return path_is_under(path, dir);
 }
 
 static bool under_some_grant(const sc_plan *parent, const char *path)

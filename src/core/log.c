@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/diag.h"
+#include "base/path.h"
 #include "core/supervisor-state.h"
 
 #define STATE_DIR_DEFAULT "/var/lib/sandcap"
@@ -64,15 +65,6 @@ static uint64_t pace_wait_ns(log_pace *p, uint64_t now)
 	if (!p->rate || p->tokens >= 0)
 		return 0;
 	return (uint64_t)((unsigned __int128)(uint64_t)-p->tokens * 1000000000ull / p->rate) + 1;
-}
-
-static bool path_inside(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (n == 1 && dir[0] == '/')
-		return true;
-	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
 /* mkdir -p, each directory we create 0700 (the XDG base directory
@@ -175,7 +167,7 @@ int sv_audit_open(supervisor *s)
 	for (size_t i = 0; i < p->n_grants; i++) {
 		char g[PATH_MAX];
 
-		if (realpath(p->grants[i].path, g) && (path_inside(real, g)))
+		if (realpath(p->grants[i].path, g) && path_is_under(real, g))
 			return diag_fail(
 			    s->diag, -EINVAL, "audit",
 			    "audit log %s lies inside grant %s: the agent could reach it",
