@@ -161,7 +161,8 @@ static int execs_report(dn_state *d, uint64_t now, bool final)
 	if (n == 0 || (!final && now < f->report_ns))
 		return 0;
 	(void)snprintf(detail, sizeof(detail),
-		       "%" PRIu64 " more exec attempt%s that ran no program not recorded one by one",
+		       "%" PRIu64
+		       " more exec attempt%s that ran no program not recorded one by one",
 		       n, n == 1 ? "" : "s");
 	return fold_report(d, f, "execs",
 			   json_pack("{s:s, s:O?, s:O?}", "detail", detail, "path",
@@ -190,8 +191,8 @@ int dn_syscall_denied(dn_state *d, json_t *data, uint64_t now)
 				     json_string_value(json_object_get(data, "syscall")));
 	int r = 0;
 
-	if (fold_take(&s->fold, DN_SYSCALL_ONE_BY_ONE,
-		      json_incref(json_object_get(data, "args")), now))
+	if (fold_take(&s->fold, DN_SYSCALL_ONE_BY_ONE, json_incref(json_object_get(data, "args")),
+		      now))
 		r = d->emit(d->userdata, "syscall.denied", json_incref(data));
 	json_decref(data);
 	return r < 0 ? r : syscall_report(d, s, now, false);

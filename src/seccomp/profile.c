@@ -131,9 +131,8 @@ const sf_rule sf_profile[] = {
 	   "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents"),
      .why = "event loops and classic AIO"},
     {SF_ALLOW,
-     NAMES("connect", "accept", "accept4", "getsockname", "getpeername", "sendto",
-	   "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown", "setsockopt",
-	   "getsockopt"),
+     NAMES("connect", "accept", "accept4", "getsockname", "getpeername", "sendto", "recvfrom",
+	   "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown", "setsockopt", "getsockopt"),
      .why = "sockets once created; the netns has only lo and the proxy"},
     {SF_BIND, NAMES("bind"),
      .why = "naming a socket; with net.listen off Landlock refuses TCP binds, and the "
