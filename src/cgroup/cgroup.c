@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
@@ -292,6 +293,11 @@ int cg_mkdir_open(int parentfd, const char *name, cg_dir *d)
 	d->dirfd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (d->dirfd < 0)
 		return -errno;
+	/* Held while the handle lives, and let go by the kernel when its
+	 * supervisor dies: the sweep of stale cgroups leaves a locked one
+	 * alone (cg_sweep_one), so that another start never removes a live
+	 * sandbox's cgroup while it is empty after its end. */
+	(void)flock(d->dirfd, LOCK_EX | LOCK_NB);
 	return 0;
 }
 
@@ -625,6 +631,8 @@ static int cg_sweep_one(int parentfd, const char *name, void *ud)
 	fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 || fstat(fd, &st) < 0 || sw->now - st.st_mtime < (time_t)CG_STALE_S)
 		return 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return 0; /* its supervisor lives (cg_mkdir_open) */
 	if (cg_tree_populated_at(fd, 0) != 0)
 		return 0; /* in use, or unreadable: not ours to judge */
 	cg_tree_rmdir_children(fd);

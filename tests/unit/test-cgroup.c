@@ -153,6 +153,16 @@ static bool none_exist(const cg_paths *p)
 	return true;
 }
 
+static bool all_exist(const cg_paths *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (access(p->path[i], F_OK) < 0) {
+			printf("# gone: %s\n", p->path[i]);
+			return false;
+		}
+	return p->n > 0;
+}
+
 /* Does dir/cgroup.procs list any process? */
 static bool file_is_dir_with_procs(const char *dir)
 {
@@ -812,6 +822,77 @@ static void test_delegate(cg_version v)
 	}
 }
 
+/* Sets every directory of p a few minutes back, as a sandbox that has run
+ * that long; false when the file system does not take it. */
+static bool age(const cg_paths *p)
+{
+	struct timespec t[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = time(NULL) - 600}};
+	struct stat st;
+
+	for (size_t i = 0; i < p->n; i++)
+		if (utimensat(AT_FDCWD, p->path[i], t, 0) < 0 || stat(p->path[i], &st) < 0 ||
+		    st.st_mtime > t[1].tv_sec)
+			return false;
+	return true;
+}
+
+/*
+ * The sweep at each start removes cgroups left empty by a supervisor that
+ * died; a live supervisor's cgroup, empty for a moment after its sandbox
+ * ended (before it reads the figures and removes it), is not one: its
+ * handle's lock keeps the sweep out.
+ */
+static void test_sweep_spares_live(void)
+{
+	sc_plan plan = test_plan(PLAN_UNLIMITED, PLAN_UNLIMITED, PLAN_UNLIMITED);
+	cg_handle *live = NULL, *next = NULL;
+	cg_paths paths = {.n = 0}, dead = {.n = 0};
+	char name[64], dead_name[64], next_name[64], prefix[64];
+	pid_t pid;
+	int status = -1;
+
+	test_name(name, sizeof(name), "sweep-live");
+	test_name(dead_name, sizeof(dead_name), "sweep-dead");
+	test_name(next_name, sizeof(next_name), "sweep-next");
+	test_name(prefix, sizeof(prefix), "sweep-");
+	if (cg_create(&plan, name, &live) < 0) {
+		ok(false, "cg_create for the sweep");
+		return;
+	}
+	pid = spawn_in(live, child_pause, false, name, &paths);
+	if (pid > 0)
+		(void)kill(pid, SIGKILL);
+	(void)wait_child(pid);
+	/* A supervisor that dies with its cgroup still there. */
+	pid = fork();
+	if (pid == 0) {
+		cg_handle *h = NULL;
+
+		_exit(cg_create(&plan, dead_name, &h) == 0 ? 0 : 1);
+	}
+	(void)waitpid(pid, &status, 0);
+	dead = paths;
+	for (size_t i = 0; i < dead.n; i++) {
+		char *at = strstr(dead.path[i], name);
+
+		if (at)
+			memcpy(at, dead_name, strlen(dead_name)); /* same length */
+	}
+	if (paths.n == 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !age(&paths) ||
+	    !age(&dead)) {
+		tap_skip("the sweep", "the cgroups could not be made or aged");
+		live = cg_destroy(live);
+		return;
+	}
+	if (cg_create(&plan, next_name, &next) == 0)
+		(void)cg_sweep_stale(next, prefix);
+	ok(all_exist(&paths), "the sweep leaves a live supervisor's empty cgroup alone");
+	ok(none_exist(&dead), "... and removes the one whose supervisor died");
+	next = cg_destroy(next);
+	live = cg_destroy(live);
+	ok(none_exist(&paths), "the live one goes with its handle");
+}
+
 int main(void)
 {
 	char reason[1024];
@@ -841,6 +922,7 @@ int main(void)
 	if (v == CG_V1)
 		test_nested_v1();
 	test_delegate(v);
+	test_sweep_spares_live();
 	if (v == CG_V2) {
 		test_v2_clone_with_namespaces();
 		test_v2_shared_cgroup();
