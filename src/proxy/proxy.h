@@ -83,7 +83,7 @@ void px_seed_done(px_seed *seed);
 /*
  * Supervisor side: starts a worker from seed (borrowed). The worker is
  * the program px_worker_exe_open() names (proxy/programs.h) exec'd as
- * "sandcap-proxy" with an empty environment and
+ * "sandcap-proxy worker" with an empty environment and
  * only fds 0-2 (/dev/null), 3 (listener), 4 (event socket), 5 (config),
  * 6 (shared counters), and from 8 on the seed's sockets; it dies with the caller (PR_SET_PDEATHSIG)
  * and exits when *ret_event_fd is closed.
@@ -98,13 +98,13 @@ void px_seed_done(px_seed *seed);
 int px_spawn(const px_seed *seed, pid_t *ret_pid, int *ret_event_fd);
 
 /*
- * Worker side: entry point of the exec'd "sandcap-proxy" process (dispatched
- * on argv[0] by main()). Reads the configuration, drops every privilege (see
+ * Worker side: entry point of "sandcap-proxy worker" (src/cli/main-proxy.c).
+ * Reads the configuration, drops every privilege (see
  * worker.c) and serves until the event socket reaches EOF or SIGTERM.
  * Returns 0 on a clean stop, 125 when setup or sandboxing failed, 1 on a
  * fatal loop error.
  */
-int px_worker_main(int argc, char **argv);
+int px_worker_main(void);
 
 #define PX_EVENT_MAX_BYTES  8192u /* one event datagram */
 #define PX_EVENT_MAX_STRING 2048u /* one string field inside it */

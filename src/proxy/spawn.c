@@ -187,7 +187,7 @@ void px_seed_done(px_seed *s)
 /* After fork: async-signal-safe calls only. Never returns. */
 _Noreturn static void child(const px_seed *seed, int ev_fd, int exe_fd)
 {
-	static char *const argv[] = {(char *)"sandcap-proxy", NULL};
+	static char *const argv[] = {(char *)PX_PROGRAM, (char *)PX_WORKER_ARG, NULL};
 	static char *const envp[] = {NULL};
 	sigset_t all;
 	int socks[PX_SEED_MAX_SOCKETS];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The proxy worker process: "sandcap-proxy", exec'd fresh by px_spawn() with
+ * The proxy worker process: "sandcap-proxy worker", exec'd fresh by px_spawn() with
  * an empty environment and exactly fds 3 (listener), 4 (event socket),
  * 5 (configuration memfd), 6 (the counters shared with a successor) and, from
  * PX_FD_SOCKETS on, the sandbox resolver's socket and the transparent
@@ -400,7 +400,7 @@ static int take_sockets(px_loop *L)
 	return n > 0 ? px_redirect_new(L, fds, n) : 0;
 }
 
-int px_worker_main(int argc, char **argv)
+int px_worker_main(void)
 {
 	px_loop L = {.epfd = -1};
 	px_config *cfg = NULL;
@@ -408,8 +408,6 @@ int px_worker_main(int argc, char **argv)
 	size_t n_trust = 0;
 	int r, flags, abi;
 
-	(void)argc;
-	(void)argv;
 	for (int fd = PX_FD_LISTEN; fd <= PX_FD_STATE; fd++)
 		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 			return 125;
