@@ -808,10 +808,8 @@ static void handle_sync(supervisor *s)
 		(void)sync_send(s->sync, &m, -1);
 		break;
 	}
-	case SYNC_LISTENER: {
-		int r2;
-
-		if (fd < 0 || s->proxy_fd >= 0 || s->plan->n_egress == 0) {
+	case SYNC_LISTENER:
+		if (fd < 0 || s->proxy_fd < 0 || s->proxy_seed.listen_fd >= 0) {
 			for (size_t i = 1; i < n_fds; i++)
 				(void)close(fds[i]);
 			break;
@@ -819,12 +817,12 @@ static void handle_sync(supervisor *s)
 		m.what[sizeof(m.what) - 1] = 0;
 		snprintf(s->transparent, sizeof(s->transparent), "%s%s",
 			 m.value == 1 && n_fds > 1 ? "on" : "off: ", m.value == 1 ? "" : m.what);
-		r = px_seed_new_run(s->plan, s->proxy_extras, TAKE_FD(fd), &s->proxy_seed);
-		r2 = px_seed_add_sockets(&s->proxy_seed, fds + 1, n_fds - 1);
-		if (r >= 0)
-			r = r2;
-		if (r >= 0)
-			r = px_spawn(&s->proxy_seed, &s->proxy_pid, &s->proxy_fd);
+		/* The worker started in prepare_inspection(). One that cannot
+		 * take them (it died) is replaced, from the seed, on its EOF
+		 * (proxy_lost). */
+		r = px_seed_take_sockets(&s->proxy_seed, TAKE_FD(fd), fds + 1, n_fds - 1);
+		if (r >= 0 && px_hand_sockets(&s->proxy_seed, s->proxy_fd) < 0)
+			(void)kill(s->proxy_pid, SIGKILL);
 		if (r < 0) {
 			s->setup_failed = true;
 			diag_fail(s->diag, r, "proxy", "cannot start the egress proxy: %s%s",
@@ -834,7 +832,6 @@ static void handle_sync(supervisor *s)
 		}
 		(void)ep_add(s, s->proxy_fd, EV_PROXY);
 		break;
-	}
 	case SYNC_LAYERS:
 		/* The child's mounts are built: its /tmp is there to watch. */
 		(void)fw_watch_tmp(s->fw, s->pid);
@@ -1069,6 +1066,9 @@ static void drain_proxy(supervisor *s)
 
 	if (s->proxy_fd < 0)
 		return;
+	/* No successor now: the last copies of the sandbox's sockets are the
+	 * worker's, whose exit the run does not wait for (px_worker_stop). */
+	px_seed_done(&s->proxy_seed);
 	(void)shutdown(s->proxy_fd, SHUT_WR);
 	for (;;) {
 		uint64_t t = now_ns();
@@ -1435,9 +1435,7 @@ static void teardown(supervisor *s)
 	if (s->proxy_pid > 0) {
 		/* EOF on its event socket ends the worker; make sure. */
 		s->proxy_fd = safe_close(s->proxy_fd);
-		(void)kill(s->proxy_pid, SIGKILL);
-		while (waitpid(s->proxy_pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		px_worker_stop(s->proxy_pid);
 	}
 	s->spawn = spawn_server_free(s->spawn); /* before the cgroup: they live in it */
 	/* The overlays and their tmpfs go before the cgroup their pages are
@@ -1631,6 +1629,15 @@ static int prepare_inspection(supervisor *s)
 		return diag_fail(s->diag, r, "proxy",
 				 "cannot make the sandbox CA or placeholders: %s%s", strerror(-r),
 				 px_program_hint(r));
+	/* The worker starts now, while the sandbox is built, and gets its
+	 * sockets when the child has made them (SYNC_LISTENER): its start-up
+	 * is not on the way to the command's, nor its end's. */
+	r = px_seed_prepare(s->plan, s->proxy_extras, &s->proxy_seed);
+	if (r >= 0)
+		r = px_spawn(&s->proxy_seed, &s->proxy_pid, &s->proxy_fd);
+	if (r < 0)
+		return diag_fail(s->diag, r, "proxy", "cannot start the egress proxy: %s%s",
+				 strerror(-r), px_program_hint(r));
 	ns_set_sandbox_ca(px_extras_ca_pem(s->proxy_extras));
 	while (s->env[n])
 		n++;

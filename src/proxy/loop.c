@@ -1386,8 +1386,8 @@ static void handle_events_fd(px_loop *L, uint32_t e)
 /*
  * The supervisor shut its end when the sandbox ended: every tunnel still
  * open is closed and reported, and every queued event is delivered before
- * the worker exits, so the audit log holds the last bytes counted. The
- * supervisor bounds how long it waits for this.
+ * the worker shuts its own end, so the audit log holds the last bytes
+ * counted. The supervisor bounds how long it waits for this.
  */
 static void drain(px_loop *L)
 {
@@ -1405,6 +1405,9 @@ static void drain(px_loop *L)
 		if (px_events_flush(L->ev) < 0)
 			break;
 	}
+	/* The end of the records, before the exit: the supervisor seals the
+	 * log without waiting for our teardown (proxy.h, px_worker_stop). */
+	(void)shutdown(L->event_fd, SHUT_WR);
 }
 
 /*
