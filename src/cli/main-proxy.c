@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/io.h"
 #include "proxy/programs.h"
@@ -55,8 +56,11 @@ static int ca_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* _exit: the worker's records went out on the event socket before it
+	 * returns; the libraries' own clean-up (OpenSSL's above all) would only
+	 * take CPU from the sandboxes around it. */
 	if (argc >= 2 && strcmp(argv[1], PX_WORKER_ARG) == 0)
-		return px_worker_main();
+		_exit(px_worker_main());
 	if (argc >= 2 && strcmp(argv[1], PX_CA_ARG) == 0)
 		return ca_main(argc - 2, argv + 2);
 	fprintf(stderr,

@@ -745,6 +745,15 @@ static void on_tls(conn *c)
 	after_connected(c);
 }
 
+/* The upstream TLS context, made at its first use (tls.h); NULL when it
+ * cannot be made, and the connection is refused. */
+static SSL_CTX *upstream_tls(px_loop *L)
+{
+	if (!L->tls && L->tls_trust)
+		(void)px_tls_ctx_new(L->tls_trust, &L->tls);
+	return L->tls;
+}
+
 static void on_connected(conn *c)
 {
 	int err = 0;
@@ -758,7 +767,9 @@ static void on_connected(conn *c)
 		return;
 	}
 	if (c->up_tls) {
-		if (px_tls_new(c->L->tls, c->ufd, c->host, &c->ssl) < 0) {
+		SSL_CTX *ctx = upstream_tls(c->L);
+
+		if (!ctx || px_tls_new(ctx, c->ufd, c->host, &c->ssl) < 0) {
 			deny(c, 502, "upstream-tls", "cannot set up TLS", false);
 			return;
 		}

@@ -302,7 +302,9 @@ static bool needs_tls(const px_config *cfg)
  * Upstream TLS, only for a policy that can use it: with Landlock the system
  * store is read one CA at a time when a chain is verified, from the
  * directories in *trust_fds (O_PATH, for the ruleset); without it, whole
- * now. Returns 0 (L->tls NULL when not needed) or -errno.
+ * now. The context itself is made at the first upstream TLS connection
+ * (loop.c, px_tls_ctx_new()). Returns 0 (L->tls_trust NULL when not
+ * needed) or -errno.
  */
 static int setup_tls(px_loop *L, int abi, int *trust_fds, size_t *n_trust)
 {
@@ -323,7 +325,7 @@ static int setup_tls(px_loop *L, int abi, int *trust_fds, size_t *n_trust)
 		}
 		lazy = *n_trust > 0;
 	}
-	return px_tls_ctx_new(L->cfg->upstream_ca, lazy, &L->tls);
+	return px_tls_trust_new(L->cfg->upstream_ca, lazy, &L->tls_trust);
 }
 
 /* The attempt socket (ns_attempt_socket()) among the seed's sockets. */
