@@ -26,7 +26,8 @@
 #include "proxy/programs.h"
 #include "proxy/px.h"
 
-/* the worker's fds (worker.c), and one above them to move them through */
+/* The worker's fds (worker.c). Their sources are first copied to
+ * PX_HIGH_FD and up, so that no dup2() onto a slot clobbers another. */
 #define PX_FD_EVENTS 3
 #define PX_FD_CONFIG 4
 #define PX_FD_STATE  5
