@@ -10,12 +10,16 @@
 # First, what egress costs at start-up: `sandcap run -- /bin/true` with
 # net.egress against the same run without, both measured by hyperfine in the
 # same invocation, and once more with an "upstream": "https" credential (the
-# only policy whose worker sets up TLS trust). The ratios are printed (the
-# bar is 1.3x); a number never fails the script.
+# only policy whose worker sets up TLS trust). BENCH_ROUNDS invocations
+# take turns with the runs, so that a change of the machine's load between
+# one command's batch and the next weighs on all three alike; medians of all
+# runs. The ratios are printed (the bar is 1.3x); a number never fails the
+# script.
 #
 #   bench/egress-sandbox.sh [SANDCAP_BINARY]   (as root)
 #   env: BENCH_SIZE (default 1G), BENCH_START_ONLY=1 (skip the downloads),
-#   BENCH_RUNS (hyperfine runs, default 40), BENCH_RESULTS (append
+#   BENCH_RUNS (runs of each command, default 40), BENCH_ROUNDS (default 4),
+#   BENCH_RESULTS (append
 #   "egress-sandbox<TAB>NAME<TAB>MIB_PER_S<TAB>RATIO" and
 #   "egress-start<TAB>NAME<TAB>MS<TAB>RATIO" lines)
 set -euo pipefail
@@ -45,27 +49,38 @@ JSON
            "credentials": [ { "host": "api.example.com", "header": "Authorization",
                               "value_env": "BENCH_TOKEN", "upstream": "https" } ] } }
 JSON
-	BENCH_TOKEN=bench hyperfine -N --style basic --warmup 5 --runs "${BENCH_RUNS:-40}" \
-		--export-json "$T/start.json" \
-		-n no-egress "$S run --quiet --policy $T/none.json -- /bin/true" \
-		-n egress "$S run --quiet --policy $T/egress.json -- /bin/true" \
-		-n egress-https-credential "$S run --quiet --policy $T/egress-tls.json -- /bin/true" \
-		>"$T/start.txt" 2>&1 || { cat "$T/start.txt" >&2; exit 1; }
-	python3 - "$T/start.json" "${BENCH_RESULTS:-}" <<'PY'
-import json, sys
-res = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
-base = res["no-egress"]
-print("start-up of sandcap run -- /bin/true (hyperfine, mean of %d runs, same invocation)" % len(base["times"]))
+	rounds=${BENCH_ROUNDS:-4}
+	runs=$(((${BENCH_RUNS:-40} + rounds - 1) / rounds))
+	for r in $(seq "$rounds"); do
+		BENCH_TOKEN=bench hyperfine -N --style basic --warmup 3 --runs "$runs" \
+			--export-json "$T/start-$r.json" \
+			-n no-egress "$S run --quiet --policy $T/none.json -- /bin/true" \
+			-n egress "$S run --quiet --policy $T/egress.json -- /bin/true" \
+			-n egress-https-credential "$S run --quiet --policy $T/egress-tls.json -- /bin/true" \
+			>"$T/start.txt" 2>&1 || { cat "$T/start.txt" >&2; exit 1; }
+	done
+	python3 - "${BENCH_RESULTS:-}" "$T"/start-*.json <<'PY'
+import json, statistics, sys
+times, cpu = {}, {}
+for f in sys.argv[2:]:
+    for r in json.load(open(f))["results"]:
+        times.setdefault(r["command"], []).extend(r["times"])
+        cpu.setdefault(r["command"], []).append((r["user"] + r["system"]) * 1e3)
+base = statistics.median(times["no-egress"])
+print("start-up of sandcap run -- /bin/true (hyperfine, median of %d runs in %d turns)"
+      % (len(times["no-egress"]), len(sys.argv) - 2))
 rows = []
 for name in ("no-egress", "egress", "egress-https-credential"):
-    r = res[name]
-    cpu = (r["user"] + r["system"]) * 1e3
-    ratio = r["mean"] / base["mean"]
-    print(f"  {name:24s} {r['mean'] * 1e3:6.1f} ms +- {r['stddev'] * 1e3:4.1f}  cpu {cpu:5.1f} ms  {ratio:4.2f}x no-egress")
-    rows.append(f"egress-start\t{name}\t{r['mean'] * 1e3:.2f}\t{ratio:.3f}\n")
-print("  bar: egress <= 1.30x no-egress")
-if sys.argv[2]:
-    with open(sys.argv[2], "a") as f:
+    t = times[name]
+    med = statistics.median(t)
+    q = statistics.quantiles(t, n=4)
+    ratio = med / base
+    print(f"  {name:24s} {med * 1e3:6.1f} ms (quartiles {q[0] * 1e3:5.1f}-{q[2] * 1e3:5.1f})"
+          f"  cpu {statistics.mean(cpu[name]):5.1f} ms  {ratio:4.2f}x no-egress")
+    rows.append(f"egress-start\t{name}\t{med * 1e3:.2f}\t{ratio:.3f}\n")
+print("  bar: egress <= 1.30x no-egress (cpu: the supervisor and what it waited for)")
+if sys.argv[1]:
+    with open(sys.argv[1], "a") as f:
         f.writelines(rows)
 PY
 else

@@ -132,6 +132,6 @@ bench_ablation_build() { # DIR
 	tar -C "$top" --exclude='./build*' --exclude=./.git -cf - . | tar -C "$1/src" -xf -
 	patch -s -d "$1/src" -p1 <"$top/bench/ablation.patch"
 	meson setup "$1/build" "$1/src" >"$1/setup.log" 2>&1 || { cat "$1/setup.log" >&2; exit 1; }
-	ninja -C "$1/build" sandcap sandcap-main sandcap-run sandcap-init >"$1/build.log" 2>&1 ||
+	ninja -C "$1/build" sandcap sandcap-main sandcap-run sandcap-proxy sandcap-init >"$1/build.log" 2>&1 ||
 		{ cat "$1/build.log" >&2; exit 1; }
 }

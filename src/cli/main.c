@@ -7,7 +7,6 @@
 #include "cli/cli.h"
 #include "core/supervisor.h"
 #include "proxy/programs.h"
-#include "proxy/proxy.h"
 
 static const struct verb {
 	const char *name;
@@ -44,15 +43,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-	const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
-
-	self = self ? self + 1 : (argc > 0 ? argv[0] : "");
-	/* Hidden entry point: the proxy worker is exec'd fresh (docs/architecture.md). */
-	if (strcmp(self, "sandcap-proxy") == 0)
-		return px_worker_main(argc, argv);
 	px_in_process();
-	if (strcmp(self, PX_CA_HELPER_NAME) == 0)
-		return px_ca_helper_main(argc, argv);
 
 	/* The system openssl.cnf only selects providers we don't use; parsing it
 	 * costs more than the rest of sandbox start-up together. */

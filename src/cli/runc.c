@@ -1315,14 +1315,8 @@ int main(int argc, char **argv)
 	const char *bundle = ".", *pid_file = NULL, *console = NULL, *name, *format = "table";
 	bool detach = false, force = false, all = false;
 	exec_opts eo = {0};
-	const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
 	int c;
 
-	/* The proxy worker is exec'd from /proc/self/exe of the session's
-	 * supervisor, which here is a fork of this program. */
-	self = self ? self + 1 : (argc > 0 ? argv[0] : "");
-	if (strcmp(self, "sandcap-proxy") == 0)
-		return px_worker_main(argc, argv);
 	px_in_process();
 	/* Global options first, then the command and its own. */
 	while ((c = getopt_long(argc, argv, "+h", global, NULL)) != -1) {

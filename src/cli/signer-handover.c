@@ -12,20 +12,22 @@
 
 #include "base/sibling.h"
 #include "cli/cli.h"
-#include "proxy/programs.h"
+
+/* The full program, which links the signature code (src/cli/front.c). */
+#define SIGNER_PROGRAM "sandcap-main"
 
 char **cli_argv;
 
 int cli_signer_load(const char *file, cli_signer *ret)
 {
 	extern char **environ;
-	int fd = sibling_open(PX_FULL_PROGRAM, SANDCAP_LIBEXECDIR, O_PATH);
+	int fd = sibling_open(SIGNER_PROGRAM, SANDCAP_LIBEXECDIR, O_PATH);
 	char why[PATH_MAX];
 
 	(void)ret;
 	if (fd >= 0)
 		(void)fexecve(fd, cli_argv, environ);
-	cli_error("%s: signing needs %s: %s", file, PX_FULL_PROGRAM,
+	cli_error("%s: signing needs %s: %s", file, SIGNER_PROGRAM,
 		  sibling_why(SANDCAP_LIBEXECDIR, fd < 0 ? fd : -errno, why, sizeof(why)));
 	return -ENOENT;
 }

@@ -144,7 +144,8 @@ void sv_teardown(supervisor *s)
 	json_decref(s->ws_exit);
 	s->cg = cg_destroy(s->cg);
 	/* We are the subreaper of everything we started: no zombie of ours is
-	 * left to the host's init. */
+	 * left to the host's init, but a proxy worker still exiting
+	 * (px_worker_stop). */
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	s->pty = pty_free(s->pty);

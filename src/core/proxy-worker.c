@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The egress proxy worker, from the supervisor's side (docs/proxy.md): its
- * seed made before the clone (the sandbox CA, the placeholders), the worker
- * started when the child sends the listener, its events checked and
- * written, a worker that dies replaced from the same seed, and its last
- * events taken when the sandbox is gone. A worker is forked only in
- * proxy_worker_spawn() and waited for only in proxy_worker_wait().
+ * seed made before the clone (the sandbox CA, the placeholders) and the
+ * worker started with it, handed its sockets when the child sends the
+ * listener, its events checked and written, a worker that dies replaced
+ * from the same seed, and its last events taken when the sandbox is gone;
+ * the run's end does not wait for its exit (px_worker_stop).
  */
 #include <errno.h>
 #include <poll.h>
@@ -66,6 +66,15 @@ int sv_proxy_prepare(supervisor *s)
 		return diag_fail(s->diag, r, "proxy",
 				 "cannot make the sandbox CA or placeholders: %s%s", strerror(-r),
 				 px_program_hint(r));
+	/* The worker starts now, while the sandbox is built, and gets its
+	 * sockets when the child has made them (SYNC_LISTENER): its start-up
+	 * is not on the way to the command's, nor its end's. */
+	r = px_seed_prepare(s->plan, s->proxy_extras, &s->proxy_seed);
+	if (r >= 0)
+		r = px_spawn(&s->proxy_seed, &s->proxy_pid, &s->proxy_fd);
+	if (r < 0)
+		return diag_fail(s->diag, r, "proxy", "cannot start the egress proxy: %s%s",
+				 strerror(-r), px_program_hint(r));
 	ns_set_sandbox_ca(px_extras_ca_pem(s->proxy_extras));
 	while (s->env[n])
 		n++;
@@ -78,17 +87,18 @@ int sv_proxy_prepare(supervisor *s)
 	return 0;
 }
 
-/* The first worker, on the listener the child made in the sandbox's netns
- * and the sockets that come with it (taken). */
+/* The worker started in sv_proxy_prepare() takes the listener the child
+ * made in the sandbox's netns and the sockets that come with it (taken).
+ * One that cannot take them (it died) is replaced, from the seed, on its
+ * EOF (proxy_lost). */
 int sv_proxy_start(supervisor *s, int listener, const int *more, size_t n_more)
 {
-	int r = px_seed_new_run(s->plan, s->proxy_extras, listener, &s->proxy_seed);
-	int r2 = px_seed_add_sockets(&s->proxy_seed, more, n_more);
+	int r = px_seed_take_sockets(&s->proxy_seed, listener, more, n_more);
 
+	if (r >= 0 && px_hand_sockets(&s->proxy_seed, s->proxy_fd) < 0)
+		(void)kill(s->proxy_pid, SIGKILL);
 	if (r >= 0)
-		r = r2;
-	if (r >= 0)
-		r = proxy_worker_spawn(s);
+		(void)sv_ep_add(s, s->proxy_fd, EV_PROXY); /* the loop exists now */
 	if (r < 0) {
 		s->setup_failed = true;
 		diag_fail(s->diag, r, "proxy", "cannot start the egress proxy: %s%s", strerror(-r),
@@ -263,6 +273,9 @@ void sv_proxy_drain(supervisor *s)
 {
 	uint64_t deadline = sv_now_ns() + PROXY_DRAIN_NS;
 
+	/* No successor now: the last copies of the sandbox's sockets are the
+	 * worker's, whose exit the run does not wait for (px_worker_stop). */
+	px_seed_done(&s->proxy_seed);
 	if (s->proxy_fd >= 0)
 		(void)shutdown(s->proxy_fd, SHUT_WR);
 	while (s->proxy_fd >= 0) {
@@ -285,11 +298,15 @@ void sv_proxy_ready(supervisor *s)
 
 void sv_proxy_stop(supervisor *s)
 {
-	int status;
-
-	/* EOF on its event socket ends the worker; make sure. */
-	if (s->proxy_pid > 0)
-		(void)proxy_worker_wait(s, &status);
+	/* EOF on its event socket ends the worker; make sure, without waiting
+	 * for its exit (px_worker_stop): the run's end is not the worker's. */
+	if (s->proxy_pid > 0) {
+		if (s->proxy_fd >= 0)
+			(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, s->proxy_fd, NULL);
+		s->proxy_fd = safe_close(s->proxy_fd);
+		px_worker_stop(s->proxy_pid);
+		s->proxy_pid = 0;
+	}
 	(void)safe_close(s->proxy_fd);
 	json_decref(s->px_open);
 	px_seed_done(&s->proxy_seed);

@@ -369,7 +369,7 @@ void sv_handle_sync(supervisor *s)
 			map_ids(s);
 		break;
 	case SYNC_LISTENER:
-		if (fd < 0 || s->proxy_fd >= 0 || s->plan->n_egress == 0) {
+		if (fd < 0 || s->proxy_fd < 0 || s->proxy_seed.listen_fd >= 0) {
 			for (size_t i = 1; i < n_fds; i++)
 				(void)close(fds[i]);
 			break;

@@ -101,7 +101,10 @@ struct px_loop {
 	px_config *cfg;
 	px_events *ev;
 	px_dns *dns;
-	SSL_CTX *tls; /* NULL unless a credential has upstream https or a host is inspected */
+	/* NULL unless a credential has upstream https or a host is inspected;
+	 * tls is made from tls_trust at the first upstream TLS connection */
+	X509_STORE *tls_trust;
+	SSL_CTX *tls;
 	SSL_CTX *inspect_tls; /* the client side of inspected tunnels, NULL without */
 	struct px_ca *ca;     /* mints their leaves */
 	px_shared *sh;	      /* rate, bandwidth, budget_left (PLAN_UNLIMITED = none) */

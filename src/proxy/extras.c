@@ -2,7 +2,7 @@
 /*
  * Supervisor side: the run's sandbox CA and placeholders, made before the
  * sandbox is built (its trust bundle and environment need them) and sealed
- * into the worker's configuration by px_seed_new_run() (spawn.c).
+ * into the worker's configuration by px_seed_prepare() (spawn.c).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -696,6 +696,15 @@ static void on_tls(conn *c)
 	after_connected(c);
 }
 
+/* The upstream TLS context, made at its first use (tls.h); NULL when it
+ * cannot be made, and the connection is refused. */
+static SSL_CTX *upstream_tls(px_loop *L)
+{
+	if (!L->tls && L->tls_trust)
+		(void)px_tls_ctx_new(L->tls_trust, &L->tls);
+	return L->tls;
+}
+
 static void on_connected(conn *c)
 {
 	int err = 0;
@@ -709,7 +718,9 @@ static void on_connected(conn *c)
 		return;
 	}
 	if (c->up_tls) {
-		if (px_tls_new(c->L->tls, c->ufd, c->host, &c->ssl) < 0) {
+		SSL_CTX *ctx = upstream_tls(c->L);
+
+		if (!ctx || px_tls_new(ctx, c->ufd, c->host, &c->ssl) < 0) {
 			deny(c, 502, "upstream-tls", "cannot set up TLS", false);
 			return;
 		}
@@ -1337,8 +1348,8 @@ static void handle_events_fd(px_loop *L, uint32_t e)
 /*
  * The supervisor shut its end when the sandbox ended: every tunnel still
  * open is closed and reported, and every queued event is delivered before
- * the worker exits, so the audit log holds the last bytes counted. The
- * supervisor bounds how long it waits for this.
+ * the worker shuts its own end, so the audit log holds the last bytes
+ * counted. The supervisor bounds how long it waits for this.
  */
 static void drain(px_loop *L)
 {
@@ -1356,6 +1367,9 @@ static void drain(px_loop *L)
 		if (px_events_flush(L->ev) < 0)
 			break;
 	}
+	/* The end of the records, before the exit: the supervisor seals the
+	 * log without waiting for our teardown (proxy.h, px_worker_stop). */
+	(void)shutdown(L->event_fd, SHUT_WR);
 }
 
 /*

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The worker's program and the sandbox CA, in process or from sandcap-main. */
+/* The worker's program and the sandbox CA, in process or from sandcap-proxy. */
 #include "proxy/programs.h"
 
 #include <errno.h>
@@ -19,15 +19,11 @@
 int (*px_ca_make_here)(uint64_t lifetime_s, const char *const *names, size_t n_names,
 		       char **ret_cert, char **ret_key);
 
+const char *px_program_dir = SANDCAP_LIBEXECDIR;
+
 int px_worker_exe_open(void)
 {
-	int fd;
-
-	if (px_ca_make_here) {
-		fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
-		return fd < 0 ? -errno : fd;
-	}
-	return sibling_open(PX_FULL_PROGRAM, SANDCAP_LIBEXECDIR, O_PATH);
+	return sibling_open(PX_PROGRAM, px_program_dir, O_PATH);
 }
 
 const char *px_program_hint(int r)
@@ -35,10 +31,10 @@ const char *px_program_hint(int r)
 	static char hint[PATH_MAX + 64];
 	char why[PATH_MAX];
 
-	if (px_ca_make_here || (r != -ENOENT && r != -EPERM))
+	if (r != -ENOENT && r != -EPERM)
 		return "";
-	(void)snprintf(hint, sizeof(hint), " (%s does this; it is %s)", PX_FULL_PROGRAM,
-		       sibling_why(SANDCAP_LIBEXECDIR, r, why, sizeof(why)));
+	(void)snprintf(hint, sizeof(hint), " (%s does this; it is %s)", PX_PROGRAM,
+		       sibling_why(px_program_dir, r, why, sizeof(why)));
 	return hint;
 }
 
@@ -74,8 +70,8 @@ static int read_pems(int fd, char **ret, size_t *ret_len)
 static int by_helper(uint64_t lifetime_s, const char *const *names, size_t n_names, char **ret_cert,
 		     char **ret_key)
 {
-	_cleanup_close_ int exe = sibling_open(PX_FULL_PROGRAM, SANDCAP_LIBEXECDIR, O_PATH);
-	_cleanup_free_ char **argv = calloc(n_names + 3, sizeof(*argv));
+	_cleanup_close_ int exe = px_worker_exe_open();
+	_cleanup_free_ char **argv = calloc(n_names + 4, sizeof(*argv));
 	char life[24], *out = NULL, *key;
 	size_t out_len = 0;
 	int pipefd[2], status, r;
@@ -86,10 +82,11 @@ static int by_helper(uint64_t lifetime_s, const char *const *names, size_t n_nam
 	if (!argv)
 		return -ENOMEM;
 	snprintf(life, sizeof(life), "%" PRIu64, lifetime_s);
-	argv[0] = (char *)PX_CA_HELPER_NAME;
-	argv[1] = life;
+	argv[0] = (char *)PX_PROGRAM;
+	argv[1] = (char *)PX_CA_ARG;
+	argv[2] = life;
 	for (size_t i = 0; i < n_names; i++)
-		argv[2 + i] = (char *)names[i];
+		argv[3 + i] = (char *)names[i];
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return -errno;
 	pid = fork();

@@ -14,9 +14,11 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/fdpass.h"
 #include "base/io.h"
 #include "base/signals.h"
 #include "compat/syscalls.h"
@@ -24,8 +26,13 @@
 #include "proxy/programs.h"
 #include "proxy/px.h"
 
-/* above the sockets' slots, PX_FD_SOCKETS.. */
-#define PX_HIGH_FD (PX_FD_SOCKETS + (int)PX_SEED_MAX_SOCKETS)
+/* The worker's fds (worker.c). Their sources are first copied to
+ * PX_HIGH_FD and up, so that no dup2() onto a slot clobbers another. */
+#define PX_FD_EVENTS 3
+#define PX_FD_CONFIG 4
+#define PX_FD_STATE  5
+#define PX_FD_EXE    6
+#define PX_HIGH_FD   16
 
 /* jansson frees strings without clearing them: the key and values first. */
 static void wipe_string(json_t *v)
@@ -109,22 +116,24 @@ int px_seed_new(const sc_plan *plan, int listen_fd, px_seed *ret)
 	/* a caller without a sandbox to show them: the worker gets its own */
 	if (plan->n_egress > 0 && plan_inspects(plan))
 		r = px_extras_new(plan, &x);
+	if (r >= 0)
+		r = px_seed_prepare(plan, x, ret);
+	px_extras_free(x);
 	if (r < 0) {
 		(void)safe_close(listen_fd);
 		return r;
 	}
-	r = px_seed_new_run(plan, x, listen_fd, ret);
-	px_extras_free(x);
+	r = px_seed_take_sockets(ret, listen_fd, NULL, 0);
+	if (r < 0)
+		px_seed_done(ret);
 	return r;
 }
 
-int px_seed_new_run(const sc_plan *plan, px_extras *x, int listen_fd, px_seed *ret)
+int px_seed_prepare(const sc_plan *plan, px_extras *x, px_seed *ret)
 {
-	px_seed s = {.listen_fd = listen_fd, .config_fd = -1, .state_fd = -1};
+	px_seed s = PX_SEED_NONE;
 	int r;
 
-	if (listen_fd < 0)
-		return -EBADF;
 	r = make_config_memfd(plan, x, &s.config_fd);
 	/* sealed: a restarted worker reads the key from there, nobody else */
 	px_extras_forget_key(x);
@@ -157,20 +166,24 @@ static void size_attempt_queue(int fd)
 		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
 }
 
-int px_seed_add_sockets(px_seed *s, const int *fds, size_t n)
+int px_seed_take_sockets(px_seed *s, int listen_fd, const int *fds, size_t n)
 {
 	int r = 0;
 
+	if (listen_fd < 0 || s->config_fd < 0 || s->listen_fd >= 0) {
+		(void)safe_close(listen_fd);
+		fdpass_close(fds, n);
+		return -EBADF;
+	}
+	s->listen_fd = listen_fd;
 	for (size_t i = 0; i < n; i++) {
 		size_attempt_queue(fds[i]);
-		if (s->listen_fd < 0)
-			r = -EBADF;
-		else if (s->n_sockets >= PX_SEED_MAX_SOCKETS)
+		if (s->n_sockets >= PX_SEED_MAX_SOCKETS) {
 			r = -E2BIG;
-		if (r < 0)
 			(void)close(fds[i]);
-		else
+		} else {
 			s->sockets[s->n_sockets++] = fds[i];
+		}
 	}
 	return r;
 }
@@ -187,11 +200,10 @@ void px_seed_done(px_seed *s)
 /* After fork: async-signal-safe calls only. Never returns. */
 _Noreturn static void child(const px_seed *seed, int ev_fd, int exe_fd)
 {
-	static char *const argv[] = {(char *)"sandcap-proxy", NULL};
+	static char *const argv[] = {(char *)PX_PROGRAM, (char *)PX_WORKER_ARG, NULL};
 	static char *const envp[] = {NULL};
 	sigset_t all;
-	int socks[PX_SEED_MAX_SOCKETS];
-	int l, e, c, st, x, null, first_free;
+	int e, c, st, x, null;
 
 	(void)sigemptyset(&all);
 	(void)sigprocmask(SIG_SETMASK, &all, NULL);
@@ -204,34 +216,39 @@ _Noreturn static void child(const px_seed *seed, int ev_fd, int exe_fd)
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 
 	/* move everything above the target slots first, so no dup2 clobbers a source */
-	l = fcntl(seed->listen_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
 	e = fcntl(ev_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
 	c = fcntl(seed->config_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
 	st = fcntl(seed->state_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
 	x = fcntl(exe_fd, F_DUPFD_CLOEXEC, PX_HIGH_FD);
-	if (l < 0 || e < 0 || c < 0 || st < 0 || x < 0)
+	if (e < 0 || c < 0 || st < 0 || x < 0)
 		_exit(125);
-	for (size_t i = 0; i < seed->n_sockets; i++) {
-		socks[i] = fcntl(seed->sockets[i], F_DUPFD_CLOEXEC, PX_HIGH_FD);
-		if (socks[i] < 0)
-			_exit(125);
-	}
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
 		_exit(125);
-	if (dup2(l, 3) < 0 || dup2(e, 4) < 0 || dup2(c, 5) < 0 || dup2(st, 6) < 0 ||
-	    dup3(x, 7, O_CLOEXEC) < 0)
+	if (dup2(e, PX_FD_EVENTS) < 0 || dup2(c, PX_FD_CONFIG) < 0 || dup2(st, PX_FD_STATE) < 0 ||
+	    dup3(x, PX_FD_EXE, O_CLOEXEC) < 0)
 		_exit(125);
-	for (size_t i = 0; i < seed->n_sockets; i++)
-		if (dup2(socks[i], PX_FD_SOCKETS + (int)i) < 0)
-			_exit(125);
-	first_free = PX_FD_SOCKETS + (int)seed->n_sockets;
-	if (sys_close_range((unsigned)first_free, ~0U, 0) < 0) {
-		for (int fd = first_free; fd < 1024; fd++)
+	if (sys_close_range(PX_FD_EXE + 1, ~0U, 0) < 0) {
+		for (int fd = PX_FD_EXE + 1; fd < 1024; fd++)
 			(void)close(fd);
 	}
-	(void)sys_execveat(7, "", argv, envp, AT_EMPTY_PATH);
+	(void)sys_execveat(PX_FD_EXE, "", argv, envp, AT_EMPTY_PATH);
 	_exit(125);
+}
+
+int px_hand_sockets(const px_seed *seed, int event_fd)
+{
+	int fds[1 + PX_SEED_MAX_SOCKETS];
+	char tag = 'S';
+	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
+	ssize_t n;
+
+	if (seed->listen_fd < 0)
+		return -EBADF;
+	fds[0] = seed->listen_fd;
+	memcpy(fds + 1, seed->sockets, seed->n_sockets * sizeof(int));
+	n = fdpass_send(event_fd, &iov, 1, fds, 1 + seed->n_sockets);
+	return n < 0 ? (int)n : 0;
 }
 
 int px_spawn(const px_seed *seed, pid_t *ret_pid, int *ret_event_fd)
@@ -240,7 +257,7 @@ int px_spawn(const px_seed *seed, pid_t *ret_pid, int *ret_event_fd)
 	int sv[2];
 	pid_t pid;
 
-	if (seed->listen_fd < 0 || seed->config_fd < 0 || seed->state_fd < 0)
+	if (seed->config_fd < 0 || seed->state_fd < 0)
 		return -EBADF;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
@@ -254,7 +271,25 @@ int px_spawn(const px_seed *seed, pid_t *ret_pid, int *ret_event_fd)
 		return -errno;
 	if (pid == 0)
 		child(seed, ev1, exe_fd);
+	/* a restart: the sockets at once (queued until the worker asks) */
+	if (seed->listen_fd >= 0) {
+		int r = px_hand_sockets(seed, ev0);
+
+		if (r < 0) {
+			(void)kill(pid, SIGKILL);
+			(void)waitpid(pid, NULL, 0);
+			return r;
+		}
+	}
 	*ret_pid = pid;
 	*ret_event_fd = TAKE_FD(ev0);
 	return 0;
+}
+
+void px_worker_stop(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	(void)kill(pid, SIGKILL);
+	(void)waitpid(pid, NULL, WNOHANG);
 }

@@ -127,40 +127,50 @@ int px_tls_trust_dirs(char (*dirs)[PATH_MAX], size_t max)
 	return n;
 }
 
-int px_tls_ctx_new(const char *extra_ca, bool lazy_system_store, SSL_CTX **ret)
+int px_tls_trust_new(const char *extra_ca, bool lazy_system_store, X509_STORE **ret)
 {
-	SSL_CTX *ctx;
+	X509_STORE *st;
 
 	if (OPENSSL_init_ssl(OPENSSL_INIT_LOAD_CONFIG, NULL) != 1)
 		return -ENOMEM;
-	ctx = SSL_CTX_new(TLS_client_method());
-	if (!ctx)
+	st = X509_STORE_new();
+	if (!st)
 		return -ENOMEM;
-	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
-		goto fail;
 	if (lazy_system_store) {
 		/* a CA is read when a chain needs it, then cached in the store */
-		(void)SSL_CTX_load_verify_dir(ctx, trust_dir());
+		(void)X509_STORE_load_path(st, trust_dir());
 	} else {
 		const char *bundle = X509_get_default_cert_file();
 
 		if (bundle && access(bundle, R_OK) == 0)
-			(void)SSL_CTX_load_verify_file(ctx, bundle);
+			(void)X509_STORE_load_file(st, bundle);
 	}
-	if (extra_ca && SSL_CTX_load_verify_file(ctx, extra_ca) != 1) {
-		SSL_CTX_free(ctx);
+	if (extra_ca && X509_STORE_load_file(st, extra_ca) != 1) {
+		X509_STORE_free(st);
 		ERR_clear_error();
 		return -EINVAL;
 	}
 	/* an empty store fails every handshake: fail closed */
 	ERR_clear_error();
+	*ret = st;
+	return 0;
+}
+
+int px_tls_ctx_new(X509_STORE *trust, SSL_CTX **ret)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+
+	if (!ctx)
+		return -ENOMEM;
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+		SSL_CTX_free(ctx);
+		return -EIO;
+	}
+	SSL_CTX_set1_cert_store(ctx, trust);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	*ret = ctx;
 	return 0;
-fail:
-	SSL_CTX_free(ctx);
-	return -EIO;
 }
 
 int px_tls_new(SSL_CTX *ctx, int fd, const char *host, SSL **ret)

@@ -18,13 +18,24 @@
 #define PX_TRUST_MAX_DIRS 16u
 
 /*
- * The client context. extra_ca (a PEM file, may be NULL) is loaded now. The
- * system store is either looked up one CA at a time in OpenSSL's hashed
- * directory when a chain is verified (lazy_system_store: the caller lets the
- * sandboxed worker read px_tls_trust_dirs()), or, without that, the whole
- * bundle file is parsed now. -EINVAL: extra_ca cannot be loaded.
+ * The trust of the client context, made while the caller can read files:
+ * OpenSSL initialised with the system's configuration file (its TLS
+ * settings apply to contexts made later), extra_ca (a PEM file, may be
+ * NULL) loaded now, and the system store either looked up one CA at a time
+ * in OpenSSL's hashed directory when a chain is verified
+ * (lazy_system_store: the caller lets the sandboxed worker read
+ * px_tls_trust_dirs()), or, without that, the whole bundle file parsed now.
+ * -EINVAL: extra_ca cannot be loaded; -ENOMEM.
  */
-int px_tls_ctx_new(const char *extra_ca, bool lazy_system_store, SSL_CTX **ret);
+int px_tls_trust_new(const char *extra_ca, bool lazy_system_store, X509_STORE **ret);
+/*
+ * The client context over trust (shared: a reference is taken), TLS 1.2 at
+ * least, peers verified. Reads no file: made at the first upstream TLS
+ * connection, after the worker's sandboxing, since OpenSSL's method tables
+ * cost a millisecond of CPU that a sandbox which makes no such connection
+ * need not wait for. -ENOMEM, -EIO.
+ */
+int px_tls_ctx_new(X509_STORE *trust, SSL_CTX **ret);
 /*
  * The directories a lazily-read system store opens files in: the hashed
  * directory and every directory its links resolve into (absolute, resolved

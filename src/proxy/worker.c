@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The proxy worker process: "sandcap-proxy", exec'd fresh by px_spawn() with
- * an empty environment and exactly fds 3 (listener), 4 (event socket),
- * 5 (configuration memfd), 6 (the counters shared with a successor) and, from
- * PX_FD_SOCKETS on, the sandbox resolver's socket and the transparent
- * listeners. It parses hostile HTTP, so before it reads a single byte from the
- * sandbox it gives up everything (docs/proxy.md):
+ * The proxy worker process: "sandcap-proxy worker", exec'd fresh by px_spawn() with
+ * an empty environment and exactly fds 3 (event socket), 4 (configuration
+ * memfd) and 5 (the counters shared with a successor). The listener, the
+ * sandbox resolver's socket, the transparent listeners and the attempt
+ * socket come later, as one message on the event socket (px_hand_sockets()),
+ * so that the worker can start while the sandbox is being built. It parses
+ * hostile HTTP, so before it even holds a socket of the sandbox it gives up
+ * everything (docs/proxy.md):
  *
  *   1. read the configuration, init c-ares (reads /etc/resolv.conf) and
  *      /etc/hosts; only when a credential has upstream https, OpenSSL: the
@@ -20,7 +22,8 @@
  *      be opened, except reading beneath the CA directories when upstream
  *      TLS is configured; on ABI >= 4 TCP bind is handled too, on ABI >= 6
  *      abstract unix sockets and signals are scoped;
- *   5. seccomp last, so the filter need not allow the setup syscalls above.
+ *   5. seccomp last, so the filter need not allow the setup syscalls above;
+ *   6. then it waits for its sockets.
  *
  * PX_WORKER_UID is 65534 ("nobody"). A dedicated uid would keep two workers
  * apart by uid too; they are kept apart by what they can do instead: no
@@ -49,6 +52,7 @@
 #include <grp.h>
 
 #include "base/cleanup.h"
+#include "base/fdpass.h"
 #include "compat/syscalls.h"
 #include "proxy/conn.h"
 #include "proxy/cred-limits.h"
@@ -57,10 +61,9 @@
 
 #define PX_WORKER_UID 65534
 #define PX_WORKER_GID 65534
-#define PX_FD_LISTEN  3
-#define PX_FD_EVENTS  4
-#define PX_FD_CONFIG  5
-#define PX_FD_STATE   6
+#define PX_FD_EVENTS  3
+#define PX_FD_CONFIG  4
+#define PX_FD_STATE   5
 
 static int read_config(int fd, px_config **ret)
 {
@@ -299,7 +302,9 @@ static bool needs_tls(const px_config *cfg)
  * Upstream TLS, only for a policy that can use it: with Landlock the system
  * store is read one CA at a time when a chain is verified, from the
  * directories in *trust_fds (O_PATH, for the ruleset); without it, whole
- * now. Returns 0 (L->tls NULL when not needed) or -errno.
+ * now. The context itself is made at the first upstream TLS connection
+ * (loop.c, px_tls_ctx_new()). Returns 0 (L->tls_trust NULL when not
+ * needed) or -errno.
  */
 static int setup_tls(px_loop *L, int abi, int *trust_fds, size_t *n_trust)
 {
@@ -320,7 +325,7 @@ static int setup_tls(px_loop *L, int abi, int *trust_fds, size_t *n_trust)
 		}
 		lazy = *n_trust > 0;
 	}
-	return px_tls_ctx_new(L->cfg->upstream_ca, lazy, &L->tls);
+	return px_tls_trust_new(L->cfg->upstream_ca, lazy, &L->tls_trust);
 }
 
 /* The attempt socket (ns_attempt_socket()) among the seed's sockets. */
@@ -379,28 +384,46 @@ static int map_shared(px_loop *L, int fd)
 	return 0;
 }
 
-/* The seed's sockets, from PX_FD_SOCKETS on (docs/proxy.md). */
+/*
+ * The listener and the seed's other sockets: one message from the
+ * supervisor (px_hand_sockets()), waited for. 1 when they came, 0 at the
+ * supervisor's end before them (the sandbox never got its network),
+ * -errno.
+ */
 static int take_sockets(px_loop *L)
 {
-	int fds[PX_SEED_MAX_SOCKETS];
-	size_t n = 0;
+	int fds[FDPASS_MAX_FDS], others[FDPASS_MAX_FDS];
+	char tag;
+	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
+	size_t n = 0, k = 0;
+	int flags = 0;
+	ssize_t got = fdpass_recv(L->event_fd, &iov, 1, 0, fds, FDPASS_MAX_FDS, &n, &flags);
 
-	for (int i = 0; i < (int)PX_SEED_MAX_SOCKETS; i++) {
-		int fd = PX_FD_SOCKETS + i;
-
-		if (fcntl(fd, F_GETFD) < 0)
-			break;
-		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-			return -errno;
-		if (is_packet_socket(fd))
-			L->attempt_fd = fd; /* the others are the redirection's */
-		else
-			fds[n++] = fd;
+	if (got < 0)
+		return (int)got;
+	if (got == 0 && n == 0)
+		return 0;
+	if (n == 0 || (flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		fdpass_close(fds, n);
+		return -EPROTO;
 	}
-	return n > 0 ? px_redirect_new(L, fds, n) : 0;
+	L->listen_fd = fds[0];
+	for (size_t i = 1; i < n; i++) {
+		if (is_packet_socket(fds[i]))
+			L->attempt_fd = fds[i]; /* the others are the redirection's */
+		else
+			others[k++] = fds[i];
+	}
+	if (k > 0) {
+		int r = px_redirect_new(L, others, k);
+
+		if (r < 0)
+			return r;
+	}
+	return 1;
 }
 
-int px_worker_main(int argc, char **argv)
+int px_worker_main(void)
 {
 	px_loop L = {.epfd = -1};
 	px_config *cfg = NULL;
@@ -408,9 +431,7 @@ int px_worker_main(int argc, char **argv)
 	size_t n_trust = 0;
 	int r, flags, abi;
 
-	(void)argc;
-	(void)argv;
-	for (int fd = PX_FD_LISTEN; fd <= PX_FD_STATE; fd++)
+	for (int fd = PX_FD_EVENTS; fd <= PX_FD_STATE; fd++)
 		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 			return 125;
 	/*
@@ -425,15 +446,12 @@ int px_worker_main(int argc, char **argv)
 	if (r < 0)
 		return 125;
 	L.cfg = cfg;
-	L.listen_fd = PX_FD_LISTEN;
+	L.listen_fd = -1;
 	L.event_fd = PX_FD_EVENTS;
 	L.attempt_fd = -1;
 	r = map_shared(&L, PX_FD_STATE);
 	(void)close(PX_FD_STATE);
 	if (r < 0)
-		return 125;
-	flags = fcntl(L.listen_fd, F_GETFL);
-	if (flags < 0 || fcntl(L.listen_fd, F_SETFL, flags | O_NONBLOCK) < 0)
 		return 125;
 	L.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (L.epfd < 0)
@@ -441,8 +459,6 @@ int px_worker_main(int argc, char **argv)
 	if (px_events_new(L.event_fd, &L.ev) < 0)
 		return 125;
 	if (px_dns_new(cfg->dns, L.epfd, W_DNS, &L.dns) < 0)
-		return 125;
-	if (take_sockets(&L) < 0)
 		return 125;
 	abi = landlock_abi();
 	if (abi < 0)
@@ -470,6 +486,12 @@ int px_worker_main(int argc, char **argv)
 	if (r < 0)
 		return 125;
 	if (apply_seccomp(n_trust > 0 && r == 1) < 0)
+		return 125;
+	r = take_sockets(&L);
+	if (r <= 0)
+		return r < 0 ? 125 : 0;
+	flags = fcntl(L.listen_fd, F_GETFL);
+	if (flags < 0 || fcntl(L.listen_fd, F_SETFL, flags | O_NONBLOCK) < 0)
 		return 125;
 
 	r = px_loop_run(&L);

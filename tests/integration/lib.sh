@@ -49,14 +49,15 @@ worker_of() {
 	return 1
 }
 
-# binaries_for_others DIR: copies sandcap and the sandcap-main, sandcap-run
-# and sandcap-init beside it (sandcap finds them next to itself) into DIR, mode
-# 755, for tests that run as another uid: the build tree may live where that
-# user cannot look (a checkout under /root). Prints DIR/sandcap.
+# binaries_for_others DIR: copies sandcap and the sandcap-main, sandcap-run,
+# sandcap-proxy and sandcap-init beside it (sandcap finds them next to
+# itself) into DIR, mode 755, for tests that run as another uid: the build
+# tree may live where that user cannot look (a checkout under /root).
+# Prints DIR/sandcap.
 binaries_for_others() {
 	local d
 	d=$(dirname "$SANDCAP")
-	mkdir -p "$1" && cp "$SANDCAP" "$d/sandcap-main" "$d/sandcap-run" "$d/sandcap-init" "$1/" && chmod 755 "$1"
+	mkdir -p "$1" && cp "$SANDCAP" "$d/sandcap-main" "$d/sandcap-run" "$d/sandcap-proxy" "$d/sandcap-init" "$1/" && chmod 755 "$1"
 	echo "$1/sandcap"
 }
 

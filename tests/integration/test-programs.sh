@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Which program does what (docs/architecture.md, "Two programs"): the
+# Which program does what (docs/architecture.md, "Programs"): the
 # supervisor of `sandcap run` is sandcap-run, which links no TLS or
 # signature code; the proxy worker and the CA of TLS inspection come from
-# sandcap-main; --audit-sign hands the whole command line to sandcap-main
-# before anything is read (a policy on standard input still arrives); and
-# without sandcap-main beside it, a run that needs it is refused, the
-# program named, while a run that does not goes on.
+# sandcap-proxy, chosen by its first argument, never by the name it is run
+# under; --audit-sign hands the whole command line to sandcap-main before
+# anything is read (a policy on standard input still arrives); and without
+# sandcap-proxy or sandcap-main beside it, a run that needs it is refused,
+# the program named, while a run that does not goes on.
 . "$(dirname "$0")/lib.sh"
 need_root
 D=$(dirname "$SANDCAP")
@@ -56,14 +57,16 @@ else
 	not_ok "... and runs commands"
 fi
 
-# --- the proxy worker and the sandbox CA come from sandcap-main ---
+# --- the proxy worker and the sandbox CA come from sandcap-proxy ---
 "$SANDCAP" run --quiet --policy "$T/egress.json" -- sleep 30 </dev/null 2>/dev/null &
 sup=$!
 if w=$(worker_of "$sup"); then
-	expect_eq "an egress run's worker is sandcap-main" "$(basename "$(readlink "/proc/$w/exe")")" "sandcap-main"
+	expect_eq "an egress run's worker is sandcap-proxy" "$(basename "$(readlink "/proc/$w/exe")")" "sandcap-proxy"
+	expect_eq "... run as 'sandcap-proxy worker'" "$(tr '\0' ' ' <"/proc/$w/cmdline")" "sandcap-proxy worker "
 	expect_eq "... under a supervisor that is sandcap-run" "$(cat "/proc/$sup/comm")" "sandcap-run"
 else
-	not_ok "an egress run's worker is sandcap-main (no worker found)"
+	not_ok "an egress run's worker is sandcap-proxy (no worker found)"
+	not_ok "... run as 'sandcap-proxy worker'"
 	not_ok "... under a supervisor that is sandcap-run"
 fi
 kill "$sup" 2>/dev/null
@@ -80,7 +83,7 @@ policy inspect-out "{\"version\": 1,
   \"net\": {\"egress\": [{\"host\": \"api.example.test\", \"inspect\": true}]}}"
 if command -v openssl >/dev/null; then
 	"$SANDCAP" run --quiet --policy "$T/inspect-out.json" -- sh -c 'sh /bundle.sh >/out/n' </dev/null
-	expect_eq "an inspected run's sandbox trusts one sandbox CA, made by sandcap-main" \
+	expect_eq "an inspected run's sandbox trusts one sandbox CA, made by sandcap-proxy" \
 		"$(cat "$T/out/n" 2>/dev/null)" 1
 	expect_eq "... and the run was supervised by sandcap-run" "$(supervisor_comm inspect)" "sandcap-run"
 else
@@ -98,20 +101,34 @@ expect_eq "... and a policy on standard input still reaches it" "$out" "ran"
 check "... and its log verifies with the public key" \
 	"$SANDCAP" audit verify "$T/signed.jsonl" --pubkey "$T/sign.pub"
 
-# --- without sandcap-main ---
+# --- the names they are run under choose nothing ---
+ln -s "$D/sandcap-main" "$T/sandcap-proxy"
+out=$("$T/sandcap-proxy" worker 2>&1)
+expect_match "sandcap-main run as sandcap-proxy is sandcap-main" "$out" "unknown command 'worker'"
+out=$("$D/sandcap-proxy" 2>&1)
+rc=$?
+expect_eq "sandcap-proxy without a mode is refused (2)" "$rc" 2
+expect_match "... with its usage" "$out" "usage: sandcap-proxy worker \| ca LIFETIME_S"
+check "sandcap-proxy ca writes a certificate, then a key" \
+	sh -c "'$D/sandcap-proxy' ca 60 a.test | grep -c -e '-----BEGIN CERTIFICATE-----' -e '-----BEGIN PRIVATE KEY-----' | grep -qx 2"
+
+# --- without sandcap-proxy, then without sandcap-main ---
 mkdir "$T/bin"
 cp "$SANDCAP" "$D/sandcap-run" "$D/sandcap-init" "$T/bin/"
 NM=$T/bin/sandcap
 out=$("$NM" run --quiet --policy "$T/min.json" -- sh -c 'echo plain' 2>&1)
-expect_eq "without sandcap-main a run that needs nothing of it runs" "$out" "plain"
+expect_eq "without sandcap-proxy and sandcap-main a run that needs neither runs" "$out" "plain"
 out=$("$NM" run --quiet --policy "$T/egress.json" -- true 2>&1)
 rc=$?
 expect_eq "an egress run is refused (125)" "$rc" 125
-expect_match "... naming sandcap-main" "$out" "egress proxy: No such file or directory \(sandcap-main does this; it is not next to this program or in "
+expect_match "... naming sandcap-proxy" "$out" "egress proxy: No such file or directory \(sandcap-proxy does this; it is not next to this program or in "
 out=$("$NM" run --quiet --policy "$T/inspect.json" -- true 2>&1)
 rc=$?
 expect_eq "an inspected run is refused (125)" "$rc" 125
-expect_match "... naming sandcap-main" "$out" "sandbox CA or placeholders: No such file or directory \(sandcap-main does this"
+expect_match "... naming sandcap-proxy" "$out" "sandbox CA or placeholders: No such file or directory \(sandcap-proxy does this"
+cp "$D/sandcap-proxy" "$T/bin/"
+out=$("$NM" run --quiet --policy "$T/egress.json" -- sh -c 'echo egress' 2>&1)
+expect_eq "with sandcap-proxy beside it an egress run needs no sandcap-main" "$out" "egress"
 out=$("$NM" run --quiet --policy "$T/min.json" --audit-sign "$T/sign.key" -- true 2>&1)
 rc=$?
 expect_eq "a signed run is refused (125)" "$rc" 125

@@ -2,7 +2,7 @@
 /*
  * Test-only launcher for the egress proxy without the rest of the sandbox:
  * builds an sc_plan from a small JSON file, listens on 127.0.0.1:PORT on the
- * host and starts the worker with px_spawn(). Every event the worker sends
+ * host and starts the worker (sandcap-proxy) with px_spawn(). Every event the worker sends
  * is validated with px_event_parse() and printed as one JSON line.
  *
  *   px-standalone CONFIG.json PORT [EVENTS-FILE]
@@ -168,7 +168,6 @@ static sc_plan *load_plan(const char *path)
 
 int main(int argc, char **argv)
 {
-	const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	int one = 1, lfd, evfd, r;
 	FILE *out = stdout;
@@ -176,10 +175,11 @@ int main(int argc, char **argv)
 	sc_plan *plan;
 	pid_t pid;
 
-	self = self ? self + 1 : (argc > 0 ? argv[0] : "");
-	if (strcmp(self, "sandcap-proxy") == 0)
-		return px_worker_main(argc, argv);
-	px_in_process(); /* the worker is this program (above) */
+	px_in_process();
+#ifdef PX_STANDALONE_PROGRAM_DIR
+	/* the worker is the build tree's sandcap-proxy, not next to this one */
+	px_program_dir = PX_STANDALONE_PROGRAM_DIR;
+#endif
 	if (argc < 3) {
 		fprintf(stderr, "usage: px-standalone CONFIG.json PORT [EVENTS-FILE]\n");
 		return 2;
