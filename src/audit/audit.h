@@ -120,17 +120,6 @@ void au_set_max_bytes(au_log *log, uint64_t max_bytes);
 uint64_t au_bytes(const au_log *log);
 /* What a file type is, in words ("a FIFO"), for messages. */
 const char *au_file_type(mode_t mode);
-/*
- * Appends an event received from a less-trusted peer (the proxy worker):
- * msg is one JSON object {"event": NAME, "data": {...}} of at most
- * AU_PEER_MSG_MAX bytes. allowed is a NULL-terminated list of event names
- * this peer may emit; an entry ending in '.' allows a family ("net.").
- * -EMSGSIZE, -EBADMSG (malformed), -EPERM (event not allowed, or
- * audit.seal or audit.error), else as au_emit(). The caller still
- * rate-limits its peers.
- */
-#define AU_PEER_MSG_MAX (64u << 10)
-int au_emit_untrusted(au_log *log, const char *msg, size_t len, const char *const *allowed);
 /* Writes the final audit.seal record: {"final_hash", "hmac" (keyed only),
  * "keyed", "records", "sig" and "key_id" (signed only)}, the HMAC and the
  * signature over every field of the record, then fsyncs. Also after a failure (into the

@@ -617,48 +617,6 @@ static void test_sync_detach(void)
 	ok(r == 0, "the log verifies (%s)", r ? reason : "");
 }
 
-static void test_untrusted(void)
-{
-	_cleanup_free_ char *path = path_in_tmp("peer.log");
-	static const char *const proxy_events[] = {"net.", "limit.hit", NULL};
-	au_log *log = NULL;
-	char reason[256] = "", *big;
-	size_t line;
-	FILE *f;
-	int r;
-
-#define PEER(s) au_emit_untrusted(log, s, strlen(s), proxy_events)
-	ok(au_open(path, NULL, 0, "sc-peer", AUDIT_FSYNC_BOUNDARIES, &log) == 0, "open");
-	ok(PEER("{\"event\":\"net.request\",\"data\":{\"host\":\"a.example\"}}") == 0,
-	   "a peer's event of an allowed family is logged");
-	ok(PEER("{\"event\":\"limit.hit\",\"data\":{\"limit\":\"rate\"}}") == 0,
-	   "a peer's exactly allowed event is logged");
-	ok(PEER("{\"event\":\"proc.exec\",\"data\":{}}") == -EPERM,
-	   "an event the peer may not emit is refused (-EPERM)");
-	ok(PEER("{\"event\":\"limit.hitx\",\"data\":{}}") == -EPERM,
-	   "an exact entry does not allow a longer name");
-	ok(PEER("{\"event\":\"audit.seal\",\"data\":{}}") == -EPERM, "a peer cannot seal");
-	ok(PEER("{\"event\":\"audit.error\",\"data\":{}}") == -EPERM,
-	   "a peer cannot claim a failure");
-	ok(PEER("{\"event\":\"net.x\",\"data\":{},\"x\":1}") == -EBADMSG, "extra keys: -EBADMSG");
-	ok(PEER("{\"event\":\"net.x\",\"event\":\"net.y\",\"data\":{}}") == -EBADMSG,
-	   "duplicate keys: -EBADMSG");
-	ok(PEER("{\"event\":\"Net.X\",\"data\":{}}") == -EBADMSG, "a bad event name: -EBADMSG");
-	ok(PEER("{\"event\":\"net.x\",\"data\":[]}") == -EBADMSG, "data not an object: -EBADMSG");
-	ok(PEER("[]") == -EBADMSG && PEER("") == -EBADMSG, "not an object: -EBADMSG");
-	big = calloc(1, AU_PEER_MSG_MAX + 2);
-	memset(big, ' ', AU_PEER_MSG_MAX + 1);
-	ok(PEER(big) == -EMSGSIZE, "a message over AU_PEER_MSG_MAX: -EMSGSIZE");
-	free(big);
-#undef PEER
-	ok(au_records(log) == 2 && au_seal(log) == 0, "two records and a seal");
-	log = au_close(log);
-	f = fopen(path, "re");
-	r = au_verify(f, NULL, 0, &line, reason, sizeof(reason));
-	fclose(f);
-	ok(r == 0, "the log verifies (%s)", reason);
-}
-
 static void test_argv(void)
 {
 	const char *argv[100];
@@ -1365,7 +1323,6 @@ int main(void)
 	test_log_bound();
 	test_max_bytes();
 	test_sync_detach();
-	test_untrusted();
 	test_argv();
 	test_key_file();
 	test_report();
