@@ -3,14 +3,15 @@
 # chosen names. Callers define W (a work directory) and PIDS (an array);
 # the servers are killed with the caller's PIDS cleanup.
 
-# free_port: a loopback port free for TCP and UDP whose next port is free
-# too (start_origin's upload sink listens there). It is picked below the
-# kernel's ephemeral range, so no connection a busy test makes meanwhile can
-# take it before its server binds; ports given out before (in $W/ports) are
-# not given again.
+# free_port [N]: a loopback port free for TCP and UDP, and the N-1 ports
+# after it too (N is 2 by default: start_origin's upload sink listens on the
+# next one). It is picked below the kernel's ephemeral range, so no
+# connection a busy test makes meanwhile can take it before its server
+# binds; ports given out before (in $W/ports) are not given again.
 free_port() {
 	python3 -c '
 import os, random, socket, sys
+n = int(sys.argv[2])
 given = sys.argv[1] and sys.argv[1] + "/ports"
 taken = set(open(given).read().split()) if given and os.path.exists(given) else set()
 low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
@@ -25,13 +26,14 @@ def free(p):
             s.close()
     return True
 while True:
-    p = random.randrange(10000, max(low, 10002) - 1)
-    if str(p) not in taken and str(p + 1) not in taken and free(p) and free(p + 1):
+    p = random.randrange(10000, max(low, 10000 + 2 * n) - n)
+    block = range(p, p + n)
+    if not any(str(q) in taken for q in block) and all(free(q) for q in block):
         if given:
-            open(given, "a").write("%d\n%d\n" % (p, p + 1))
+            open(given, "a").write("".join("%d\n" % q for q in block))
         print(p)
         break
-' "${W:-}"
+' "${W:-}" "${1:-2}"
 }
 
 # A real origin server on host loopback: nginx logging every request.

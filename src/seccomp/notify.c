@@ -797,33 +797,57 @@ static int sf_ctx_new(sf_ctx **ret)
 	return 0;
 }
 
+/* Whether the notification is still its target's, checked after reading
+ * the target's memory (see the top): 1, 0 when stale, or -errno. */
+static int sf_valid(int notify_fd, uint64_t id)
+{
+	while (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0) {
+		if (errno == EINTR)
+			continue;
+		return errno == ENOENT ? 0 : -errno;
+	}
+	return 1;
+}
+
+/* Writes data (taken, may be NULL) as event, then answers -err: refused
+ * whether or not the record could be written. */
+static int sf_refuse(sf_ctx *c, int notify_fd, const char *event, json_t *data, int err,
+		     sf_event_cb cb, void *userdata)
+{
+	int r;
+
+	if (data && cb)
+		(void)cb(event, data, userdata);
+	else
+		json_decref(data);
+	c->resp->error = -err;
+	r = sf_respond(notify_fd, c->resp);
+	return r < 0 ? r : 1;
+}
+
+/* Lets the call go on to the kernel and its walls. */
+static int sf_continue(sf_ctx *c, int notify_fd)
+{
+	int r;
+
+	c->resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+	r = sf_respond(notify_fd, c->resp);
+	return r < 0 ? r : 1;
+}
+
 /* A refused setid mode: recorded (when the copy was the target's, see the
  * top) and refused, whether or not the record could be written. */
 static int sf_handle_setid(sf_ctx *c, int notify_fd, const sf_setid_call *call, sf_event_cb cb,
 			   void *userdata)
 {
-	json_t *data = NULL;
-	bool valid = true;
-	int r;
+	int valid;
 
 	sf_setid_read(&c->mem, c->req, call, &c->exec);
-	while (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &c->req->id) < 0) {
-		if (errno == EINTR)
-			continue;
-		if (errno != ENOENT)
-			return -errno;
-		valid = false; /* stale: what was read may not be the target's */
-		break;
-	}
-	if (valid)
-		data = sf_setid_json(c->req, call, &c->exec);
-	if (data && cb)
-		(void)cb("fs.denied", data, userdata);
-	else
-		json_decref(data);
-	c->resp->error = -EPERM;
-	r = sf_respond(notify_fd, c->resp);
-	return r < 0 ? r : 1;
+	valid = sf_valid(notify_fd, c->req->id);
+	if (valid < 0)
+		return valid;
+	return sf_refuse(c, notify_fd, "fs.denied",
+			 valid ? sf_setid_json(c->req, call, &c->exec) : NULL, EPERM, cb, userdata);
 }
 
 /* Whether fd of the target process is a TCP socket (MPTCP too, which
@@ -854,26 +878,15 @@ static bool sf_is_tcp_socket(pid_t pid, int fd)
 static int sf_handle_bind(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 {
 	json_t *data = NULL;
-	bool tcp = sf_is_tcp_socket((pid_t)c->req->pid, (int)c->req->data.args[0]);
-	int r;
+	int valid;
 
-	if (!tcp) {
-		c->resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-		r = sf_respond(notify_fd, c->resp);
-		return r < 0 ? r : 1;
-	}
-	while (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &c->req->id) < 0) {
-		if (errno == EINTR)
-			continue;
-		return errno == ENOENT ? 1 : -errno; /* gone: nothing to answer */
-	}
-	if (sf_denied_event(c->req, &data) == 0 && cb)
-		(void)cb("syscall.denied", data, userdata);
-	else
-		json_decref(data);
-	c->resp->error = -EACCES;
-	r = sf_respond(notify_fd, c->resp);
-	return r < 0 ? r : 1;
+	if (!sf_is_tcp_socket((pid_t)c->req->pid, (int)c->req->data.args[0]))
+		return sf_continue(c, notify_fd);
+	valid = sf_valid(notify_fd, c->req->id);
+	if (valid <= 0)
+		return valid < 0 ? valid : 1; /* gone: nobody waits for the answer */
+	(void)sf_denied_event(c->req, &data);
+	return sf_refuse(c, notify_fd, "syscall.denied", data, EACCES, cb, userdata);
 }
 
 /* The call, when this notification is one the filter sent for a write
@@ -945,33 +958,20 @@ static int sf_write_path(sf_ctx *c, const sf_write_call *call, int dirfd_arg, in
 static int sf_handle_write(sf_ctx *c, int notify_fd, const sf_write_call *call, sf_event_cb cb,
 			   void *userdata)
 {
-	json_t *data = NULL;
-	int err, r;
+	int err, valid;
 
 	sf_mem_reset(&c->mem, (pid_t)c->req->pid);
 	err = sf_write_path(c, call, call->dirfd, call->path);
 	if (err == 0 && call->path2 >= 0)
 		err = sf_write_path(c, call, call->dirfd2, call->path2);
-	if (err == 0) {
-		c->resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-		r = sf_respond(notify_fd, c->resp);
-		return r < 0 ? r : 1;
-	}
-	while (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &c->req->id) < 0) {
-		if (errno == EINTR)
-			continue;
-		if (errno != ENOENT)
-			return -errno;
-		return 1; /* stale: no record, and nobody waits for the answer */
-	}
-	data = sf_write_json((pid_t)c->req->pid, call->name, c->exec.path, err);
-	if (data && cb)
-		(void)cb("fs.denied", data, userdata);
-	else
-		json_decref(data);
-	c->resp->error = -err;
-	r = sf_respond(notify_fd, c->resp);
-	return r < 0 ? r : 1;
+	if (err == 0)
+		return sf_continue(c, notify_fd);
+	valid = sf_valid(notify_fd, c->req->id);
+	if (valid <= 0)
+		return valid < 0 ? valid : 1; /* stale: no record, and nobody waits */
+	return sf_refuse(c, notify_fd, "fs.denied",
+			 sf_write_json((pid_t)c->req->pid, call->name, c->exec.path, err), err, cb,
+			 userdata);
 }
 
 /*
@@ -1033,12 +1033,9 @@ static int sf_handle(sf_ctx *c, int notify_fd, sf_event_cb cb, void *userdata)
 	}
 
 	sf_exec_read(&c->mem, req, at, &c->exec);
-	while (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
-		if (errno == EINTR)
-			continue;
-		/* Stale: what was read may not be the target's. */
-		return errno == ENOENT ? 1 : -errno;
-	}
+	r = sf_valid(notify_fd, req->id);
+	if (r <= 0) /* stale: what was read may not be the target's */
+		return r < 0 ? r : 1;
 	data = sf_exec_json(&c->exec);
 	if (!data) {
 		/* No record, so no exec: it fails, the process goes on. */

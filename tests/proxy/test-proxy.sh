@@ -52,28 +52,9 @@ check() { # check DESCRIPTION COMMAND...
 	ok $? "$d"
 }
 
-# Ports BASE..BASE+19, all free for TCP and UDP, below the kernel's ephemeral
-# range, so that no connection made meanwhile (by this test or another one)
-# can take one before its server binds.
-BASE=$(python3 -c '
-import random, socket
-low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-def free(p):
-    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-        s = socket.socket(socket.AF_INET, kind)
-        try:
-            s.bind(("127.0.0.1", p))
-        except OSError:
-            return False
-        finally:
-            s.close()
-    return True
-while True:
-    b = random.randrange(10000, max(low, 10040) - 20)
-    if all(free(p) for p in range(b, b + 20)):
-        print(b)
-        break
-')
+# Ports BASE..BASE+19, all free, below the kernel's ephemeral range.
+. "$top/tools/fixtures.sh"
+BASE=$(free_port 20)
 P_HTTP=$BASE P_HTTP2=$((BASE + 1)) P_TLS=$((BASE + 2)) P_DNS=$((BASE + 3))
 P1=$((BASE + 10)) P2=$((BASE + 11)) P3=$((BASE + 12)) P4=$((BASE + 13)) P5=$((BASE + 14))
 P6=$((BASE + 15)) P_SINK=$((BASE + 4)) P_RAW=$((BASE + 5)) P_DEAD=$((BASE + 6))
