@@ -245,6 +245,17 @@ static bool relay(int from, int to)
 	return true;
 }
 
+/* Copies what from holds now, without waiting for its end of file. */
+static void drain(int from, int to)
+{
+	int fl = from >= 0 ? fcntl(from, F_GETFL) : -1;
+
+	if (fl < 0 || fcntl(from, F_SETFL, fl | O_NONBLOCK) < 0)
+		return;
+	while (relay(from, to))
+		;
+}
+
 /* Until the process ends: start and kill requests, its stdio. */
 static int supervise(csup *c)
 {
@@ -285,12 +296,25 @@ static int supervise(csup *c)
 	}
 	r = sc_session_exec_wait(&c->h, &res);
 	json_decref(res.limits_hit);
-	/* The rest of its output, then the sandbox goes. */
-	while (c->h.stdout_fd >= 0 && relay(c->h.stdout_fd, STDOUT_FILENO))
-		;
-	while (c->h.stderr_fd >= 0 && relay(c->h.stderr_fd, STDERR_FILENO))
-		;
+	/* What it wrote before its end is in the pipes now; a child it left
+	 * behind may hold them open for ever, so take only what is there
+	 * (runc's pid 1 ends its namespace at once; the caller stops ours). */
+	drain(c->h.stdout_fd, STDOUT_FILENO);
+	drain(c->h.stderr_fd, STDERR_FILENO);
 	return r < 0 ? SC_EXIT_SETUP : res.exit_code;
+}
+
+/* Standard input, output and error onto /dev/null. */
+static int stdio_null(void)
+{
+	_cleanup_close_ int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	for (int i = 0; i < 3; i++)
+		if (dup2(fd, i) < 0)
+			return -errno;
+	return 0;
 }
 
 static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_process *proc,
@@ -343,6 +367,11 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 	if (r == 0 && proc->terminal) {
 		r = console ? send_console(console, c->h.pty_fd) : -EINVAL;
 		c->h.pty_fd = safe_close(c->h.pty_fd);
+		/* The pty is the process's stdio: what create was given must
+		 * reach its end of file when create returns, as runc's does
+		 * (containerd's shim waits for it before it takes the console). */
+		if (r == 0)
+			r = stdio_null();
 	}
 	if (r < 0) {
 		dprintf(ready, "cannot prepare the process: %s",
@@ -659,32 +688,41 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 	}
 }
 
-static int ctl_request(const char *id, const char *req)
+/* One request to the container's supervisor: 0 ("ok"), -ENOTCONN (none
+ * listens), -EPIPE (it ended without an answer) or -EREMOTEIO (reply says
+ * why). Never prints. */
+static int ctl_call(const char *dir, const char *req, char *reply, size_t len)
 {
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	char dir[4096], reply[256];
 	ssize_t n;
+
+	reply[0] = '\0';
+	if (fd < 0 || unix_connect_in(fd, dir, "oci.sock") < 0)
+		return -ENOTCONN;
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0 ||
+	    (n = recv(fd, reply, len - 1, 0)) <= 0)
+		return -EPIPE;
+	reply[n] = '\0';
+	return strcmp(reply, "ok") == 0 ? 0 : -EREMOTEIO;
+}
+
+static int ctl_request(const char *id, const char *req)
+{
+	char dir[4096], reply[256];
+	int r, code;
 
 	if (cdir(id, dir, sizeof(dir)) < 0)
 		return SC_EXIT_SETUP;
-	if (fd < 0 || unix_connect_in(fd, dir, "oci.sock") < 0) {
-		if (access(dir, F_OK) < 0)
-			oci_err("container %s does not exist", id);
-		else
-			oci_err("container not running: %s", id);
-		return 1;
-	}
-	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0 ||
-	    (n = recv(fd, reply, sizeof(reply) - 1, 0)) <= 0) {
-		oci_err("container %s: its supervisor did not answer", id);
-		return 1;
-	}
-	reply[n] = '\0';
-	if (strcmp(reply, "ok") != 0) {
+	r = ctl_call(dir, req, reply, sizeof(reply));
+	if (r == -EREMOTEIO)
 		oci_err("%s", reply);
-		return 1;
-	}
-	return 0;
+	else if (r < 0 && access(dir, F_OK) < 0)
+		oci_err("container %s does not exist", id);
+	else if (r < 0 && (r == -ENOTCONN || strcmp(container_status(dir, &code), "stopped") == 0))
+		oci_err("container not running: %s", id); /* it ended meanwhile */
+	else if (r < 0)
+		oci_err("container %s: its supervisor did not answer", id);
+	return r < 0 ? 1 : 0;
 }
 
 static int runc_start(const char *id)
@@ -793,8 +831,14 @@ static int do_delete(const char *id, bool force)
 		oci_err("container %s is running: kill it first, or delete --force", id);
 		return 1;
 	}
-	if (strcmp(status, "stopped") != 0)
-		(void)ctl_request(id, "killall 9");
+	/* Its supervisor kills the sandbox; should it not answer, the
+	 * session is stopped from here, which ends the supervisor's wait. */
+	if (strcmp(status, "stopped") != 0) {
+		char reply[256];
+
+		if (ctl_call(dir, "killall 9", reply, sizeof(reply)) < 0)
+			(void)sc_session_stop(id, NULL);
+	}
 	/* Its supervisor's end: the lock is free once it has gone. */
 	snprintf(path, sizeof(path), "%s/lock", dir);
 	lk = open(path, O_RDONLY | O_CLOEXEC);

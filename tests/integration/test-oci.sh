@@ -16,7 +16,7 @@ file -L "$BB" 2>/dev/null | grep -q 'statically linked' || skip_all "needs a sta
 R=$(dirname "$SANDCAP")/sandcap-runc
 RT="$T/root"
 rc() { "$R" --root "$RT" "$@"; }
-trap 'for c in life term killme walls lim ex sc np; do rc delete --force $c >/dev/null 2>&1; done; cleanup_dir' EXIT
+trap 'for c in life term killme bg walls lim ex sc np; do rc delete --force $c >/dev/null 2>&1; done; cleanup_dir' EXIT
 
 # A bundle: the spec's config over a busybox root, edited by python.
 # The root is read-only: a bind's mount point must be in the image.
@@ -103,6 +103,26 @@ rc kill --all killme KILL
 for i in $(seq 50); do rc state killme | grep -q stopped && break; sleep 0.1; done
 expect_match "kill --all KILL: stopped" "$(rc state killme)" '"status": "stopped"'
 rc delete killme
+
+# ---- the main process's end is the container's, whatever it left
+# behind: a child holding its stdout is killed with the sandbox ----
+edit bg "c['process']['terminal'] = False
+c['process']['args'] = ['sh', '-c', 'sleep 25 & echo main-out; exit 3']"
+use bg
+rc create --bundle "$T/b" bg > "$T/bg.out" 2>&1 && rc start bg
+t0=$(date +%s)
+for i in $(seq 100); do rc state bg | grep -q stopped && break; sleep 0.1; done
+expect_match "a background child holding stdout: stopped when the main process ends" \
+	"$(rc state bg)" '"status": "stopped"'
+expect_eq "... its output before its end relayed" "$(cat "$T/bg.out")" "main-out"
+out=$(rc kill bg KILL 2>&1)
+expect_eq "... kill of it: runc's exit code" "$?" 1
+expect_match "... and runc's words" "$out" 'container not running'
+timeout 10 "$R" --root "$RT" delete --force bg
+expect_eq "... delete --force returns at once" "$?" 0
+expect_eq "... within 5 s of its start" "$(( $(date +%s) - t0 < 5 ))" 1
+out=$(timeout 10 "$R" --root "$RT" run --bundle "$T/b" bg 2>&1)
+expect_eq "run: the main process's exit code, not the child's end" "$?:$out" "3:main-out"
 
 # ---- the walls inside ----
 edit walls "c['process']['terminal'] = False
@@ -355,6 +375,16 @@ EOF
 	expect_match "ctr run: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
 	expect_match "ctr run: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
 	"${ctr[@]}" c rm ctd1 >/dev/null 2>&1
+	# A terminal: the shim takes the console once create's stdout and
+	# stderr reach their end (script(1) gives ctr the terminal -t needs).
+	if command -v script >/dev/null; then
+		out=$(timeout 30 script -qec "${ctr[*]} run -t --runc-binary $R --rootfs $T/b/rootfs ctdt sh -c 'tty; exit 4'" /dev/null </dev/null 2>&1)
+		expect_eq "ctr run -t: the process's exit code (no hang)" "$?" 4
+		expect_match "ctr run -t: its terminal is a pty of the sandbox" "$out" '/dev/pts/[0-9]+'
+		"${ctr[@]}" c rm ctdt >/dev/null 2>&1
+	else
+		skip "ctr run -t" "script(1) is not installed (apt: bsdutils)"
+	fi
 	out=$(timeout 30 "${ctr[@]}" run --runc-binary "$R" --with-ns ipc:/proc/1/ns/ipc \
 		--rootfs "$T/b/rootfs" ctd2 true 2>&1)
 	expect_match "ctr run asking to join the host's ipc namespace: refused, the field named" "$out" \
