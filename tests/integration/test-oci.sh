@@ -16,7 +16,7 @@ file -L "$BB" 2>/dev/null | grep -q 'statically linked' || skip_all "needs a sta
 R=$(dirname "$SANDCAP")/sandcap-runc
 RT="$T/root"
 rc() { "$R" --root "$RT" "$@"; }
-trap 'for c in life term killme bg walls lim ex sc np; do rc delete --force $c >/dev/null 2>&1; done; cleanup_dir' EXIT
+trap 'for c in life term killme bg pz walls lim ex sc np; do rc delete --force $c >/dev/null 2>&1; done; cleanup_dir' EXIT
 
 # A bundle: the spec's config over a busybox root, edited by python.
 # The root is read-only: a bind's mount point must be in the image.
@@ -123,6 +123,52 @@ expect_eq "... delete --force returns at once" "$?" 0
 expect_eq "... within 5 s of its start" "$(( $(date +%s) - t0 < 5 ))" 1
 out=$(timeout 10 "$R" --root "$RT" run --bundle "$T/b" bg 2>&1)
 expect_eq "run: the main process's exit code, not the child's end" "$?:$out" "3:main-out"
+
+# ---- runc's other commands: list, pause and resume (the freezer),
+# linux.cgroupsPath (the sandbox's cgroup nested in it), short options ----
+CGP=sandcap-test-oci-$$
+edit pz "c['process']['terminal'] = False
+c['process']['args'] = ['sh', '-c', 'i=0; while :; do i=\$((i+1)); echo \$i > /out/n; sleep 0.05; done']
+c['linux']['cgroupsPath'] = '/$CGP/pz'
+c['mounts'].append({'destination': '/out', 'type': 'bind', 'source': '$T/out', 'options': ['rbind', 'rw']})"
+use pz
+rc create --bundle "$T/b" pz && rc start pz
+rc create --bundle "$T/b" pz 2>/dev/null
+expect_eq "create of a taken id: runc's exit code" "$?" 1
+expect_match "list: runc's table" "$(rc list)" '^ID +PID +STATUS +BUNDLE +CREATED +OWNER'$'\n''pz +[0-9]+ +running +'"$T/b"
+expect_eq "list -q: the ids" "$(rc list -q)" "pz"
+expect_eq "list --format json: the states" "$(rc list --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["status"])')" running
+spid=$(rc state pz | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+expect_match "cgroupsPath: the pid's cgroup is it" "$(cat /proc/$spid/cgroup)" "memory:/$CGP/pz"$'\n'
+cg=$(ls -d /sys/fs/cgroup/memory/$CGP/pz/*/ 2>/dev/null | head -1)
+check "cgroupsPath: the sandbox's cgroup is nested in it" test -n "$cg"
+check "... and holds the sandbox's processes" grep -q . "${cg}cgroup.procs"
+rc pause pz
+expect_eq "pause: exit 0" "$?" 0
+expect_match "state: paused" "$(rc state pz)" '"status": "paused"'
+n1=$(cat "$T/out/n"); sleep 0.5; n2=$(cat "$T/out/n")
+expect_eq "paused: the process does not run" "$n2" "$n1"
+rc exec pz true 2>/dev/null
+expect_eq "exec in a paused container: runc's exit code" "$?" 255
+rc pause pz 2>/dev/null
+expect_eq "pause of a paused container: refused" "$?" 1
+rc resume pz
+expect_eq "resume: exit 0" "$?" 0
+sleep 0.5
+check "resumed: it runs again" test "$(cat "$T/out/n")" -gt "$n2"
+rc resume pz 2>/dev/null
+expect_eq "resume of a running container: refused" "$?" 1
+rc pause pz
+rc kill -a pz KILL
+expect_eq "kill -a KILL of a paused container" "$?" 0
+for i in $(seq 50); do rc state pz | grep -q stopped && break; sleep 0.1; done
+expect_match "... stopped" "$(rc state pz)" '"status": "stopped"'
+rc exec pz true 2>/dev/null
+expect_eq "exec in a stopped container: runc's exit code" "$?" 255
+rc delete -f pz
+expect_eq "delete -f (runc's short option)" "$?" 0
+check "delete: the cgroups it made are gone" test ! -e /sys/fs/cgroup/memory/$CGP -a ! -e /sys/fs/cgroup/freezer/$CGP
+expect_eq "features: hooks, none supported" "$(rc features | python3 -c 'import json,sys; print(json.load(sys.stdin)["hooks"])')" "[]"
 
 # ---- the walls inside ----
 edit walls "c['process']['terminal'] = False
@@ -264,7 +310,7 @@ expect_eq "... and ps no longer lists the exec's sleep" "$n" 2
 rc kill ex KILL
 for i in $(seq 50); do rc state ex | grep -q stopped && break; sleep 0.1; done
 rc exec ex true 2>/dev/null
-expect_eq "exec in a stopped container: refused" "$?" 1
+expect_eq "exec in a stopped container: refused (runc's 255)" "$?" 255
 rc ps ex 2>/dev/null
 expect_eq "ps of a stopped container: refused" "$?" 1
 rc delete ex
