@@ -570,8 +570,8 @@ static void remove_dir(const char *dir)
 	read_small(dir, "cgroups.made", made, sizeof(made));
 	oci_cgroup_remove(made);
 	static const char *const files[] = {
-	    "state.json", "status",	  "lock",	"oci.sock",	     "state.json.tmp",
-	    "status.tmp", "cgroups.made", "freezer",	"cgroups.made.tmp", "freezer.tmp"};
+	    "state.json", "status",	  "lock",    "oci.sock",	 "state.json.tmp",
+	    "status.tmp", "cgroups.made", "freezer", "cgroups.made.tmp", "freezer.tmp"};
 	char path[4200];
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -642,9 +642,9 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 	{
 		json_t *cp = json_object_get(json_object_get(config, "linux"), "cgroupsPath");
 
-		if (cp && (!json_is_string(cp) ||
-			   (json_string_length(cp) &&
-			    oci_cgroup_path_valid(json_string_value(cp)) < 0))) {
+		if (cp &&
+		    (!json_is_string(cp) || (json_string_length(cp) &&
+					     oci_cgroup_path_valid(json_string_value(cp)) < 0))) {
 			oci_err("%s/config.json: $.linux.cgroupsPath: expected a cgroup path of at "
 				"most %d bytes without . or .. (systemd's slice:prefix:name is not "
 				"supported)",
@@ -782,8 +782,7 @@ static int ctl_call(const char *dir, const char *req, char *reply, size_t len)
 	reply[0] = '\0';
 	if (fd < 0 || unix_connect_in(fd, dir, "oci.sock") < 0)
 		return -ENOTCONN;
-	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0 ||
-	    (n = recv(fd, reply, len - 1, 0)) <= 0)
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0 || (n = recv(fd, reply, len - 1, 0)) <= 0)
 		return -EPIPE;
 	reply[n] = '\0';
 	return strcmp(reply, "ok") == 0 ? 0 : -EREMOTEIO;
@@ -1514,12 +1513,12 @@ static int do_features(void)
 	    "{s:s, s:s, s:[], s:[s, s, s, s], s:[s, s, s, s, s, s, s, s], s:{s:[s, s, s, s, s, "
 	    "s, s],"
 	    " s:[], s:{s:b, s:b}, s:{s:b}, s:{s:b}}, s:{s:s}}",
-	    "ociVersionMin", "1.0.0", "ociVersionMax", OCI_VERSION, "hooks",
-	    "mountOptions", "bind", "rbind", "ro", "rw", "mountTypes", "bind", "proc", "tmpfs",
-	    "devpts", "mqueue", "sysfs", "cgroup", "cgroup2", "linux", "namespaces", "pid",
-	    "network", "ipc", "uts", "mount", "user", "cgroup", "capabilities", "cgroup", "v1", 1,
-	    "v2", 1, "seccomp", "enabled", 0, "apparmor", "enabled", 0, "annotations",
-	    "org.sandcap.policy", "a sandcap policy (JSON, or a path) whose net and audit apply");
+	    "ociVersionMin", "1.0.0", "ociVersionMax", OCI_VERSION, "hooks", "mountOptions", "bind",
+	    "rbind", "ro", "rw", "mountTypes", "bind", "proc", "tmpfs", "devpts", "mqueue", "sysfs",
+	    "cgroup", "cgroup2", "linux", "namespaces", "pid", "network", "ipc", "uts", "mount",
+	    "user", "cgroup", "capabilities", "cgroup", "v1", 1, "v2", 1, "seccomp", "enabled", 0,
+	    "apparmor", "enabled", 0, "annotations", "org.sandcap.policy",
+	    "a sandcap policy (JSON, or a path) whose net and audit apply");
 	char *s;
 
 	/* A spec's profile is a second filter (oci/seccomp.h): what it maps. */

@@ -262,8 +262,7 @@ const oci_cg_ops *oci_cg(void)
 {
 	struct statfs sfs;
 
-	return statfs(CG_ROOT, &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC ? &v2_ops
-										: &v1_ops;
+	return statfs(CG_ROOT, &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC ? &v2_ops : &v1_ops;
 }
 
 void oci_cgroup_remove(const char *made)

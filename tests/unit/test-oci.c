@@ -267,7 +267,8 @@ static void refusals(void)
 	refused("{\"root\": {}}", "$.root.path");
 	refused("{\"vm\": {}}", "$.vm: not supported");
 	/* A property the spec defines, where sandcap does not take it: refused. */
-	refused("{\"process\": {\"selinuxLabel\": \"x\"}}", "$.process.selinuxLabel: not supported");
+	refused("{\"process\": {\"selinuxLabel\": \"x\"}}",
+		"$.process.selinuxLabel: not supported");
 	refused("{\"linux\": {\"resources\": {\"memory\": {\"reservation\": 1}}}}",
 		"$.linux.resources.memory.reservation: not supported");
 	refused("{\"linux\": {\"personality\": {\"domain\": \"LINUX32\"}}}",
