@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include "base/io.h"
 #include "base/sha256.h"
 #include "base/unix-addr.h"
+#include "oci/cgroups.h"
 #include "oci/config.h"
 #include "oci/hugepages.h"
 #include "oci/pod.h"
@@ -154,7 +156,12 @@ typedef struct csup {
 	int in_fd;  /* our stdin, relayed to the process's, or -1 */
 	int sig_fd; /* an exec's relay: signals it gets, passed on to the process; or -1 */
 	int ns_fds[OCI_NS_MAX]; /* create: the pod's namespaces it joins (oci/pod.h), or -1 */
+	char cgroup[OCI_CGROUP_PATH_MAX + 1]; /* create: linux.cgroupsPath, or "" */
 } csup;
+
+static int container_pids(const char *id, pid_t **ret, size_t *ret_n);
+static int container_frozen(const char *dir, const char *id);
+static int container_freeze(const char *dir, const char *id, bool frozen);
 
 static int send_console(const char *sock_path, int master)
 {
@@ -246,6 +253,17 @@ static bool relay(int from, int to)
 	return true;
 }
 
+/* Copies what from holds now, without waiting for its end of file. */
+static void drain(int from, int to)
+{
+	int fl = from >= 0 ? fcntl(from, F_GETFL) : -1;
+
+	if (fl < 0 || fcntl(from, F_SETFL, fl | O_NONBLOCK) < 0)
+		return;
+	while (relay(from, to))
+		;
+}
+
 /* Until the process ends: start and kill requests, its stdio. */
 static int supervise(csup *c)
 {
@@ -285,12 +303,25 @@ static int supervise(csup *c)
 			break;
 	}
 	r = sx_exec_wait(&c->h, &res);
-	/* The rest of its output, then the sandbox goes. */
-	while (c->h.stdout_fd >= 0 && relay(c->h.stdout_fd, STDOUT_FILENO))
-		;
-	while (c->h.stderr_fd >= 0 && relay(c->h.stderr_fd, STDERR_FILENO))
-		;
+	/* What it wrote before its end is in the pipes now; a child it left
+	 * behind may hold them open for ever, so take only what is there
+	 * (runc's pid 1 ends its namespace at once; the caller stops ours). */
+	drain(c->h.stdout_fd, STDOUT_FILENO);
+	drain(c->h.stderr_fd, STDERR_FILENO);
 	return r < 0 ? SC_EXIT_SETUP : res.exit_code;
+}
+
+/* Standard input, output and error onto /dev/null. */
+static int stdio_null(void)
+{
+	_cleanup_close_ int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	for (int i = 0; i < 3; i++)
+		if (dup2(fd, i) < 0)
+			return -errno;
+	return 0;
 }
 
 static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_process *proc,
@@ -310,7 +341,7 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 	sc_session_info info;
 	sc_diag d = {0};
 	json_t *v;
-	char code[32];
+	char code[32], made[4 * PATH_MAX];
 	size_t i;
 	int r;
 
@@ -333,6 +364,17 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 		dprintf(ready, "cannot enter the container's %s namespace: %s", what, strerror(-r));
 		_exit(SC_EXIT_SETUP);
 	}
+	/* The sandbox's cgroup is made under ours: nested in cgroupsPath. */
+	made[0] = '\0';
+	r = c->cgroup[0] ? oci_cg()->enter(c->cgroup, made, sizeof(made)) : 0;
+	if (r >= 0)
+		r = write_file(c->dir, "cgroups.made", made);
+	if (r < 0) {
+		dprintf(ready, "$.linux.cgroupsPath: cannot place the container in %s: %s",
+			c->cgroup, strerror(-r));
+		oci_cgroup_remove(made);
+		_exit(SC_EXIT_SETUP);
+	}
 	r = sc_session_start(&so, &info, &d);
 	if (r < 0) {
 		dprintf(ready, "%s%s%s", d.path, d.path[0] ? ": " : "",
@@ -343,6 +385,11 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 	if (r == 0 && proc->terminal) {
 		r = console ? send_console(console, c->h.pty_fd) : -EINVAL;
 		c->h.pty_fd = safe_close(c->h.pty_fd);
+		/* The pty is the process's stdio: what create was given must
+		 * reach its end of file when create returns, as runc's does
+		 * (containerd's shim waits for it before it takes the console). */
+		if (r == 0)
+			r = stdio_null();
 	}
 	if (r < 0) {
 		dprintf(ready, "cannot prepare the process: %s",
@@ -363,8 +410,22 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 			r = -EIO;
 		json_decref(state);
 	}
-	if (r >= 0)
+	if (r >= 0) {
+		/* The sandbox's processes (pid 1 alone yet: the command is held)
+		 * into the freezer of pause; a host without one cannot pause. */
+		_cleanup_free_ pid_t *pids = NULL;
+		char fz[OCI_CGROUP_PATH_MAX + 64];
+		size_t n = 0, used = strlen(made);
+
+		snprintf(fz, sizeof(fz), "%s", c->cgroup[0] ? c->cgroup : "sandcap-runc");
+		if (!c->cgroup[0])
+			snprintf(fz + strlen(fz), sizeof(fz) - strlen(fz), "/%s", c->id);
+		if (container_pids(c->id, &pids, &n) >= 0 &&
+		    oci_cg()->freezer_join(fz, pids, n, made + used, sizeof(made) - used) >= 0)
+			(void)write_file(c->dir, "freezer", fz);
+		(void)write_file(c->dir, "cgroups.made", made);
 		r = write_file(c->dir, "status", "created");
+	}
 	if (r < 0) {
 		dprintf(ready, "%s: cannot write the state: %s", c->dir, strerror(-r));
 		(void)sc_session_stop(c->id, NULL);
@@ -488,10 +549,29 @@ static int write_pid_file(const char *path, pid_t pid)
 	return 0;
 }
 
+/* DIR/NAME's text (small files of the state directory), "" when missing. */
+static void read_small(const char *dir, const char *name, char *buf, size_t len)
+{
+	char path[4200];
+	_cleanup_free_ char *s = NULL;
+	size_t n = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	buf[0] = '\0';
+	if (io_read_file_at(AT_FDCWD, path, len - 1, &s, &n) >= 0)
+		snprintf(buf, len, "%.*s", (int)n, s);
+}
+
 static void remove_dir(const char *dir)
 {
-	static const char *const files[] = {"state.json", "status",	    "lock",
-					    "oci.sock",	  "state.json.tmp", "status.tmp"};
+	char made[4 * PATH_MAX];
+
+	/* The cgroups create made: the sandbox's own, inside, went with it. */
+	read_small(dir, "cgroups.made", made, sizeof(made));
+	oci_cgroup_remove(made);
+	static const char *const files[] = {
+	    "state.json", "status",	  "lock",    "oci.sock",	 "state.json.tmp",
+	    "status.tmp", "cgroups.made", "freezer", "cgroups.made.tmp", "freezer.tmp"};
 	char path[4200];
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -520,6 +600,14 @@ static int make_root(void)
 			return 0;
 		*p = '/';
 	}
+}
+
+/* runc's "owner" of a container: the user that made it. */
+static const char *owner(void)
+{
+	struct passwd *pw = getpwuid(geteuid());
+
+	return pw ? pw->pw_name : "";
 }
 
 /* create, and run without --detach waiting for the end (detach false). */
@@ -551,6 +639,21 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 	/* A pod's network, ipc and uts namespaces; as root the container's
 	 * supervisor makes the ipc and uts ones that are not joined, so that
 	 * the pod's containers can join them (docs/oci.md, "Kubernetes"). */
+	{
+		json_t *cp = json_object_get(json_object_get(config, "linux"), "cgroupsPath");
+
+		if (cp &&
+		    (!json_is_string(cp) || (json_string_length(cp) &&
+					     oci_cgroup_path_valid(json_string_value(cp)) < 0))) {
+			oci_err("%s/config.json: $.linux.cgroupsPath: expected a cgroup path of at "
+				"most %d bytes without . or .. (systemd's slice:prefix:name is not "
+				"supported)",
+				bundle, OCI_CGROUP_PATH_MAX);
+			json_decref(config);
+			return SC_EXIT_SETUP;
+		}
+		snprintf(c.cgroup, sizeof(c.cgroup), "%s", cp ? json_string_value(cp) : "");
+	}
 	oci_config_joins(config, &joins);
 	plan->shared_ipc_uts = geteuid() == 0 || joins.path[OCI_NS_NET] || joins.path[OCI_NS_IPC] ||
 			       joins.path[OCI_NS_UTS];
@@ -577,18 +680,27 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 		return SC_EXIT_SETUP;
 	}
 	if (mkdir(dir, 0700) < 0) {
-		oci_err(errno == EEXIST ? "container %s exists already" : "%s: %s", id,
-			strerror(errno));
+		bool exists = errno == EEXIST;
+
+		oci_err(exists ? "container %s exists already" : "%s: %s", id, strerror(errno));
 		json_decref(config);
 		oci_joins_close(c.ns_fds);
-		return SC_EXIT_SETUP;
+		return exists ? 1 : SC_EXIT_SETUP; /* runc's code for a taken id */
 	}
 	snprintf(c.dir, sizeof(c.dir), "%s", dir);
 	snprintf(c.id, sizeof(c.id), "%s", id);
 	annotations = json_object_get(config, "annotations");
-	state =
-	    json_pack("{s:s, s:s, s:s, s:o}", "ociVersion", OCI_VERSION, "id", id, "bundle", bundle,
-		      "annotations", annotations ? json_deep_copy(annotations) : json_object());
+	{
+		struct timespec ts;
+		char date[32];
+
+		(void)clock_gettime(CLOCK_REALTIME, &ts);
+		strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", gmtime(&ts.tv_sec));
+		snprintf(path, sizeof(path), "%s.%09ldZ", date, ts.tv_nsec);
+	}
+	state = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "ociVersion", OCI_VERSION, "id", id,
+			  "bundle", bundle, "created", path, "owner", owner(), "annotations",
+			  annotations ? json_deep_copy(annotations) : json_object());
 	snprintf(path, sizeof(path), "%s/state.json", dir);
 	r = state && json_dump_file(state, path, JSON_COMPACT) == 0 ? 0 : -EIO;
 	json_decref(state);
@@ -659,32 +771,40 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 	}
 }
 
-static int ctl_request(const char *id, const char *req)
+/* One request to the container's supervisor: 0 ("ok"), -ENOTCONN (none
+ * listens), -EPIPE (it ended without an answer) or -EREMOTEIO (reply says
+ * why). Never prints. */
+static int ctl_call(const char *dir, const char *req, char *reply, size_t len)
 {
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	char dir[4096], reply[256];
 	ssize_t n;
+
+	reply[0] = '\0';
+	if (fd < 0 || unix_connect_in(fd, dir, "oci.sock") < 0)
+		return -ENOTCONN;
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0 || (n = recv(fd, reply, len - 1, 0)) <= 0)
+		return -EPIPE;
+	reply[n] = '\0';
+	return strcmp(reply, "ok") == 0 ? 0 : -EREMOTEIO;
+}
+
+static int ctl_request(const char *id, const char *req)
+{
+	char dir[4096], reply[256];
+	int r, code;
 
 	if (cdir(id, dir, sizeof(dir)) < 0)
 		return SC_EXIT_SETUP;
-	if (fd < 0 || unix_connect_in(fd, dir, "oci.sock") < 0) {
-		if (access(dir, F_OK) < 0)
-			oci_err("container %s does not exist", id);
-		else
-			oci_err("container not running: %s", id);
-		return 1;
-	}
-	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0 ||
-	    (n = recv(fd, reply, sizeof(reply) - 1, 0)) <= 0) {
-		oci_err("container %s: its supervisor did not answer", id);
-		return 1;
-	}
-	reply[n] = '\0';
-	if (strcmp(reply, "ok") != 0) {
+	r = ctl_call(dir, req, reply, sizeof(reply));
+	if (r == -EREMOTEIO)
 		oci_err("%s", reply);
-		return 1;
-	}
-	return 0;
+	else if (r < 0 && access(dir, F_OK) < 0)
+		oci_err("container %s does not exist", id);
+	else if (r < 0 && (r == -ENOTCONN || strcmp(container_status(dir, &code), "stopped") == 0))
+		oci_err("container not running: %s", id); /* it ended meanwhile */
+	else if (r < 0)
+		oci_err("container %s: its supervisor did not answer", id);
+	return r < 0 ? 1 : 0;
 }
 
 static int runc_start(const char *id)
@@ -701,26 +821,40 @@ static int runc_start(const char *id)
 	return ctl_request(id, "start");
 }
 
-static int do_state(const char *id)
+/* The state of container id (its directory dir) with its status, or NULL. */
+static json_t *container_state(const char *id, const char *dir)
 {
-	char dir[4096], path[4200];
+	char path[4200];
 	json_t *st;
 	const char *status;
-	char *out;
 	int code;
+
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	st = read_json(path);
+	if (!st)
+		return NULL;
+	status = container_status(dir, &code);
+	if (strcmp(status, "stopped") != 0 && container_frozen(dir, id) == 1)
+		status = "paused";
+	(void)json_object_set_new(st, "status", json_string(status));
+	if (strcmp(status, "stopped") == 0)
+		(void)json_object_set_new(st, "pid", json_integer(0));
+	return st;
+}
+
+static int do_state(const char *id)
+{
+	char dir[4096];
+	json_t *st;
+	char *out;
 
 	if (cdir(id, dir, sizeof(dir)) < 0)
 		return SC_EXIT_SETUP;
-	snprintf(path, sizeof(path), "%s/state.json", dir);
-	st = read_json(path);
+	st = container_state(id, dir);
 	if (!st) {
 		oci_err("container %s does not exist", id);
 		return 1;
 	}
-	status = container_status(dir, &code);
-	(void)json_object_set_new(st, "status", json_string(status));
-	if (strcmp(status, "stopped") == 0)
-		(void)json_object_set_new(st, "pid", json_integer(0));
 	out = json_dumps(st, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(st);
 	if (!out)
@@ -769,6 +903,9 @@ static int do_kill(const char *id, const char *sigs, bool all)
 		oci_err("container not running: %s", id);
 		return 1;
 	}
+	/* A frozen task takes SIGKILL only once thawed (cgroup v1). */
+	if (sig == SIGKILL && container_frozen(dir, id) == 1)
+		(void)container_freeze(dir, id, false);
 	snprintf(req, sizeof(req), "%s %d", all ? "killall" : "kill", sig);
 	return ctl_request(id, req);
 }
@@ -793,8 +930,16 @@ static int do_delete(const char *id, bool force)
 		oci_err("container %s is running: kill it first, or delete --force", id);
 		return 1;
 	}
-	if (strcmp(status, "stopped") != 0)
-		(void)ctl_request(id, "killall 9");
+	/* Its supervisor kills the sandbox; should it not answer, the
+	 * session is stopped from here, which ends the supervisor's wait. */
+	if (strcmp(status, "stopped") != 0) {
+		char reply[256];
+
+		if (container_frozen(dir, id) == 1)
+			(void)container_freeze(dir, id, false);
+		if (ctl_call(dir, "killall 9", reply, sizeof(reply)) < 0)
+			(void)sc_session_stop(id, NULL);
+	}
 	/* Its supervisor's end: the lock is free once it has gone. */
 	snprintf(path, sizeof(path), "%s/lock", dir);
 	lk = open(path, O_RDONLY | O_CLOEXEC);
@@ -979,9 +1124,14 @@ static int do_exec(const char *id, const exec_opts *o, char **args)
 		oci_err("container %s does not exist", id);
 		return 1;
 	}
+	/* runc's exit code for an exec it cannot start: 255. */
 	if (strcmp(container_status(dir, &code), "stopped") == 0) {
-		oci_err("container %s is not running", id);
-		return 1;
+		oci_err("cannot exec in a stopped container: %s", id);
+		return 255;
+	}
+	if (container_frozen(dir, id) == 1) {
+		oci_err("cannot exec in a paused container: %s", id);
+		return 255;
 	}
 	if (exec_request(o, args, &pj, &q) < 0)
 		return SC_EXIT_SETUP;
@@ -1049,15 +1199,10 @@ static int do_exec(const char *id, const exec_opts *o, char **args)
 /* The host pids of every process in the container's pid namespace, its
  * pid 1 (sandcap-init) among them, in /proc's order (ascending); *ret
  * malloc'd. */
-static int container_pids(const char *id, pid_t **ret, size_t *ret_n)
+/* The sandbox's pid 1 as the host sees it, or -errno. */
+static int init_pid(const char *id)
 {
 	json_t *req = json_pack("{s:s}", "op", "info"), *reply = NULL;
-	char path[64], want[64], ns[64];
-	_cleanup_free_ pid_t *pids = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	DIR *d;
-	ssize_t l;
 	int r, init;
 
 	r = req ? sc_session_request(id, req, NULL, &reply, NULL, 0, NULL) : -ENOMEM;
@@ -1066,8 +1211,21 @@ static int container_pids(const char *id, pid_t **ret, size_t *ret_n)
 	json_decref(reply);
 	if (r < 0)
 		return r;
-	if (init <= 0)
-		return -EPROTO;
+	return init > 0 ? init : -EPROTO;
+}
+
+static int container_pids(const char *id, pid_t **ret, size_t *ret_n)
+{
+	char path[64], want[64], ns[64];
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+	ssize_t l;
+	int init = init_pid(id);
+
+	if (init < 0)
+		return init;
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", init);
 	l = readlink(path, want, sizeof(want) - 1);
 	if (l < 0)
@@ -1102,6 +1260,64 @@ static int container_pids(const char *id, pid_t **ret, size_t *ret_n)
 	closedir(d);
 	*ret = TAKE_PTR(pids);
 	*ret_n = n;
+	return 0;
+}
+
+/* 1 when the container is paused (its freezer frozen), 0 when not, -errno
+ * when it has no freezer (create could not make one). */
+static int container_frozen(const char *dir, const char *id)
+{
+	char fz[OCI_CGROUP_PATH_MAX + 64];
+	int pid;
+
+	read_small(dir, "freezer", fz, sizeof(fz));
+	if (!fz[0])
+		return -ENOENT;
+	pid = init_pid(id);
+	return pid < 0 ? pid : oci_cg()->frozen(fz, pid);
+}
+
+static int container_freeze(const char *dir, const char *id, bool frozen)
+{
+	char fz[OCI_CGROUP_PATH_MAX + 64];
+	int pid;
+
+	read_small(dir, "freezer", fz, sizeof(fz));
+	if (!fz[0])
+		return -ENOENT;
+	pid = init_pid(id);
+	return pid < 0 ? pid : oci_cg()->freeze(fz, pid, frozen);
+}
+
+/* pause and resume: the freezer of the container's cgroup (runc's words). */
+static int do_pause(const char *id, bool pause)
+{
+	char dir[4096];
+	int code, r;
+
+	if (cdir(id, dir, sizeof(dir)) < 0)
+		return SC_EXIT_SETUP;
+	if (access(dir, F_OK) < 0) {
+		oci_err("container %s does not exist", id);
+		return 1;
+	}
+	if (strcmp(container_status(dir, &code), "stopped") == 0) {
+		oci_err("container not running: %s", id);
+		return 1;
+	}
+	r = container_frozen(dir, id);
+	if (r >= 0 && r == pause) {
+		oci_err(pause ? "container not running: %s (paused)" : "container not paused: %s",
+			id);
+		return 1;
+	}
+	if (r >= 0)
+		r = container_freeze(dir, id, pause);
+	if (r < 0) {
+		oci_err("container %s: cannot %s it: %s", id, pause ? "pause" : "resume",
+			r == -ENOENT ? "it has no freezer cgroup" : strerror(-r));
+		return 1;
+	}
 	return 0;
 }
 
@@ -1216,6 +1432,60 @@ static int do_ps(const char *id, const char *format, char **ps_args)
 	return 0;
 }
 
+/* Every container under --root: runc's table (ID PID STATUS BUNDLE CREATED
+ * OWNER), its ids alone (quiet), or --format json, an array of states. */
+static int do_list(const char *format, bool quiet)
+{
+	json_t *all = json_array();
+	struct dirent **names = NULL;
+	int n = scandir(g_root, &names, NULL, alphasort);
+	size_t i;
+	json_t *st;
+
+	if (strcmp(format, "json") != 0 && strcmp(format, "table") != 0) {
+		oci_err("--format %s: expected table or json", format);
+		json_decref(all);
+		return 2;
+	}
+	for (int k = 0; k < n; k++) {
+		char dir[4096];
+
+		if (sc_session_name_valid(names[k]->d_name) &&
+		    (size_t)snprintf(dir, sizeof(dir), "%s/%s", g_root, names[k]->d_name) <
+			sizeof(dir) &&
+		    (st = container_state(names[k]->d_name, dir)))
+			(void)json_array_append_new(all, st);
+		free(names[k]);
+	}
+	free(names);
+	if (strcmp(format, "json") == 0) {
+		char *s = json_dumps(all, JSON_COMPACT);
+
+		puts(s ? s : "[]");
+		free(s);
+	} else {
+		if (!quiet)
+			printf("%-12s%-12s%-12s%-40s%-32s%s\n", "ID", "PID", "STATUS", "BUNDLE",
+			       "CREATED", "OWNER");
+		json_array_foreach(all, i, st)
+		{
+			const char *id = json_string_value(json_object_get(st, "id"));
+
+			if (quiet)
+				printf("%s\n", id ? id : "");
+			else
+				printf("%-12s%-12lld%-12s%-40s%-32s%s\n", id ? id : "",
+				       (long long)json_integer_value(json_object_get(st, "pid")),
+				       json_string_value(json_object_get(st, "status")),
+				       json_string_value(json_object_get(st, "bundle")),
+				       json_string_value(json_object_get(st, "created")) ?: "",
+				       json_string_value(json_object_get(st, "owner")) ?: "");
+		}
+	}
+	json_decref(all);
+	return 0;
+}
+
 static int do_spec(const char *bundle)
 {
 	char path[4200];
@@ -1240,15 +1510,15 @@ static int do_spec(const char *bundle)
 static int do_features(void)
 {
 	json_t *o = json_pack(
-	    "{s:s, s:s, s:[s, s], s:[s, s, s, s], s:[s, s, s, s, s, s, s, s], s:{s:[s, s, s, s, s, "
+	    "{s:s, s:s, s:[], s:[s, s, s, s], s:[s, s, s, s, s, s, s, s], s:{s:[s, s, s, s, s, "
 	    "s, s],"
 	    " s:[], s:{s:b, s:b}, s:{s:b}, s:{s:b}}, s:{s:s}}",
-	    "ociVersionMin", "1.0.0", "ociVersionMax", OCI_VERSION, "hooks", "none", "none",
-	    "mountOptions", "bind", "rbind", "ro", "rw", "mountTypes", "bind", "proc", "tmpfs",
-	    "devpts", "mqueue", "sysfs", "cgroup", "cgroup2", "linux", "namespaces", "pid",
-	    "network", "ipc", "uts", "mount", "user", "cgroup", "capabilities", "cgroup", "v1", 1,
-	    "v2", 1, "seccomp", "enabled", 0, "apparmor", "enabled", 0, "annotations",
-	    "org.sandcap.policy", "a sandcap policy (JSON, or a path) whose net and audit apply");
+	    "ociVersionMin", "1.0.0", "ociVersionMax", OCI_VERSION, "hooks", "mountOptions", "bind",
+	    "rbind", "ro", "rw", "mountTypes", "bind", "proc", "tmpfs", "devpts", "mqueue", "sysfs",
+	    "cgroup", "cgroup2", "linux", "namespaces", "pid", "network", "ipc", "uts", "mount",
+	    "user", "cgroup", "capabilities", "cgroup", "v1", 1, "v2", 1, "seccomp", "enabled", 0,
+	    "apparmor", "enabled", 0, "annotations", "org.sandcap.policy",
+	    "a sandcap policy (JSON, or a path) whose net and audit apply");
 	char *s;
 
 	/* A spec's profile is a second filter (oci/seccomp.h): what it maps. */
@@ -1281,8 +1551,11 @@ static void usage(FILE *f)
 	      "       [--detach] [--env K=V]... [--cwd DIR] [--user 1000] ID [CMD ARG...]\n"
 	      "  ps [--format table|json] ID [PS-ARGS...]\n"
 	      "  state ID\n"
-	      "  kill [--all] ID [SIGNAL]\n"
-	      "  delete [--force] ID\n"
+	      "  kill [--all|-a] ID [SIGNAL]\n"
+	      "  delete [--force|-f] ID\n"
+	      "  pause ID\n"
+	      "  resume ID\n"
+	      "  list [--quiet|-q] [--format|-f table|json]\n"
 	      "  features\n",
 	      f);
 }
@@ -1311,9 +1584,11 @@ int main(int argc, char **argv)
 					    {"user", required_argument, NULL, 'u'},
 					    {"no-new-privs", no_argument, NULL, 'N'},
 					    {"format", required_argument, NULL, 'f'},
+					    {"quiet", no_argument, NULL, 'q'},
 					    {NULL, 0, NULL, 0}};
 	const char *bundle = ".", *pid_file = NULL, *console = NULL, *name, *format = "table";
-	bool detach = false, force = false, all = false;
+	bool detach = false, force = false, all = false, quiet = false;
+	const char *shorts;
 	exec_opts eo = {0};
 	int c;
 
@@ -1356,7 +1631,14 @@ int main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+b:dFtp:e:u:f:", cmd, NULL)) != -1) {
+	/* runc's short options, which differ by command: -f is delete's
+	 * --force, and list's and ps's --format. */
+	shorts = strcmp(name, "delete") == 0 ? "+f"
+		 : strcmp(name, "kill") == 0 ? "+a"
+		 : strcmp(name, "list") == 0 ? "+qf:"
+		 : strcmp(name, "ps") == 0   ? "+f:"
+					     : "+b:dtp:e:u:";
+	while ((c = getopt_long(argc, argv, shorts, cmd, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			bundle = optarg;
@@ -1395,7 +1677,13 @@ int main(int argc, char **argv)
 		case 'N':
 			break; /* always set */
 		case 'f':
-			format = optarg;
+			if (optarg)
+				format = optarg;
+			else
+				force = true; /* delete -f */
+			break;
+		case 'q':
+			quiet = true;
 			break;
 		case 'K':
 			break; /* sandcap's filter refuses the keyring calls anyway */
@@ -1421,6 +1709,8 @@ int main(int argc, char **argv)
 		return do_spec(strcmp(bundle, ".") ? bundle : NULL);
 	if (strcmp(name, "features") == 0)
 		return do_features();
+	if (strcmp(name, "list") == 0)
+		return do_list(format, quiet);
 	if (optind >= argc) {
 		oci_err("%s: a container id is required", name);
 		return 2;
@@ -1445,6 +1735,8 @@ int main(int argc, char **argv)
 		return do_kill(argv[optind], optind + 1 < argc ? argv[optind + 1] : NULL, all);
 	if (strcmp(name, "delete") == 0)
 		return do_delete(argv[optind], force);
+	if (strcmp(name, "pause") == 0 || strcmp(name, "resume") == 0)
+		return do_pause(argv[optind], name[0] == 'p');
 	oci_err("%s: unknown command", name);
 	usage(stderr);
 	return 2;

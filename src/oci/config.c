@@ -691,7 +691,8 @@ static int map_extra(json_t *extra, json_t *policy, char *err, size_t len)
 {
 	static const char *const keys[] = {"version", "net", "audit", NULL};
 	int r =
-	    oci_only_keys(extra, "$.annotations[\"" OCI_ANNOTATION_POLICY "\"]", keys, err, len);
+	    oci_only_keys_strict(extra, "$.annotations[\"" OCI_ANNOTATION_POLICY "\"]", keys, err,
+				 len);
 	json_t *v;
 
 	if (r < 0)

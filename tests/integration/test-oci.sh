@@ -16,7 +16,7 @@ file -L "$BB" 2>/dev/null | grep -q 'statically linked' || skip_all "needs a sta
 R=$(dirname "$SANDCAP")/sandcap-runc
 RT="$T/root"
 rc() { "$R" --root "$RT" "$@"; }
-trap 'for c in life term killme walls lim ex sc np; do rc delete --force $c >/dev/null 2>&1; done; cleanup_dir' EXIT
+trap 'for c in life term killme bg pz walls lim ex sc np; do rc delete --force $c >/dev/null 2>&1; done; cleanup_dir' EXIT
 
 # A bundle: the spec's config over a busybox root, edited by python.
 # The root is read-only: a bind's mount point must be in the image.
@@ -103,6 +103,72 @@ rc kill --all killme KILL
 for i in $(seq 50); do rc state killme | grep -q stopped && break; sleep 0.1; done
 expect_match "kill --all KILL: stopped" "$(rc state killme)" '"status": "stopped"'
 rc delete killme
+
+# ---- the main process's end is the container's, whatever it left
+# behind: a child holding its stdout is killed with the sandbox ----
+edit bg "c['process']['terminal'] = False
+c['process']['args'] = ['sh', '-c', 'sleep 25 & echo main-out; exit 3']"
+use bg
+rc create --bundle "$T/b" bg > "$T/bg.out" 2>&1 && rc start bg
+t0=$(date +%s)
+for i in $(seq 100); do rc state bg | grep -q stopped && break; sleep 0.1; done
+expect_match "a background child holding stdout: stopped when the main process ends" \
+	"$(rc state bg)" '"status": "stopped"'
+expect_eq "... its output before its end relayed" "$(cat "$T/bg.out")" "main-out"
+out=$(rc kill bg KILL 2>&1)
+expect_eq "... kill of it: runc's exit code" "$?" 1
+expect_match "... and runc's words" "$out" 'container not running'
+timeout 10 "$R" --root "$RT" delete --force bg
+expect_eq "... delete --force returns at once" "$?" 0
+expect_eq "... within 5 s of its start" "$(( $(date +%s) - t0 < 5 ))" 1
+out=$(timeout 10 "$R" --root "$RT" run --bundle "$T/b" bg 2>&1)
+expect_eq "run: the main process's exit code, not the child's end" "$?:$out" "3:main-out"
+
+# ---- runc's other commands: list, pause and resume (the freezer),
+# linux.cgroupsPath (the sandbox's cgroup nested in it), short options ----
+CGP=sandcap-test-oci-$$
+edit pz "c['process']['terminal'] = False
+c['process']['args'] = ['sh', '-c', 'i=0; while :; do i=\$((i+1)); echo \$i > /out/n; sleep 0.05; done']
+c['linux']['cgroupsPath'] = '/$CGP/pz'
+c['mounts'].append({'destination': '/out', 'type': 'bind', 'source': '$T/out', 'options': ['rbind', 'rw']})"
+use pz
+rc create --bundle "$T/b" pz && rc start pz
+rc create --bundle "$T/b" pz 2>/dev/null
+expect_eq "create of a taken id: runc's exit code" "$?" 1
+expect_match "list: runc's table" "$(rc list)" '^ID +PID +STATUS +BUNDLE +CREATED +OWNER'$'\n''pz +[0-9]+ +running +'"$T/b"
+expect_eq "list -q: the ids" "$(rc list -q)" "pz"
+expect_eq "list --format json: the states" "$(rc list --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["status"])')" running
+spid=$(rc state pz | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+expect_match "cgroupsPath: the pid's cgroup is it" "$(cat /proc/$spid/cgroup)" "memory:/$CGP/pz"$'\n'
+cg=$(ls -d /sys/fs/cgroup/memory/$CGP/pz/*/ 2>/dev/null | head -1)
+check "cgroupsPath: the sandbox's cgroup is nested in it" test -n "$cg"
+check "... and holds the sandbox's processes" grep -q . "${cg}cgroup.procs"
+rc pause pz
+expect_eq "pause: exit 0" "$?" 0
+expect_match "state: paused" "$(rc state pz)" '"status": "paused"'
+n1=$(cat "$T/out/n"); sleep 0.5; n2=$(cat "$T/out/n")
+expect_eq "paused: the process does not run" "$n2" "$n1"
+rc exec pz true 2>/dev/null
+expect_eq "exec in a paused container: runc's exit code" "$?" 255
+rc pause pz 2>/dev/null
+expect_eq "pause of a paused container: refused" "$?" 1
+rc resume pz
+expect_eq "resume: exit 0" "$?" 0
+sleep 0.5
+check "resumed: it runs again" test "$(cat "$T/out/n")" -gt "$n2"
+rc resume pz 2>/dev/null
+expect_eq "resume of a running container: refused" "$?" 1
+rc pause pz
+rc kill -a pz KILL
+expect_eq "kill -a KILL of a paused container" "$?" 0
+for i in $(seq 50); do rc state pz | grep -q stopped && break; sleep 0.1; done
+expect_match "... stopped" "$(rc state pz)" '"status": "stopped"'
+rc exec pz true 2>/dev/null
+expect_eq "exec in a stopped container: runc's exit code" "$?" 255
+rc delete -f pz
+expect_eq "delete -f (runc's short option)" "$?" 0
+check "delete: the cgroups it made are gone" test ! -e /sys/fs/cgroup/memory/$CGP -a ! -e /sys/fs/cgroup/freezer/$CGP
+expect_eq "features: hooks, none supported" "$(rc features | python3 -c 'import json,sys; print(json.load(sys.stdin)["hooks"])')" "[]"
 
 # ---- the walls inside ----
 edit walls "c['process']['terminal'] = False
@@ -244,7 +310,7 @@ expect_eq "... and ps no longer lists the exec's sleep" "$n" 2
 rc kill ex KILL
 for i in $(seq 50); do rc state ex | grep -q stopped && break; sleep 0.1; done
 rc exec ex true 2>/dev/null
-expect_eq "exec in a stopped container: refused" "$?" 1
+expect_eq "exec in a stopped container: refused (runc's 255)" "$?" 255
 rc ps ex 2>/dev/null
 expect_eq "ps of a stopped container: refused" "$?" 1
 rc delete ex
@@ -355,6 +421,16 @@ EOF
 	expect_match "ctr run: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
 	expect_match "ctr run: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
 	"${ctr[@]}" c rm ctd1 >/dev/null 2>&1
+	# A terminal: the shim takes the console once create's stdout and
+	# stderr reach their end (script(1) gives ctr the terminal -t needs).
+	if command -v script >/dev/null; then
+		out=$(timeout 30 script -qec "${ctr[*]} run -t --runc-binary $R --rootfs $T/b/rootfs ctdt sh -c 'tty; exit 4'" /dev/null </dev/null 2>&1)
+		expect_eq "ctr run -t: the process's exit code (no hang)" "$?" 4
+		expect_match "ctr run -t: its terminal is a pty of the sandbox" "$out" '/dev/pts/[0-9]+'
+		"${ctr[@]}" c rm ctdt >/dev/null 2>&1
+	else
+		skip "ctr run -t" "script(1) is not installed (apt: bsdutils)"
+	fi
 	out=$(timeout 30 "${ctr[@]}" run --runc-binary "$R" --with-ns ipc:/proc/1/ns/ipc \
 		--rootfs "$T/b/rootfs" ctd2 true 2>&1)
 	expect_match "ctr run asking to join the host's ipc namespace: refused, the field named" "$out" \

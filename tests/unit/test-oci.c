@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "oci/config.h"
+#include "oci/fields.h"
 #include "oci/hugepages.h"
 #include "oci/seccomp.h"
 #include "policy/plan.h"
@@ -265,6 +266,34 @@ static void refusals(void)
 	refused("{\"ociVersion\": \"2.0.0\"}", "$.ociVersion");
 	refused("{\"root\": {}}", "$.root.path");
 	refused("{\"vm\": {}}", "$.vm: not supported");
+	/* A property the spec defines, where sandcap does not take it: refused. */
+	refused("{\"process\": {\"selinuxLabel\": \"x\"}}",
+		"$.process.selinuxLabel: not supported");
+	refused("{\"linux\": {\"resources\": {\"memory\": {\"reservation\": 1}}}}",
+		"$.linux.resources.memory.reservation: not supported");
+	refused("{\"linux\": {\"personality\": {\"domain\": \"LINUX32\"}}}",
+		"$.linux.personality: not supported");
+}
+
+/* A property the spec does not define is ignored (runtime-spec config.md:
+ * "MUST ignore unknown properties"), at every level. */
+static void unknown_properties(void)
+{
+	char err[512] = "";
+	oci_process proc;
+	json_t *p = map("{\"org.example.future\": 1, \"process\": {\"futureField\": true}, "
+			"\"linux\": {\"futureLinux\": {}, \"resources\": {\"pids\": {\"limit\": "
+			"64, \"futurePids\": 1}}}}",
+			NULL, err, sizeof(err), &proc);
+
+	ok(p != NULL, "properties the spec does not define are ignored");
+	if (!p)
+		tap_diag("  got \"%s\"", err);
+	ok(p && json_integer_value(json_object_get(json_object_get(p, "limits"), "pids")) == 64,
+	   "... and what beside them is taken still is");
+	json_decref(p);
+	ok(oci_spec_name("cgroupsPath") && !oci_spec_name("futureField"),
+	   "the spec's names are known, others not");
 }
 
 /* Compiles profile (JSON text); NULL on a refusal, with err. */
@@ -367,8 +396,8 @@ static void seccomp_profiles(void)
 	     "\"action\": \"SCMP_ACT_ERRNO\"}]}",
 	     "$.linux.seccomp.syscalls[0].names: expected 1 to"},
 	    {"{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": "
-	     "[\"mkdir\"], \"action\": \"SCMP_ACT_ERRNO\", \"comment\": \"x\"}]}",
-	     "$.linux.seccomp.syscalls[0].comment: not supported"},
+	     "[\"mkdir\"], \"action\": \"SCMP_ACT_ERRNO\", \"comment\": \"x\", \"value\": 1}]}",
+	     "$.linux.seccomp.syscalls[0].value: not supported"},
 	    {"{\"syscalls\": []}", "$.linux.seccomp.defaultAction: expected an action"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -548,6 +577,7 @@ int main(void)
 	mapping();
 	pod_joins();
 	refusals();
+	unknown_properties();
 	seccomp_profiles();
 	exec_process();
 	cri_process();
