@@ -181,6 +181,13 @@ size_t sv_request_body_limit(const sv_request *r)
 	    ((segment_is(r, 3, "exec") && !strcmp(m, "POST")) ||
 	     (segment_is(r, 3, "files") && !strcmp(m, "PUT"))))
 		return SV_MAX_BODY;
+	/* a command's argv and env (a create's bound); what is sent to its stdin */
+	if (r->n_segments == 4 && segment_is(r, 1, "sessions") && segment_is(r, 3, "commands") &&
+	    !strcmp(m, "POST"))
+		return SV_MAX_CREATE_BODY;
+	if (r->n_segments == 6 && segment_is(r, 1, "sessions") && segment_is(r, 3, "commands") &&
+	    segment_is(r, 5, "stdin") && !strcmp(m, "POST"))
+		return SV_MAX_BODY;
 	return SV_MAX_OTHER_BODY;
 }
 
