@@ -1419,6 +1419,69 @@ static int handle_get_stream(sv_conn *c, const sv_request *req, const sv_session
 	return 0;
 }
 
+static int64_t mono_ms(void);
+static int wait_bytes(int fd, int64_t deadline);
+
+/* PUT .../files?path=P with Content-Length: the body goes to the sandbox
+ * as it arrives, never whole in the daemon (any size; the sandbox's
+ * limits.fsize and its disk bound it). No progress for SV_BODY_S ends it. */
+static int handle_put_stream(sv_conn *c, sv_request *req, const sv_session *s)
+{
+	_cleanup_json_ json_t *q = NULL;
+	_cleanup_close_ int conn = -1, fd = -1;
+	_cleanup_free_ char *buf = malloc(SV_READ_CHUNK);
+	uint64_t left = req->head.content_length, bytes = 0;
+	const char *path;
+	int r = 0;
+	sv_error e;
+
+	c->keep_alive = false; /* unless the whole body is taken, below */
+	if (query_path(c, req, true, &path) < 0)
+		return 0;
+	q = json_pack("{s:s, s:s}", "op", "put", "path", path);
+	if (!q || !buf)
+		return fail_reply(c, 500, "internal", NULL, "out of memory");
+	if (fs_start(s->name, q, &conn, &fd, &e) < 0)
+		return reply_error(c, &e);
+	if (req->head.expect_continue && send_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
+		return 0;
+	{ /* what came with the head */
+		size_t have = c->len - req->consumed, take = have < left ? have : (size_t)left;
+
+		r = io_write_all(fd, c->buf + req->consumed, take);
+		req->consumed += take;
+		left -= take;
+	}
+	while (r >= 0 && left > 0) {
+		ssize_t n;
+
+		if (wait_bytes(c->fd, mono_ms() + 1000 * SV_BODY_S) == 0) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		n = recv(c->fd, buf, left < SV_READ_CHUNK ? (size_t)left : SV_READ_CHUNK, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = -EPIPE;
+			break;
+		}
+		left -= (uint64_t)n;
+		r = io_write_all(fd, buf, (size_t)n);
+	}
+	fd = safe_close(fd);
+	if (r == -EPIPE && left > 0)
+		return 0; /* the client went away: the sandbox's file ends where it stopped */
+	if (r == -ETIMEDOUT)
+		return fail_reply(c, 408, "timeout", NULL, "the body made no progress for 60 s");
+	if (fs_end(conn, path, &bytes, &e) < 0)
+		return reply_error(c, &e);
+	if (r < 0)
+		return fail_reply(c, 500, "session_failed", NULL, strerror(-r));
+	c->keep_alive = req->head.keep_alive;
+	return reply_json(c, 200, json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)bytes));
+}
+
 static int handle_health(sv_conn *c)
 {
 	json_t *pools = json_array();
@@ -1451,11 +1514,14 @@ static int method_not_allowed(sv_conn *c, const char *allowed)
 	return fail_reply(c, 405, "method_not_allowed", NULL, msg);
 }
 
-static int route(sv_conn *c, const sv_request *req)
+static int route(sv_conn *c, sv_request *req)
 {
 	const char *m = req->head.method;
 	sv_session s;
 
+	/* a body left unread (a streamed put not taken) cannot be told from the next request */
+	if (req->stream_body && !(req->n_segments == 4 && is(req, 3, "files")))
+		c->keep_alive = false;
 	if (!is(req, 0, "v1"))
 		return fail_reply(c, 404, "not_found", NULL,
 				  "no such endpoint (the API is /v1/...)");
@@ -1537,6 +1603,8 @@ static int route(sv_conn *c, const sv_request *req)
 			return handle_fs(c, req, &s, "remove");
 		if (!strcmp(m, "GET"))
 			return handle_get_stream(c, req, &s);
+		if (req->stream_body)
+			return handle_put_stream(c, req, &s);
 		return handle_files(c, req, &s, true);
 	}
 	if (is(req, 3, "report.html")) {
