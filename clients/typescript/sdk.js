@@ -252,7 +252,13 @@ export class Filesystem {
     if (typeof Blob !== "undefined" && data instanceof Blob) body = Buffer.from(await data.arrayBuffer());
     else if (data instanceof ArrayBuffer) body = Buffer.from(data);
     else if (data && typeof data.getReader === "function") body = Readable.fromWeb(data);
-    if (body && typeof body.pipe === "function") headers["Transfer-Encoding"] = "chunked";
+    if (body && typeof body.pipe === "function") {
+      // a file's stream: its length is known, so the daemon streams it on (any size)
+      if (typeof body.path === "string") {
+        const { statSync } = await import("node:fs");
+        headers["Content-Length"] = statSync(body.path).size - (body.start ?? 0);
+      } else headers["Transfer-Encoding"] = "chunked";
+    }
     await this.api.call("PUT", q(`${this.base}/files`, { path }), body, headers);
     return { name: basename(path), type: "file", path };
   }
