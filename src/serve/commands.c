@@ -16,10 +16,10 @@
 #include "base/cleanup.h"
 #include "session/exec-wire.h"
 
-#define READ_CHUNK	   49152u
-#define DRAIN_MS	   200 /* output still coming once it exited (a child holds the pipe) */
-#define STDIN_STALL_MS	   30000
-#define SV_CMD_MAX	   4096u /* in the whole daemon */
+#define READ_CHUNK     49152u
+#define DRAIN_MS       200 /* output still coming once it exited (a child holds the pipe) */
+#define STDIN_STALL_MS 30000
+#define SV_CMD_MAX     4096u /* in the whole daemon */
 
 struct sv_cmd {
 	sv_cmd *next;
@@ -149,7 +149,8 @@ void sv_cmds_forget(sv_cmds *t, const char *session)
 static void append(sv_cmds *t, sv_cmd *c, const char *line, size_t n)
 {
 	while (c->len + n > SV_CMD_KEEP) {
-		size_t need = c->len + n - SV_CMD_KEEP, can = c->primary_on ? c->primary_off - c->base : c->len, cut;
+		size_t need = c->len + n - SV_CMD_KEEP,
+		       can = c->primary_on ? c->primary_off - c->base : c->len, cut;
 		const char *nl;
 
 		if (can == 0) {

@@ -16,9 +16,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SV_CMD_MAX_PER_SESSION 64u	/* running and recently ended */
+#define SV_CMD_MAX_PER_SESSION 64u	  /* running and recently ended */
 #define SV_CMD_KEEP	       (1u << 20) /* output kept for readers that come later */
-#define SV_CMD_LINGER_MS       60000	/* an ended command stays this long for its result */
+#define SV_CMD_LINGER_MS       60000	  /* an ended command stays this long for its result */
 
 typedef struct sv_cmds sv_cmds;
 typedef struct sv_cmd sv_cmd;
@@ -26,12 +26,12 @@ typedef struct sv_cmd sv_cmd;
 typedef struct sv_cmd_spec {
 	const char *session;
 	uid_t uid;
-	char *const *argv; /* NULL-terminated */
-	const char *cwd;   /* NULL: the policy's workdir */
-	char *const *env;  /* "K=V", NULL-terminated, may be NULL */
-	json_t *info;	   /* shown by the list (borrowed: a reference is taken) */
-	bool background;   /* outlives its first reader */
-	bool keep_stdin;   /* standard input stays open for sv_cmd_stdin() */
+	char *const *argv;   /* NULL-terminated */
+	const char *cwd;     /* NULL: the policy's workdir */
+	char *const *env;    /* "K=V", NULL-terminated, may be NULL */
+	json_t *info;	     /* shown by the list (borrowed: a reference is taken) */
+	bool background;     /* outlives its first reader */
+	bool keep_stdin;     /* standard input stays open for sv_cmd_stdin() */
 	uint64_t timeout_ms; /* 0: none; then killed, "timeout" in limits_hit */
 } sv_cmd_spec;
 

@@ -33,7 +33,7 @@ typedef struct sv_param {
 
 typedef struct sv_request {
 	px_request head;
-	bool head_done;	 /* the head parsed (set also when 0 is returned for the body) */
+	bool head_done; /* the head parsed (set also when 0 is returned for the body) */
 	/* A file put with Content-Length: complete at its head, its body left
 	 * to the handler to stream (consumed counts the head only). */
 	bool stream_body;

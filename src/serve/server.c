@@ -439,8 +439,8 @@ static int string_map(json_t *o, const char *key, char *out, size_t max, bool en
 	json_object_foreach(m, k, v)
 	{
 		if (!json_is_string(v) || !k[0] || strlen(k) > 256 ||
-		    (env && (strchr(k, '=') || strlen(json_string_value(v)) !=
-						   json_string_length(v))))
+		    (env &&
+		     (strchr(k, '=') || strlen(json_string_value(v)) != json_string_length(v))))
 			return sv_fail(e, 400, "bad_request", path,
 				       "\"%.64s\": expected a name and a string", k);
 	}
@@ -472,8 +472,8 @@ static int create_options(json_t *body, sv_session *s, sv_error *e)
 /* The session's wall clock ends seconds from now (session op "timeout"). */
 static int set_timeout(sv_daemon *d, const char *name, int64_t seconds, sv_error *e)
 {
-	_cleanup_json_ json_t *req = json_pack("{s:s, s:I}", "op", "timeout", "seconds",
-					       (json_int_t)seconds);
+	_cleanup_json_ json_t *req =
+	    json_pack("{s:s, s:I}", "op", "timeout", "seconds", (json_int_t)seconds);
 	_cleanup_json_ json_t *reply = NULL;
 	int r = req ? sc_session_request(name, req, NULL, &reply, NULL, 0, NULL) : -ENOMEM;
 
@@ -924,7 +924,8 @@ static int follow_command(sv_conn *c, sv_cmd *cmd, bool primary)
 	if (r >= 0)
 		r = send_chunk(c->fd, first, (size_t)n);
 	while (r >= 0) {
-		ssize_t k = sv_cmd_read(c->d->cmds, cmd, &off, buf, SV_READ_CHUNK * 4, 500, primary);
+		ssize_t k =
+		    sv_cmd_read(c->d->cmds, cmd, &off, buf, SV_READ_CHUNK * 4, 500, primary);
 
 		if (k == -ENODATA)
 			break;
@@ -955,7 +956,8 @@ static char **command_env(const sv_session *s, json_t *req_env, sv_error *e)
 		return NULL;
 	if (req_env && !json_is_null(req_env)) {
 		if (!json_is_object(req_env)) {
-			(void)sv_fail(e, 400, "bad_request", "$.envs", "expected an object of strings");
+			(void)sv_fail(e, 400, "bad_request", "$.envs",
+				      "expected an object of strings");
 			return NULL;
 		}
 		json_object_foreach(req_env, k, v)
@@ -1053,9 +1055,11 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 				  "commands run as the sandbox's one user, \"user\" (the agent, no "
 				  "capability); there is no root inside");
 	t = json_object_get(body, "timeout");
-	if (t && !json_is_null(t) && (!json_is_number(t) || json_number_value(t) < 0 ||
-				      json_number_value(t) > 10 * 366 * 86400.0))
-		return fail_reply(c, 400, "bad_request", "$.timeout", "expected seconds, 0 for none");
+	if (t && !json_is_null(t) &&
+	    (!json_is_number(t) || json_number_value(t) < 0 ||
+	     json_number_value(t) > 10 * 366 * 86400.0))
+		return fail_reply(c, 400, "bad_request", "$.timeout",
+				  "expected seconds, 0 for none");
 	env = command_env(s, json_object_get(body, "envs"), &e);
 	if (!env)
 		return reply_error(c, &e);
@@ -1078,8 +1082,9 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 	r = sv_cmd_start(c->d->cmds, &spec, &cmd, why, sizeof(why));
 	free_strv(env);
 	if (r == -EUSERS)
-		return fail_reply(c, 429, "quota_exceeded", NULL,
-				  "this sandbox holds its most commands (64, running and just ended)");
+		return fail_reply(
+		    c, 429, "quota_exceeded", NULL,
+		    "this sandbox holds its most commands (64, running and just ended)");
 	if (r == -EREMOTEIO)
 		return fail_reply(c, 409, "exec_failed", NULL, why);
 	if (r < 0)
@@ -1119,27 +1124,29 @@ static int handle_command(sv_conn *c, const sv_request *req, const sv_session *s
 	if (stdin_) {
 		const char *eof = sv_request_query(req, "eof");
 
-		r = sv_cmd_stdin(c->d->cmds, cmd, req->body, req->body_len, eof && !strcmp(eof, "1"));
-		r = r == -EPIPE	       ? fail_reply(c, 409, "stdin_closed", NULL,
-						    "its standard input is closed (start it with "
-						    "\"stdin\": true)")
-		    : r == -ETIMEDOUT ? fail_reply(c, 408, "timeout", NULL,
-						   "the command read nothing for 30 s")
-		    : r < 0	      ? fail_reply(c, 500, "internal", NULL, strerror(-r))
-				      : reply_json(c, 200,
-						   json_pack("{s:I, s:I}", "pid", (json_int_t)pid,
-							     "bytes", (json_int_t)req->body_len));
+		r = sv_cmd_stdin(c->d->cmds, cmd, req->body, req->body_len,
+				 eof && !strcmp(eof, "1"));
+		r = r == -EPIPE ? fail_reply(c, 409, "stdin_closed", NULL,
+					     "its standard input is closed (start it with "
+					     "\"stdin\": true)")
+		    : r == -ETIMEDOUT
+			? fail_reply(c, 408, "timeout", NULL, "the command read nothing for 30 s")
+		    : r < 0 ? fail_reply(c, 500, "internal", NULL, strerror(-r))
+			    : reply_json(c, 200,
+					 json_pack("{s:I, s:I}", "pid", (json_int_t)pid, "bytes",
+						   (json_int_t)req->body_len));
 	} else if (!strcmp(m, "DELETE")) {
 		const char *sig = sv_request_query(req, "signal");
 		int n = sig ? atoi(sig) : SIGKILL;
 
 		if (n < 1 || n >= NSIG)
-			r = fail_reply(c, 400, "bad_request", "?signal", "expected a signal number");
+			r = fail_reply(c, 400, "bad_request", "?signal",
+				       "expected a signal number");
 		else if (sv_cmd_kill(c->d->cmds, cmd, n) < 0)
 			r = fail_reply(c, 404, "not_found", NULL, "the command has ended");
 		else
-			r = reply_json(c, 200,
-				       json_pack("{s:I, s:b}", "pid", (json_int_t)pid, "killed", 1));
+			r = reply_json(
+			    c, 200, json_pack("{s:I, s:b}", "pid", (json_int_t)pid, "killed", 1));
 	} else
 		r = follow_command(c, cmd, false);
 	sv_cmd_put(c->d->cmds, cmd);
@@ -1296,13 +1303,14 @@ static json_t *entry_json(const char *rec, size_t len, const char *dir)
 		return NULL;
 	o = json_pack("{s:s#, s:s, s:s, s:I, s:i, s:I}", "path", full ? full : name,
 		      (int)(full ? strlen(full) : len - (size_t)(name - rec)), "name", "", "type",
-		      type_name(en.type), "size", (json_int_t)en.size, "mode", (int)en.mode, "mtime",
-		      (json_int_t)en.mtime);
+		      type_name(en.type), "size", (json_int_t)en.size, "mode", (int)en.mode,
+		      "mtime", (json_int_t)en.mtime);
 	if (o) {
 		const char *p = json_string_value(json_object_get(o, "path"));
 		const char *slash = strrchr(p, '/');
 
-		(void)json_object_set_new(o, "name", json_string(slash && slash[1] ? slash + 1 : p));
+		(void)json_object_set_new(o, "name",
+					  json_string(slash && slash[1] ? slash + 1 : p));
 	}
 	free(full);
 	return o;
@@ -1345,7 +1353,8 @@ static int handle_fs(sv_conn *c, const sv_request *req, const sv_session *s, con
 
 		if (!existed && fs_small(s->name, q, NULL, NULL, 0, &e) < 0)
 			return reply_error(c, &e);
-		return reply_json(c, 200, json_pack("{s:s, s:b}", "path", path, "created", !existed));
+		return reply_json(c, 200,
+				  json_pack("{s:s, s:b}", "path", path, "created", !existed));
 	}
 	if (fs_small(s->name, q, &data, &len, 64u << 20, &e) < 0)
 		return reply_error(c, &e);
@@ -1479,7 +1488,8 @@ static int handle_put_stream(sv_conn *c, sv_request *req, const sv_session *s)
 	if (r < 0)
 		return fail_reply(c, 500, "session_failed", NULL, strerror(-r));
 	c->keep_alive = req->head.keep_alive;
-	return reply_json(c, 200, json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)bytes));
+	return reply_json(c, 200,
+			  json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)bytes));
 }
 
 static int handle_health(sv_conn *c)
@@ -1567,9 +1577,9 @@ static int route(sv_conn *c, sv_request *req)
 			return 0;
 		if (!strcmp(m, "POST"))
 			return handle_command_start(c, req, &s);
-		return reply_json(c, 200,
-				  json_pack("{s:o}", "commands",
-					    sv_cmds_list(c->d->cmds, s.name, c->uid)));
+		return reply_json(
+		    c, 200,
+		    json_pack("{s:o}", "commands", sv_cmds_list(c->d->cmds, s.name, c->uid)));
 	}
 	if (is(req, 3, "timeout")) {
 		if (strcmp(m, "POST"))

@@ -162,12 +162,12 @@ json_t *sv_session_json(const sv_session *s)
 
 	(void)clock_gettime(CLOCK_REALTIME, &now);
 	now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-	json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:i}", "id", s->name,
-			      "uid", (int)s->uid, "policy", s->policy, "policy_digest", s->digest,
-			      "audit", s->audit, "pid", (json_int_t)s->pid, "created_ms",
-			      (json_int_t)s->created_ms, "age_ms",
-			      (json_int_t)(now_ms - s->created_ms), "from_pool", s->from_pool,
-			      "execs", (int)s->execs);
+	json_t *o =
+	    json_pack("{s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:i}", "id", s->name, "uid",
+		      (int)s->uid, "policy", s->policy, "policy_digest", s->digest, "audit",
+		      s->audit, "pid", (json_int_t)s->pid, "created_ms", (json_int_t)s->created_ms,
+		      "age_ms", (json_int_t)(now_ms - s->created_ms), "from_pool", s->from_pool,
+		      "execs", (int)s->execs);
 
 	if (o)
 		(void)json_object_set_new(o, "metadata",

@@ -25,7 +25,7 @@ typedef struct sv_session {
 	int64_t created_ms; /* CLOCK_REALTIME */
 	bool from_pool;
 	unsigned execs;
-	int64_t end_ms;	    /* its timeout ends it then (CLOCK_REALTIME); 0: none set */
+	int64_t end_ms;	     /* its timeout ends it then (CLOCK_REALTIME); 0: none set */
 	char metadata[1024]; /* the caller's, a JSON object; "" for none */
 	char envs[2048];     /* every command's environment, a JSON object; "" */
 } sv_session;

@@ -107,7 +107,7 @@ static int parse_path_op(json_t *o, ss_request *r, char *err, size_t len)
 	static const char *const rename_keys[] = {"op", "path", "to", NULL};
 	json_t *mode = json_object_get(o, "mode");
 	int rc = check_keys(o,
-			    r->op == SS_OP_LS	   ? ls_keys
+			    r->op == SS_OP_LS	    ? ls_keys
 			    : r->op == SS_OP_MKDIR  ? mkdir_keys
 			    : r->op == SS_OP_RENAME ? rename_keys
 						    : keys,

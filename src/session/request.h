@@ -54,7 +54,7 @@ typedef struct ss_request {
 	int signal;
 	/* put, get, ls */
 	const char *path;
-	unsigned mode; /* put: the file's; ls: the depth (1: the directory only); mkdir: parents */
+	unsigned mode;	/* put: the file's; ls: the depth (1: the directory only); mkdir: parents */
 	const char *to; /* rename */
 	/* timeout */
 	uint64_t seconds;

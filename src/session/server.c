@@ -265,8 +265,8 @@ static int ctl_signal(ss_server *s, uint32_t id, int sig)
 static const char *op_event(ss_op op)
 {
 	static const char *const ev[_SS_OP_MAX] = {
-	    [SS_OP_PUT] = "file.put",	   [SS_OP_GET] = "file.get",
-	    [SS_OP_STAT] = "file.stat",	   [SS_OP_MKDIR] = "file.mkdir",
+	    [SS_OP_PUT] = "file.put",	    [SS_OP_GET] = "file.get",
+	    [SS_OP_STAT] = "file.stat",	    [SS_OP_MKDIR] = "file.mkdir",
 	    [SS_OP_REMOVE] = "file.remove", [SS_OP_RENAME] = "file.rename",
 	};
 
@@ -286,7 +286,8 @@ static void finish_file(ss_server *s, ss_conn *c, int err)
 			(json_int_t)c->bytes, "result",
 			err ? (strerrorname_np(err) ? strerrorname_np(err) : "error") : "ok");
 	if (rec && c->to)
-		(void)json_object_set_new(rec, "to", au_str(c->to, strlen(c->to), AU_STR_MAX_BYTES));
+		(void)json_object_set_new(rec, "to",
+					  au_str(c->to, strlen(c->to), AU_STR_MAX_BYTES));
 	emit(s, op_event(c->op), rec);
 	if (err) {
 		conn_error(c, strerrorname_np(err) ? strerrorname_np(err) : "EIO", "%s: %s",
@@ -640,7 +641,7 @@ static int release_exec(ss_server *s, ss_conn *c)
 static ctl_type file_ctl(ss_op op)
 {
 	static const ctl_type t[_SS_OP_MAX] = {
-	    [SS_OP_PUT] = CTL_PUT,	 [SS_OP_GET] = CTL_GET,       [SS_OP_STAT] = CTL_STAT,
+	    [SS_OP_PUT] = CTL_PUT,     [SS_OP_GET] = CTL_GET,	    [SS_OP_STAT] = CTL_STAT,
 	    [SS_OP_MKDIR] = CTL_MKDIR, [SS_OP_REMOVE] = CTL_REMOVE, [SS_OP_RENAME] = CTL_RENAME,
 	};
 
@@ -650,7 +651,8 @@ static ctl_type file_ctl(ss_op op)
 static int start_file(ss_server *s, ss_conn *c, const ss_request *q)
 {
 	size_t lp = strlen(q->path) + 1, lt = q->to ? strlen(q->to) + 1 : 0;
-	ctl_hdr h = {.type = file_ctl(q->op), .id = c->id, .mode = q->mode, .len = (uint32_t)(lp + lt)};
+	ctl_hdr h = {
+	    .type = file_ctl(q->op), .id = c->id, .mode = q->mode, .len = (uint32_t)(lp + lt)};
 	bool in = q->op == SS_OP_PUT; /* put: the sandbox reads; the others write (or nothing) */
 	_cleanup_free_ char *payload = malloc(lp + lt);
 	int p[2], r;

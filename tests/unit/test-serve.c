@@ -114,9 +114,10 @@ static void test_body_bounds(void)
 	       "a create of 1 MiB is read");
 	ok(parse("PUT /v1/sessions/x/files?path=/a HTTP/1.1\r\nContent-Length: 104857600\r\n\r\n",
 		 &r) == 1 &&
-	       r.stream_body && !r.body && r.consumed == strlen("PUT /v1/sessions/x/files?path=/a "
-							       "HTTP/1.1\r\nContent-Length: "
-							       "104857600\r\n\r\n"),
+	       r.stream_body && !r.body &&
+	       r.consumed == strlen("PUT /v1/sessions/x/files?path=/a "
+				    "HTTP/1.1\r\nContent-Length: "
+				    "104857600\r\n\r\n"),
 	   "a file put of 100 MB with Content-Length: complete at its head, its body streamed");
 	expect("PUT /v1/sessions/x/files?path=/a HTTP/1.1\r\nContent-Length: 2199023255553\r\n\r\n",
 	       -413, "a file put past 1 TiB refused from its Content-Length");
