@@ -24,6 +24,10 @@ typedef enum ctl_type {
 	CTL_DONE,      /* init's file worker -> supervisor: id done, err, bytes */
 	CTL_EXITED,    /* init -> supervisor: id reaped, value = wait status */
 	CTL_GO,	       /* session client -> supervisor: run the held exec (exec-wire.h) */
+	CTL_STAT,      /* supervisor -> init: path's record (as CTL_LIST's) into the fd */
+	CTL_MKDIR,     /* supervisor -> init: make directory path; mode 1: and its parents */
+	CTL_REMOVE,    /* supervisor -> init: remove path, a directory with all it holds */
+	CTL_RENAME,    /* supervisor -> init: rename path (payload) to the second string */
 	_CTL_TYPE_MAX,
 } ctl_type;
 
@@ -35,7 +39,7 @@ typedef struct ctl_hdr {
 	int32_t value;
 	int32_t err; /* positive errno, 0 on success */
 	uint32_t flags;
-	uint32_t mode;	 /* CTL_PUT: the new file's mode */
+	uint32_t mode;	 /* CTL_PUT: the new file's mode; CTL_LIST: the depth */
 	uint32_t n_argv; /* CTL_EXEC: strings after cwd that are argv; the rest is env */
 	uint32_t len;	 /* payload bytes that follow */
 	uint64_t bytes;	 /* CTL_DONE: bytes copied */

@@ -11,6 +11,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -199,17 +201,46 @@ static char type_char(mode_t m)
 			     : '?';
 }
 
-/* One record per entry: "TYPE\tSIZE\tMODE\tMTIME\tNAME\0" (session/session.h). */
-static int file_list(const char *path, int fd, uint64_t *bytes)
+static int write_rec(int fd, const char *rec, size_t n, uint64_t *bytes)
 {
-	DIR *d = opendir(path);
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(fd, rec + off, n - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		off += (size_t)w;
+	}
+	*bytes += n;
+	return 0;
+}
+
+/* "TYPE\tSIZE\tMODE\tMTIME\tNAME\0" (session/session.h), NUL included. */
+static int format_rec(char *rec, size_t size, const struct stat *st, const char *name)
+{
+	int n = snprintf(rec, size, "%c\t%llu\t%o\t%lld\t%s", type_char(st->st_mode),
+			 (unsigned long long)st->st_size, (unsigned)(st->st_mode & 07777),
+			 (long long)st->st_mtime, name);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : n + 1;
+}
+
+/* One record per entry, names relative to the listed directory; below
+ * it to depth levels (symbolic links not followed). */
+static int list_dir(int dfd, const char *prefix, unsigned depth, int fd, uint64_t *bytes)
+{
+	DIR *d = fdopendir(dfd);
 	struct dirent *e;
 	int r = 0;
 
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		char rec[512];
+	if (!d) {
+		r = -errno;
+		(void)close(dfd);
+		return r;
+	}
+	while ((e = readdir(d)) && r >= 0) {
+		char rec[PATH_MAX + 64], name[PATH_MAX];
 		struct stat st;
 		int n;
 
@@ -217,33 +248,90 @@ static int file_list(const char *path, int fd, uint64_t *bytes)
 			continue;
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			memset(&st, 0, sizeof(st));
-		n = snprintf(rec, sizeof(rec), "%c\t%llu\t%o\t%lld\t%s", type_char(st.st_mode),
-			     (unsigned long long)st.st_size, (unsigned)(st.st_mode & 07777),
-			     (long long)st.st_mtime, e->d_name);
-		if (n < 0 || (size_t)n >= sizeof(rec))
-			continue; /* NAME_MAX is 255: cannot happen */
-		for (ssize_t off = 0; off <= n;) {
-			ssize_t w = write(fd, rec + off, (size_t)(n + 1 - off));
+		n = snprintf(name, sizeof(name), "%s%s%s", prefix, prefix[0] ? "/" : "", e->d_name);
+		if (n < 0 || (size_t)n >= sizeof(name))
+			continue;
+		n = format_rec(rec, sizeof(rec), &st, name);
+		if (n < 0)
+			continue;
+		r = write_rec(fd, rec, (size_t)n, bytes);
+		if (r >= 0 && depth > 1 && S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), e->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				r = w < 0 ? -errno : -EIO;
-				goto out;
-			}
-			off += w;
+			/* a subdirectory the walls keep closed is listed, not entered */
+			if (sub >= 0)
+				r = list_dir(sub, name, depth - 1, fd, bytes);
 		}
-		*bytes += (uint64_t)n + 1;
 	}
-out:
 	(void)closedir(d);
 	return r;
 }
 
+static int file_list(const char *path, unsigned depth, int fd, uint64_t *bytes)
+{
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return -errno;
+	return list_dir(dfd, "", depth ? depth : 1, fd, bytes);
+}
+
+static int file_stat(const char *path, int fd, uint64_t *bytes)
+{
+	char rec[PATH_MAX + 64];
+	struct stat st;
+	int n;
+
+	if (lstat(path, &st) < 0)
+		return -errno;
+	n = format_rec(rec, sizeof(rec), &st, path);
+	return n < 0 ? n : write_rec(fd, rec, (size_t)n, bytes);
+}
+
+static int file_mkdir(const char *path, bool parents)
+{
+	char p[PATH_MAX];
+
+	if (!parents)
+		return mkdir(path, 0755) < 0 ? -errno : 0;
+	if (strlen(path) >= sizeof(p))
+		return -ENAMETOOLONG;
+	strcpy(p, path);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = 0;
+			if (mkdir(p, 0755) < 0 && errno != EEXIST)
+				return -errno;
+			*s = '/';
+		}
+	return mkdir(p, 0755) < 0 ? -errno : 0;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	return (flag == FTW_DP ? rmdir(p) : unlink(p)) < 0 ? -errno : 0;
+}
+
+static int file_remove(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path) < 0 ? -errno : 0;
+	/* depth first, never following a link out of the tree */
+	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+}
+
 /* A file operation, forked: under the same walls as any command, but our
  * own code, so nothing needs to be installed in the sandbox for it. */
-static _Noreturn void run_file_op(const ctl_hdr *h, const char *path, int fd)
+static _Noreturn void run_file_op(const ctl_hdr *h, char *const *v, int fd)
 {
+	const char *path = v[0];
 	uint64_t bytes = 0;
 	int r;
 
@@ -254,8 +342,20 @@ static _Noreturn void run_file_op(const ctl_hdr *h, const char *path, int fd)
 	case CTL_GET:
 		r = file_get(path, fd, &bytes);
 		break;
+	case CTL_STAT:
+		r = file_stat(path, fd, &bytes);
+		break;
+	case CTL_MKDIR:
+		r = file_mkdir(path, h->mode == 1);
+		break;
+	case CTL_REMOVE:
+		r = file_remove(path);
+		break;
+	case CTL_RENAME:
+		r = rename(path, v[1]) < 0 ? -errno : 0;
+		break;
 	default:
-		r = file_list(path, fd, &bytes);
+		r = file_list(path, h->mode, fd, &bytes);
 		break;
 	}
 	(void)close(fd);
@@ -274,7 +374,8 @@ static void start(const ctl_hdr *h, char *payload, int *fds, size_t n_fds)
 
 	if (n_fds != want ||
 	    ctl_split(payload, h->len, v, (sizeof(v) / sizeof(v[0])) - 1, &n_v) < 0 ||
-	    (exec ? (h->n_argv < 1 || h->n_argv > CTL_MAX_ARGS || n_v < 1 + h->n_argv) : n_v != 1))
+	    (exec ? (h->n_argv < 1 || h->n_argv > CTL_MAX_ARGS || n_v < 1 + h->n_argv)
+		  : n_v != (h->type == CTL_RENAME ? 2u : 1u)))
 		err = EPROTO;
 	else if (n_kids >= SESSION_MAX_CHILDREN)
 		err = EAGAIN;
@@ -290,7 +391,7 @@ static void start(const ctl_hdr *h, char *payload, int *fds, size_t n_fds)
 		(void)setsid();
 		if (exec)
 			run_command(h, v, n_v, fds);
-		run_file_op(h, v[0], fds[0]);
+		run_file_op(h, v, fds[0]);
 	}
 	close_fds(fds, n_fds);
 	if (pid < 0) {
@@ -382,6 +483,10 @@ int init_session_main(const char *fd_arg)
 		case CTL_PUT:
 		case CTL_GET:
 		case CTL_LIST:
+		case CTL_STAT:
+		case CTL_MKDIR:
+		case CTL_REMOVE:
+		case CTL_RENAME:
 			start(&h, payload, fds, n_fds);
 			break;
 		case CTL_SIGNAL:

@@ -227,6 +227,14 @@ static void host_start_wall(void *userdata)
 		sv_arm(s->wallfd, s->plan->wall_ns);
 }
 
+/* sc_host.set_wall */
+static void host_set_wall(void *userdata, uint64_t ns)
+{
+	supervisor *s = userdata;
+
+	sv_arm(s->wallfd, ns ? ns : 1);
+}
+
 /* audit.sample_interval: without a timer the run goes on, unsampled. */
 static void start_sampling(supervisor *s)
 {
@@ -256,6 +264,7 @@ static void start_mode(supervisor *s)
 		     .ws = s->ws,
 		     .emit = host_emit,
 		     .start_wall = host_start_wall,
+		     .set_wall = host_set_wall,
 		     .userdata = s};
 
 	if (SV_HOOK(s, on_started))

@@ -34,6 +34,9 @@ typedef struct sc_host {
 	struct ws_run *ws; /* the cow workspaces, may be NULL */
 	int (*emit)(void *userdata, const char *event, json_t *data); /* takes data */
 	void (*start_wall)(void *userdata); /* arms limits.wall (sc_run_opts.defer_wall) */
+	/* The wall clock ends the sandbox ns from now instead (the mode keeps
+	 * it within the policy's limits.wall). */
+	void (*set_wall)(void *userdata, uint64_t ns);
 	void *userdata;
 } sc_host;
 

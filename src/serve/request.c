@@ -181,6 +181,13 @@ size_t sv_request_body_limit(const sv_request *r)
 	    ((segment_is(r, 3, "exec") && !strcmp(m, "POST")) ||
 	     (segment_is(r, 3, "files") && !strcmp(m, "PUT"))))
 		return SV_MAX_BODY;
+	/* a command's argv and env (a create's bound); what is sent to its stdin */
+	if (r->n_segments == 4 && segment_is(r, 1, "sessions") && segment_is(r, 3, "commands") &&
+	    !strcmp(m, "POST"))
+		return SV_MAX_CREATE_BODY;
+	if (r->n_segments == 6 && segment_is(r, 1, "sessions") && segment_is(r, 3, "commands") &&
+	    segment_is(r, 5, "stdin") && !strcmp(m, "POST"))
+		return SV_MAX_BODY;
 	return SV_MAX_OTHER_BODY;
 }
 
@@ -237,6 +244,17 @@ int sv_request_parse(const char *buf, size_t len, size_t max_body, sv_request *r
 	if (max_body > sv_request_body_limit(r))
 		max_body = sv_request_body_limit(r);
 	r->max_body = max_body;
+	r->stream_body = false;
+	if (r->head.has_content_length && r->n_segments == 4 && segment_is(r, 1, "sessions") &&
+	    segment_is(r, 3, "files") && !strcmp(r->head.method, "PUT")) {
+		if (r->head.content_length > SV_MAX_STREAM_BODY) {
+			*reason = "body too large";
+			return -413;
+		}
+		r->stream_body = true;
+		r->consumed = head;
+		return 1;
+	}
 	if (r->head.has_content_length) {
 		if (r->head.content_length > max_body) {
 			*reason = "body too large";

@@ -18,6 +18,8 @@
 #define SV_MAX_BODY	   (64u << 20) /* a file put or an exec's stdin */
 #define SV_MAX_CREATE_BODY (1u << 20)  /* a create: the policy limit (POLICY_MAX_BYTES) */
 #define SV_MAX_OTHER_BODY  4096u       /* the requests that take no body */
+/* A file put streamed to the sandbox: bounded there (limits.fsize, the disk), not here. */
+#define SV_MAX_STREAM_BODY (1ull << 40)
 /* Chunk framing a chunked body may add to its data: a client sending tiny
  * chunks is refused before its framing costs us more than this. */
 #define SV_MAX_CHUNK_FRAMING (1u << 20)
@@ -31,7 +33,10 @@ typedef struct sv_param {
 
 typedef struct sv_request {
 	px_request head;
-	bool head_done;	 /* the head parsed (set also when 0 is returned for the body) */
+	bool head_done; /* the head parsed (set also when 0 is returned for the body) */
+	/* A file put with Content-Length: complete at its head, its body left
+	 * to the handler to stream (consumed counts the head only). */
+	bool stream_body;
 	size_t max_body; /* the bound of this request's body: sv_request_body_limit() */
 	size_t consumed; /* bytes of input this request took (head + framed body) */
 	char *body;	 /* de-chunked, malloc'd, NUL-terminated; NULL when none */

@@ -24,10 +24,12 @@
 
 #include "base/cleanup.h"
 #include "base/io.h"
+#include "base/base64.h"
 #include "base/sha256.h"
 #include "base/signals.h"
 #include "policy/plan.h"
 #include "serve/backend.h"
+#include "serve/commands.h"
 #include "serve/request.h"
 #include "serve/table.h"
 #include "session/session.h"
@@ -83,6 +85,7 @@ typedef struct sv_daemon {
 	struct sv_conn *conn_list;
 	uint8_t key[TK_KEY_LEN];
 	bool has_key;
+	sv_cmds *cmds;
 } sv_daemon;
 
 typedef struct sv_conn {
@@ -419,6 +422,73 @@ static int verify_token(sv_daemon *d, const char *token, char **ret_canon, tk_in
 	return *ret_canon ? 0 : sv_fail(e, 500, "internal", NULL, "out of memory");
 }
 
+/* A JSON object of strings, at most max bytes as JSON, into out. */
+static int string_map(json_t *o, const char *key, char *out, size_t max, bool env, sv_error *e)
+{
+	json_t *m = json_object_get(o, key), *v;
+	_cleanup_free_ char *s = NULL;
+	char path[96];
+	const char *k;
+
+	out[0] = 0;
+	if (!m || json_is_null(m))
+		return 0;
+	(void)snprintf(path, sizeof(path), "$.%s", key);
+	if (!json_is_object(m))
+		return sv_fail(e, 400, "bad_request", path, "expected an object of strings");
+	json_object_foreach(m, k, v)
+	{
+		if (!json_is_string(v) || !k[0] || strlen(k) > 256 ||
+		    (env &&
+		     (strchr(k, '=') || strlen(json_string_value(v)) != json_string_length(v))))
+			return sv_fail(e, 400, "bad_request", path,
+				       "\"%.64s\": expected a name and a string", k);
+	}
+	s = json_dumps(m, JSON_COMPACT);
+	if (!s || strlen(s) >= max)
+		return sv_fail(e, 400, "too_large", path, "at most %zu bytes as JSON", max - 1);
+	strcpy(out, s);
+	return 0;
+}
+
+/* A create's timeout, envs and metadata (their use: after the start). */
+static int create_options(json_t *body, sv_session *s, sv_error *e)
+{
+	json_t *t = json_object_get(body, "timeout");
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	if (t && !json_is_null(t) &&
+	    (!json_is_integer(t) || json_integer_value(t) < 1 ||
+	     json_integer_value(t) > 10 * 366 * 86400LL))
+		return sv_fail(e, 400, "bad_request", "$.timeout",
+			       "expected whole seconds from 1 to ten years");
+	r = string_map(body, "envs", s->envs, sizeof(s->envs), true, e);
+	if (r >= 0)
+		r = string_map(body, "metadata", s->metadata, sizeof(s->metadata), false, e);
+	return r;
+}
+
+/* The session's wall clock ends seconds from now (session op "timeout"). */
+static int set_timeout(sv_daemon *d, const char *name, int64_t seconds, sv_error *e)
+{
+	_cleanup_json_ json_t *req =
+	    json_pack("{s:s, s:I}", "op", "timeout", "seconds", (json_int_t)seconds);
+	_cleanup_json_ json_t *reply = NULL;
+	int r = req ? sc_session_request(name, req, NULL, &reply, NULL, 0, NULL) : -ENOMEM;
+
+	if (r == -EREMOTEIO) {
+		json_t *err = json_object_get(reply, "error");
+
+		return sv_fail(e, 400, "bad_request", "$.timeout", "%s",
+			       json_string_value(json_object_get(err, "message")) ?: "refused");
+	}
+	if (r < 0)
+		return sv_fail(e, 500, "session_failed", NULL, "the session: %s", strerror(-r));
+	sv_table_set_end(&d->table, name, now_ms() + seconds * 1000);
+	return 0;
+}
+
 /* Resolves the body of a create into the policy file to start from. */
 static int create_session(sv_conn *c, const sv_request *req, sv_session *ret, sv_error *e)
 {
@@ -436,14 +506,18 @@ static int create_session(sv_conn *c, const sv_request *req, sv_session *ret, sv
 	if (!json_is_object(body))
 		return sv_fail(e, 400, "bad_json", "$", "line %d column %d: %s", je.line, je.column,
 			       body ? "expected an object" : je.text);
-	json_object_foreach(
-	    body, key,
-	    v) if (strcmp(key, "policy") &&
-		   strcmp(
-		       key,
-		       "token")) return sv_fail(e, 400, "bad_request", "$",
-						"unknown key \"%.64s\" (expected policy or token)",
-						key);
+	json_object_foreach(body, key, v)
+	{
+		if (strcmp(key, "policy") && strcmp(key, "token") && strcmp(key, "timeout") &&
+		    strcmp(key, "envs") && strcmp(key, "metadata"))
+			return sv_fail(e, 400, "bad_request", "$",
+				       "unknown key \"%.64s\" (expected policy or token, timeout, "
+				       "envs, metadata)",
+				       key);
+	}
+	r = create_options(body, ret, e);
+	if (r < 0)
+		return r;
 	pol = json_object_get(body, "policy");
 	tok = json_object_get(body, "token");
 	if (!!pol == !!tok)
@@ -489,6 +563,8 @@ static int create_session(sv_conn *c, const sv_request *req, sv_session *ret, sv
 			       pol ? "expected a policy name or a policy object"
 				   : "expected a token string");
 
+	sv_session opts = *ret;
+
 	r = sv_table_reserve(&d->table, c->uid, d->cfg->quota);
 	if (r == -EDQUOT)
 		return sv_fail(e, 429, "quota_exceeded", NULL,
@@ -523,11 +599,24 @@ static int create_session(sv_conn *c, const sv_request *req, sv_session *ret, sv
 		}
 		ret->uid = c->uid;
 	}
+	memcpy(ret->envs, opts.envs, sizeof(ret->envs));
+	memcpy(ret->metadata, opts.metadata, sizeof(ret->metadata));
 	r = sv_table_add(&d->table, ret, 0);
 	if (r < 0) {
 		stop_quietly(d, ret->name);
 		return sv_fail(e, 503, "unavailable", NULL, "the daemon holds too many sandboxes");
 	}
+	json_t *t = json_object_get(body, "timeout");
+
+	if (json_is_integer(t) && set_timeout(d, ret->name, json_integer_value(t), e) < 0) {
+		sv_session gone;
+
+		if (sv_table_remove(&d->table, ret->name, c->uid, &gone) == 0)
+			stop_quietly(d, ret->name);
+		return -EINVAL;
+	}
+	if (json_is_integer(t))
+		ret->end_ms = now_ms() + json_integer_value(t) * 1000;
 	return 0;
 }
 
@@ -559,6 +648,7 @@ static int handle_stop(sv_conn *c, const char *id)
 
 	if (sv_table_remove(&c->d->table, id, c->uid, &s) < 0)
 		return fail_reply(c, 404, "not_found", NULL, "no such sandbox");
+	sv_cmds_forget(c->d->cmds, s.name);
 	if (sv_session_stop(c->d->cfg->exe, s.name, &info, &e) < 0) {
 		LOG(c->d, "stopping %s: %s", s.name, e.message);
 		/* still the caller's, if it still runs: a stop may be tried again */
@@ -613,19 +703,6 @@ static int handle_files(sv_conn *c, const sv_request *req, const sv_session *s, 
 	if (sv_session_get(c->d->cfg->exe, s->name, path, &data, &len, &e) < 0)
 		return reply_error(c, &e);
 	return reply(c, 200, "application/octet-stream", data, len);
-}
-
-static int handle_ls(sv_conn *c, const sv_request *req, const sv_session *s)
-{
-	json_t *list = NULL;
-	const char *path;
-	sv_error e;
-
-	if (query_path(c, req, false, &path) < 0)
-		return 0;
-	if (sv_session_ls(c->d->cfg->exe, s->name, path, &list, &e) < 0)
-		return reply_error(c, &e);
-	return reply_json(c, 200, json_pack("{s:s, s:o}", "path", path, "entries", list));
 }
 
 static int handle_audit(sv_conn *c, const sv_session *s)
@@ -819,6 +896,602 @@ static int handle_exec(sv_conn *c, const sv_request *req, const sv_session *s)
 	return 0;
 }
 
+/* ---- commands: execs the daemon holds (serve/commands.h) ---- */
+
+static const char ndjson_head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+				  "Transfer-Encoding: chunked\r\n\r\n";
+
+static bool client_gone(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/*
+ * Streams a command's NDJSON: {"pid"} first, then its output and its end.
+ * The primary reader (the request that started it) going away stops a
+ * command in the foreground; a background one goes on.
+ */
+static int follow_command(sv_conn *c, sv_cmd *cmd, bool primary)
+{
+	_cleanup_free_ char *buf = malloc(SV_READ_CHUNK * 4);
+	char first[64];
+	uint64_t off = 0;
+	int n = snprintf(first, sizeof(first), "{\"pid\":%u}\n", sv_cmd_pid(cmd));
+	int r = buf ? send_all(c->fd, ndjson_head, sizeof(ndjson_head) - 1) : -ENOMEM;
+
+	if (r >= 0)
+		r = send_chunk(c->fd, first, (size_t)n);
+	while (r >= 0) {
+		ssize_t k =
+		    sv_cmd_read(c->d->cmds, cmd, &off, buf, SV_READ_CHUNK * 4, 500, primary);
+
+		if (k == -ENODATA)
+			break;
+		if (k > 0)
+			r = send_chunk(c->fd, buf, (size_t)k);
+		else if (client_gone(c->fd))
+			r = -EPIPE;
+	}
+	if (r >= 0)
+		r = send_all(c->fd, "0\r\n\r\n", 5);
+	if (primary)
+		sv_cmd_leave(c->d->cmds, cmd);
+	if (r < 0)
+		c->keep_alive = false;
+	return 0;
+}
+
+/* "K=V" strings of the session's envs overlaid with the request's. */
+static char **command_env(const sv_session *s, json_t *req_env, sv_error *e)
+{
+	_cleanup_json_ json_t *all = s->envs[0] ? json_loads(s->envs, 0, NULL) : json_object();
+	const char *k;
+	json_t *v;
+	char **env;
+	size_t i = 0;
+
+	if (!all)
+		return NULL;
+	if (req_env && !json_is_null(req_env)) {
+		if (!json_is_object(req_env)) {
+			(void)sv_fail(e, 400, "bad_request", "$.envs",
+				      "expected an object of strings");
+			return NULL;
+		}
+		json_object_foreach(req_env, k, v)
+		{
+			if (!json_is_string(v) || !k[0] || strchr(k, '=') ||
+			    strlen(json_string_value(v)) != json_string_length(v)) {
+				(void)sv_fail(e, 400, "bad_request", "$.envs",
+					      "\"%.64s\": expected a name and a string", k);
+				return NULL;
+			}
+			(void)json_object_set(all, k, v);
+		}
+	}
+	if (json_object_size(all) > SV_MAX_ENV) {
+		(void)sv_fail(e, 400, "bad_request", "$.envs", "at most %u variables", SV_MAX_ENV);
+		return NULL;
+	}
+	env = calloc(json_object_size(all) + 1, sizeof(*env));
+	json_object_foreach(all, k, v)
+	{
+		if (!env || asprintf(&env[i], "%s=%s", k, json_string_value(v)) < 0) {
+			for (size_t j = 0; env && j < i; j++)
+				free(env[j]);
+			free(env);
+			(void)sv_fail(e, 500, "internal", NULL, "out of memory");
+			return NULL;
+		}
+		i++;
+	}
+	return env;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/*
+ * POST /v1/sessions/ID/commands {"argv", "cwd", "envs", "user", "timeout",
+ * "background", "stdin", "tag"}: the command's NDJSON, {"pid"} first.
+ */
+static int handle_command_start(sv_conn *c, const sv_request *req, const sv_session *s)
+{
+	static const char *const keys[] = {"argv",	 "cwd",	  "envs", "user", "timeout",
+					   "background", "stdin", "tag",  NULL};
+	_cleanup_json_ json_t *body = NULL, *info = NULL;
+	_cleanup_free_ char **argv = NULL;
+	char **env = NULL;
+	json_t *a, *v, *t, *cwd, *user;
+	const char *k;
+	sv_cmd *cmd = NULL;
+	json_error_t je;
+	char why[600];
+	sv_error e;
+	size_t n;
+	int r;
+
+	body = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(body))
+		return fail_reply(c, 400, "bad_json", "$", body ? "expected an object" : je.text);
+	json_object_foreach(body, k, v)
+	{
+		bool ok = false;
+
+		for (size_t i = 0; keys[i]; i++)
+			ok = ok || !strcmp(k, keys[i]);
+		if (!ok) {
+			(void)sv_fail(&e, 400, "bad_request", "$", "unknown key \"%.64s\"", k);
+			return reply_error(c, &e);
+		}
+	}
+	a = json_object_get(body, "argv");
+	n = json_array_size(a);
+	if (!json_is_array(a) || n < 1 || n > SV_MAX_ARGV)
+		return fail_reply(c, 400, "bad_request", "$.argv", "expected 1 to 1024 strings");
+	argv = calloc(n + 1, sizeof(*argv));
+	if (!argv)
+		return fail_reply(c, 500, "internal", NULL, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		v = json_array_get(a, i);
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return fail_reply(c, 400, "bad_request", "$.argv", "expected strings");
+		argv[i] = (char *)json_string_value(v);
+	}
+	cwd = json_object_get(body, "cwd");
+	if (cwd && !json_is_null(cwd) && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/'))
+		return fail_reply(c, 400, "bad_path", "$.cwd", "expected an absolute path");
+	/* One user inside: the agent (uid 1000), as every exec of the session. */
+	user = json_object_get(body, "user");
+	if (user && !json_is_null(user) &&
+	    (!json_is_string(user) || strcmp(json_string_value(user), "user")))
+		return fail_reply(c, 403, "forbidden", "$.user",
+				  "commands run as the sandbox's one user, \"user\" (the agent, no "
+				  "capability); there is no root inside");
+	t = json_object_get(body, "timeout");
+	if (t && !json_is_null(t) &&
+	    (!json_is_number(t) || json_number_value(t) < 0 ||
+	     json_number_value(t) > 10 * 366 * 86400.0))
+		return fail_reply(c, 400, "bad_request", "$.timeout",
+				  "expected seconds, 0 for none");
+	env = command_env(s, json_object_get(body, "envs"), &e);
+	if (!env)
+		return reply_error(c, &e);
+	info = json_pack("{s:O, s:o, s:O}", "argv", a, "cwd",
+			 json_is_string(cwd) ? json_incref(cwd) : json_null(), "envs",
+			 json_object_get(body, "envs") ?: json_object());
+	if (json_is_string(json_object_get(body, "tag")))
+		(void)json_object_set(info, "tag", json_object_get(body, "tag"));
+	sv_cmd_spec spec = {
+	    .session = s->name,
+	    .uid = c->uid,
+	    .argv = argv,
+	    .cwd = json_string_value(cwd),
+	    .env = env,
+	    .info = info,
+	    .background = json_is_true(json_object_get(body, "background")),
+	    .keep_stdin = json_is_true(json_object_get(body, "stdin")),
+	    .timeout_ms = t ? (uint64_t)(json_number_value(t) * 1000.0) : 0,
+	};
+	r = sv_cmd_start(c->d->cmds, &spec, &cmd, why, sizeof(why));
+	free_strv(env);
+	if (r == -EUSERS)
+		return fail_reply(
+		    c, 429, "quota_exceeded", NULL,
+		    "this sandbox holds its most commands (64, running and just ended)");
+	if (r == -EREMOTEIO)
+		return fail_reply(c, 409, "exec_failed", NULL, why);
+	if (r < 0)
+		return fail_reply(c, r == -ENOENT ? 404 : 500, "exec_failed", NULL, strerror(-r));
+	sv_table_count_exec(&c->d->table, s->name);
+	r = follow_command(c, cmd, true);
+	sv_cmd_put(c->d->cmds, cmd);
+	return r;
+}
+
+static int parse_pid(sv_conn *c, const char *s, unsigned *ret)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+
+	if (!s[0] || *end || v == 0 || v > UINT32_MAX) {
+		(void)fail_reply(c, 404, "not_found", NULL, "no such command");
+		return -EINVAL;
+	}
+	*ret = (unsigned)v;
+	return 0;
+}
+
+/* GET/DELETE /v1/sessions/ID/commands/PID, POST .../PID/stdin. */
+static int handle_command(sv_conn *c, const sv_request *req, const sv_session *s, bool stdin_)
+{
+	const char *m = req->head.method;
+	unsigned pid;
+	sv_cmd *cmd;
+	int r;
+
+	if (parse_pid(c, req->segments[4], &pid) < 0)
+		return 0;
+	cmd = sv_cmd_find(c->d->cmds, s->name, c->uid, pid);
+	if (!cmd)
+		return fail_reply(c, 404, "not_found", NULL, "no such command");
+	if (stdin_) {
+		const char *eof = sv_request_query(req, "eof");
+
+		r = sv_cmd_stdin(c->d->cmds, cmd, req->body, req->body_len,
+				 eof && !strcmp(eof, "1"));
+		r = r == -EPIPE ? fail_reply(c, 409, "stdin_closed", NULL,
+					     "its standard input is closed (start it with "
+					     "\"stdin\": true)")
+		    : r == -ETIMEDOUT
+			? fail_reply(c, 408, "timeout", NULL, "the command read nothing for 30 s")
+		    : r < 0 ? fail_reply(c, 500, "internal", NULL, strerror(-r))
+			    : reply_json(c, 200,
+					 json_pack("{s:I, s:I}", "pid", (json_int_t)pid, "bytes",
+						   (json_int_t)req->body_len));
+	} else if (!strcmp(m, "DELETE")) {
+		const char *sig = sv_request_query(req, "signal");
+		int n = sig ? atoi(sig) : SIGKILL;
+
+		if (n < 1 || n >= NSIG)
+			r = fail_reply(c, 400, "bad_request", "?signal",
+				       "expected a signal number");
+		else if (sv_cmd_kill(c->d->cmds, cmd, n) < 0)
+			r = fail_reply(c, 404, "not_found", NULL, "the command has ended");
+		else
+			r = reply_json(
+			    c, 200, json_pack("{s:I, s:b}", "pid", (json_int_t)pid, "killed", 1));
+	} else
+		r = follow_command(c, cmd, false);
+	sv_cmd_put(c->d->cmds, cmd);
+	return r;
+}
+
+/* POST /v1/sessions/ID/timeout {"timeout": S}. */
+static int handle_timeout(sv_conn *c, const sv_request *req, sv_session *s)
+{
+	_cleanup_json_ json_t *body = NULL;
+	json_error_t je;
+	json_t *t;
+	sv_error e;
+
+	body = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &je);
+	t = json_object_get(body, "timeout");
+	if (!json_is_object(body) || json_object_size(body) != 1 || !json_is_integer(t) ||
+	    json_integer_value(t) < 1 || json_integer_value(t) > 10 * 366 * 86400LL)
+		return fail_reply(c, 400, "bad_request", "$.timeout",
+				  "expected {\"timeout\": whole seconds from 1}");
+	if (set_timeout(c->d, s->name, json_integer_value(t), &e) < 0)
+		return reply_error(c, &e);
+	s->end_ms = now_ms() + json_integer_value(t) * 1000;
+	return reply_json(c, 200, sv_session_json(s));
+}
+
+/* ---- files, through the session's own file operations ---- */
+
+static int fs_fail(sv_error *e, int err, const char *path)
+{
+	switch (err) {
+	case -ENOENT:
+	case -ENOTDIR:
+		return sv_fail(e, 404, "no_such_path", NULL, "%s: %s", path, strerror(-err));
+	case -EACCES:
+	case -EPERM:
+	case -EROFS:
+		return sv_fail(e, 403, "denied", NULL, "%s: %s", path, strerror(-err));
+	case -EEXIST:
+	case -ENOTEMPTY:
+		return sv_fail(e, 409, "exists", NULL, "%s: %s", path, strerror(-err));
+	case -EISDIR:
+	case -EINVAL:
+	case -ENAMETOOLONG:
+	case -EXDEV:
+		return sv_fail(e, 400, "bad_path", NULL, "%s: %s", path, strerror(-err));
+	default:
+		return sv_fail(e, 500, "session_failed", NULL, "%s: %s", path, strerror(-err));
+	}
+}
+
+/* -errno of an {"error": {"code": "EACCES"}} answer, or -EIO. */
+static int answer_errno(json_t *reply)
+{
+	const char *code =
+	    json_string_value(json_object_get(json_object_get(reply, "error"), "code"));
+
+	for (int n = 1; code && n < 134; n++)
+		if (strerrorname_np(n) && !strcmp(code, strerrorname_np(n)))
+			return -n;
+	return code && !strcmp(code, "stopping") ? -ESHUTDOWN : -EIO;
+}
+
+/* Starts a file operation: *ret_conn its connection, *ret_fd its pipe. */
+static int fs_start(const char *name, json_t *req, int *ret_conn, int *ret_fd, sv_error *e)
+{
+	_cleanup_json_ json_t *reply = NULL;
+	int fds[1] = {-1};
+	size_t n = 0;
+	int r = sc_session_request(name, req, ret_conn, &reply, fds, 1, &n);
+
+	if (r == -EREMOTEIO)
+		r = answer_errno(reply);
+	if (r < 0)
+		return fs_fail(e, r, json_string_value(json_object_get(req, "path")) ?: "");
+	if (n != 1) {
+		*ret_conn = safe_close(*ret_conn);
+		return sv_fail(e, 500, "session_failed", NULL, "no pipe from the session");
+	}
+	*ret_fd = fds[0];
+	return 0;
+}
+
+/* Its end: 0 (*ret_bytes), or e filled. */
+static int fs_end(int conn, const char *path, uint64_t *ret_bytes, sv_error *e)
+{
+	_cleanup_json_ json_t *m = NULL;
+	int r = sc_session_recv(conn, &m);
+
+	if (r >= 0 && json_object_get(m, "error"))
+		r = answer_errno(m);
+	if (r < 0)
+		return fs_fail(e, r, path);
+	if (ret_bytes)
+		*ret_bytes = (uint64_t)json_integer_value(json_object_get(m, "bytes"));
+	return 0;
+}
+
+/* An operation whose pipe brings at most max bytes (stat, ls, mkdir...). */
+static int fs_small(const char *name, json_t *req, char **ret_data, size_t *ret_len, size_t max,
+		    sv_error *e)
+{
+	_cleanup_close_ int conn = -1, fd = -1;
+	_cleanup_free_ char *data = NULL;
+	const char *path = json_string_value(json_object_get(req, "path")) ?: "";
+	size_t len = 0;
+	int r = fs_start(name, req, &conn, &fd, e);
+
+	if (r < 0)
+		return r;
+	r = io_read_all(fd, max, &data, &len);
+	if (r < 0) {
+		(void)sv_fail(e, r == -EFBIG ? 413 : 500, r == -EFBIG ? "too_large" : "internal",
+			      NULL, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	r = fs_end(conn, path, NULL, e);
+	if (r < 0)
+		return r;
+	if (ret_data) {
+		*ret_data = TAKE_PTR(data);
+		*ret_len = len;
+	}
+	return 0;
+}
+
+static const char *type_name(char t)
+{
+	return t == 'f' ? "file" : t == 'd' ? "dir" : t == 'l' ? "symlink" : "other";
+}
+
+/* One record into {"name", "path", "type", "size", "mode", "mtime"}. */
+static json_t *entry_json(const char *rec, size_t len, const char *dir)
+{
+	sc_dir_entry en;
+	const char *name;
+	char *full = NULL;
+	json_t *o;
+
+	/* the name may be longer than sc_dir_entry's: parse the fields, take the name here */
+	if (len < 2 || sc_dir_entry_parse(rec, len < 200 ? len : 200, &en) < 0)
+		return NULL;
+	name = rec;
+	for (int i = 0; i < 4 && name; i++) {
+		name = memchr(name, '\t', len - (size_t)(name - rec));
+		if (name)
+			name++;
+	}
+	if (!name)
+		return NULL;
+	if (dir && name[0] != '/' &&
+	    asprintf(&full, "%s%s%.*s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+		     (int)(len - (size_t)(name - rec)), name) < 0)
+		return NULL;
+	o = json_pack("{s:s#, s:s, s:s, s:I, s:i, s:I}", "path", full ? full : name,
+		      (int)(full ? strlen(full) : len - (size_t)(name - rec)), "name", "", "type",
+		      type_name(en.type), "size", (json_int_t)en.size, "mode", (int)en.mode,
+		      "mtime", (json_int_t)en.mtime);
+	if (o) {
+		const char *p = json_string_value(json_object_get(o, "path"));
+		const char *slash = strrchr(p, '/');
+
+		(void)json_object_set_new(o, "name",
+					  json_string(slash && slash[1] ? slash + 1 : p));
+	}
+	free(full);
+	return o;
+}
+
+/* GET .../stat?path=P, GET .../ls?path=P&depth=N, POST .../mkdir?path=P,
+ * DELETE .../files?path=P, POST .../rename?path=P&to=Q. */
+static int handle_fs(sv_conn *c, const sv_request *req, const sv_session *s, const char *op)
+{
+	_cleanup_json_ json_t *q = NULL;
+	_cleanup_free_ char *data = NULL;
+	const char *path, *to = sv_request_query(req, "to");
+	const char *depth = sv_request_query(req, "depth");
+	size_t len = 0;
+	sv_error e;
+
+	if (query_path(c, req, !!strcmp(op, "ls"), &path) < 0)
+		return 0;
+	q = json_pack("{s:s, s:s}", "op", op, "path", path);
+	if (!q)
+		return fail_reply(c, 500, "internal", NULL, "out of memory");
+	if (!strcmp(op, "rename")) {
+		if (!to || to[0] != '/' || strlen(to) >= PATH_MAX)
+			return fail_reply(c, 400, "bad_path", "?to", "expected ?to=ABSOLUTE-PATH");
+		(void)json_object_set_new(q, "to", json_string(to));
+	}
+	if (!strcmp(op, "mkdir"))
+		(void)json_object_set_new(q, "parents", json_true());
+	if (!strcmp(op, "ls") && depth) {
+		int d = atoi(depth);
+
+		if (d < 1 || d > 16)
+			return fail_reply(c, 400, "bad_request", "?depth", "expected 1 to 16");
+		(void)json_object_set_new(q, "depth", json_integer(d));
+	}
+	if (!strcmp(op, "mkdir")) {
+		/* made, or there already: E2B's make_dir answers which */
+		_cleanup_json_ json_t *st = json_pack("{s:s, s:s}", "op", "stat", "path", path);
+		bool existed = st && fs_small(s->name, st, NULL, NULL, 8192, &e) == 0;
+
+		if (!existed && fs_small(s->name, q, NULL, NULL, 0, &e) < 0)
+			return reply_error(c, &e);
+		return reply_json(c, 200,
+				  json_pack("{s:s, s:b}", "path", path, "created", !existed));
+	}
+	if (fs_small(s->name, q, &data, &len, 64u << 20, &e) < 0)
+		return reply_error(c, &e);
+	if (!strcmp(op, "stat")) {
+		json_t *o = entry_json(data, len ? len - 1 : 0, NULL);
+
+		return o ? reply_json(c, 200, o)
+			 : fail_reply(c, 500, "session_failed", NULL, "a bad record");
+	}
+	if (!strcmp(op, "ls")) {
+		json_t *list = json_array();
+
+		for (size_t at = 0; at < len && list;) {
+			size_t l = strnlen(data + at, len - at);
+			json_t *o = entry_json(data + at, l, path);
+
+			if (o)
+				(void)json_array_append_new(list, o);
+			at += l + 1;
+		}
+		return reply_json(c, 200, json_pack("{s:s, s:o}", "path", path, "entries", list));
+	}
+	return reply_json(c, 200, json_pack("{s:s}", "path", !strcmp(op, "rename") ? to : path));
+}
+
+/* GET .../files?path=P: streamed as the sandbox reads it, any size. */
+static int handle_get_stream(sv_conn *c, const sv_request *req, const sv_session *s)
+{
+	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+				   "Transfer-Encoding: chunked\r\n\r\n";
+	_cleanup_json_ json_t *q = NULL;
+	_cleanup_close_ int conn = -1, fd = -1;
+	_cleanup_free_ char *buf = malloc(SV_READ_CHUNK);
+	const char *path;
+	ssize_t n;
+	sv_error e;
+	int r;
+
+	if (query_path(c, req, true, &path) < 0)
+		return 0;
+	q = json_pack("{s:s, s:s}", "op", "get", "path", path);
+	if (!q || !buf)
+		return fail_reply(c, 500, "internal", NULL, "out of memory");
+	if (fs_start(s->name, q, &conn, &fd, &e) < 0)
+		return reply_error(c, &e);
+	/* The status waits for the first bytes, or the end: a refusal (no such
+	 * file, the walls) comes before any data. */
+	do
+		n = read(fd, buf, SV_READ_CHUNK);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		if (fs_end(conn, path, NULL, &e) < 0)
+			return reply_error(c, &e);
+		return reply(c, 200, "application/octet-stream", "", 0);
+	}
+	r = send_all(c->fd, head, sizeof(head) - 1);
+	while (r >= 0 && n > 0) {
+		r = send_chunk(c->fd, buf, (size_t)n);
+		do
+			n = read(fd, buf, SV_READ_CHUNK);
+		while (n < 0 && errno == EINTR);
+	}
+	/* A failure midway ends the answer without its last chunk: the client
+	 * sees it cut, never a short file taken for whole. */
+	if (r >= 0 && n == 0 && fs_end(conn, path, NULL, &e) == 0)
+		r = send_all(c->fd, "0\r\n\r\n", 5);
+	else
+		r = -EIO;
+	if (r < 0)
+		c->keep_alive = false;
+	return 0;
+}
+
+static int64_t mono_ms(void);
+static int wait_bytes(int fd, int64_t deadline);
+
+/* PUT .../files?path=P with Content-Length: the body goes to the sandbox
+ * as it arrives, never whole in the daemon (any size; the sandbox's
+ * limits.fsize and its disk bound it). No progress for SV_BODY_S ends it. */
+static int handle_put_stream(sv_conn *c, sv_request *req, const sv_session *s)
+{
+	_cleanup_json_ json_t *q = NULL;
+	_cleanup_close_ int conn = -1, fd = -1;
+	_cleanup_free_ char *buf = malloc(SV_READ_CHUNK);
+	uint64_t left = req->head.content_length, bytes = 0;
+	const char *path;
+	int r = 0;
+	sv_error e;
+
+	c->keep_alive = false; /* unless the whole body is taken, below */
+	if (query_path(c, req, true, &path) < 0)
+		return 0;
+	q = json_pack("{s:s, s:s}", "op", "put", "path", path);
+	if (!q || !buf)
+		return fail_reply(c, 500, "internal", NULL, "out of memory");
+	if (fs_start(s->name, q, &conn, &fd, &e) < 0)
+		return reply_error(c, &e);
+	if (req->head.expect_continue && send_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
+		return 0;
+	{ /* what came with the head */
+		size_t have = c->len - req->consumed, take = have < left ? have : (size_t)left;
+
+		r = io_write_all(fd, c->buf + req->consumed, take);
+		req->consumed += take;
+		left -= take;
+	}
+	while (r >= 0 && left > 0) {
+		ssize_t n;
+
+		if (wait_bytes(c->fd, mono_ms() + 1000 * SV_BODY_S) == 0) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		n = recv(c->fd, buf, left < SV_READ_CHUNK ? (size_t)left : SV_READ_CHUNK, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = -EPIPE;
+			break;
+		}
+		left -= (uint64_t)n;
+		r = io_write_all(fd, buf, (size_t)n);
+	}
+	fd = safe_close(fd);
+	if (r == -EPIPE && left > 0)
+		return 0; /* the client went away: the sandbox's file ends where it stopped */
+	if (r == -ETIMEDOUT)
+		return fail_reply(c, 408, "timeout", NULL, "the body made no progress for 60 s");
+	if (fs_end(conn, path, &bytes, &e) < 0)
+		return reply_error(c, &e);
+	if (r < 0)
+		return fail_reply(c, 500, "session_failed", NULL, strerror(-r));
+	c->keep_alive = req->head.keep_alive;
+	return reply_json(c, 200,
+			  json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)bytes));
+}
+
 static int handle_health(sv_conn *c)
 {
 	json_t *pools = json_array();
@@ -851,11 +1524,14 @@ static int method_not_allowed(sv_conn *c, const char *allowed)
 	return fail_reply(c, 405, "method_not_allowed", NULL, msg);
 }
 
-static int route(sv_conn *c, const sv_request *req)
+static int route(sv_conn *c, sv_request *req)
 {
 	const char *m = req->head.method;
 	sv_session s;
 
+	/* a body left unread (a streamed put not taken) cannot be told from the next request */
+	if (req->stream_body && !(req->n_segments == 4 && is(req, 3, "files")))
+		c->keep_alive = false;
 	if (!is(req, 0, "v1"))
 		return fail_reply(c, 404, "not_found", NULL,
 				  "no such endpoint (the API is /v1/...)");
@@ -881,8 +1557,46 @@ static int route(sv_conn *c, const sv_request *req)
 			return 0;
 		return reply_json(c, 200, sv_session_json(&s));
 	}
+	if (req->n_segments >= 5 && req->n_segments <= 6 && is(req, 3, "commands")) {
+		bool in = req->n_segments == 6;
+
+		if (in && !is(req, 5, "stdin"))
+			return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
+		if (in ? strcmp(m, "POST") : strcmp(m, "GET") && strcmp(m, "DELETE"))
+			return method_not_allowed(c, in ? "POST" : "GET, DELETE");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		return handle_command(c, req, &s, in);
+	}
 	if (req->n_segments != 4)
 		return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
+	if (is(req, 3, "commands")) {
+		if (strcmp(m, "GET") && strcmp(m, "POST"))
+			return method_not_allowed(c, "GET, POST");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		if (!strcmp(m, "POST"))
+			return handle_command_start(c, req, &s);
+		return reply_json(
+		    c, 200,
+		    json_pack("{s:o}", "commands", sv_cmds_list(c->d->cmds, s.name, c->uid)));
+	}
+	if (is(req, 3, "timeout")) {
+		if (strcmp(m, "POST"))
+			return method_not_allowed(c, "POST");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		return handle_timeout(c, req, &s);
+	}
+	if (is(req, 3, "stat") || is(req, 3, "mkdir") || is(req, 3, "rename")) {
+		bool get = is(req, 3, "stat");
+
+		if (strcmp(m, get ? "GET" : "POST"))
+			return method_not_allowed(c, get ? "GET" : "POST");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		return handle_fs(c, req, &s, req->segments[3]);
+	}
 	if (is(req, 3, "exec")) {
 		if (strcmp(m, "POST"))
 			return method_not_allowed(c, "POST");
@@ -891,11 +1605,17 @@ static int route(sv_conn *c, const sv_request *req)
 		return handle_exec(c, req, &s);
 	}
 	if (is(req, 3, "files")) {
-		if (strcmp(m, "GET") && strcmp(m, "PUT"))
-			return method_not_allowed(c, "GET, PUT");
+		if (strcmp(m, "GET") && strcmp(m, "PUT") && strcmp(m, "DELETE"))
+			return method_not_allowed(c, "GET, PUT, DELETE");
 		if (session_or_404(c, req->segments[2], &s) < 0)
 			return 0;
-		return handle_files(c, req, &s, !strcmp(m, "PUT"));
+		if (!strcmp(m, "DELETE"))
+			return handle_fs(c, req, &s, "remove");
+		if (!strcmp(m, "GET"))
+			return handle_get_stream(c, req, &s);
+		if (req->stream_body)
+			return handle_put_stream(c, req, &s);
+		return handle_files(c, req, &s, true);
 	}
 	if (is(req, 3, "report.html")) {
 		if (strcmp(m, "GET"))
@@ -909,7 +1629,7 @@ static int route(sv_conn *c, const sv_request *req)
 			return method_not_allowed(c, "GET");
 		if (session_or_404(c, req->segments[2], &s) < 0)
 			return 0;
-		return is(req, 3, "ls") ? handle_ls(c, req, &s) : handle_audit(c, &s);
+		return is(req, 3, "ls") ? handle_fs(c, req, &s, "ls") : handle_audit(c, &s);
 	}
 	return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
 }
@@ -1520,6 +2240,9 @@ int sv_serve(const sv_config *cfg)
 	(void)pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	sgn_libc_own_ignore();
 	r = sv_table_init(&d->table);
+	if (r < 0)
+		return r;
+	r = sv_cmds_new(&d->cmds);
 	if (r < 0)
 		return r;
 	(void)pthread_mutex_init(&d->pool_lock, NULL);

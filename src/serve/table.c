@@ -162,11 +162,29 @@ json_t *sv_session_json(const sv_session *s)
 
 	(void)clock_gettime(CLOCK_REALTIME, &now);
 	now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-	return json_pack("{s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:i}", "id", s->name, "uid",
-			 (int)s->uid, "policy", s->policy, "policy_digest", s->digest, "audit",
-			 s->audit, "pid", (json_int_t)s->pid, "created_ms",
-			 (json_int_t)s->created_ms, "age_ms", (json_int_t)(now_ms - s->created_ms),
-			 "from_pool", s->from_pool, "execs", (int)s->execs);
+	json_t *o =
+	    json_pack("{s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:i}", "id", s->name, "uid",
+		      (int)s->uid, "policy", s->policy, "policy_digest", s->digest, "audit",
+		      s->audit, "pid", (json_int_t)s->pid, "created_ms", (json_int_t)s->created_ms,
+		      "age_ms", (json_int_t)(now_ms - s->created_ms), "from_pool", s->from_pool,
+		      "execs", (int)s->execs);
+
+	if (o)
+		(void)json_object_set_new(o, "metadata",
+					  s->metadata[0] ? json_loads(s->metadata, 0, NULL)
+							 : json_object());
+	if (o && s->end_ms)
+		(void)json_object_set_new(o, "end_ms", json_integer(s->end_ms));
+	return o;
+}
+
+void sv_table_set_end(sv_table *t, const char *name, int64_t end_ms)
+{
+	(void)pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->s[i].name, name))
+			t->s[i].end_ms = end_ms;
+	(void)pthread_mutex_unlock(&t->lock);
 }
 
 json_t *sv_table_list(sv_table *t, uid_t uid)

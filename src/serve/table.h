@@ -25,6 +25,9 @@ typedef struct sv_session {
 	int64_t created_ms; /* CLOCK_REALTIME */
 	bool from_pool;
 	unsigned execs;
+	int64_t end_ms;	     /* its timeout ends it then (CLOCK_REALTIME); 0: none set */
+	char metadata[1024]; /* the caller's, a JSON object; "" for none */
+	char envs[2048];     /* every command's environment, a JSON object; "" */
 } sv_session;
 
 typedef struct sv_table {
@@ -47,6 +50,8 @@ void sv_table_unreserve(sv_table *t, uid_t uid);
 int sv_table_get(sv_table *t, const char *name, uid_t uid, sv_session *ret);
 int sv_table_remove(sv_table *t, const char *name, uid_t uid, sv_session *ret);
 void sv_table_count_exec(sv_table *t, const char *name);
+/* Its timeout moved: it ends at end_ms. */
+void sv_table_set_end(sv_table *t, const char *name, int64_t end_ms);
 /* Removes and returns every session (for shutdown). Caller frees *ret. */
 size_t sv_table_take_all(sv_table *t, sv_session **ret);
 /* [{"id",...}] of uid's sessions. */

@@ -23,7 +23,17 @@ static const char *const op_names[_SS_OP_MAX] = {
     [SS_OP_WORKSPACE] = "workspace",
     [SS_OP_APPLIED] = "workspace-applied",
     [SS_OP_BEGIN] = "begin",
+    [SS_OP_STAT] = "stat",
+    [SS_OP_MKDIR] = "mkdir",
+    [SS_OP_REMOVE] = "remove",
+    [SS_OP_RENAME] = "rename",
+    [SS_OP_TIMEOUT] = "timeout",
 };
+
+/* How deep one ls may go: each level is a directory pid 1's worker holds open. */
+#define SS_MAX_DEPTH 16u
+/* A session's wall clock set from now: ten years at most. */
+#define SS_MAX_TIMEOUT_S (10ull * 366 * 86400)
 
 static int bad(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -92,8 +102,16 @@ static int check_env(const char *s, size_t i, char *err, size_t len)
 static int parse_path_op(json_t *o, ss_request *r, char *err, size_t len)
 {
 	static const char *const keys[] = {"op", "path", "mode", NULL};
+	static const char *const ls_keys[] = {"op", "path", "depth", NULL};
+	static const char *const mkdir_keys[] = {"op", "path", "parents", NULL};
+	static const char *const rename_keys[] = {"op", "path", "to", NULL};
 	json_t *mode = json_object_get(o, "mode");
-	int rc = check_keys(o, keys, err, len);
+	int rc = check_keys(o,
+			    r->op == SS_OP_LS	    ? ls_keys
+			    : r->op == SS_OP_MKDIR  ? mkdir_keys
+			    : r->op == SS_OP_RENAME ? rename_keys
+						    : keys,
+			    err, len);
 
 	if (rc < 0)
 		return rc;
@@ -102,6 +120,32 @@ static int parse_path_op(json_t *o, ss_request *r, char *err, size_t len)
 		return rc;
 	if (!r->path[0])
 		return bad(err, len, "\"path\": empty");
+	if (r->op == SS_OP_LS) {
+		json_t *d = json_object_get(o, "depth");
+
+		r->mode = 1;
+		if (d && (!json_is_integer(d) || json_integer_value(d) < 1 ||
+			  json_integer_value(d) > SS_MAX_DEPTH))
+			return bad(err, len, "\"depth\": expected an integer from 1 to %u",
+				   SS_MAX_DEPTH);
+		if (d)
+			r->mode = (unsigned)json_integer_value(d);
+		return 0;
+	}
+	if (r->op == SS_OP_MKDIR) {
+		json_t *pa = json_object_get(o, "parents");
+
+		if (pa && !json_is_boolean(pa))
+			return bad(err, len, "\"parents\": expected true or false");
+		r->mode = json_is_true(pa);
+		return 0;
+	}
+	if (r->op == SS_OP_RENAME) {
+		r->to = str_member(o, "to", SS_MAX_PATH, true, err, len, &rc);
+		if (rc < 0)
+			return rc;
+		return r->to[0] ? 0 : bad(err, len, "\"to\": empty");
+	}
 	r->mode = 0644;
 	if (mode) {
 		json_int_t m = json_integer_value(mode);
@@ -183,8 +227,24 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	case SS_OP_PUT:
 	case SS_OP_GET:
 	case SS_OP_LS:
+	case SS_OP_STAT:
+	case SS_OP_MKDIR:
+	case SS_OP_REMOVE:
+	case SS_OP_RENAME:
 		rc = parse_path_op(o, r, err, len);
 		break;
+	case SS_OP_TIMEOUT: {
+		static const char *const keys[] = {"op", "seconds", NULL};
+		int64_t sec = 0;
+
+		rc = check_keys(o, keys, err, len);
+		if (rc >= 0)
+			rc = u64_member(o, "seconds", SS_MAX_TIMEOUT_S, &sec, err, len);
+		if (rc >= 0 && sec == 0)
+			rc = bad(err, len, "\"seconds\": at least 1");
+		r->seconds = (uint64_t)sec;
+		break;
+	}
 	case SS_OP_INFO:
 	case SS_OP_STOP:
 	case SS_OP_BEGIN:
@@ -200,8 +260,8 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	case _SS_OP_MAX:
 	case _SS_OP_INVALID:
 		rc = bad(err, len,
-			 "\"op\": expected one of put, get, ls, info, stop, workspace, "
-			 "workspace-applied, begin");
+			 "\"op\": expected one of put, get, ls, stat, mkdir, remove, rename, "
+			 "info, stop, timeout, workspace, workspace-applied, begin");
 		break;
 	}
 	if (rc < 0)

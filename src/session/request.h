@@ -26,6 +26,11 @@ typedef enum ss_op {
 	SS_OP_APPLIED,	 /* a client applied it: the new epoch, for the record */
 	SS_OP_GO,	 /* CTL_GO, on a held exec's connection: run it now */
 	SS_OP_BEGIN,	 /* a pooled session is handed out: its limits start */
+	SS_OP_STAT,	 /* one entry's record, as ls writes it */
+	SS_OP_MKDIR,	 /* mode 1: with its parents */
+	SS_OP_REMOVE,	 /* a file, or a directory and all it holds */
+	SS_OP_RENAME,	 /* path to "to" */
+	SS_OP_TIMEOUT,	 /* limits.wall ends in "seconds" from now */
 	_SS_OP_MAX,
 	_SS_OP_INVALID = -EINVAL,
 } ss_op;
@@ -49,7 +54,10 @@ typedef struct ss_request {
 	int signal;
 	/* put, get, ls */
 	const char *path;
-	unsigned mode;
+	unsigned mode;	/* put: the file's; ls: the depth (1: the directory only); mkdir: parents */
+	const char *to; /* rename */
+	/* timeout */
+	uint64_t seconds;
 	/* workspace, workspace-applied */
 	const char *workspace;
 	int64_t epoch_sec, epoch_nsec;

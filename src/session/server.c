@@ -59,6 +59,7 @@ typedef struct ss_conn {
 	int done_err;
 	uint64_t bytes;
 	char *path; /* file operations, for the record */
+	char *to;   /* a rename's new path */
 	/* A held exec (SX_HOLD): its message to pid 1 and the sandbox's ends
 	 * of its fds, sent on CTL_GO. */
 	char *held;
@@ -76,6 +77,7 @@ struct ss_server {
 	bool attached, ready, stopping, gone;
 	bool begun; /* its limits run: from the start, or a pooled one's hand-out */
 	uint64_t started_ns;
+	uint64_t limits_ns; /* when its limits began (0: at the start) */
 	uint32_t next_id;
 	uint64_t commands; /* execs started */
 	size_t active;	   /* execs and file operations running */
@@ -202,6 +204,7 @@ static void begin_limits(ss_server *s)
 	if (s->begun)
 		return;
 	s->begun = true;
+	s->limits_ns = now_ns();
 	emit(
 	    s, "session.begin",
 	    json_pack("{s:I}", "waited_ms", (json_int_t)((now_ns() - s->started_ns) / 1000000ULL)));
@@ -234,6 +237,7 @@ static void conn_free(ss_server *s, ss_conn *c)
 	(void)safe_close(c->fd);
 	(void)safe_close(c->timer);
 	free(c->path);
+	free(c->to);
 	free(c->held);
 	for (size_t i = 0; i < c->n_held; i++)
 		(void)safe_close(c->held_fds[i]);
@@ -260,7 +264,13 @@ static int ctl_signal(ss_server *s, uint32_t id, int sig)
 
 static const char *op_event(ss_op op)
 {
-	return op == SS_OP_PUT ? "file.put" : op == SS_OP_GET ? "file.get" : "file.list";
+	static const char *const ev[_SS_OP_MAX] = {
+	    [SS_OP_PUT] = "file.put",	    [SS_OP_GET] = "file.get",
+	    [SS_OP_STAT] = "file.stat",	    [SS_OP_MKDIR] = "file.mkdir",
+	    [SS_OP_REMOVE] = "file.remove", [SS_OP_RENAME] = "file.rename",
+	};
+
+	return op >= 0 && op < _SS_OP_MAX && ev[op] ? ev[op] : "file.list";
 }
 
 static void finish_file(ss_server *s, ss_conn *c, int err)
@@ -275,6 +285,9 @@ static void finish_file(ss_server *s, ss_conn *c, int err)
 			au_str(c->path, strlen(c->path), AU_STR_MAX_BYTES), "bytes",
 			(json_int_t)c->bytes, "result",
 			err ? (strerrorname_np(err) ? strerrorname_np(err) : "error") : "ok");
+	if (rec && c->to)
+		(void)json_object_set_new(rec, "to",
+					  au_str(c->to, strlen(c->to), AU_STR_MAX_BYTES));
 	emit(s, op_event(c->op), rec);
 	if (err) {
 		conn_error(c, strerrorname_np(err) ? strerrorname_np(err) : "EIO", "%s: %s",
@@ -436,6 +449,10 @@ static void handle_ctl(ss_server *s, int flags)
 		case CTL_LIST:
 		case CTL_SIGNAL:
 		case CTL_GO:
+		case CTL_STAT:
+		case CTL_MKDIR:
+		case CTL_REMOVE:
+		case CTL_RENAME:
 		case _CTL_TYPE_MAX:
 			break;
 		}
@@ -621,37 +638,82 @@ static int release_exec(ss_server *s, ss_conn *c)
 	return r;
 }
 
+static ctl_type file_ctl(ss_op op)
+{
+	static const ctl_type t[_SS_OP_MAX] = {
+	    [SS_OP_PUT] = CTL_PUT,     [SS_OP_GET] = CTL_GET,	    [SS_OP_STAT] = CTL_STAT,
+	    [SS_OP_MKDIR] = CTL_MKDIR, [SS_OP_REMOVE] = CTL_REMOVE, [SS_OP_RENAME] = CTL_RENAME,
+	};
+
+	return op >= 0 && op < _SS_OP_MAX && t[op] ? t[op] : CTL_LIST;
+}
+
 static int start_file(ss_server *s, ss_conn *c, const ss_request *q)
 {
-	ctl_hdr h = {.type = q->op == SS_OP_PUT	  ? CTL_PUT
-			     : q->op == SS_OP_GET ? CTL_GET
-						  : CTL_LIST,
-		     .id = c->id,
-		     .mode = q->mode,
-		     .len = (uint32_t)strlen(q->path) + 1};
+	size_t lp = strlen(q->path) + 1, lt = q->to ? strlen(q->to) + 1 : 0;
+	ctl_hdr h = {
+	    .type = file_ctl(q->op), .id = c->id, .mode = q->mode, .len = (uint32_t)(lp + lt)};
+	bool in = q->op == SS_OP_PUT; /* put: the sandbox reads; the others write (or nothing) */
+	_cleanup_free_ char *payload = malloc(lp + lt);
 	int p[2], r;
 	json_t *o;
 
 	c->path = strdup(q->path);
-	if (!c->path)
+	c->to = q->to ? strdup(q->to) : NULL;
+	if (!c->path || !payload || (q->to && !c->to))
 		return -ENOMEM;
+	memcpy(payload, q->path, lp);
+	if (lt)
+		memcpy(payload + lp, q->to, lt);
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
-	/* put: the sandbox reads; get and ls: it writes. */
-	r = ctl_send(s->h.ctl, &h, q->path, q->op == SS_OP_PUT ? &p[0] : &p[1], 1);
-	(void)close(q->op == SS_OP_PUT ? p[0] : p[1]);
+	r = ctl_send(s->h.ctl, &h, payload, in ? &p[0] : &p[1], 1);
+	(void)close(in ? p[0] : p[1]);
 	if (r < 0) {
-		(void)close(q->op == SS_OP_PUT ? p[1] : p[0]);
+		(void)close(in ? p[1] : p[0]);
 		return r;
 	}
 	o = json_pack("{s:b, s:I}", "ok", 1, "id", (json_int_t)c->id);
-	r = o ? ss_send(c->fd, o, q->op == SS_OP_PUT ? &p[1] : &p[0], 1) : -ENOMEM;
+	r = o ? ss_send(c->fd, o, in ? &p[1] : &p[0], 1) : -ENOMEM;
 	json_decref(o);
-	(void)close(q->op == SS_OP_PUT ? p[1] : p[0]);
+	(void)close(in ? p[1] : p[0]);
 	c->state = C_FILE;
 	if (r < 0)
 		(void)ctl_signal(s, c->id, SIGKILL);
 	return 0;
+}
+
+/*
+ * The session's wall clock (limits.wall) ends seconds from now: a caller
+ * extends or shortens a live session's life (the API's timeout). Never
+ * past the policy's own limits.wall from the start of the limits: the
+ * policy is the bound, a timeout only a shorter one.
+ */
+static void set_timeout(ss_server *s, ss_conn *c, uint64_t seconds)
+{
+	uint64_t ns = seconds * 1000000000ULL, wall = s->o->plan->wall_ns;
+	uint64_t ran = now_ns() - (s->limits_ns ? s->limits_ns : s->started_ns);
+	json_t *o;
+
+	if (!s->h.set_wall) {
+		conn_error(c, "EOPNOTSUPP", "this supervisor cannot move its wall clock");
+		return;
+	}
+	if (wall != PLAN_UNLIMITED && (ran >= wall || ns > wall - ran)) {
+		conn_error(c, "ERANGE",
+			   "the policy's limits.wall (%llu s) ends this session in %llu s: a "
+			   "timeout of %llu s would pass it",
+			   (unsigned long long)(wall / 1000000000ULL),
+			   (unsigned long long)(ran >= wall ? 0 : (wall - ran) / 1000000000ULL),
+			   (unsigned long long)seconds);
+		return;
+	}
+	s->h.set_wall(s->h.userdata, ns);
+	emit(s, "session.timeout", json_pack("{s:I}", "seconds", (json_int_t)seconds));
+	o = json_pack("{s:b, s:I}", "ok", 1, "seconds", (json_int_t)seconds);
+	if (o)
+		(void)ss_send(c->fd, o, NULL, 0);
+	json_decref(o);
 }
 
 static json_t *info_json(ss_server *s)
@@ -814,6 +876,10 @@ static void handle_request(ss_server *s, ss_conn *c)
 	case SS_OP_PUT:
 	case SS_OP_GET:
 	case SS_OP_LS:
+	case SS_OP_STAT:
+	case SS_OP_MKDIR:
+	case SS_OP_REMOVE:
+	case SS_OP_RENAME:
 		r = q->op == SS_OP_EXEC ? start_exec(s, c, q) : start_file(s, c, q);
 		if (r < 0) {
 			conn_error(c, strerrorname_np(-r) ? strerrorname_np(-r) : "error",
@@ -842,6 +908,10 @@ static void handle_request(ss_server *s, ss_conn *c)
 		conn_free(s, c);
 		break;
 	}
+	case SS_OP_TIMEOUT:
+		set_timeout(s, c, q->seconds);
+		conn_free(s, c);
+		break;
 	case SS_OP_STOP:
 		/* Answered with the summary once the log is sealed (ss_serve). */
 		c->state = C_STOP;

@@ -112,8 +112,18 @@ static void test_body_bounds(void)
 	       "a create over 1 MiB refused from its Content-Length, before its body");
 	expect("POST /v1/sessions HTTP/1.1\r\nContent-Length: 1048576\r\n\r\n{", 0,
 	       "a create of 1 MiB is read");
-	expect("PUT /v1/sessions/x/files?path=/a HTTP/1.1\r\nContent-Length: 67108864\r\n\r\n", 0,
-	       "a file put of 64 MiB is read");
+	ok(parse("PUT /v1/sessions/x/files?path=/a HTTP/1.1\r\nContent-Length: 104857600\r\n\r\n",
+		 &r) == 1 &&
+	       r.stream_body && !r.body &&
+	       r.consumed == strlen("PUT /v1/sessions/x/files?path=/a "
+				    "HTTP/1.1\r\nContent-Length: "
+				    "104857600\r\n\r\n"),
+	   "a file put of 100 MB with Content-Length: complete at its head, its body streamed");
+	expect("PUT /v1/sessions/x/files?path=/a HTTP/1.1\r\nContent-Length: 2199023255553\r\n\r\n",
+	       -413, "a file put past 1 TiB refused from its Content-Length");
+	ok(parse("PUT /v1/sessions/x/exec HTTP/1.1\r\nContent-Length: 9\r\n\r\n", &r) == 0 &&
+	       !r.stream_body,
+	   "only a file put is streamed");
 	expect("DELETE /v1/sessions/x HTTP/1.1\r\nContent-Length: 4097\r\n\r\n", -413,
 	       "a request that takes no body: at most 4 KiB");
 	ok(parse("POST /v1/sessions/x/exec HTTP/1.1\r\nContent-Length: 9\r\n\r\n", &r) == 0 &&

@@ -1,0 +1,511 @@
+"""An SDK in the shape of E2B's, over the `sandcap serve` daemon.
+
+    from sandcap.sdk import Sandbox          # instead of: from e2b import Sandbox
+    sb = Sandbox.create("agent", timeout=300, envs={"K": "V"}, metadata={"run": "7"})
+    r = sb.commands.run("echo hi")           # r.stdout == "hi\\n"
+    h = sb.commands.run("sleep 60", background=True); h.kill()
+    sb.files.write("/work/a.txt", "x"); sb.files.read("/work/a.txt")
+    sb.kill()
+
+Every command and file operation runs inside the sandbox, behind its policy's
+walls, and is recorded in its audit log. The calls and what differs from
+E2B's: docs/api.md, "An SDK in E2B's shape". Standard library only.
+"""
+import base64
+import http.client
+import io
+import json
+import os
+import socket
+import threading
+import urllib.parse
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import IO, Callable, Dict, Iterator, List, Optional, Union
+
+from ._types import SandcapError
+
+DEFAULT_SOCKET = "/run/sandcap.sock"
+DEFAULT_COMMAND_TIMEOUT = 60  # seconds, as E2B's
+CHUNK = 1 << 16
+
+
+class SandboxException(SandcapError):
+    """Any error of the daemon or of a sandbox (code, message, path)."""
+
+
+class NotFoundException(SandboxException):
+    pass
+
+
+class TimeoutException(SandboxException):
+    pass
+
+
+class InvalidArgumentException(SandboxException):
+    pass
+
+
+@dataclass
+class CommandResult:
+    stdout: str
+    stderr: str
+    exit_code: int
+    error: Optional[str] = None
+    limits_hit: List[str] = field(default_factory=list)
+
+
+class CommandExitException(SandboxException):
+    """A command that ended with a status other than 0 (as E2B raises it)."""
+
+    def __init__(self, result: CommandResult):
+        super().__init__("command_exit", "command exited with status %d" % result.exit_code)
+        self.stdout, self.stderr = result.stdout, result.stderr
+        self.exit_code, self.error = result.exit_code, result.error
+        self.limits_hit = result.limits_hit
+
+
+class FileType(str, Enum):
+    FILE = "file"
+    DIR = "dir"
+    SYMLINK = "symlink"
+    OTHER = "other"
+
+
+@dataclass
+class EntryInfo:
+    name: str
+    type: FileType
+    path: str
+    size: int
+    mode: int
+    permissions: str
+    modified_time: datetime
+
+
+@dataclass
+class WriteInfo:
+    name: str
+    type: FileType
+    path: str
+
+
+@dataclass
+class ProcessInfo:
+    pid: int
+    tag: Optional[str]
+    cmd: str
+    args: List[str]
+    envs: Dict[str, str]
+    cwd: Optional[str]
+
+
+@dataclass
+class SandboxInfo:
+    sandbox_id: str
+    template_id: str
+    name: str
+    metadata: Dict[str, str]
+    started_at: datetime
+    end_at: Optional[datetime]
+
+
+def _error(status: int, body: bytes) -> SandboxException:
+    try:
+        e = json.loads(body)["error"]
+        code, msg, path = e.get("code", "error"), e.get("message", ""), e.get("path")
+    except Exception:
+        code, msg, path = "http_%d" % status, body.decode("utf-8", "replace"), None
+    cls = (NotFoundException if status == 404 else TimeoutException if status == 408
+           else InvalidArgumentException if status == 400 else SandboxException)
+    return cls(code, msg, path)
+
+
+class _Conn(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: Optional[float]):
+        super().__init__("sandcap", timeout=timeout)
+        self._path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if self.timeout is not None:
+            s.settimeout(self.timeout)
+        s.connect(self._path)
+        self.sock = s
+
+
+class _Api:
+    def __init__(self, socket_path: Optional[str], request_timeout: Optional[float] = None):
+        self.socket_path = socket_path or os.environ.get("SANDCAP_SOCKET") or DEFAULT_SOCKET
+        self.timeout = request_timeout
+
+    def open(self, method: str, path: str, body=None, headers=None, timeout=None):
+        conn = _Conn(self.socket_path, timeout if timeout is not None else self.timeout)
+        hdrs = dict(headers or {})
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        conn.request(method, path, body=body, headers=hdrs)
+        resp = conn.getresponse()
+        if resp.status >= 300:
+            data = resp.read()
+            conn.close()
+            raise _error(resp.status, data)
+        return conn, resp
+
+    def call(self, method: str, path: str, body=None, headers=None):
+        conn, resp = self.open(method, path, body, headers)
+        try:
+            data = resp.read()
+        finally:
+            conn.close()
+        ctype = resp.getheader("Content-Type", "")
+        return json.loads(data) if ctype.startswith("application/json") else data
+
+
+def _q(_url: str, **params) -> str:
+    params = {k: v for k, v in params.items() if v is not None}
+    return _url + ("?" + urllib.parse.urlencode(params) if params else "")
+
+
+def _entry(o: dict) -> EntryInfo:
+    mode = o["mode"]
+    perms = "".join(c if mode & (1 << (8 - i)) else "-" for i, c in enumerate("rwxrwxrwx"))
+    return EntryInfo(name=o["name"], type=FileType(o["type"]), path=o["path"], size=o["size"],
+                     mode=mode, permissions=perms,
+                     modified_time=datetime.fromtimestamp(o["mtime"], timezone.utc))
+
+
+class CommandHandle:
+    """A command running in the sandbox (background=True, or connect())."""
+
+    def __init__(self, api: _Api, sid: str, conn, resp, pid: int,
+                 on_stdout: Optional[Callable[[str], None]] = None,
+                 on_stderr: Optional[Callable[[str], None]] = None):
+        self._api, self._sid, self._conn, self._resp = api, sid, conn, resp
+        self.pid = pid
+        self._out, self._err = [], []
+        self._on_stdout, self._on_stderr = on_stdout, on_stderr
+        self._final: Optional[dict] = None
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        try:
+            for line in self._resp:
+                if not line.strip():
+                    continue
+                o = json.loads(line)
+                if "stream" in o:
+                    text = base64.b64decode(o["data"]).decode("utf-8", "replace")
+                    (self._out if o["stream"] == "stdout" else self._err).append(text)
+                    cb = self._on_stdout if o["stream"] == "stdout" else self._on_stderr
+                    if cb:
+                        cb(text)
+                elif "exit_code" in o or "error" in o:
+                    self._final = o
+        except (OSError, ValueError, http.client.HTTPException):
+            pass
+        finally:
+            self._conn.close()
+
+    @property
+    def stdout(self) -> str:
+        return "".join(self._out)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self._err)
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        return self._final.get("exit_code") if self._final else None
+
+    def disconnect(self) -> None:
+        """Stops following it; the command goes on (connect() finds it again)."""
+        try:
+            self._conn.sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, AttributeError):
+            pass
+
+    def wait(self, on_stdout=None, on_stderr=None) -> CommandResult:
+        if on_stdout:
+            self._on_stdout = on_stdout
+        if on_stderr:
+            self._on_stderr = on_stderr
+        self._thread.join()
+        return _result(self._final, self.stdout, self.stderr)
+
+    def kill(self) -> bool:
+        return Commands(self._api, self._sid).kill(self.pid)
+
+    def __iter__(self):
+        self._thread.join()
+        for s in self._out:
+            yield (s, None)
+        for s in self._err:
+            yield (None, s)
+
+
+def _result(final: Optional[dict], stdout: str, stderr: str) -> CommandResult:
+    if final is None:
+        raise SandboxException("disconnected", "the command's stream ended without its result")
+    if "error" in final:
+        e = final["error"]
+        raise SandboxException(e.get("code", "error"), e.get("message", ""))
+    hits = final.get("limits_hit", [])
+    sig = final.get("signal")
+    r = CommandResult(stdout=stdout, stderr=stderr, exit_code=final["exit_code"],
+                      error=("signal: %d" % sig) if sig else None, limits_hit=hits)
+    if "timeout" in hits:
+        raise TimeoutException("timeout", "the command passed its timeout and was killed")
+    if r.exit_code != 0:
+        raise CommandExitException(r)
+    return r
+
+
+class Commands:
+    def __init__(self, api: _Api, sid: str):
+        self._api, self._sid = api, sid
+
+    def _path(self, *rest) -> str:
+        return "/".join(["/v1/sessions", self._sid, "commands"] + [str(x) for x in rest])
+
+    def run(self, cmd: str, background: bool = False, envs: Optional[Dict[str, str]] = None,
+            user: Optional[str] = None, cwd: Optional[str] = None,
+            on_stdout: Optional[Callable[[str], None]] = None,
+            on_stderr: Optional[Callable[[str], None]] = None, stdin: Optional[bool] = None,
+            timeout: Optional[float] = DEFAULT_COMMAND_TIMEOUT,
+            request_timeout: Optional[float] = None, tag: Optional[str] = None):
+        """Runs cmd with /bin/sh -c. Foreground: its CommandResult (a status
+        other than 0 raises CommandExitException). Background: a CommandHandle."""
+        body = {"argv": ["/bin/sh", "-c", cmd], "background": bool(background),
+                "timeout": timeout or 0}
+        for k, v in (("envs", envs), ("user", user), ("cwd", cwd), ("stdin", stdin), ("tag", tag)):
+            if v is not None:
+                body[k] = v
+        conn, resp = self._api.open("POST", self._path(), body, timeout=request_timeout)
+        first = json.loads(resp.readline())
+        h = CommandHandle(self._api, self._sid, conn, resp, first["pid"], on_stdout, on_stderr)
+        return h if background else h.wait()
+
+    def connect(self, pid: int, timeout: Optional[float] = None, on_stdout=None,
+                on_stderr=None) -> CommandHandle:
+        """Follows a running command again: what it wrote (its last 1 MiB) and on."""
+        conn, resp = self._api.open("GET", self._path(pid), timeout=timeout)
+        first = json.loads(resp.readline())
+        return CommandHandle(self._api, self._sid, conn, resp, first["pid"], on_stdout, on_stderr)
+
+    def list(self, request_timeout: Optional[float] = None) -> List[ProcessInfo]:
+        out = []
+        for o in self._api.call("GET", self._path())["commands"]:
+            argv = o["argv"]
+            out.append(ProcessInfo(pid=o["pid"], tag=o.get("tag"), cmd=argv[0], args=argv[1:],
+                                   envs=o.get("envs") or {}, cwd=o.get("cwd")))
+        return out
+
+    def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
+        """SIGKILL to its process group; False when there is no such command."""
+        try:
+            self._api.call("DELETE", self._path(pid))
+            return True
+        except NotFoundException:
+            return False
+
+    def send_stdin(self, pid: int, data: Union[str, bytes],
+                   request_timeout: Optional[float] = None) -> None:
+        if isinstance(data, str):
+            data = data.encode()
+        self._api.call("POST", self._path(pid, "stdin"), data)
+
+    def close_stdin(self, pid: int, request_timeout: Optional[float] = None) -> None:
+        self._api.call("POST", _q(self._path(pid, "stdin"), eof=1), b"")
+
+
+class Files:
+    def __init__(self, api: _Api, sid: str):
+        self._api, self._sid = api, sid
+        self._base = "/v1/sessions/" + sid
+
+    def read(self, path: str, format: str = "text", user: Optional[str] = None,
+             request_timeout: Optional[float] = None):
+        conn, resp = self._api.open("GET", _q(self._base + "/files", path=path),
+                                    timeout=request_timeout)
+        if format == "stream":
+            def gen():
+                try:
+                    while True:
+                        b = resp.read(CHUNK)
+                        if not b:
+                            return
+                        yield b
+                finally:
+                    conn.close()
+            return gen()
+        try:
+            data = resp.read()
+        finally:
+            conn.close()
+        if format == "bytes":
+            return bytearray(data)
+        if format == "text":
+            return data.decode("utf-8")
+        raise InvalidArgumentException("bad_request", "format: text, bytes or stream")
+
+    def write(self, path: str, data: Union[str, bytes, IO], user: Optional[str] = None,
+              request_timeout: Optional[float] = None) -> WriteInfo:
+        """Writes data (a string, bytes, or a file object read as it is sent)."""
+        headers = {}
+        if isinstance(data, str):
+            data = data.encode()
+        elif not isinstance(data, (bytes, bytearray)):
+            try:  # a file: its length from where it stands, sent as read
+                headers["Content-Length"] = str(os.fstat(data.fileno()).st_size - data.tell())
+            except (OSError, AttributeError, io.UnsupportedOperation):
+                data = data.read()
+        conn, resp = self._api.open("PUT", _q(self._base + "/files", path=path), data, headers,
+                                    timeout=request_timeout)
+        try:
+            resp.read()
+        finally:
+            conn.close()
+        return WriteInfo(name=os.path.basename(path), type=FileType.FILE, path=path)
+
+    def write_files(self, files: List[dict], user: Optional[str] = None,
+                    request_timeout: Optional[float] = None) -> List[WriteInfo]:
+        return [self.write(f["path"], f["data"], user, request_timeout) for f in files]
+
+    def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
+             request_timeout: Optional[float] = None) -> List[EntryInfo]:
+        o = self._api.call("GET", _q(self._base + "/ls", path=path, depth=depth or 1))
+        return [_entry(e) for e in o["entries"]]
+
+    def get_info(self, path: str, user: Optional[str] = None,
+                 request_timeout: Optional[float] = None) -> EntryInfo:
+        return _entry(self._api.call("GET", _q(self._base + "/stat", path=path)))
+
+    def exists(self, path: str, user: Optional[str] = None,
+               request_timeout: Optional[float] = None) -> bool:
+        try:
+            self.get_info(path)
+            return True
+        except NotFoundException:
+            return False
+
+    def make_dir(self, path: str, user: Optional[str] = None,
+                 request_timeout: Optional[float] = None) -> bool:
+        """True when it was made, False when it was there already."""
+        return self._api.call("POST", _q(self._base + "/mkdir", path=path))["created"]
+
+    def remove(self, path: str, user: Optional[str] = None,
+               request_timeout: Optional[float] = None) -> None:
+        self._api.call("DELETE", _q(self._base + "/files", path=path))
+
+    def rename(self, old_path: str, new_path: str, user: Optional[str] = None,
+               request_timeout: Optional[float] = None) -> EntryInfo:
+        self._api.call("POST", _q(self._base + "/rename", path=old_path, to=new_path))
+        return self.get_info(new_path)
+
+
+class _either:
+    """A method callable on the class with an id (Sandbox.kill(id)) or on an instance."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __get__(self, obj, cls):
+        if obj is not None:
+            return lambda *a, **k: self.fn(cls, obj.sandbox_id, *a, _api=obj._api, **k)
+        return lambda sandbox_id, *a, **k: self.fn(cls, sandbox_id, *a, **k)
+
+
+def _info(o: dict) -> SandboxInfo:
+    end = o.get("end_ms")
+    return SandboxInfo(sandbox_id=o["id"], template_id=o["policy"], name=o["policy"],
+                       metadata=o.get("metadata") or {},
+                       started_at=datetime.fromtimestamp(o["created_ms"] / 1000, timezone.utc),
+                       end_at=datetime.fromtimestamp(end / 1000, timezone.utc) if end else None)
+
+
+class Sandbox:
+    """A sandbox held by the daemon: made by create(), found again by connect()."""
+
+    def __init__(self, sandbox_id: str, _api: _Api, _record: Optional[dict] = None):
+        self.sandbox_id = sandbox_id
+        self._api = _api
+        self._record = _record or {}
+        self.commands = Commands(_api, sandbox_id)
+        self.files = Files(_api, sandbox_id)
+
+    @property
+    def audit_path(self) -> Optional[str]:
+        return self._record.get("audit")
+
+    @classmethod
+    def create(cls, template: Union[str, dict, None] = None, timeout: Optional[int] = None,
+               metadata: Optional[Dict[str, str]] = None, envs: Optional[Dict[str, str]] = None,
+               socket_path: Optional[str] = None, request_timeout: Optional[float] = None,
+               token: Optional[str] = None, **_ignored) -> "Sandbox":
+        """template: the name of a policy the daemon offers (or the policy's
+        JSON, root only); timeout: seconds it lives (None: the policy's wall)."""
+        api = _Api(socket_path, request_timeout)
+        body: dict = {"token": token} if token else {"policy": template or "default"}
+        for k, v in (("timeout", timeout), ("metadata", metadata), ("envs", envs)):
+            if v is not None:
+                body[k] = v
+        o = api.call("POST", "/v1/sessions", body)
+        return cls(o["id"], api, o)
+
+    @classmethod
+    def connect(cls, sandbox_id: str, socket_path: Optional[str] = None,
+                request_timeout: Optional[float] = None, **_ignored) -> "Sandbox":
+        api = _Api(socket_path, request_timeout)
+        return cls(sandbox_id, api, api.call("GET", "/v1/sessions/" + sandbox_id))
+
+    @staticmethod
+    def list(socket_path: Optional[str] = None, query: Optional[dict] = None,
+             **_ignored) -> List[SandboxInfo]:
+        """The caller's sandboxes; query={"metadata": {...}} keeps those that match."""
+        out = [_info(o) for o in _Api(socket_path).call("GET", "/v1/sessions")["sessions"]]
+        want = (query or {}).get("metadata") or {}
+        return [i for i in out if all(i.metadata.get(k) == v for k, v in want.items())]
+
+    @_either
+    def kill(cls, sandbox_id: str, _api: Optional[_Api] = None, socket_path=None, **_) -> bool:
+        """Stops it (the log sealed); False when there was no such sandbox."""
+        try:
+            (_api or _Api(socket_path)).call("DELETE", "/v1/sessions/" + sandbox_id)
+            return True
+        except NotFoundException:
+            return False
+
+    @_either
+    def set_timeout(cls, sandbox_id: str, timeout: int, _api: Optional[_Api] = None,
+                    socket_path=None, **_) -> None:
+        """It ends timeout seconds from now (within the policy's limits.wall)."""
+        (_api or _Api(socket_path)).call("POST", "/v1/sessions/%s/timeout" % sandbox_id,
+                                         {"timeout": int(timeout)})
+
+    @_either
+    def get_info(cls, sandbox_id: str, _api: Optional[_Api] = None, socket_path=None,
+                 **_) -> SandboxInfo:
+        return _info((_api or _Api(socket_path)).call("GET", "/v1/sessions/" + sandbox_id))
+
+    def is_running(self, request_timeout: Optional[float] = None) -> bool:
+        try:
+            self._api.call("GET", "/v1/sessions/" + self.sandbox_id)
+            return True
+        except NotFoundException:
+            return False
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.kill()
+
+
+__all__ = ["Sandbox", "CommandResult", "CommandHandle", "CommandExitException", "EntryInfo",
+           "FileType", "WriteInfo", "ProcessInfo", "SandboxInfo", "SandboxException",
+           "NotFoundException", "TimeoutException", "InvalidArgumentException"]

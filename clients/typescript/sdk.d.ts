@@ -1,0 +1,89 @@
+// Types of sdk.js: an SDK in the shape of E2B's over `sandcap serve` (docs/api.md).
+export declare const DEFAULT_SOCKET: string;
+
+export declare class SandboxError extends Error {
+  code: string; detail: string; path: string | null; status: number;
+}
+export declare class NotFoundError extends SandboxError {}
+export declare class TimeoutError extends SandboxError {}
+export declare class InvalidArgumentError extends SandboxError {}
+
+export interface CommandResult { stdout: string; stderr: string; exitCode: number; error?: string; limitsHit: string[] }
+export declare class CommandExitError extends SandboxError implements CommandResult {
+  stdout: string; stderr: string; exitCode: number; error?: string; limitsHit: string[];
+}
+
+export interface ConnectionOpts { socketPath?: string; requestTimeoutMs?: number }
+export interface SandboxOpts extends ConnectionOpts {
+  timeoutMs?: number; envs?: Record<string, string>; metadata?: Record<string, string>; token?: string;
+}
+export interface CommandStartOpts {
+  background?: boolean; envs?: Record<string, string>; cwd?: string; user?: "user";
+  timeoutMs?: number; stdin?: boolean; tag?: string;
+  onStdout?: (data: string) => void; onStderr?: (data: string) => void;
+}
+export interface ProcessInfo { pid: number; tag?: string; cmd: string; args: string[]; envs: Record<string, string>; cwd?: string }
+export interface EntryInfo {
+  name: string; type: "file" | "dir" | "symlink" | "other"; path: string; size: number; mode: number;
+  permissions: string; modifiedTime: Date;
+}
+export interface WriteInfo { name: string; type: "file"; path: string }
+export interface SandboxInfo {
+  sandboxId: string; templateId: string; name: string; metadata: Record<string, string>; startedAt: Date; endAt?: Date;
+}
+
+export declare class CommandHandle {
+  readonly pid: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly exitCode: number | undefined;
+  wait(): Promise<CommandResult>;
+  disconnect(): Promise<void>;
+  kill(): Promise<boolean>;
+}
+
+export declare class Commands {
+  run(cmd: string, opts?: CommandStartOpts & { background?: false }): Promise<CommandResult>;
+  run(cmd: string, opts: CommandStartOpts & { background: true }): Promise<CommandHandle>;
+  connect(pid: number, opts?: { onStdout?: (d: string) => void; onStderr?: (d: string) => void }): Promise<CommandHandle>;
+  list(): Promise<ProcessInfo[]>;
+  kill(pid: number): Promise<boolean>;
+  sendStdin(pid: number, data: string | Uint8Array): Promise<void>;
+  closeStdin(pid: number): Promise<void>;
+}
+
+type WriteData = string | ArrayBuffer | Uint8Array | Blob | ReadableStream | NodeJS.ReadableStream;
+export declare class Filesystem {
+  read(path: string, opts?: { format?: "text" }): Promise<string>;
+  read(path: string, opts: { format: "bytes" }): Promise<Uint8Array>;
+  read(path: string, opts: { format: "blob" }): Promise<Blob>;
+  read(path: string, opts: { format: "stream" }): Promise<ReadableStream<Uint8Array>>;
+  write(path: string, data: WriteData): Promise<WriteInfo>;
+  write(files: { path: string; data: WriteData }[]): Promise<WriteInfo[]>;
+  writeFiles(files: { path: string; data: WriteData }[]): Promise<WriteInfo[]>;
+  list(path: string, opts?: { depth?: number }): Promise<EntryInfo[]>;
+  exists(path: string): Promise<boolean>;
+  getInfo(path: string): Promise<EntryInfo>;
+  makeDir(path: string): Promise<boolean>;
+  remove(path: string): Promise<void>;
+  rename(oldPath: string, newPath: string): Promise<EntryInfo>;
+}
+
+export declare class Sandbox {
+  readonly sandboxId: string;
+  readonly commands: Commands;
+  readonly files: Filesystem;
+  readonly auditPath: string | undefined;
+  static create(template?: string | object, opts?: SandboxOpts): Promise<Sandbox>;
+  static create(opts?: SandboxOpts): Promise<Sandbox>;
+  static connect(sandboxId: string, opts?: ConnectionOpts): Promise<Sandbox>;
+  static list(opts?: ConnectionOpts & { query?: { metadata?: Record<string, string> } }): Promise<SandboxInfo[]>;
+  static kill(sandboxId: string, opts?: ConnectionOpts): Promise<boolean>;
+  static setTimeout(sandboxId: string, timeoutMs: number, opts?: ConnectionOpts): Promise<void>;
+  static getInfo(sandboxId: string, opts?: ConnectionOpts): Promise<SandboxInfo>;
+  kill(): Promise<boolean>;
+  setTimeout(timeoutMs: number): Promise<void>;
+  getInfo(): Promise<SandboxInfo>;
+  isRunning(): Promise<boolean>;
+}
+export default Sandbox;

@@ -1,0 +1,107 @@
+// E2B-shaped calls through the TypeScript SDK, the same as e2b_calls.py
+// (tests/integration/test-sdk.sh). Usage: node e2b-calls.mjs SDK GRANT MARKER BIG-FILE
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { createReadStream, readFileSync, statSync } from "node:fs";
+
+const [sdkPath, grant, marker, big] = process.argv.slice(2);
+const { Sandbox, CommandExitError, TimeoutError, SandboxError } = await import(sdkPath);
+let failed = 0;
+const check = (name, cond, why = "") => {
+  console.log((cond ? "ok " : "not ok ") + name + (cond ? "" : `: ${JSON.stringify(why)}`));
+  if (!cond) failed++;
+};
+const rejects = async (p, cls) => { try { await p; } catch (e) { return e instanceof cls ? e : null; } return null; };
+
+const sb = await Sandbox.create("agent", { timeoutMs: 120_000, envs: { SDK_ENV: "from-create" },
+  metadata: { client: "node", marker } });
+check("create: an id", sb.sandboxId.startsWith("api-"), sb.sandboxId);
+check("isRunning", await sb.isRunning());
+const listed = (await Sandbox.list()).filter((i) => i.sandboxId === sb.sandboxId);
+check("list: it, with its metadata", listed.length === 1 && listed[0].metadata.marker === marker, listed);
+check("list filtered by metadata",
+  JSON.stringify((await Sandbox.list({ query: { metadata: { marker } } })).map((i) => i.sandboxId)) === JSON.stringify([sb.sandboxId]));
+const other = execFileSync(process.execPath, ["--input-type=module", "-e",
+  `const { Sandbox } = await import(${JSON.stringify(sdkPath)}); const s = await Sandbox.connect(process.argv[1]);
+   process.stdout.write((await s.commands.run("echo connected")).stdout);`, sb.sandboxId]).toString();
+check("connect from another process", other === "connected\n", other);
+
+let r = await sb.commands.run("echo $SDK_ENV; echo err >&2");
+check("run: stdout, stderr, exitCode", r.stdout === "from-create\n" && r.stderr === "err\n" && r.exitCode === 0, r);
+let e = await rejects(sb.commands.run("echo partial; exit 3"), CommandExitError);
+check("a status other than 0 throws CommandExitError", e && e.exitCode === 3 && e.stdout === "partial\n", e);
+r = await sb.commands.run("echo $A; pwd", { envs: { A: "b" }, cwd: grant });
+check("run with envs and cwd", r.stdout === `b\n${grant}\n`, r);
+const seen = [];
+await sb.commands.run("echo one; echo two", { onStdout: (d) => seen.push(d) });
+check("onStdout gets the output", seen.join("") === "one\ntwo\n", seen);
+const t0 = Date.now();
+check("a per-call timeout throws TimeoutError", !!(await rejects(sb.commands.run("sleep 30", { timeoutMs: 1000 }), TimeoutError)));
+check("... within 5 s", Date.now() - t0 < 5000, Date.now() - t0);
+e = await rejects(sb.commands.run("id", { user: "root" }), SandboxError);
+check("user root is refused", e && e.code === "forbidden", e);
+
+let started;
+const gotOutput = new Promise((res) => { started = res; });
+const h = await sb.commands.run(`echo started; sleep 300 # ${marker}`, { background: true, onStdout: () => started() });
+check("background: a handle with a pid", Number.isInteger(h.pid) && h.pid > 0, h.pid);
+check("its output streams while it runs", await Promise.race([gotOutput.then(() => true),
+  new Promise((res) => setTimeout(() => res(false), 10000))]));
+check("commands.list shows it", (await sb.commands.list()).some((p) => p.pid === h.pid && p.args.join(" ").includes(marker)));
+check("commands.kill", await sb.commands.kill(h.pid));
+e = await rejects(h.wait(), CommandExitError);
+check("the killed command ends with 137", e && e.exitCode === 137, e);
+check("commands.list no longer shows it", (await sb.commands.list()).every((p) => p.pid !== h.pid));
+check("kill of a command that ended: false", (await sb.commands.kill(h.pid)) === false);
+
+const h2 = await sb.commands.run("cat", { background: true, stdin: true });
+await sb.commands.sendStdin(h2.pid, "hello stdin\n");
+await sb.commands.closeStdin(h2.pid);
+check("sendStdin", (await h2.wait()).stdout === "hello stdin\n");
+const h3 = await sb.commands.run("echo one; sleep 1; echo two", { background: true });
+await h3.disconnect();
+const h4 = await sb.commands.connect(h3.pid);
+check("connect(pid) re-attaches to its output", (await h4.wait()).stdout === "one\ntwo\n", h4.stdout);
+
+const d = `${grant}/node`;
+check("makeDir", (await sb.files.makeDir(`${d}/sub`)) === true);
+check("makeDir of one there: false", (await sb.files.makeDir(`${d}/sub`)) === false);
+const w = await sb.files.write(`${d}/sub/a.txt`, "hello");
+check("write", w.path === `${d}/sub/a.txt` && w.name === "a.txt", w);
+await sb.files.write([{ path: `${d}/b.bin`, data: new Uint8Array([0, 1, 2]) }, { path: `${d}/kept.txt`, data: "kept by node\n" }]);
+check("read text", (await sb.files.read(`${d}/sub/a.txt`)) === "hello");
+check("read bytes", Buffer.from(await sb.files.read(`${d}/b.bin`, { format: "bytes" })).equals(Buffer.from([0, 1, 2])));
+let streamed = [];
+for await (const c of await sb.files.read(`${d}/sub/a.txt`, { format: "stream" })) streamed.push(Buffer.from(c));
+check("read stream", Buffer.concat(streamed).toString() === "hello");
+const names = (await sb.files.list(d, { depth: 2 })).map((x) => x.path.slice(d.length + 1)).sort();
+check("list depth 2", JSON.stringify(names) === JSON.stringify(["b.bin", "kept.txt", "sub", "sub/a.txt"]), names);
+check("list depth 1", JSON.stringify((await sb.files.list(d)).map((x) => x.name).sort()) === JSON.stringify(["b.bin", "kept.txt", "sub"]));
+const info = await sb.files.getInfo(`${d}/sub/a.txt`);
+check("getInfo", info.type === "file" && info.size === 5 && info.name === "a.txt", info);
+check("exists", (await sb.files.exists(`${d}/sub/a.txt`)) && !(await sb.files.exists(`${d}/nope`)));
+const moved = await sb.files.rename(`${d}/sub/a.txt`, `${d}/moved.txt`);
+check("rename", moved.path === `${d}/moved.txt` && !(await sb.files.exists(`${d}/sub/a.txt`)));
+await sb.files.remove(`${d}/sub`);
+check("remove a directory", !(await sb.files.exists(`${d}/sub`)));
+e = await rejects(sb.files.write("/etc/sdk-denied", "x"), SandboxError);
+check("a write outside the grants is denied", e && e.code === "denied", e);
+e = await rejects(sb.files.read("/etc/shadow"), SandboxError);
+check("a read the walls refuse is refused", e && ["denied", "no_such_path"].includes(e.code), e);
+
+await sb.files.write(`${d}/big.bin`, createReadStream(big));
+const hash = createHash("sha256");
+for await (const c of await sb.files.read(`${d}/big.bin`, { format: "stream" })) hash.update(c);
+check("a 100 MB file written and read back as streams", (await sb.files.getInfo(`${d}/big.bin`)).size === statSync(big).size
+  && hash.digest("hex") === createHash("sha256").update(readFileSync(big)).digest("hex"));
+await sb.files.remove(`${d}/big.bin`);
+
+await sb.setTimeout(60_000);
+const end = (await Sandbox.getInfo(sb.sandboxId)).endAt.getTime();
+check("setTimeout moves its end", Math.abs(end - (Date.now() + 60_000)) < 5000, end - Date.now());
+check("a timeout past the policy's limits.wall is refused", !!(await rejects(sb.setTimeout(100_000_000), SandboxError)));
+console.log("RESULT " + JSON.stringify({ id: sb.sandboxId, audit: sb.auditPath, killed_pid: h.pid }));
+check("kill", (await sb.kill()) === true);
+check("isRunning after kill: false", !(await sb.isRunning()));
+check("kill again: false", (await Sandbox.kill(sb.sandboxId)) === false);
+process.exit(failed ? 1 : 0);

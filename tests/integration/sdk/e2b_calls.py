@@ -1,0 +1,131 @@
+"""E2B-shaped calls through the Python SDK (tests/integration/test-sdk.sh).
+Usage: e2b_calls.py GRANT-DIR MARKER BIG-FILE. Prints "ok NAME" or
+"not ok NAME: why" per check and a last line "RESULT {json}" for the host checks."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from sandcap.sdk import (CommandExitException, FileType, Sandbox, SandboxException,
+                         TimeoutException)
+
+grant, marker, big = sys.argv[1], sys.argv[2], sys.argv[3]
+failed = 0
+
+
+def check(name, cond, why=""):
+    global failed
+    print(("ok " if cond else "not ok ") + name + ("" if cond else ": " + str(why)), flush=True)
+    failed += not cond
+
+
+def raises(fn, cls):
+    try:
+        fn()
+    except cls as e:
+        return e
+    return None
+
+
+sb = Sandbox.create("agent", timeout=120, envs={"SDK_ENV": "from-create"},
+                    metadata={"client": "python", "marker": marker})
+check("create: an id", sb.sandbox_id.startswith("api-"), sb.sandbox_id)
+check("is_running", sb.is_running())
+listed = [i for i in Sandbox.list() if i.sandbox_id == sb.sandbox_id]
+check("list: it, with its metadata", len(listed) == 1 and listed[0].metadata["marker"] == marker,
+      listed)
+check("list filtered by metadata", [i.sandbox_id for i in Sandbox.list(
+    query={"metadata": {"marker": marker}})] == [sb.sandbox_id])
+out = subprocess.run([sys.executable, "-c", "import sys; from sandcap.sdk import Sandbox; "
+                      "print(Sandbox.connect(sys.argv[1]).commands.run('echo connected').stdout, end='')",
+                      sb.sandbox_id], capture_output=True, text=True)
+check("connect from another process", out.stdout == "connected\n", out.stderr)
+
+r = sb.commands.run("echo $SDK_ENV; echo err >&2")
+check("run: stdout, stderr, exit_code", (r.stdout, r.stderr, r.exit_code) ==
+      ("from-create\n", "err\n", 0), r)
+e = raises(lambda: sb.commands.run("echo partial; exit 3"), CommandExitException)
+check("a status other than 0 raises CommandExitException", e is not None and e.exit_code == 3
+      and e.stdout == "partial\n", e)
+r = sb.commands.run("echo $A; pwd", envs={"A": "b"}, cwd=grant)
+check("run with envs and cwd", r.stdout == "b\n%s\n" % grant, r)
+seen = []
+sb.commands.run("echo one; echo two", on_stdout=seen.append)
+check("on_stdout gets the output", "".join(seen) == "one\ntwo\n", seen)
+t0 = time.time()
+check("a per-call timeout raises TimeoutException",
+      raises(lambda: sb.commands.run("sleep 30", timeout=1), TimeoutException) is not None)
+check("... within 5 s", time.time() - t0 < 5, time.time() - t0)
+e = raises(lambda: sb.commands.run("id", user="root"), SandboxException)
+check("user root is refused", e is not None and e.code == "forbidden", e)
+
+started = threading.Event()
+h = sb.commands.run("echo started; sleep 300 # %s" % marker, background=True,
+                    on_stdout=lambda s: started.set())
+check("background: a handle with a pid", isinstance(h.pid, int) and h.pid > 0, h.pid)
+check("its output streams while it runs", started.wait(10))
+check("commands.list shows it", any(p.pid == h.pid and marker in " ".join(p.args)
+                                   for p in sb.commands.list()), sb.commands.list())
+check("commands.kill", sb.commands.kill(h.pid))
+e = raises(h.wait, CommandExitException)
+check("the killed command ends with 137", e is not None and e.exit_code == 137, e)
+check("commands.list no longer shows it", all(p.pid != h.pid for p in sb.commands.list()))
+check("kill of a command that ended: False", sb.commands.kill(h.pid) is False)
+
+h2 = sb.commands.run("cat", background=True, stdin=True)
+sb.commands.send_stdin(h2.pid, "hello stdin\n")
+sb.commands.close_stdin(h2.pid)
+check("send_stdin", h2.wait().stdout == "hello stdin\n")
+h3 = sb.commands.run("echo one; sleep 1; echo two", background=True)
+h3.disconnect()
+h4 = sb.commands.connect(h3.pid)
+check("connect(pid) re-attaches to its output", h4.wait().stdout == "one\ntwo\n", h4.stdout)
+
+d = grant + "/python"
+check("make_dir", sb.files.make_dir(d + "/sub") is True)
+check("make_dir of one there: False", sb.files.make_dir(d + "/sub") is False)
+w = sb.files.write(d + "/sub/a.txt", "hello")
+check("write", w.path == d + "/sub/a.txt" and w.name == "a.txt", w)
+sb.files.write_files([{"path": d + "/b.bin", "data": b"\x00\x01\x02"},
+                      {"path": d + "/kept.txt", "data": "kept by python\n"}])
+check("read text", sb.files.read(d + "/sub/a.txt") == "hello")
+check("read bytes", sb.files.read(d + "/b.bin", format="bytes") == bytearray(b"\x00\x01\x02"))
+check("read stream", b"".join(sb.files.read(d + "/sub/a.txt", format="stream")) == b"hello")
+names = sorted(e.path[len(d) + 1:] for e in sb.files.list(d, depth=2))
+check("list depth 2", names == ["b.bin", "kept.txt", "sub", "sub/a.txt"], names)
+check("list depth 1", sorted(e.name for e in sb.files.list(d)) == ["b.bin", "kept.txt", "sub"])
+info = sb.files.get_info(d + "/sub/a.txt")
+check("get_info", (info.type, info.size, info.name) == (FileType.FILE, 5, "a.txt"), info)
+check("exists", sb.files.exists(d + "/sub/a.txt") and not sb.files.exists(d + "/nope"))
+moved = sb.files.rename(d + "/sub/a.txt", d + "/moved.txt")
+check("rename", moved.path == d + "/moved.txt" and not sb.files.exists(d + "/sub/a.txt"))
+sb.files.remove(d + "/sub")
+check("remove a directory", not sb.files.exists(d + "/sub"))
+e = raises(lambda: sb.files.write("/etc/sdk-denied", "x"), SandboxException)
+check("a write outside the grants is denied", e is not None and e.code == "denied", e)
+e = raises(lambda: sb.files.read("/etc/shadow"), SandboxException)
+check("a read the walls refuse is refused", e is not None and e.code in ("denied", "no_such_path"), e)
+
+with open(big, "rb") as f:
+    sb.files.write(d + "/big.bin", f)
+hsum = hashlib.sha256()
+for chunk in sb.files.read(d + "/big.bin", format="stream"):
+    hsum.update(chunk)
+check("a 100 MB file written and read back as streams", sb.files.get_info(d + "/big.bin").size
+      == os.path.getsize(big) and hsum.hexdigest() == hashlib.sha256(open(big, "rb").read()).hexdigest())
+sb.files.remove(d + "/big.bin")
+
+sb.set_timeout(60)
+end = Sandbox.get_info(sb.sandbox_id).end_at.timestamp()
+check("set_timeout moves its end", abs(end - (time.time() + 60)) < 5, end - time.time())
+e = raises(lambda: sb.set_timeout(100000), SandboxException)
+check("a timeout past the policy's limits.wall is refused", e is not None, e)
+audit = sb.audit_path
+print("RESULT " + json.dumps({"id": sb.sandbox_id, "audit": audit, "killed_pid": h.pid}), flush=True)
+check("kill", sb.kill() is True)
+check("is_running after kill: False", not sb.is_running())
+check("kill again: False", Sandbox.kill(sb.sandbox_id) is False)
+sys.exit(1 if failed else 0)
