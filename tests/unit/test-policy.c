@@ -600,18 +600,46 @@ static void test_agent_proxy_env(void)
 	       str_is(env_of(p, "NO_PROXY"), "localhost,127.0.0.1"),
 	   "ALL_PROXY is the HTTP proxy, SOCKS_PROXY the SOCKS5 one, NO_PROXY the loopback");
 	sc_plan_free(p);
-	p = good("{'version':1,'net':{'egress':[{'host':'127.0.0.0/8','ports':[8080]}]}}");
-	ok(p && str_is(env_of(p, "NO_PROXY"), "localhost") &&
-	       str_is(env_of(p, "no_proxy"), "localhost"),
-	   "a rule for a range holding 127.0.0.1 takes it out of NO_PROXY");
-	sc_plan_free(p);
-	p = good("{'version':1,'net':{'egress':[{'host':'127.0.0.2'},{'host':'localhost'}]}}");
-	ok(p && str_is(env_of(p, "NO_PROXY"), "127.0.0.1"),
-	   "a rule for localhost takes it out of NO_PROXY; 127.0.0.2 is not 127.0.0.1");
-	sc_plan_free(p);
-	p = good("{'version':1,'net':{'egress':[{'host':'localhost'},{'host':'127.0.0.1'}]}}");
-	ok(p && !env_of(p, "NO_PROXY") && !env_of(p, "no_proxy"), "rules for both: no NO_PROXY");
-	sc_plan_free(p);
+	/* a rule for any loopback destination: no NO_PROXY at all */
+	static const char *const loopback_rules[] = {
+	    "'127.0.0.0/8','ports':[8080]",
+	    "'127.0.0.2'",
+	    "'localhost'",
+	    "'*.app.localhost'",
+	    "'app.localhost'",
+	    "'[::1]'",
+	    "'::ffff:127.0.0.1'",
+	    "'0.0.0.0/0'",
+	    "'::/0'",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(loopback_rules); i++) {
+		char buf[256];
+
+		snprintf(buf, sizeof(buf),
+			 "{'version':1,'net':{'egress':[{'host':'example.com'},{'host':%s}]}}",
+			 loopback_rules[i]);
+		p = good(buf);
+		ok(p && !env_of(p, "NO_PROXY") && !env_of(p, "no_proxy") &&
+		       str_is(env_of(p, "HTTP_PROXY"), "http://127.0.0.1:3128"),
+		   "a rule for %s, a loopback destination: no NO_PROXY", loopback_rules[i]);
+		sc_plan_free(p);
+	}
+	static const char *const other_rules[] = {
+	    "'128.0.0.0/8'",	       "'126.255.255.255'",	    "'10.0.0.0/8'",	 "'[::2]'",
+	    "'localhost.example.com'", "'*.localhost.example.com'", "'::ffff:10.0.0.1'",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(other_rules); i++) {
+		char buf[256];
+
+		snprintf(buf, sizeof(buf), "{'version':1,'net':{'egress':[{'host':%s}]}}",
+			 other_rules[i]);
+		p = good(buf);
+		ok(p && str_is(env_of(p, "NO_PROXY"), "localhost,127.0.0.1") &&
+		       str_is(env_of(p, "no_proxy"), "localhost,127.0.0.1"),
+		   "a rule for %s, not loopback: NO_PROXY keeps the sandbox's loopback direct",
+		   other_rules[i]);
+		sc_plan_free(p);
+	}
 	p = good("{'version':1,'net':{'egress':[{'host':'example.com'}]},"
 		 "'env':{'ALL_PROXY':'socks5h://127.0.0.1:3128','HTTP_PROXY':'','NO_PROXY':'x'}}");
 	ok(p && str_is(env_of(p, "ALL_PROXY"), "socks5h://127.0.0.1:3128") &&
