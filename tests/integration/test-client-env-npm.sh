@@ -105,7 +105,7 @@ arrived() { # arrived TAG: each client's request in the stand-in's log
 # redirection, which tunnels one to an IP-literal rule's address (a CONNECT,
 # no path).
 proxied() {
-	local recs missing= tunnels
+	local recs tunnels missing=
 	recs=$(jq -r 'select(.event == "net.request") | .data.method + " " + (.data.path // "")' "$T/audit-$1.jsonl")
 	grep -qx "GET /data.json?c=$1-axios" <<<"$recs" || missing+=" axios"
 	tunnels=$(grep -cx 'CONNECT ' <<<"$recs")
