@@ -117,4 +117,75 @@ curl -s --noproxy '*' -m 3 -o /dev/null "http://127.0.0.1:$port/"
 expect_eq "... and its ports are closed" "$?" 7
 check "... nothing listens on them" test -z "$(ss -Hltn "( sport = :$port or sport = :$fixed )")"
 
+# ---- a session, the API and the SDKs ----
+export SANDCAP_RUNTIME_DIR="$T/run" SANDCAP_SOCKET="$T/api.sock"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+policy agent "{\"version\": 1, \"name\": \"agent\", $grant, \"net\": {\"serve\": [8000]}}"
+trap '"$SANDCAP" session stop sv >/dev/null 2>&1; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cleanup_dir' EXIT
+out=$("$SANDCAP" session start --policy "$T/agent.json" --name sv --json 2>&1)
+spt=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["serve"]["8000"])' "$out" 2>/dev/null)
+expect_match "session start --json says where port 8000 is served" "$spt" '^127\.0\.0\.1:[0-9]+$'
+"$SANDCAP" exec sv -- python3 /w/serve.py 8000 8002 >/dev/null 2>&1 &
+for _ in $(seq 100); do
+	curl -s --noproxy '*' -m 2 -o /dev/null "http://$spt/serve.py" && break
+	sleep 0.1
+done
+check "... and the session's server answers there" cmp -s "$T/w/serve.py" \
+	<(curl -s --noproxy '*' -m 5 "http://$spt/serve.py")
+expect_match "session list says it too" "$("$SANDCAP" session list --json)" "\"serve\":\\{\"8000\":\"$spt\"\\}"
+curl -s --noproxy '*' -m 5 -o /dev/null "http://$spt/quit"
+"$SANDCAP" session stop sv >/dev/null 2>&1
+
+"$SANDCAP" serve --socket "$SANDCAP_SOCKET" --policy "$T/agent.json" 2>"$T/serve.log" &
+PIDS+=($!)
+for _ in $(seq 100); do
+	curl -sf --unix-socket "$SANDCAP_SOCKET" http://sandcap/v1/health >/dev/null && break
+	sleep 0.1
+done
+cat >"$T/sdk.py" <<'EOF'
+import json, os, subprocess, time, urllib.request
+from sandcap.sdk import Sandbox, SandboxException
+sb = Sandbox.create("agent")
+h = sb.commands.run("python3 /w/serve.py 8000 8002", background=True)
+host = sb.get_host(8000)
+print("host", host)
+o = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+for _ in range(100):
+    try:
+        print("fetched", len(o.open("http://%s/serve.py" % host, timeout=5).read()))
+        break
+    except OSError:
+        time.sleep(0.1)
+api = json.loads(subprocess.run(["curl", "-s", "--unix-socket", os.environ["SANDCAP_SOCKET"],
+                                 "http://sandcap/v1/sessions/" + sb.sandbox_id],
+                                capture_output=True).stdout)
+print("api", json.dumps(api.get("serve")))
+try:
+    sb.get_host(9000)
+except SandboxException as e:
+    print("refused", e.code)
+print("sid", sb.sandbox_id)
+EOF
+out=$(PYTHONPATH="$ROOT/clients/python" timeout 60 python3 "$T/sdk.py" 2>&1)
+host=$(sed -n 's/^host //p' <<<"$out")
+expect_match "python SDK: get_host(8000) is the host's loopback" "$host" '^127\.0\.0\.1:[0-9]+$'
+expect_eq "... and the server inside answers there" "$(sed -n 's/^fetched //p' <<<"$out")" \
+	"$(stat -c %s "$T/w/serve.py")"
+expect_eq "GET /v1/sessions/ID gives the same address" "$(sed -n 's/^api //p' <<<"$out")" \
+	"{\"8000\": \"$host\"}"
+expect_eq "get_host of a port not served: refused" "$(sed -n 's/^refused //p' <<<"$out")" "not_served"
+sid=$(sed -n 's/^sid //p' <<<"$out")
+if command -v node >/dev/null; then
+	got=$(timeout 30 node --input-type=module -e "
+import { Sandbox } from '$ROOT/clients/typescript/sdk.js';
+const sb = await Sandbox.connect('$sid', { socketPath: process.env.SANDCAP_SOCKET });
+console.log(sb.getHost(8000));
+try { sb.getHost(9000); } catch (e) { console.log(e.code); }" 2>&1)
+	expect_eq "TypeScript SDK: getHost(8000), and a port not served refused" "$got" "$host
+not_served"
+else
+	skip "TypeScript SDK: getHost" "no node"
+fi
+curl -s --unix-socket "$SANDCAP_SOCKET" -X DELETE "http://sandcap/v1/sessions/$sid" >/dev/null
+
 finish
