@@ -117,6 +117,24 @@ curl -s --noproxy '*' -m 3 -o /dev/null "http://127.0.0.1:$port/"
 expect_eq "... and its ports are closed" "$?" 7
 check "... nothing listens on them" test -z "$(ss -Hltn "( sport = :$port or sport = :$fixed )")"
 
+# a relay that dies: recorded, its ports closed, the sandbox goes on
+policy short "{\"version\": 1, \"net\": {\"serve\": [8000]}}"
+"$SANDCAP" run --quiet --audit "$T/k.jsonl" --policy "$T/short.json" -- sleep 3 2>"$T/k.err" &
+sup=$!
+for _ in $(seq 100); do
+	relay=$(pgrep -P "$sup" -f '^sandcap-proxy relay') && break
+	sleep 0.1
+done
+kport=$(sed -n 's/^sandcap: port 8000 served at 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$T/k.err")
+kill -KILL "$relay"
+sleep 0.3
+curl -s --noproxy '*' -m 3 -o /dev/null "http://127.0.0.1:${kport:-1}/"
+expect_eq "a relay killed: its port is closed at once" "$?" 7
+wait "$sup"
+expect_eq "... the sandbox goes on to its end" "$?" 0
+expect_match "... and the log says so" "$(grep '"event":"serve.exit"' "$T/k.jsonl")" \
+	'"action":"the served ports are closed".*"signal":9'
+
 # ---- a session, the API and the SDKs ----
 export SANDCAP_RUNTIME_DIR="$T/run" SANDCAP_SOCKET="$T/api.sock"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
