@@ -262,6 +262,9 @@ static const struct event_schema {
     {"net.tunnel.close",
      {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "via",
       "events_dropped", NULL}},
+    {"net.inbound",
+     {"peer", "port", "host_port", "bytes_in", "bytes_out", "duration_ms", "result", "detail",
+      "events_dropped", NULL}},
     {"net.dns", {"name", "type", "rcode", "answer", "rule", "reason", "events_dropped", NULL}},
     {"limit.hit", {"limit", "detail", "suppressed", "kind", "events_dropped", NULL}},
 };

@@ -28,6 +28,7 @@ typedef struct sv_session {
 	int64_t end_ms;	     /* its timeout ends it then (CLOCK_REALTIME); 0: none set */
 	char metadata[1024]; /* the caller's, a JSON object; "" for none */
 	char envs[2048];     /* every command's environment, a JSON object; "" */
+	char serve[512];     /* net.serve: {"PORT": "127.0.0.1:N"} as JSON; "" for none */
 } sv_session;
 
 typedef struct sv_table {

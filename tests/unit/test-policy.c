@@ -21,6 +21,7 @@
 #include "base/cleanup.h"
 #include "base/io.h"
 #include "policy/agent-env.h"
+#include "policy/intersect.h"
 #include "policy/parse-internal.h"
 #include "policy/plan.h"
 #include "tap.h"
@@ -713,6 +714,57 @@ static void test_env_identity_audit(void)
 	}
 }
 
+static void test_serve(void)
+{
+	sc_plan *p, *q;
+
+	p = good("{'version':1,'net':{'serve':[8000,{'port':9000,'host_port':18999}]}}");
+	ok(p && p->n_serve == 2 && p->serve[0].port == 8000 && p->serve[0].host_port == 0 &&
+	       p->serve[1].port == 9000 && p->serve[1].host_port == 18999,
+	   "net.serve: a port, and a port with its host port");
+	sc_plan_free(p);
+	p = good("{'version':1}");
+	ok(p && p->n_serve == 0 && p->serve == NULL, "net.serve: nothing served by default");
+	sc_plan_free(p);
+	bad("{'version':1,'net':{'listen':false,'serve':[8000]}}", -EINVAL, "$.net.serve",
+	    "net.serve needs net.listen true (a served port needs a server inside), but "
+	    "net.listen is false: drop net.serve or allow listening");
+	bad("{'version':1,'net':{'serve':[8000,8000]}}", -EINVAL, "$.net.serve[1]",
+	    "port 8000 is already served by $.net.serve[0]");
+	bad("{'version':1,'net':{'serve':[{'port':1,'host_port':5},{'port':2,'host_port':5}]}}",
+	    -EINVAL, "$.net.serve[1]", "host_port 5 is already taken by $.net.serve[0]");
+	bad("{'version':1,'net':{'serve':[3128]}}", -EINVAL, "$.net.serve[0]",
+	    "port 3128 is the egress proxy's inside the sandbox; serve another");
+	bad("{'version':1,'net':{'serve':[0]}}", -EINVAL, "$.net.serve[0]",
+	    "expected an integer from 1 to 65535, got 0");
+	bad("{'version':1,'net':{'serve':['8000']}}", -EINVAL, "$.net.serve[0]",
+	    "expected a port number or {\"port\": N, \"host_port\": M}, got \"8000\"");
+	bad("{'version':1,'net':{'serve':[{'host_port':8000}]}}", -EINVAL, "$.net.serve[0]",
+	    "missing required key \"port\"");
+	bad("{'version':1,'net':{'serve':8000}}", -EINVAL, "$.net.serve",
+	    "expected an array of ports, each a number or {\"port\", \"host_port\"}, got 8000");
+
+	/* a caveat serves only what its token serves */
+	p = good("{'version':1,'net':{'serve':[8000,9000]}}");
+	q = good("{'version':1,'net':{'serve':[{'port':9000,'host_port':19000}]}}");
+	if (p && q) {
+		sc_plan *o = NULL;
+		char reason[256] = "";
+
+		ok(plan_intersect(p, q, &o) == 0 && o && o->n_serve == 1 &&
+		       o->serve[0].port == 9000 && o->serve[0].host_port == 19000,
+		   "net.serve intersects: the ports both serve, the caveat's host port");
+		ok(plan_check_narrower(p, q, reason, sizeof(reason)) == 0,
+		   "a caveat may narrow net.serve");
+		sc_plan_free(o);
+		ok(plan_check_narrower(q, p, reason, sizeof(reason)) < 0 &&
+		       strcmp(reason, "net.serve port 8000 is not served by the token") == 0,
+		   "a caveat cannot serve a port its token does not (%s)", reason);
+	}
+	sc_plan_free(p);
+	sc_plan_free(q);
+}
+
 static void test_net(void)
 {
 	sc_plan *p;
@@ -847,7 +899,7 @@ static void test_net(void)
 	bad("{'version':1,'net':{'proxy':true}}", -EINVAL, "$.net.proxy",
 	    "unknown key \"proxy\" (expected one of: egress, allow_private, rate, bandwidth, "
 	    "max_request_body, "
-	    "max_response_body, egress_budget, credentials, upstream_ca, listen, dns)");
+	    "max_response_body, egress_budget, credentials, upstream_ca, listen, serve, dns)");
 
 	p = good(
 	    "{'version':1,'net':{'egress':[{'host':'API.Example.COM','ports':[443,8443],'methods':["
@@ -1204,6 +1256,7 @@ static void test_round_trip(void)
 	sc_plan *a, *b;
 
 	round_trip("{'version':1}");
+	round_trip("{'version':1,'net':{'serve':[8000,{'port':9000,'host_port':18999}]}}");
 	round_trip("{'version':1,'name':'research-agent','fs':{'runtime':'host','grants':[{'path':'"
 		   "@/a','mode':"
 		   "'ro'},{'path':'@/b','mode':'rw','at':'/work'}],'tmp':'64M','workdir':'/"
@@ -1896,6 +1949,7 @@ int main(void)
 {
 	make_tree();
 	test_defaults();
+	test_serve();
 	test_syntax();
 	test_top();
 	test_grants();
