@@ -384,7 +384,7 @@ refused "a pid namespace path" "c['linux']['namespaces'][0]['path'] = '/proc/1/n
 refused "an unknown mount type" "c['mounts'].append({'destination': '/mnt', 'type': 'nfs', 'source': 'x:/y'})" \
 	'\$\.mounts\[4\]\.type: a nfs mount at /mnt is not supported'
 refused "another uid" "c['process']['user']['uid'] = 33" '\$\.process\.user\.uid: must be 1000'
-refused "hooks" "c['hooks'] = {'prestart': [{'path': '/bin/true'}]}" '\$\.hooks: hooks are not supported'
+refused "hooks" "c['hooks'] = {'prestart': [{'path': '/bin/true'}]}" '\$\.hooks\.prestart: hooks are not supported'
 refused "a seccomp listener" "c['linux']['seccomp'] = {'defaultAction': 'SCMP_ACT_ALLOW', 'listenerPath': '/run/l.sock'}" \
 	'\$\.linux\.seccomp\.listenerPath: not supported'
 refused "a seccomp notify action" "c['linux']['seccomp'] = {'defaultAction': 'SCMP_ACT_ALLOW', 'syscalls': [{'names': ['mkdir'], 'action': 'SCMP_ACT_NOTIFY'}]}" \
