@@ -224,7 +224,7 @@ int px_events_emit(px_events *ev, const char *event, json_t *data)
 
 int px_events_emit_record(px_events *ev, px_record *r)
 {
-	char *m;
+	_cleanup_free_ char *m = NULL; /* deliver() takes it only when it queues it */
 	int n;
 
 	if (ev->dead)
