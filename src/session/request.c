@@ -28,6 +28,8 @@ static const char *const op_names[_SS_OP_MAX] = {
     [SS_OP_REMOVE] = "remove",
     [SS_OP_RENAME] = "rename",
     [SS_OP_TIMEOUT] = "timeout",
+    [SS_OP_COMMANDS] = "commands",
+    [SS_OP_KILL] = "kill",
 };
 
 /* How deep one ls may go: each level is a directory pid 1's worker holds open. */
@@ -245,9 +247,25 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 		r->seconds = (uint64_t)sec;
 		break;
 	}
+	case SS_OP_KILL: {
+		static const char *const keys[] = {"op", "id", "signal", NULL};
+		int64_t id = 0, sig = SIGKILL;
+
+		rc = check_keys(o, keys, err, len);
+		if (rc >= 0)
+			rc = u64_member(o, "id", UINT32_MAX, &id, err, len);
+		if (rc >= 0 && json_object_get(o, "signal"))
+			rc = u64_member(o, "signal", NSIG - 1, &sig, err, len);
+		if (rc >= 0 && (id == 0 || sig == 0))
+			rc = bad(err, len, "\"%s\": at least 1", id == 0 ? "id" : "signal");
+		r->id = (uint32_t)id;
+		r->signal = (int)sig;
+		break;
+	}
 	case SS_OP_INFO:
 	case SS_OP_STOP:
 	case SS_OP_BEGIN:
+	case SS_OP_COMMANDS:
 		rc = check_keys(o, only_op, err, len);
 		break;
 	case SS_OP_WORKSPACE:
@@ -261,7 +279,8 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	case _SS_OP_INVALID:
 		rc = bad(err, len,
 			 "\"op\": expected one of put, get, ls, stat, mkdir, remove, rename, "
-			 "info, stop, timeout, workspace, workspace-applied, begin");
+			 "info, stop, timeout, commands, kill, workspace, workspace-applied, "
+			 "begin");
 		break;
 	}
 	if (rc < 0)
@@ -276,8 +295,11 @@ static int parse_fixed_exec(const ctl_hdr *h, char *p, ss_request *r, char *err,
 {
 	size_t n = 0;
 
-	if (h->flags & ~(CTL_TTY | SX_HOLD))
-		return bad(err, len, "exec: unknown flags %#x", h->flags & ~(CTL_TTY | SX_HOLD));
+	if (h->flags & ~(CTL_TTY | SX_HOLD | SX_DETACH))
+		return bad(err, len, "exec: unknown flags %#x",
+			   h->flags & ~(CTL_TTY | SX_HOLD | SX_DETACH));
+	if ((h->flags & SX_DETACH) && (h->flags & (CTL_TTY | SX_HOLD)))
+		return bad(err, len, "exec: a detached command has no pty and is not held");
 	if (h->n_argv < 1 || h->n_argv > SS_MAX_ARGV)
 		return bad(err, len, "exec: expected 1 to %u strings of argv", SS_MAX_ARGV);
 	if (h->len > CTL_MAX_PAYLOAD)
@@ -314,6 +336,7 @@ static int parse_fixed_exec(const ctl_hdr *h, char *p, ss_request *r, char *err,
 		return bad(err, len, "\"argv\"[0]: empty command");
 	r->tty = h->flags & CTL_TTY;
 	r->hold = h->flags & SX_HOLD;
+	r->detach = h->flags & SX_DETACH;
 	if (r->tty) {
 		r->rows = (uint32_t)h->value >> 16;
 		r->cols = (uint32_t)h->value & 0xffff;

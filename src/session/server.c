@@ -56,6 +56,11 @@ typedef struct ss_conn {
 	uint64_t oom0; /* the cgroup's OOM kills when it started (UINT64_MAX: unknown) */
 	bool done;     /* CTL_DONE came (file operations) */
 	bool fixed;    /* its requests are ctl messages: an exec (session/exec-wire.h) */
+	bool detached; /* SX_DETACH: no client; it runs until it ends or is killed */
+	bool tty;
+	json_t *argv;	    /* an exec's, as recorded: for the list of commands */
+	json_t *cwd;	    /* the same */
+	int64_t started_ms; /* CLOCK_REALTIME */
 	int done_err;
 	uint64_t bytes;
 	char *path; /* file operations, for the record */
@@ -239,6 +244,8 @@ static void conn_free(ss_server *s, ss_conn *c)
 	free(c->path);
 	free(c->to);
 	free(c->held);
+	json_decref(c->argv);
+	json_decref(c->cwd);
 	for (size_t i = 0; i < c->n_held; i++)
 		(void)safe_close(c->held_fds[i]);
 	free(c);
@@ -563,7 +570,17 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 	if (!payload)
 		return -E2BIG;
 	h.len = (uint32_t)len;
-	if (q->tty) {
+	if (q->detach) {
+		/* Ours to hold: nothing of the client's, nothing to read back. */
+		for (int i = 0; i < 3; i++) {
+			in_fds[i] = open("/dev/null", (i ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+			if (in_fds[i] < 0) {
+				r = -errno;
+				close_all(in_fds, 3);
+				return r;
+			}
+		}
+	} else if (q->tty) {
 		r = open_sandbox_pty(s, q->rows, q->cols, &out_fds[0], &in_fds[0]);
 		if (r < 0)
 			return r;
@@ -588,11 +605,25 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 	for (size_t i = 0; env_names && i < q->n_env; i++)
 		(void)json_array_append_new(env_names,
 					    au_str(q->env[i], strcspn(q->env[i], "="), 256));
-	emit(s, "exec.start",
-	     json_pack("{s:I, s:o, s:o, s:b, s:o}", "id", (json_int_t)c->id, "argv",
-		       au_argv(q->argv, q->n_argv), "cwd",
-		       au_str(q->cwd, strlen(q->cwd), AU_STR_MAX_BYTES), "tty", q->tty, "env",
-		       env_names ? env_names : json_null()));
+	c->argv = au_argv(q->argv, q->n_argv);
+	c->cwd = au_str(q->cwd, strlen(q->cwd), AU_STR_MAX_BYTES);
+	c->tty = q->tty;
+	c->detached = q->detach;
+	{
+		struct timespec ts;
+
+		(void)clock_gettime(CLOCK_REALTIME, &ts);
+		c->started_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	}
+	{
+		json_t *rec = json_pack("{s:I, s:O, s:O, s:b, s:o}", "id", (json_int_t)c->id,
+					"argv", c->argv, "cwd", c->cwd, "tty", q->tty, "env",
+					env_names ? env_names : json_null());
+
+		if (rec && q->detach)
+			(void)json_object_set_new(rec, "detached", json_true());
+		emit(s, "exec.start", rec);
+	}
 	if (q->hold) {
 		c->held = TAKE_PTR(payload);
 		c->held_hdr = h;
@@ -609,14 +640,18 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 	{
 		ctl_hdr a = {.type = CTL_STARTED, .id = c->id};
 
-		r = ctl_send(c->fd, &a, NULL, out_fds, n);
+		r = ctl_send(c->fd, &a, NULL, out_fds, q->detach ? 0 : n);
 	}
 	close_all(out_fds, 3);
 	c->state = C_EXEC;
 	s->commands++;
 	if (!q->hold)
 		exec_clock(s, c);
-	if (r < 0) /* the client went away: so does the command */
+	if (q->detach) {
+		/* Its connection ends here; the command does not. */
+		ep_del(s, c->fd);
+		c->fd = safe_close(c->fd);
+	} else if (r < 0) /* the client went away: so does the command */
 		(void)ctl_signal(s, c->id, SIGKILL);
 	return 0;
 }
@@ -713,6 +748,53 @@ static void set_timeout(ss_server *s, ss_conn *c, uint64_t seconds)
 	o = json_pack("{s:b, s:I}", "ok", 1, "seconds", (json_int_t)seconds);
 	if (o)
 		(void)ss_send(c->fd, o, NULL, 0);
+	json_decref(o);
+}
+
+/* The commands running (held ones do not run yet). */
+static void list_commands(ss_server *s, ss_conn *me)
+{
+	json_t *a = json_array(), *o;
+
+	for (ss_conn *c = s->conns; c && a; c = c->next) {
+		if (c->state != C_EXEC || c->held)
+			continue;
+		(void)json_array_append_new(
+		    a,
+		    json_pack("{s:I, s:O, s:O, s:b, s:b, s:i, s:I}", "id", (json_int_t)c->id,
+			      "argv", c->argv ? c->argv : json_null(), "cwd",
+			      c->cwd ? c->cwd : json_null(), "tty", c->tty, "detached", c->detached,
+			      "pid", (int)c->pid, "started_ms", (json_int_t)c->started_ms));
+	}
+	o = a ? json_pack("{s:b, s:o}", "ok", 1, "commands", a) : NULL;
+	if (o)
+		(void)ss_send(me->fd, o, NULL, 0);
+	else
+		conn_error(me, "ENOMEM", "out of memory");
+	json_decref(o);
+}
+
+/* A signal for a running command's process group, from any client of the
+ * session (a detached command has no connection of its own). */
+static void kill_command(ss_server *s, ss_conn *me, uint32_t id, int sig)
+{
+	ss_conn *c = conn_by_id(s, id);
+	json_t *o;
+	int r;
+
+	if (!c || c->state != C_EXEC || c->held) {
+		conn_error(me, "ESRCH", "no command %u runs in session %s", id, s->name);
+		return;
+	}
+	r = ctl_signal(s, id, sig);
+	if (r < 0) {
+		conn_error(me, "EPIPE", "cannot signal command %u: %s", id, strerror(-r));
+		return;
+	}
+	emit(s, "exec.kill", json_pack("{s:I, s:i}", "id", (json_int_t)id, "signal", sig));
+	o = json_pack("{s:b, s:I, s:i}", "ok", 1, "id", (json_int_t)id, "signal", sig);
+	if (o)
+		(void)ss_send(me->fd, o, NULL, 0);
 	json_decref(o);
 }
 
@@ -857,11 +939,11 @@ static void handle_request(ss_server *s, ss_conn *c)
 		conn_free(s, c);
 		return;
 	}
-	if (q->op != SS_OP_INFO) {
+	if (q->op != SS_OP_INFO && q->op != SS_OP_COMMANDS) {
 		begin_limits(s);
 		idle_rearm(s); /* a request is activity; being listed is not */
 	}
-	if (s->stopping && q->op != SS_OP_INFO && q->op != SS_OP_STOP) {
+	if (s->stopping && q->op != SS_OP_INFO && q->op != SS_OP_STOP && q->op != SS_OP_COMMANDS) {
 		conn_error(c, "stopping", "session %s is stopping", s->name);
 		conn_free(s, c);
 		ss_request_done(q);
@@ -910,6 +992,14 @@ static void handle_request(ss_server *s, ss_conn *c)
 	}
 	case SS_OP_TIMEOUT:
 		set_timeout(s, c, q->seconds);
+		conn_free(s, c);
+		break;
+	case SS_OP_COMMANDS:
+		list_commands(s, c);
+		conn_free(s, c);
+		break;
+	case SS_OP_KILL:
+		kill_command(s, c, q->id, q->signal);
 		conn_free(s, c);
 		break;
 	case SS_OP_STOP:
