@@ -52,6 +52,19 @@ export declare class Commands {
   closeStdin(pid: number): Promise<void>;
 }
 
+export interface PtySize { cols: number; rows: number }
+export interface PtyCreateOpts extends Partial<PtySize> {
+  onData?: (data: Uint8Array) => void; envs?: Record<string, string>; cwd?: string; user?: "user";
+  timeoutMs?: number; cmd?: string[];
+}
+export declare class Pty {
+  create(opts?: PtyCreateOpts): Promise<CommandHandle>;
+  sendInput(pid: number, data: string | Uint8Array): Promise<void>;
+  sendStdin(pid: number, data: string | Uint8Array): Promise<void>;
+  resize(pid: number, size: PtySize): Promise<void>;
+  kill(pid: number): Promise<boolean>;
+}
+
 type WriteData = string | ArrayBuffer | Uint8Array | Blob | ReadableStream | NodeJS.ReadableStream;
 export declare class Filesystem {
   read(path: string, opts?: { format?: "text" }): Promise<string>;
@@ -73,6 +86,7 @@ export declare class Sandbox {
   readonly sandboxId: string;
   readonly commands: Commands;
   readonly files: Filesystem;
+  readonly pty: Pty;
   readonly auditPath: string | undefined;
   static create(template?: string | object, opts?: SandboxOpts): Promise<Sandbox>;
   static create(opts?: SandboxOpts): Promise<Sandbox>;

@@ -151,12 +151,16 @@ export class CommandHandle {
     this.final = null;
     this.onStdout = opts.onStdout;
     this.onStderr = opts.onStderr;
+    this.onPty = opts.onPty;
     this.done = (async () => {
       try {
         for (let line; (line = await nextLine()) !== null;) {
           if (!line.trim()) continue;
           const o = JSON.parse(line);
-          if (o.stream) {
+          if (o.stream === "pty") {
+            // bytes, as the terminal wrote them
+            if (this.onPty) this.onPty(new Uint8Array(Buffer.from(o.data, "base64")));
+          } else if (o.stream) {
             const text = Buffer.from(o.data, "base64").toString("utf8");
             (o.stream === "stdout" ? this.out : this.err).push(text);
             const cb = o.stream === "stdout" ? this.onStdout : this.onStderr;
@@ -224,6 +228,39 @@ export class Commands {
   async sendStdin(pid, data) { await this.api.call("POST", this.path(pid, "stdin"), Buffer.from(data)); }
 
   async closeStdin(pid) { await this.api.call("POST", q(this.path(pid, "stdin"), { eof: 1 }), Buffer.alloc(0)); }
+}
+
+// The shell of a pty: bash when the sandbox has it, as E2B's, else sh.
+const PTY_SHELL = ["/bin/sh", "-c", "command -v bash >/dev/null && exec bash -i; exec sh -i"];
+
+/** Interactive terminals: a shell on a pty inside the sandbox (`sandcap exec -t`'s tty exec). */
+export class Pty {
+  constructor(api, sid) {
+    this.api = api;
+    this.commands = new Commands(api, sid);
+    this.sid = sid;
+  }
+
+  /** opts: cols, rows (default 80x24), onData(bytes), envs, cwd, timeoutMs (0: none), cmd. */
+  async create(opts = {}) {
+    const body = { argv: opts.cmd ?? PTY_SHELL, background: true,
+      timeout: (opts.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS) / 1000,
+      pty: { cols: opts.cols ?? 80, rows: opts.rows ?? 24 },
+      envs: { TERM: "xterm-256color", ...(opts.envs ?? {}) } };
+    for (const k of ["user", "cwd"]) if (opts[k] !== undefined) body[k] = opts[k];
+    const res = await this.api.open("POST", this.commands.path(), body);
+    return openHandle(this.api, this.sid, res, { onPty: opts.onData });
+  }
+
+  async sendInput(pid, data) { return this.commands.sendStdin(pid, data); }
+
+  async sendStdin(pid, data) { return this.commands.sendStdin(pid, data); }
+
+  async resize(pid, size) {
+    await this.api.call("POST", this.commands.path(pid, "resize"), { cols: size.cols, rows: size.rows });
+  }
+
+  async kill(pid) { return this.commands.kill(pid); }
 }
 
 export class Filesystem {
@@ -306,6 +343,7 @@ export class Sandbox {
     this.record = record;
     this.commands = new Commands(api, sandboxId);
     this.files = new Filesystem(api, sandboxId);
+    this.pty = new Pty(api, sandboxId);
   }
 
   get auditPath() { return this.record.audit; }

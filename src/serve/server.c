@@ -997,18 +997,36 @@ static void free_strv(char **v)
 	free(v);
 }
 
+/* {"cols": C, "rows": R}, each 1-65535 (a struct winsize). */
+static int pty_size(json_t *o, uint16_t *ret_rows, uint16_t *ret_cols)
+{
+	json_t *c = json_object_get(o, "cols"), *r = json_object_get(o, "rows");
+
+	if (!json_is_object(o) || json_object_size(o) != 2 || !json_is_integer(c) ||
+	    !json_is_integer(r) || json_integer_value(c) < 1 || json_integer_value(c) > 65535 ||
+	    json_integer_value(r) < 1 || json_integer_value(r) > 65535)
+		return -EINVAL;
+	*ret_rows = (uint16_t)json_integer_value(r);
+	*ret_cols = (uint16_t)json_integer_value(c);
+	return 0;
+}
+
 /*
  * POST /v1/sessions/ID/commands {"argv", "cwd", "envs", "user", "timeout",
- * "background", "stdin", "tag"}: the command's NDJSON, {"pid"} first.
+ * "background", "stdin", "tag", "pty"}: the command's NDJSON, {"pid"} first.
+ * With "pty": {"cols", "rows"} it runs on a pty of the session's (the
+ * tty exec of `sandcap exec -t`): its output is "pty" lines, its input
+ * stays open, .../resize sets its size.
  */
 static int handle_command_start(sv_conn *c, const sv_request *req, const sv_session *s)
 {
 	static const char *const keys[] = {"argv",	 "cwd",	  "envs", "user", "timeout",
-					   "background", "stdin", "tag",  NULL};
+					   "background", "stdin", "tag",  "pty",  NULL};
 	_cleanup_json_ json_t *body = NULL, *info = NULL;
 	_cleanup_free_ char **argv = NULL;
 	char **env = NULL;
-	json_t *a, *v, *t, *cwd, *user;
+	json_t *a, *v, *t, *cwd, *user, *pty;
+	uint16_t rows = 0, cols = 0;
 	const char *k;
 	sv_cmd *cmd = NULL;
 	json_error_t je;
@@ -1060,6 +1078,10 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 	     json_number_value(t) > 10 * 366 * 86400.0))
 		return fail_reply(c, 400, "bad_request", "$.timeout",
 				  "expected seconds, 0 for none");
+	pty = json_object_get(body, "pty");
+	if (pty && !json_is_null(pty) && pty_size(pty, &rows, &cols) < 0)
+		return fail_reply(c, 400, "bad_request", "$.pty",
+				  "expected {\"cols\": N, \"rows\": N}, each from 1 to 65535");
 	env = command_env(s, json_object_get(body, "envs"), &e);
 	if (!env)
 		return reply_error(c, &e);
@@ -1068,6 +1090,8 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 			 json_object_get(body, "envs") ?: json_object());
 	if (json_is_string(json_object_get(body, "tag")))
 		(void)json_object_set(info, "tag", json_object_get(body, "tag"));
+	if (json_is_object(pty))
+		(void)json_object_set_new(info, "pty", json_true());
 	sv_cmd_spec spec = {
 	    .session = s->name,
 	    .uid = c->uid,
@@ -1078,6 +1102,9 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 	    .background = json_is_true(json_object_get(body, "background")),
 	    .keep_stdin = json_is_true(json_object_get(body, "stdin")),
 	    .timeout_ms = t ? (uint64_t)(json_number_value(t) * 1000.0) : 0,
+	    .pty = json_is_object(pty),
+	    .rows = rows,
+	    .cols = cols,
 	};
 	r = sv_cmd_start(c->d->cmds, &spec, &cmd, why, sizeof(why));
 	free_strv(env);
@@ -1108,8 +1135,10 @@ static int parse_pid(sv_conn *c, const char *s, unsigned *ret)
 	return 0;
 }
 
-/* GET/DELETE /v1/sessions/ID/commands/PID, POST .../PID/stdin. */
-static int handle_command(sv_conn *c, const sv_request *req, const sv_session *s, bool stdin_)
+/* GET/DELETE /v1/sessions/ID/commands/PID, POST .../PID/stdin and
+ * .../PID/resize. */
+static int handle_command(sv_conn *c, const sv_request *req, const sv_session *s, bool stdin_,
+			  bool resize)
 {
 	const char *m = req->head.method;
 	unsigned pid;
@@ -1121,7 +1150,25 @@ static int handle_command(sv_conn *c, const sv_request *req, const sv_session *s
 	cmd = sv_cmd_find(c->d->cmds, s->name, c->uid, pid);
 	if (!cmd)
 		return fail_reply(c, 404, "not_found", NULL, "no such command");
-	if (stdin_) {
+	if (resize) {
+		_cleanup_json_ json_t *body = json_loadb(req->body ? req->body : "", req->body_len,
+							 JSON_REJECT_DUPLICATES, NULL);
+		uint16_t rows, cols;
+
+		r = pty_size(body, &rows, &cols);
+		if (r < 0)
+			r = fail_reply(c, 400, "bad_request", "$",
+				       "expected {\"cols\": N, \"rows\": N}, each from 1 to 65535");
+		else if ((r = sv_cmd_resize(c->d->cmds, cmd, rows, cols)) == -ENOTTY)
+			r = fail_reply(c, 409, "no_pty", NULL,
+				       "the command has no pty (start it with \"pty\")");
+		else if (r < 0)
+			r = fail_reply(c, 404, "not_found", NULL, "the command has ended");
+		else
+			r = reply_json(c, 200,
+				       json_pack("{s:I, s:i, s:i}", "pid", (json_int_t)pid, "cols",
+						 (int)cols, "rows", (int)rows));
+	} else if (stdin_) {
 		const char *eof = sv_request_query(req, "eof");
 
 		r = sv_cmd_stdin(c->d->cmds, cmd, req->body, req->body_len,
@@ -1558,15 +1605,15 @@ static int route(sv_conn *c, sv_request *req)
 		return reply_json(c, 200, sv_session_json(&s));
 	}
 	if (req->n_segments >= 5 && req->n_segments <= 6 && is(req, 3, "commands")) {
-		bool in = req->n_segments == 6;
+		bool in = req->n_segments == 6, resize = in && is(req, 5, "resize");
 
-		if (in && !is(req, 5, "stdin"))
+		if (in && !is(req, 5, "stdin") && !resize)
 			return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
 		if (in ? strcmp(m, "POST") : strcmp(m, "GET") && strcmp(m, "DELETE"))
 			return method_not_allowed(c, in ? "POST" : "GET, DELETE");
 		if (session_or_404(c, req->segments[2], &s) < 0)
 			return 0;
-		return handle_command(c, req, &s, in);
+		return handle_command(c, req, &s, in && !resize, resize);
 	}
 	if (req->n_segments != 4)
 		return fail_reply(c, 404, "not_found", NULL, "no such endpoint");

@@ -177,16 +177,23 @@ def _entry(o: dict) -> EntryInfo:
                      modified_time=datetime.fromtimestamp(o["mtime"], timezone.utc))
 
 
+@dataclass
+class PtySize:
+    rows: int
+    cols: int
+
+
 class CommandHandle:
-    """A command running in the sandbox (background=True, or connect())."""
+    """A command running in the sandbox (background=True, connect(), a pty)."""
 
     def __init__(self, api: _Api, sid: str, conn, resp, pid: int,
                  on_stdout: Optional[Callable[[str], None]] = None,
-                 on_stderr: Optional[Callable[[str], None]] = None):
+                 on_stderr: Optional[Callable[[str], None]] = None,
+                 on_pty: Optional[Callable[[bytes], None]] = None):
         self._api, self._sid, self._conn, self._resp = api, sid, conn, resp
         self.pid = pid
         self._out, self._err = [], []
-        self._on_stdout, self._on_stderr = on_stdout, on_stderr
+        self._on_stdout, self._on_stderr, self._on_pty = on_stdout, on_stderr, on_pty
         self._final: Optional[dict] = None
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
@@ -197,7 +204,10 @@ class CommandHandle:
                 if not line.strip():
                     continue
                 o = json.loads(line)
-                if "stream" in o:
+                if o.get("stream") == "pty":  # bytes, as the terminal wrote them
+                    if self._on_pty:
+                        self._on_pty(base64.b64decode(o["data"]))
+                elif "stream" in o:
                     text = base64.b64decode(o["data"]).decode("utf-8", "replace")
                     (self._out if o["stream"] == "stdout" else self._err).append(text)
                     cb = self._on_stdout if o["stream"] == "stdout" else self._on_stderr
@@ -229,11 +239,13 @@ class CommandHandle:
         except (OSError, AttributeError):
             pass
 
-    def wait(self, on_stdout=None, on_stderr=None) -> CommandResult:
+    def wait(self, on_stdout=None, on_stderr=None, on_pty=None) -> CommandResult:
         if on_stdout:
             self._on_stdout = on_stdout
         if on_stderr:
             self._on_stderr = on_stderr
+        if on_pty:
+            self._on_pty = on_pty
         self._thread.join()
         return _result(self._final, self.stdout, self.stderr)
 
@@ -321,6 +333,50 @@ class Commands:
 
     def close_stdin(self, pid: int, request_timeout: Optional[float] = None) -> None:
         self._api.call("POST", _q(self._path(pid, "stdin"), eof=1), b"")
+
+
+# The shell of a pty: bash when the sandbox has it, as E2B's, else sh.
+_PTY_SHELL = ["/bin/sh", "-c", "command -v bash >/dev/null && exec bash -i; exec sh -i"]
+
+
+class Pty:
+    """Interactive terminals: a shell on a pty inside the sandbox (the tty
+    exec of `sandcap exec -t`), its output streamed as bytes."""
+
+    def __init__(self, api: _Api, sid: str):
+        self._api, self._sid = api, sid
+        self._cmds = Commands(api, sid)
+
+    def create(self, size: Optional[PtySize] = None,
+               on_data: Optional[Callable[[bytes], None]] = None,
+               envs: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
+               user: Optional[str] = None, timeout: Optional[float] = DEFAULT_COMMAND_TIMEOUT,
+               request_timeout: Optional[float] = None, cols: Optional[int] = None,
+               rows: Optional[int] = None, cmd: Optional[List[str]] = None) -> CommandHandle:
+        """A shell on a pty of size (or cols, rows; default 80x24); on_data
+        gets what it writes. timeout (seconds, 0: none) kills it."""
+        if size is None:
+            size = PtySize(rows=rows or 24, cols=cols or 80)
+        body = {"argv": cmd or _PTY_SHELL, "background": True, "timeout": timeout or 0,
+                "pty": {"cols": size.cols, "rows": size.rows},
+                "envs": dict({"TERM": "xterm-256color"}, **(envs or {}))}
+        for k, v in (("user", user), ("cwd", cwd)):
+            if v is not None:
+                body[k] = v
+        conn, resp = self._api.open("POST", self._cmds._path(), body, timeout=request_timeout)
+        first = json.loads(resp.readline())
+        return CommandHandle(self._api, self._sid, conn, resp, first["pid"], on_pty=on_data)
+
+    def send_stdin(self, pid: int, data: Union[str, bytes],
+                   request_timeout: Optional[float] = None) -> None:
+        self._cmds.send_stdin(pid, data)
+
+    def resize(self, pid: int, size: PtySize, request_timeout: Optional[float] = None) -> None:
+        self._api.call("POST", self._cmds._path(pid, "resize"),
+                       {"cols": size.cols, "rows": size.rows})
+
+    def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
+        return self._cmds.kill(pid)
 
 
 class Files:
@@ -437,6 +493,7 @@ class Sandbox:
         self._record = _record or {}
         self.commands = Commands(_api, sandbox_id)
         self.files = Files(_api, sandbox_id)
+        self.pty = Pty(_api, sandbox_id)
 
     @property
     def audit_path(self) -> Optional[str]:
@@ -506,6 +563,6 @@ class Sandbox:
         self.kill()
 
 
-__all__ = ["Sandbox", "CommandResult", "CommandHandle", "CommandExitException", "EntryInfo",
+__all__ = ["Sandbox", "CommandResult", "CommandHandle", "Pty", "PtySize", "CommandExitException", "EntryInfo",
            "FileType", "WriteInfo", "ProcessInfo", "SandboxInfo", "SandboxException",
            "NotFoundException", "TimeoutException", "InvalidArgumentException"]

@@ -63,6 +63,30 @@ await h3.disconnect();
 const h4 = await sb.commands.connect(h3.pid);
 check("connect(pid) re-attaches to its output", (await h4.wait()).stdout === "one\ntwo\n", h4.stdout);
 
+let term = Buffer.alloc(0);
+const until = async (text, ms = 10000) => {
+  for (const t = Date.now(); Date.now() - t < ms; await new Promise((r) => setTimeout(r, 20)))
+    if (term.includes(text)) return true;
+  return false;
+};
+const onData = (b) => { term = Buffer.concat([term, Buffer.from(b)]); };
+const pt = await sb.pty.create({ cols: 80, rows: 24, onData, envs: { PTY_ENV: "pty-env" }, cwd: grant });
+check("pty.create: a handle with a pid", Number.isInteger(pt.pid) && pt.pid > 0, pt.pid);
+await sb.pty.sendInput(pt.pid, new TextEncoder().encode("stty size; tty; echo $TERM $PTY_ENV; pwd\n"));
+check("pty: its size, a tty inside, its envs and cwd", (await until("24 80")) && (await until("/dev/pts/"))
+  && (await until("xterm-256color pty-env")) && (await until(grant)), term.toString());
+await sb.pty.resize(pt.pid, { cols: 100, rows: 30 });
+await sb.pty.sendStdin(pt.pid, "stty size\n");
+check("pty.resize: the new size inside", await until("30 100"), term.toString());
+await sb.pty.sendInput(pt.pid, "exit 3\n");
+e = await rejects(pt.wait(), CommandExitError);
+check("pty: the shell's exit status", e && e.exitCode === 3, e);
+const pt2 = await sb.pty.create({ cols: 80, rows: 24, onData });
+check("pty.kill", await sb.pty.kill(pt2.pid));
+e = await rejects(pt2.wait(), CommandExitError);
+check("the killed pty ends with 137", e && e.exitCode === 137, e);
+check("resize of a command without a pty is refused", !!(await rejects(sb.pty.resize(h2.pid, { cols: 1, rows: 1 }), SandboxError)));
+
 const d = `${grant}/node`;
 check("makeDir", (await sb.files.makeDir(`${d}/sub`)) === true);
 check("makeDir of one there: false", (await sb.files.makeDir(`${d}/sub`)) === false);

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 
-from sandcap.sdk import (CommandExitException, FileType, Sandbox, SandboxException,
+from sandcap.sdk import (CommandExitException, FileType, PtySize, Sandbox, SandboxException,
                          TimeoutException)
 
 grant, marker, big = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -83,6 +83,40 @@ h3 = sb.commands.run("echo one; sleep 1; echo two", background=True)
 h3.disconnect()
 h4 = sb.commands.connect(h3.pid)
 check("connect(pid) re-attaches to its output", h4.wait().stdout == "one\ntwo\n", h4.stdout)
+
+term = bytearray()
+term_lock = threading.Condition()
+
+
+def on_data(b):
+    with term_lock:
+        term.extend(b)
+        term_lock.notify_all()
+
+
+def until(text, secs=10):
+    with term_lock:
+        return term_lock.wait_for(lambda: text.encode() in term, secs)
+
+
+pt = sb.pty.create(PtySize(rows=24, cols=80), on_data=on_data, envs={"PTY_ENV": "pty-env"},
+                   cwd=grant)
+check("pty.create: a handle with a pid", isinstance(pt.pid, int) and pt.pid > 0, pt.pid)
+sb.pty.send_stdin(pt.pid, "stty size; tty; echo $TERM $PTY_ENV; pwd\n")
+check("pty: its size, a tty inside, its envs and cwd", until("24 80") and until("/dev/pts/")
+      and until("xterm-256color pty-env") and until(grant), bytes(term))
+sb.pty.resize(pt.pid, PtySize(rows=30, cols=100))
+sb.pty.send_stdin(pt.pid, "stty size\n")
+check("pty.resize: the new size inside", until("30 100"), bytes(term))
+sb.pty.send_stdin(pt.pid, "exit 3\n")
+e = raises(pt.wait, CommandExitException)
+check("pty: the shell's exit status", e is not None and e.exit_code == 3, e)
+pt2 = sb.pty.create(cols=80, rows=24, on_data=on_data)
+check("pty.kill", sb.pty.kill(pt2.pid))
+e = raises(pt2.wait, CommandExitException)
+check("the killed pty ends with 137", e is not None and e.exit_code == 137, e)
+e = raises(lambda: sb.pty.resize(h2.pid, PtySize(rows=1, cols=1)), SandboxException)
+check("resize of a command without a pty is refused", e is not None, e)
 
 d = grant + "/python"
 check("make_dir", sb.files.make_dir(d + "/sub") is True)
