@@ -30,6 +30,7 @@ export interface EntryInfo {
 export interface WriteInfo { name: string; type: "file"; path: string }
 export interface SandboxInfo {
   sandboxId: string; templateId: string; name: string; metadata: Record<string, string>; startedAt: Date; endAt?: Date;
+  state: "running" | "paused";
 }
 
 export declare class CommandHandle {
@@ -95,6 +96,8 @@ export declare class Sandbox {
   static kill(sandboxId: string, opts?: ConnectionOpts): Promise<boolean>;
   static setTimeout(sandboxId: string, timeoutMs: number, opts?: ConnectionOpts): Promise<void>;
   static getInfo(sandboxId: string, opts?: ConnectionOpts): Promise<SandboxInfo>;
+  static resume(sandboxId: string, opts?: ConnectionOpts & { timeoutMs?: number }): Promise<Sandbox>;
+  pause(): Promise<boolean>;
   kill(): Promise<boolean>;
   setTimeout(timeoutMs: number): Promise<void>;
   getInfo(): Promise<SandboxInfo>;

@@ -106,7 +106,7 @@ function entryInfo(o) {
 
 function sandboxInfo(o) {
   return { sandboxId: o.id, templateId: o.policy, name: o.policy, metadata: o.metadata ?? {},
-    startedAt: new Date(o.created_ms), endAt: o.end_ms ? new Date(o.end_ms) : undefined };
+    startedAt: new Date(o.created_ms), endAt: o.end_ms ? new Date(o.end_ms) : undefined, state: o.state ?? "running" };
 }
 
 function commandResult(final, stdout, stderr) {
@@ -360,9 +360,28 @@ export class Sandbox {
     return new Sandbox(o.id, api, o);
   }
 
+  /** Finds it again; a paused one is resumed, as E2B's. */
   static async connect(sandboxId, opts = {}) {
     const api = new Api(opts);
-    return new Sandbox(sandboxId, api, await api.call("GET", `/v1/sessions/${sandboxId}`));
+    let o = await api.call("GET", `/v1/sessions/${sandboxId}`);
+    if (o.state === "paused") o = await api.call("POST", `/v1/sessions/${sandboxId}/resume`);
+    return new Sandbox(sandboxId, api, o);
+  }
+
+  /** Thaws a paused sandbox (its clocks run on from where they stood); opts.timeoutMs as setTimeout. */
+  static async resume(sandboxId, opts = {}) {
+    const api = new Api(opts);
+    const sb = new Sandbox(sandboxId, api, await api.call("POST", `/v1/sessions/${sandboxId}/resume`));
+    if (opts.timeoutMs !== undefined) await sb.setTimeout(opts.timeoutMs);
+    return sb;
+  }
+
+  /** Freezes every process of it (the cgroup freezer); its wall clock stops meanwhile.
+   * true when it was running, false when it was paused already. */
+  async pause() {
+    const before = await this.api.call("GET", `/v1/sessions/${this.sandboxId}`);
+    await this.api.call("POST", `/v1/sessions/${this.sandboxId}/pause`);
+    return before.state !== "paused";
   }
 
   /** The caller's sandboxes; opts.query.metadata keeps those that match. */

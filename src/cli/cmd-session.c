@@ -30,6 +30,7 @@ static void session_usage(FILE *out)
 	      "       sandcap session ls NAME PATH [--json]\n"
 	      "       sandcap session commands NAME [--json]\n"
 	      "       sandcap session kill NAME ID [--signal SIG]\n"
+	      "       sandcap session pause|resume NAME\n"
 	      "\n"
 	      "A session is a sandbox that stays up: `start` returns once it is ready and its\n"
 	      "supervisor keeps running in the background; `sandcap exec NAME CMD...` runs\n"
@@ -41,7 +42,9 @@ static void session_usage(FILE *out)
 	      "grant, the kernel refuses. PATH is relative to the policy's fs.workdir.\n"
 	      "`commands` lists the commands running (detached ones, `exec --detach`,\n"
 	      "included) with their ids; `kill` signals one's process group (default\n"
-	      "SIGKILL; a number or a name such as TERM).\n",
+	      "SIGKILL; a number or a name such as TERM). `pause` freezes every process\n"
+	      "of the sandbox and stops its clocks (limits.wall moves by the time paused);\n"
+	      "`resume` thaws it.\n",
 	      out);
 }
 
@@ -437,14 +440,43 @@ static int session_kill(int argc, char **argv)
 	return r < 0 ? not_reached("session kill", argv[optind], r) : 0;
 }
 
+static int session_pause_resume(int argc, char **argv, bool pause)
+{
+	const char *what = pause ? "session pause" : "session resume";
+	const char *name;
+	int r = positional(argc, argv, 1, &name, NULL, NULL, what);
+
+	if (r)
+		return r > 0 ? 0 : SC_EXIT_SETUP;
+	r = sc_session_pause(name, pause);
+	if (r == -EOPNOTSUPP || r == -EACCES || r == -EPERM || r == -EBUSY) {
+		cli_error("%s: session %s: cannot %s it: %s", what, name, pause ? "freeze" : "thaw",
+			  strerror(-r));
+		return 1;
+	}
+	return r < 0 ? not_reached(what, name, r) : 0;
+}
+
+static int session_pause(int argc, char **argv)
+{
+	return session_pause_resume(argc, argv, true);
+}
+
+static int session_resume(int argc, char **argv)
+{
+	return session_pause_resume(argc, argv, false);
+}
+
 int cmd_session(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
 		int (*fn)(int, char **);
-	} subs[] = {{"start", session_start},	    {"stop", session_stop}, {"list", session_list},
-		    {"put", session_put},	    {"get", session_get},   {"ls", session_ls},
-		    {"commands", session_commands}, {"kill", session_kill}};
+	} subs[] = {{"start", session_start},	    {"stop", session_stop},
+		    {"list", session_list},	    {"put", session_put},
+		    {"get", session_get},	    {"ls", session_ls},
+		    {"commands", session_commands}, {"kill", session_kill},
+		    {"pause", session_pause},	    {"resume", session_resume}};
 
 	/* A client that dies mid-transfer gets EPIPE, not a signal. */
 	(void)signal(SIGPIPE, SIG_IGN);
@@ -455,8 +487,8 @@ int cmd_session(int argc, char **argv)
 	for (size_t i = 0; i < ELEMENTSOF(subs); i++)
 		if (strcmp(argv[1], subs[i].name) == 0)
 			return subs[i].fn(argc - 1, argv + 1);
-	cli_error(
-	    "session: unknown subcommand '%s' (start, stop, list, put, get, ls, commands, kill)",
-	    argv[1]);
+	cli_error("session: unknown subcommand '%s' (start, stop, list, put, get, ls, commands, "
+		  "kill, pause, resume)",
+		  argv[1]);
 	return SC_EXIT_SETUP;
 }

@@ -1200,6 +1200,28 @@ static int handle_command(sv_conn *c, const sv_request *req, const sv_session *s
 	return r;
 }
 
+/* POST /v1/sessions/ID/pause, .../resume: the session's freezer (op
+ * "pause"/"resume"), its clocks stopped while paused. */
+static int handle_pause(sv_conn *c, const sv_session *s, bool pause)
+{
+	_cleanup_json_ json_t *req = json_pack("{s:s}", "op", pause ? "pause" : "resume");
+	_cleanup_json_ json_t *reply = NULL;
+	sv_session now;
+	int r = req ? sc_session_request(s->name, req, NULL, &reply, NULL, 0, NULL) : -ENOMEM;
+
+	if (r == -EREMOTEIO)
+		return fail_reply(
+		    c, 409, "unavailable", NULL,
+		    json_string_value(json_object_get(json_object_get(reply, "error"), "message"))
+			?: "refused");
+	if (r < 0)
+		return fail_reply(c, 500, "session_failed", NULL, strerror(-r));
+	sv_table_set_paused(&c->d->table, s->name, pause, now_ms());
+	if (sv_table_get(&c->d->table, s->name, c->uid, &now) < 0)
+		return fail_reply(c, 404, "not_found", NULL, "no such session");
+	return reply_json(c, 200, sv_session_json(&now));
+}
+
 /* POST /v1/sessions/ID/timeout {"timeout": S}. */
 static int handle_timeout(sv_conn *c, const sv_request *req, sv_session *s)
 {
@@ -1240,6 +1262,9 @@ static int fs_fail(sv_error *e, int err, const char *path)
 	case -ENAMETOOLONG:
 	case -EXDEV:
 		return sv_fail(e, 400, "bad_path", NULL, "%s: %s", path, strerror(-err));
+	case -EAGAIN:
+		return sv_fail(e, 409, "paused", NULL,
+			       "%s: the sandbox is paused (resume it first)", path);
 	default:
 		return sv_fail(e, 500, "session_failed", NULL, "%s: %s", path, strerror(-err));
 	}
@@ -1254,6 +1279,8 @@ static int answer_errno(json_t *reply)
 	for (int n = 1; code && n < 134; n++)
 		if (strerrorname_np(n) && !strcmp(code, strerrorname_np(n)))
 			return -n;
+	if (code && !strcmp(code, "paused"))
+		return -EAGAIN;
 	return code && !strcmp(code, "stopping") ? -ESHUTDOWN : -EIO;
 }
 
@@ -1627,6 +1654,13 @@ static int route(sv_conn *c, sv_request *req)
 		return reply_json(
 		    c, 200,
 		    json_pack("{s:o}", "commands", sv_cmds_list(c->d->cmds, s.name, c->uid)));
+	}
+	if (is(req, 3, "pause") || is(req, 3, "resume")) {
+		if (strcmp(m, "POST"))
+			return method_not_allowed(c, "POST");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		return handle_pause(c, &s, is(req, 3, "pause"));
 	}
 	if (is(req, 3, "timeout")) {
 		if (strcmp(m, "POST"))

@@ -465,6 +465,11 @@ int sc_session_kill(const char *name, uint32_t id, int sig)
 	    NULL);
 }
 
+int sc_session_pause(const char *name, bool pause)
+{
+	return one_request(name, json_pack("{s:s}", "op", pause ? "pause" : "resume"), NULL);
+}
+
 int sc_session_stop(const char *name, json_t **ret_summary)
 {
 	json_t *req = json_pack("{s:s}", "op", "stop"), *reply = NULL, *m = NULL;

@@ -30,6 +30,8 @@ static const char *const op_names[_SS_OP_MAX] = {
     [SS_OP_TIMEOUT] = "timeout",
     [SS_OP_COMMANDS] = "commands",
     [SS_OP_KILL] = "kill",
+    [SS_OP_PAUSE] = "pause",
+    [SS_OP_RESUME] = "resume",
 };
 
 /* How deep one ls may go: each level is a directory pid 1's worker holds open. */
@@ -266,6 +268,8 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	case SS_OP_STOP:
 	case SS_OP_BEGIN:
 	case SS_OP_COMMANDS:
+	case SS_OP_PAUSE:
+	case SS_OP_RESUME:
 		rc = check_keys(o, only_op, err, len);
 		break;
 	case SS_OP_WORKSPACE:
@@ -279,8 +283,8 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	case _SS_OP_INVALID:
 		rc = bad(err, len,
 			 "\"op\": expected one of put, get, ls, stat, mkdir, remove, rename, "
-			 "info, stop, timeout, commands, kill, workspace, workspace-applied, "
-			 "begin");
+			 "info, stop, timeout, commands, kill, pause, resume, workspace, "
+			 "workspace-applied, begin");
 		break;
 	}
 	if (rc < 0)

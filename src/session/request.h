@@ -33,6 +33,8 @@ typedef enum ss_op {
 	SS_OP_TIMEOUT,	 /* limits.wall ends in "seconds" from now */
 	SS_OP_COMMANDS,	 /* the commands running */
 	SS_OP_KILL,	 /* a signal for the process group of command "id" */
+	SS_OP_PAUSE,	 /* every process frozen, the clocks stopped */
+	SS_OP_RESUME,	 /* thawed, the clocks run on */
 	_SS_OP_MAX,
 	_SS_OP_INVALID = -EINVAL,
 } ss_op;

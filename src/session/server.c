@@ -48,15 +48,16 @@ typedef struct ss_conn {
 	int fd; /* -1 once the client has gone */
 	conn_state state;
 	ss_op op;
-	uint32_t id;   /* the request's number on pid 1's channel */
-	int timer;     /* limits.exec_wall, or -1 */
-	uint64_t t0;   /* CLOCK_MONOTONIC ns */
-	pid_t pid;     /* in the sandbox, from CTL_STARTED */
-	bool wall_hit; /* limits.exec_wall killed it */
-	uint64_t oom0; /* the cgroup's OOM kills when it started (UINT64_MAX: unknown) */
-	bool done;     /* CTL_DONE came (file operations) */
-	bool fixed;    /* its requests are ctl messages: an exec (session/exec-wire.h) */
-	bool detached; /* SX_DETACH: no client; it runs until it ends or is killed */
+	uint32_t id;	     /* the request's number on pid 1's channel */
+	int timer;	     /* limits.exec_wall, or -1 */
+	uint64_t timer_left; /* what was left of it when the session was paused (0: none) */
+	uint64_t t0;	     /* CLOCK_MONOTONIC ns */
+	pid_t pid;	     /* in the sandbox, from CTL_STARTED */
+	bool wall_hit;	     /* limits.exec_wall killed it */
+	uint64_t oom0;	     /* the cgroup's OOM kills when it started (UINT64_MAX: unknown) */
+	bool done;	     /* CTL_DONE came (file operations) */
+	bool fixed;	     /* its requests are ctl messages: an exec (session/exec-wire.h) */
+	bool detached;	     /* SX_DETACH: no client; it runs until it ends or is killed */
 	bool tty;
 	json_t *argv;	    /* an exec's, as recorded: for the list of commands */
 	json_t *cwd;	    /* the same */
@@ -85,7 +86,12 @@ struct ss_server {
 	uint64_t limits_ns; /* when its limits began (0: at the start) */
 	uint32_t next_id;
 	uint64_t commands; /* execs started */
-	size_t active;	   /* execs and file operations running */
+	/* Paused (cgroup frozen): since paused_ns; wall_left what was left of
+	 * limits.wall then (UINT64_MAX: not armed); paused_total the time
+	 * paused before, which counts against no limit. */
+	bool paused;
+	uint64_t paused_ns, wall_left, paused_total;
+	size_t active; /* execs and file operations running */
 	size_t n_conns;
 	time_t started;
 	uint64_t t0;
@@ -159,6 +165,8 @@ static int code_errno(const char *code)
 		return ESHUTDOWN;
 	if (strcmp(code, "busy") == 0)
 		return EBUSY;
+	if (strcmp(code, "paused") == 0)
+		return EAGAIN;
 	for (int e = 1; e < 4096; e++)
 		if (strerrorname_np(e) && strcmp(code, strerrorname_np(e)) == 0)
 			return e;
@@ -196,7 +204,7 @@ static void idle_rearm(ss_server *s)
 {
 	if (s->idle_fd < 0 || s->o->plan->idle_ns == PLAN_UNLIMITED || !s->begun)
 		return;
-	arm(s->idle_fd, s->active == 0 && !s->stopping ? s->o->plan->idle_ns : 0);
+	arm(s->idle_fd, s->active == 0 && !s->stopping && !s->paused ? s->o->plan->idle_ns : 0);
 }
 
 /*
@@ -222,6 +230,9 @@ static void begin_limits(ss_server *s)
  * what is left in the pid namespace, and sc_run() writes the end. */
 static void end_session(ss_server *s)
 {
+	/* pid 1 must run to see its channel close. */
+	if (s->paused && s->h.cg && cg_freeze(s->h.cg, false) >= 0)
+		s->paused = false;
 	s->stopping = true;
 	idle_rearm(s);
 	if (s->h.ctl >= 0) {
@@ -727,7 +738,8 @@ static int start_file(ss_server *s, ss_conn *c, const ss_request *q)
 static void set_timeout(ss_server *s, ss_conn *c, uint64_t seconds)
 {
 	uint64_t ns = seconds * 1000000000ULL, wall = s->o->plan->wall_ns;
-	uint64_t ran = now_ns() - (s->limits_ns ? s->limits_ns : s->started_ns);
+	uint64_t ran = now_ns() - (s->limits_ns ? s->limits_ns : s->started_ns) - s->paused_total -
+		       (s->paused ? now_ns() - s->paused_ns : 0);
 	json_t *o;
 
 	if (!s->h.set_wall) {
@@ -743,7 +755,10 @@ static void set_timeout(ss_server *s, ss_conn *c, uint64_t seconds)
 			   (unsigned long long)seconds);
 		return;
 	}
-	s->h.set_wall(s->h.userdata, ns);
+	if (s->paused)
+		s->wall_left = ns; /* from the resume */
+	else
+		s->h.set_wall(s->h.userdata, ns);
 	emit(s, "session.timeout", json_pack("{s:I}", "seconds", (json_int_t)seconds));
 	o = json_pack("{s:b, s:I}", "ok", 1, "seconds", (json_int_t)seconds);
 	if (o)
@@ -798,6 +813,77 @@ static void kill_command(ss_server *s, ss_conn *me, uint32_t id, int sig)
 	json_decref(o);
 }
 
+static uint64_t timer_left(int tfd)
+{
+	struct itimerspec its = {0};
+
+	if (tfd < 0 || timerfd_gettime(tfd, &its) < 0)
+		return 0;
+	return (uint64_t)its.it_value.tv_sec * 1000000000ULL + (uint64_t)its.it_value.tv_nsec;
+}
+
+/*
+ * Pause: every process of the sandbox frozen (the cgroup freezer), and its
+ * clocks stopped with it: limits.wall (its deadline moves by the time
+ * paused), each command's limits.exec_wall and limits.idle. Resume thaws
+ * and lets them run on from where they stood.
+ */
+static void pause_session(ss_server *s, ss_conn *c, bool pause)
+{
+	uint64_t now = now_ns();
+	json_t *o;
+	int r;
+
+	if (pause == s->paused)
+		goto answer;
+	if (!s->h.cg || !s->h.hold_wall) {
+		conn_error(c, "EOPNOTSUPP", "session %s has no cgroup to freeze", s->name);
+		return;
+	}
+	r = cg_freeze(s->h.cg, pause);
+	if (r < 0) {
+		conn_error(c, strerrorname_np(-r) ? strerrorname_np(-r) : "EIO",
+			   "cannot %s session %s: %s", pause ? "freeze" : "thaw", s->name,
+			   strerror(-r));
+		return;
+	}
+	if (pause) {
+		s->paused = true;
+		s->paused_ns = now;
+		s->wall_left = s->h.hold_wall(s->h.userdata);
+		for (ss_conn *x = s->conns; x; x = x->next)
+			if (x->state == C_EXEC && x->timer >= 0) {
+				x->timer_left = timer_left(x->timer);
+				arm(x->timer, 0);
+			}
+		idle_rearm(s);
+		emit(s, "session.pause",
+		     json_pack("{s:o}", "wall_left_ms",
+			       s->wall_left == UINT64_MAX
+				   ? json_null()
+				   : json_integer((json_int_t)(s->wall_left / 1000000ULL))));
+	} else {
+		s->paused = false;
+		s->paused_total += now - s->paused_ns;
+		if (s->wall_left != UINT64_MAX)
+			s->h.set_wall(s->h.userdata, s->wall_left);
+		for (ss_conn *x = s->conns; x; x = x->next)
+			if (x->state == C_EXEC && x->timer >= 0 && x->timer_left) {
+				arm(x->timer, x->timer_left);
+				x->timer_left = 0;
+			}
+		idle_rearm(s);
+		emit(s, "session.resume",
+		     json_pack("{s:I}", "paused_ms",
+			       (json_int_t)((now - s->paused_ns) / 1000000ULL)));
+	}
+answer:
+	o = json_pack("{s:b, s:b}", "ok", 1, "paused", s->paused);
+	if (o)
+		(void)ss_send(c->fd, o, NULL, 0);
+	json_decref(o);
+}
+
 static json_t *info_json(ss_server *s)
 {
 	cg_stats st;
@@ -817,7 +903,9 @@ static json_t *info_json(ss_server *s)
 		      (json_int_t)(time(NULL) - s->started), "memory_peak",
 		      mem == UINT64_MAX ? json_null() : json_integer((json_int_t)mem), "commands",
 		      (json_int_t)s->commands, "running", (json_int_t)s->active, "state",
-		      s->stopping ? "stopping" : "running");
+		      s->stopping ? "stopping"
+		      : s->paused ? "paused"
+				  : "running");
 	if (o)
 		(void)json_object_set_new(o, "workspaces",
 					  ws_run_ids_json(s->h.ws, s->h.sandbox_id));
@@ -943,6 +1031,14 @@ static void handle_request(ss_server *s, ss_conn *c)
 		begin_limits(s);
 		idle_rearm(s); /* a request is activity; being listed is not */
 	}
+	if (s->paused && (q->op == SS_OP_EXEC || q->op == SS_OP_PUT || q->op == SS_OP_GET ||
+			  q->op == SS_OP_LS || q->op == SS_OP_STAT || q->op == SS_OP_MKDIR ||
+			  q->op == SS_OP_REMOVE || q->op == SS_OP_RENAME)) {
+		conn_error(c, "paused", "session %s is paused (resume it first)", s->name);
+		conn_free(s, c);
+		ss_request_done(q);
+		return;
+	}
 	if (s->stopping && q->op != SS_OP_INFO && q->op != SS_OP_STOP && q->op != SS_OP_COMMANDS) {
 		conn_error(c, "stopping", "session %s is stopping", s->name);
 		conn_free(s, c);
@@ -996,6 +1092,11 @@ static void handle_request(ss_server *s, ss_conn *c)
 		break;
 	case SS_OP_COMMANDS:
 		list_commands(s, c);
+		conn_free(s, c);
+		break;
+	case SS_OP_PAUSE:
+	case SS_OP_RESUME:
+		pause_session(s, c, q->op == SS_OP_PAUSE);
 		conn_free(s, c);
 		break;
 	case SS_OP_KILL:

@@ -104,6 +104,12 @@ int sc_session_commands(const char *name, json_t **ret_array);
 /* Sends sig to the process group of command id of session name (recorded,
  * exec.kill). -ESRCH when no such command runs. */
 int sc_session_kill(const char *name, uint32_t id, int sig);
+/* Freezes every process of session name (the cgroup freezer) and stops
+ * its clocks (limits.wall, exec_wall, idle), or thaws it and lets them run
+ * on (session.pause, session.resume recorded). 0 also when it was so
+ * already; -EOPNOTSUPP without a freezer. While paused, execs and file
+ * operations are refused ("paused"). */
+int sc_session_pause(const char *name, bool pause);
 /* Stops a session; *ret_summary (may be NULL) gets its end: the log
  * sealed, its final hash, what it used. */
 int sc_session_stop(const char *name, json_t **ret_summary);

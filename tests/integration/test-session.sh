@@ -26,7 +26,7 @@ policy idle '{"version": 1, "limits": {"idle": "700ms"}}'
 policy wall '{"version": 1, "limits": {"wall": "1200ms"}}'
 
 stop_all() {
-	for n in a b c idle wall term det; do "$S" session stop "$n" >/dev/null 2>&1; done
+	for n in a b c idle wall term det pz; do "$S" session stop "$n" >/dev/null 2>&1; done
 	cleanup_dir
 }
 trap stop_all EXIT
@@ -392,6 +392,43 @@ print(ev("exec.start", a)[0].get("detached"), ev("exec.kill", a)[0]["signal"], e
       ev("exec.exit", b)[0]["session_ended"])' "$log" "$id" "$id2" 2>&1)
 expect_eq "the log: exec.start detached, exec.kill 15, exec.exit 143; stop ends a detached command" \
 	"$out" "True 15 143 True"
+
+# --- pause and resume: the cgroup frozen, the wall clock stopped meanwhile ---
+policy pz "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$T/work3\", \"at\": \"/work\", \"mode\": \"rw\"}]}, \"limits\": {\"wall\": \"2s\"}}"
+"$S" session start --name pz --policy "$T/pz.json" >/dev/null 2>&1
+"$S" exec --detach pz -- sh -c 'while :; do date +%s%N > /work/tick; sleep 0.05; done' >/dev/null
+sleep 0.4
+"$S" session pause pz
+expect_eq "session pause: exit 0" "$?" 0
+a=$(cat "$T/work3/tick"); sleep 0.5
+expect_eq "paused: nothing runs" "$(cat "$T/work3/tick")" "$a"
+expect_match "session list: paused" "$("$S" session list)" $'\n''pz +paused '
+out=$("$S" exec pz -- true 2>&1); rc=$?
+expect_eq "exec while paused: 125 ..." "$rc" 125
+expect_match "... saying it is paused" "$out" "session pz is paused"
+"$S" session pause pz
+expect_eq "a second pause: exit 0" "$?" 0
+sleep 2.2 # past limits.wall from the start, had the clock run on
+"$S" session resume pz
+expect_eq "session resume: exit 0" "$?" 0
+sleep 0.3
+check "the session outlived its limits.wall by the time paused, and runs again" \
+	test "$(cat "$T/work3/tick")" != "$a"
+for _ in $(seq 40); do "$S" session list | grep -q '^pz ' || break; sleep 0.1; done
+check "then limits.wall ends it" sh -c '! "$0" session list | grep -q "^pz "' "$S"
+log=$(ls -t "$SANDCAP_STATE_DIR"/audit/*.jsonl | head -1)
+out=$(python3 -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+ev = lambda e: [r["data"] for r in recs if r["event"] == e]
+p, r = ev("session.pause"), ev("session.resume")
+print(len(p), len(r), 1000 < p[0]["wall_left_ms"] <= 2000, r[0]["paused_ms"] >= 2000,
+      [h["limit"] for h in ev("limit.hit")])' "$log" 2>&1)
+expect_eq "the log: session.pause (wall left), session.resume (paused_ms), then limit.hit wall" \
+	"$out" "1 1 True True ['wall']"
+check "no freezer cgroup is left behind" sh -c '! ls /sys/fs/cgroup/freezer/ 2>/dev/null | grep -q "^sandcap-"'
+out=$("$S" session pause nosuch 2>&1); rc=$?
+expect_eq "pause of no session: 125" "$rc" 125
 
 # --- a runtime directory others may enter is refused, by its own name ---
 mkdir -m 0755 "$T/rt755"

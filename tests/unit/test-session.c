@@ -69,6 +69,9 @@ static void requests(void)
 	good("{\"op\":\"stop\"}", SS_OP_STOP);
 	good("{\"op\":\"begin\"}", SS_OP_BEGIN);
 	good("{\"op\":\"commands\"}", SS_OP_COMMANDS);
+	good("{\"op\":\"pause\"}", SS_OP_PAUSE);
+	good("{\"op\":\"resume\"}", SS_OP_RESUME);
+	bad("{\"op\":\"pause\",\"seconds\":1}", "unknown member \"seconds\"");
 	ok(parse("{\"op\":\"kill\",\"id\":3}", err, sizeof(err)) && q.op == SS_OP_KILL &&
 	       q.id == 3 && q.signal == SIGKILL,
 	   "kill: SIGKILL by default");

@@ -109,6 +109,7 @@ class SandboxInfo:
     metadata: Dict[str, str]
     started_at: datetime
     end_at: Optional[datetime]
+    state: str = "running"  # or "paused"
 
 
 def _error(status: int, body: bytes) -> SandboxException:
@@ -481,7 +482,8 @@ def _info(o: dict) -> SandboxInfo:
     return SandboxInfo(sandbox_id=o["id"], template_id=o["policy"], name=o["policy"],
                        metadata=o.get("metadata") or {},
                        started_at=datetime.fromtimestamp(o["created_ms"] / 1000, timezone.utc),
-                       end_at=datetime.fromtimestamp(end / 1000, timezone.utc) if end else None)
+                       end_at=datetime.fromtimestamp(end / 1000, timezone.utc) if end else None,
+                       state=o.get("state", "running"))
 
 
 class Sandbox:
@@ -517,8 +519,31 @@ class Sandbox:
     @classmethod
     def connect(cls, sandbox_id: str, socket_path: Optional[str] = None,
                 request_timeout: Optional[float] = None, **_ignored) -> "Sandbox":
+        """Finds it again; a paused one is resumed, as E2B's."""
         api = _Api(socket_path, request_timeout)
-        return cls(sandbox_id, api, api.call("GET", "/v1/sessions/" + sandbox_id))
+        o = api.call("GET", "/v1/sessions/" + sandbox_id)
+        if o.get("state") == "paused":
+            o = api.call("POST", "/v1/sessions/%s/resume" % sandbox_id)
+        return cls(sandbox_id, api, o)
+
+    @classmethod
+    def resume(cls, sandbox_id: str, timeout: Optional[int] = None,
+               socket_path: Optional[str] = None, request_timeout: Optional[float] = None,
+               **_ignored) -> "Sandbox":
+        """Thaws a paused sandbox (its clocks run on from where they stood);
+        timeout: seconds it lives from now, as set_timeout."""
+        api = _Api(socket_path, request_timeout)
+        o = api.call("POST", "/v1/sessions/%s/resume" % sandbox_id)
+        sb = cls(sandbox_id, api, o)
+        if timeout is not None:
+            sb.set_timeout(timeout)
+        return sb
+
+    def pause(self, request_timeout: Optional[float] = None) -> str:
+        """Freezes every process of it (the cgroup freezer); its wall clock
+        stops meanwhile. Commands and file operations wait for resume()."""
+        self._api.call("POST", "/v1/sessions/%s/pause" % self.sandbox_id)
+        return self.sandbox_id
 
     @staticmethod
     def list(socket_path: Optional[str] = None, query: Optional[dict] = None,

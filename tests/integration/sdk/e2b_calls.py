@@ -157,6 +157,36 @@ end = Sandbox.get_info(sb.sandbox_id).end_at.timestamp()
 check("set_timeout moves its end", abs(end - (time.time() + 60)) < 5, end - time.time())
 e = raises(lambda: sb.set_timeout(100000), SandboxException)
 check("a timeout past the policy's limits.wall is refused", e is not None, e)
+tick = grant + "/python-tick"
+ticker = sb.commands.run("while :; do date +%%s%%N > %s; sleep 0.05; done" % tick, background=True,
+                         timeout=0)
+
+
+def ticks_move(secs=0.5):
+    a = open(tick).read() if os.path.exists(tick) else ""
+    time.sleep(secs)
+    return a != open(tick).read()
+
+
+check("a command runs (its ticks move)", ticks_move())
+end0 = Sandbox.get_info(sb.sandbox_id).end_at.timestamp()
+check("pause", sb.pause() == sb.sandbox_id)
+check("paused: nothing runs (its ticks stand still)", not ticks_move())
+check("get_info: state paused", sb.get_info().state == "paused")
+e = raises(lambda: sb.commands.run("true"), SandboxException)
+check("a command while paused is refused", e is not None, e)
+e = raises(lambda: sb.files.read(grant + "/python/kept.txt"), SandboxException)
+check("a file operation while paused is refused (paused)", e is not None and e.code == "paused", e)
+time.sleep(1)
+sb2 = Sandbox.resume(sb.sandbox_id)
+check("Sandbox.resume: running again, its ticks move",
+      sb2.get_info().state == "running" and ticks_move())
+moved = Sandbox.get_info(sb.sandbox_id).end_at.timestamp() - end0
+check("its end moved by the time paused (1.5 s and more)", 1.4 < moved < 10, moved)
+sb.pause()
+check("connect resumes a paused sandbox", Sandbox.connect(sb.sandbox_id).get_info().state
+      == "running" and ticks_move())
+sb.commands.kill(ticker.pid)
 audit = sb.audit_path
 print("RESULT " + json.dumps({"id": sb.sandbox_id, "audit": audit, "killed_pid": h.pid}), flush=True)
 check("kill", sb.kill() is True)
