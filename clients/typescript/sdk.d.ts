@@ -67,7 +67,15 @@ export declare class Pty {
 }
 
 type WriteData = string | ArrayBuffer | Uint8Array | Blob | ReadableStream | NodeJS.ReadableStream;
+export declare const FilesystemEventType: {
+  readonly CHMOD: "chmod"; readonly CREATE: "create"; readonly REMOVE: "remove"; readonly RENAME: "rename"; readonly WRITE: "write";
+};
+export interface FilesystemEvent { name: string; type: "chmod" | "create" | "remove" | "rename" | "write" }
+export declare class WatchHandle { stop(): Promise<void> }
+
 export declare class Filesystem {
+  watchDir(path: string, onEvent: (e: FilesystemEvent) => void,
+    opts?: { recursive?: boolean; timeoutMs?: number; onExit?: (err?: Error) => void }): Promise<WatchHandle>;
   read(path: string, opts?: { format?: "text" }): Promise<string>;
   read(path: string, opts: { format: "bytes" }): Promise<Uint8Array>;
   read(path: string, opts: { format: "blob" }): Promise<Blob>;

@@ -263,6 +263,36 @@ export class Pty {
   async kill(pid) { return this.commands.kill(pid); }
 }
 
+export const FilesystemEventType = Object.freeze({ CHMOD: "chmod", CREATE: "create", REMOVE: "remove",
+  RENAME: "rename", WRITE: "write" });
+const EVENT_TYPES = new Set(Object.values(FilesystemEventType));
+
+/** A directory watched (files.watchDir): stop() ends it. */
+export class WatchHandle {
+  constructor(res, onEvent, opts) {
+    this.res = res;
+    let buf = "", stopped = false;
+    this.stopFlag = () => { stopped = true; };
+    const timer = opts.timeoutMs ? setTimeout(() => this.stop(), opts.timeoutMs) : null;
+    if (timer) timer.unref();
+    res.on("data", (chunk) => {
+      buf += chunk.toString("utf8");
+      for (let i; (i = buf.indexOf("\n")) >= 0;) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (!line.trim()) continue;
+        const o = JSON.parse(line);
+        if (EVENT_TYPES.has(o.type)) onEvent({ name: o.name, type: o.type }); // "overflow": some were lost
+      }
+    });
+    const end = (err) => { if (timer) clearTimeout(timer); if (opts.onExit) opts.onExit(stopped ? undefined : err); };
+    res.on("end", () => end());
+    res.on("error", (e) => end(e));
+  }
+
+  async stop() { this.stopFlag(); this.res.destroy(); }
+}
+
 export class Filesystem {
   constructor(api, sid) {
     this.api = api;
@@ -327,6 +357,13 @@ export class Filesystem {
   async makeDir(path) { return (await this.api.call("POST", q(`${this.base}/mkdir`, { path }))).created; }
 
   async remove(path) { await this.api.call("DELETE", q(`${this.base}/files`, { path })); }
+
+  /** Changes in directory path (and below with opts.recursive), by inotify inside the sandbox,
+   * from when it resolves; opts.timeoutMs (default 60 s, 0: none), opts.onExit(err). */
+  async watchDir(path, onEvent, opts = {}) {
+    const res = await this.api.open("GET", q(`${this.base}/watch`, { path, recursive: opts.recursive ? 1 : undefined }));
+    return new WatchHandle(res, onEvent, { timeoutMs: opts.timeoutMs ?? 60_000, onExit: opts.onExit });
+  }
 
   async rename(oldPath, newPath) {
     await this.api.call("POST", q(`${this.base}/rename`, { path: oldPath, to: newPath }));

@@ -29,6 +29,7 @@
 #include "base/signals.h"
 #include "policy/plan.h"
 #include "serve/backend.h"
+#include "audit/audit.h"
 #include "serve/commands.h"
 #include "serve/request.h"
 #include "serve/table.h"
@@ -1392,6 +1393,97 @@ static json_t *entry_json(const char *rec, size_t len, const char *dir)
 
 /* GET .../stat?path=P, GET .../ls?path=P&depth=N, POST .../mkdir?path=P,
  * DELETE .../files?path=P, POST .../rename?path=P&to=Q. */
+/*
+ * GET /v1/sessions/ID/watch?path=P&recursive=1: the changes in directory P
+ * of the sandbox, by inotify inside (the session's op "watch"), as NDJSON
+ * {"type": "create"|"write"|"remove"|"rename"|"chmod"|"overflow", "name"}
+ * (name relative to P), from the moment the answer's head is sent until the
+ * client goes away (the watch is then killed).
+ */
+static int handle_watch(sv_conn *c, const sv_request *req, const sv_session *s)
+{
+	_cleanup_json_ json_t *q = NULL;
+	_cleanup_close_ int conn = -1, fd = -1;
+	_cleanup_free_ char *buf = malloc(SV_READ_CHUNK + 1);
+	const char *path, *rec = sv_request_query(req, "recursive");
+	size_t have = 0;
+	bool ready = false;
+	sv_error e;
+	int r = 0;
+
+	if (query_path(c, req, true, &path) < 0)
+		return 0;
+	q = json_pack("{s:s, s:s, s:b}", "op", "watch", "path", path, "recursive",
+		      rec && !strcmp(rec, "1"));
+	if (!q || !buf)
+		return fail_reply(c, 500, "internal", NULL, "out of memory");
+	if (fs_start(s->name, q, &conn, &fd, &e) < 0)
+		return reply_error(c, &e);
+	while (r >= 0) {
+		struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+				      {.fd = c->fd, .events = POLLRDHUP}};
+		char *nl;
+		ssize_t n;
+
+		if (poll(p, 2, ready ? 1000 : 10000) == 0 && !ready)
+			return fail_reply(c, 500, "session_failed", NULL,
+					  "the watch did not start");
+		if (p[1].revents) {
+			r = -EPIPE;
+			break;
+		}
+		if (!p[0].revents)
+			continue;
+		n = read(fd, buf + have, SV_READ_CHUNK - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* Its end: an error of the start, or the session ended. */
+			if (!ready) {
+				int er = fs_end(conn, path, NULL, &e);
+
+				return er < 0 ? reply_error(c, &e)
+					      : fail_reply(c, 500, "session_failed", NULL,
+							   "the watch ended at its start");
+			}
+			break;
+		}
+		have += (size_t)n;
+		while ((nl = memchr(buf, '\n', have))) {
+			size_t len = (size_t)(nl - buf) + 1;
+			char *tab = memchr(buf, '\t', len - 1);
+
+			if (!ready) {
+				ready = true;
+				r = send_all(c->fd, ndjson_head, sizeof(ndjson_head) - 1);
+			} else if (tab) {
+				_cleanup_json_ json_t *o = json_pack(
+				    "{s:s%, s:o}", "type", buf, (size_t)(tab - buf), "name",
+				    au_str(tab + 1, (size_t)(nl - tab - 1), AU_STR_MAX_BYTES));
+				_cleanup_free_ char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+				if (line) {
+					size_t l = strlen(line);
+
+					line[l] = '\n'; /* over the NUL */
+					r = send_chunk(c->fd, line, l + 1);
+				}
+			}
+			memmove(buf, buf + len, have - len);
+			have -= len;
+			if (r < 0)
+				break;
+		}
+		if (have == SV_READ_CHUNK)
+			have = 0; /* no line is that long: not ours */
+	}
+	if (r >= 0)
+		r = send_all(c->fd, "0\r\n\r\n", 5);
+	if (r < 0)
+		c->keep_alive = false;
+	return 0;
+}
+
 static int handle_fs(sv_conn *c, const sv_request *req, const sv_session *s, const char *op)
 {
 	_cleanup_json_ json_t *q = NULL;
@@ -1654,6 +1746,13 @@ static int route(sv_conn *c, sv_request *req)
 		return reply_json(
 		    c, 200,
 		    json_pack("{s:o}", "commands", sv_cmds_list(c->d->cmds, s.name, c->uid)));
+	}
+	if (is(req, 3, "watch")) {
+		if (strcmp(m, "GET"))
+			return method_not_allowed(c, "GET");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		return handle_watch(c, req, &s);
 	}
 	if (is(req, 3, "pause") || is(req, 3, "resume")) {
 		if (strcmp(m, "POST"))

@@ -32,6 +32,7 @@ static const char *const op_names[_SS_OP_MAX] = {
     [SS_OP_KILL] = "kill",
     [SS_OP_PAUSE] = "pause",
     [SS_OP_RESUME] = "resume",
+    [SS_OP_WATCH] = "watch",
 };
 
 /* How deep one ls may go: each level is a directory pid 1's worker holds open. */
@@ -109,11 +110,13 @@ static int parse_path_op(json_t *o, ss_request *r, char *err, size_t len)
 	static const char *const ls_keys[] = {"op", "path", "depth", NULL};
 	static const char *const mkdir_keys[] = {"op", "path", "parents", NULL};
 	static const char *const rename_keys[] = {"op", "path", "to", NULL};
+	static const char *const watch_keys[] = {"op", "path", "recursive", NULL};
 	json_t *mode = json_object_get(o, "mode");
 	int rc = check_keys(o,
 			    r->op == SS_OP_LS	    ? ls_keys
 			    : r->op == SS_OP_MKDIR  ? mkdir_keys
 			    : r->op == SS_OP_RENAME ? rename_keys
+			    : r->op == SS_OP_WATCH  ? watch_keys
 						    : keys,
 			    err, len);
 
@@ -142,6 +145,14 @@ static int parse_path_op(json_t *o, ss_request *r, char *err, size_t len)
 		if (pa && !json_is_boolean(pa))
 			return bad(err, len, "\"parents\": expected true or false");
 		r->mode = json_is_true(pa);
+		return 0;
+	}
+	if (r->op == SS_OP_WATCH) {
+		json_t *re = json_object_get(o, "recursive");
+
+		if (re && !json_is_boolean(re))
+			return bad(err, len, "\"recursive\": expected true or false");
+		r->mode = json_is_true(re);
 		return 0;
 	}
 	if (r->op == SS_OP_RENAME) {
@@ -235,6 +246,7 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	case SS_OP_MKDIR:
 	case SS_OP_REMOVE:
 	case SS_OP_RENAME:
+	case SS_OP_WATCH:
 		rc = parse_path_op(o, r, err, len);
 		break;
 	case SS_OP_TIMEOUT: {
@@ -281,10 +293,11 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	case SS_OP_GO:
 	case _SS_OP_MAX:
 	case _SS_OP_INVALID:
-		rc = bad(err, len,
-			 "\"op\": expected one of put, get, ls, stat, mkdir, remove, rename, "
-			 "info, stop, timeout, commands, kill, pause, resume, workspace, "
-			 "workspace-applied, begin");
+		rc =
+		    bad(err, len,
+			"\"op\": expected one of put, get, ls, stat, mkdir, remove, rename, watch, "
+			"info, stop, timeout, commands, kill, pause, resume, workspace, "
+			"workspace-applied, begin");
 		break;
 	}
 	if (rc < 0)

@@ -35,6 +35,7 @@ typedef enum ss_op {
 	SS_OP_KILL,	 /* a signal for the process group of command "id" */
 	SS_OP_PAUSE,	 /* every process frozen, the clocks stopped */
 	SS_OP_RESUME,	 /* thawed, the clocks run on */
+	SS_OP_WATCH,	 /* changes in directory path as lines; mode 1: recursive */
 	_SS_OP_MAX,
 	_SS_OP_INVALID = -EINVAL,
 } ss_op;

@@ -286,6 +286,7 @@ static const char *op_event(ss_op op)
 	    [SS_OP_PUT] = "file.put",	    [SS_OP_GET] = "file.get",
 	    [SS_OP_STAT] = "file.stat",	    [SS_OP_MKDIR] = "file.mkdir",
 	    [SS_OP_REMOVE] = "file.remove", [SS_OP_RENAME] = "file.rename",
+	    [SS_OP_WATCH] = "file.watch",
 	};
 
 	return op >= 0 && op < _SS_OP_MAX && ev[op] ? ev[op] : "file.list";
@@ -295,7 +296,8 @@ static void finish_file(ss_server *s, ss_conn *c, int err)
 {
 	json_t *rec;
 
-	if (!err && !c->done)
+	/* A watch runs until its watcher goes (then it is killed): its end. */
+	if (!err && !c->done && !(c->op == SS_OP_WATCH && c->fd < 0))
 		err = EIO; /* the worker died before it could say */
 	if (!err)
 		err = c->done_err;
@@ -471,6 +473,7 @@ static void handle_ctl(ss_server *s, int flags)
 		case CTL_MKDIR:
 		case CTL_REMOVE:
 		case CTL_RENAME:
+		case CTL_WATCH:
 		case _CTL_TYPE_MAX:
 			break;
 		}
@@ -689,6 +692,7 @@ static ctl_type file_ctl(ss_op op)
 	static const ctl_type t[_SS_OP_MAX] = {
 	    [SS_OP_PUT] = CTL_PUT,     [SS_OP_GET] = CTL_GET,	    [SS_OP_STAT] = CTL_STAT,
 	    [SS_OP_MKDIR] = CTL_MKDIR, [SS_OP_REMOVE] = CTL_REMOVE, [SS_OP_RENAME] = CTL_RENAME,
+	    [SS_OP_WATCH] = CTL_WATCH,
 	};
 
 	return op >= 0 && op < _SS_OP_MAX && t[op] ? t[op] : CTL_LIST;
@@ -1033,7 +1037,7 @@ static void handle_request(ss_server *s, ss_conn *c)
 	}
 	if (s->paused && (q->op == SS_OP_EXEC || q->op == SS_OP_PUT || q->op == SS_OP_GET ||
 			  q->op == SS_OP_LS || q->op == SS_OP_STAT || q->op == SS_OP_MKDIR ||
-			  q->op == SS_OP_REMOVE || q->op == SS_OP_RENAME)) {
+			  q->op == SS_OP_REMOVE || q->op == SS_OP_RENAME || q->op == SS_OP_WATCH)) {
 		conn_error(c, "paused", "session %s is paused (resume it first)", s->name);
 		conn_free(s, c);
 		ss_request_done(q);
@@ -1058,6 +1062,7 @@ static void handle_request(ss_server *s, ss_conn *c)
 	case SS_OP_MKDIR:
 	case SS_OP_REMOVE:
 	case SS_OP_RENAME:
+	case SS_OP_WATCH:
 		r = q->op == SS_OP_EXEC ? start_exec(s, c, q) : start_file(s, c, q);
 		if (r < 0) {
 			conn_error(c, strerrorname_np(-r) ? strerrorname_np(-r) : "error",

@@ -63,13 +63,13 @@ starts = [r for r in ev("exec.start") if any(sys.argv[2] in a for a in r["data"]
 exits = [r for r in ev("exec.exit") if starts and r["data"]["id"] == starts[0]["data"]["id"]]
 print(len(starts), exits[0]["data"]["signal"] if exits else None,
       *(len(ev(e)) > 0 for e in ("file.mkdir", "file.put", "file.get", "file.stat", "file.list",
-                                  "file.rename", "file.remove", "session.timeout", "session.pause", "session.resume")),
+                                  "file.rename", "file.remove", "session.timeout", "session.pause", "session.resume", "file.watch")),
       [r["data"]["result"] for r in ev("file.put") if r["data"]["path"] == "/etc/sdk-denied"],
       sum(r["data"]["tty"] for r in ev("exec.start")))
 PY
 )
-	expect_eq "$name: the log records the background command (exec.start, its exit by SIGKILL), each file operation, the timeout, pause and resume, the refused write, the two ptys (tty)" \
-		"$counts" "1 9 True True True True True True True True True True ['EROFS'] 2"
+	expect_eq "$name: the log records the background command (exec.start, its exit by SIGKILL), each file operation, the timeout, pause and resume, the watches, the refused write, the two ptys (tty)" \
+		"$counts" "1 9 True True True True True True True True True True True ['EROFS'] 2"
 	check "$name: the sealed log verifies" sh -c "\"\$0\" audit verify \"\$1\" >/dev/null" "$SANDCAP" "$log"
 done
 

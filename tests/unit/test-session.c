@@ -70,6 +70,13 @@ static void requests(void)
 	good("{\"op\":\"begin\"}", SS_OP_BEGIN);
 	good("{\"op\":\"commands\"}", SS_OP_COMMANDS);
 	good("{\"op\":\"pause\"}", SS_OP_PAUSE);
+	ok(parse("{\"op\":\"watch\",\"path\":\"/work\",\"recursive\":true}", err, sizeof(err)) &&
+	       q.op == SS_OP_WATCH && q.mode == 1 && strcmp(q.path, "/work") == 0,
+	   "watch: recursive");
+	ss_request_done(&q);
+	good("{\"op\":\"watch\",\"path\":\"/work\"}", SS_OP_WATCH);
+	bad("{\"op\":\"watch\",\"path\":\"/w\",\"recursive\":1}", "\"recursive\": expected true");
+	bad("{\"op\":\"watch\",\"path\":\"/w\",\"depth\":1}", "unknown member \"depth\"");
 	good("{\"op\":\"resume\"}", SS_OP_RESUME);
 	bad("{\"op\":\"pause\",\"seconds\":1}", "unknown member \"seconds\"");
 	ok(parse("{\"op\":\"kill\",\"id\":3}", err, sizeof(err)) && q.op == SS_OP_KILL &&

@@ -84,6 +84,70 @@ class EntryInfo:
     modified_time: datetime
 
 
+class FilesystemEventType(str, Enum):
+    CHMOD = "chmod"
+    CREATE = "create"
+    REMOVE = "remove"
+    RENAME = "rename"
+    WRITE = "write"
+
+
+@dataclass
+class FilesystemEvent:
+    name: str  # relative to the directory watched
+    type: FilesystemEventType
+
+
+class WatchHandle:
+    """A directory watched (files.watch_dir): events to on_event as they
+    come, or collected for get_new_events(); stop() ends it."""
+
+    def __init__(self, conn, resp, on_event=None, on_exit=None, timeout: float = 0):
+        self._conn, self._resp = conn, resp
+        self._on_event, self._on_exit = on_event, on_exit
+        self._events: List[FilesystemEvent] = []
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        if timeout:
+            t = threading.Timer(timeout, self.stop)
+            t.daemon = True
+            t.start()
+
+    def _read(self):
+        err = None
+        try:
+            for line in self._resp:
+                o = json.loads(line) if line.strip() else {}
+                if o.get("type") not in FilesystemEventType._value2member_map_:
+                    continue  # "overflow": the kernel's queue lost some
+                ev = FilesystemEvent(name=o["name"], type=FilesystemEventType(o["type"]))
+                if self._on_event:
+                    self._on_event(ev)
+                else:
+                    with self._lock:
+                        self._events.append(ev)
+        except (OSError, ValueError, http.client.HTTPException) as e:
+            err = None if self._stopped else e
+        finally:
+            self._conn.close()
+            if self._on_exit:
+                self._on_exit(err)
+
+    def get_new_events(self) -> List[FilesystemEvent]:
+        with self._lock:
+            out, self._events = self._events, []
+        return out
+
+    def stop(self) -> None:
+        self._stopped = True
+        try:
+            self._conn.sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, AttributeError):
+            pass
+
+
 @dataclass
 class WriteInfo:
     name: str
@@ -459,6 +523,19 @@ class Files:
                request_timeout: Optional[float] = None) -> None:
         self._api.call("DELETE", _q(self._base + "/files", path=path))
 
+    def watch_dir(self, path: str, on_event: Optional[Callable[[FilesystemEvent], None]] = None,
+                  on_exit: Optional[Callable[[Optional[Exception]], None]] = None,
+                  recursive: bool = False, user: Optional[str] = None,
+                  request_timeout: Optional[float] = None, timeout: float = 60) -> WatchHandle:
+        """Changes in directory path (and below with recursive), by inotify
+        inside the sandbox, from when this returns; timeout seconds (0: none)."""
+        conn, resp = self._api.open("GET", _q(self._base + "/watch", path=path,
+                                              recursive=1 if recursive else None),
+                                    timeout=request_timeout)
+        if conn.sock is not None:
+            conn.sock.settimeout(None)  # events come when they come
+        return WatchHandle(conn, resp, on_event, on_exit, timeout)
+
     def rename(self, old_path: str, new_path: str, user: Optional[str] = None,
                request_timeout: Optional[float] = None) -> EntryInfo:
         self._api.call("POST", _q(self._base + "/rename", path=old_path, to=new_path))
@@ -588,6 +665,7 @@ class Sandbox:
         self.kill()
 
 
-__all__ = ["Sandbox", "CommandResult", "CommandHandle", "Pty", "PtySize", "CommandExitException", "EntryInfo",
+__all__ = ["Sandbox", "CommandResult", "CommandHandle", "Pty", "PtySize", "FilesystemEvent",
+           "FilesystemEventType", "WatchHandle", "CommandExitException", "EntryInfo",
            "FileType", "WriteInfo", "ProcessInfo", "SandboxInfo", "SandboxException",
            "NotFoundException", "TimeoutException", "InvalidArgumentException"]

@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { createReadStream, readFileSync, statSync } from "node:fs";
 
 const [sdkPath, grant, marker, big] = process.argv.slice(2);
-const { Sandbox, CommandExitError, TimeoutError, SandboxError } = await import(sdkPath);
+const { Sandbox, CommandExitError, TimeoutError, SandboxError, NotFoundError } = await import(sdkPath);
 let failed = 0;
 const check = (name, cond, why = "") => {
   console.log((cond ? "ok " : "not ok ") + name + (cond ? "" : `: ${JSON.stringify(why)}`));
@@ -119,6 +119,24 @@ for await (const c of await sb.files.read(`${d}/big.bin`, { format: "stream" }))
 check("a 100 MB file written and read back as streams", (await sb.files.getInfo(`${d}/big.bin`)).size === statSync(big).size
   && hash.digest("hex") === createHash("sha256").update(readFileSync(big)).digest("hex"));
 await sb.files.remove(`${d}/big.bin`);
+
+const events = [];
+const want = [["create", "w1.txt"], ["create", "wd/w2.txt"], ["rename", "w1.txt"], ["create", "w3.txt"],
+  ["remove", "wd/w2.txt"], ["chmod", "w3.txt"]];
+const has = (list, [t, n]) => list.some((e) => e.type === t && e.name === n);
+const wh = await sb.files.watchDir(d, (e) => events.push(e), { recursive: true });
+await sb.files.write(`${d}/w1.txt`, "x");
+await sb.commands.run(`mkdir ${d}/wd; sleep 0.3; echo y > ${d}/wd/w2.txt; mv ${d}/w1.txt ${d}/w3.txt; rm ${d}/wd/w2.txt; chmod 600 ${d}/w3.txt`);
+for (const t = Date.now(); Date.now() - t < 10000 && !want.every((w) => has(events, w));) await new Promise((r) => setTimeout(r, 20));
+check("watchDir recursive: create, rename, remove, chmod, in a new subdirectory too", want.every((w) => has(events, w)), events);
+await wh.stop();
+const flat = [];
+const wh2 = await sb.files.watchDir(d, (e) => flat.push(e));
+await sb.commands.run(`echo z > ${d}/wd/deep.txt; echo t > ${d}/top.txt`);
+await new Promise((r) => setTimeout(r, 500));
+check("watchDir: not below without recursive", flat.some((e) => e.name === "top.txt") && !flat.some((e) => e.name === "wd/deep.txt"), flat);
+await wh2.stop();
+check("watchDir of no directory: NotFoundError", !!(await rejects(sb.files.watchDir(`${d}/nope`, () => {}), NotFoundError)));
 
 await sb.setTimeout(60_000);
 const end = (await Sandbox.getInfo(sb.sandboxId)).endAt.getTime();

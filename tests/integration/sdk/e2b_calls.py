@@ -9,8 +9,8 @@ import sys
 import threading
 import time
 
-from sandcap.sdk import (CommandExitException, FileType, PtySize, Sandbox, SandboxException,
-                         TimeoutException)
+from sandcap.sdk import (CommandExitException, FilesystemEventType, FileType, NotFoundException,
+                         PtySize, Sandbox, SandboxException, TimeoutException)
 
 grant, marker, big = sys.argv[1], sys.argv[2], sys.argv[3]
 failed = 0
@@ -151,6 +151,36 @@ for chunk in sb.files.read(d + "/big.bin", format="stream"):
 check("a 100 MB file written and read back as streams", sb.files.get_info(d + "/big.bin").size
       == os.path.getsize(big) and hsum.hexdigest() == hashlib.sha256(open(big, "rb").read()).hexdigest())
 sb.files.remove(d + "/big.bin")
+
+events, got = [], threading.Condition()
+
+
+def on_event(ev):
+    with got:
+        events.append((ev.type.value, ev.name) if isinstance(ev.type, FilesystemEventType) else ev)
+        got.notify_all()
+
+
+want = [("create", "w1.txt"), ("create", "wd/w2.txt"), ("rename", "w1.txt"), ("create", "w3.txt"),
+        ("remove", "wd/w2.txt"), ("chmod", "w3.txt")]
+wh = sb.files.watch_dir(d, on_event, recursive=True)
+sb.files.write(d + "/w1.txt", "x")
+sb.commands.run("mkdir {0}/wd; sleep 0.3; echo y > {0}/wd/w2.txt; mv {0}/w1.txt {0}/w3.txt; "
+                "rm {0}/wd/w2.txt; chmod 600 {0}/w3.txt".format(d))
+with got:
+    got.wait_for(lambda: all(w in events for w in want), 10)
+check("watch_dir recursive: create, rename, remove, chmod, in a new subdirectory too",
+      all(w in events for w in want), events)
+wh.stop()
+wh2 = sb.files.watch_dir(d)
+sb.commands.run("echo z > {0}/wd/deep.txt; echo t > {0}/top.txt".format(d))
+time.sleep(0.5)
+names = [e.name for e in wh2.get_new_events()]
+check("watch_dir: not below without recursive; get_new_events", "top.txt" in names
+      and "wd/deep.txt" not in names, names)
+wh2.stop()
+check("watch_dir of no directory: NotFoundException",
+      raises(lambda: sb.files.watch_dir(d + "/nope", on_event), NotFoundException) is not None)
 
 sb.set_timeout(60)
 end = Sandbox.get_info(sb.sandbox_id).end_at.timestamp()
