@@ -97,6 +97,8 @@ export declare class Sandbox {
   readonly files: Filesystem;
   readonly pty: Pty;
   readonly auditPath: string | undefined;
+  /** "127.0.0.1:HOSTPORT": where the host reaches a port of net.serve; throws for another. */
+  getHost(port: number): string;
   static create(template?: string | object, opts?: SandboxOpts): Promise<Sandbox>;
   static create(opts?: SandboxOpts): Promise<Sandbox>;
   static connect(sandboxId: string, opts?: ConnectionOpts): Promise<Sandbox>;

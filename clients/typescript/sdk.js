@@ -385,6 +385,13 @@ export class Sandbox {
 
   get auditPath() { return this.record.audit; }
 
+  /** Where the host reaches port of the sandbox, "127.0.0.1:HOSTPORT" (net.serve). */
+  getHost(port) {
+    const addr = this.record.serve?.[String(port)];
+    if (addr === undefined) throw new SandboxError("not_served", `port ${port} is not in the policy's net.serve`);
+    return addr;
+  }
+
   /** template: a policy the daemon offers; opts: timeoutMs, envs, metadata, socketPath, token. */
   static async create(template, opts = {}) {
     if (typeof template === "object" && template !== null && !("version" in template)) [template, opts] = [undefined, template];

@@ -412,6 +412,15 @@ static void std_fds_open(void)
 
 static int run_loaded(char **argv, const cli_run_args *ap, const au_signer *signer);
 
+/* sc_run_opts.on_serve: where the host reaches each served port, before the
+ * command starts (also with --quiet: it is how the port is found). */
+static void print_serve(void *userdata, uint16_t port, uint16_t host_port)
+{
+	(void)userdata;
+	fprintf(stderr, "sandcap: port %u served at 127.0.0.1:%u\n", port, host_port);
+	fflush(stderr);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	const unsigned accepted = CLI_OPT_POLICY | CLI_OPT_TOKEN | CLI_OPT_AUDIT |
@@ -504,6 +513,7 @@ static int run_loaded(char **argv, const cli_run_args *ap, const au_signer *sign
 	o.audit_key = akey_len ? akey : NULL;
 	o.audit_key_len = akey_len;
 	o.policy_digest = digest;
+	o.on_serve = print_serve;
 
 	res = sc_run_result_new();
 	if (!res) {

@@ -56,6 +56,21 @@ static void print_json(json_t *o)
 	free(s);
 }
 
+/* Where the host reaches each port of net.serve, as sandcap run says it. */
+static void print_serve(const char *serve)
+{
+	json_t *o = serve[0] ? json_loads(serve, 0, NULL) : NULL;
+	const char *port;
+	json_t *v;
+
+	json_object_foreach(o, port, v)
+	{
+		fprintf(stderr, "sandcap: port %s served at %s\n", port,
+			json_string_value(v) ?: "?");
+	}
+	json_decref(o);
+}
+
 static int session_start(int argc, char **argv)
 {
 	cli_run_args a;
@@ -118,10 +133,13 @@ static int session_start(int argc, char **argv)
 		     id = strtok_r(NULL, " ", &save))
 			(void)json_array_append_new(ws, json_string(id));
 		(void)json_object_set_new(out, "workspaces", ws);
+		if (info.serve[0])
+			(void)json_object_set_new(out, "serve", json_loads(info.serve, 0, NULL));
 		print_json(out);
 		json_decref(out);
 	} else {
 		printf("%s\n", info.name);
+		print_serve(info.serve);
 	}
 	return 0;
 }

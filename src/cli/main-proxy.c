@@ -8,6 +8,8 @@
  *                                         px_spawn() starts it (proxy/proxy.h)
  *   sandcap-proxy ca LIFETIME_S [NAME]... the sandbox CA: its certificate
  *                                         PEM, then its key PEM, on stdout
+ *   sandcap-proxy relay PID PORT:HOST...  the serve relay of net.serve, as
+ *                                         the supervisor starts it (proxy/relay.h)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include "base/io.h"
 #include "proxy/programs.h"
 #include "proxy/proxy.h"
+#include "proxy/relay.h"
 
 static int ca_main(int argc, char **argv)
 {
@@ -61,6 +64,8 @@ int main(int argc, char **argv)
 	 * take CPU from the sandboxes around it. */
 	if (argc >= 2 && strcmp(argv[1], PX_WORKER_ARG) == 0)
 		_exit(px_worker_main());
+	if (argc >= 2 && strcmp(argv[1], PX_RELAY_ARG) == 0)
+		_exit(px_relay_main(argc - 1, argv + 1));
 	if (argc >= 2 && strcmp(argv[1], PX_CA_ARG) == 0)
 		return ca_main(argc - 2, argv + 2);
 	fprintf(stderr,

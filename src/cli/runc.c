@@ -47,7 +47,7 @@
 #define DEFAULT_ROOT "/run/sandcap-runc"
 #define ANNOT_AUDIT  "org.sandcap.audit"
 
-static const char *g_root = DEFAULT_ROOT, *g_log, *g_log_format = "text";
+static const char *g_root = DEFAULT_ROOT, *g_log, *g_log_format = "text", *g_policy;
 
 static void oci_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -156,6 +156,7 @@ typedef struct csup {
 	int in_fd;  /* our stdin, relayed to the process's, or -1 */
 	int sig_fd; /* an exec's relay: signals it gets, passed on to the process; or -1 */
 	int ns_fds[OCI_NS_MAX]; /* create: the pod's namespaces it joins (oci/pod.h), or -1 */
+	bool new_net; /* create: a network namespace of its own, docker's (oci/config.h) */
 	char cgroup[OCI_CGROUP_PATH_MAX + 1]; /* create: linux.cgroupsPath, or "" */
 } csup;
 
@@ -354,7 +355,8 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 	json_array_foreach(proc->env, i, v) env[i] = (char *)json_string_value(v);
 	/* Before the session starts: its supervisor, the proxy worker and
 	 * the sandbox inherit these (oci/pod.h). */
-	r = plan->shared_ipc_uts ? oci_joins_enter(c->ns_fds, plan->hostname, &what) : 0;
+	r = plan->shared_ipc_uts ? oci_joins_enter(c->ns_fds, plan->hostname, c->new_net, &what)
+				 : 0;
 	if (r >= 0 && proc->has_oom_score_adj) {
 		snprintf(code, sizeof(code), "%d", proc->oom_score_adj);
 		what = "oom_score_adj";
@@ -444,6 +446,25 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 
 static int runc_start(const char *id);
 
+/* A bind's source is a host path that runc's mount(2) follows: a link
+ * there (docker's /usr/bin/docker-init -> tini-static) is resolved here,
+ * by the bundle's author's authority, before the policy's own rule that a
+ * grant names no link. One that is missing is left for that rule to name. */
+static void resolve_sources(json_t *policy)
+{
+	json_t *grants = json_object_get(json_object_get(policy, "fs"), "grants"), *g;
+	char real[PATH_MAX];
+	size_t i;
+
+	json_array_foreach(grants, i, g)
+	{
+		const char *p = json_string_value(json_object_get(g, "path"));
+
+		if (p && realpath(p, real) && strcmp(p, real) != 0)
+			(void)json_object_set_new(g, "path", json_string(real));
+	}
+}
+
 static int load_config(const char *bundle, const char *id, sc_plan **ret_plan, json_t **ret_config,
 		       oci_process *proc, char digest[65])
 {
@@ -471,6 +492,17 @@ static int load_config(const char *bundle, const char *id, sc_plan **ret_plan, j
 	}
 	annot = json_string_value(
 	    json_object_get(json_object_get(config, "annotations"), OCI_ANNOTATION_POLICY));
+	/* --policy is the runtime's (daemon.json's runtimeArgs, one runtime
+	 * per policy); an annotation beside it would be a second source of
+	 * truth, so both are refused rather than one quietly winning. */
+	if (annot && g_policy) {
+		oci_err("%s: $.annotations[\"%s\"]: not taken beside --policy %s", path,
+			OCI_ANNOTATION_POLICY, g_policy);
+		json_decref(config);
+		return -EINVAL;
+	}
+	if (!annot)
+		annot = g_policy;
 	if (annot) {
 		/* Inline JSON, or the path of a policy file. */
 		extra = annot[0] == '{' ? json_loads(annot, JSON_REJECT_DUPLICATES, &jerr)
@@ -495,6 +527,7 @@ static int load_config(const char *bundle, const char *id, sc_plan **ret_plan, j
 		json_decref(config);
 		return r;
 	}
+	resolve_sources(policy);
 	text = json_dumps(policy, JSON_COMPACT | JSON_REAL_PRECISION(10));
 	json_decref(policy);
 	if (!text) {
@@ -611,6 +644,66 @@ static const char *owner(void)
 }
 
 /* create, and run without --detach waiting for the end (detach false). */
+static int do_delete(const char *id, bool force);
+
+/*
+ * Runs docker's libnetwork-setkey hook (oci_network_hook()) as runc runs a
+ * prestart hook: the state on its standard input, within its timeout
+ * (default 30 s). Its pid is the container supervisor's, in the network
+ * namespace that supervisor made: docker configures that one, never the
+ * sandbox's, whose agent has lo only (docs/oci.md, "Docker").
+ */
+static int run_hook(json_t *hook, const char *id, const char *bundle, pid_t pid)
+{
+	json_t *args = json_object_get(hook, "args"), *env = json_object_get(hook, "env"), *v;
+	json_int_t timeout = json_integer_value(json_object_get(hook, "timeout"));
+	size_t na = json_array_size(args), ne = json_array_size(env), i;
+	_cleanup_free_ char *state = NULL;
+	_cleanup_free_ const char **argv = calloc(na + 1, sizeof(char *));
+	_cleanup_free_ const char **envp = calloc(ne + 1, sizeof(char *));
+	int p[2], status = 0;
+	pid_t child;
+
+	json_t *st = json_pack("{s:s, s:s, s:s, s:i, s:s}", "ociVersion", OCI_VERSION, "id", id,
+			       "status", "created", "pid", (int)pid, "bundle", bundle);
+
+	state = st ? json_dumps(st, JSON_COMPACT) : NULL;
+	json_decref(st);
+	if (!state || !argv || !envp)
+		return -ENOMEM;
+	json_array_foreach(args, i, v) argv[i] = json_string_value(v);
+	json_array_foreach(env, i, v) envp[i] = json_string_value(v);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	child = fork();
+	if (child == 0) {
+		if (dup2(p[0], STDIN_FILENO) < 0)
+			_exit(127);
+		execve(json_string_value(json_object_get(hook, "path")), (char **)argv,
+		       (char **)envp);
+		_exit(127);
+	}
+	(void)close(p[0]);
+	if (child < 0) {
+		(void)close(p[1]);
+		return -errno;
+	}
+	(void)io_write_all(p[1], state, strlen(state));
+	(void)close(p[1]);
+	for (long ms = 0; ms < (timeout > 0 ? timeout : 30) * 1000; ms += 10) {
+		pid_t w = waitpid(child, &status, WNOHANG);
+
+		if (w == child)
+			return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		(void)usleep(10000);
+	}
+	(void)kill(child, SIGKILL);
+	(void)waitpid(child, NULL, 0);
+	return -ETIMEDOUT;
+}
+
 static int do_create(const char *id, const char *bundle_arg, const char *pid_file,
 		     const char *console, bool run, bool detach)
 {
@@ -627,6 +720,8 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 		  .sig_fd = -1,
 		  .ns_fds = {[0 ... OCI_NS_MAX - 1] = -1}};
 	oci_joins joins;
+	json_t *hook;
+	pid_t sup;
 
 	if (!realpath(bundle_arg, bundle)) {
 		oci_err("--bundle %s: %s", bundle_arg, strerror(errno));
@@ -655,8 +750,11 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 		snprintf(c.cgroup, sizeof(c.cgroup), "%s", cp ? json_string_value(cp) : "");
 	}
 	oci_config_joins(config, &joins);
-	plan->shared_ipc_uts = geteuid() == 0 || joins.path[OCI_NS_NET] || joins.path[OCI_NS_IPC] ||
-			       joins.path[OCI_NS_UTS];
+	c.new_net = oci_network_hook(config) && !joins.path[OCI_NS_NET];
+	/* new_net: made where the ipc and uts ones are (root only), never
+	 * the host's handed to docker. */
+	plan->shared_ipc_uts = geteuid() == 0 || c.new_net || joins.path[OCI_NS_NET] ||
+			       joins.path[OCI_NS_IPC] || joins.path[OCI_NS_UTS];
 	{
 		char err[1024];
 
@@ -737,20 +835,30 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 	n = read(ready[0], reply, sizeof(reply) - 1);
 	(void)close(ready[0]);
 	reply[n > 0 ? n : 0] = '\0';
+	hook = c.new_net ? json_incref(oci_network_hook(config)) : NULL;
 	json_decref(config);
 	if (strcmp(reply, "ok") != 0) {
 		oci_err("cannot create container %s: %s", id,
 			reply[0] ? reply : "its supervisor ended");
 		remove_dir(dir);
+		json_decref(hook);
 		return SC_EXIT_SETUP;
 	}
-	state = NULL;
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	state = read_json(path);
+	sup = (pid_t)json_integer_value(json_object_get(state, "pid"));
+	json_decref(state);
+	/* As runc does, before create returns: the process has not started. */
+	r = hook ? run_hook(hook, id, bundle, sup) : 0;
+	json_decref(hook);
+	if (r < 0) {
+		oci_err("container %s: the prestart hook (libnetwork-setkey): %s", id,
+			r == -ETIMEDOUT ? "timed out" : "failed");
+		(void)do_delete(id, true);
+		return SC_EXIT_SETUP;
+	}
 	if (pid_file) {
-		snprintf(path, sizeof(path), "%s/state.json", dir);
-		state = read_json(path);
-		r = write_pid_file(pid_file,
-				   (pid_t)json_integer_value(json_object_get(state, "pid")));
-		json_decref(state);
+		r = write_pid_file(pid_file, sup);
 		if (r < 0) {
 			oci_err("--pid-file %s: %s", pid_file, strerror(-r));
 			return SC_EXIT_SETUP;
@@ -1541,7 +1649,8 @@ static int do_features(void)
 
 static void usage(FILE *f)
 {
-	fputs("usage: sandcap-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND\n"
+	fputs("usage: sandcap-runc [--root DIR] [--log FILE] [--log-format text|json]\n"
+	      "                    [--policy FILE] COMMAND\n"
 	      "  spec [--bundle DIR]\n"
 	      "  create [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] [--no-pivot] ID\n"
 	      "  start ID\n"
@@ -1567,6 +1676,7 @@ int main(int argc, char **argv)
 					       {"log-format", required_argument, NULL, 'f'},
 					       {"systemd-cgroup", no_argument, NULL, 's'},
 					       {"debug", no_argument, NULL, 'd'},
+					       {"policy", required_argument, NULL, 'p'},
 					       {"help", no_argument, NULL, 'h'},
 					       {NULL, 0, NULL, 0}};
 	static const struct option cmd[] = {{"bundle", required_argument, NULL, 'b'},
@@ -1614,6 +1724,9 @@ int main(int argc, char **argv)
 				"container's cgroup itself (docs/oci.md)");
 			return 2;
 		case 'd':
+			break;
+		case 'p':
+			g_policy = optarg;
 			break;
 		case 'h':
 			usage(stdout);

@@ -135,6 +135,7 @@ void sv_teardown(supervisor *s)
 {
 	sv_stop_listener(s);
 	sv_proxy_stop(s);
+	sv_serve_stop(s);
 	s->spawn = spawn_server_free(s->spawn); /* before the cgroup: they live in it */
 	/* The overlays and their tmpfs go before the cgroup their pages are
 	 * charged to. */

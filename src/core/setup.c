@@ -117,6 +117,8 @@ int sv_prepare(supervisor *s)
 		return diag_fail(s->diag, r, "env", "more than %zu environment variables",
 				 ELEMENTSOF(s->env) - AGENT_ENV_OWN_MAX - 1);
 	r = sv_proxy_prepare(s);
+	if (r >= 0)
+		r = sv_serve_prepare(s);
 	if (r < 0)
 		return r;
 	s->exe_fd = open_init(&r);
@@ -310,7 +312,7 @@ int sv_hand_off(supervisor *s)
 					 strerror(-r));
 		(void)sync_send(s->sync, &go, -1);
 	}
-	return 0;
+	return sv_serve_start(s);
 }
 
 /* SYNC_USERNS, as root: the child's three ids map to ours (docs/decisions.md). */

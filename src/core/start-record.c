@@ -161,6 +161,8 @@ void sv_emit_start(supervisor *s, int listener_fd)
 		if (gs)
 			(void)json_object_set_new(data, "grant_storage", gs);
 	}
+	if (data && s->serve.map)
+		(void)json_object_set_new(data, "serve", json_deep_copy(s->serve.map));
 	if (data && s->transparent[0])
 		(void)json_object_set_new(data, "transparent", json_string(s->transparent));
 	/* How far setup got: "complete", or the step that refused the run. */

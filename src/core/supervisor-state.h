@@ -9,6 +9,7 @@
  *   setup.c            before the clone, the clone, the setup child's messages
  *   sandbox-cgroup.c   the sandbox's cgroup: made, and the child placed in it
  *   proxy-worker.c     the egress proxy worker: started, heard, replaced, waited for
+ *   serve-relay.c      net.serve: the host's listeners, the relay, its records
  *   start-record.c     sandbox.start: the layers in place
  *   agent-events.c     the seccomp listener and the file watches, into the log
  *   log.c              the audit log: opened, paced, every record, its failure
@@ -56,8 +57,20 @@ enum {
 	EV_FSWATCH,
 	EV_SPAWN,
 	EV_MODE, /* the mode's own fds (sc_host.tag) */
-	EV_SAMPLE
+	EV_SAMPLE,
+	EV_RELAY
 };
+
+/* net.serve (serve-relay.c): the host's listeners until the relay takes
+ * them, the port each got, the relay and its event socket. */
+typedef struct sv_serve {
+	size_t n;
+	int fds[POLICY_MAX_SERVE];
+	uint16_t host_port[POLICY_MAX_SERVE];
+	int fd; /* -1 */
+	pid_t pid;
+	json_t *map; /* {"PORT": "127.0.0.1:HOST_PORT"}, or NULL */
+} sv_serve;
 
 /*
  * audit.max_rate (docs/policy.md, "How fast the log grows"): a bucket of
@@ -98,6 +111,7 @@ typedef struct supervisor {
 	px_seed proxy_seed;	 /* to start another worker on the same listener */
 	json_t *px_open;	 /* net.request.start without its net.request, by id */
 	px_extras *proxy_extras; /* the sandbox CA and placeholders, or NULL */
+	sv_serve serve;
 	uid_t id_base;
 	bool unpriv;		/* no root: one user namespace mapping us to the agent */
 	bool cg_early;		/* cgroup made before clone3, which places the child in it */
@@ -207,6 +221,17 @@ void sv_proxy_ready(supervisor *s);
 void sv_proxy_drain(supervisor *s);
 /* Teardown: the worker ended and waited for, its seed and extras freed. */
 void sv_proxy_stop(supervisor *s);
+
+/* serve-relay.c */
+/* Before the clone: the host's listeners (their ports for sandbox.start). */
+int sv_serve_prepare(supervisor *s);
+/* After the clone: the relay, in the sandbox's netns, takes them. */
+int sv_serve_start(supervisor *s);
+/* EV_RELAY: its records; a relay that died is recorded. */
+void sv_serve_ready(supervisor *s);
+/* The sandbox is gone: its last records. */
+void sv_serve_drain(supervisor *s);
+void sv_serve_stop(supervisor *s);
 
 /* finish.c */
 /* The records that end the log; the run's one return value. */

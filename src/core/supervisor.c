@@ -166,6 +166,9 @@ static void handle_event(supervisor *s, const struct epoll_event *ev)
 	case EV_PROXY:
 		sv_proxy_ready(s);
 		break;
+	case EV_RELAY:
+		sv_serve_ready(s);
+		break;
 	case EV_FSWATCH:
 		if (fw_handle(s->fw, sv_on_event, s) < 0)
 			(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, fw_fd(s->fw), NULL);
@@ -275,6 +278,7 @@ static void start_mode(supervisor *s)
 		     .sandbox_id = s->res->sandbox_id,
 		     .audit_path = s->res->audit_path,
 		     .ws = s->ws,
+		     .serve = s->serve.map,
 		     .emit = host_emit,
 		     .start_wall = host_start_wall,
 		     .set_wall = host_set_wall,
@@ -329,6 +333,7 @@ static void supervise(supervisor *s)
 		sv_handle_sync(s);
 	pty_drain(s->pty);
 	sv_proxy_drain(s);
+	sv_serve_drain(s);
 	sv_agent_events_end(s);
 	unexplained_setup_end(s);
 }
@@ -349,6 +354,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			.notify_fd = -1,
 			.proxy_fd = -1,
 			.proxy_seed = PX_SEED_NONE,
+			.serve = {.fd = -1},
 			.exe_fd = -1,
 			.child_sync = -1,
 			.ctl = -1,

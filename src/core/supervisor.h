@@ -32,6 +32,8 @@ typedef struct sc_host {
 	struct cg_handle *cg; /* may be NULL */
 	const char *sandbox_id, *audit_path;
 	struct ws_run *ws; /* the cow workspaces, may be NULL */
+	/* net.serve: {"PORT": "127.0.0.1:HOST_PORT"}, or NULL; the base's */
+	const json_t *serve;
 	int (*emit)(void *userdata, const char *event, json_t *data); /* takes data */
 	void (*start_wall)(void *userdata); /* arms limits.wall (sc_run_opts.defer_wall) */
 	/* The wall clock ends the sandbox ns from now instead (the mode keeps
@@ -93,6 +95,10 @@ typedef struct sc_run_opts {
 	/* limits.wall starts when the mode says (sc_host.start_wall: a pooled
 	 * session, at its hand-out), not when the sandbox does. */
 	bool defer_wall;
+	/* net.serve: called once per port when the host's listener exists,
+	 * before the sandbox does (the caller says where it is served). */
+	void (*on_serve)(void *userdata, uint16_t port, uint16_t host_port);
+	void *serve_userdata;
 } sc_run_opts;
 
 typedef struct sc_run_result {

@@ -458,15 +458,13 @@ static int setup_tmp(const sc_plan *plan, const char **what)
 	return 0;
 }
 
-/* A rootfs's /run, when the image has one: a small tmpfs, as images expect
- * (the root itself is read-only). */
+/* A rootfs's /run: a small tmpfs, as images expect (the root itself is
+ * read-only); made in the overlay's upper layer where the image lacks it. */
 static int setup_run(const char **what)
 {
-	struct stat st;
-
 	*what = "/run";
-	if (stat(NEWROOT "/run", &st) < 0 || !S_ISDIR(st.st_mode))
-		return 0;
+	if (mkdir(NEWROOT "/run", 0755) < 0 && errno != EEXIST)
+		return -errno;
 	if (mount("tmpfs", NEWROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  "mode=0755,size=4m,nr_inodes=1024") < 0)
 		return -errno;
@@ -511,6 +509,42 @@ static int setup_proc(const char **what)
 			return -errno;
 		}
 	}
+	return 0;
+}
+
+/*
+ * An image's root: an overlay whose lower layer is the image bound
+ * read-only and whose upper layer is a private tmpfs (the size of /tmp),
+ * so that the mount points the image lacks (/tmp, /run, a volume's) are
+ * made there and the image is never written. Staged on a tmpfs at NEWROOT
+ * and moved over it; that tmpfs goes with the host's tree at pivot_root.
+ * The overlay is made read-only once the tree is built (setup_root).
+ */
+static int mount_image_root(const sc_plan *plan)
+{
+	struct sc_open_how how = {.flags = O_PATH | O_CLOEXEC,
+				  .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int fd = sys_openat2(AT_FDCWD, plan->rootfs, &how);
+	char opts[128];
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(opts, sizeof(opts), "mode=0755,size=%llu,nr_inodes=%llu",
+		 (unsigned long long)plan->tmp_size, (unsigned long long)plan->tmp_inodes);
+	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return -errno;
+	if (mkdir(NEWROOT "/lower", 0700) < 0 || mkdir(NEWROOT "/upper", 0755) < 0 ||
+	    mkdir(NEWROOT "/work", 0700) < 0 || mkdir(NEWROOT "/root", 0700) < 0)
+		return -errno;
+	r = bind_tree(fd, NEWROOT "/lower", RO_ATTRS, -1);
+	if (r < 0)
+		return r;
+	if (mount("overlay", NEWROOT "/root", "overlay", MS_NOSUID | MS_NODEV,
+		  "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/upper,workdir=" NEWROOT
+		  "/work") < 0 ||
+	    mount(NEWROOT "/root", NEWROOT, NULL, MS_MOVE, NULL) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -636,16 +670,8 @@ static int setup_root(const sc_plan *plan, const ns_source *sources, const char 
 			goto out;
 	}
 	if (plan->runtime == RUNTIME_ROOTFS) {
-		struct sc_open_how how = {.flags = O_PATH | O_CLOEXEC,
-					  .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-		_cleanup_close_ int fd = sys_openat2(AT_FDCWD, plan->rootfs, &how);
-
 		what = plan->rootfs;
-		if (fd < 0) {
-			r = -errno;
-			goto out;
-		}
-		r = bind_tree(fd, NEWROOT, RO_ATTRS, -1);
+		r = mount_image_root(plan);
 		if (r < 0)
 			goto out;
 	} else if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, ROOT_TMPFS_OPTS) < 0) {
@@ -679,8 +705,8 @@ static int setup_root(const sc_plan *plan, const ns_source *sources, const char 
 		goto out;
 
 	what = "pivot_root";
-	if (plan->runtime == RUNTIME_HOST &&
-	    mount(NULL, NEWROOT, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+	/* An image's overlay too: its mount points are made by now. */
+	if (mount(NULL, NEWROOT, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
 		  NULL) < 0) {
 		r = -errno;
 		goto out;

@@ -485,11 +485,42 @@ static int map_hugepages(json_t *a, char *err, size_t len)
 	return 0;
 }
 
+/* docker sends blockIO with weight 0 ("not set") for every container:
+ * sandcap sets no I/O weight, so only values that set nothing are taken. */
+static int map_blockio(json_t *b, char *err, size_t len)
+{
+	static const char *const keys[] = {"weight",
+					   "leafWeight",
+					   "weightDevice",
+					   "throttleReadBpsDevice",
+					   "throttleWriteBpsDevice",
+					   "throttleReadIOPSDevice",
+					   "throttleWriteIOPSDevice",
+					   NULL};
+	const char *k;
+	json_t *v;
+	int r;
+
+	if (!b)
+		return 0;
+	if (!json_is_object(b))
+		return oci_refuse(err, len, "$.linux.resources.blockIO: expected an object");
+	r = oci_only_keys(b, "$.linux.resources.blockIO", keys, err, len);
+	if (r < 0)
+		return r;
+	json_object_foreach(b, k, v) if (!empty(v) && oci_spec_name(k)) return oci_refuse(
+	    err, len,
+	    "$.linux.resources.blockIO.%s: only 0 or empty is supported (sandcap sets no I/O "
+	    "weight or throttle)",
+	    k);
+	return 0;
+}
+
 static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 {
-	static const char *const keys[] = {"memory",	     "cpu", "pids", "devices",
-					   "hugepageLimits", NULL};
-	static const char *const mem_keys[] = {"limit", "swap", NULL};
+	static const char *const keys[] = {"memory",	     "cpu",	"pids", "devices",
+					   "hugepageLimits", "blockIO", NULL};
+	static const char *const mem_keys[] = {"limit", "swap", "disableOOMKiller", NULL};
 	static const char *const cpu_keys[] = {"quota", "period", "shares", NULL};
 	static const char *const pids_keys[] = {"limit", NULL};
 	json_t *mem = json_object_get(res, "memory"), *cpu = json_object_get(res, "cpu"),
@@ -503,6 +534,9 @@ static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 	r = map_hugepages(json_object_get(res, "hugepageLimits"), err, len);
 	if (r < 0)
 		return r;
+	r = map_blockio(json_object_get(res, "blockIO"), err, len);
+	if (r < 0)
+		return r;
 	if (mem) {
 		json_t *lim = json_object_get(mem, "limit"), *swap = json_object_get(mem, "swap");
 
@@ -513,14 +547,24 @@ static int map_resources(json_t *res, json_t *limits, char *err, size_t len)
 			return oci_refuse(
 			    err, len,
 			    "$.linux.resources.memory.limit: expected bytes, at least 4 MiB");
-		/* sandcap's limit counts swap too: a swap limit equal to it is
-		 * what it does; another is not. */
+		/* swap is runc's memory and swap together. sandcap's limit counts
+		 * swap too, so limit bounds both at least as tightly as a swap
+		 * at or above it (docker's default is twice the limit) or -1. */
 		if (swap && !(json_is_integer(swap) && lim &&
-			      json_integer_value(swap) == json_integer_value(lim)))
+			      (json_integer_value(swap) >= json_integer_value(lim) ||
+			       json_integer_value(swap) == -1)))
+			return oci_refuse(err, len,
+					  "$.linux.resources.memory.swap: expected -1 or at least "
+					  "limit (sandcap's "
+					  "limit bounds memory and swap together)");
+		/* false is the kernel's default: the OOM killer ends what
+		 * outgrows the limit. Disabling it would hang the sandbox. */
+		v = json_object_get(mem, "disableOOMKiller");
+		if (v && !json_is_false(v))
 			return oci_refuse(
 			    err, len,
-			    "$.linux.resources.memory.swap: only equal to limit (memory and "
-			    "swap together) is supported");
+			    "$.linux.resources.memory.disableOOMKiller: only false is "
+			    "supported");
 		if (lim && json_object_set_new(limits, "memory",
 					       json_integer(json_integer_value(lim))) < 0)
 			return -ENOMEM;
@@ -615,9 +659,11 @@ static int map_paths(json_t *a, const char *name, bool masked, char *err, size_t
 	return 0;
 }
 
-/* sandcap sets no sysctl. It takes only one that would change nothing: a
- * ping_group_range without the agent's gid (podman asks for "0 0"; no
- * process inside has gid 0), the sandbox's netns keeping its "1 0". */
+/* sandcap sets no sysctl. It takes the two docker (20.10 on) and podman
+ * put in every container's spec, and leaves them unset: the sandbox's own
+ * network namespace keeps the kernel's defaults, ping_group_range "1 0"
+ * (no ICMP socket for anyone) and ip_unprivileged_port_start 1024 (no port
+ * below it for the agent), which is stricter than any value asked. */
 static int map_sysctl(json_t *sysctl, char *err, size_t len)
 {
 	const char *k;
@@ -630,17 +676,21 @@ static int map_sysctl(json_t *sysctl, char *err, size_t len)
 		long lo, hi;
 		char end;
 
+		if (strcmp(k, "net.ipv4.ip_unprivileged_port_start") == 0) {
+			if (!json_is_string(v) ||
+			    sscanf(json_string_value(v), "%ld%c", &lo, &end) != 1 || lo < 0 ||
+			    lo > 65535)
+				return oci_refuse(
+				    err, len, "$.linux.sysctl[\"%s\"]: expected a port, 0 to 65535",
+				    k);
+			continue;
+		}
 		if (strcmp(k, "net.ipv4.ping_group_range") != 0)
 			return oci_refuse(err, len, "$.linux.sysctl[\"%.64s\"]: not supported", k);
 		if (!json_is_string(v) ||
 		    sscanf(json_string_value(v), "%ld %ld%c", &lo, &hi, &end) != 2)
 			return oci_refuse(err, len,
 					  "$.linux.sysctl[\"%s\"]: expected \"FIRST LAST\"", k);
-		if (lo <= AGENT_ID && AGENT_ID <= hi)
-			return oci_refuse(err, len,
-					  "$.linux.sysctl[\"%s\"]: a range holding the agent's gid "
-					  "%d (it would open ICMP sockets) is not supported",
-					  k, AGENT_ID);
 	}
 	return 0;
 }
@@ -685,14 +735,83 @@ static int map_linux(json_t *l, json_t *limits, char *err, size_t len)
 	return 0;
 }
 
+/* ---- hooks ---- */
+
+/* A prestart hook that is docker's libnetwork-setkey (docker adds it to
+ * every container that gets a network namespace of its own), or NULL. */
+static bool network_hook(json_t *h)
+{
+	json_t *args = json_object_get(h, "args");
+
+	return json_is_object(h) && str(h, "path") && str(h, "path")[0] == '/' &&
+	       json_is_string(json_array_get(args, 0)) &&
+	       strcmp(json_string_value(json_array_get(args, 0)), "libnetwork-setkey") == 0;
+}
+
+json_t *oci_network_hook(json_t *config)
+{
+	json_t *pre = json_object_get(json_object_get(config, "hooks"), "prestart");
+
+	return json_array_size(pre) == 1 && network_hook(json_array_get(pre, 0))
+		   ? json_array_get(pre, 0)
+		   : NULL;
+}
+
+/* A hook is a program run as root on the host, for the container: only
+ * docker's network one is taken, and run with the container supervisor's
+ * pid (docs/oci.md, "Docker"); any other is refused. */
+static int map_hooks(json_t *hooks, char *err, size_t len)
+{
+	static const char *const hook_keys[] = {"path", "args", "env", "timeout", NULL};
+	const char *k;
+	json_t *v, *h, *e;
+	size_t i;
+	int r;
+
+	if (!hooks || empty(hooks))
+		return 0;
+	if (!json_is_object(hooks))
+		return oci_refuse(err, len, "$.hooks: expected an object");
+	json_object_foreach(hooks, k, v)
+	{
+		if (empty(v) || !oci_spec_name(k))
+			continue;
+		if (strcmp(k, "prestart") != 0 || !json_is_array(v) || json_array_size(v) != 1 ||
+		    !network_hook(json_array_get(v, 0)))
+			return oci_refuse(err, len,
+					  "$.hooks.%s: hooks are not supported (docker's "
+					  "libnetwork-setkey prestart hook alone is)",
+					  k);
+		h = json_array_get(v, 0);
+		r = oci_only_keys(h, "$.hooks.prestart[0]", hook_keys, err, len);
+		if (r < 0)
+			return r;
+		json_array_foreach(
+		    json_object_get(h, "args"), i,
+		    e) if (!json_is_string(e)) return oci_refuse(err, len,
+								 "$.hooks.prestart[0].args[%zu]: "
+								 "expected a string",
+								 i);
+		e = json_object_get(h, "env");
+		if (e && !json_is_array(e))
+			return oci_refuse(err, len, "$.hooks.prestart[0].env: expected an array");
+		json_array_foreach(e, i, v) if (!json_is_string(v)) return oci_refuse(
+		    err, len, "$.hooks.prestart[0].env[%zu]: expected a string", i);
+		e = json_object_get(h, "timeout");
+		if (e && (!json_is_integer(e) || json_integer_value(e) < 1))
+			return oci_refuse(
+			    err, len, "$.hooks.prestart[0].timeout: expected seconds, at least 1");
+	}
+	return 0;
+}
+
 /* ---- the annotation's policy ---- */
 
 static int map_extra(json_t *extra, json_t *policy, char *err, size_t len)
 {
 	static const char *const keys[] = {"version", "net", "audit", NULL};
-	int r =
-	    oci_only_keys_strict(extra, "$.annotations[\"" OCI_ANNOTATION_POLICY "\"]", keys, err,
-				 len);
+	int r = oci_only_keys_strict(extra, "$.annotations[\"" OCI_ANNOTATION_POLICY "\"]", keys,
+				     err, len);
 	json_t *v;
 
 	if (r < 0)
@@ -734,8 +853,9 @@ int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t
 	 * rw binds are where the process writes (docs/oci.md). */
 	if (path_in_bundle(bundle, rpath, path, sizeof(path)) < 0)
 		return oci_refuse(err, len, "$.root.path: too long");
-	if (!empty(json_object_get(config, "hooks")))
-		return oci_refuse(err, len, "$.hooks: hooks are not supported");
+	r = map_hooks(json_object_get(config, "hooks"), err, len);
+	if (r < 0)
+		return r;
 	if (!empty(json_object_get(config, "domainname")))
 		return oci_refuse(err, len, "$.domainname: not supported");
 	v = json_object_get(config, "annotations");

@@ -49,6 +49,14 @@ int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t
 		      bool need_process, json_t **ret_policy, oci_process *ret_proc, char *err,
 		      size_t err_len);
 
+/*
+ * Docker's libnetwork-setkey prestart hook of a config oci_config_policy()
+ * took (borrowed), or NULL: the only hook taken. It hands docker the
+ * network namespace of the state's pid, the container supervisor's own
+ * new one, where docker puts the container's interfaces (docs/oci.md).
+ */
+json_t *oci_network_hook(json_t *config);
+
 /* The paths of the namespaces a config oci_config_policy() took joins. */
 void oci_config_joins(json_t *config, oci_joins *ret);
 

@@ -100,7 +100,7 @@ int oci_joins_open(const oci_joins *j, int fds[OCI_NS_MAX], char *err, size_t er
 	return 0;
 }
 
-int oci_joins_enter(int fds[OCI_NS_MAX], const char *hostname, const char **ret_what)
+int oci_joins_enter(int fds[OCI_NS_MAX], const char *hostname, bool new_net, const char **ret_what)
 {
 	int r = 0;
 
@@ -109,7 +109,7 @@ int oci_joins_enter(int fds[OCI_NS_MAX], const char *hostname, const char **ret_
 		*ret_what = kinds[k].type;
 		if (fds[k] >= 0)
 			r = setns(fds[k], kinds[k].flag);
-		else if (k != OCI_NS_NET)
+		else if (k != OCI_NS_NET || new_net)
 			r = unshare(kinds[k].flag);
 		if (r == 0 && k == OCI_NS_UTS && fds[k] < 0) {
 			*ret_what = "hostname";

@@ -10,6 +10,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "oci/config.h"
@@ -24,10 +25,10 @@ int oci_joins_open(const oci_joins *j, int fds[OCI_NS_MAX], char *err, size_t er
 
 /*
  * In the container supervisor: enters the network namespace fds names, if
- * any; enters the ipc and uts ones, or makes new ones, setting hostname
- * (and no domain name) in a new uts namespace. Closes fds. -errno, *ret_what
- * naming the step.
+ * any, or with new_net makes a new one (docker's, oci_network_hook()); enters the ipc and uts ones,
+ * or makes new ones, setting hostname (and no domain name) in a new uts namespace. Closes fds.
+ * -errno, *ret_what naming the step.
  */
-int oci_joins_enter(int fds[OCI_NS_MAX], const char *hostname, const char **ret_what);
+int oci_joins_enter(int fds[OCI_NS_MAX], const char *hostname, bool new_net, const char **ret_what);
 
 void oci_joins_close(int fds[OCI_NS_MAX]);

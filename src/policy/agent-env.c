@@ -27,12 +27,13 @@ typedef enum var_when {
 	ALWAYS,
 	EGRESS,	 /* the plan lets the agent out, through the proxy */
 	INSPECT, /* the proxy decrypts some host: the bundle holds the sandbox CA */
-	/* NO_PROXY keeps the sandbox's own loopback direct, except a loopback
-	 * name or address a rule allows: that one is the host's, through the
-	 * proxy (docs/proxy.md, "The agent's environment"). */
-	NO_PROXY_BOTH,	    /* no rule for either */
-	NO_PROXY_LOCALHOST, /* a rule for 127.0.0.1: localhost stays direct */
-	NO_PROXY_LOOPBACK,  /* a rule for localhost: 127.0.0.1 stays direct */
+	/* NO_PROXY keeps the sandbox's own loopback direct, unless a rule
+	 * allows a loopback name or address: that one is the host's, only the
+	 * proxy reaches it, and clients disagree on what one loopback entry
+	 * covers (axios: all of loopback; curl: "localhost" covers
+	 * "a.localhost"), so then there is none (docs/proxy.md, "The agent's
+	 * environment"). */
+	NO_PROXY_LOOPBACK,
 } var_when;
 
 /* The lower-case proxy forms are read by curl, wget and most language
@@ -56,15 +57,11 @@ static const struct agent_var {
     {"HTTPS_PROXY=" PROXY_URL, EGRESS, true},
     {"ALL_PROXY=" PROXY_URL, EGRESS, true},
     {"SOCKS_PROXY=" SOCKS_URL, EGRESS, true},
-    {"NO_PROXY=localhost,127.0.0.1", NO_PROXY_BOTH, true},
-    {"NO_PROXY=localhost", NO_PROXY_LOCALHOST, true},
-    {"NO_PROXY=127.0.0.1", NO_PROXY_LOOPBACK, true},
+    {"NO_PROXY=localhost,127.0.0.1", NO_PROXY_LOOPBACK, true},
     {"http_proxy=" PROXY_URL, EGRESS, true},
     {"https_proxy=" PROXY_URL, EGRESS, true},
     {"all_proxy=" PROXY_URL, EGRESS, true},
-    {"no_proxy=localhost,127.0.0.1", NO_PROXY_BOTH, true},
-    {"no_proxy=localhost", NO_PROXY_LOCALHOST, true},
-    {"no_proxy=127.0.0.1", NO_PROXY_LOOPBACK, true},
+    {"no_proxy=localhost,127.0.0.1", NO_PROXY_LOOPBACK, true},
     /* Node >= 24 reads the variables above only with this (fetch, http) */
     {"NODE_USE_ENV_PROXY=1", EGRESS, true},
     {"JAVA_TOOL_OPTIONS=" JAVA_PROXY, EGRESS, true},
@@ -77,37 +74,69 @@ static const struct agent_var {
     {"AWS_CA_BUNDLE=" CA_BUNDLE, INSPECT},
 };
 
-/* Does an egress rule name host "localhost", or an IPv4 address or range
- * holding 127.0.0.1? */
-static bool rule_names_localhost(const sc_plan *p)
+/* The loopback ranges: 127.0.0.0/8, ::1 and 127.0.0.0/8 mapped into IPv6. */
+static const struct loopback_net {
+	int family;
+	uint8_t addr[16];
+	unsigned prefix;
+} loopback_nets[] = {
+    {AF_INET, {127}, 8},
+    {AF_INET6, {[15] = 1}, 128},
+    {AF_INET6, {[10] = 0xff, [11] = 0xff, [12] = 127}, 104},
+};
+
+/* Do a and b agree on their first bits bits? */
+static bool prefix_agrees(const uint8_t *a, const uint8_t *b, unsigned bits)
 {
-	for (size_t i = 0; i < p->n_egress; i++)
-		if (!p->egress[i].wildcard && strcmp(p->egress[i].host, "localhost") == 0)
+	unsigned whole = bits / 8, rest = bits % 8;
+
+	if (memcmp(a, b, whole) != 0)
+		return false;
+	return rest == 0 || ((a[whole] ^ b[whole]) >> (8 - rest)) == 0;
+}
+
+/* Does the rule's host, an address or "ADDR/PREFIX" as the parser stores
+ * it, meet a loopback range? */
+static bool host_meets_loopback(const char *h)
+{
+	const char *slash = strchr(h, '/');
+	char a[INET6_ADDRSTRLEN];
+	uint8_t bin[16];
+	size_t n = slash ? (size_t)(slash - h) : strlen(h);
+	unsigned long prefix;
+	int family;
+
+	if (n >= sizeof(a))
+		return false;
+	memcpy(a, h, n);
+	a[n] = '\0';
+	if (inet_pton(AF_INET, a, bin) == 1)
+		family = AF_INET;
+	else if (inet_pton(AF_INET6, a, bin) == 1)
+		family = AF_INET6;
+	else
+		return false;
+	prefix = slash ? strtoul(slash + 1, NULL, 10) : family == AF_INET ? 32 : 128;
+	for (size_t i = 0; i < ELEMENTSOF(loopback_nets); i++) {
+		const struct loopback_net *l = &loopback_nets[i];
+
+		if (l->family == family &&
+		    prefix_agrees(bin, l->addr, prefix < l->prefix ? (unsigned)prefix : l->prefix))
 			return true;
+	}
 	return false;
 }
 
+/* Does an egress rule name a loopback destination: localhost or a name
+ * under it (RFC 6761), or an address range meeting loopback? */
 static bool rule_names_loopback(const sc_plan *p)
 {
 	for (size_t i = 0; i < p->n_egress; i++) {
-		const char *h = p->egress[i].host, *slash = strchr(h, '/');
-		char a[INET_ADDRSTRLEN];
-		struct in_addr in;
-		unsigned long prefix = 32;
-		size_t n = slash ? (size_t)(slash - h) : strlen(h);
+		const char *h = p->egress[i].host;
+		size_t n = strlen(h), sfx = strlen(".localhost");
 
-		if (p->egress[i].wildcard || n >= sizeof(a))
-			continue;
-		memcpy(a, h, n);
-		a[n] = '\0';
-		if (inet_pton(AF_INET, a, &in) != 1)
-			continue;
-		if (slash)
-			prefix = strtoul(slash + 1, NULL, 10);
-		if (prefix > 32)
-			continue;
-		/* the rule's range holds 127.0.0.1 when the two agree on its prefix */
-		if (prefix == 0 || ((ntohl(in.s_addr) ^ INADDR_LOOPBACK) >> (32 - prefix)) == 0)
+		if (strcmp(h, "localhost") == 0 || host_meets_loopback(h) ||
+		    (n > sfx && strcmp(h + n - sfx, ".localhost") == 0))
 			return true;
 	}
 	return false;
@@ -116,12 +145,8 @@ static bool rule_names_loopback(const sc_plan *p)
 static bool var_applies(const sc_plan *p, var_when when)
 {
 	switch (when) {
-	case NO_PROXY_BOTH:
-		return p->n_egress > 0 && !rule_names_localhost(p) && !rule_names_loopback(p);
-	case NO_PROXY_LOCALHOST:
-		return p->n_egress > 0 && !rule_names_localhost(p) && rule_names_loopback(p);
 	case NO_PROXY_LOOPBACK:
-		return p->n_egress > 0 && rule_names_localhost(p) && !rule_names_loopback(p);
+		return p->n_egress > 0 && !rule_names_loopback(p);
 	case EGRESS:
 		return p->n_egress > 0;
 	case INSPECT:

@@ -184,6 +184,22 @@ static void describe_net(const sc_plan *p, FILE *out)
 		p->net_listen ? "allowed, TCP and unix sockets, on the sandbox's own loopback "
 				"(reachable from inside only)"
 			      : "refused: no socket may listen, no TCP bind (net.listen false)");
+	if (p->n_serve == 0) {
+		fprintf(out, "  served to the host: nothing (no port of the sandbox is reachable "
+			     "from outside)\n");
+	} else {
+		fprintf(out, "  served to the host: ");
+		for (size_t i = 0; i < p->n_serve; i++) {
+			if (p->serve[i].host_port)
+				fprintf(out, "%sport %u as 127.0.0.1:%u", i ? ", " : "",
+					p->serve[i].port, p->serve[i].host_port);
+			else
+				fprintf(out, "%sport %u", i ? ", " : "", p->serve[i].port);
+		}
+		fprintf(out, "\n    relayed from the host's loopback only (a port the kernel picks "
+			     "unless given),\n    each connection recorded (net.inbound); other "
+			     "ports stay closed\n");
+	}
 	if (p->n_egress == 0) {
 		fprintf(out, "  none: only a loopback interface, no proxy, no route out\n");
 		return;

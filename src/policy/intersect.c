@@ -547,6 +547,36 @@ static bool env_has(const sc_plan *p, const char *kv)
 	return false;
 }
 
+/* A served port the parent serves, by its inside port; NULL otherwise. */
+static const plan_serve *serve_find(const sc_plan *p, uint16_t port)
+{
+	for (size_t i = 0; i < p->n_serve; i++)
+		if (p->serve[i].port == port)
+			return &p->serve[i];
+	return NULL;
+}
+
+/* The ports both serve; the caveat may fix the host port. */
+static int intersect_serve(const sc_plan *pa, const sc_plan *cv, sc_plan *o)
+{
+	if (cv->n_serve == 0)
+		return 0;
+	o->serve = calloc(cv->n_serve, sizeof(*o->serve));
+	if (!o->serve)
+		return -ENOMEM;
+	for (size_t i = 0; i < cv->n_serve; i++) {
+		const plan_serve *x = serve_find(pa, cv->serve[i].port);
+
+		if (!x)
+			continue;
+		o->serve[o->n_serve] = *x;
+		if (cv->serve[i].host_port)
+			o->serve[o->n_serve].host_port = cv->serve[i].host_port;
+		o->n_serve++;
+	}
+	return 0;
+}
+
 static int intersect_env(const sc_plan *pa, const sc_plan *cv, sc_plan *o)
 {
 	if (!pa->n_env)
@@ -633,6 +663,9 @@ int plan_intersect(const sc_plan *pa, const sc_plan *cv, sc_plan **ret)
 		return r;
 
 	o->net_listen = pa->net_listen && cv->net_listen;
+	r = intersect_serve(pa, cv, o);
+	if (r < 0)
+		return r;
 	/* Auditing can only be turned up, degradation only turned off. */
 	o->audit_exec = pa->audit_exec || cv->audit_exec;
 	o->audit_denied_syscalls = pa->audit_denied_syscalls || cv->audit_denied_syscalls;
@@ -790,6 +823,10 @@ static int check_net(const sc_plan *pa, const sc_plan *cv, char *reason, size_t 
 				   "net.allow_private %s is not inside the token's allow_private",
 				   a);
 		}
+	for (size_t i = 0; i < cv->n_serve; i++)
+		if (!serve_find(pa, cv->serve[i].port))
+			return why(reason, size, "net.serve port %u is not served by the token",
+				   (unsigned)cv->serve[i].port);
 	if (!rate_within(&cv->rate, &pa->rate))
 		return why(reason, size, "net.rate is above the token's");
 	for (size_t i = 0; i < ELEMENTSOF(caps); i++) {

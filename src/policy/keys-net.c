@@ -866,6 +866,83 @@ static const policy_key credential_keys[] = {
 static const key_table credential_table = {credential_keys, ELEMENTSOF(credential_keys),
 					   .finish = credential_finish};
 
+/* ---- serving ---- */
+
+static const policy_key serve_item_keys[] = {
+    {.name = "port",
+     .type = KT_UINT,
+     FIELD(plan_serve, port),
+     .flags = KEY_REQUIRED,
+     .min = 1,
+     .max = 65535},
+    {.name = "host_port", .type = KT_UINT, FIELD(plan_serve, host_port), .min = 1, .max = 65535},
+};
+static const key_table serve_item_table = {serve_item_keys, ELEMENTSOF(serve_item_keys)};
+
+/*
+ * net.serve: the ports of the sandbox's loopback the host may reach, each
+ * a number or {"port", "host_port"}. Read after net.listen (table order):
+ * a port served needs a server, which needs listen.
+ */
+static int parse_serve(pctx *c, const json_t *v, const policy_key *k, void *base)
+{
+	sc_plan *p = base;
+	size_t n;
+	void *arr;
+	int r;
+
+	(void)k;
+	if (!json_is_array(v))
+		return fail_expected(
+		    c, v, "an array of ports, each a number or {\"port\", \"host_port\"}");
+	if (json_array_size(v) > 0 && !p->net_listen)
+		return fail(
+		    c, -EINVAL,
+		    "net.serve needs net.listen true (a served port needs a server inside), "
+		    "but net.listen is false: drop net.serve or allow listening");
+	r = want_array(c, v, "ports", POLICY_MAX_SERVE, sizeof(*p->serve), &arr, &n);
+	if (r < 0)
+		return r;
+	free(p->serve);
+	p->serve = arr;
+	p->n_serve = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t s = path_push_index(c, i);
+		const json_t *x = json_array_get(v, i);
+		plan_serve *sv = &p->serve[i];
+		uint64_t port = 0;
+
+		if (json_is_object(x)) {
+			r = parse_object(c, x, &serve_item_table, sv);
+		} else if (json_is_integer(x)) {
+			r = want_uint(c, x, 1, 65535, &port);
+			sv->port = (uint16_t)port;
+		} else {
+			r = fail_expected(c, x, "a port number or {\"port\": N, \"host_port\": M}");
+		}
+		if (r < 0)
+			return r;
+		if (sv->port == PLAN_PROXY_PORT)
+			return fail(
+			    c, -EINVAL,
+			    "port %u is the egress proxy's inside the sandbox; serve another",
+			    (unsigned)PLAN_PROXY_PORT);
+		for (size_t j = 0; j < i; j++) {
+			if (p->serve[j].port == sv->port)
+				return fail(c, -EINVAL,
+					    "port %u is already served by $.net.serve[%zu]",
+					    (unsigned)sv->port, j);
+			if (sv->host_port && p->serve[j].host_port == sv->host_port)
+				return fail(c, -EINVAL,
+					    "host_port %u is already taken by $.net.serve[%zu]",
+					    (unsigned)sv->host_port, j);
+		}
+		p->n_serve = i + 1;
+		path_pop(c, s);
+	}
+	return 0;
+}
+
 /* ---- the section ---- */
 
 static const policy_key net_keys[] = {
@@ -926,6 +1003,11 @@ static const policy_key net_keys[] = {
      .flags = KEY_NULLABLE,
      .host = HOST_FILE},
     {.name = "listen", .type = KT_BOOL, FIELD(sc_plan, net_listen), .def = true},
+    {.name = "serve",
+     .type = KT_CUSTOM,
+     .parse = parse_serve,
+     .doc_type = "port",
+     .doc_default = "[]"},
     {.name = "dns",
      .type = KT_STRING,
      FIELD(sc_plan, dns),

@@ -761,6 +761,7 @@ sc_plan *sc_plan_free(sc_plan *p)
 	}
 	free(p->egress);
 	free(p->allow_private);
+	free(p->serve);
 	for (size_t i = 0; i < p->n_credentials; i++) {
 		free(p->credentials[i].name);
 		plan_paths_free(p->credentials[i].paths, p->credentials[i].n_paths);

@@ -49,6 +49,14 @@ sc_plan *sc_plan_free(sc_plan *p); /* NULL-safe, returns NULL */
 #define POLICY_MAX_STRING      4096u
 #define POLICY_MAX_PATHS       64u   /* path prefixes per egress rule or credential */
 #define POLICY_MAX_PATH_PREFIX 1024u /* bytes of one prefix */
+#define POLICY_MAX_SERVE       16u   /* net.serve: ports the host may reach */
+
+/* One port of net.serve (docs/policy.md): connections to 127.0.0.1:host_port
+ * on the host are relayed to 127.0.0.1:port in the sandbox's netns. */
+typedef struct plan_serve {
+	uint16_t port;	    /* inside */
+	uint16_t host_port; /* on the host's loopback; 0: the kernel's choice */
+} plan_serve;
 
 typedef enum grant_mode {
 	GRANT_RO,
@@ -160,7 +168,9 @@ struct sc_plan {
 	uint64_t max_request_body;  /* bytes, PLAN_UNLIMITED default */
 	uint64_t max_response_body; /* bytes, PLAN_UNLIMITED default */
 	uint64_t egress_budget;	    /* bytes the agent may send in total, PLAN_UNLIMITED default */
-	bool net_listen; /* default true: sockets may listen, inside the sandbox's netns */
+	bool net_listen;   /* default true: sockets may listen, inside the sandbox's netns */
+	plan_serve *serve; /* net.serve: ports relayed from the host's loopback; none default */
+	size_t n_serve;
 	plan_credential *credentials;
 	size_t n_credentials;
 	char *upstream_ca; /* extra CA file for upstream TLS, or NULL */

@@ -100,6 +100,24 @@ static json_t *fs_json(const sc_plan *p, bool *ok)
 	return fs;
 }
 
+/* net.serve: a port alone, or {port, host_port} when one is fixed. */
+static json_t *serve_json(const sc_plan *p)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < p->n_serve; i++) {
+		const plan_serve *sv = &p->serve[i];
+
+		if (sv->host_port)
+			(void)json_array_append_new(a,
+						    json_pack("{s:i, s:i}", "port", (int)sv->port,
+							      "host_port", (int)sv->host_port));
+		else
+			(void)json_array_append_new(a, json_integer(sv->port));
+	}
+	return a;
+}
+
 static json_t *rate_json(const plan_rate *r)
 {
 	if (r->count == 0)
@@ -177,6 +195,9 @@ static json_t *net_json(const sc_plan *p, bool *ok)
 	put(net, "max_response_body", size_or_null(p->max_response_body), ok);
 	put(net, "egress_budget", size_or_null(p->egress_budget), ok);
 	put(net, "listen", json_boolean(p->net_listen), ok);
+	/* left out when empty: the canonical form of policies without it stays */
+	if (p->n_serve)
+		put(net, "serve", serve_json(p), ok);
 	for (size_t i = 0; i < p->n_credentials; i++) {
 		const plan_credential *c = &p->credentials[i];
 		json_t *o = json_object();
@@ -358,12 +379,12 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 	    (a->rate.count && a->rate.per_ns != b->rate.per_ns) || a->bandwidth != b->bandwidth ||
 	    a->max_request_body != b->max_request_body ||
 	    a->max_response_body != b->max_response_body || a->egress_budget != b->egress_budget ||
-	    a->net_listen != b->net_listen || a->n_credentials != b->n_credentials ||
-	    !str_eq(a->upstream_ca, b->upstream_ca) || !str_eq(a->dns, b->dns) ||
-	    a->memory != b->memory || a->cpu_millis != b->cpu_millis || a->pids != b->pids ||
-	    a->wall_ns != b->wall_ns || a->nofile != b->nofile || a->fsize != b->fsize ||
-	    a->exec_wall_ns != b->exec_wall_ns || a->idle_ns != b->idle_ns ||
-	    a->n_env != b->n_env || !str_eq(a->hostname, b->hostname) ||
+	    a->net_listen != b->net_listen || a->n_serve != b->n_serve ||
+	    a->n_credentials != b->n_credentials || !str_eq(a->upstream_ca, b->upstream_ca) ||
+	    !str_eq(a->dns, b->dns) || a->memory != b->memory || a->cpu_millis != b->cpu_millis ||
+	    a->pids != b->pids || a->wall_ns != b->wall_ns || a->nofile != b->nofile ||
+	    a->fsize != b->fsize || a->exec_wall_ns != b->exec_wall_ns ||
+	    a->idle_ns != b->idle_ns || a->n_env != b->n_env || !str_eq(a->hostname, b->hostname) ||
 	    a->audit_exec != b->audit_exec ||
 	    a->audit_denied_syscalls != b->audit_denied_syscalls ||
 	    a->audit_reads != b->audit_reads || a->audit_fsync != b->audit_fsync ||
@@ -397,6 +418,10 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 		    memcmp(x->addr, y->addr, 16) != 0)
 			return false;
 	}
+	for (size_t i = 0; i < a->n_serve; i++)
+		if (a->serve[i].port != b->serve[i].port ||
+		    a->serve[i].host_port != b->serve[i].host_port)
+			return false;
 	for (size_t i = 0; i < a->n_credentials; i++) {
 		const plan_credential *x = &a->credentials[i], *y = &b->credentials[i];
 

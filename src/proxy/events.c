@@ -224,7 +224,7 @@ int px_events_emit(px_events *ev, const char *event, json_t *data)
 
 int px_events_emit_record(px_events *ev, px_record *r)
 {
-	char *m;
+	_cleanup_free_ char *m = NULL; /* deliver() takes it only when it queues it */
 	int n;
 
 	if (ev->dead)
@@ -261,6 +261,9 @@ static const struct event_schema {
       "normalised_path", "credential", "inspected", "sni", "events_dropped", NULL}},
     {"net.tunnel.close",
      {"host", "port", "addr", "bytes_out", "bytes_in", "duration_ms", "reason", "via",
+      "events_dropped", NULL}},
+    {"net.inbound",
+     {"peer", "port", "host_port", "bytes_in", "bytes_out", "duration_ms", "result", "detail",
       "events_dropped", NULL}},
     {"net.dns", {"name", "type", "rcode", "answer", "rule", "reason", "events_dropped", NULL}},
     {"limit.hit", {"limit", "detail", "suppressed", "kind", "events_dropped", NULL}},

@@ -57,6 +57,7 @@
 #include "proxy/conn.h"
 #include "proxy/cred-limits.h"
 #include "proxy/proxy.h"
+#include "proxy/relay.h"
 #include "proxy/tls.h"
 
 #define PX_WORKER_UID 65534
@@ -286,6 +287,22 @@ static int apply_seccomp(bool read_files)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);
 	return r;
+}
+
+int px_confine_no_files(int64_t parent_pid)
+{
+	struct rlimit rl = {0, 0};
+	int abi = landlock_abi(), r;
+
+	if (abi < 0)
+		return abi;
+	(void)setrlimit(RLIMIT_CORE, &rl);
+	r = drop_privileges(parent_pid);
+	if (r >= 0)
+		r = apply_landlock(abi, NULL, 0);
+	if (r >= 0)
+		r = apply_seccomp(false);
+	return r < 0 ? r : 0;
 }
 
 static bool needs_tls(const px_config *cfg)

@@ -298,6 +298,12 @@ static int start_session(sv_daemon *d, const char *file, const char *label, cons
 	audit = json_string_value(json_object_get(info, "audit"));
 	(void)snprintf(ret->audit, sizeof(ret->audit), "%s", audit ? audit : "");
 	ret->pid = (pid_t)json_integer_value(json_object_get(info, "pid"));
+	if (json_is_object(json_object_get(info, "serve"))) {
+		_cleanup_free_ char *sv = json_dumps(json_object_get(info, "serve"), JSON_COMPACT);
+
+		if (sv && strlen(sv) < sizeof(ret->serve))
+			memcpy(ret->serve, sv, strlen(sv) + 1);
+	}
 	ret->created_ms = now_ms();
 	return 0;
 }

@@ -173,6 +173,8 @@ json_t *sv_session_json(const sv_session *s)
 		(void)json_object_set_new(o, "metadata",
 					  s->metadata[0] ? json_loads(s->metadata, 0, NULL)
 							 : json_object());
+	if (o && s->serve[0])
+		(void)json_object_set_new(o, "serve", json_loads(s->serve, 0, NULL));
 	if (o && s->end_ms)
 		(void)json_object_set_new(o, "end_ms", json_integer(s->end_ms));
 	if (o)

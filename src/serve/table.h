@@ -29,6 +29,7 @@ typedef struct sv_session {
 	int64_t paused_ms;   /* paused since (CLOCK_REALTIME); 0: running */
 	char metadata[1024]; /* the caller's, a JSON object; "" for none */
 	char envs[2048];     /* every command's environment, a JSON object; "" */
+	char serve[512];     /* net.serve: {"PORT": "127.0.0.1:N"} as JSON; "" for none */
 } sv_session;
 
 typedef struct sv_table {

@@ -170,6 +170,15 @@ int sc_session_start(const sc_session_start_opts *o, sc_session_info *ret, sc_di
 	snprintf(ret->started, sizeof(ret->started), "%s",
 		 json_string_value(json_object_get(info, "started")) ?: "");
 	ret->workspaces[0] = '\0';
+	ret->serve[0] = '\0';
+	if (json_is_object(json_object_get(info, "serve"))) {
+		char *sv =
+		    json_dumps(json_object_get(info, "serve"), JSON_COMPACT | JSON_SORT_KEYS);
+
+		if (sv && strlen(sv) < sizeof(ret->serve))
+			memcpy(ret->serve, sv, strlen(sv) + 1);
+		free(sv);
+	}
 	for (size_t i = 0, n = 0; i < json_array_size(json_object_get(info, "workspaces")); i++) {
 		const char *id =
 		    json_string_value(json_array_get(json_object_get(info, "workspaces"), i));

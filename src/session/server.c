@@ -913,6 +913,9 @@ static json_t *info_json(ss_server *s)
 	if (o)
 		(void)json_object_set_new(o, "workspaces",
 					  ws_run_ids_json(s->h.ws, s->h.sandbox_id));
+	/* net.serve: where the host reaches each port ({"PORT": "127.0.0.1:N"}) */
+	if (o && s->h.serve)
+		(void)json_object_set_new(o, "serve", json_deep_copy(s->h.serve));
 	/* pid 1 in the host's pid namespace: what is in the sandbox (sandcap-runc ps). */
 	if (o)
 		(void)json_object_set_new(o, "init_pid", json_integer((json_int_t)s->h.pid));

@@ -47,6 +47,7 @@ typedef struct sc_session_info {
 	char audit_path[4096];
 	char started[32];     /* UTC, ISO 8601 */
 	char workspaces[512]; /* its cow workspaces' ids, space-separated */
+	char serve[512];      /* net.serve: {"PORT": "127.0.0.1:N"} as JSON, "" for none */
 } sc_session_info;
 
 /* Starts the supervisor (forked, detached: its own session, stdio on

@@ -19,7 +19,7 @@ rc() { "$R" --root "$RT" "$@"; }
 trap 'for c in life term killme bg pz walls lim ex sc np; do rc delete --force $c >/dev/null 2>&1; done; cleanup_dir' EXIT
 
 # A bundle: the spec's config over a busybox root, edited by python.
-# The root is read-only: a bind's mount point must be in the image.
+# The root is read-only; mount points the image lacks are made over it.
 mkdir -p "$T/b/rootfs/bin" "$T/b/rootfs/proc" "$T/b/rootfs/dev" "$T/b/rootfs/tmp" "$T/b/rootfs/out" "$T/b/rootfs/ro" "$T/out"
 cp "$BB" "$T/b/rootfs/bin/busybox"
 for a in sh cat echo sleep grep id tty stty true mkdir unshare pwd; do ln -s busybox "$T/b/rootfs/bin/$a"; done
@@ -70,6 +70,21 @@ expect_eq "delete: exit 0" "$?" 0
 rc state life 2>/dev/null
 expect_eq "state after delete: no such container" "$?" 1
 check "delete left nothing under --root" test ! -e "$RT/life"
+
+# ---- mount points the image lacks: made in a private layer over it ----
+mkdir -p "$T/vol"
+echo from-the-host > "$T/vol/f"
+edit mp "c['process']['terminal'] = False
+c['process']['args'] = ['sh', '-c', 'cat /absent/vol/f && ls -d /run && touch /x']
+c['mounts'].append({'destination': '/absent/vol', 'type': 'bind', 'source': '$T/vol', 'options': ['rbind', 'ro']})"
+use mp
+out=$(rc run --bundle "$T/b" mp 2>&1)
+expect_match "a bind at a mount point the image lacks: there" "$out" "^from-the-host"
+expect_match "... and /run, which the image lacks too" "$out" "/run"
+expect_match "... the root is read-only still" "$out" "Read-only file system"
+check "... the image was not written (no /absent, /run or /x in it)" \
+	test ! -e "$T/b/rootfs/absent" -a ! -e "$T/b/rootfs/run" -a ! -e "$T/b/rootfs/x"
+use life
 
 # ---- run: the exit code; kill ----
 rc run --bundle "$T/b" life >/dev/null 2>&1
@@ -369,7 +384,7 @@ refused "a pid namespace path" "c['linux']['namespaces'][0]['path'] = '/proc/1/n
 refused "an unknown mount type" "c['mounts'].append({'destination': '/mnt', 'type': 'nfs', 'source': 'x:/y'})" \
 	'\$\.mounts\[4\]\.type: a nfs mount at /mnt is not supported'
 refused "another uid" "c['process']['user']['uid'] = 33" '\$\.process\.user\.uid: must be 1000'
-refused "hooks" "c['hooks'] = {'prestart': [{'path': '/bin/true'}]}" '\$\.hooks: hooks are not supported'
+refused "hooks" "c['hooks'] = {'prestart': [{'path': '/bin/true'}]}" '\$\.hooks\.prestart: hooks are not supported'
 refused "a seccomp listener" "c['linux']['seccomp'] = {'defaultAction': 'SCMP_ACT_ALLOW', 'listenerPath': '/run/l.sock'}" \
 	'\$\.linux\.seccomp\.listenerPath: not supported'
 refused "a seccomp notify action" "c['linux']['seccomp'] = {'defaultAction': 'SCMP_ACT_ALLOW', 'syscalls': [{'names': ['mkdir'], 'action': 'SCMP_ACT_NOTIFY'}]}" \

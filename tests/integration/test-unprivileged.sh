@@ -257,6 +257,30 @@ else
 	ok "# SKIP no probe-escape binary next to $SANDCAP"
 fi
 
+# net.serve without root: the relay joins the sandbox's user namespace to
+# enter its netns; the host reaches the server inside, the log says so.
+policy serve "{\"version\": 1, \"limits\": {\"wall\": \"30s\"}, \"net\": {\"serve\": [8000]}}"
+as_user "$B/sandcap" run --audit "$HOMEDIR/serve.jsonl" --policy "$T/serve.json" -- python3 -c '
+import http.server
+h = http.server.HTTPServer(("127.0.0.1", 8000), http.server.SimpleHTTPRequestHandler)
+h.handle_request()' >/dev/null 2>"$T/serve.err" &
+srv=$!
+for _ in $(seq 100); do
+	grep -q "served at" "$T/serve.err" 2>/dev/null && break
+	sleep 0.1
+done
+sport=$(sed -n 's/^sandcap: port 8000 served at 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$T/serve.err")
+code=000
+for _ in $(seq 50); do
+	code=$(curl -s --noproxy '*' -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:${sport:-1}/")
+	[ "$code" = 200 ] && break
+	sleep 0.1
+done
+expect_eq "net.serve: the host reaches the server in an unprivileged sandbox" "$code" 200
+wait "$srv"
+expect_match "... and its net.inbound record says so" "$(cat "$HOMEDIR/serve.jsonl")" \
+	"\"event\":\"net.inbound\",\"data\":\\{[^}]*\"port\":8000,\"result\":\"ok\""
+
 # Nothing of the user's is left running.
 sleep 0.2
 expect_eq "no process of the user is left" "$(pgrep -u "$U" | wc -l)" 0

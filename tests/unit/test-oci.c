@@ -248,10 +248,23 @@ static void refusals(void)
 	    "{\"linux\": {\"uidMappings\": [{\"containerID\": 0, \"hostID\": 0, \"size\": 1}]}}",
 	    "$.linux.uidMappings");
 	refused("{\"linux\": {\"resources\": {\"memory\": {\"limit\": 67108864, \"swap\": "
-		"134217728}}}}",
+		"33554432}}}}",
 		"$.linux.resources.memory.swap");
-	refused("{\"linux\": {\"resources\": {\"blockIO\": {}}}}",
-		"$.linux.resources.blockIO: not supported");
+	refused("{\"linux\": {\"resources\": {\"memory\": {\"disableOOMKiller\": true}}}}",
+		"$.linux.resources.memory.disableOOMKiller");
+	refused("{\"linux\": {\"resources\": {\"blockIO\": {\"weight\": 500}}}}",
+		"$.linux.resources.blockIO.weight: only 0 or empty");
+	refused("{\"linux\": {\"resources\": {\"blockIO\": {\"throttleReadBpsDevice\": "
+		"[{\"major\": 8, \"minor\": 0, \"rate\": 1}]}}}}",
+		"$.linux.resources.blockIO.throttleReadBpsDevice");
+	refused("{\"linux\": {\"sysctl\": {\"net.ipv4.ip_unprivileged_port_start\": \"x\"}}}",
+		"expected a port");
+	refused("{\"hooks\": {\"prestart\": [{\"path\": \"/x\", \"args\": "
+		"[\"libnetwork-setkey\"]}, {\"path\": \"/y\"}]}}",
+		"$.hooks.prestart: hooks are not supported");
+	refused("{\"hooks\": {\"poststart\": [{\"path\": \"/proc/1/exe\", \"args\": "
+		"[\"libnetwork-setkey\"]}]}}",
+		"$.hooks.poststart");
 	refused("{\"linux\": {\"resources\": {\"pids\": {\"limit\": 0}}}}",
 		"$.linux.resources.pids.limit");
 	refused("{\"linux\": {\"maskedPaths\": [\"/proc/kcore\", \"/etc/shadow\"]}}",
@@ -260,8 +273,6 @@ static void refusals(void)
 		"$.linux.readonlyPaths[0]: /home is not a path sandcap makes read-only");
 	refused("{\"linux\": {\"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}",
 		"$.linux.sysctl[\"net.ipv4.ip_forward\"]: not supported");
-	refused("{\"linux\": {\"sysctl\": {\"net.ipv4.ping_group_range\": \"0 2147483647\"}}}",
-		"a range holding the agent's gid 1000");
 	refused("{\"hooks\": {\"prestart\": [{\"path\": \"/x\"}]}}", "$.hooks");
 	refused("{\"ociVersion\": \"2.0.0\"}", "$.ociVersion");
 	refused("{\"root\": {}}", "$.root.path");
@@ -277,6 +288,37 @@ static void refusals(void)
 
 /* A property the spec does not define is ignored (runtime-spec config.md:
  * "MUST ignore unknown properties"), at every level. */
+/* What docker 20.10 puts in every container's spec: values that set
+ * nothing, its default sysctls, its network hook (docs/oci.md, "Docker"). */
+static void docker_defaults(void)
+{
+	char err[512];
+	oci_process proc;
+	json_t *p = NULL,
+	       *c = config_with("{\"linux\": {\"resources\": {\"memory\": {\"limit\": 67108864, "
+				"\"swap\": 134217728, \"disableOOMKiller\": false}, \"cpu\": "
+				"{\"shares\": 0}, \"blockIO\": {\"weight\": 0}}, \"sysctl\": "
+				"{\"net.ipv4.ip_unprivileged_port_start\": \"0\", "
+				"\"net.ipv4.ping_group_range\": \"0 2147483647\"}}, \"hooks\": "
+				"{\"prestart\": [{\"path\": \"/proc/42/exe\", \"args\": "
+				"[\"libnetwork-setkey\", \"-exec-root=/run/docker\", \"ID\", "
+				"\"abc\"]}]}}");
+	int r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
+
+	ok(r == 0, "docker's defaults are taken: %s", r == 0 ? "" : err);
+	ok(r == 0 && strcmp(at(p, "limits.memory"), "67108864") == 0,
+	   "--memory 64m (swap twice it): the limit bounds memory and swap together");
+	ok(oci_network_hook(c) &&
+	       strcmp(json_string_value(json_object_get(oci_network_hook(c), "path")),
+		      "/proc/42/exe") == 0,
+	   "docker's libnetwork-setkey hook is the network hook");
+	json_decref(p);
+	json_decref(c);
+	c = config_with("{}");
+	ok(!oci_network_hook(c), "no hook: no network hook");
+	json_decref(c);
+}
+
 static void unknown_properties(void)
 {
 	char err[512] = "";
@@ -577,6 +619,7 @@ int main(void)
 	mapping();
 	pod_joins();
 	refusals();
+	docker_defaults();
 	unknown_properties();
 	seccomp_profiles();
 	exec_process();

@@ -21,6 +21,7 @@
 #include "base/cleanup.h"
 #include "base/io.h"
 #include "policy/agent-env.h"
+#include "policy/intersect.h"
 #include "policy/parse-internal.h"
 #include "policy/plan.h"
 #include "tap.h"
@@ -600,18 +601,46 @@ static void test_agent_proxy_env(void)
 	       str_is(env_of(p, "NO_PROXY"), "localhost,127.0.0.1"),
 	   "ALL_PROXY is the HTTP proxy, SOCKS_PROXY the SOCKS5 one, NO_PROXY the loopback");
 	sc_plan_free(p);
-	p = good("{'version':1,'net':{'egress':[{'host':'127.0.0.0/8','ports':[8080]}]}}");
-	ok(p && str_is(env_of(p, "NO_PROXY"), "localhost") &&
-	       str_is(env_of(p, "no_proxy"), "localhost"),
-	   "a rule for a range holding 127.0.0.1 takes it out of NO_PROXY");
-	sc_plan_free(p);
-	p = good("{'version':1,'net':{'egress':[{'host':'127.0.0.2'},{'host':'localhost'}]}}");
-	ok(p && str_is(env_of(p, "NO_PROXY"), "127.0.0.1"),
-	   "a rule for localhost takes it out of NO_PROXY; 127.0.0.2 is not 127.0.0.1");
-	sc_plan_free(p);
-	p = good("{'version':1,'net':{'egress':[{'host':'localhost'},{'host':'127.0.0.1'}]}}");
-	ok(p && !env_of(p, "NO_PROXY") && !env_of(p, "no_proxy"), "rules for both: no NO_PROXY");
-	sc_plan_free(p);
+	/* a rule for any loopback destination: no NO_PROXY at all */
+	static const char *const loopback_rules[] = {
+	    "'127.0.0.0/8','ports':[8080]",
+	    "'127.0.0.2'",
+	    "'localhost'",
+	    "'*.app.localhost'",
+	    "'app.localhost'",
+	    "'[::1]'",
+	    "'::ffff:127.0.0.1'",
+	    "'0.0.0.0/0'",
+	    "'::/0'",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(loopback_rules); i++) {
+		char buf[256];
+
+		snprintf(buf, sizeof(buf),
+			 "{'version':1,'net':{'egress':[{'host':'example.com'},{'host':%s}]}}",
+			 loopback_rules[i]);
+		p = good(buf);
+		ok(p && !env_of(p, "NO_PROXY") && !env_of(p, "no_proxy") &&
+		       str_is(env_of(p, "HTTP_PROXY"), "http://127.0.0.1:3128"),
+		   "a rule for %s, a loopback destination: no NO_PROXY", loopback_rules[i]);
+		sc_plan_free(p);
+	}
+	static const char *const other_rules[] = {
+	    "'128.0.0.0/8'",	       "'126.255.255.255'",	    "'10.0.0.0/8'",	 "'[::2]'",
+	    "'localhost.example.com'", "'*.localhost.example.com'", "'::ffff:10.0.0.1'",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(other_rules); i++) {
+		char buf[256];
+
+		snprintf(buf, sizeof(buf), "{'version':1,'net':{'egress':[{'host':%s}]}}",
+			 other_rules[i]);
+		p = good(buf);
+		ok(p && str_is(env_of(p, "NO_PROXY"), "localhost,127.0.0.1") &&
+		       str_is(env_of(p, "no_proxy"), "localhost,127.0.0.1"),
+		   "a rule for %s, not loopback: NO_PROXY keeps the sandbox's loopback direct",
+		   other_rules[i]);
+		sc_plan_free(p);
+	}
 	p = good("{'version':1,'net':{'egress':[{'host':'example.com'}]},"
 		 "'env':{'ALL_PROXY':'socks5h://127.0.0.1:3128','HTTP_PROXY':'','NO_PROXY':'x'}}");
 	ok(p && str_is(env_of(p, "ALL_PROXY"), "socks5h://127.0.0.1:3128") &&
@@ -683,6 +712,57 @@ static void test_env_identity_audit(void)
 		   "audit settings");
 		sc_plan_free(p);
 	}
+}
+
+static void test_serve(void)
+{
+	sc_plan *p, *q;
+
+	p = good("{'version':1,'net':{'serve':[8000,{'port':9000,'host_port':18999}]}}");
+	ok(p && p->n_serve == 2 && p->serve[0].port == 8000 && p->serve[0].host_port == 0 &&
+	       p->serve[1].port == 9000 && p->serve[1].host_port == 18999,
+	   "net.serve: a port, and a port with its host port");
+	sc_plan_free(p);
+	p = good("{'version':1}");
+	ok(p && p->n_serve == 0 && p->serve == NULL, "net.serve: nothing served by default");
+	sc_plan_free(p);
+	bad("{'version':1,'net':{'listen':false,'serve':[8000]}}", -EINVAL, "$.net.serve",
+	    "net.serve needs net.listen true (a served port needs a server inside), but "
+	    "net.listen is false: drop net.serve or allow listening");
+	bad("{'version':1,'net':{'serve':[8000,8000]}}", -EINVAL, "$.net.serve[1]",
+	    "port 8000 is already served by $.net.serve[0]");
+	bad("{'version':1,'net':{'serve':[{'port':1,'host_port':5},{'port':2,'host_port':5}]}}",
+	    -EINVAL, "$.net.serve[1]", "host_port 5 is already taken by $.net.serve[0]");
+	bad("{'version':1,'net':{'serve':[3128]}}", -EINVAL, "$.net.serve[0]",
+	    "port 3128 is the egress proxy's inside the sandbox; serve another");
+	bad("{'version':1,'net':{'serve':[0]}}", -EINVAL, "$.net.serve[0]",
+	    "expected an integer from 1 to 65535, got 0");
+	bad("{'version':1,'net':{'serve':['8000']}}", -EINVAL, "$.net.serve[0]",
+	    "expected a port number or {\"port\": N, \"host_port\": M}, got \"8000\"");
+	bad("{'version':1,'net':{'serve':[{'host_port':8000}]}}", -EINVAL, "$.net.serve[0]",
+	    "missing required key \"port\"");
+	bad("{'version':1,'net':{'serve':8000}}", -EINVAL, "$.net.serve",
+	    "expected an array of ports, each a number or {\"port\", \"host_port\"}, got 8000");
+
+	/* a caveat serves only what its token serves */
+	p = good("{'version':1,'net':{'serve':[8000,9000]}}");
+	q = good("{'version':1,'net':{'serve':[{'port':9000,'host_port':19000}]}}");
+	if (p && q) {
+		sc_plan *o = NULL;
+		char reason[256] = "";
+
+		ok(plan_intersect(p, q, &o) == 0 && o && o->n_serve == 1 &&
+		       o->serve[0].port == 9000 && o->serve[0].host_port == 19000,
+		   "net.serve intersects: the ports both serve, the caveat's host port");
+		ok(plan_check_narrower(p, q, reason, sizeof(reason)) == 0,
+		   "a caveat may narrow net.serve");
+		sc_plan_free(o);
+		ok(plan_check_narrower(q, p, reason, sizeof(reason)) < 0 &&
+		       strcmp(reason, "net.serve port 8000 is not served by the token") == 0,
+		   "a caveat cannot serve a port its token does not (%s)", reason);
+	}
+	sc_plan_free(p);
+	sc_plan_free(q);
 }
 
 static void test_net(void)
@@ -819,7 +899,7 @@ static void test_net(void)
 	bad("{'version':1,'net':{'proxy':true}}", -EINVAL, "$.net.proxy",
 	    "unknown key \"proxy\" (expected one of: egress, allow_private, rate, bandwidth, "
 	    "max_request_body, "
-	    "max_response_body, egress_budget, credentials, upstream_ca, listen, dns)");
+	    "max_response_body, egress_budget, credentials, upstream_ca, listen, serve, dns)");
 
 	p = good(
 	    "{'version':1,'net':{'egress':[{'host':'API.Example.COM','ports':[443,8443],'methods':["
@@ -1176,6 +1256,7 @@ static void test_round_trip(void)
 	sc_plan *a, *b;
 
 	round_trip("{'version':1}");
+	round_trip("{'version':1,'net':{'serve':[8000,{'port':9000,'host_port':18999}]}}");
 	round_trip("{'version':1,'name':'research-agent','fs':{'runtime':'host','grants':[{'path':'"
 		   "@/a','mode':"
 		   "'ro'},{'path':'@/b','mode':'rw','at':'/work'}],'tmp':'64M','workdir':'/"
@@ -1868,6 +1949,7 @@ int main(void)
 {
 	make_tree();
 	test_defaults();
+	test_serve();
 	test_syntax();
 	test_top();
 	test_grants();

@@ -318,6 +318,12 @@ static void test_events(void)
 	   "a decrypted request's \"inspected\": true accepted");
 	ok(ev("{\"event\":\"net.tunnel.close\",\"data\":{\"inspected\":true}}") < 0,
 	   "\"inspected\" only where it is known");
+	ok(ev("{\"event\":\"net.inbound\",\"data\":{\"peer\":\"127.0.0.1:5\",\"port\":8000,"
+	      "\"host_port\":41000,\"bytes_in\":1,\"bytes_out\":2,\"duration_ms\":3,"
+	      "\"result\":\"ok\"}}") == 0,
+	   "net.inbound accepted (the serve relay's)");
+	ok(ev("{\"event\":\"net.inbound\",\"data\":{\"host\":\"a.test\"}}") < 0,
+	   "net.inbound takes only its own keys");
 	ok(ev("{\"event\":\"net.denied\",\"data\":{\"host\":\"a\",\"host\":\"b\"}}") < 0,
 	   "duplicate key refused");
 	ok(ev("{\"event\":\"net.denied\",\"data\":[]}") < 0, "non-object data refused");

@@ -578,6 +578,15 @@ class Sandbox:
     def audit_path(self) -> Optional[str]:
         return self._record.get("audit")
 
+    def get_host(self, port: int) -> str:
+        """Where the host reaches port of the sandbox, "127.0.0.1:HOSTPORT": a
+        port of the policy's net.serve, relayed from the host's loopback."""
+        addr = (self._record.get("serve") or {}).get(str(int(port)))
+        if addr is None:
+            raise SandboxException("not_served",
+                                   "port %d is not in the policy's net.serve" % int(port))
+        return addr
+
     @classmethod
     def create(cls, template: Union[str, dict, None] = None, timeout: Optional[int] = None,
                metadata: Optional[Dict[str, str]] = None, envs: Optional[Dict[str, str]] = None,

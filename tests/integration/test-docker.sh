@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Docker (Debian's docker.io 20.10) on sandcap-runc: a dockerd of this
+# test's own (its own data and exec roots, socket, vfs storage, no iptables,
+# no default bridge) with two runtimes in its daemon.json, `sandcap` (a
+# policy named by runtimeArgs, `--policy FILE`) and `sandcap-plain`, and an
+# image imported from a static busybox root that has nothing but /bin.
+# Asserts: `docker run` runs as the agent and exits with the command's
+# status; -t gets a terminal; --init runs docker-init (a link on the host);
+# --memory 64m bounds the sandbox; -v to a mount point the image lacks
+# works and leaves the image as it was; exec, logs, stop, kill and rm -f;
+# on a user-defined bridge network (docker's libnetwork-setkey hook) the
+# container supervisor gets the container's address, the agent lo only,
+# and the runtimeArgs' policy decides what the proxy reaches from there;
+# nothing is left behind once dockerd has stopped.
+. "$(dirname "$0")/lib.sh"
+need_root
+command -v dockerd >/dev/null && command -v docker >/dev/null ||
+	skip_all "needs docker (apt: docker.io)"
+command -v python3 >/dev/null || skip_all "needs python3"
+command -v ip >/dev/null || skip_all "needs ip (iproute2)"
+BB=$(command -v busybox) || skip_all "needs busybox (busybox-static)"
+file -L "$BB" 2>/dev/null | grep -q 'statically linked' || skip_all "needs a static busybox"
+. "$(dirname "$0")/../../tools/fixtures.sh"
+
+R=$(dirname "$SANDCAP")/sandcap-runc
+export DOCKER_HOST="unix://$T/docker.sock" DOCKER_CONFIG="$T/cli"
+NET=sc-dk-$$
+SUBNET=10.231.9.0/24
+ADDR=10.231.9.1 # the bridge's host side, where the server listens
+PORT=$(free_port 2)
+dk() { timeout 120 docker "$@"; }
+dpid=
+srv=
+cleanup() {
+	if [ -n "$dpid" ]; then
+		docker rm -f $(docker ps -aq 2>/dev/null) >/dev/null 2>&1
+		docker network rm "$NET" >/dev/null 2>&1
+		kill "$dpid" 2>/dev/null
+		for _ in $(seq 100); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
+	fi
+	[ -n "$srv" ] && kill $srv 2>/dev/null && wait $srv 2>/dev/null
+	grep -o " $T[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null
+	cleanup_dir
+}
+trap cleanup EXIT
+
+# ---- the image: a busybox root with /bin only (no /etc, /tmp, /run, /mnt) ----
+mkdir -p "$T/img/bin" "$T/vol" "$T/www"
+cp "$BB" "$T/img/bin/busybox"
+for a in sh id cat echo sleep tty tr wget grep ls touch; do ln -s busybox "$T/img/bin/$a"; done
+tar -C "$T/img" -cf "$T/img.tar" .
+echo from-the-host > "$T/vol/in"
+chmod 777 "$T/vol"
+echo "past-the-proxy" > "$T/www/index.html"
+echo '{"net": {"egress": [{"host": "'$ADDR'", "ports": ['$PORT']}], "allow_private": ["'$SUBNET'"]}}' \
+	> "$T/policy.json"
+
+# ---- dockerd of our own ----
+cat > "$T/daemon.json" <<EOF
+{
+  "runtimes": {
+    "sandcap": {"path": "$R", "runtimeArgs": ["--policy", "$T/policy.json"]},
+    "sandcap-plain": {"path": "$R"}
+  },
+  "exec-opts": ["native.cgroupdriver=cgroupfs"]
+}
+EOF
+dockerd --config-file "$T/daemon.json" --data-root "$T/data" --exec-root "$T/exec" \
+	--pidfile "$T/docker.pid" -H "$DOCKER_HOST" --storage-driver vfs --iptables=false \
+	--ip-masq=false --bridge=none > "$T/dockerd.log" 2>&1 &
+dpid=$!
+for _ in $(seq 300); do docker info >/dev/null 2>&1 && break; sleep 0.1; done
+docker info >/dev/null 2>&1 || { tail -20 "$T/dockerd.log" >&2; skip_all "dockerd did not start"; }
+import_image() { dk import "$T/img.tar" sandcap-bb:1 >/dev/null; }
+check "docker import of the busybox root" import_image
+
+# ---- run: the agent, the command's status ----
+out=$(dk run --rm --runtime sandcap sandcap-bb:1 id 2>&1)
+expect_eq "docker run --runtime sandcap: the agent, uid 1000 with no capability" "$out" "uid=1000 gid=1000"
+dk run --rm --runtime sandcap sandcap-bb:1 sh -c 'exit 7' >/dev/null 2>&1
+expect_eq "... exits with the command's status" "$?" 7
+out=$(dk run --rm --runtime sandcap sandcap-bb:1 sh -c 'grep -E "^(NoNewPrivs|Seccomp|CapEff):" /proc/self/status | tr -s "\t" " " | tr "\n" " "' 2>&1)
+expect_eq "... inside sandcap's walls" "$out" "CapEff: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 "
+out=$(dk run --rm --runtime sandcap sandcap-bb:1 sh -c 'touch /x 2>&1; ls /' 2>&1)
+expect_match "the root is read-only" "$out" "Read-only file system"
+expect_match "... with the mount points the image lacks (/tmp, /run, /etc's files)" "$(echo $out)" "etc .*run .*tmp"
+
+# ---- -t ----
+out=$(timeout 60 docker run --rm -t --runtime sandcap sandcap-bb:1 tty < /dev/null 2>&1 | tr -d '\r')
+expect_eq "run -t: a terminal of the sandbox's devpts" "$out" "/dev/pts/0"
+
+# ---- --init: docker-init is a link to tini-static on the host ----
+out=$(dk run --rm --runtime sandcap --init sandcap-bb:1 sh -c 'cat /proc/[0-9]*/cmdline | tr "\0" " "' 2>/dev/null)
+expect_match "--init: docker-init runs the command" "$out" "/sbin/docker-init -- sh -c"
+
+# ---- --memory 64m (docker's swap is twice it) ----
+id=$(dk run -d --runtime sandcap --memory 64m sandcap-bb:1 sleep 60 2>&1)
+expect_match "--memory 64m: runs" "$id" '^[0-9a-f]{64}$'
+lim=$(cat /sys/fs/cgroup/memory/docker/"$id"/*/memory.limit_in_bytes \
+	/sys/fs/cgroup/docker/"$id"/*/memory.max 2>/dev/null | sort -u | head -1)
+expect_eq "... the sandbox's cgroup, nested in docker's, is bounded to 64 MiB" "$lim" 67108864
+dk rm -f "$id" >/dev/null 2>&1
+
+# ---- -v to a mount point the image lacks ----
+dk run --name vol --runtime sandcap -v "$T/vol:/data/in" sandcap-bb:1 sh -c 'cat /data/in/in; echo from-the-box > /data/in/out' > "$T/vol.out" 2>&1
+expect_eq "-v to /data/in, absent from the image: read" "$(cat "$T/vol.out")" "from-the-host"
+expect_eq "... and written to" "$(cat "$T/vol/out" 2>/dev/null)" "from-the-box"
+# vfs gives each container a copy of the image: that copy is its root.
+root="$T/data/vfs/dir/$(cat "$T/data/image/vfs/layerdb/mounts/$(dk inspect -f '{{.Id}}' vol)/mount-id" 2>/dev/null)"
+check "... the container's root was not written (no /data, /tmp, /run in it)" \
+	test -d "$root/bin" -a ! -e "$root/data" -a ! -e "$root/tmp" -a ! -e "$root/run"
+dk rm -f vol >/dev/null 2>&1
+
+# ---- exec, logs, stop, kill, rm -f ----
+dk run -d --name long --runtime sandcap sandcap-bb:1 sh -c 'echo to-the-log; exec sleep 60' >/dev/null 2>&1
+expect_eq "exec: the agent" "$(dk exec long id 2>&1)" "uid=1000 gid=1000"
+dk exec long sh -c 'exit 5' >/dev/null 2>&1
+expect_eq "exec: its status" "$?" 5
+for _ in $(seq 50); do dk logs long 2>&1 | grep -q to-the-log && break; sleep 0.1; done
+expect_eq "logs" "$(dk logs long 2>&1)" "to-the-log"
+start=$(date +%s)
+dk stop -t 20 long >/dev/null 2>&1
+expect_eq "stop: exit 0" "$?" 0
+check "... by SIGTERM, not after the 20 s grace" test $(($(date +%s) - start)) -lt 15
+expect_eq "... the container exited" "$(dk inspect -f '{{.State.Status}} {{.State.ExitCode}}' long)" "exited 143"
+dk run -d --name killme --runtime sandcap sandcap-bb:1 sleep 60 >/dev/null 2>&1
+dk kill killme >/dev/null 2>&1
+expect_eq "kill: exit 0" "$?" 0
+for _ in $(seq 50); do [ "$(dk inspect -f '{{.State.Status}}' killme)" = exited ] && break; sleep 0.1; done
+expect_eq "... the container was killed" "$(dk inspect -f '{{.State.Status}} {{.State.ExitCode}}' killme)" "exited 137"
+dk run -d --name forced --runtime sandcap sandcap-bb:1 sleep 60 >/dev/null 2>&1
+dk rm -f forced long killme >/dev/null 2>&1
+expect_eq "rm -f of a running container (and the stopped ones)" "$?" 0
+expect_eq "... none is left" "$(dk ps -aq)" ""
+
+# ---- a bridge network (libnetwork-setkey) and the runtimeArgs' policy ----
+dk network create --driver bridge --subnet "$SUBNET" --gateway "$ADDR" "$NET" >/dev/null 2>&1
+check "a user-defined bridge network" dk network inspect "$NET"
+python3 -m http.server --bind "$ADDR" --directory "$T/www" "$PORT" > "$T/srv.log" 2>&1 &
+srv=$!
+python3 -m http.server --bind "$ADDR" --directory "$T/www" "$((PORT + 1))" > "$T/srv2.log" 2>&1 &
+srv="$srv $!"
+for _ in $(seq 50); do python3 -c "import socket; socket.create_connection(('$ADDR', $PORT), 1)" 2>/dev/null && break; sleep 0.1; done
+dk run -d --name net --runtime sandcap --network "$NET" sandcap-bb:1 sleep 60 >/dev/null 2>&1
+sup=$(dk inspect -f '{{.State.Pid}}' net)
+ip4=$(dk inspect -f "{{(index .NetworkSettings.Networks \"$NET\").IPAddress}}" net)
+expect_match "the container has an address on it" "$ip4" '^10\.231\.9\.'
+check "... in its supervisor's network namespace (the hook's pid), not the host's" \
+	test "$(readlink /proc/"${sup:-0}"/ns/net)" != "$(readlink /proc/1/ns/net)" -a \
+	-n "$(nsenter -t "${sup:-0}" -n ip -4 -o addr show 2>/dev/null | grep " $ip4/")"
+out=$(dk exec net cat /proc/net/dev 2>&1 | sed -n '3,$p' | awk -F: '{gsub(/ /, "", $1); print $1}' | tr '\n' ' ')
+expect_eq "the agent's own netns has lo only" "$out" "lo "
+out=$(dk exec net wget -q -O - "http://$ADDR:$PORT/" 2>&1)
+expect_eq "the runtimeArgs' policy: its egress rule lets the proxy reach the server" "$out" "past-the-proxy"
+check "... from the container's address" grep -q "^$ip4 - .*GET / " "$T/srv.log"
+out=$(dk exec net wget -q -O - "http://$ADDR:$((PORT + 1))/" 2>&1)
+expect_no_match "... and nothing it does not allow" "$out" "past-the-proxy"
+check "... whose server saw no request" bash -c "! grep -q GET '$T/srv2.log'"
+dk run -d --name plain --runtime sandcap-plain --network "$NET" sandcap-bb:1 sleep 60 >/dev/null 2>&1
+out=$(dk exec plain wget -q -T 3 -O - "http://$ADDR:$PORT/" 2>&1)
+expect_no_match "the runtime without --policy: no egress at all" "$out" "past-the-proxy"
+dk rm -f net plain >/dev/null 2>&1
+dk network rm "$NET" >/dev/null 2>&1
+
+# ---- nothing left behind ----
+expect_eq "no container state under sandcap-runc's root" \
+	"$(find "$T/exec/runtime-runc/moby" -mindepth 1 ! -path '*/moby/sessions' 2>/dev/null)" ""
+kill "$dpid"
+for _ in $(seq 100); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
+check "dockerd stopped" bash -c "! kill -0 $dpid 2>/dev/null"
+dpid=
+# containerd, its shims and the container supervisors all name $T.
+kill $srv 2>/dev/null && wait $srv 2>/dev/null
+srv=
+for _ in $(seq 50); do pgrep -f "$T/" >/dev/null || break; sleep 0.1; done
+expect_eq "no process of this test's dockerd, containerd, shims or containers is left" \
+	"$(pgrep -af "$T/")" ""
+check "no mount under the test's directories" bash -c "! grep -q ' $T' /proc/self/mountinfo"
+left=
+for i in $(grep -o 'container=[0-9a-f]\{64\}' "$T/dockerd.log" | cut -d= -f2 | sort -u); do
+	ls -d /sys/fs/cgroup/*/docker/"$i" /sys/fs/cgroup/docker/"$i" 2>/dev/null && left=1
+done
+check "no cgroup of its containers" test -z "$left"
+check "no address of its network on the host" bash -c "! ip -4 -o addr show | grep -q ' $ADDR/'"
+finish
