@@ -411,7 +411,7 @@ expect_eq "a second pause: exit 0" "$?" 0
 sleep 2.2 # past limits.wall from the start, had the clock run on
 "$S" session resume pz
 expect_eq "session resume: exit 0" "$?" 0
-sleep 0.3
+for _ in $(seq 50); do [ "$(cat "$T/work3/tick")" != "$a" ] && break; sleep 0.1; done
 check "the session outlived its limits.wall by the time paused, and runs again" \
 	test "$(cat "$T/work3/tick")" != "$a"
 for _ in $(seq 40); do "$S" session list | grep -q '^pz ' || break; sleep 0.1; done
