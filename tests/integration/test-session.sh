@@ -422,7 +422,7 @@ import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 ev = lambda e: [r["data"] for r in recs if r["event"] == e]
 p, r = ev("session.pause"), ev("session.resume")
-print(len(p), len(r), 1000 < p[0]["wall_left_ms"] <= 2000, r[0]["paused_ms"] >= 2000,
+print(len(p), len(r), 0 < p[0]["wall_left_ms"] < 2000, r[0]["paused_ms"] >= 2000,
       [h["limit"] for h in ev("limit.hit")])' "$log" 2>&1)
 expect_eq "the log: session.pause (wall left), session.resume (paused_ms), then limit.hit wall" \
 	"$out" "1 1 True True ['wall']"
