@@ -30,6 +30,7 @@ export interface EntryInfo {
 export interface WriteInfo { name: string; type: "file"; path: string }
 export interface SandboxInfo {
   sandboxId: string; templateId: string; name: string; metadata: Record<string, string>; startedAt: Date; endAt?: Date;
+  state: "running" | "paused";
 }
 
 export declare class CommandHandle {
@@ -52,8 +53,29 @@ export declare class Commands {
   closeStdin(pid: number): Promise<void>;
 }
 
+export interface PtySize { cols: number; rows: number }
+export interface PtyCreateOpts extends Partial<PtySize> {
+  onData?: (data: Uint8Array) => void; envs?: Record<string, string>; cwd?: string; user?: "user";
+  timeoutMs?: number; cmd?: string[];
+}
+export declare class Pty {
+  create(opts?: PtyCreateOpts): Promise<CommandHandle>;
+  sendInput(pid: number, data: string | Uint8Array): Promise<void>;
+  sendStdin(pid: number, data: string | Uint8Array): Promise<void>;
+  resize(pid: number, size: PtySize): Promise<void>;
+  kill(pid: number): Promise<boolean>;
+}
+
 type WriteData = string | ArrayBuffer | Uint8Array | Blob | ReadableStream | NodeJS.ReadableStream;
+export declare const FilesystemEventType: {
+  readonly CHMOD: "chmod"; readonly CREATE: "create"; readonly REMOVE: "remove"; readonly RENAME: "rename"; readonly WRITE: "write";
+};
+export interface FilesystemEvent { name: string; type: "chmod" | "create" | "remove" | "rename" | "write" }
+export declare class WatchHandle { stop(): Promise<void> }
+
 export declare class Filesystem {
+  watchDir(path: string, onEvent: (e: FilesystemEvent) => void,
+    opts?: { recursive?: boolean; timeoutMs?: number; onExit?: (err?: Error) => void }): Promise<WatchHandle>;
   read(path: string, opts?: { format?: "text" }): Promise<string>;
   read(path: string, opts: { format: "bytes" }): Promise<Uint8Array>;
   read(path: string, opts: { format: "blob" }): Promise<Blob>;
@@ -73,6 +95,7 @@ export declare class Sandbox {
   readonly sandboxId: string;
   readonly commands: Commands;
   readonly files: Filesystem;
+  readonly pty: Pty;
   readonly auditPath: string | undefined;
   /** "127.0.0.1:HOSTPORT": where the host reaches a port of net.serve; throws for another. */
   getHost(port: number): string;
@@ -83,6 +106,8 @@ export declare class Sandbox {
   static kill(sandboxId: string, opts?: ConnectionOpts): Promise<boolean>;
   static setTimeout(sandboxId: string, timeoutMs: number, opts?: ConnectionOpts): Promise<void>;
   static getInfo(sandboxId: string, opts?: ConnectionOpts): Promise<SandboxInfo>;
+  static resume(sandboxId: string, opts?: ConnectionOpts & { timeoutMs?: number }): Promise<Sandbox>;
+  pause(): Promise<boolean>;
   kill(): Promise<boolean>;
   setTimeout(timeoutMs: number): Promise<void>;
   getInfo(): Promise<SandboxInfo>;

@@ -106,7 +106,7 @@ function entryInfo(o) {
 
 function sandboxInfo(o) {
   return { sandboxId: o.id, templateId: o.policy, name: o.policy, metadata: o.metadata ?? {},
-    startedAt: new Date(o.created_ms), endAt: o.end_ms ? new Date(o.end_ms) : undefined };
+    startedAt: new Date(o.created_ms), endAt: o.end_ms ? new Date(o.end_ms) : undefined, state: o.state ?? "running" };
 }
 
 function commandResult(final, stdout, stderr) {
@@ -151,12 +151,16 @@ export class CommandHandle {
     this.final = null;
     this.onStdout = opts.onStdout;
     this.onStderr = opts.onStderr;
+    this.onPty = opts.onPty;
     this.done = (async () => {
       try {
         for (let line; (line = await nextLine()) !== null;) {
           if (!line.trim()) continue;
           const o = JSON.parse(line);
-          if (o.stream) {
+          if (o.stream === "pty") {
+            // bytes, as the terminal wrote them
+            if (this.onPty) this.onPty(new Uint8Array(Buffer.from(o.data, "base64")));
+          } else if (o.stream) {
             const text = Buffer.from(o.data, "base64").toString("utf8");
             (o.stream === "stdout" ? this.out : this.err).push(text);
             const cb = o.stream === "stdout" ? this.onStdout : this.onStderr;
@@ -226,6 +230,69 @@ export class Commands {
   async closeStdin(pid) { await this.api.call("POST", q(this.path(pid, "stdin"), { eof: 1 }), Buffer.alloc(0)); }
 }
 
+// The shell of a pty: bash when the sandbox has it, as E2B's, else sh.
+const PTY_SHELL = ["/bin/sh", "-c", "command -v bash >/dev/null && exec bash -i; exec sh -i"];
+
+/** Interactive terminals: a shell on a pty inside the sandbox (`sandcap exec -t`'s tty exec). */
+export class Pty {
+  constructor(api, sid) {
+    this.api = api;
+    this.commands = new Commands(api, sid);
+    this.sid = sid;
+  }
+
+  /** opts: cols, rows (default 80x24), onData(bytes), envs, cwd, timeoutMs (0: none), cmd. */
+  async create(opts = {}) {
+    const body = { argv: opts.cmd ?? PTY_SHELL, background: true,
+      timeout: (opts.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS) / 1000,
+      pty: { cols: opts.cols ?? 80, rows: opts.rows ?? 24 },
+      envs: { TERM: "xterm-256color", ...(opts.envs ?? {}) } };
+    for (const k of ["user", "cwd"]) if (opts[k] !== undefined) body[k] = opts[k];
+    const res = await this.api.open("POST", this.commands.path(), body);
+    return openHandle(this.api, this.sid, res, { onPty: opts.onData });
+  }
+
+  async sendInput(pid, data) { return this.commands.sendStdin(pid, data); }
+
+  async sendStdin(pid, data) { return this.commands.sendStdin(pid, data); }
+
+  async resize(pid, size) {
+    await this.api.call("POST", this.commands.path(pid, "resize"), { cols: size.cols, rows: size.rows });
+  }
+
+  async kill(pid) { return this.commands.kill(pid); }
+}
+
+export const FilesystemEventType = Object.freeze({ CHMOD: "chmod", CREATE: "create", REMOVE: "remove",
+  RENAME: "rename", WRITE: "write" });
+const EVENT_TYPES = new Set(Object.values(FilesystemEventType));
+
+/** A directory watched (files.watchDir): stop() ends it. */
+export class WatchHandle {
+  constructor(res, onEvent, opts) {
+    this.res = res;
+    let buf = "", stopped = false;
+    this.stopFlag = () => { stopped = true; };
+    const timer = opts.timeoutMs ? setTimeout(() => this.stop(), opts.timeoutMs) : null;
+    if (timer) timer.unref();
+    res.on("data", (chunk) => {
+      buf += chunk.toString("utf8");
+      for (let i; (i = buf.indexOf("\n")) >= 0;) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (!line.trim()) continue;
+        const o = JSON.parse(line);
+        if (EVENT_TYPES.has(o.type)) onEvent({ name: o.name, type: o.type }); // "overflow": some were lost
+      }
+    });
+    const end = (err) => { if (timer) clearTimeout(timer); if (opts.onExit) opts.onExit(stopped ? undefined : err); };
+    res.on("end", () => end());
+    res.on("error", (e) => end(e));
+  }
+
+  async stop() { this.stopFlag(); this.res.destroy(); }
+}
+
 export class Filesystem {
   constructor(api, sid) {
     this.api = api;
@@ -291,6 +358,13 @@ export class Filesystem {
 
   async remove(path) { await this.api.call("DELETE", q(`${this.base}/files`, { path })); }
 
+  /** Changes in directory path (and below with opts.recursive), by inotify inside the sandbox,
+   * from when it resolves; opts.timeoutMs (default 60 s, 0: none), opts.onExit(err). */
+  async watchDir(path, onEvent, opts = {}) {
+    const res = await this.api.open("GET", q(`${this.base}/watch`, { path, recursive: opts.recursive ? 1 : undefined }));
+    return new WatchHandle(res, onEvent, { timeoutMs: opts.timeoutMs ?? 60_000, onExit: opts.onExit });
+  }
+
   async rename(oldPath, newPath) {
     await this.api.call("POST", q(`${this.base}/rename`, { path: oldPath, to: newPath }));
     return this.getInfo(newPath);
@@ -306,6 +380,7 @@ export class Sandbox {
     this.record = record;
     this.commands = new Commands(api, sandboxId);
     this.files = new Filesystem(api, sandboxId);
+    this.pty = new Pty(api, sandboxId);
   }
 
   get auditPath() { return this.record.audit; }
@@ -329,9 +404,28 @@ export class Sandbox {
     return new Sandbox(o.id, api, o);
   }
 
+  /** Finds it again; a paused one is resumed, as E2B's. */
   static async connect(sandboxId, opts = {}) {
     const api = new Api(opts);
-    return new Sandbox(sandboxId, api, await api.call("GET", `/v1/sessions/${sandboxId}`));
+    let o = await api.call("GET", `/v1/sessions/${sandboxId}`);
+    if (o.state === "paused") o = await api.call("POST", `/v1/sessions/${sandboxId}/resume`);
+    return new Sandbox(sandboxId, api, o);
+  }
+
+  /** Thaws a paused sandbox (its clocks run on from where they stood); opts.timeoutMs as setTimeout. */
+  static async resume(sandboxId, opts = {}) {
+    const api = new Api(opts);
+    const sb = new Sandbox(sandboxId, api, await api.call("POST", `/v1/sessions/${sandboxId}/resume`));
+    if (opts.timeoutMs !== undefined) await sb.setTimeout(opts.timeoutMs);
+    return sb;
+  }
+
+  /** Freezes every process of it (the cgroup freezer); its wall clock stops meanwhile.
+   * true when it was running, false when it was paused already. */
+  async pause() {
+    const before = await this.api.call("GET", `/v1/sessions/${this.sandboxId}`);
+    await this.api.call("POST", `/v1/sessions/${this.sandboxId}/pause`);
+    return before.state !== "paused";
   }
 
   /** The caller's sandboxes; opts.query.metadata keeps those that match. */

@@ -63,6 +63,10 @@ struct cg_handle {
 	 * processes live in (the children's cgroups are its siblings); -1 when
 	 * the sandbox lives in <name> itself. */
 	int leaffd;
+	/* v1: the sandbox's cgroup in the freezer hierarchy, made by the
+	 * first cg_freeze() (the freezer is not needed otherwise). */
+	cg_dir freezer;
+	bool frozen;
 };
 
 struct cg_ops {
@@ -87,6 +91,8 @@ struct cg_ops {
 	 * whatever h's plan needed, into fds; returns how many. NULL: the
 	 * handle's own parents are all there is (v2). */
 	size_t (*own_dirs)(int *fds, size_t max);
+	/* Freezes or thaws every process of the sandbox, returns once it is so. */
+	int (*freeze)(cg_handle *h, bool frozen);
 };
 
 extern const cg_ops cg_v1_ops;

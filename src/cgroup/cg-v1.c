@@ -45,10 +45,9 @@ static void v1_reason(char *reason, size_t len, const char *what, const char *ct
  * for this one component only). The mount must be a v1 cgroup whose super
  * options name ctrl, so a stray directory cannot pose as a controller.
  */
-static int v1_open_own(cg_v1_ctrl c, int *ret_ownfd, char **ret_path, char *reason,
-		       size_t reason_len)
+static int v1_open_own_named(const char *ctrl, int *ret_ownfd, char **ret_path, char *reason,
+			     size_t reason_len)
 {
-	const char *ctrl = v1_ctrls[c].name;
 	_cleanup_close_ int rootfd = -1, mountfd = -1;
 	_cleanup_free_ char *path = NULL, *mroot = NULL, *sopts = NULL;
 	const char *rel;
@@ -100,6 +99,12 @@ static int v1_open_own(cg_v1_ctrl c, int *ret_ownfd, char **ret_path, char *reas
 	if (ret_path)
 		*ret_path = TAKE_PTR(path);
 	return 0;
+}
+
+static int v1_open_own(cg_v1_ctrl c, int *ret_ownfd, char **ret_path, char *reason,
+		       size_t reason_len)
+{
+	return v1_open_own_named(v1_ctrls[c].name, ret_ownfd, ret_path, reason, reason_len);
 }
 
 static int v1_probe(char *reason, size_t reason_len)
@@ -439,6 +444,91 @@ static size_t v1_own_dirs(int *fds, size_t max)
 	return n;
 }
 
+/* Moves what cgroup.procs of from lists into to; how many were not there. */
+static int v1_move_procs(int from, int to, size_t *ret_moved)
+{
+	_cleanup_free_ char *list = NULL, *there = NULL;
+	size_t n = 0, m = 0;
+	int r = io_read_file_at(from, "cgroup.procs", CG_MAX_FILE_BYTES, &list, &n);
+
+	*ret_moved = 0;
+	if (r >= 0)
+		r = io_read_file_at(to, "cgroup.procs", CG_MAX_FILE_BYTES, &there, &m);
+	if (r < 0)
+		return r;
+	for (char *p = list, *save = NULL, *tok; (tok = strtok_r(p, "\n", &save)); p = NULL) {
+		char key[24];
+		uint64_t pid;
+
+		if (cg_parse_u64(tok, strlen(tok), &pid) < 0 || pid == 0 || pid > INT32_MAX)
+			continue;
+		snprintf(key, sizeof(key), "\n%s\n", tok);
+		/* whole lines only: pid 12 is not in "312\n" */
+		if (there && (strncmp(there, key + 1, strlen(key + 1)) == 0 || strstr(there, key)))
+			continue;
+		r = cg_write_procs(to, (pid_t)pid);
+		if (r < 0 && r != -ESRCH)
+			return r;
+		*ret_moved += r >= 0;
+	}
+	return 0;
+}
+
+static int v1_freezer_state(int fd, const char *want)
+{
+	_cleanup_free_ char *st = NULL;
+	size_t n = 0;
+	int r = io_read_file_at(fd, "freezer.state", 64, &st, &n);
+
+	return r < 0 ? r : strncmp(st, want, strlen(want)) == 0;
+}
+
+/*
+ * The freezer is a hierarchy of its own on v1: the sandbox's processes are
+ * moved into a cgroup of its name there, pass after pass until none is left
+ * behind (a process forked before its parent moved shows up in the next
+ * list; one forked after is born there). Then FROZEN, written until the
+ * state says so (FREEZING while a task is on its way), as runc does.
+ */
+static int v1_freeze(cg_handle *h, bool frozen)
+{
+	const char *want = frozen ? "FROZEN" : "THAWED";
+	int src = -1, r = 0;
+
+	if (h->freezer.dirfd < 0) {
+		if (!frozen)
+			return 0;
+		r = v1_open_own_named("freezer", &h->freezer.parentfd, NULL, NULL, 0);
+		if (r < 0)
+			return r == -ENOENT ? -EOPNOTSUPP : r;
+		r = cg_mkdir_open(h->freezer.parentfd, h->name, &h->freezer);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < _CG_V1_CTRL_MAX && src < 0; i++)
+		src = h->dirs[i].dirfd;
+	for (unsigned pass = 0; frozen && src >= 0; pass++) {
+		size_t moved = 0;
+
+		if (pass >= 64)
+			return -EBUSY;
+		r = v1_move_procs(src, h->freezer.dirfd, &moved);
+		if (r < 0)
+			return r;
+		if (moved == 0)
+			break;
+	}
+	for (unsigned waited = 0; waited <= CG_DESTROY_WAIT_MS; waited += CG_POLL_STEP_MS) {
+		r = io_write_file_at(h->freezer.dirfd, "freezer.state", want);
+		if (r >= 0)
+			r = v1_freezer_state(h->freezer.dirfd, want);
+		if (r != 0)
+			return r < 0 ? r : 0;
+		cg_poll_sleep();
+	}
+	return -EBUSY;
+}
+
 const cg_ops cg_v1_ops = {
     .version = CG_V1,
     .probe = v1_probe,
@@ -451,4 +541,5 @@ const cg_ops cg_v1_ops = {
     .read_stats = v1_read_stats,
     .kill_all = v1_kill_all,
     .own_dirs = v1_own_dirs,
+    .freeze = v1_freeze,
 };

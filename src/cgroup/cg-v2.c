@@ -514,6 +514,27 @@ static int v2_kill_all(cg_handle *h)
 	return -EBUSY;
 }
 
+/* cgroup.freeze (5.2) of the sandbox's cgroup, its children included;
+ * "frozen" in cgroup.events says when every task has stopped. */
+static int v2_freeze(cg_handle *h, bool frozen)
+{
+	int fd = h->dirs[0].dirfd;
+	int r = io_write_file_at(fd, "cgroup.freeze", frozen ? "1" : "0");
+
+	if (r == -ENOENT)
+		return -EOPNOTSUPP;
+	for (unsigned waited = 0; r >= 0 && waited <= CG_DESTROY_WAIT_MS;
+	     waited += CG_POLL_STEP_MS) {
+		uint64_t v = 0;
+
+		r = cg_read_keyed(fd, "cgroup.events", "frozen", &v);
+		if (r >= 0 && (v == 1) == frozen)
+			return 0;
+		cg_poll_sleep();
+	}
+	return r < 0 ? r : -EBUSY;
+}
+
 const cg_ops cg_v2_ops = {
     .version = CG_V2,
     .probe = v2_probe,
@@ -525,6 +546,7 @@ const cg_ops cg_v2_ops = {
     .undelegate = v2_undelegate,
     .read_stats = v2_read_stats,
     .kill_all = v2_kill_all,
+    .freeze = v2_freeze,
 };
 
 int cg_delegated(char *reason, size_t reason_len)

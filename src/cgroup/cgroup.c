@@ -674,6 +674,11 @@ void cg_dirs_release(cg_handle *h)
 	size_t i;
 
 	h->leaffd = safe_close(h->leaffd);
+	h->freezer.dirfd = safe_close(h->freezer.dirfd);
+	if (h->freezer.created && h->freezer.parentfd >= 0 && h->name)
+		(void)unlinkat(h->freezer.parentfd, h->name, AT_REMOVEDIR);
+	h->freezer.created = false;
+	h->freezer.parentfd = safe_close(h->freezer.parentfd);
 	for (i = 0; i < ELEMENTSOF(h->dirs); i++) {
 		cg_dir *d = &h->dirs[i];
 
@@ -792,6 +797,7 @@ static cg_handle *cg_handle_new(const char *name)
 		h->alias[i] = -1;
 	}
 	h->leaffd = -1;
+	h->freezer.parentfd = h->freezer.dirfd = -1;
 	h->name = strdup(name);
 	if (!h->name) {
 		free(h);
@@ -901,10 +907,32 @@ int cg_read_stats(cg_handle *h, cg_stats *ret)
 	return h->ops->read_stats(h, ret);
 }
 
+int cg_freeze(cg_handle *h, bool frozen)
+{
+	int r;
+
+	if (!h)
+		return -EINVAL;
+	if (!h->ops->freeze)
+		return -EOPNOTSUPP;
+	r = h->ops->freeze(h, frozen);
+	if (r >= 0)
+		h->frozen = frozen;
+	return r;
+}
+
+/* What is frozen cannot die: thawed before it is killed. */
+static void thaw_for_kill(cg_handle *h)
+{
+	if (h->frozen && h->ops->freeze(h, false) >= 0)
+		h->frozen = false;
+}
+
 int cg_kill_all(cg_handle *h)
 {
 	if (!h)
 		return -EINVAL;
+	thaw_for_kill(h);
 	return h->ops->kill_all(h);
 }
 
@@ -915,6 +943,7 @@ cg_handle *cg_destroy(cg_handle *h)
 	/* kill_all returns once the cgroup is empty (or after
 	 * CG_DESTROY_WAIT_MS): rmdir fails with EBUSY while any process is
 	 * left, and then the directory stays rather than blocking us. */
+	thaw_for_kill(h);
 	(void)h->ops->kill_all(h);
 	cg_handle_free(h);
 	return NULL;

@@ -105,6 +105,16 @@ int cg_read_stats(cg_handle *h, cg_stats *ret);
 /* SIGKILLs every process in the cgroup (cgroup.kill on v2) and waits until
  * the cgroup is empty: 0, or -EBUSY if processes remain after 2 s. */
 int cg_kill_all(cg_handle *h);
+/*
+ * Freezes (or thaws) every process of the sandbox and returns once the
+ * kernel says it is so (at most 2 s: -EBUSY). v2: cgroup.freeze of the
+ * sandbox's cgroup. v1: the freezer hierarchy, where a cgroup of the
+ * sandbox's name is made (under ours) and its processes moved in, until a
+ * pass finds none left behind; -EOPNOTSUPP when no freezer is mounted. A
+ * frozen sandbox is thawed by cg_kill_all() first (a v1 frozen task does
+ * not die of SIGKILL).
+ */
+int cg_freeze(cg_handle *h, bool frozen);
 /* Kills what is left, removes the directories, frees. NULL-safe, returns NULL.
  * A directory that cannot be removed (a process survived 2 s) is left. */
 cg_handle *cg_destroy(cg_handle *h);

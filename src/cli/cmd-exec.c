@@ -32,8 +32,8 @@
 static void exec_usage(FILE *out)
 {
 	fputs(
-	    "Usage: sandcap exec [-i] [-t] [--cwd DIR] [--env KEY=VALUE]... [--ndjson] NAME\n"
-	    "                    [--] COMMAND [ARG]...\n"
+	    "Usage: sandcap exec [-i] [-t] [-d] [--cwd DIR] [--env KEY=VALUE]... [--ndjson]\n"
+	    "                    NAME [--] COMMAND [ARG]...\n"
 	    "\n"
 	    "Runs COMMAND in session NAME (sandcap session start), under every layer of the\n"
 	    "session's policy, in its namespaces, cgroup, Landlock domain and seccomp filter.\n"
@@ -41,6 +41,9 @@ static void exec_usage(FILE *out)
 	    "  -i, --interactive  relay standard input (otherwise the command reads end of file)\n"
 	    "  -t, --tty          a pty inside the sandbox; with a terminal here, raw mode and\n"
 	    "                     window-size changes forwarded, Ctrl-C reaches the command\n"
+	    "  -d, --detach       the session holds the command: print its id and return at\n"
+	    "                     once; it reads end of file, its output is discarded\n"
+	    "                     (`sandcap session commands NAME`, `sandcap session kill`)\n"
 	    "  --cwd DIR          working directory inside (default: the policy's fs.workdir)\n"
 	    "  --env KEY=VALUE    set a variable over the session's environment (repeatable)\n"
 	    "  --ndjson           stdout carries one JSON object per line:\n"
@@ -153,13 +156,11 @@ static void ndjson_result(const sx_result *res)
 
 int cmd_exec(int argc, char **argv)
 {
-	static const struct option opts[] = {{"interactive", no_argument, NULL, 'i'},
-					     {"tty", no_argument, NULL, 't'},
-					     {"cwd", required_argument, NULL, 'C'},
-					     {"env", required_argument, NULL, 'e'},
-					     {"ndjson", no_argument, NULL, 'J'},
-					     {"help", no_argument, NULL, 'h'},
-					     {}};
+	static const struct option opts[] = {
+	    {"interactive", no_argument, NULL, 'i'}, {"tty", no_argument, NULL, 't'},
+	    {"detach", no_argument, NULL, 'd'},	     {"cwd", required_argument, NULL, 'C'},
+	    {"env", required_argument, NULL, 'e'},   {"ndjson", no_argument, NULL, 'J'},
+	    {"help", no_argument, NULL, 'h'},	     {}};
 	char *env[SX_MAX_ENV + 1], why[600];
 	size_t n_env = 0;
 	bool interactive = false;
@@ -174,13 +175,16 @@ int cmd_exec(int argc, char **argv)
 	const char *name;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+itC:e:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+itdC:e:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			interactive = true;
 			break;
 		case 't':
 			q.tty = true;
+			break;
+		case 'd':
+			q.detach = true;
 			break;
 		case 'C':
 			q.cwd = optarg;
@@ -213,6 +217,10 @@ int cmd_exec(int argc, char **argv)
 		cli_error("exec: no command after --");
 		return SC_EXIT_SETUP;
 	}
+	if (q.detach && (q.tty || interactive || rl.ndjson)) {
+		cli_error("exec: --detach takes no -i, -t or --ndjson (nothing is relayed)");
+		return SC_EXIT_SETUP;
+	}
 	env[n_env] = NULL;
 	q.argv = argv + optind;
 	q.env = n_env ? env : NULL;
@@ -236,6 +244,10 @@ int cmd_exec(int argc, char **argv)
 		else
 			cli_error("exec: session %s: %s", name, strerror(-r));
 		return SC_EXIT_SETUP;
+	}
+	if (q.detach) {
+		printf("%" PRIu32 "\n", h.id);
+		return 0;
 	}
 	/* Signals to us are the command's (as `run` passes them on); SIGWINCH
 	 * resizes its pty. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sandcap session start|stop|list|put|get|ls (docs/sessions.md). */
+/* sandcap session start|stop|list|put|get|ls|commands|kill (docs/sessions.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -27,6 +28,9 @@ static void session_usage(FILE *out)
 	      "       sandcap session put NAME PATH [--mode OCTAL] < DATA\n"
 	      "       sandcap session get NAME PATH > DATA\n"
 	      "       sandcap session ls NAME PATH [--json]\n"
+	      "       sandcap session commands NAME [--json]\n"
+	      "       sandcap session kill NAME ID [--signal SIG]\n"
+	      "       sandcap session pause|resume NAME\n"
 	      "\n"
 	      "A session is a sandbox that stays up: `start` returns once it is ready and its\n"
 	      "supervisor keeps running in the background; `sandcap exec NAME CMD...` runs\n"
@@ -35,7 +39,12 @@ static void session_usage(FILE *out)
 	      "limits.wall the session, limits.idle stops it when idle. `stop` kills what\n"
 	      "runs, seals the audit log and prints the summary. put, get and ls are done\n"
 	      "inside the sandbox, by a process under its walls: what the policy does not\n"
-	      "grant, the kernel refuses. PATH is relative to the policy's fs.workdir.\n",
+	      "grant, the kernel refuses. PATH is relative to the policy's fs.workdir.\n"
+	      "`commands` lists the commands running (detached ones, `exec --detach`,\n"
+	      "included) with their ids; `kill` signals one's process group (default\n"
+	      "SIGKILL; a number or a name such as TERM). `pause` freezes every process\n"
+	      "of the sandbox and stops its clocks (limits.wall moves by the time paused);\n"
+	      "`resume` thaws it.\n",
 	      out);
 }
 
@@ -351,13 +360,141 @@ static int session_ls(int argc, char **argv)
 	return 0;
 }
 
+static int session_commands(int argc, char **argv)
+{
+	const char *name;
+	bool json = false;
+	json_t *a = NULL, *v;
+	size_t i;
+	int r = positional(argc, argv, 1, &name, &json, NULL, "session commands");
+
+	if (r)
+		return r > 0 ? 0 : SC_EXIT_SETUP;
+	r = sc_session_commands(name, &a);
+	if (r < 0)
+		return not_reached("session commands", name, r);
+	if (json) {
+		print_json(a);
+		json_decref(a);
+		return 0;
+	}
+	printf("%-6s %-8s %-8s %s\n", "ID", "PID", "DETACHED", "COMMAND");
+	json_array_foreach(a, i, v)
+	{
+		json_t *arg;
+		size_t j;
+
+		printf("%-6" JSON_INTEGER_FORMAT " %-8" JSON_INTEGER_FORMAT " %-8s",
+		       json_integer_value(json_object_get(v, "id")),
+		       json_integer_value(json_object_get(v, "pid")),
+		       json_is_true(json_object_get(v, "detached")) ? "yes" : "no");
+		json_array_foreach(json_object_get(v, "argv"), j, arg)
+		    printf(" %s", json_string_value(arg) ?: "?");
+		printf("\n");
+	}
+	json_decref(a);
+	return 0;
+}
+
+/* "9", "KILL" or "SIGKILL". */
+static int parse_signal(const char *s)
+{
+	char *end;
+	long n = strtol(s, &end, 10);
+
+	if (*s && !*end)
+		return n >= 1 && n < NSIG ? (int)n : -EINVAL;
+	if (strncasecmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (int i = 1; i < NSIG; i++)
+		if (sigabbrev_np(i) && strcasecmp(s, sigabbrev_np(i)) == 0)
+			return i;
+	return -EINVAL;
+}
+
+static int session_kill(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"signal", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'}, {}};
+	int sig = SIGKILL, c, r;
+	unsigned long id;
+	char *end;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			sig = parse_signal(optarg);
+			if (sig < 0) {
+				cli_error("session kill: --signal %s: expected a signal (9, KILL, "
+					  "SIGTERM)",
+					  optarg);
+				return SC_EXIT_SETUP;
+			}
+			break;
+		case 'h':
+			session_usage(stdout);
+			return 0;
+		default:
+			cli_error("session kill: see 'sandcap session --help'");
+			return SC_EXIT_SETUP;
+		}
+	}
+	if (optind + 2 != argc) {
+		cli_error("session kill: give NAME and ID (sandcap session commands NAME)");
+		return SC_EXIT_SETUP;
+	}
+	errno = 0;
+	id = strtoul(argv[optind + 1], &end, 10);
+	if (errno || *end || id == 0 || id > UINT32_MAX || argv[optind + 1][0] == '-') {
+		cli_error("session kill: %s: expected a command's id", argv[optind + 1]);
+		return SC_EXIT_SETUP;
+	}
+	r = sc_session_kill(argv[optind], (uint32_t)id, sig);
+	if (r == -ESRCH) {
+		cli_error("session kill: no command %lu runs in session %s", id, argv[optind]);
+		return 1;
+	}
+	return r < 0 ? not_reached("session kill", argv[optind], r) : 0;
+}
+
+static int session_pause_resume(int argc, char **argv, bool pause)
+{
+	const char *what = pause ? "session pause" : "session resume";
+	const char *name;
+	int r = positional(argc, argv, 1, &name, NULL, NULL, what);
+
+	if (r)
+		return r > 0 ? 0 : SC_EXIT_SETUP;
+	r = sc_session_pause(name, pause);
+	if (r == -EOPNOTSUPP || r == -EACCES || r == -EPERM || r == -EBUSY) {
+		cli_error("%s: session %s: cannot %s it: %s", what, name, pause ? "freeze" : "thaw",
+			  strerror(-r));
+		return 1;
+	}
+	return r < 0 ? not_reached(what, name, r) : 0;
+}
+
+static int session_pause(int argc, char **argv)
+{
+	return session_pause_resume(argc, argv, true);
+}
+
+static int session_resume(int argc, char **argv)
+{
+	return session_pause_resume(argc, argv, false);
+}
+
 int cmd_session(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
 		int (*fn)(int, char **);
-	} subs[] = {{"start", session_start}, {"stop", session_stop}, {"list", session_list},
-		    {"put", session_put},     {"get", session_get},   {"ls", session_ls}};
+	} subs[] = {{"start", session_start},	    {"stop", session_stop},
+		    {"list", session_list},	    {"put", session_put},
+		    {"get", session_get},	    {"ls", session_ls},
+		    {"commands", session_commands}, {"kill", session_kill},
+		    {"pause", session_pause},	    {"resume", session_resume}};
 
 	/* A client that dies mid-transfer gets EPIPE, not a signal. */
 	(void)signal(SIGPIPE, SIG_IGN);
@@ -368,6 +505,8 @@ int cmd_session(int argc, char **argv)
 	for (size_t i = 0; i < ELEMENTSOF(subs); i++)
 		if (strcmp(argv[1], subs[i].name) == 0)
 			return subs[i].fn(argc - 1, argv + 1);
-	cli_error("session: unknown subcommand '%s' (start, stop, list, put, get, ls)", argv[1]);
+	cli_error("session: unknown subcommand '%s' (start, stop, list, put, get, ls, commands, "
+		  "kill, pause, resume)",
+		  argv[1]);
 	return SC_EXIT_SETUP;
 }

@@ -28,6 +28,8 @@ typedef enum ctl_type {
 	CTL_MKDIR,     /* supervisor -> init: make directory path; mode 1: and its parents */
 	CTL_REMOVE,    /* supervisor -> init: remove path, a directory with all it holds */
 	CTL_RENAME,    /* supervisor -> init: rename path (payload) to the second string */
+	CTL_WATCH,     /* supervisor -> init: changes in directory path (payload) as lines
+			* into the fd, until killed; mode 1: its subdirectories too */
 	_CTL_TYPE_MAX,
 } ctl_type;
 

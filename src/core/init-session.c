@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -327,6 +328,137 @@ static int file_remove(const char *path)
 	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
 }
 
+/* What one watch follows: directories (inotify watches), and their depth. */
+#define WATCH_MAX_DIRS	8192
+#define WATCH_MAX_DEPTH 32
+
+typedef struct watch {
+	int ifd, out;
+	bool recursive;
+	size_t n;
+	struct {
+		int wd;
+		char *rel; /* "" for the root, else "a/b" */
+	} dirs[WATCH_MAX_DIRS];
+} watch;
+
+static int watch_add(watch *w, const char *root, const char *rel, unsigned depth)
+{
+	const uint32_t mask = IN_CREATE | IN_DELETE | IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM |
+			      IN_MOVED_TO | IN_DELETE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW |
+			      IN_EXCL_UNLINK;
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+	int wd;
+
+	if (snprintf(path, sizeof(path), "%s%s%s", root, rel[0] ? "/" : "", rel) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	if (w->n >= WATCH_MAX_DIRS)
+		return -ENOSPC;
+	wd = inotify_add_watch(w->ifd, path, mask);
+	if (wd < 0)
+		return -errno;
+	w->dirs[w->n].wd = wd;
+	w->dirs[w->n].rel = strdup(rel);
+	if (!w->dirs[w->n].rel)
+		return -ENOMEM;
+	w->n++;
+	if (!w->recursive || depth >= WATCH_MAX_DEPTH || !(d = opendir(path)))
+		return 0;
+	while ((e = readdir(d))) {
+		char sub[PATH_MAX];
+
+		if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) <
+		    (int)sizeof(sub))
+			(void)watch_add(w, root, sub, depth + 1); /* gone meanwhile: not ours */
+	}
+	(void)closedir(d);
+	return 0;
+}
+
+/* One line "TYPE\tNAME\n" (NAME relative to the root): false once the
+ * reader is gone. A line of at most PIPE_BUF bytes is written whole. */
+static bool watch_line(watch *w, const char *type, const char *rel, const char *name)
+{
+	char line[PIPE_BUF];
+	int n = snprintf(line, sizeof(line), "%s\t%s%s%s\n", type, rel,
+			 rel[0] && name[0] ? "/" : "", name);
+
+	if (n < 0 || n >= (int)sizeof(line))
+		return true; /* a name too long for one line is left out */
+	return write(w->out, line, (size_t)n) == n;
+}
+
+/*
+ * Changes in a directory (and with mode 1 its subdirectories, each added as
+ * it appears), by inotify inside the sandbox: what the agent sees is what is
+ * watched, under its walls. "ready" first, once the watches are in place;
+ * then create, write, remove, rename (the old name), chmod; "overflow" when
+ * the kernel's queue overflowed. Runs until killed or its reader goes.
+ */
+static int file_watch(const char *path, bool recursive, int out)
+{
+	static watch w;
+	static char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int r;
+
+	w = (watch){.ifd = inotify_init1(IN_CLOEXEC), .out = out, .recursive = recursive};
+	if (w.ifd < 0)
+		return -errno;
+	r = watch_add(&w, path, "", 0);
+	if (r < 0)
+		return r;
+	if (!watch_line(&w, "ready", "", ""))
+		return 0;
+	for (;;) {
+		ssize_t n = read(w.ifd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		for (char *p = buf; p < buf + n;) {
+			struct inotify_event *ev = (struct inotify_event *)p;
+			const char *rel = NULL, *type = NULL;
+
+			p += sizeof(*ev) + ev->len;
+			for (size_t i = 0; i < w.n && !rel; i++)
+				if (w.dirs[i].wd == ev->wd)
+					rel = w.dirs[i].rel;
+			if (ev->mask & IN_Q_OVERFLOW)
+				type = "overflow";
+			else if (!rel || !ev->len)
+				continue; /* the root itself, or a watch just removed */
+			else if (ev->mask & (IN_CREATE | IN_MOVED_TO))
+				type = "create";
+			else if (ev->mask & IN_MODIFY)
+				type = "write";
+			else if (ev->mask & IN_DELETE)
+				type = "remove";
+			else if (ev->mask & IN_MOVED_FROM)
+				type = "rename";
+			else if (ev->mask & IN_ATTRIB)
+				type = "chmod";
+			else
+				continue;
+			if (!watch_line(&w, type, rel ? rel : "", ev->len ? ev->name : ""))
+				return 0;
+			if (recursive && rel && (ev->mask & IN_ISDIR) &&
+			    (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
+				char sub[PATH_MAX];
+
+				if (snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "",
+					     ev->name) < (int)sizeof(sub))
+					(void)watch_add(&w, path, sub, 1);
+			}
+		}
+	}
+}
+
 /* A file operation, forked: under the same walls as any command, but our
  * own code, so nothing needs to be installed in the sandbox for it. */
 static _Noreturn void run_file_op(const ctl_hdr *h, char *const *v, int fd)
@@ -353,6 +485,9 @@ static _Noreturn void run_file_op(const ctl_hdr *h, char *const *v, int fd)
 		break;
 	case CTL_RENAME:
 		r = rename(path, v[1]) < 0 ? -errno : 0;
+		break;
+	case CTL_WATCH:
+		r = file_watch(path, h->mode == 1, fd);
 		break;
 	default:
 		r = file_list(path, h->mode, fd, &bytes);
@@ -487,6 +622,7 @@ int init_session_main(const char *fd_arg)
 		case CTL_MKDIR:
 		case CTL_REMOVE:
 		case CTL_RENAME:
+		case CTL_WATCH:
 			start(&h, payload, fds, n_fds);
 			break;
 		case CTL_SIGNAL:

@@ -238,6 +238,19 @@ static void host_set_wall(void *userdata, uint64_t ns)
 	sv_arm(s->wallfd, ns ? ns : 1);
 }
 
+/* sc_host.hold_wall */
+static uint64_t host_hold_wall(void *userdata)
+{
+	supervisor *s = userdata;
+	struct itimerspec its = {0}, off = {0};
+
+	if (s->wallfd < 0 || timerfd_gettime(s->wallfd, &its) < 0 ||
+	    (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0))
+		return UINT64_MAX;
+	(void)timerfd_settime(s->wallfd, 0, &off, NULL);
+	return (uint64_t)its.it_value.tv_sec * 1000000000ULL + (uint64_t)its.it_value.tv_nsec;
+}
+
 /* audit.sample_interval: without a timer the run goes on, unsampled. */
 static void start_sampling(supervisor *s)
 {
@@ -269,6 +282,7 @@ static void start_mode(supervisor *s)
 		     .emit = host_emit,
 		     .start_wall = host_start_wall,
 		     .set_wall = host_set_wall,
+		     .hold_wall = host_hold_wall,
 		     .userdata = s};
 
 	if (SV_HOOK(s, on_started))

@@ -39,6 +39,9 @@ typedef struct sc_host {
 	/* The wall clock ends the sandbox ns from now instead (the mode keeps
 	 * it within the policy's limits.wall). */
 	void (*set_wall)(void *userdata, uint64_t ns);
+	/* Stops the wall clock (a paused session): returns what was left of
+	 * it, for set_wall at the resume; UINT64_MAX when it was not armed. */
+	uint64_t (*hold_wall)(void *userdata);
 	void *userdata;
 } sc_host;
 

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +31,7 @@ struct sv_cmd {
 	uid_t uid;
 	json_t *info;
 	bool background, ended, primary_on;
+	bool pty; /* h.stdout_fd and h.stdin_fd are the pty master */
 	int64_t started_ms, ended_ms;
 	sx_handle h;
 	pthread_mutex_t in_lock; /* h.stdin_fd */
@@ -273,7 +276,11 @@ static void *reader_main(void *arg)
 				*fd = safe_close(*fd);
 				(void)pthread_mutex_unlock(&t->lock);
 			} else
-				append_output(t, c, i ? "stderr" : "stdout", buf, (size_t)k);
+				append_output(t, c,
+					      c->pty ? "pty"
+					      : i    ? "stderr"
+						     : "stdout",
+					      buf, (size_t)k);
 		}
 		if (n > 0 && p[2].revents) {
 			int r = sx_exec_wait(&w, &res);
@@ -296,7 +303,12 @@ static void *reader_main(void *arg)
 
 int sv_cmd_start(sv_cmds *t, const sv_cmd_spec *s, sv_cmd **ret, char *why, size_t why_len)
 {
-	sx_req q = {.argv = s->argv, .cwd = s->cwd, .env = s->env};
+	sx_req q = {.argv = s->argv,
+		    .cwd = s->cwd,
+		    .env = s->env,
+		    .tty = s->pty,
+		    .rows = s->rows,
+		    .cols = s->cols};
 	pthread_attr_t attr;
 	pthread_t th;
 	unsigned mine = 0;
@@ -322,6 +334,18 @@ int sv_cmd_start(sv_cmds *t, const sv_cmd_spec *s, sv_cmd **ret, char *why, size
 		return r;
 	}
 	(void)pthread_mutex_init(&c->in_lock, NULL);
+	if (s->pty) {
+		/* One master for both ways: read by the reader, written by stdin. */
+		c->pty = true;
+		c->h.stdout_fd = TAKE_FD(c->h.pty_fd);
+		c->h.stdin_fd = fcntl(c->h.stdout_fd, F_DUPFD_CLOEXEC, 3);
+		if (c->h.stdin_fd < 0) {
+			r = -errno;
+			(void)sx_exec_signal(&c->h, SIGKILL);
+			cmd_free(c);
+			return r;
+		}
+	}
 	strcpy(c->session, s->session);
 	c->uid = s->uid;
 	c->info = json_incref(s->info);
@@ -330,7 +354,7 @@ int sv_cmd_start(sv_cmds *t, const sv_cmd_spec *s, sv_cmd **ret, char *why, size
 	c->timeout_ms = s->timeout_ms;
 	c->started_ms = now_ms(CLOCK_REALTIME);
 	c->t = t;
-	if (!s->keep_stdin)
+	if (!s->keep_stdin && !s->pty)
 		c->h.stdin_fd = safe_close(c->h.stdin_fd);
 	else
 		(void)fcntl(c->h.stdin_fd, F_SETFL, O_NONBLOCK);
@@ -470,8 +494,27 @@ int sv_cmd_stdin(sv_cmds *t, sv_cmd *c, const void *data, size_t len, bool eof)
 		p += n;
 		len -= (size_t)n;
 	}
-	if (eof || r == -EPIPE)
+	/* A pty's input stays open (its master also resizes): end of file
+	 * there is the line discipline's ^D, a byte the caller sends. */
+	if ((eof && !c->pty) || r == -EPIPE)
 		c->h.stdin_fd = safe_close(c->h.stdin_fd);
+	(void)pthread_mutex_unlock(&c->in_lock);
+	return r;
+}
+
+int sv_cmd_resize(sv_cmds *t, sv_cmd *c, uint16_t rows, uint16_t cols)
+{
+	struct winsize ws = {.ws_row = rows, .ws_col = cols};
+	int r = 0;
+
+	(void)t;
+	if (!c->pty)
+		return -ENOTTY;
+	(void)pthread_mutex_lock(&c->in_lock);
+	if (c->h.stdin_fd < 0)
+		r = -EPIPE;
+	else if (ioctl(c->h.stdin_fd, TIOCSWINSZ, &ws) < 0)
+		r = -errno;
 	(void)pthread_mutex_unlock(&c->in_lock);
 	return r;
 }

@@ -33,6 +33,8 @@ typedef struct sv_cmd_spec {
 	bool background;     /* outlives its first reader */
 	bool keep_stdin;     /* standard input stays open for sv_cmd_stdin() */
 	uint64_t timeout_ms; /* 0: none; then killed, "timeout" in limits_hit */
+	bool pty;	     /* a pty (the session's tty exec): output "pty", input open */
+	uint16_t rows, cols; /* its first size, with pty */
 } sv_cmd_spec;
 
 int sv_cmds_new(sv_cmds **ret);
@@ -62,6 +64,9 @@ int sv_cmd_kill(sv_cmds *t, sv_cmd *c, int sig);
 /* Writes data to its standard input (then closes it with eof); -EPIPE
  * when that is closed, -ETIMEDOUT when it does not read for 30 s. */
 int sv_cmd_stdin(sv_cmds *t, sv_cmd *c, const void *data, size_t len, bool eof);
+/* Sets a pty command's window size (the kernel signals it SIGWINCH);
+ * -ENOTTY for a command without a pty, -EPIPE once its pty is closed. */
+int sv_cmd_resize(sv_cmds *t, sv_cmd *c, uint16_t rows, uint16_t cols);
 /* [{"pid", ...info, "running", "started_ms"}] of session's running commands. */
 json_t *sv_cmds_list(sv_cmds *t, const char *session, uid_t uid);
 /* The session ended: its commands are killed and forgotten. */

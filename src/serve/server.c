@@ -29,6 +29,7 @@
 #include "base/signals.h"
 #include "policy/plan.h"
 #include "serve/backend.h"
+#include "audit/audit.h"
 #include "serve/commands.h"
 #include "serve/request.h"
 #include "serve/table.h"
@@ -1003,18 +1004,36 @@ static void free_strv(char **v)
 	free(v);
 }
 
+/* {"cols": C, "rows": R}, each 1-65535 (a struct winsize). */
+static int pty_size(json_t *o, uint16_t *ret_rows, uint16_t *ret_cols)
+{
+	json_t *c = json_object_get(o, "cols"), *r = json_object_get(o, "rows");
+
+	if (!json_is_object(o) || json_object_size(o) != 2 || !json_is_integer(c) ||
+	    !json_is_integer(r) || json_integer_value(c) < 1 || json_integer_value(c) > 65535 ||
+	    json_integer_value(r) < 1 || json_integer_value(r) > 65535)
+		return -EINVAL;
+	*ret_rows = (uint16_t)json_integer_value(r);
+	*ret_cols = (uint16_t)json_integer_value(c);
+	return 0;
+}
+
 /*
  * POST /v1/sessions/ID/commands {"argv", "cwd", "envs", "user", "timeout",
- * "background", "stdin", "tag"}: the command's NDJSON, {"pid"} first.
+ * "background", "stdin", "tag", "pty"}: the command's NDJSON, {"pid"} first.
+ * With "pty": {"cols", "rows"} it runs on a pty of the session's (the
+ * tty exec of `sandcap exec -t`): its output is "pty" lines, its input
+ * stays open, .../resize sets its size.
  */
 static int handle_command_start(sv_conn *c, const sv_request *req, const sv_session *s)
 {
 	static const char *const keys[] = {"argv",	 "cwd",	  "envs", "user", "timeout",
-					   "background", "stdin", "tag",  NULL};
+					   "background", "stdin", "tag",  "pty",  NULL};
 	_cleanup_json_ json_t *body = NULL, *info = NULL;
 	_cleanup_free_ char **argv = NULL;
 	char **env = NULL;
-	json_t *a, *v, *t, *cwd, *user;
+	json_t *a, *v, *t, *cwd, *user, *pty;
+	uint16_t rows = 0, cols = 0;
 	const char *k;
 	sv_cmd *cmd = NULL;
 	json_error_t je;
@@ -1066,6 +1085,10 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 	     json_number_value(t) > 10 * 366 * 86400.0))
 		return fail_reply(c, 400, "bad_request", "$.timeout",
 				  "expected seconds, 0 for none");
+	pty = json_object_get(body, "pty");
+	if (pty && !json_is_null(pty) && pty_size(pty, &rows, &cols) < 0)
+		return fail_reply(c, 400, "bad_request", "$.pty",
+				  "expected {\"cols\": N, \"rows\": N}, each from 1 to 65535");
 	env = command_env(s, json_object_get(body, "envs"), &e);
 	if (!env)
 		return reply_error(c, &e);
@@ -1074,6 +1097,8 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 			 json_object_get(body, "envs") ?: json_object());
 	if (json_is_string(json_object_get(body, "tag")))
 		(void)json_object_set(info, "tag", json_object_get(body, "tag"));
+	if (json_is_object(pty))
+		(void)json_object_set_new(info, "pty", json_true());
 	sv_cmd_spec spec = {
 	    .session = s->name,
 	    .uid = c->uid,
@@ -1084,6 +1109,9 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 	    .background = json_is_true(json_object_get(body, "background")),
 	    .keep_stdin = json_is_true(json_object_get(body, "stdin")),
 	    .timeout_ms = t ? (uint64_t)(json_number_value(t) * 1000.0) : 0,
+	    .pty = json_is_object(pty),
+	    .rows = rows,
+	    .cols = cols,
 	};
 	r = sv_cmd_start(c->d->cmds, &spec, &cmd, why, sizeof(why));
 	free_strv(env);
@@ -1114,8 +1142,10 @@ static int parse_pid(sv_conn *c, const char *s, unsigned *ret)
 	return 0;
 }
 
-/* GET/DELETE /v1/sessions/ID/commands/PID, POST .../PID/stdin. */
-static int handle_command(sv_conn *c, const sv_request *req, const sv_session *s, bool stdin_)
+/* GET/DELETE /v1/sessions/ID/commands/PID, POST .../PID/stdin and
+ * .../PID/resize. */
+static int handle_command(sv_conn *c, const sv_request *req, const sv_session *s, bool stdin_,
+			  bool resize)
 {
 	const char *m = req->head.method;
 	unsigned pid;
@@ -1127,7 +1157,25 @@ static int handle_command(sv_conn *c, const sv_request *req, const sv_session *s
 	cmd = sv_cmd_find(c->d->cmds, s->name, c->uid, pid);
 	if (!cmd)
 		return fail_reply(c, 404, "not_found", NULL, "no such command");
-	if (stdin_) {
+	if (resize) {
+		_cleanup_json_ json_t *body = json_loadb(req->body ? req->body : "", req->body_len,
+							 JSON_REJECT_DUPLICATES, NULL);
+		uint16_t rows, cols;
+
+		r = pty_size(body, &rows, &cols);
+		if (r < 0)
+			r = fail_reply(c, 400, "bad_request", "$",
+				       "expected {\"cols\": N, \"rows\": N}, each from 1 to 65535");
+		else if ((r = sv_cmd_resize(c->d->cmds, cmd, rows, cols)) == -ENOTTY)
+			r = fail_reply(c, 409, "no_pty", NULL,
+				       "the command has no pty (start it with \"pty\")");
+		else if (r < 0)
+			r = fail_reply(c, 404, "not_found", NULL, "the command has ended");
+		else
+			r = reply_json(c, 200,
+				       json_pack("{s:I, s:i, s:i}", "pid", (json_int_t)pid, "cols",
+						 (int)cols, "rows", (int)rows));
+	} else if (stdin_) {
 		const char *eof = sv_request_query(req, "eof");
 
 		r = sv_cmd_stdin(c->d->cmds, cmd, req->body, req->body_len,
@@ -1157,6 +1205,28 @@ static int handle_command(sv_conn *c, const sv_request *req, const sv_session *s
 		r = follow_command(c, cmd, false);
 	sv_cmd_put(c->d->cmds, cmd);
 	return r;
+}
+
+/* POST /v1/sessions/ID/pause, .../resume: the session's freezer (op
+ * "pause"/"resume"), its clocks stopped while paused. */
+static int handle_pause(sv_conn *c, const sv_session *s, bool pause)
+{
+	_cleanup_json_ json_t *req = json_pack("{s:s}", "op", pause ? "pause" : "resume");
+	_cleanup_json_ json_t *reply = NULL;
+	sv_session now;
+	int r = req ? sc_session_request(s->name, req, NULL, &reply, NULL, 0, NULL) : -ENOMEM;
+
+	if (r == -EREMOTEIO)
+		return fail_reply(
+		    c, 409, "unavailable", NULL,
+		    json_string_value(json_object_get(json_object_get(reply, "error"), "message"))
+			?: "refused");
+	if (r < 0)
+		return fail_reply(c, 500, "session_failed", NULL, strerror(-r));
+	sv_table_set_paused(&c->d->table, s->name, pause, now_ms());
+	if (sv_table_get(&c->d->table, s->name, c->uid, &now) < 0)
+		return fail_reply(c, 404, "not_found", NULL, "no such session");
+	return reply_json(c, 200, sv_session_json(&now));
 }
 
 /* POST /v1/sessions/ID/timeout {"timeout": S}. */
@@ -1199,6 +1269,9 @@ static int fs_fail(sv_error *e, int err, const char *path)
 	case -ENAMETOOLONG:
 	case -EXDEV:
 		return sv_fail(e, 400, "bad_path", NULL, "%s: %s", path, strerror(-err));
+	case -EAGAIN:
+		return sv_fail(e, 409, "paused", NULL,
+			       "%s: the sandbox is paused (resume it first)", path);
 	default:
 		return sv_fail(e, 500, "session_failed", NULL, "%s: %s", path, strerror(-err));
 	}
@@ -1213,6 +1286,8 @@ static int answer_errno(json_t *reply)
 	for (int n = 1; code && n < 134; n++)
 		if (strerrorname_np(n) && !strcmp(code, strerrorname_np(n)))
 			return -n;
+	if (code && !strcmp(code, "paused"))
+		return -EAGAIN;
 	return code && !strcmp(code, "stopping") ? -ESHUTDOWN : -EIO;
 }
 
@@ -1324,6 +1399,97 @@ static json_t *entry_json(const char *rec, size_t len, const char *dir)
 
 /* GET .../stat?path=P, GET .../ls?path=P&depth=N, POST .../mkdir?path=P,
  * DELETE .../files?path=P, POST .../rename?path=P&to=Q. */
+/*
+ * GET /v1/sessions/ID/watch?path=P&recursive=1: the changes in directory P
+ * of the sandbox, by inotify inside (the session's op "watch"), as NDJSON
+ * {"type": "create"|"write"|"remove"|"rename"|"chmod"|"overflow", "name"}
+ * (name relative to P), from the moment the answer's head is sent until the
+ * client goes away (the watch is then killed).
+ */
+static int handle_watch(sv_conn *c, const sv_request *req, const sv_session *s)
+{
+	_cleanup_json_ json_t *q = NULL;
+	_cleanup_close_ int conn = -1, fd = -1;
+	_cleanup_free_ char *buf = malloc(SV_READ_CHUNK + 1);
+	const char *path, *rec = sv_request_query(req, "recursive");
+	size_t have = 0;
+	bool ready = false;
+	sv_error e;
+	int r = 0;
+
+	if (query_path(c, req, true, &path) < 0)
+		return 0;
+	q = json_pack("{s:s, s:s, s:b}", "op", "watch", "path", path, "recursive",
+		      rec && !strcmp(rec, "1"));
+	if (!q || !buf)
+		return fail_reply(c, 500, "internal", NULL, "out of memory");
+	if (fs_start(s->name, q, &conn, &fd, &e) < 0)
+		return reply_error(c, &e);
+	while (r >= 0) {
+		struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+				      {.fd = c->fd, .events = POLLRDHUP}};
+		char *nl;
+		ssize_t n;
+
+		if (poll(p, 2, ready ? 1000 : 10000) == 0 && !ready)
+			return fail_reply(c, 500, "session_failed", NULL,
+					  "the watch did not start");
+		if (p[1].revents) {
+			r = -EPIPE;
+			break;
+		}
+		if (!p[0].revents)
+			continue;
+		n = read(fd, buf + have, SV_READ_CHUNK - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* Its end: an error of the start, or the session ended. */
+			if (!ready) {
+				int er = fs_end(conn, path, NULL, &e);
+
+				return er < 0 ? reply_error(c, &e)
+					      : fail_reply(c, 500, "session_failed", NULL,
+							   "the watch ended at its start");
+			}
+			break;
+		}
+		have += (size_t)n;
+		while ((nl = memchr(buf, '\n', have))) {
+			size_t len = (size_t)(nl - buf) + 1;
+			char *tab = memchr(buf, '\t', len - 1);
+
+			if (!ready) {
+				ready = true;
+				r = send_all(c->fd, ndjson_head, sizeof(ndjson_head) - 1);
+			} else if (tab) {
+				_cleanup_json_ json_t *o = json_pack(
+				    "{s:s%, s:o}", "type", buf, (size_t)(tab - buf), "name",
+				    au_str(tab + 1, (size_t)(nl - tab - 1), AU_STR_MAX_BYTES));
+				_cleanup_free_ char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+				if (line) {
+					size_t l = strlen(line);
+
+					line[l] = '\n'; /* over the NUL */
+					r = send_chunk(c->fd, line, l + 1);
+				}
+			}
+			memmove(buf, buf + len, have - len);
+			have -= len;
+			if (r < 0)
+				break;
+		}
+		if (have == SV_READ_CHUNK)
+			have = 0; /* no line is that long: not ours */
+	}
+	if (r >= 0)
+		r = send_all(c->fd, "0\r\n\r\n", 5);
+	if (r < 0)
+		c->keep_alive = false;
+	return 0;
+}
+
 static int handle_fs(sv_conn *c, const sv_request *req, const sv_session *s, const char *op)
 {
 	_cleanup_json_ json_t *q = NULL;
@@ -1564,15 +1730,15 @@ static int route(sv_conn *c, sv_request *req)
 		return reply_json(c, 200, sv_session_json(&s));
 	}
 	if (req->n_segments >= 5 && req->n_segments <= 6 && is(req, 3, "commands")) {
-		bool in = req->n_segments == 6;
+		bool in = req->n_segments == 6, resize = in && is(req, 5, "resize");
 
-		if (in && !is(req, 5, "stdin"))
+		if (in && !is(req, 5, "stdin") && !resize)
 			return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
 		if (in ? strcmp(m, "POST") : strcmp(m, "GET") && strcmp(m, "DELETE"))
 			return method_not_allowed(c, in ? "POST" : "GET, DELETE");
 		if (session_or_404(c, req->segments[2], &s) < 0)
 			return 0;
-		return handle_command(c, req, &s, in);
+		return handle_command(c, req, &s, in && !resize, resize);
 	}
 	if (req->n_segments != 4)
 		return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
@@ -1586,6 +1752,20 @@ static int route(sv_conn *c, sv_request *req)
 		return reply_json(
 		    c, 200,
 		    json_pack("{s:o}", "commands", sv_cmds_list(c->d->cmds, s.name, c->uid)));
+	}
+	if (is(req, 3, "watch")) {
+		if (strcmp(m, "GET"))
+			return method_not_allowed(c, "GET");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		return handle_watch(c, req, &s);
+	}
+	if (is(req, 3, "pause") || is(req, 3, "resume")) {
+		if (strcmp(m, "POST"))
+			return method_not_allowed(c, "POST");
+		if (session_or_404(c, req->segments[2], &s) < 0)
+			return 0;
+		return handle_pause(c, &s, is(req, 3, "pause"));
 	}
 	if (is(req, 3, "timeout")) {
 		if (strcmp(m, "POST"))

@@ -177,7 +177,25 @@ json_t *sv_session_json(const sv_session *s)
 		(void)json_object_set_new(o, "serve", json_loads(s->serve, 0, NULL));
 	if (o && s->end_ms)
 		(void)json_object_set_new(o, "end_ms", json_integer(s->end_ms));
+	if (o)
+		(void)json_object_set_new(o, "state",
+					  json_string(s->paused_ms ? "paused" : "running"));
 	return o;
+}
+
+void sv_table_set_paused(sv_table *t, const char *name, bool paused, int64_t now_ms)
+{
+	(void)pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n; i++) {
+		sv_session *s = &t->s[i];
+
+		if (strcmp(s->name, name) || paused == (s->paused_ms != 0))
+			continue;
+		if (!paused && s->end_ms)
+			s->end_ms += now_ms - s->paused_ms;
+		s->paused_ms = paused ? now_ms : 0;
+	}
+	(void)pthread_mutex_unlock(&t->lock);
 }
 
 void sv_table_set_end(sv_table *t, const char *name, int64_t end_ms)

@@ -26,6 +26,7 @@ typedef struct sv_session {
 	bool from_pool;
 	unsigned execs;
 	int64_t end_ms;	     /* its timeout ends it then (CLOCK_REALTIME); 0: none set */
+	int64_t paused_ms;   /* paused since (CLOCK_REALTIME); 0: running */
 	char metadata[1024]; /* the caller's, a JSON object; "" for none */
 	char envs[2048];     /* every command's environment, a JSON object; "" */
 	char serve[512];     /* net.serve: {"PORT": "127.0.0.1:N"} as JSON; "" for none */
@@ -53,6 +54,9 @@ int sv_table_remove(sv_table *t, const char *name, uid_t uid, sv_session *ret);
 void sv_table_count_exec(sv_table *t, const char *name);
 /* Its timeout moved: it ends at end_ms. */
 void sv_table_set_end(sv_table *t, const char *name, int64_t end_ms);
+/* Paused (at now_ms) or resumed: a resume moves end_ms by the time paused,
+ * as the session's own wall clock. */
+void sv_table_set_paused(sv_table *t, const char *name, bool paused, int64_t now_ms);
 /* Removes and returns every session (for shutdown). Caller frees *ret. */
 size_t sv_table_take_all(sv_table *t, sv_session **ret);
 /* [{"id",...}] of uid's sessions. */

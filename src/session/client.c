@@ -430,6 +430,55 @@ int sc_session_begin(const char *name)
 	return r == -EPIPE ? -ECONNRESET : r;
 }
 
+/* One JSON request answered {"ok": true, ...}: *ret (may be NULL) gets the
+ * answer; an error answer is its errno (reply_errno). Consumes req. */
+static int one_request(const char *name, json_t *req, json_t **ret)
+{
+	json_t *reply = NULL;
+	int r;
+
+	if (ret)
+		*ret = NULL;
+	if (!req)
+		return -ENOMEM;
+	r = sc_session_request(name, req, NULL, &reply, NULL, 0, NULL);
+	json_decref(req);
+	if (r == -EREMOTEIO)
+		r = reply_errno(reply);
+	else if (r >= 0 && !json_is_true(json_object_get(reply, "ok")))
+		r = -EPROTO;
+	if (r >= 0 && ret)
+		*ret = json_incref(reply);
+	json_decref(reply);
+	return r;
+}
+
+int sc_session_commands(const char *name, json_t **ret_array)
+{
+	json_t *reply = NULL;
+	int r = one_request(name, json_pack("{s:s}", "op", "commands"), &reply);
+
+	*ret_array = NULL;
+	if (r >= 0 && !json_is_array(json_object_get(reply, "commands")))
+		r = -EPROTO;
+	if (r >= 0)
+		*ret_array = json_incref(json_object_get(reply, "commands"));
+	json_decref(reply);
+	return r;
+}
+
+int sc_session_kill(const char *name, uint32_t id, int sig)
+{
+	return one_request(
+	    name, json_pack("{s:s, s:I, s:i}", "op", "kill", "id", (json_int_t)id, "signal", sig),
+	    NULL);
+}
+
+int sc_session_pause(const char *name, bool pause)
+{
+	return one_request(name, json_pack("{s:s}", "op", pause ? "pause" : "resume"), NULL);
+}
+
 int sc_session_stop(const char *name, json_t **ret_summary)
 {
 	json_t *req = json_pack("{s:s}", "op", "stop"), *reply = NULL, *m = NULL;

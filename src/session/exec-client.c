@@ -25,15 +25,19 @@ static bool put_str(char *buf, size_t *at, const char *s)
 }
 
 /* The fds of an exec's first answer into h: 3 (stdin, stdout, stderr) or,
- * with tty, 1 (the pty master). -EPROTO (and the fds closed) for another
- * count. */
-static int take_fds(sx_handle *h, bool tty, const int *fds, size_t n)
+ * with tty, 1 (the pty master), none detached. -EPROTO (and the fds
+ * closed) for another count. */
+static int take_fds(sx_handle *h, const sx_req *q, const int *fds, size_t n)
 {
-	if (n != (tty ? 1u : 3u)) {
+	bool tty = q->tty;
+
+	if (n != (q->detach ? 0u : tty ? 1u : 3u)) {
 		fdpass_close(fds, n);
 		return -EPROTO;
 	}
-	if (tty) {
+	if (q->detach) {
+		return 0;
+	} else if (tty) {
 		h->pty_fd = fds[0];
 	} else {
 		h->stdin_fd = fds[0];
@@ -47,7 +51,9 @@ int sx_exec(const char *name, const sx_req *q, sx_handle *ret, char *why, size_t
 {
 	_cleanup_free_ char *buf = malloc(CTL_MAX_PAYLOAD + 1);
 	_cleanup_close_ int conn = -1;
-	ctl_hdr h = {.type = CTL_EXEC, .flags = (q->tty ? CTL_TTY : 0) | (q->hold ? SX_HOLD : 0)};
+	ctl_hdr h = {.type = CTL_EXEC,
+		     .flags = (q->tty ? CTL_TTY : 0) | (q->hold ? SX_HOLD : 0) |
+			      (q->detach ? SX_DETACH : 0)};
 	int fds[CTL_MAX_FDS];
 	size_t at = 0, n_fds = 0;
 	int r;
@@ -107,8 +113,9 @@ int sx_exec(const char *name, const sx_req *q, sx_handle *ret, char *why, size_t
 			return -EREMOTEIO;
 		}
 	}
-	r = take_fds(ret, q->tty, fds, n_fds);
-	if (r >= 0)
+	r = take_fds(ret, q, fds, n_fds);
+	ret->id = h.id;
+	if (r >= 0 && !q->detach)
 		ret->conn = TAKE_FD(conn);
 	return r;
 }

@@ -7,14 +7,15 @@
  * which carries no JSON library); the supervisor checks it in
  * session/request.c. The other requests on the socket are JSON. libc only.
  *
- *   request  CTL_EXEC    flags CTL_TTY, SX_HOLD; value rows << 16 | cols
+ *   request  CTL_EXEC    flags CTL_TTY, SX_HOLD, SX_DETACH; value rows << 16 | cols
  *                        (tty); n_argv; payload cwd\0 argv...\0 env...\0
  *                        (cwd "" for fs.workdir)
  *   later    CTL_SIGNAL  value: a signal for the command's process group
  *            CTL_GO      a held exec (SX_HOLD) runs now
- *   answer   CTL_STARTED id, with the fds (stdin's write end, stdout's and
- *                        stderr's read ends; or the pty master); or err (a
- *                        positive errno) and the reason as payload
+ *   answer   CTL_STARTED id (the exec's number in the session's log), with
+ *                        the fds (stdin's write end, stdout's and stderr's
+ *                        read ends; or the pty master; none detached); or
+ *                        err (a positive errno) and the reason as payload
  *   result   CTL_EXITED  value: the exit status (as `sandcap exec`'s);
  *                        mode: the signal that ended it (0: none); flags:
  *                        SX_*; bytes: its duration in ms; err: why it could
@@ -31,6 +32,10 @@
 /* CTL_EXEC's flags beside CTL_TTY: the fds now, the command on CTL_GO
  * (sandcap-runc's create and start, docs/oci.md). */
 #define SX_HOLD 2u
+/* The supervisor holds the command: it reads end of file, its output goes
+ * to /dev/null, and it runs on once the connection closes (after
+ * CTL_STARTED, which carries no fd and ends the connection). */
+#define SX_DETACH 4u
 
 /* CTL_EXITED's flags. */
 #define SX_EXEC_WALL	 1u /* limits.exec_wall ended it */
@@ -45,6 +50,7 @@ typedef struct sx_req {
 	char *const *env;    /* "KEY=VALUE", NULL-terminated, may be NULL */
 	bool tty;	     /* a pty (opened by the supervisor) instead of pipes */
 	bool hold;	     /* the fds now, the command only on sx_exec_go() */
+	bool detach;	     /* SX_DETACH: no fd, no result; ret->id names it */
 	uint16_t rows, cols; /* its first size, with tty */
 } sx_req;
 
@@ -53,6 +59,7 @@ typedef struct sx_handle {
 	int stdin_fd;		  /* write end; close it for end of file */
 	int stdout_fd, stderr_fd; /* read ends */
 	int pty_fd;		  /* with tty: the master; the three above are -1 */
+	uint32_t id;		  /* the exec's number in the session (exec.start's id) */
 } sx_handle;
 
 typedef struct sx_result {

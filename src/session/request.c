@@ -28,6 +28,11 @@ static const char *const op_names[_SS_OP_MAX] = {
     [SS_OP_REMOVE] = "remove",
     [SS_OP_RENAME] = "rename",
     [SS_OP_TIMEOUT] = "timeout",
+    [SS_OP_COMMANDS] = "commands",
+    [SS_OP_KILL] = "kill",
+    [SS_OP_PAUSE] = "pause",
+    [SS_OP_RESUME] = "resume",
+    [SS_OP_WATCH] = "watch",
 };
 
 /* How deep one ls may go: each level is a directory pid 1's worker holds open. */
@@ -105,11 +110,13 @@ static int parse_path_op(json_t *o, ss_request *r, char *err, size_t len)
 	static const char *const ls_keys[] = {"op", "path", "depth", NULL};
 	static const char *const mkdir_keys[] = {"op", "path", "parents", NULL};
 	static const char *const rename_keys[] = {"op", "path", "to", NULL};
+	static const char *const watch_keys[] = {"op", "path", "recursive", NULL};
 	json_t *mode = json_object_get(o, "mode");
 	int rc = check_keys(o,
 			    r->op == SS_OP_LS	    ? ls_keys
 			    : r->op == SS_OP_MKDIR  ? mkdir_keys
 			    : r->op == SS_OP_RENAME ? rename_keys
+			    : r->op == SS_OP_WATCH  ? watch_keys
 						    : keys,
 			    err, len);
 
@@ -138,6 +145,14 @@ static int parse_path_op(json_t *o, ss_request *r, char *err, size_t len)
 		if (pa && !json_is_boolean(pa))
 			return bad(err, len, "\"parents\": expected true or false");
 		r->mode = json_is_true(pa);
+		return 0;
+	}
+	if (r->op == SS_OP_WATCH) {
+		json_t *re = json_object_get(o, "recursive");
+
+		if (re && !json_is_boolean(re))
+			return bad(err, len, "\"recursive\": expected true or false");
+		r->mode = json_is_true(re);
 		return 0;
 	}
 	if (r->op == SS_OP_RENAME) {
@@ -231,6 +246,7 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	case SS_OP_MKDIR:
 	case SS_OP_REMOVE:
 	case SS_OP_RENAME:
+	case SS_OP_WATCH:
 		rc = parse_path_op(o, r, err, len);
 		break;
 	case SS_OP_TIMEOUT: {
@@ -245,9 +261,27 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 		r->seconds = (uint64_t)sec;
 		break;
 	}
+	case SS_OP_KILL: {
+		static const char *const keys[] = {"op", "id", "signal", NULL};
+		int64_t id = 0, sig = SIGKILL;
+
+		rc = check_keys(o, keys, err, len);
+		if (rc >= 0)
+			rc = u64_member(o, "id", UINT32_MAX, &id, err, len);
+		if (rc >= 0 && json_object_get(o, "signal"))
+			rc = u64_member(o, "signal", NSIG - 1, &sig, err, len);
+		if (rc >= 0 && (id == 0 || sig == 0))
+			rc = bad(err, len, "\"%s\": at least 1", id == 0 ? "id" : "signal");
+		r->id = (uint32_t)id;
+		r->signal = (int)sig;
+		break;
+	}
 	case SS_OP_INFO:
 	case SS_OP_STOP:
 	case SS_OP_BEGIN:
+	case SS_OP_COMMANDS:
+	case SS_OP_PAUSE:
+	case SS_OP_RESUME:
 		rc = check_keys(o, only_op, err, len);
 		break;
 	case SS_OP_WORKSPACE:
@@ -259,9 +293,11 @@ int ss_request_parse(json_t *o, ss_request *r, char *err, size_t len)
 	case SS_OP_GO:
 	case _SS_OP_MAX:
 	case _SS_OP_INVALID:
-		rc = bad(err, len,
-			 "\"op\": expected one of put, get, ls, stat, mkdir, remove, rename, "
-			 "info, stop, timeout, workspace, workspace-applied, begin");
+		rc =
+		    bad(err, len,
+			"\"op\": expected one of put, get, ls, stat, mkdir, remove, rename, watch, "
+			"info, stop, timeout, commands, kill, pause, resume, workspace, "
+			"workspace-applied, begin");
 		break;
 	}
 	if (rc < 0)
@@ -276,8 +312,11 @@ static int parse_fixed_exec(const ctl_hdr *h, char *p, ss_request *r, char *err,
 {
 	size_t n = 0;
 
-	if (h->flags & ~(CTL_TTY | SX_HOLD))
-		return bad(err, len, "exec: unknown flags %#x", h->flags & ~(CTL_TTY | SX_HOLD));
+	if (h->flags & ~(CTL_TTY | SX_HOLD | SX_DETACH))
+		return bad(err, len, "exec: unknown flags %#x",
+			   h->flags & ~(CTL_TTY | SX_HOLD | SX_DETACH));
+	if ((h->flags & SX_DETACH) && (h->flags & (CTL_TTY | SX_HOLD)))
+		return bad(err, len, "exec: a detached command has no pty and is not held");
 	if (h->n_argv < 1 || h->n_argv > SS_MAX_ARGV)
 		return bad(err, len, "exec: expected 1 to %u strings of argv", SS_MAX_ARGV);
 	if (h->len > CTL_MAX_PAYLOAD)
@@ -314,6 +353,7 @@ static int parse_fixed_exec(const ctl_hdr *h, char *p, ss_request *r, char *err,
 		return bad(err, len, "\"argv\"[0]: empty command");
 	r->tty = h->flags & CTL_TTY;
 	r->hold = h->flags & SX_HOLD;
+	r->detach = h->flags & SX_DETACH;
 	if (r->tty) {
 		r->rows = (uint32_t)h->value >> 16;
 		r->cols = (uint32_t)h->value & 0xffff;

@@ -31,6 +31,11 @@ typedef enum ss_op {
 	SS_OP_REMOVE,	 /* a file, or a directory and all it holds */
 	SS_OP_RENAME,	 /* path to "to" */
 	SS_OP_TIMEOUT,	 /* limits.wall ends in "seconds" from now */
+	SS_OP_COMMANDS,	 /* the commands running */
+	SS_OP_KILL,	 /* a signal for the process group of command "id" */
+	SS_OP_PAUSE,	 /* every process frozen, the clocks stopped */
+	SS_OP_RESUME,	 /* thawed, the clocks run on */
+	SS_OP_WATCH,	 /* changes in directory path as lines; mode 1: recursive */
 	_SS_OP_MAX,
 	_SS_OP_INVALID = -EINVAL,
 } ss_op;
@@ -48,10 +53,12 @@ typedef struct ss_request {
 	size_t n_env;
 	const char *cwd; /* "" for the workdir */
 	bool tty;
-	bool hold; /* answer with the fds now, run the command on CTL_GO */
+	bool hold;   /* answer with the fds now, run the command on CTL_GO */
+	bool detach; /* no fds: the supervisor holds it (SX_DETACH) */
 	unsigned rows, cols;
-	/* signal */
+	/* signal, kill */
 	int signal;
+	uint32_t id; /* kill: the command's (exec.start's id) */
 	/* put, get, ls */
 	const char *path;
 	unsigned mode;	/* put: the file's; ls: the depth (1: the directory only); mkdir: parents */

@@ -48,14 +48,20 @@ typedef struct ss_conn {
 	int fd; /* -1 once the client has gone */
 	conn_state state;
 	ss_op op;
-	uint32_t id;   /* the request's number on pid 1's channel */
-	int timer;     /* limits.exec_wall, or -1 */
-	uint64_t t0;   /* CLOCK_MONOTONIC ns */
-	pid_t pid;     /* in the sandbox, from CTL_STARTED */
-	bool wall_hit; /* limits.exec_wall killed it */
-	uint64_t oom0; /* the cgroup's OOM kills when it started (UINT64_MAX: unknown) */
-	bool done;     /* CTL_DONE came (file operations) */
-	bool fixed;    /* its requests are ctl messages: an exec (session/exec-wire.h) */
+	uint32_t id;	     /* the request's number on pid 1's channel */
+	int timer;	     /* limits.exec_wall, or -1 */
+	uint64_t timer_left; /* what was left of it when the session was paused (0: none) */
+	uint64_t t0;	     /* CLOCK_MONOTONIC ns */
+	pid_t pid;	     /* in the sandbox, from CTL_STARTED */
+	bool wall_hit;	     /* limits.exec_wall killed it */
+	uint64_t oom0;	     /* the cgroup's OOM kills when it started (UINT64_MAX: unknown) */
+	bool done;	     /* CTL_DONE came (file operations) */
+	bool fixed;	     /* its requests are ctl messages: an exec (session/exec-wire.h) */
+	bool detached;	     /* SX_DETACH: no client; it runs until it ends or is killed */
+	bool tty;
+	json_t *argv;	    /* an exec's, as recorded: for the list of commands */
+	json_t *cwd;	    /* the same */
+	int64_t started_ms; /* CLOCK_REALTIME */
 	int done_err;
 	uint64_t bytes;
 	char *path; /* file operations, for the record */
@@ -80,7 +86,12 @@ struct ss_server {
 	uint64_t limits_ns; /* when its limits began (0: at the start) */
 	uint32_t next_id;
 	uint64_t commands; /* execs started */
-	size_t active;	   /* execs and file operations running */
+	/* Paused (cgroup frozen): since paused_ns; wall_left what was left of
+	 * limits.wall then (UINT64_MAX: not armed); paused_total the time
+	 * paused before, which counts against no limit. */
+	bool paused;
+	uint64_t paused_ns, wall_left, paused_total;
+	size_t active; /* execs and file operations running */
 	size_t n_conns;
 	time_t started;
 	uint64_t t0;
@@ -154,6 +165,8 @@ static int code_errno(const char *code)
 		return ESHUTDOWN;
 	if (strcmp(code, "busy") == 0)
 		return EBUSY;
+	if (strcmp(code, "paused") == 0)
+		return EAGAIN;
 	for (int e = 1; e < 4096; e++)
 		if (strerrorname_np(e) && strcmp(code, strerrorname_np(e)) == 0)
 			return e;
@@ -191,7 +204,7 @@ static void idle_rearm(ss_server *s)
 {
 	if (s->idle_fd < 0 || s->o->plan->idle_ns == PLAN_UNLIMITED || !s->begun)
 		return;
-	arm(s->idle_fd, s->active == 0 && !s->stopping ? s->o->plan->idle_ns : 0);
+	arm(s->idle_fd, s->active == 0 && !s->stopping && !s->paused ? s->o->plan->idle_ns : 0);
 }
 
 /*
@@ -217,6 +230,9 @@ static void begin_limits(ss_server *s)
  * what is left in the pid namespace, and sc_run() writes the end. */
 static void end_session(ss_server *s)
 {
+	/* pid 1 must run to see its channel close. */
+	if (s->paused && s->h.cg && cg_freeze(s->h.cg, false) >= 0)
+		s->paused = false;
 	s->stopping = true;
 	idle_rearm(s);
 	if (s->h.ctl >= 0) {
@@ -239,6 +255,8 @@ static void conn_free(ss_server *s, ss_conn *c)
 	free(c->path);
 	free(c->to);
 	free(c->held);
+	json_decref(c->argv);
+	json_decref(c->cwd);
 	for (size_t i = 0; i < c->n_held; i++)
 		(void)safe_close(c->held_fds[i]);
 	free(c);
@@ -268,6 +286,7 @@ static const char *op_event(ss_op op)
 	    [SS_OP_PUT] = "file.put",	    [SS_OP_GET] = "file.get",
 	    [SS_OP_STAT] = "file.stat",	    [SS_OP_MKDIR] = "file.mkdir",
 	    [SS_OP_REMOVE] = "file.remove", [SS_OP_RENAME] = "file.rename",
+	    [SS_OP_WATCH] = "file.watch",
 	};
 
 	return op >= 0 && op < _SS_OP_MAX && ev[op] ? ev[op] : "file.list";
@@ -277,7 +296,8 @@ static void finish_file(ss_server *s, ss_conn *c, int err)
 {
 	json_t *rec;
 
-	if (!err && !c->done)
+	/* A watch runs until its watcher goes (then it is killed): its end. */
+	if (!err && !c->done && !(c->op == SS_OP_WATCH && c->fd < 0))
 		err = EIO; /* the worker died before it could say */
 	if (!err)
 		err = c->done_err;
@@ -453,6 +473,7 @@ static void handle_ctl(ss_server *s, int flags)
 		case CTL_MKDIR:
 		case CTL_REMOVE:
 		case CTL_RENAME:
+		case CTL_WATCH:
 		case _CTL_TYPE_MAX:
 			break;
 		}
@@ -563,7 +584,17 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 	if (!payload)
 		return -E2BIG;
 	h.len = (uint32_t)len;
-	if (q->tty) {
+	if (q->detach) {
+		/* Ours to hold: nothing of the client's, nothing to read back. */
+		for (int i = 0; i < 3; i++) {
+			in_fds[i] = open("/dev/null", (i ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+			if (in_fds[i] < 0) {
+				r = -errno;
+				close_all(in_fds, 3);
+				return r;
+			}
+		}
+	} else if (q->tty) {
 		r = open_sandbox_pty(s, q->rows, q->cols, &out_fds[0], &in_fds[0]);
 		if (r < 0)
 			return r;
@@ -588,11 +619,25 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 	for (size_t i = 0; env_names && i < q->n_env; i++)
 		(void)json_array_append_new(env_names,
 					    au_str(q->env[i], strcspn(q->env[i], "="), 256));
-	emit(s, "exec.start",
-	     json_pack("{s:I, s:o, s:o, s:b, s:o}", "id", (json_int_t)c->id, "argv",
-		       au_argv(q->argv, q->n_argv), "cwd",
-		       au_str(q->cwd, strlen(q->cwd), AU_STR_MAX_BYTES), "tty", q->tty, "env",
-		       env_names ? env_names : json_null()));
+	c->argv = au_argv(q->argv, q->n_argv);
+	c->cwd = au_str(q->cwd, strlen(q->cwd), AU_STR_MAX_BYTES);
+	c->tty = q->tty;
+	c->detached = q->detach;
+	{
+		struct timespec ts;
+
+		(void)clock_gettime(CLOCK_REALTIME, &ts);
+		c->started_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	}
+	{
+		json_t *rec = json_pack("{s:I, s:O, s:O, s:b, s:o}", "id", (json_int_t)c->id,
+					"argv", c->argv, "cwd", c->cwd, "tty", q->tty, "env",
+					env_names ? env_names : json_null());
+
+		if (rec && q->detach)
+			(void)json_object_set_new(rec, "detached", json_true());
+		emit(s, "exec.start", rec);
+	}
 	if (q->hold) {
 		c->held = TAKE_PTR(payload);
 		c->held_hdr = h;
@@ -609,14 +654,18 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 	{
 		ctl_hdr a = {.type = CTL_STARTED, .id = c->id};
 
-		r = ctl_send(c->fd, &a, NULL, out_fds, n);
+		r = ctl_send(c->fd, &a, NULL, out_fds, q->detach ? 0 : n);
 	}
 	close_all(out_fds, 3);
 	c->state = C_EXEC;
 	s->commands++;
 	if (!q->hold)
 		exec_clock(s, c);
-	if (r < 0) /* the client went away: so does the command */
+	if (q->detach) {
+		/* Its connection ends here; the command does not. */
+		ep_del(s, c->fd);
+		c->fd = safe_close(c->fd);
+	} else if (r < 0) /* the client went away: so does the command */
 		(void)ctl_signal(s, c->id, SIGKILL);
 	return 0;
 }
@@ -643,6 +692,7 @@ static ctl_type file_ctl(ss_op op)
 	static const ctl_type t[_SS_OP_MAX] = {
 	    [SS_OP_PUT] = CTL_PUT,     [SS_OP_GET] = CTL_GET,	    [SS_OP_STAT] = CTL_STAT,
 	    [SS_OP_MKDIR] = CTL_MKDIR, [SS_OP_REMOVE] = CTL_REMOVE, [SS_OP_RENAME] = CTL_RENAME,
+	    [SS_OP_WATCH] = CTL_WATCH,
 	};
 
 	return op >= 0 && op < _SS_OP_MAX && t[op] ? t[op] : CTL_LIST;
@@ -692,7 +742,8 @@ static int start_file(ss_server *s, ss_conn *c, const ss_request *q)
 static void set_timeout(ss_server *s, ss_conn *c, uint64_t seconds)
 {
 	uint64_t ns = seconds * 1000000000ULL, wall = s->o->plan->wall_ns;
-	uint64_t ran = now_ns() - (s->limits_ns ? s->limits_ns : s->started_ns);
+	uint64_t ran = now_ns() - (s->limits_ns ? s->limits_ns : s->started_ns) - s->paused_total -
+		       (s->paused ? now_ns() - s->paused_ns : 0);
 	json_t *o;
 
 	if (!s->h.set_wall) {
@@ -708,9 +759,130 @@ static void set_timeout(ss_server *s, ss_conn *c, uint64_t seconds)
 			   (unsigned long long)seconds);
 		return;
 	}
-	s->h.set_wall(s->h.userdata, ns);
+	if (s->paused)
+		s->wall_left = ns; /* from the resume */
+	else
+		s->h.set_wall(s->h.userdata, ns);
 	emit(s, "session.timeout", json_pack("{s:I}", "seconds", (json_int_t)seconds));
 	o = json_pack("{s:b, s:I}", "ok", 1, "seconds", (json_int_t)seconds);
+	if (o)
+		(void)ss_send(c->fd, o, NULL, 0);
+	json_decref(o);
+}
+
+/* The commands running (held ones do not run yet). */
+static void list_commands(ss_server *s, ss_conn *me)
+{
+	json_t *a = json_array(), *o;
+
+	for (ss_conn *c = s->conns; c && a; c = c->next) {
+		if (c->state != C_EXEC || c->held)
+			continue;
+		(void)json_array_append_new(
+		    a,
+		    json_pack("{s:I, s:O, s:O, s:b, s:b, s:i, s:I}", "id", (json_int_t)c->id,
+			      "argv", c->argv ? c->argv : json_null(), "cwd",
+			      c->cwd ? c->cwd : json_null(), "tty", c->tty, "detached", c->detached,
+			      "pid", (int)c->pid, "started_ms", (json_int_t)c->started_ms));
+	}
+	o = a ? json_pack("{s:b, s:o}", "ok", 1, "commands", a) : NULL;
+	if (o)
+		(void)ss_send(me->fd, o, NULL, 0);
+	else
+		conn_error(me, "ENOMEM", "out of memory");
+	json_decref(o);
+}
+
+/* A signal for a running command's process group, from any client of the
+ * session (a detached command has no connection of its own). */
+static void kill_command(ss_server *s, ss_conn *me, uint32_t id, int sig)
+{
+	ss_conn *c = conn_by_id(s, id);
+	json_t *o;
+	int r;
+
+	if (!c || c->state != C_EXEC || c->held) {
+		conn_error(me, "ESRCH", "no command %u runs in session %s", id, s->name);
+		return;
+	}
+	r = ctl_signal(s, id, sig);
+	if (r < 0) {
+		conn_error(me, "EPIPE", "cannot signal command %u: %s", id, strerror(-r));
+		return;
+	}
+	emit(s, "exec.kill", json_pack("{s:I, s:i}", "id", (json_int_t)id, "signal", sig));
+	o = json_pack("{s:b, s:I, s:i}", "ok", 1, "id", (json_int_t)id, "signal", sig);
+	if (o)
+		(void)ss_send(me->fd, o, NULL, 0);
+	json_decref(o);
+}
+
+static uint64_t timer_left(int tfd)
+{
+	struct itimerspec its = {0};
+
+	if (tfd < 0 || timerfd_gettime(tfd, &its) < 0)
+		return 0;
+	return (uint64_t)its.it_value.tv_sec * 1000000000ULL + (uint64_t)its.it_value.tv_nsec;
+}
+
+/*
+ * Pause: every process of the sandbox frozen (the cgroup freezer), and its
+ * clocks stopped with it: limits.wall (its deadline moves by the time
+ * paused), each command's limits.exec_wall and limits.idle. Resume thaws
+ * and lets them run on from where they stood.
+ */
+static void pause_session(ss_server *s, ss_conn *c, bool pause)
+{
+	uint64_t now = now_ns();
+	json_t *o;
+	int r;
+
+	if (pause == s->paused)
+		goto answer;
+	if (!s->h.cg || !s->h.hold_wall) {
+		conn_error(c, "EOPNOTSUPP", "session %s has no cgroup to freeze", s->name);
+		return;
+	}
+	r = cg_freeze(s->h.cg, pause);
+	if (r < 0) {
+		conn_error(c, strerrorname_np(-r) ? strerrorname_np(-r) : "EIO",
+			   "cannot %s session %s: %s", pause ? "freeze" : "thaw", s->name,
+			   strerror(-r));
+		return;
+	}
+	if (pause) {
+		s->paused = true;
+		s->paused_ns = now;
+		s->wall_left = s->h.hold_wall(s->h.userdata);
+		for (ss_conn *x = s->conns; x; x = x->next)
+			if (x->state == C_EXEC && x->timer >= 0) {
+				x->timer_left = timer_left(x->timer);
+				arm(x->timer, 0);
+			}
+		idle_rearm(s);
+		emit(s, "session.pause",
+		     json_pack("{s:o}", "wall_left_ms",
+			       s->wall_left == UINT64_MAX
+				   ? json_null()
+				   : json_integer((json_int_t)(s->wall_left / 1000000ULL))));
+	} else {
+		s->paused = false;
+		s->paused_total += now - s->paused_ns;
+		if (s->wall_left != UINT64_MAX)
+			s->h.set_wall(s->h.userdata, s->wall_left);
+		for (ss_conn *x = s->conns; x; x = x->next)
+			if (x->state == C_EXEC && x->timer >= 0 && x->timer_left) {
+				arm(x->timer, x->timer_left);
+				x->timer_left = 0;
+			}
+		idle_rearm(s);
+		emit(s, "session.resume",
+		     json_pack("{s:I}", "paused_ms",
+			       (json_int_t)((now - s->paused_ns) / 1000000ULL)));
+	}
+answer:
+	o = json_pack("{s:b, s:b}", "ok", 1, "paused", s->paused);
 	if (o)
 		(void)ss_send(c->fd, o, NULL, 0);
 	json_decref(o);
@@ -735,7 +907,9 @@ static json_t *info_json(ss_server *s)
 		      (json_int_t)(time(NULL) - s->started), "memory_peak",
 		      mem == UINT64_MAX ? json_null() : json_integer((json_int_t)mem), "commands",
 		      (json_int_t)s->commands, "running", (json_int_t)s->active, "state",
-		      s->stopping ? "stopping" : "running");
+		      s->stopping ? "stopping"
+		      : s->paused ? "paused"
+				  : "running");
 	if (o)
 		(void)json_object_set_new(o, "workspaces",
 					  ws_run_ids_json(s->h.ws, s->h.sandbox_id));
@@ -860,11 +1034,19 @@ static void handle_request(ss_server *s, ss_conn *c)
 		conn_free(s, c);
 		return;
 	}
-	if (q->op != SS_OP_INFO) {
+	if (q->op != SS_OP_INFO && q->op != SS_OP_COMMANDS) {
 		begin_limits(s);
 		idle_rearm(s); /* a request is activity; being listed is not */
 	}
-	if (s->stopping && q->op != SS_OP_INFO && q->op != SS_OP_STOP) {
+	if (s->paused && (q->op == SS_OP_EXEC || q->op == SS_OP_PUT || q->op == SS_OP_GET ||
+			  q->op == SS_OP_LS || q->op == SS_OP_STAT || q->op == SS_OP_MKDIR ||
+			  q->op == SS_OP_REMOVE || q->op == SS_OP_RENAME || q->op == SS_OP_WATCH)) {
+		conn_error(c, "paused", "session %s is paused (resume it first)", s->name);
+		conn_free(s, c);
+		ss_request_done(q);
+		return;
+	}
+	if (s->stopping && q->op != SS_OP_INFO && q->op != SS_OP_STOP && q->op != SS_OP_COMMANDS) {
 		conn_error(c, "stopping", "session %s is stopping", s->name);
 		conn_free(s, c);
 		ss_request_done(q);
@@ -883,6 +1065,7 @@ static void handle_request(ss_server *s, ss_conn *c)
 	case SS_OP_MKDIR:
 	case SS_OP_REMOVE:
 	case SS_OP_RENAME:
+	case SS_OP_WATCH:
 		r = q->op == SS_OP_EXEC ? start_exec(s, c, q) : start_file(s, c, q);
 		if (r < 0) {
 			conn_error(c, strerrorname_np(-r) ? strerrorname_np(-r) : "error",
@@ -913,6 +1096,19 @@ static void handle_request(ss_server *s, ss_conn *c)
 	}
 	case SS_OP_TIMEOUT:
 		set_timeout(s, c, q->seconds);
+		conn_free(s, c);
+		break;
+	case SS_OP_COMMANDS:
+		list_commands(s, c);
+		conn_free(s, c);
+		break;
+	case SS_OP_PAUSE:
+	case SS_OP_RESUME:
+		pause_session(s, c, q->op == SS_OP_PAUSE);
+		conn_free(s, c);
+		break;
+	case SS_OP_KILL:
+		kill_command(s, c, q->id, q->signal);
 		conn_free(s, c);
 		break;
 	case SS_OP_STOP:

@@ -99,6 +99,18 @@ int sc_session_workspace_applied(const char *name, json_t *req);
 /* Hands out a pooled session (sc_session_start_opts.pooled): its limits
  * start now. 0 also when they run already. */
 int sc_session_begin(const char *name);
+/* The commands running in session name: [{"id", "argv", "cwd", "tty",
+ * "detached", "pid" (inside), "started_ms"}], exec.start's id each. */
+int sc_session_commands(const char *name, json_t **ret_array);
+/* Sends sig to the process group of command id of session name (recorded,
+ * exec.kill). -ESRCH when no such command runs. */
+int sc_session_kill(const char *name, uint32_t id, int sig);
+/* Freezes every process of session name (the cgroup freezer) and stops
+ * its clocks (limits.wall, exec_wall, idle), or thaws it and lets them run
+ * on (session.pause, session.resume recorded). 0 also when it was so
+ * already; -EOPNOTSUPP without a freezer. While paused, execs and file
+ * operations are refused ("paused"). */
+int sc_session_pause(const char *name, bool pause);
 /* Stops a session; *ret_summary (may be NULL) gets its end: the log
  * sealed, its final hash, what it used. */
 int sc_session_stop(const char *name, json_t **ret_summary);

@@ -63,14 +63,28 @@ starts = [r for r in ev("exec.start") if any(sys.argv[2] in a for a in r["data"]
 exits = [r for r in ev("exec.exit") if starts and r["data"]["id"] == starts[0]["data"]["id"]]
 print(len(starts), exits[0]["data"]["signal"] if exits else None,
       *(len(ev(e)) > 0 for e in ("file.mkdir", "file.put", "file.get", "file.stat", "file.list",
-                                  "file.rename", "file.remove", "session.timeout")),
-      [r["data"]["result"] for r in ev("file.put") if r["data"]["path"] == "/etc/sdk-denied"])
+                                  "file.rename", "file.remove", "session.timeout", "session.pause", "session.resume", "file.watch")),
+      [r["data"]["result"] for r in ev("file.put") if r["data"]["path"] == "/etc/sdk-denied"],
+      sum(r["data"]["tty"] for r in ev("exec.start")))
 PY
 )
-	expect_eq "$name: the log records the background command (exec.start, its exit by SIGKILL), each file operation, the timeout, the refused write" \
-		"$counts" "1 9 True True True True True True True True ['EROFS']"
+	expect_eq "$name: the log records the background command (exec.start, its exit by SIGKILL), each file operation, the timeout, pause and resume, the watches, the refused write, the two ptys (tty)" \
+		"$counts" "1 9 True True True True True True True True True True True ['EROFS'] 2"
 	check "$name: the sealed log verifies" sh -c "\"\$0\" audit verify \"\$1\" >/dev/null" "$SANDCAP" "$log"
 done
+
+# a pty's size is checked before anything runs
+id=$(curl -s --unix-socket "$SANDCAP_SOCKET" -d '{"policy": "agent"}' http://sandcap/v1/sessions |
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+for bad in '{"cols": 0, "rows": 24}' '{"cols": 80}' '{"cols": 80, "rows": 65536}' '[80, 24]'; do
+	out=$(curl -s --unix-socket "$SANDCAP_SOCKET" -d "{\"argv\": [\"sh\"], \"pty\": $bad}" \
+		"http://sandcap/v1/sessions/$id/commands")
+	expect_match "a pty of $bad is refused (400, \$.pty)" "$out" '"code":"bad_request".*"path":"\$\.pty"'
+done
+out=$(curl -s --unix-socket "$SANDCAP_SOCKET" -d '{"cols": 80, "rows": 24}' \
+	"http://sandcap/v1/sessions/$id/commands/99/resize")
+expect_match "resize of no such command: 404" "$out" '"code":"not_found"'
+curl -s --unix-socket "$SANDCAP_SOCKET" -X DELETE "http://sandcap/v1/sessions/$id" >/dev/null
 
 kill -TERM "$daemon"
 wait "$daemon"

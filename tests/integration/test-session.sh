@@ -26,7 +26,7 @@ policy idle '{"version": 1, "limits": {"idle": "700ms"}}'
 policy wall '{"version": 1, "limits": {"wall": "1200ms"}}'
 
 stop_all() {
-	for n in a b c idle wall term; do "$S" session stop "$n" >/dev/null 2>&1; done
+	for n in a b c idle wall term det pz; do "$S" session stop "$n" >/dev/null 2>&1; done
 	cleanup_dir
 }
 trap stop_all EXIT
@@ -343,6 +343,92 @@ expect_match "... saying the memory limit killed it" "$out" "killed by the memor
 log=$("$S" session stop oom 2>&1 | sed -n 's/^  audit: \([^ ]*\) .*/\1/p')
 expect_eq "the log has limit.hit memory for each of the three commands, with its id" \
 	"$(grep -h '"event":"limit.hit"' "$log" 2>/dev/null | grep '"limit":"memory"' | grep -c '"id":')" 3
+
+# --- exec --detach: the session holds the command; commands lists it, kill ends it ---
+mkdir -p "$T/work3" && chmod 777 "$T/work3"
+policy det "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$T/work3\", \"at\": \"/work\", \"mode\": \"rw\"}]}}"
+"$S" session start --name det --policy "$T/det.json" >/dev/null 2>&1
+t0=$(date +%s%N)
+id=$("$S" exec --detach det -- sh -c 'echo $$ > /work/pid; while :; do sleep 0.05; echo tick > /work/alive; done')
+rc=$?
+t1=$(date +%s%N)
+expect_eq "exec --detach: exit 0 ..." "$rc" 0
+expect_match "... and prints the command's id" "$id" '^[0-9]+$'
+check "... returning at once (under 1 s)" test $(((t1 - t0) / 1000000)) -lt 1000
+for _ in $(seq 50); do [ -s "$T/work3/alive" ] && break; sleep 0.1; done
+rm -f "$T/work3/alive"; sleep 0.3
+check "the detached command runs on once the client is gone" test -s "$T/work3/alive"
+out=$("$S" session commands det --json)
+expect_eq "session commands --json: its id, argv, detached" \
+	"$(python3 -c 'import json,sys; c=json.loads(sys.argv[1]); print([(x["id"], x["argv"][0], x["detached"], x["tty"]) for x in c])' "$out")" \
+	"[($id, 'sh', True, False)]"
+"$S" exec det -- sleep 0.5 & bg=$!
+sleep 0.2
+out=$("$S" session commands det)
+expect_match "session commands: a table of both, the attached one not detached" "$out" \
+	"^ID +PID +DETACHED +COMMAND"$'\n'"[0-9]+ +[0-9]+ +no +sleep 0\.5"$'\n'"$id +[0-9]+ +yes +sh -c "
+wait $bg
+"$S" session kill det "$id" --signal TERM
+expect_eq "session kill --signal TERM: exit 0" "$?" 0
+for _ in $(seq 30); do [ "$("$S" session commands det --json)" = "[]" ] && break; sleep 0.1; done
+expect_eq "the command is gone from the list" "$("$S" session commands det --json)" "[]"
+out=$("$S" session kill det "$id" 2>&1); rc=$?
+expect_eq "kill of a command that ended: exit 1 ..." "$rc" 1
+expect_eq "... saying so" "$out" "sandcap: session kill: no command $id runs in session det"
+out=$("$S" session kill det 1 --signal NOPE 2>&1); rc=$?
+expect_eq "an unknown signal is refused (125)" "$rc" 125
+out=$("$S" exec --detach -t det -- true 2>&1); rc=$?
+expect_eq "--detach with -t is refused (125)" "$rc" 125
+out=$("$S" exec --detach nosuch -- true 2>&1); rc=$?
+expect_eq "--detach to no session: 125" "$rc" 125
+id2=$("$S" exec --detach det -- sleep 30)
+log=$("$S" session stop det 2>&1 | sed -n 's/^  audit: \([^ ]*\) .*/\1/p')
+out=$(python3 -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+def ev(e, i): return [r["data"] for r in recs if r["event"] == e and r["data"].get("id") == i]
+a, b = int(sys.argv[2]), int(sys.argv[3])
+print(ev("exec.start", a)[0].get("detached"), ev("exec.kill", a)[0]["signal"], ev("exec.exit", a)[0]["status"],
+      ev("exec.exit", b)[0]["session_ended"])' "$log" "$id" "$id2" 2>&1)
+expect_eq "the log: exec.start detached, exec.kill 15, exec.exit 143; stop ends a detached command" \
+	"$out" "True 15 143 True"
+
+# --- pause and resume: the cgroup frozen, the wall clock stopped meanwhile ---
+policy pz "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$T/work3\", \"at\": \"/work\", \"mode\": \"rw\"}]}, \"limits\": {\"wall\": \"2s\"}}"
+"$S" session start --name pz --policy "$T/pz.json" >/dev/null 2>&1
+"$S" exec --detach pz -- sh -c 'while :; do date +%s%N > /work/tick; sleep 0.05; done' >/dev/null
+sleep 0.4
+"$S" session pause pz
+expect_eq "session pause: exit 0" "$?" 0
+a=$(cat "$T/work3/tick"); sleep 0.5
+expect_eq "paused: nothing runs" "$(cat "$T/work3/tick")" "$a"
+expect_match "session list: paused" "$("$S" session list)" $'\n''pz +paused '
+out=$("$S" exec pz -- true 2>&1); rc=$?
+expect_eq "exec while paused: 125 ..." "$rc" 125
+expect_match "... saying it is paused" "$out" "session pz is paused"
+"$S" session pause pz
+expect_eq "a second pause: exit 0" "$?" 0
+sleep 2.2 # past limits.wall from the start, had the clock run on
+"$S" session resume pz
+expect_eq "session resume: exit 0" "$?" 0
+for _ in $(seq 50); do [ "$(cat "$T/work3/tick")" != "$a" ] && break; sleep 0.1; done
+check "the session outlived its limits.wall by the time paused, and runs again" \
+	test "$(cat "$T/work3/tick")" != "$a"
+for _ in $(seq 40); do "$S" session list | grep -q '^pz ' || break; sleep 0.1; done
+check "then limits.wall ends it" sh -c '! "$0" session list | grep -q "^pz "' "$S"
+log=$(ls -t "$SANDCAP_STATE_DIR"/audit/*.jsonl | head -1)
+out=$(python3 -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+ev = lambda e: [r["data"] for r in recs if r["event"] == e]
+p, r = ev("session.pause"), ev("session.resume")
+print(len(p), len(r), 0 < p[0]["wall_left_ms"] < 2000, r[0]["paused_ms"] >= 2000,
+      [h["limit"] for h in ev("limit.hit")])' "$log" 2>&1)
+expect_eq "the log: session.pause (wall left), session.resume (paused_ms), then limit.hit wall" \
+	"$out" "1 1 True True ['wall']"
+check "no freezer cgroup is left behind" sh -c '! ls /sys/fs/cgroup/freezer/ 2>/dev/null | grep -q "^sandcap-"'
+out=$("$S" session pause nosuch 2>&1); rc=$?
+expect_eq "pause of no session: 125" "$rc" 125
 
 # --- a runtime directory others may enter is refused, by its own name ---
 mkdir -m 0755 "$T/rt755"

@@ -68,6 +68,31 @@ static void requests(void)
 	good("{\"op\":\"info\"}", SS_OP_INFO);
 	good("{\"op\":\"stop\"}", SS_OP_STOP);
 	good("{\"op\":\"begin\"}", SS_OP_BEGIN);
+	good("{\"op\":\"commands\"}", SS_OP_COMMANDS);
+	good("{\"op\":\"pause\"}", SS_OP_PAUSE);
+	ok(parse("{\"op\":\"watch\",\"path\":\"/work\",\"recursive\":true}", err, sizeof(err)) &&
+	       q.op == SS_OP_WATCH && q.mode == 1 && strcmp(q.path, "/work") == 0,
+	   "watch: recursive");
+	ss_request_done(&q);
+	good("{\"op\":\"watch\",\"path\":\"/work\"}", SS_OP_WATCH);
+	bad("{\"op\":\"watch\",\"path\":\"/w\",\"recursive\":1}", "\"recursive\": expected true");
+	bad("{\"op\":\"watch\",\"path\":\"/w\",\"depth\":1}", "unknown member \"depth\"");
+	good("{\"op\":\"resume\"}", SS_OP_RESUME);
+	bad("{\"op\":\"pause\",\"seconds\":1}", "unknown member \"seconds\"");
+	ok(parse("{\"op\":\"kill\",\"id\":3}", err, sizeof(err)) && q.op == SS_OP_KILL &&
+	       q.id == 3 && q.signal == SIGKILL,
+	   "kill: SIGKILL by default");
+	ss_request_done(&q);
+	ok(parse("{\"op\":\"kill\",\"id\":4,\"signal\":15}", err, sizeof(err)) && q.id == 4 &&
+	       q.signal == SIGTERM,
+	   "kill: a signal given");
+	ss_request_done(&q);
+	bad("{\"op\":\"kill\"}", "\"id\": expected an integer");
+	bad("{\"op\":\"kill\",\"id\":0}", "\"id\": at least 1");
+	bad("{\"op\":\"kill\",\"id\":1,\"signal\":0}", "\"signal\": at least 1");
+	bad("{\"op\":\"kill\",\"id\":1,\"signal\":65}", "\"signal\": expected an integer");
+	bad("{\"op\":\"kill\",\"id\":4294967296}", "\"id\": expected an integer");
+	bad("{\"op\":\"commands\",\"id\":1}", "unknown member \"id\"");
 
 	/* An exec and what follows it are core/ctl.h messages only. */
 	bad("{\"op\":\"exec\",\"argv\":[\"sh\"]}", "exec is not JSON but a core/ctl.h message");
@@ -192,6 +217,14 @@ static void fixed_form(void)
 	ok(parse_fixed(e, "\0sh\0", 4, err, sizeof(err)) && q.op == SS_OP_EXEC && q.hold && !q.tty,
 	   "exec: held");
 	ss_request_done(&q);
+	e = (ctl_hdr){.type = CTL_EXEC, .n_argv = 1, .flags = SX_DETACH};
+	ok(parse_fixed(e, "\0sh\0", 4, err, sizeof(err)) && q.detach && !q.hold && !q.tty,
+	   "exec: detached");
+	ss_request_done(&q);
+	e.flags = SX_DETACH | CTL_TTY;
+	fixed_bad(e, "\0sh\0", 4, "a detached command has no pty");
+	e.flags = SX_DETACH | SX_HOLD;
+	fixed_bad(e, "\0sh\0", 4, "a detached command has no pty and is not held");
 	e = (ctl_hdr){.type = CTL_GO};
 	ok(parse_fixed(e, "", 0, err, sizeof(err)) && q.op == SS_OP_GO, "go");
 	ss_request_done(&q);
@@ -207,7 +240,7 @@ static void fixed_form(void)
 	e.n_argv = 1;
 	fixed_bad(e, "\0sh\0=x\0", 7, "\"env\"[0]: expected \"KEY=VALUE\"");
 	fixed_bad(e, "\0sh\0A-B=x\0", 10, "a name is");
-	e.flags = 4;
+	e.flags = 8;
 	fixed_bad(e, "\0sh\0", 4, "unknown flags");
 	e.flags = 0;
 	e.id = 7;

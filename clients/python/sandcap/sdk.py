@@ -84,6 +84,70 @@ class EntryInfo:
     modified_time: datetime
 
 
+class FilesystemEventType(str, Enum):
+    CHMOD = "chmod"
+    CREATE = "create"
+    REMOVE = "remove"
+    RENAME = "rename"
+    WRITE = "write"
+
+
+@dataclass
+class FilesystemEvent:
+    name: str  # relative to the directory watched
+    type: FilesystemEventType
+
+
+class WatchHandle:
+    """A directory watched (files.watch_dir): events to on_event as they
+    come, or collected for get_new_events(); stop() ends it."""
+
+    def __init__(self, conn, resp, on_event=None, on_exit=None, timeout: float = 0):
+        self._conn, self._resp = conn, resp
+        self._on_event, self._on_exit = on_event, on_exit
+        self._events: List[FilesystemEvent] = []
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        if timeout:
+            t = threading.Timer(timeout, self.stop)
+            t.daemon = True
+            t.start()
+
+    def _read(self):
+        err = None
+        try:
+            for line in self._resp:
+                o = json.loads(line) if line.strip() else {}
+                if o.get("type") not in FilesystemEventType._value2member_map_:
+                    continue  # "overflow": the kernel's queue lost some
+                ev = FilesystemEvent(name=o["name"], type=FilesystemEventType(o["type"]))
+                if self._on_event:
+                    self._on_event(ev)
+                else:
+                    with self._lock:
+                        self._events.append(ev)
+        except (OSError, ValueError, http.client.HTTPException) as e:
+            err = None if self._stopped else e
+        finally:
+            self._conn.close()
+            if self._on_exit:
+                self._on_exit(err)
+
+    def get_new_events(self) -> List[FilesystemEvent]:
+        with self._lock:
+            out, self._events = self._events, []
+        return out
+
+    def stop(self) -> None:
+        self._stopped = True
+        try:
+            self._conn.sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, AttributeError):
+            pass
+
+
 @dataclass
 class WriteInfo:
     name: str
@@ -109,6 +173,7 @@ class SandboxInfo:
     metadata: Dict[str, str]
     started_at: datetime
     end_at: Optional[datetime]
+    state: str = "running"  # or "paused"
 
 
 def _error(status: int, body: bytes) -> SandboxException:
@@ -177,16 +242,23 @@ def _entry(o: dict) -> EntryInfo:
                      modified_time=datetime.fromtimestamp(o["mtime"], timezone.utc))
 
 
+@dataclass
+class PtySize:
+    rows: int
+    cols: int
+
+
 class CommandHandle:
-    """A command running in the sandbox (background=True, or connect())."""
+    """A command running in the sandbox (background=True, connect(), a pty)."""
 
     def __init__(self, api: _Api, sid: str, conn, resp, pid: int,
                  on_stdout: Optional[Callable[[str], None]] = None,
-                 on_stderr: Optional[Callable[[str], None]] = None):
+                 on_stderr: Optional[Callable[[str], None]] = None,
+                 on_pty: Optional[Callable[[bytes], None]] = None):
         self._api, self._sid, self._conn, self._resp = api, sid, conn, resp
         self.pid = pid
         self._out, self._err = [], []
-        self._on_stdout, self._on_stderr = on_stdout, on_stderr
+        self._on_stdout, self._on_stderr, self._on_pty = on_stdout, on_stderr, on_pty
         self._final: Optional[dict] = None
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
@@ -197,7 +269,10 @@ class CommandHandle:
                 if not line.strip():
                     continue
                 o = json.loads(line)
-                if "stream" in o:
+                if o.get("stream") == "pty":  # bytes, as the terminal wrote them
+                    if self._on_pty:
+                        self._on_pty(base64.b64decode(o["data"]))
+                elif "stream" in o:
                     text = base64.b64decode(o["data"]).decode("utf-8", "replace")
                     (self._out if o["stream"] == "stdout" else self._err).append(text)
                     cb = self._on_stdout if o["stream"] == "stdout" else self._on_stderr
@@ -229,11 +304,13 @@ class CommandHandle:
         except (OSError, AttributeError):
             pass
 
-    def wait(self, on_stdout=None, on_stderr=None) -> CommandResult:
+    def wait(self, on_stdout=None, on_stderr=None, on_pty=None) -> CommandResult:
         if on_stdout:
             self._on_stdout = on_stdout
         if on_stderr:
             self._on_stderr = on_stderr
+        if on_pty:
+            self._on_pty = on_pty
         self._thread.join()
         return _result(self._final, self.stdout, self.stderr)
 
@@ -323,6 +400,50 @@ class Commands:
         self._api.call("POST", _q(self._path(pid, "stdin"), eof=1), b"")
 
 
+# The shell of a pty: bash when the sandbox has it, as E2B's, else sh.
+_PTY_SHELL = ["/bin/sh", "-c", "command -v bash >/dev/null && exec bash -i; exec sh -i"]
+
+
+class Pty:
+    """Interactive terminals: a shell on a pty inside the sandbox (the tty
+    exec of `sandcap exec -t`), its output streamed as bytes."""
+
+    def __init__(self, api: _Api, sid: str):
+        self._api, self._sid = api, sid
+        self._cmds = Commands(api, sid)
+
+    def create(self, size: Optional[PtySize] = None,
+               on_data: Optional[Callable[[bytes], None]] = None,
+               envs: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
+               user: Optional[str] = None, timeout: Optional[float] = DEFAULT_COMMAND_TIMEOUT,
+               request_timeout: Optional[float] = None, cols: Optional[int] = None,
+               rows: Optional[int] = None, cmd: Optional[List[str]] = None) -> CommandHandle:
+        """A shell on a pty of size (or cols, rows; default 80x24); on_data
+        gets what it writes. timeout (seconds, 0: none) kills it."""
+        if size is None:
+            size = PtySize(rows=rows or 24, cols=cols or 80)
+        body = {"argv": cmd or _PTY_SHELL, "background": True, "timeout": timeout or 0,
+                "pty": {"cols": size.cols, "rows": size.rows},
+                "envs": dict({"TERM": "xterm-256color"}, **(envs or {}))}
+        for k, v in (("user", user), ("cwd", cwd)):
+            if v is not None:
+                body[k] = v
+        conn, resp = self._api.open("POST", self._cmds._path(), body, timeout=request_timeout)
+        first = json.loads(resp.readline())
+        return CommandHandle(self._api, self._sid, conn, resp, first["pid"], on_pty=on_data)
+
+    def send_stdin(self, pid: int, data: Union[str, bytes],
+                   request_timeout: Optional[float] = None) -> None:
+        self._cmds.send_stdin(pid, data)
+
+    def resize(self, pid: int, size: PtySize, request_timeout: Optional[float] = None) -> None:
+        self._api.call("POST", self._cmds._path(pid, "resize"),
+                       {"cols": size.cols, "rows": size.rows})
+
+    def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
+        return self._cmds.kill(pid)
+
+
 class Files:
     def __init__(self, api: _Api, sid: str):
         self._api, self._sid = api, sid
@@ -402,6 +523,19 @@ class Files:
                request_timeout: Optional[float] = None) -> None:
         self._api.call("DELETE", _q(self._base + "/files", path=path))
 
+    def watch_dir(self, path: str, on_event: Optional[Callable[[FilesystemEvent], None]] = None,
+                  on_exit: Optional[Callable[[Optional[Exception]], None]] = None,
+                  recursive: bool = False, user: Optional[str] = None,
+                  request_timeout: Optional[float] = None, timeout: float = 60) -> WatchHandle:
+        """Changes in directory path (and below with recursive), by inotify
+        inside the sandbox, from when this returns; timeout seconds (0: none)."""
+        conn, resp = self._api.open("GET", _q(self._base + "/watch", path=path,
+                                              recursive=1 if recursive else None),
+                                    timeout=request_timeout)
+        if conn.sock is not None:
+            conn.sock.settimeout(None)  # events come when they come
+        return WatchHandle(conn, resp, on_event, on_exit, timeout)
+
     def rename(self, old_path: str, new_path: str, user: Optional[str] = None,
                request_timeout: Optional[float] = None) -> EntryInfo:
         self._api.call("POST", _q(self._base + "/rename", path=old_path, to=new_path))
@@ -425,7 +559,8 @@ def _info(o: dict) -> SandboxInfo:
     return SandboxInfo(sandbox_id=o["id"], template_id=o["policy"], name=o["policy"],
                        metadata=o.get("metadata") or {},
                        started_at=datetime.fromtimestamp(o["created_ms"] / 1000, timezone.utc),
-                       end_at=datetime.fromtimestamp(end / 1000, timezone.utc) if end else None)
+                       end_at=datetime.fromtimestamp(end / 1000, timezone.utc) if end else None,
+                       state=o.get("state", "running"))
 
 
 class Sandbox:
@@ -437,6 +572,7 @@ class Sandbox:
         self._record = _record or {}
         self.commands = Commands(_api, sandbox_id)
         self.files = Files(_api, sandbox_id)
+        self.pty = Pty(_api, sandbox_id)
 
     @property
     def audit_path(self) -> Optional[str]:
@@ -469,8 +605,31 @@ class Sandbox:
     @classmethod
     def connect(cls, sandbox_id: str, socket_path: Optional[str] = None,
                 request_timeout: Optional[float] = None, **_ignored) -> "Sandbox":
+        """Finds it again; a paused one is resumed, as E2B's."""
         api = _Api(socket_path, request_timeout)
-        return cls(sandbox_id, api, api.call("GET", "/v1/sessions/" + sandbox_id))
+        o = api.call("GET", "/v1/sessions/" + sandbox_id)
+        if o.get("state") == "paused":
+            o = api.call("POST", "/v1/sessions/%s/resume" % sandbox_id)
+        return cls(sandbox_id, api, o)
+
+    @classmethod
+    def resume(cls, sandbox_id: str, timeout: Optional[int] = None,
+               socket_path: Optional[str] = None, request_timeout: Optional[float] = None,
+               **_ignored) -> "Sandbox":
+        """Thaws a paused sandbox (its clocks run on from where they stood);
+        timeout: seconds it lives from now, as set_timeout."""
+        api = _Api(socket_path, request_timeout)
+        o = api.call("POST", "/v1/sessions/%s/resume" % sandbox_id)
+        sb = cls(sandbox_id, api, o)
+        if timeout is not None:
+            sb.set_timeout(timeout)
+        return sb
+
+    def pause(self, request_timeout: Optional[float] = None) -> str:
+        """Freezes every process of it (the cgroup freezer); its wall clock
+        stops meanwhile. Commands and file operations wait for resume()."""
+        self._api.call("POST", "/v1/sessions/%s/pause" % self.sandbox_id)
+        return self.sandbox_id
 
     @staticmethod
     def list(socket_path: Optional[str] = None, query: Optional[dict] = None,
@@ -515,6 +674,7 @@ class Sandbox:
         self.kill()
 
 
-__all__ = ["Sandbox", "CommandResult", "CommandHandle", "CommandExitException", "EntryInfo",
+__all__ = ["Sandbox", "CommandResult", "CommandHandle", "Pty", "PtySize", "FilesystemEvent",
+           "FilesystemEventType", "WatchHandle", "CommandExitException", "EntryInfo",
            "FileType", "WriteInfo", "ProcessInfo", "SandboxInfo", "SandboxException",
            "NotFoundException", "TimeoutException", "InvalidArgumentException"]

@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { createReadStream, readFileSync, statSync } from "node:fs";
 
 const [sdkPath, grant, marker, big] = process.argv.slice(2);
-const { Sandbox, CommandExitError, TimeoutError, SandboxError } = await import(sdkPath);
+const { Sandbox, CommandExitError, TimeoutError, SandboxError, NotFoundError } = await import(sdkPath);
 let failed = 0;
 const check = (name, cond, why = "") => {
   console.log((cond ? "ok " : "not ok ") + name + (cond ? "" : `: ${JSON.stringify(why)}`));
@@ -63,6 +63,30 @@ await h3.disconnect();
 const h4 = await sb.commands.connect(h3.pid);
 check("connect(pid) re-attaches to its output", (await h4.wait()).stdout === "one\ntwo\n", h4.stdout);
 
+let term = Buffer.alloc(0);
+const until = async (text, ms = 10000) => {
+  for (const t = Date.now(); Date.now() - t < ms; await new Promise((r) => setTimeout(r, 20)))
+    if (term.includes(text)) return true;
+  return false;
+};
+const onData = (b) => { term = Buffer.concat([term, Buffer.from(b)]); };
+const pt = await sb.pty.create({ cols: 80, rows: 24, onData, envs: { PTY_ENV: "pty-env" }, cwd: grant });
+check("pty.create: a handle with a pid", Number.isInteger(pt.pid) && pt.pid > 0, pt.pid);
+await sb.pty.sendInput(pt.pid, new TextEncoder().encode("stty size; tty; echo $TERM $PTY_ENV; pwd\n"));
+check("pty: its size, a tty inside, its envs and cwd", (await until("24 80")) && (await until("/dev/pts/"))
+  && (await until("xterm-256color pty-env")) && (await until(grant)), term.toString());
+await sb.pty.resize(pt.pid, { cols: 100, rows: 30 });
+await sb.pty.sendStdin(pt.pid, "stty size\n");
+check("pty.resize: the new size inside", await until("30 100"), term.toString());
+await sb.pty.sendInput(pt.pid, "exit 3\n");
+e = await rejects(pt.wait(), CommandExitError);
+check("pty: the shell's exit status", e && e.exitCode === 3, e);
+const pt2 = await sb.pty.create({ cols: 80, rows: 24, onData });
+check("pty.kill", await sb.pty.kill(pt2.pid));
+e = await rejects(pt2.wait(), CommandExitError);
+check("the killed pty ends with 137", e && e.exitCode === 137, e);
+check("resize of a command without a pty is refused", !!(await rejects(sb.pty.resize(h2.pid, { cols: 1, rows: 1 }), SandboxError)));
+
 const d = `${grant}/node`;
 check("makeDir", (await sb.files.makeDir(`${d}/sub`)) === true);
 check("makeDir of one there: false", (await sb.files.makeDir(`${d}/sub`)) === false);
@@ -96,10 +120,54 @@ check("a 100 MB file written and read back as streams", (await sb.files.getInfo(
   && hash.digest("hex") === createHash("sha256").update(readFileSync(big)).digest("hex"));
 await sb.files.remove(`${d}/big.bin`);
 
+const events = [];
+const want = [["create", "w1.txt"], ["create", "wd/w2.txt"], ["rename", "w1.txt"], ["create", "w3.txt"],
+  ["remove", "wd/w2.txt"], ["chmod", "w3.txt"]];
+const has = (list, [t, n]) => list.some((e) => e.type === t && e.name === n);
+const wh = await sb.files.watchDir(d, (e) => events.push(e), { recursive: true });
+await sb.files.write(`${d}/w1.txt`, "x");
+await sb.commands.run(`mkdir ${d}/wd; sleep 0.3; echo y > ${d}/wd/w2.txt; mv ${d}/w1.txt ${d}/w3.txt; rm ${d}/wd/w2.txt; chmod 600 ${d}/w3.txt`);
+for (const t = Date.now(); Date.now() - t < 10000 && !want.every((w) => has(events, w));) await new Promise((r) => setTimeout(r, 20));
+check("watchDir recursive: create, rename, remove, chmod, in a new subdirectory too", want.every((w) => has(events, w)), events);
+await wh.stop();
+const flat = [];
+const wh2 = await sb.files.watchDir(d, (e) => flat.push(e));
+await sb.commands.run(`echo z > ${d}/wd/deep.txt; echo t > ${d}/top.txt`);
+await new Promise((r) => setTimeout(r, 500));
+check("watchDir: not below without recursive", flat.some((e) => e.name === "top.txt") && !flat.some((e) => e.name === "wd/deep.txt"), flat);
+await wh2.stop();
+check("watchDir of no directory: NotFoundError", !!(await rejects(sb.files.watchDir(`${d}/nope`, () => {}), NotFoundError)));
+
 await sb.setTimeout(60_000);
 const end = (await Sandbox.getInfo(sb.sandboxId)).endAt.getTime();
 check("setTimeout moves its end", Math.abs(end - (Date.now() + 60_000)) < 5000, end - Date.now());
 check("a timeout past the policy's limits.wall is refused", !!(await rejects(sb.setTimeout(100_000_000), SandboxError)));
+const tick = `${grant}/node-tick`;
+const ticker = await sb.commands.run(`while :; do date +%s%N > ${tick}; sleep 0.05; done`, { background: true, timeoutMs: 0 });
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const readTick = () => { try { return readFileSync(tick, "utf8"); } catch { return ""; } };
+// whether the ticker writes within ms (a loaded host may be slow)
+const ticksMove = async (ms = 5000) => {
+  const a = readTick();
+  for (const t = Date.now(); Date.now() - t < ms;) { await sleep(50); if (readTick() !== a) return true; }
+  return false;
+};
+check("a command runs (its ticks move)", await ticksMove());
+const end0 = (await Sandbox.getInfo(sb.sandboxId)).endAt.getTime();
+check("pause", (await sb.pause()) === true);
+check("paused: nothing runs (its ticks stand still)", !(await ticksMove(500)));
+check("getInfo: state paused", (await sb.getInfo()).state === "paused");
+check("a command while paused is refused", !!(await rejects(sb.commands.run("true"), SandboxError)));
+e = await rejects(sb.files.read(`${grant}/node/kept.txt`), SandboxError);
+check("a file operation while paused is refused (paused)", e && e.code === "paused", e);
+await sleep(1000);
+const sb2 = await Sandbox.resume(sb.sandboxId);
+check("Sandbox.resume: running again, its ticks move", (await sb2.getInfo()).state === "running" && (await ticksMove()));
+const endMoved = ((await Sandbox.getInfo(sb.sandboxId)).endAt.getTime() - end0) / 1000;
+check("its end moved by the time paused (1.5 s and more)", endMoved > 1.4 && endMoved < 10, endMoved);
+await sb.pause();
+check("connect resumes a paused sandbox", (await (await Sandbox.connect(sb.sandboxId)).getInfo()).state === "running" && (await ticksMove()));
+await sb.commands.kill(ticker.pid);
 console.log("RESULT " + JSON.stringify({ id: sb.sandboxId, audit: sb.auditPath, killed_pid: h.pid }));
 check("kill", (await sb.kill()) === true);
 check("isRunning after kill: false", !(await sb.isRunning()));

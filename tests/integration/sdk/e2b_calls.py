@@ -9,8 +9,8 @@ import sys
 import threading
 import time
 
-from sandcap.sdk import (CommandExitException, FileType, Sandbox, SandboxException,
-                         TimeoutException)
+from sandcap.sdk import (CommandExitException, FilesystemEventType, FileType, NotFoundException,
+                         PtySize, Sandbox, SandboxException, TimeoutException)
 
 grant, marker, big = sys.argv[1], sys.argv[2], sys.argv[3]
 failed = 0
@@ -84,6 +84,40 @@ h3.disconnect()
 h4 = sb.commands.connect(h3.pid)
 check("connect(pid) re-attaches to its output", h4.wait().stdout == "one\ntwo\n", h4.stdout)
 
+term = bytearray()
+term_lock = threading.Condition()
+
+
+def on_data(b):
+    with term_lock:
+        term.extend(b)
+        term_lock.notify_all()
+
+
+def until(text, secs=10):
+    with term_lock:
+        return term_lock.wait_for(lambda: text.encode() in term, secs)
+
+
+pt = sb.pty.create(PtySize(rows=24, cols=80), on_data=on_data, envs={"PTY_ENV": "pty-env"},
+                   cwd=grant)
+check("pty.create: a handle with a pid", isinstance(pt.pid, int) and pt.pid > 0, pt.pid)
+sb.pty.send_stdin(pt.pid, "stty size; tty; echo $TERM $PTY_ENV; pwd\n")
+check("pty: its size, a tty inside, its envs and cwd", until("24 80") and until("/dev/pts/")
+      and until("xterm-256color pty-env") and until(grant), bytes(term))
+sb.pty.resize(pt.pid, PtySize(rows=30, cols=100))
+sb.pty.send_stdin(pt.pid, "stty size\n")
+check("pty.resize: the new size inside", until("30 100"), bytes(term))
+sb.pty.send_stdin(pt.pid, "exit 3\n")
+e = raises(pt.wait, CommandExitException)
+check("pty: the shell's exit status", e is not None and e.exit_code == 3, e)
+pt2 = sb.pty.create(cols=80, rows=24, on_data=on_data)
+check("pty.kill", sb.pty.kill(pt2.pid))
+e = raises(pt2.wait, CommandExitException)
+check("the killed pty ends with 137", e is not None and e.exit_code == 137, e)
+e = raises(lambda: sb.pty.resize(h2.pid, PtySize(rows=1, cols=1)), SandboxException)
+check("resize of a command without a pty is refused", e is not None, e)
+
 d = grant + "/python"
 check("make_dir", sb.files.make_dir(d + "/sub") is True)
 check("make_dir of one there: False", sb.files.make_dir(d + "/sub") is False)
@@ -118,11 +152,82 @@ check("a 100 MB file written and read back as streams", sb.files.get_info(d + "/
       == os.path.getsize(big) and hsum.hexdigest() == hashlib.sha256(open(big, "rb").read()).hexdigest())
 sb.files.remove(d + "/big.bin")
 
+events, got = [], threading.Condition()
+
+
+def on_event(ev):
+    with got:
+        events.append((ev.type.value, ev.name) if isinstance(ev.type, FilesystemEventType) else ev)
+        got.notify_all()
+
+
+want = [("create", "w1.txt"), ("create", "wd/w2.txt"), ("rename", "w1.txt"), ("create", "w3.txt"),
+        ("remove", "wd/w2.txt"), ("chmod", "w3.txt")]
+wh = sb.files.watch_dir(d, on_event, recursive=True)
+sb.files.write(d + "/w1.txt", "x")
+sb.commands.run("mkdir {0}/wd; sleep 0.3; echo y > {0}/wd/w2.txt; mv {0}/w1.txt {0}/w3.txt; "
+                "rm {0}/wd/w2.txt; chmod 600 {0}/w3.txt".format(d))
+with got:
+    got.wait_for(lambda: all(w in events for w in want), 10)
+check("watch_dir recursive: create, rename, remove, chmod, in a new subdirectory too",
+      all(w in events for w in want), events)
+wh.stop()
+wh2 = sb.files.watch_dir(d)
+sb.commands.run("echo z > {0}/wd/deep.txt; echo t > {0}/top.txt".format(d))
+time.sleep(0.5)
+names = [e.name for e in wh2.get_new_events()]
+check("watch_dir: not below without recursive; get_new_events", "top.txt" in names
+      and "wd/deep.txt" not in names, names)
+wh2.stop()
+check("watch_dir of no directory: NotFoundException",
+      raises(lambda: sb.files.watch_dir(d + "/nope", on_event), NotFoundException) is not None)
+
 sb.set_timeout(60)
 end = Sandbox.get_info(sb.sandbox_id).end_at.timestamp()
 check("set_timeout moves its end", abs(end - (time.time() + 60)) < 5, end - time.time())
 e = raises(lambda: sb.set_timeout(100000), SandboxException)
 check("a timeout past the policy's limits.wall is refused", e is not None, e)
+tick = grant + "/python-tick"
+ticker = sb.commands.run("while :; do date +%%s%%N > %s; sleep 0.05; done" % tick, background=True,
+                         timeout=0)
+
+
+def read_tick():
+    try:
+        return open(tick).read()
+    except OSError:
+        return ""
+
+
+def ticks_move(secs=5.0):
+    """Whether the ticker writes within secs (a loaded host may be slow)."""
+    a, end = read_tick(), time.time() + secs
+    while time.time() < end:
+        time.sleep(0.05)
+        if read_tick() != a:
+            return True
+    return False
+
+
+check("a command runs (its ticks move)", ticks_move())
+end0 = Sandbox.get_info(sb.sandbox_id).end_at.timestamp()
+check("pause", sb.pause() == sb.sandbox_id)
+check("paused: nothing runs (its ticks stand still)", not ticks_move(0.5))
+check("get_info: state paused", sb.get_info().state == "paused")
+e = raises(lambda: sb.commands.run("true"), SandboxException)
+check("a command while paused is refused", e is not None, e)
+e = raises(lambda: sb.files.read(grant + "/python/kept.txt"), SandboxException)
+check("a file operation while paused is refused (paused)", e is not None and e.code == "paused", e)
+time.sleep(1)
+sb2 = Sandbox.resume(sb.sandbox_id)
+check("Sandbox.resume: running again, its ticks move",
+      sb2.get_info().state == "running" and ticks_move())
+moved = Sandbox.get_info(sb.sandbox_id).end_at.timestamp() - end0
+check("its end moved by the time paused (1.5 s and more)", 1.4 < moved < 10, moved)
+sb.pause()
+check("connect resumes a paused sandbox", Sandbox.connect(sb.sandbox_id).get_info().state
+      == "running" and ticks_move())
+sb.commands.kill(ticker.pid)
 audit = sb.audit_path
 print("RESULT " + json.dumps({"id": sb.sandbox_id, "audit": audit, "killed_pid": h.pid}), flush=True)
 check("kill", sb.kill() is True)
