@@ -48,6 +48,7 @@ struct sv_cmds {
 	pthread_cond_t cond;
 	sv_cmd *list;
 	unsigned next_pid, n;
+	unsigned live; /* in the table or held by a reader or caller */
 };
 
 static int64_t now_ms(int clock)
@@ -89,9 +90,11 @@ static void cmd_free(sv_cmd *c)
 /* Under t->lock. */
 static void unref(sv_cmds *t, sv_cmd *c)
 {
-	(void)t;
-	if (--c->refs == 0)
+	if (--c->refs == 0) {
 		cmd_free(c);
+		t->live--;
+		(void)pthread_cond_broadcast(&t->cond); /* sv_cmds_free may wait */
+	}
 }
 
 void sv_cmd_put(sv_cmds *t, sv_cmd *c)
@@ -107,8 +110,25 @@ void sv_cmds_free(sv_cmds *t)
 {
 	if (!t)
 		return;
+	struct timespec until;
+
 	sv_cmds_forget(t, NULL);
-	/* reader threads still hold theirs: the table itself stays (the daemon ends) */
+	/* The sessions are stopped: each reader sees its command end and lets
+	 * go. One still reading after two seconds keeps the table (the daemon
+	 * ends anyway). */
+	(void)clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += 2;
+	(void)pthread_mutex_lock(&t->lock);
+	while (t->live > 0 && pthread_cond_timedwait(&t->cond, &t->lock, &until) == 0)
+		;
+	if (t->live > 0) {
+		(void)pthread_mutex_unlock(&t->lock);
+		return;
+	}
+	(void)pthread_mutex_unlock(&t->lock);
+	(void)pthread_mutex_destroy(&t->lock);
+	(void)pthread_cond_destroy(&t->cond);
+	free(t);
 }
 
 unsigned sv_cmd_pid(const sv_cmd *c)
@@ -360,6 +380,7 @@ int sv_cmd_start(sv_cmds *t, const sv_cmd_spec *s, sv_cmd **ret, char *why, size
 		(void)fcntl(c->h.stdin_fd, F_SETFL, O_NONBLOCK);
 	c->refs = 3; /* the table, the reader, the caller */
 	(void)pthread_mutex_lock(&t->lock);
+	t->live++;
 	c->pid = ++t->next_pid;
 	c->next = t->list;
 	t->list = c;

@@ -1032,7 +1032,7 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 	_cleanup_json_ json_t *body = NULL, *info = NULL;
 	_cleanup_free_ char **argv = NULL;
 	char **env = NULL;
-	json_t *a, *v, *t, *cwd, *user, *pty;
+	json_t *a, *v, *t, *cwd, *user, *pty, *envs;
 	uint16_t rows = 0, cols = 0;
 	const char *k;
 	sv_cmd *cmd = NULL;
@@ -1092,9 +1092,10 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 	env = command_env(s, json_object_get(body, "envs"), &e);
 	if (!env)
 		return reply_error(c, &e);
-	info = json_pack("{s:O, s:o, s:O}", "argv", a, "cwd",
+	envs = json_object_get(body, "envs");
+	info = json_pack("{s:O, s:o, s:o}", "argv", a, "cwd",
 			 json_is_string(cwd) ? json_incref(cwd) : json_null(), "envs",
-			 json_object_get(body, "envs") ?: json_object());
+			 envs ? json_incref(envs) : json_object());
 	if (json_is_string(json_object_get(body, "tag")))
 		(void)json_object_set(info, "tag", json_object_get(body, "tag"));
 	if (json_is_object(pty))
@@ -2521,12 +2522,15 @@ int sv_serve(const sv_config *cfg)
 	stop_all(d);
 	(void)rmdir(d->tmpdir);
 	OPENSSL_cleanse(d->key, sizeof(d->key));
+	sv_cmds_free(d->cmds);
+	sv_table_free(&d->table);
 	return r;
 out_sock:
 	if (!cfg->listen_passed)
 		(void)unlink(cfg->socket_path);
 	(void)rmdir(d->tmpdir);
 out:
+	sv_cmds_free(d->cmds);
 	sv_table_free(&d->table);
 	return r;
 }
