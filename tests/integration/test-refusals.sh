@@ -8,8 +8,10 @@ command -v python3 >/dev/null || skip_all "needs python3"
 
 RUNS=${REFUSAL_RUNS:-1000}
 mkdir -p "$T/emptyroot" "$T/logs"
-# An empty rootfs: the child's "mounts" step fails (nothing to bind /dev
-# onto), after the supervisor sent it its cgroup, which stays unread.
+# A rootfs whose /dev is a file: the child's "mounts" step fails (nothing
+# to mount /dev onto; a missing mount point would be made), after the
+# supervisor sent it its cgroup, which stays unread.
+touch "$T/emptyroot/dev"
 policy empty '{"version": 1, "fs": {"runtime": {"rootfs": "'"$T/emptyroot"'"}}, "audit": {"exec": true}}'
 policy full '{"version": 1, "audit": {"exec": true}, "net": {"egress": [{"host": "localhost", "ports": [9]}]}}'
 
@@ -28,7 +30,7 @@ EOF
 }
 
 out=$("$SANDCAP" run --audit "$T/refused.jsonl" --policy "$T/empty.json" -- true 2>&1)
-expect_eq "an empty rootfs: exit 125" "$?" 125
+expect_eq "a rootfs whose /dev is a file: exit 125" "$?" 125
 expect_match "the message names the step" "$out" "cannot set up the sandbox: mounts: "
 expect_match "the summary lists only what was in place" "$out" "refused; in place: namespaces no-network; audit: "
 l=$(layers "$T/refused.jsonl")
