@@ -136,6 +136,10 @@ int au_emit_untrusted(au_log *log, const char *msg, size_t len, const char *cons
  * signature over every field of the record, then fsyncs. Also after a failure (into the
  * reserve). Nothing may follow (-EBADFD). */
 int au_seal(au_log *log);
+/* au_seal() whose fsync the caller makes, as with au_sync_detach(): the
+ * seal and every record before it are durable once the fsyncs of *ret_fd
+ * and *ret_dirfd (-1 if none) return. On failure both are -1. */
+int au_seal_detach(au_log *log, int *ret_fd, int *ret_dirfd);
 /* A boundary whose fsync the caller makes, so that other threads may append
  * meanwhile (under the caller's lock): *ret_fd is a dup of the log's fd and,
  * at the first boundary, *ret_dirfd the directory's fd (else -1). The

@@ -624,7 +624,8 @@ uint64_t au_reserved(const au_log *log)
 	return log && log->can_reserve ? AU_RESERVE_BYTES : 0;
 }
 
-int au_seal(au_log *log)
+/* The seal record, without the fsync that makes it durable. */
+static int log_seal(au_log *log)
 {
 	_cleanup_json_ json_t *data = NULL;
 	int r;
@@ -643,7 +644,23 @@ int au_seal(au_log *log)
 	if (r < 0)
 		return r;
 	log->sealed = true;
-	return log_sync(log);
+	return 0;
+}
+
+int au_seal(au_log *log)
+{
+	int r = log_seal(log);
+
+	return r < 0 ? r : log_sync(log);
+}
+
+int au_seal_detach(au_log *log, int *ret_fd, int *ret_dirfd)
+{
+	int r;
+
+	*ret_fd = *ret_dirfd = -1;
+	r = log_seal(log);
+	return r < 0 ? r : au_sync_detach(log, ret_fd, ret_dirfd);
 }
 
 int au_sync_detach(au_log *log, int *ret_fd, int *ret_dirfd)

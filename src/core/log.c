@@ -15,11 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
 #include "base/diag.h"
 #include "base/path.h"
 #include "core/supervisor-state.h"
 
 #define STATE_DIR_DEFAULT "/var/lib/sandcap"
+/* fsync needs little stack; a thread's pages count in every supervisor. */
+#define SYNC_STACK_BYTES (64u << 10)
 
 static void pace_init(log_pace *p, uint64_t rate)
 {
@@ -328,4 +331,82 @@ int sv_checkpoint_timeout_ms(supervisor *s)
 	if (ns == UINT64_MAX)
 		ns = s->o->audit_checkpoint_ms * 1000000ull;
 	return (int)(ns / 1000000ull) + 1;
+}
+
+typedef struct sync_job {
+	sv_sync *slot;
+	int fd, dirfd;
+} sync_job;
+
+static int sync_fds(int fd, int dirfd)
+{
+	int r = 0;
+
+	if (fd >= 0 && fsync(fd) < 0)
+		r = -errno;
+	if (dirfd >= 0 && fsync(dirfd) < 0 && r == 0)
+		r = -errno;
+	(void)safe_close(fd);
+	(void)safe_close(dirfd);
+	return r;
+}
+
+static void *sync_thread(void *arg)
+{
+	sync_job *j = arg;
+
+	j->slot->r = sync_fds(j->fd, j->dirfd);
+	free(j);
+	return NULL;
+}
+
+void sv_sync_begin(supervisor *s, int fd, int dirfd)
+{
+	sv_sync *y;
+	sync_job *j;
+	pthread_attr_t attr;
+	int r;
+
+	if (fd < 0 && dirfd < 0)
+		return;
+	if (s->n_syncs == SV_SYNCS) {
+		/* Every boundary's slot is taken: this one waits here. */
+		r = sync_fds(fd, dirfd);
+		if (r < 0 && s->syncs[0].r == 0)
+			s->syncs[0].r = r;
+		return;
+	}
+	y = &s->syncs[s->n_syncs++];
+	*y = (sv_sync){0};
+	j = malloc(sizeof(*j));
+	if (j) {
+		*j = (sync_job){.slot = y, .fd = fd, .dirfd = dirfd};
+		/* The thread inherits our mask: every signal stays the
+		 * signalfd's. */
+		if (pthread_attr_init(&attr) == 0) {
+			(void)pthread_attr_setstacksize(&attr, SYNC_STACK_BYTES);
+			y->running = pthread_create(&y->thread, &attr, sync_thread, j) == 0;
+			(void)pthread_attr_destroy(&attr);
+		}
+		if (y->running)
+			return;
+		free(j);
+	}
+	y->r = sync_fds(fd, dirfd);
+}
+
+int sv_sync_wait(supervisor *s)
+{
+	int r = 0;
+
+	for (unsigned i = 0; i < s->n_syncs; i++) {
+		sv_sync *y = &s->syncs[i];
+
+		if (y->running)
+			(void)pthread_join(y->thread, NULL);
+		y->running = false;
+		if (y->r < 0 && r == 0)
+			r = y->r;
+	}
+	return r;
 }

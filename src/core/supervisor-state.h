@@ -71,6 +71,15 @@ typedef struct log_pace {
 	uint64_t last_ns;
 } log_pace;
 
+/* The fsyncs of one boundary of the log, on a thread of their own (log.c). */
+typedef struct sv_sync {
+	pthread_t thread;
+	int r;	      /* 0, or the first fsync's -errno */
+	bool running; /* a thread to join */
+} sv_sync;
+
+#define SV_SYNCS 2 /* the start's boundary and the seal's */
+
 typedef struct supervisor {
 	const sc_run_opts *o;
 	const sc_plan *plan;
@@ -79,6 +88,8 @@ typedef struct supervisor {
 
 	au_log *audit;
 	log_pace pace;
+	sv_sync syncs[SV_SYNCS];
+	unsigned n_syncs;
 	cg_handle *cg;
 	ns_source *sources;
 	pty_relay *pty;
@@ -177,6 +188,13 @@ int sv_emit_locked(supervisor *s, const char *event, json_t *data);
 void sv_emit_final(supervisor *s, const char *event, json_t *data);
 /* The exec listener waits for room in the log's bucket. */
 void sv_pace_wait(supervisor *s);
+/* A boundary: the fsyncs of fd and then dirfd (either may be -1; both are
+ * taken) on a thread of their own, so that neither the loop nor the
+ * teardown waits for the disk meanwhile; where no thread can be made, here
+ * and now. sv_sync_wait() waits for every one: 0 once all are durable,
+ * else the first -errno. Before sc_run() returns the caller waits. */
+void sv_sync_begin(supervisor *s, int fd, int dirfd);
+int sv_sync_wait(supervisor *s);
 /* -1, or when the loop must wake for a signed log's checkpoint. */
 int sv_checkpoint_timeout_ms(supervisor *s);
 
