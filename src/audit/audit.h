@@ -217,6 +217,10 @@ const char *au_last_hash(const au_log *log);
 uint64_t au_records(const au_log *log); /* records written so far */
 /* NULL-safe, returns NULL; does not seal, but fsyncs unsynced records. */
 au_log *au_close(au_log *log);
+/* au_close(), except that the space allocated beyond the last record is
+ * the caller's to give back: ftruncate() to *ret_size on a dup of the log's
+ * fd (au_seal_detach()'s), after its fsyncs; -1 when there is none. */
+au_log *au_close_defer(au_log *log, off_t *ret_size);
 
 /*
  * A JSON string for bytes that come from the sandbox (argv, paths): valid

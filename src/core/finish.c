@@ -148,9 +148,9 @@ void sv_teardown(supervisor *s)
 	if (s->audit) {
 		const char *event = NULL;
 		int failed, fd, dirfd;
+		off_t size;
 
 		s->res->audit_sealed = au_seal_detach(s->audit, &fd, &dirfd) == 0;
-		sv_sync_begin(s, fd, dirfd);
 		failed = au_failed(s->audit, &event, &s->res->audit_failed_at);
 		if (failed < 0) {
 			s->res->audit_error = -failed;
@@ -160,7 +160,12 @@ void sv_teardown(supervisor *s)
 		s->res->audit_records = au_records(s->audit);
 		snprintf(s->res->audit_hash, sizeof(s->res->audit_hash), "%s",
 			 au_last_hash(s->audit));
-		s->audit = au_close(s->audit);
+		/* The reserve goes back after the seal's fsync, on its thread. */
+		if (fd >= 0)
+			s->audit = au_close_defer(s->audit, &size);
+		else
+			s->audit = au_close(s->audit);
+		sv_sync_begin(s, fd, dirfd, fd >= 0 ? size : -1);
 	}
 	/* What supervisors that were SIGKILLed left (their sandboxes died with
 	 * them, see step_parent_death): while the seal goes to the disk. */
@@ -190,7 +195,8 @@ void sv_teardown(supervisor *s)
 	(void)safe_close(s->child_ctl);
 	free(s->init_argv);
 	/* Every boundary is durable before the run returns; a seal that did
-	 * not reach the disk is no seal. */
+	 * not reach the disk is no seal. (A written seal's fsyncs are the
+	 * last boundary.) */
 	if (sv_sync_wait(s) < 0)
 		s->res->audit_sealed = false;
 	if (s->mask_saved)

@@ -336,9 +336,10 @@ int sv_checkpoint_timeout_ms(supervisor *s)
 typedef struct sync_job {
 	sv_sync *slot;
 	int fd, dirfd;
+	off_t truncate_to;
 } sync_job;
 
-static int sync_fds(int fd, int dirfd)
+static int sync_fds(int fd, int dirfd, off_t truncate_to)
 {
 	int r = 0;
 
@@ -346,6 +347,11 @@ static int sync_fds(int fd, int dirfd)
 		r = -errno;
 	if (dirfd >= 0 && fsync(dirfd) < 0 && r == 0)
 		r = -errno;
+	/* The reserve given back after the fsync, not before: the two take
+	 * the same inode lock, and the seal is what must reach the disk. */
+	if (fd >= 0 && truncate_to >= 0 && ftruncate(fd, truncate_to) < 0) {
+		/* Only the space stays allocated; the records are intact. */
+	}
 	(void)safe_close(fd);
 	(void)safe_close(dirfd);
 	return r;
@@ -355,12 +361,12 @@ static void *sync_thread(void *arg)
 {
 	sync_job *j = arg;
 
-	j->slot->r = sync_fds(j->fd, j->dirfd);
+	j->slot->r = sync_fds(j->fd, j->dirfd, j->truncate_to);
 	free(j);
 	return NULL;
 }
 
-void sv_sync_begin(supervisor *s, int fd, int dirfd)
+void sv_sync_begin(supervisor *s, int fd, int dirfd, off_t truncate_to)
 {
 	sv_sync *y;
 	sync_job *j;
@@ -370,17 +376,20 @@ void sv_sync_begin(supervisor *s, int fd, int dirfd)
 	if (fd < 0 && dirfd < 0)
 		return;
 	if (s->n_syncs == SV_SYNCS) {
-		/* Every boundary's slot is taken: this one waits here. */
-		r = sync_fds(fd, dirfd);
-		if (r < 0 && s->syncs[0].r == 0)
-			s->syncs[0].r = r;
+		/* Every slot is taken: this boundary waits here, and the last
+		 * slot reports it. */
+		r = sync_fds(fd, dirfd, truncate_to);
+		y = &s->syncs[SV_SYNCS - 1];
+		if (y->running)
+			(void)pthread_join(y->thread, NULL);
+		*y = (sv_sync){.r = r};
 		return;
 	}
 	y = &s->syncs[s->n_syncs++];
 	*y = (sv_sync){0};
 	j = malloc(sizeof(*j));
 	if (j) {
-		*j = (sync_job){.slot = y, .fd = fd, .dirfd = dirfd};
+		*j = (sync_job){.slot = y, .fd = fd, .dirfd = dirfd, .truncate_to = truncate_to};
 		/* The thread inherits our mask: every signal stays the
 		 * signalfd's. */
 		if (pthread_attr_init(&attr) == 0) {
@@ -392,21 +401,17 @@ void sv_sync_begin(supervisor *s, int fd, int dirfd)
 			return;
 		free(j);
 	}
-	y->r = sync_fds(fd, dirfd);
+	y->r = sync_fds(fd, dirfd, truncate_to);
 }
 
 int sv_sync_wait(supervisor *s)
 {
-	int r = 0;
-
 	for (unsigned i = 0; i < s->n_syncs; i++) {
 		sv_sync *y = &s->syncs[i];
 
 		if (y->running)
 			(void)pthread_join(y->thread, NULL);
 		y->running = false;
-		if (y->r < 0 && r == 0)
-			r = y->r;
 	}
-	return r;
+	return s->n_syncs ? s->syncs[s->n_syncs - 1].r : 0;
 }

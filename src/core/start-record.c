@@ -202,7 +202,7 @@ void sv_emit_start(supervisor *s, int listener_fd)
 	}
 	(void)au_sync_detach(s->audit, &fd, &dirfd);
 	pthread_mutex_unlock(&s->emit_lock);
-	sv_sync_begin(s, fd, dirfd);
+	sv_sync_begin(s, fd, dirfd, -1);
 	/* Only now: fs.write records must follow sandbox.start in the log, and
 	 * the kernel keeps the events queued meanwhile. */
 	if (fw_fd(s->fw) >= 0)

@@ -190,10 +190,12 @@ void sv_emit_final(supervisor *s, const char *event, json_t *data);
 void sv_pace_wait(supervisor *s);
 /* A boundary: the fsyncs of fd and then dirfd (either may be -1; both are
  * taken) on a thread of their own, so that neither the loop nor the
- * teardown waits for the disk meanwhile; where no thread can be made, here
- * and now. sv_sync_wait() waits for every one: 0 once all are durable,
- * else the first -errno. Before sc_run() returns the caller waits. */
-void sv_sync_begin(supervisor *s, int fd, int dirfd);
+ * teardown waits for the disk meanwhile; then, if truncate_to >= 0, fd is
+ * truncated to it (au_close_defer()). Where no thread can be made, here
+ * and now. sv_sync_wait() waits for every one and returns the last
+ * one's result (the seal's, which covers every record): 0, or the -errno of
+ * a failed fsync. Before sc_run() returns the caller waits. */
+void sv_sync_begin(supervisor *s, int fd, int dirfd, off_t truncate_to);
 int sv_sync_wait(supervisor *s);
 /* -1, or when the loop must wake for a signed log's checkpoint. */
 int sv_checkpoint_timeout_ms(supervisor *s);
