@@ -11,7 +11,7 @@
  *   proxy-worker.c     the egress proxy worker: started, heard, replaced, waited for
  *   start-record.c     sandbox.start: the layers in place
  *   agent-events.c     the seccomp listener and the file watches, into the log
- *   log.c              the audit log: opened, paced, every record, its failure
+ *   log.c              the audit log: opened, paced, every record, its failure, its fsyncs
  *   supervisor-state.c the clock, the loop's fds and timers, the sandbox killed
  *
  * One epoll loop, and the seccomp listener's thread, which emits too:
