@@ -8,7 +8,9 @@
 # (never part of a real build), and times `run -- /bin/true` of the minimal
 # policy with each layer taken away, all of them, and bwrap, interleaved
 # round by round. The audit log's disk work is taken away by keeping the
-# log on tmpfs (SANDCAP_STATE_DIR=/dev/shm/...), not by the patch.
+# log on tmpfs (SANDCAP_STATE_DIR=/dev/shm/...), not by the patch. Then
+# build/bench/layer-floors (when built): what loading the agent's seccomp
+# filter and a cgroup per sandbox cost at the kernel's cheapest.
 #
 #   bench/startup-ablation.sh        (as root; needs bwrap, meson, ninja)
 #   env: RUNS (default 100 rounds), BENCH_RESULTS (append
@@ -91,3 +93,13 @@ if out:
         for name, ms in med.items():
             f.write(f"ablation\t{name}\t{ms:.3f}\n")
 PY
+if [ -x build/bench/layer-floors ]; then
+	echo "the mechanisms' floors (build/bench/layer-floors, medians, ms)"
+	build/bench/layer-floors -n 200 | while read -r name ms extra; do
+		case $name in
+		seccomp-agent) echo "  seccomp: loading the agent's filter ($extra instructions) $ms" ;;
+		seccomp-one) echo "  seccomp: loading a filter of one instruction    $ms" ;;
+		cgroup-floor) echo "  cgroup: mkdir, a child moving itself in, rmdir  $ms" ;;
+		esac
+	done
+fi
