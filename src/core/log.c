@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +25,7 @@
 #define STATE_DIR_DEFAULT "/var/lib/sandcap"
 /* fsync needs little stack; a thread's pages count in every supervisor. */
 #define SYNC_STACK_BYTES (64u << 10)
+#define SYNC_GUARD_BYTES ((size_t)sysconf(_SC_PAGESIZE))
 
 static void pace_init(log_pace *p, uint64_t rate)
 {
@@ -333,12 +336,6 @@ int sv_checkpoint_timeout_ms(supervisor *s)
 	return (int)(ns / 1000000ull) + 1;
 }
 
-typedef struct sync_job {
-	sv_sync *slot;
-	int fd, dirfd;
-	off_t truncate_to;
-} sync_job;
-
 static int sync_fds(int fd, int dirfd, off_t truncate_to)
 {
 	int r = 0;
@@ -357,61 +354,105 @@ static int sync_fds(int fd, int dirfd, off_t truncate_to)
 	return r;
 }
 
+/* No malloc here: a thread's first one would give it an arena of its
+ * own, pages that every supervisor would keep. */
 static void *sync_thread(void *arg)
 {
-	sync_job *j = arg;
+	sv_sync *y = arg;
+	uint64_t one = 1;
 
-	j->slot->r = sync_fds(j->fd, j->dirfd, j->truncate_to);
-	free(j);
+	y->r = sync_fds(y->fd, y->dirfd, y->truncate_to);
+	if (y->done_fd >= 0)
+		(void)!write(y->done_fd, &one, sizeof(one));
 	return NULL;
+}
+
+/* Our own stack, so that it can be unmapped once joined (glibc keeps the
+ * stacks it made, touched pages and all); a guard page below it. */
+static bool sync_spawn(sv_sync *y)
+{
+	pthread_attr_t attr;
+	char *mem;
+	bool ok = false;
+
+	mem = mmap(NULL, SYNC_STACK_BYTES + SYNC_GUARD_BYTES, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (mem == MAP_FAILED)
+		return false;
+	if (mprotect(mem, SYNC_GUARD_BYTES, PROT_NONE) == 0 && pthread_attr_init(&attr) == 0) {
+		ok = pthread_attr_setstack(&attr, mem + SYNC_GUARD_BYTES, SYNC_STACK_BYTES) == 0 &&
+		     pthread_create(&y->thread, &attr, sync_thread, y) == 0;
+		(void)pthread_attr_destroy(&attr);
+	}
+	if (!ok) {
+		(void)munmap(mem, SYNC_STACK_BYTES + SYNC_GUARD_BYTES);
+		return false;
+	}
+	y->stack = mem;
+	return true;
+}
+
+static void sync_join(sv_sync *y)
+{
+	if (!y->running)
+		return;
+	(void)pthread_join(y->thread, NULL);
+	(void)munmap(y->stack, SYNC_STACK_BYTES + SYNC_GUARD_BYTES);
+	y->stack = NULL;
+	y->running = false;
 }
 
 void sv_sync_begin(supervisor *s, int fd, int dirfd, off_t truncate_to)
 {
 	sv_sync *y;
-	sync_job *j;
-	pthread_attr_t attr;
-	int r;
 
 	if (fd < 0 && dirfd < 0)
 		return;
 	if (s->n_syncs == SV_SYNCS) {
 		/* Every slot is taken: this boundary waits here, and the last
 		 * slot reports it. */
-		r = sync_fds(fd, dirfd, truncate_to);
+		int r = sync_fds(fd, dirfd, truncate_to);
+
 		y = &s->syncs[SV_SYNCS - 1];
-		if (y->running)
-			(void)pthread_join(y->thread, NULL);
-		*y = (sv_sync){.r = r};
+		sync_join(y);
+		y->r = r;
 		return;
 	}
-	y = &s->syncs[s->n_syncs++];
-	*y = (sv_sync){0};
-	j = malloc(sizeof(*j));
-	if (j) {
-		*j = (sync_job){.slot = y, .fd = fd, .dirfd = dirfd, .truncate_to = truncate_to};
-		/* The thread inherits our mask: every signal stays the
-		 * signalfd's. */
-		if (pthread_attr_init(&attr) == 0) {
-			(void)pthread_attr_setstacksize(&attr, SYNC_STACK_BYTES);
-			y->running = pthread_create(&y->thread, &attr, sync_thread, j) == 0;
-			(void)pthread_attr_destroy(&attr);
-		}
-		if (y->running)
-			return;
-		free(j);
+	/* While the loop runs, the thread wakes it when done (EV_SYNCED). */
+	if (!s->exited && s->ep >= 0 && s->synced_fd < 0) {
+		s->synced_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (s->synced_fd >= 0 && sv_ep_add(s, s->synced_fd, EV_SYNCED) < 0)
+			s->synced_fd = safe_close(s->synced_fd);
 	}
-	y->r = sync_fds(fd, dirfd, truncate_to);
+	y = &s->syncs[s->n_syncs++];
+	*y = (sv_sync){.fd = fd,
+		       .dirfd = dirfd,
+		       .truncate_to = truncate_to,
+		       .done_fd = s->exited ? -1 : s->synced_fd};
+	/* The thread inherits our mask: every signal stays the signalfd's. */
+	y->running = sync_spawn(y);
+	if (!y->running)
+		y->r = sync_fds(fd, dirfd, truncate_to);
+}
+
+void sv_sync_reap(supervisor *s)
+{
+	uint64_t n;
+
+	(void)!read(s->synced_fd, &n, sizeof(n));
+	for (unsigned i = 0; i < s->n_syncs; i++)
+		if (s->syncs[i].running && pthread_tryjoin_np(s->syncs[i].thread, NULL) == 0) {
+			/* Joined: what is left is the stack. */
+			s->syncs[i].running = false;
+			(void)munmap(s->syncs[i].stack, SYNC_STACK_BYTES + SYNC_GUARD_BYTES);
+			s->syncs[i].stack = NULL;
+		}
 }
 
 int sv_sync_wait(supervisor *s)
 {
-	for (unsigned i = 0; i < s->n_syncs; i++) {
-		sv_sync *y = &s->syncs[i];
-
-		if (y->running)
-			(void)pthread_join(y->thread, NULL);
-		y->running = false;
-	}
+	for (unsigned i = 0; i < s->n_syncs; i++)
+		sync_join(&s->syncs[i]);
+	s->synced_fd = safe_close(s->synced_fd);
 	return s->n_syncs ? s->syncs[s->n_syncs - 1].r : 0;
 }

@@ -56,7 +56,8 @@ enum {
 	EV_FSWATCH,
 	EV_SPAWN,
 	EV_MODE, /* the mode's own fds (sc_host.tag) */
-	EV_SAMPLE
+	EV_SAMPLE,
+	EV_SYNCED /* a boundary's fsyncs are done: its thread is joined */
 };
 
 /*
@@ -74,8 +75,12 @@ typedef struct log_pace {
 /* The fsyncs of one boundary of the log, on a thread of their own (log.c). */
 typedef struct sv_sync {
 	pthread_t thread;
-	int r;	      /* 0, or the first fsync's -errno */
-	bool running; /* a thread to join */
+	void *stack;	   /* the thread's, unmapped once it is joined */
+	int fd, dirfd;	   /* the thread's to fsync and close */
+	off_t truncate_to; /* then fd truncated to it, if >= 0 */
+	int done_fd;	   /* written once the thread is done, or -1 */
+	int r;		   /* 0, or the first fsync's -errno */
+	bool running;	   /* a thread to join */
 } sv_sync;
 
 #define SV_SYNCS 2 /* the start's boundary and the seal's */
@@ -90,6 +95,7 @@ typedef struct supervisor {
 	log_pace pace;
 	sv_sync syncs[SV_SYNCS];
 	unsigned n_syncs;
+	int synced_fd; /* eventfd of EV_SYNCED, while the loop runs */
 	cg_handle *cg;
 	ns_source *sources;
 	pty_relay *pty;
@@ -197,6 +203,9 @@ void sv_pace_wait(supervisor *s);
  * a failed fsync. Before sc_run() returns the caller waits. */
 void sv_sync_begin(supervisor *s, int fd, int dirfd, off_t truncate_to);
 int sv_sync_wait(supervisor *s);
+/* EV_SYNCED: the threads that are done are joined and their stacks
+ * unmapped, so that a long run keeps no page of theirs. */
+void sv_sync_reap(supervisor *s);
 /* -1, or when the loop must wake for a signed log's checkpoint. */
 int sv_checkpoint_timeout_ms(supervisor *s);
 
