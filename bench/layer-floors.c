@@ -16,12 +16,16 @@
  *            before any probe, stats or sweep. v1: memory and cpuacct
  *            under /sys/fs/cgroup, what a run without limits makes; v2:
  *            one directory under our own cgroup.
+ *   audit    (with -d DIR) what the log's contract leaves on the path of a
+ *            run's end, on DIR's filesystem: a new file with the reserve
+ *            allocated beyond a record, then the seal's boundary, one
+ *            fsync, and the reserve given back (ftruncate).
  *
- *   layer-floors [-n ROUNDS]
+ *   layer-floors [-n ROUNDS] [-d DIR]
  *
  * Prints NAME MEDIAN-MS for each, NAME one of seccomp-agent (and its
  * length in instructions), seccomp-one, cgroup-floor (absent when not
- * root or no hierarchy is writable).
+ * root or no hierarchy is writable), audit-floor (with -d).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -147,19 +151,52 @@ static double cgroup_floor_ms(int round)
 	return n > 0 && ok ? t : -1;
 }
 
+/* fsync and ftruncate of a fresh log-like file in dir; -1 on error. */
+static double audit_floor_ms(const char *dir, int round)
+{
+	char path[4096], rec[2048];
+	double t = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/layer-floors-%d-%d", dir, (int)getpid(), round);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	memset(rec, 'x', sizeof(rec));
+	/* The reserve and the first chunk, as au_open() allocates them. */
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (16 << 10) + (64 << 10)) == 0 &&
+	    write(fd, rec, sizeof(rec)) == (ssize_t)sizeof(rec)) {
+		t = now_ms();
+		if (fsync(fd) == 0 && ftruncate(fd, sizeof(rec)) == 0)
+			t = now_ms() - t;
+		else
+			t = -1;
+	}
+	(void)close(fd);
+	(void)unlink(path);
+	return t;
+}
+
 int main(int argc, char **argv)
 {
-	static double agent[MAX_ROUNDS], one[MAX_ROUNDS], cg[MAX_ROUNDS];
+	static double agent[MAX_ROUNDS], one[MAX_ROUNDS], cg[MAX_ROUNDS], au[MAX_ROUNDS];
+	const char *dir = NULL;
 	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	const sf_program *p = &sf_programs[SF_V_AUDIT_DENIED];
 	struct sock_fprog agent_prog = {.len = p->len, .filter = (struct sock_filter *)p->insns};
 	struct sock_fprog one_prog = {.len = 1, .filter = &allow};
-	int rounds = 200, n_cg = 0;
+	int rounds = 200, n_cg = 0, n_au = 0;
 
-	if (argc == 3 && strcmp(argv[1], "-n") == 0)
-		rounds = atoi(argv[2]);
-	if (rounds < 1 || rounds > MAX_ROUNDS) {
-		fprintf(stderr, "usage: layer-floors [-n ROUNDS (1-%d)]\n", MAX_ROUNDS);
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "-n") == 0)
+			rounds = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "-d") == 0)
+			dir = argv[i + 1];
+		else
+			rounds = -1;
+	}
+	if (rounds < 1 || rounds > MAX_ROUNDS || argc % 2 == 0) {
+		fprintf(stderr, "usage: layer-floors [-n ROUNDS (1-%d)] [-d DIR]\n", MAX_ROUNDS);
 		return 2;
 	}
 	for (int i = 0; i < rounds; i++) {
@@ -176,10 +213,21 @@ int main(int argc, char **argv)
 			if (c >= 0)
 				cg[n_cg++] = c;
 		}
+		if (dir) {
+			double a = audit_floor_ms(dir, i);
+
+			if (a < 0) {
+				fprintf(stderr, "layer-floors: %s: %s\n", dir, strerror(errno));
+				return 1;
+			}
+			au[n_au++] = a;
+		}
 	}
 	printf("seccomp-agent %.3f %u\n", median(agent, rounds), (unsigned)p->len);
 	printf("seccomp-one %.3f\n", median(one, rounds));
 	if (n_cg > 0)
 		printf("cgroup-floor %.3f\n", median(cg, n_cg));
+	if (n_au > 0)
+		printf("audit-floor %.3f\n", median(au, n_au));
 	return 0;
 }

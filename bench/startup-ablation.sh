@@ -10,7 +10,8 @@
 # round by round. The audit log's disk work is taken away by keeping the
 # log on tmpfs (SANDCAP_STATE_DIR=/dev/shm/...), not by the patch. Then
 # build/bench/layer-floors (when built): what loading the agent's seccomp
-# filter and a cgroup per sandbox cost at the kernel's cheapest.
+# filter, a cgroup per sandbox and the log's last boundary (in the same
+# state directory) cost at the kernel's cheapest.
 #
 #   bench/startup-ablation.sh        (as root; needs bwrap, meson, ninja)
 #   env: RUNS (default 100 rounds), BENCH_RESULTS (append
@@ -95,11 +96,12 @@ if out:
 PY
 if [ -x build/bench/layer-floors ]; then
 	echo "the mechanisms' floors (build/bench/layer-floors, medians, ms)"
-	build/bench/layer-floors -n 200 | while read -r name ms extra; do
+	build/bench/layer-floors -n 200 -d "$T/state" | while read -r name ms extra; do
 		case $name in
 		seccomp-agent) echo "  seccomp: loading the agent's filter ($extra instructions) $ms" ;;
 		seccomp-one) echo "  seccomp: loading a filter of one instruction    $ms" ;;
 		cgroup-floor) echo "  cgroup: mkdir, a child moving itself in, rmdir  $ms" ;;
+		audit-floor) echo "  audit: the seal's fsync and the reserve given back $ms" ;;
 		esac
 	done
 fi
