@@ -108,6 +108,7 @@ static double cgroup_floor_ms(int round)
 	struct statfs sfs;
 	double t;
 	pid_t pid;
+	int st = 1;
 	bool ok = true;
 
 	if (statfs("/sys/fs/cgroup", &sfs) < 0)
@@ -136,10 +137,8 @@ static double cgroup_floor_ms(int round)
 					_exit(1);
 			_exit(0);
 		}
-		int st = 1;
-
-		ok = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
-		     WEXITSTATUS(st) == 0;
+		ok =
+		    pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 	}
 	for (int i = 0; i < n; i++) {
 		if (fds[i] >= 0)
@@ -200,8 +199,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (int i = 0; i < rounds; i++) {
-		agent[i] = seccomp_load_ms(&agent_prog,
-					   p->notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0);
+		agent[i] =
+		    seccomp_load_ms(&agent_prog, p->notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0);
 		one[i] = seccomp_load_ms(&one_prog, 0);
 		if (agent[i] < 0 || one[i] < 0) {
 			fprintf(stderr, "layer-floors: seccomp: %s\n", strerror(errno));
