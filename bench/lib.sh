@@ -20,7 +20,8 @@
 #                                loopback, without exec auditing
 #   bench_crun_bundle DIR ARG... an OCI bundle running ARG with the binds and
 #                                limits sandcap's bench policies have
-#   bench_ablation_build DIR     a scratch build of this tree with
+#   bench_ablation_build DIR [REV]  a scratch build of this tree (or of git
+#                                revision or source directory REV) with
 #                                bench/ablation.patch in DIR/build (its sandcap
 #                                skips the layers SANDCAP_ABLATE names); never
 #                                part of a real build
@@ -125,11 +126,17 @@ PY
 
 BENCH_ABLATE_ALL=seccomp,landlock,masks,cgroup,init
 
-bench_ablation_build() { # DIR
+bench_ablation_build() { # DIR [REV]
 	local top
 	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 	mkdir -p "$1/src"
-	tar -C "$top" --exclude='./build*' --exclude=./.git -cf - . | tar -C "$1/src" -xf -
+	if [ -z "${2:-}" ]; then
+		tar -C "$top" --exclude='./build*' --exclude=./.git -cf - . | tar -C "$1/src" -xf -
+	elif [ -d "$2" ]; then
+		tar -C "$2" --exclude='./build*' --exclude=./.git -cf - . | tar -C "$1/src" -xf -
+	else
+		git -C "$top" archive "$2" | tar -C "$1/src" -xf -
+	fi
 	patch -s -d "$1/src" -p1 <"$top/bench/ablation.patch"
 	meson setup "$1/build" "$1/src" >"$1/setup.log" 2>&1 || { cat "$1/setup.log" >&2; exit 1; }
 	ninja -C "$1/build" sandcap sandcap-main sandcap-run sandcap-proxy sandcap-init >"$1/build.log" 2>&1 ||

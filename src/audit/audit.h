@@ -125,6 +125,10 @@ const char *au_file_type(mode_t mode);
  * signature over every field of the record, then fsyncs. Also after a failure (into the
  * reserve). Nothing may follow (-EBADFD). */
 int au_seal(au_log *log);
+/* au_seal() whose fsync the caller makes, as with au_sync_detach(): the
+ * seal and every record before it are durable once the fsyncs of *ret_fd
+ * and *ret_dirfd (-1 if none) return. On failure both are -1. */
+int au_seal_detach(au_log *log, int *ret_fd, int *ret_dirfd);
 /* A boundary whose fsync the caller makes, so that other threads may append
  * meanwhile (under the caller's lock): *ret_fd is a dup of the log's fd and,
  * at the first boundary, *ret_dirfd the directory's fd (else -1). The
@@ -202,6 +206,10 @@ const char *au_last_hash(const au_log *log);
 uint64_t au_records(const au_log *log); /* records written so far */
 /* NULL-safe, returns NULL; does not seal, but fsyncs unsynced records. */
 au_log *au_close(au_log *log);
+/* au_close(), except that the space allocated beyond the last record is
+ * the caller's to give back: ftruncate() to *ret_size on a dup of the log's
+ * fd (au_seal_detach()'s), after its fsyncs; -1 when there is none. */
+au_log *au_close_defer(au_log *log, off_t *ret_size);
 
 /*
  * A JSON string for bytes that come from the sandbox (argv, paths): valid

@@ -624,7 +624,8 @@ uint64_t au_reserved(const au_log *log)
 	return log && log->can_reserve ? AU_RESERVE_BYTES : 0;
 }
 
-int au_seal(au_log *log)
+/* The seal record, without the fsync that makes it durable. */
+static int log_seal(au_log *log)
 {
 	_cleanup_json_ json_t *data = NULL;
 	int r;
@@ -643,7 +644,23 @@ int au_seal(au_log *log)
 	if (r < 0)
 		return r;
 	log->sealed = true;
-	return log_sync(log);
+	return 0;
+}
+
+int au_seal(au_log *log)
+{
+	int r = log_seal(log);
+
+	return r < 0 ? r : log_sync(log);
+}
+
+int au_seal_detach(au_log *log, int *ret_fd, int *ret_dirfd)
+{
+	int r;
+
+	*ret_fd = *ret_dirfd = -1;
+	r = log_seal(log);
+	return r < 0 ? r : au_sync_detach(log, ret_fd, ret_dirfd);
 }
 
 int au_sync_detach(au_log *log, int *ret_fd, int *ret_dirfd)
@@ -674,10 +691,8 @@ uint64_t au_records(const au_log *log)
 	return log ? log->seq : 0;
 }
 
-au_log *au_close(au_log *log)
+static void log_close(au_log *log, off_t *ret_size)
 {
-	if (!log)
-		return NULL;
 	if (log->key) {
 		explicit_bzero(log->key, log->key_len);
 		free(log->key);
@@ -687,11 +702,29 @@ au_log *au_close(au_log *log)
 		(void)log_sync(log);
 	/* The reserve goes back: truncating to the size frees the blocks
 	 * allocated beyond it (tmpfs and ext4 both, measured). */
-	if (log->allocated > log->size && !log->error && ftruncate(log->fd, log->size) < 0) {
-		/* Only the space stays allocated; the records are intact. */
+	if (log->allocated > log->size && !log->error) {
+		if (ret_size)
+			*ret_size = log->size;
+		else if (ftruncate(log->fd, log->size) < 0) {
+			/* Only the space stays allocated; the records are intact. */
+		}
 	}
 	(void)safe_close(log->fd);
 	(void)safe_close(log->dirfd);
 	free(log);
+}
+
+au_log *au_close(au_log *log)
+{
+	if (log)
+		log_close(log, NULL);
+	return NULL;
+}
+
+au_log *au_close_defer(au_log *log, off_t *ret_size)
+{
+	*ret_size = -1;
+	if (log)
+		log_close(log, ret_size);
 	return NULL;
 }

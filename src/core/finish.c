@@ -143,18 +143,15 @@ void sv_teardown(supervisor *s)
 	s->sources = NULL;
 	s->ws = ws_run_free(s->ws);
 	json_decref(s->ws_exit);
-	s->cg = cg_destroy(s->cg);
-	/* We are the subreaper of everything we started: no zombie of ours is
-	 * left to the host's init, but a proxy worker still exiting
-	 * (px_worker_stop). */
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
 	s->pty = pty_free(s->pty);
+	/* The seal follows sandbox.exit directly; its fsync runs while we take
+	 * down what is left, and is waited for before the run returns. */
 	if (s->audit) {
 		const char *event = NULL;
-		int failed;
+		int failed, fd, dirfd;
+		off_t size;
 
-		s->res->audit_sealed = au_seal(s->audit) == 0;
+		s->res->audit_sealed = au_seal_detach(s->audit, &fd, &dirfd) == 0;
 		failed = au_failed(s->audit, &event, &s->res->audit_failed_at);
 		if (failed < 0) {
 			s->res->audit_error = -failed;
@@ -164,8 +161,24 @@ void sv_teardown(supervisor *s)
 		s->res->audit_records = au_records(s->audit);
 		snprintf(s->res->audit_hash, sizeof(s->res->audit_hash), "%s",
 			 au_last_hash(s->audit));
-		s->audit = au_close(s->audit);
+		/* The reserve goes back after the seal's fsync, on its thread. */
+		if (fd >= 0)
+			s->audit = au_close_defer(s->audit, &size);
+		else
+			s->audit = au_close(s->audit);
+		sv_sync_begin(s, fd, dirfd, fd >= 0 ? size : -1);
 	}
+	/* What supervisors that were SIGKILLed left (their sandboxes died with
+	 * them, see step_parent_death): while the seal goes to the disk. */
+	(void)cg_sweep_stale(s->cg, SV_CGROUP_PREFIX);
+	if (!s->unpriv)
+		(void)spawn_sweep_stale();
+	s->cg = cg_destroy(s->cg);
+	/* We are the subreaper of everything we started: no zombie of ours is
+	 * left to the host's init, but a proxy worker still exiting
+	 * (px_worker_stop). */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
 	/* After the seal: the fanotify group is closed meanwhile (fswatch.c). */
 	s->fw = fw_free(s->fw);
 	s->fr = fr_free(s->fr);
@@ -183,6 +196,11 @@ void sv_teardown(supervisor *s)
 	(void)safe_close(s->ctl);
 	(void)safe_close(s->child_ctl);
 	free(s->init_argv);
+	/* Every boundary is durable before the run returns; a seal that did
+	 * not reach the disk is no seal. (A written seal's fsyncs are the
+	 * last boundary.) */
+	if (sv_sync_wait(s) < 0)
+		s->res->audit_sealed = false;
 	if (s->mask_saved)
 		sigprocmask(SIG_SETMASK, &s->saved_mask, NULL);
 }

@@ -11,15 +11,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
 #include "base/diag.h"
 #include "base/path.h"
 #include "core/supervisor-state.h"
 
 #define STATE_DIR_DEFAULT "/var/lib/sandcap"
+/* fsync needs little stack; a thread's pages count in every supervisor. */
+#define SYNC_STACK_BYTES (64u << 10)
+#define SYNC_GUARD_BYTES ((size_t)sysconf(_SC_PAGESIZE))
 
 static void pace_init(log_pace *p, uint64_t rate)
 {
@@ -328,4 +334,125 @@ int sv_checkpoint_timeout_ms(supervisor *s)
 	if (ns == UINT64_MAX)
 		ns = s->o->audit_checkpoint_ms * 1000000ull;
 	return (int)(ns / 1000000ull) + 1;
+}
+
+static int sync_fds(int fd, int dirfd, off_t truncate_to)
+{
+	int r = 0;
+
+	if (fd >= 0 && fsync(fd) < 0)
+		r = -errno;
+	if (dirfd >= 0 && fsync(dirfd) < 0 && r == 0)
+		r = -errno;
+	/* The reserve given back after the fsync, not before: the two take
+	 * the same inode lock, and the seal is what must reach the disk. */
+	if (fd >= 0 && truncate_to >= 0 && ftruncate(fd, truncate_to) < 0) {
+		/* Only the space stays allocated; the records are intact. */
+	}
+	(void)safe_close(fd);
+	(void)safe_close(dirfd);
+	return r;
+}
+
+/* No malloc here: a thread's first one would give it an arena of its
+ * own, pages that every supervisor would keep. */
+static void *sync_thread(void *arg)
+{
+	sv_sync *y = arg;
+	uint64_t one = 1;
+
+	y->r = sync_fds(y->fd, y->dirfd, y->truncate_to);
+	if (y->done_fd >= 0)
+		(void)!write(y->done_fd, &one, sizeof(one));
+	return NULL;
+}
+
+/* Our own stack, so that it can be unmapped once joined (glibc keeps the
+ * stacks it made, touched pages and all); a guard page below it. */
+static bool sync_spawn(sv_sync *y)
+{
+	pthread_attr_t attr;
+	char *mem;
+	bool ok = false;
+
+	mem = mmap(NULL, SYNC_STACK_BYTES + SYNC_GUARD_BYTES, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (mem == MAP_FAILED)
+		return false;
+	if (mprotect(mem, SYNC_GUARD_BYTES, PROT_NONE) == 0 && pthread_attr_init(&attr) == 0) {
+		ok = pthread_attr_setstack(&attr, mem + SYNC_GUARD_BYTES, SYNC_STACK_BYTES) == 0 &&
+		     pthread_create(&y->thread, &attr, sync_thread, y) == 0;
+		(void)pthread_attr_destroy(&attr);
+	}
+	if (!ok) {
+		(void)munmap(mem, SYNC_STACK_BYTES + SYNC_GUARD_BYTES);
+		return false;
+	}
+	y->stack = mem;
+	return true;
+}
+
+static void sync_join(sv_sync *y)
+{
+	if (!y->running)
+		return;
+	(void)pthread_join(y->thread, NULL);
+	(void)munmap(y->stack, SYNC_STACK_BYTES + SYNC_GUARD_BYTES);
+	y->stack = NULL;
+	y->running = false;
+}
+
+void sv_sync_begin(supervisor *s, int fd, int dirfd, off_t truncate_to)
+{
+	sv_sync *y;
+
+	if (fd < 0 && dirfd < 0)
+		return;
+	if (s->n_syncs == SV_SYNCS) {
+		/* Every slot is taken: this boundary waits here, and the last
+		 * slot reports it. */
+		int r = sync_fds(fd, dirfd, truncate_to);
+
+		y = &s->syncs[SV_SYNCS - 1];
+		sync_join(y);
+		y->r = r;
+		return;
+	}
+	/* While the loop runs, the thread wakes it when done (EV_SYNCED). */
+	if (!s->exited && s->ep >= 0 && s->synced_fd < 0) {
+		s->synced_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (s->synced_fd >= 0 && sv_ep_add(s, s->synced_fd, EV_SYNCED) < 0)
+			s->synced_fd = safe_close(s->synced_fd);
+	}
+	y = &s->syncs[s->n_syncs++];
+	*y = (sv_sync){.fd = fd,
+		       .dirfd = dirfd,
+		       .truncate_to = truncate_to,
+		       .done_fd = s->exited ? -1 : s->synced_fd};
+	/* The thread inherits our mask: every signal stays the signalfd's. */
+	y->running = sync_spawn(y);
+	if (!y->running)
+		y->r = sync_fds(fd, dirfd, truncate_to);
+}
+
+void sv_sync_reap(supervisor *s)
+{
+	uint64_t n;
+
+	(void)!read(s->synced_fd, &n, sizeof(n));
+	for (unsigned i = 0; i < s->n_syncs; i++)
+		if (s->syncs[i].running && pthread_tryjoin_np(s->syncs[i].thread, NULL) == 0) {
+			/* Joined: what is left is the stack. */
+			s->syncs[i].running = false;
+			(void)munmap(s->syncs[i].stack, SYNC_STACK_BYTES + SYNC_GUARD_BYTES);
+			s->syncs[i].stack = NULL;
+		}
+}
+
+int sv_sync_wait(supervisor *s)
+{
+	for (unsigned i = 0; i < s->n_syncs; i++)
+		sync_join(&s->syncs[i]);
+	s->synced_fd = safe_close(s->synced_fd);
+	return s->n_syncs ? s->syncs[s->n_syncs - 1].r : 0;
 }

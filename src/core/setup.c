@@ -291,11 +291,6 @@ int sv_hand_off(supervisor *s)
 	if (r >= 0 && !SV_HOOK(s, sink))
 		r = sv_audit_open(s);
 	spawn_server_set_cgroup(s->spawn, s->cg);
-	/* While the child sets up: what supervisors that were SIGKILLed left
-	 * (their sandboxes died with them, see step_parent_death). */
-	(void)cg_sweep_stale(s->cg, SV_CGROUP_PREFIX);
-	if (!s->unpriv)
-		(void)spawn_sweep_stale();
 	if (r < 0)
 		return r;
 	if (SV_HOOK(s, on_child_created)) {

@@ -113,8 +113,9 @@ static void layers_names(json_t *layers, char *buf, size_t len)
  * sandbox.start and the grants, then the first boundary. With listener_fd
  * (else -1), the seccomp listener starts once they are written, so that
  * its first record, pid 1's exec, follows them. The fsync happens outside
- * the lock: the listener answers and records execs meanwhile, and pid 1's
- * exec does not wait for the disk.
+ * the lock and on a thread of its own: the listener answers and records
+ * execs meanwhile, pid 1's exec does not wait for the disk, nor the loop
+ * for pid 1's end.
  */
 void sv_emit_start(supervisor *s, int listener_fd)
 {
@@ -203,12 +204,7 @@ void sv_emit_start(supervisor *s, int listener_fd)
 	}
 	(void)au_sync_detach(s->audit, &fd, &dirfd);
 	pthread_mutex_unlock(&s->emit_lock);
-	if (fd >= 0)
-		(void)fsync(fd);
-	if (dirfd >= 0)
-		(void)fsync(dirfd);
-	(void)safe_close(fd);
-	(void)safe_close(dirfd);
+	sv_sync_begin(s, fd, dirfd, -1);
 	/* Only now: fs.write records must follow sandbox.start in the log, and
 	 * the kernel keeps the events queued meanwhile. */
 	if (fw_fd(s->fw) >= 0)

@@ -12,7 +12,7 @@
  *   serve-relay.c      net.serve: the host's listeners, the relay, its records
  *   start-record.c     sandbox.start: the layers in place
  *   agent-events.c     the seccomp listener and the file watches, into the log
- *   log.c              the audit log: opened, paced, every record, its failure
+ *   log.c              the audit log: opened, paced, every record, its failure, its fsyncs
  *   supervisor-state.c the clock, the loop's fds and timers, the sandbox killed
  *
  * One epoll loop, and the seccomp listener's thread, which emits too:
@@ -58,7 +58,8 @@ enum {
 	EV_SPAWN,
 	EV_MODE, /* the mode's own fds (sc_host.tag) */
 	EV_SAMPLE,
-	EV_RELAY
+	EV_RELAY,
+	EV_SYNCED /* a boundary's fsyncs are done: its thread is joined */
 };
 
 /* net.serve (serve-relay.c): the host's listeners until the relay takes
@@ -84,6 +85,19 @@ typedef struct log_pace {
 	uint64_t last_ns;
 } log_pace;
 
+/* The fsyncs of one boundary of the log, on a thread of their own (log.c). */
+typedef struct sv_sync {
+	pthread_t thread;
+	void *stack;	   /* the thread's, unmapped once it is joined */
+	int fd, dirfd;	   /* the thread's to fsync and close */
+	off_t truncate_to; /* then fd truncated to it, if >= 0 */
+	int done_fd;	   /* written once the thread is done, or -1 */
+	int r;		   /* 0, or the first fsync's -errno */
+	bool running;	   /* a thread to join */
+} sv_sync;
+
+#define SV_SYNCS 2 /* the start's boundary and the seal's */
+
 typedef struct supervisor {
 	const sc_run_opts *o;
 	const sc_plan *plan;
@@ -92,6 +106,9 @@ typedef struct supervisor {
 
 	au_log *audit;
 	log_pace pace;
+	sv_sync syncs[SV_SYNCS];
+	unsigned n_syncs;
+	int synced_fd; /* eventfd of EV_SYNCED, while the loop runs */
 	cg_handle *cg;
 	ns_source *sources;
 	pty_relay *pty;
@@ -191,6 +208,18 @@ int sv_emit_locked(supervisor *s, const char *event, json_t *data);
 void sv_emit_final(supervisor *s, const char *event, json_t *data);
 /* The exec listener waits for room in the log's bucket. */
 void sv_pace_wait(supervisor *s);
+/* A boundary: the fsyncs of fd and then dirfd (either may be -1; both are
+ * taken) on a thread of their own, so that neither the loop nor the
+ * teardown waits for the disk meanwhile; then, if truncate_to >= 0, fd is
+ * truncated to it (au_close_defer()). Where no thread can be made, here
+ * and now. sv_sync_wait() waits for every one and returns the last
+ * one's result (the seal's, which covers every record): 0, or the -errno of
+ * a failed fsync. Before sc_run() returns the caller waits. */
+void sv_sync_begin(supervisor *s, int fd, int dirfd, off_t truncate_to);
+int sv_sync_wait(supervisor *s);
+/* EV_SYNCED: the threads that are done are joined and their stacks
+ * unmapped, so that a long run keeps no page of theirs. */
+void sv_sync_reap(supervisor *s);
 /* -1, or when the loop must wake for a signed log's checkpoint. */
 int sv_checkpoint_timeout_ms(supervisor *s);
 

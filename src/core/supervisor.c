@@ -148,6 +148,9 @@ static void handle_event(supervisor *s, const struct epoll_event *ev)
 		timer_read(s->samplefd);
 		sample(s);
 		break;
+	case EV_SYNCED:
+		sv_sync_reap(s);
+		break;
 	case EV_GRACE:
 		timer_read(s->gracefd);
 		if (!sv_pid1_exited(s)) {
@@ -351,6 +354,7 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			.wallfd = -1,
 			.gracefd = -1,
 			.samplefd = -1,
+			.synced_fd = -1,
 			.notify_fd = -1,
 			.proxy_fd = -1,
 			.proxy_seed = PX_SEED_NONE,

@@ -617,6 +617,44 @@ static void test_sync_detach(void)
 	ok(r == 0, "the log verifies (%s)", r ? reason : "");
 }
 
+/* The seal whose fsync the caller makes, and the reserve the caller gives
+ * back: what a run's supervisor does on its sync thread. */
+static void test_seal_detach(void)
+{
+	_cleanup_free_ char *path = path_in_tmp("seal-detach.log");
+	au_log *log = NULL;
+	char reason[256];
+	int fd, dirfd, fd2, dirfd2, r;
+	off_t size;
+	size_t line;
+	struct stat st;
+	FILE *f;
+
+	ok(au_open(path, NULL, 0, "sc-x", AUDIT_FSYNC_BOUNDARIES, &log) == 0, "open");
+	ok(au_emit(log, "sandbox.exit", NULL) == 0, "a record");
+	r = au_seal_detach(log, &fd, &dirfd);
+	ok(r == 0 && fd >= 0 && dirfd >= 0,
+	   "the seal hands over the file and, as the first boundary, its directory");
+	ok(au_emit(log, "x.late", NULL) == -EBADFD, "nothing follows the seal");
+	ok(au_seal_detach(log, &fd2, &dirfd2) == -EBADFD && fd2 == -1 && dirfd2 == -1,
+	   "no second seal, and no fds");
+	log = au_close_defer(log, &size);
+	ok(stat(path, &st) == 0 && size == st.st_size, "the size to give back to is the file's");
+	ok((uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size + AU_RESERVE_BYTES,
+	   "the reserve is left allocated for the caller");
+	ok(fsync(fd) == 0 && fsync(dirfd) == 0 && ftruncate(fd, size) == 0,
+	   "the caller fsyncs and gives the reserve back");
+	ok(stat(path, &st) == 0 && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size + 8192,
+	   "and the space is free (%lld bytes allocated)", (long long)st.st_blocks * 512);
+	close(fd);
+	close(dirfd);
+	f = fopen(path, "r");
+	r = au_verify(f, NULL, 0, &line, reason, sizeof(reason));
+	fclose(f);
+	ok(r == 0, "the sealed log verifies (%s)", r ? reason : "");
+	ok(au_close_defer(NULL, &size) == NULL && size == -1, "au_close_defer(NULL)");
+}
+
 static void test_argv(void)
 {
 	const char *argv[100];
@@ -1323,6 +1361,7 @@ int main(void)
 	test_log_bound();
 	test_max_bytes();
 	test_sync_detach();
+	test_seal_detach();
 	test_argv();
 	test_key_file();
 	test_report();
