@@ -965,7 +965,9 @@ static int handle_exec(sv_conn *c, const sv_request *req, const sv_session *s)
 		return reply_error(c, &e);
 	}
 	argv = sv_exec_argv(c->d->cfg->exe, s->name, &er);
-	r = argv ? sv_child_spawn(c->d->cfg->exe, argv, er.has_stdin, &x.child) : -ENOMEM;
+	r = argv ? sv_child_spawn(c->d->cfg->exec_exe ?: c->d->cfg->exe, argv, er.has_stdin,
+				  &x.child)
+		 : -ENOMEM;
 	if (r < 0) {
 		sv_exec_req_done(&er);
 		return fail_reply(c, 500, "internal", NULL, strerror(-r));
