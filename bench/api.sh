@@ -5,11 +5,13 @@
 #     unix socket, one kept-alive connection) against a bare `sandcap exec`
 #     of the same session: the median of each and the overhead;
 #   - a create taken from the warm pool, and a create that starts a session;
+#   - a create from the pool to the end of its first command (/bin/true);
+#   - exec round trips with CONC sessions at once, a connection each: p50, p99;
 #   - the memory of 100 idle sessions: the PSS of every supervisor and
 #     sandbox process, summed (smaps_rollup), per session.
 #
 #   bench/api.sh [SANDCAP_BINARY]   (as root)
-#   env: RUNS (default 50), IDLE (default 100), BENCH_RESULTS (append
+#   env: RUNS (default 50), IDLE (default 100), CONC (default 30), BENCH_RESULTS (append
 #   "api<TAB>NAME<TAB>VALUE<TAB>UNIT" lines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +19,7 @@ cd "$(dirname "$0")/.."
 S=${1:-$(pwd)/build/sandcap}
 RUNS=${RUNS:-50}
 IDLE=${IDLE:-100}
+CONC=${CONC:-30}
 bench_tmp api
 export SANDCAP_RUNTIME_DIR=$T/run
 echo '{"version": 1, "name": "bench", "limits": {"memory": "64M", "pids": 16, "wall": "10m"}}' >"$T/bench.json"
@@ -24,10 +27,11 @@ echo '{"version": 1, "name": "bench", "limits": {"memory": "64M", "pids": 16, "w
 daemon=$!
 bench_on_exit 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null'
 
-python3 - "$S" "$T/api.sock" "$RUNS" "$IDLE" "$T/bench.json" <<'PY'
-import http.client, json, os, socket, statistics, subprocess, sys, time
+python3 - "$S" "$T/api.sock" "$RUNS" "$IDLE" "$T/bench.json" "$CONC" <<'PY'
+import http.client, json, os, socket, statistics, subprocess, sys, threading, time
 
 exe, sock, runs, idle, policy = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+conc = int(sys.argv[6])
 
 class Conn(http.client.HTTPConnection):
     def connect(self):
@@ -56,11 +60,13 @@ def report(name, value, unit):
         with open(out, "a") as f:
             f.write(f"api\t{name}\t{value:.3f}\t{unit}\n")
 
-pool, ids = [], []
+pool, first, ids = [], [], []
 for _ in range(runs):
     t = time.perf_counter(); st, b = call("POST", "/v1/sessions", {"policy": "bench"}); pool.append(time.perf_counter() - t)
     assert st == 201 and json.loads(b)["from_pool"], b
     ids.append(json.loads(b)["id"])
+    st, b = call("POST", f"/v1/sessions/{ids[-1]}/exec", {"argv": ["/bin/true"]}); first.append(time.perf_counter() - t)
+    assert st == 200 and b'"exit_code":0' in b, b
 cold = []
 for _ in range(min(runs, 20)):
     t = time.perf_counter(); st, b = call("POST", "/v1/sessions", {"policy": json.load(open(policy)) | {"name": "cold"}}); cold.append(time.perf_counter() - t)
@@ -73,11 +79,34 @@ for _ in range(runs):
     t = time.perf_counter(); st, b = call("POST", f"/v1/sessions/{sid}/exec", {"argv": ["/bin/true"]}); api.append(time.perf_counter() - t)
     assert st == 200 and b'"exit_code":0' in b, b
     t = time.perf_counter(); subprocess.run([exe, "exec", sid, "--", "/bin/true"], check=True); bare.append(time.perf_counter() - t)
+lat, lock = [], threading.Lock()
+def worker(sid):
+    w = Conn("sandcap")
+    mine = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        w.request("POST", f"/v1/sessions/{sid}/exec", body=json.dumps({"argv": ["/bin/true"]}))
+        r = w.getresponse(); b = r.read()
+        mine.append(time.perf_counter() - t)
+        assert r.status == 200 and b'"exit_code":0' in b, b
+    with lock:
+        lat.extend(mine)
+threads = [threading.Thread(target=worker, args=(i,)) for i in ids[:conc]]
+t_all = time.perf_counter()
+for th in threads: th.start()
+for th in threads: th.join()
+t_all = time.perf_counter() - t_all
+lat.sort()
 report("create from the pool (median)", med(pool), "ms")
+report("pooled create to first command (median)", med(first), "ms")
 report("create, session started (median)", med(cold), "ms")
 report("exec /bin/true via the API (median)", med(api), "ms")
 report("bare sandcap exec /bin/true (median)", med(bare), "ms")
 report("API round trip overhead", med(api) - med(bare), "ms")
+report("API exec / bare exec", med(api) / med(bare), "x")
+report(f"exec with {len(threads)} sessions at once (p50)", lat[len(lat) // 2] * 1000, "ms")
+report(f"exec with {len(threads)} sessions at once (p99)", lat[min(len(lat) - 1, len(lat) * 99 // 100)] * 1000, "ms")
+report(f"execs a second with {len(threads)} sessions", len(lat) / t_all, "/s")
 for i in ids:
     call("DELETE", f"/v1/sessions/{i}")
 

@@ -91,8 +91,28 @@ export declare class Filesystem {
   rename(oldPath: string, newPath: string): Promise<EntryInfo>;
 }
 
+export interface WorkspaceChange {
+  op: "A" | "M" | "m" | "D" | "R"; path: string; type: "file" | "directory" | "symlink" | "FIFO";
+  from?: string; link?: string; mode: number; old_mode: number;
+}
+export interface WorkspaceDiff { workspace: string; grant: string; changes: WorkspaceChange[]; patch?: string; refused: number }
+export interface WorkspaceApplied {
+  workspace: string; outcome: "applied" | "conflicts" | "failed"; exit_code: number; session: string;
+  paths: { path: string; op: string }[]; conflicts: string[]; changed_during_apply: string[]; record: string; error: string;
+}
+export declare class WorkspaceConflictError extends SandboxError {
+  exitCode: number; conflicts: string[]; result: WorkspaceApplied;
+}
+export declare class Workspace {
+  list(): Promise<{ id: string; state: string; path?: string; files?: number; bytes?: number }[]>;
+  diff(opts?: { workspace?: string; patch?: boolean }): Promise<WorkspaceDiff>;
+  apply(opts?: { workspace?: string; force?: boolean }): Promise<WorkspaceApplied>;
+  discard(opts?: { workspace?: string }): Promise<void>;
+}
+
 export declare class Sandbox {
   readonly sandboxId: string;
+  readonly workspace: Workspace;
   readonly commands: Commands;
   readonly files: Filesystem;
   readonly pty: Pty;

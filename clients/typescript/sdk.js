@@ -39,15 +39,24 @@ export class CommandExitError extends SandboxError {
   }
 }
 
+/** An apply refused (nothing written): paths the host changed since the sandbox
+ * started (`sandcap workspace apply` exits 2); {force: true} writes over them. */
+export class WorkspaceConflictError extends SandboxError {}
+
 function errorFrom(status, body) {
-  let code = `http_${status}`, msg = body.toString("utf8").slice(0, 300), path = null;
+  let code = `http_${status}`, msg = body.toString("utf8").slice(0, 300), path = null, o = {}, e = {};
   try {
-    const e = JSON.parse(body.toString("utf8")).error;
+    o = JSON.parse(body.toString("utf8"));
+    e = o.error;
     [code, msg, path] = [e.code ?? "error", e.message ?? "", e.path ?? null];
   } catch { /* not ours: the text as it came */ }
-  const C = status === 404 ? NotFoundError : status === 408 ? TimeoutError
-    : status === 400 ? InvalidArgumentError : SandboxError;
-  return new C(code, msg, path, status);
+  const C = code === "conflicts" ? WorkspaceConflictError : status === 404 ? NotFoundError
+    : status === 408 ? TimeoutError : status === 400 ? InvalidArgumentError : SandboxError;
+  const err = new C(code, msg, path, status);
+  // a workspace apply's, as the CLI's: its exit code, conflicts, what it did
+  if (e?.exit_code !== undefined) Object.assign(err, { exitCode: e.exit_code, conflicts: e.conflicts ?? [],
+    result: o.result ?? {} });
+  return err;
 }
 
 async function readAll(res) {
@@ -293,6 +302,33 @@ export class WatchHandle {
   async stop() { this.stopFlag(); this.res.destroy(); }
 }
 
+/** The copy-on-write grants of a sandbox (sandcap workspace, docs/api.md): while it
+ * runs and after it was killed. opts.workspace: one of list()'s ids (default: its only one). */
+export class Workspace {
+  constructor(api, sid) {
+    this.api = api;
+    this.base = `/v1/sessions/${sid}/workspace`;
+  }
+
+  async list() { return (await this.api.call("GET", this.base)).workspaces; }
+
+  /** {workspace, grant, changes: [{op: "A"|"M"|"m"|"D"|"R", path, type, from?, link?}], patch?} */
+  async diff(opts = {}) {
+    return this.api.call("GET", q(`${this.base}/diff`, { workspace: opts.workspace, patch: opts.patch ? 1 : undefined }));
+  }
+
+  /** Writes the changes into the host folder; WorkspaceConflictError when the host
+   * changed a path since the start (unless {force: true}). */
+  async apply(opts = {}) {
+    return this.api.call("POST", q(`${this.base}/apply`, { workspace: opts.workspace, force: opts.force ? 1 : undefined }));
+  }
+
+  /** Removes a stopped sandbox's kept workspace; the host folder stays as it is. */
+  async discard(opts = {}) {
+    await this.api.call("POST", q(`${this.base}/discard`, { workspace: opts.workspace }));
+  }
+}
+
 export class Filesystem {
   constructor(api, sid) {
     this.api = api;
@@ -381,6 +417,7 @@ export class Sandbox {
     this.commands = new Commands(api, sandboxId);
     this.files = new Filesystem(api, sandboxId);
     this.pty = new Pty(api, sandboxId);
+    this.workspace = new Workspace(api, sandboxId);
   }
 
   get auditPath() { return this.record.audit; }

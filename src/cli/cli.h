@@ -70,6 +70,9 @@ void cli_signer_done(cli_signer *s);
  * finds it, whose supervisors hold less memory (docs/architecture.md, "Two
  * programs"); exe when there is none. */
 void cli_session_program(const char *exe, char *buf, size_t len);
+/* The same for `sandcap exec`: the small front (libc alone, no start-up
+ * for OpenSSL and the rest), next to exe or in the bindir; else exe. */
+void cli_exec_program(const char *exe, char *buf, size_t len);
 /* main()'s argv, for a program that hands its command line over. */
 extern char **cli_argv;
 /* Loads an audit HMAC key (AU_KEY_FILE_BYTES raw bytes, mode 0600 or

@@ -102,7 +102,8 @@ int cmd_serve(int argc, char **argv)
 	    {},
 	};
 	sv_policy_opt pols[SV_MAX_POLICIES];
-	char exe[PATH_MAX], session_exe[PATH_MAX], passed_path[sizeof(struct sockaddr_un)];
+	char exe[PATH_MAX], session_exe[PATH_MAX], exec_exe[PATH_MAX],
+	    passed_path[sizeof(struct sockaddr_un)];
 	char passed_name[256];
 	const char *why = NULL;
 	sv_config cfg = {
@@ -217,6 +218,8 @@ int cmd_serve(int argc, char **argv)
 	cfg.exe = exe;
 	cli_session_program(exe, session_exe, sizeof(session_exe));
 	cfg.session_exe = session_exe;
+	cli_exec_program(exe, exec_exe, sizeof(exec_exe));
+	cfg.exec_exe = exec_exe;
 	r = sv_serve(&cfg);
 	return r < 0 ? SC_EXIT_SETUP : 0;
 }

@@ -26,8 +26,8 @@
 static void usage(FILE *out)
 {
 	fprintf(out, "Usage: sandcap workspace list [--json]\n"
-		     "       sandcap workspace diff ID [--stat | --patch]\n"
-		     "       sandcap workspace apply ID [--force]\n"
+		     "       sandcap workspace diff ID [--stat | --patch] [--json]\n"
+		     "       sandcap workspace apply ID [--force] [--json]\n"
 		     "       sandcap workspace discard ID\n"
 		     "       sandcap workspace prune --older-than AGE [--dry-run]\n"
 		     "\n"
@@ -40,7 +40,8 @@ static void usage(FILE *out)
 		     "removes the workspace. prune removes every workspace kept or last\n"
 		     "applied more than AGE ago (30d, 12h, 90m, 45s), except one being applied;\n"
 		     "--dry-run lists them and removes nothing. A run whose cow grant it never\n"
-		     "wrote keeps no workspace.\n");
+		     "wrote keeps no workspace. --json: diff and apply print one JSON object\n"
+		     "(the changes, with --patch the patch; what apply wrote, conflicts).\n");
 }
 
 static int state_dir(char *buf, size_t len)
@@ -159,7 +160,7 @@ static int read_rel(int root, const char *rel, char **ret, size_t *ret_len)
 }
 
 /* One file's content diff, for --patch (out) or --stat (out NULL). */
-static void content_diff(int upper, int lower, const ws_change *c, bool patch, size_t *add,
+static void content_diff(int upper, int lower, const ws_change *c, FILE *patch, size_t *add,
 			 size_t *del, bool *binary)
 {
 	_cleanup_free_ char *a = NULL, *b = NULL, *an = NULL, *bn = NULL;
@@ -178,15 +179,15 @@ static void content_diff(int upper, int lower, const ws_change *c, bool patch, s
 	if ((a && !ws_is_text(a, al)) || (b && !ws_is_text(b, bl))) {
 		*binary = true;
 		if (patch)
-			printf("Binary files %s%s and %s%s differ\n", old_file ? "a/" : "",
-			       old_file ? old : "/dev/null", new_file ? "b/" : "",
-			       new_file ? c->path : "/dev/null");
+			fprintf(patch, "Binary files %s%s and %s%s differ\n", old_file ? "a/" : "",
+				old_file ? old : "/dev/null", new_file ? "b/" : "",
+				new_file ? c->path : "/dev/null");
 		return;
 	}
 	if (asprintf(&an, "%s%s", old_file ? "a/" : "", old_file ? old : "/dev/null") < 0 ||
 	    asprintf(&bn, "%s%s", new_file ? "b/" : "", new_file ? c->path : "/dev/null") < 0)
 		return;
-	(void)ws_text_diff(a ? a : "", al, b ? b : "", bl, an, bn, patch ? stdout : NULL, add, del);
+	(void)ws_text_diff(a ? a : "", al, b ? b : "", bl, an, bn, patch, add, del);
 }
 
 /* A workspace: one kept under the state directory, or a running session's. */
@@ -293,9 +294,36 @@ static int open_target(const char *state, const char *id, ws_target *t, sc_diag 
 	return r;
 }
 
-static int cmd_diff(const char *id, int mode /* 0 list, 1 stat, 2 patch */)
+static json_t *path_json(const char *p);
+
+/* One change for diff --json: what the text form says, as keys. */
+static json_t *change_json(const ws_change *c)
+{
+	json_t *o =
+	    json_pack("{s:s#, s:o, s:s, s:i, s:i}", "op", (char[]){ws_op_letter(c->op)}, 1, "path",
+		      path_json(c->path), "type", type_word(c->type ? c->type : c->old_type),
+		      "mode", (int)c->mode, "old_mode", (int)c->old_mode);
+
+	if (o && c->from)
+		(void)json_object_set_new(o, "from", path_json(c->from));
+	if (o && c->old_type && c->type && c->old_type != c->type)
+		(void)json_object_set_new(o, "old_type", json_string(type_word(c->old_type)));
+	if (o && c->link)
+		(void)json_object_set_new(o, "link", path_json(c->link));
+	if (o && c->op == WS_ADDED && c->origin)
+		(void)json_object_set_new(o, "gone_from_host", json_true());
+	return o;
+}
+
+/* diff --json: {"workspace", "grant", "changes": [...], "patch"?, "refused"}
+ * on stdout; the same changes, in the same order, as the text form. */
+static int cmd_diff(const char *id, int mode /* 0 list, 1 stat, 2 patch */, bool json)
 {
 	_cleanup_close_ int root = -1;
+	_cleanup_json_ json_t *changes = NULL;
+	_cleanup_free_ char *patch = NULL;
+	size_t patch_len = 0;
+	FILE *out = stdout;
 	char state[PATH_MAX];
 	ws_changes ch = {0};
 	ws_target t;
@@ -323,19 +351,44 @@ static int cmd_diff(const char *id, int mode /* 0 list, 1 stat, 2 patch */)
 		target_done(&t);
 		return 1;
 	}
+	if (json) {
+		changes = json_array();
+		if (mode == 2)
+			out = open_memstream(&patch, &patch_len);
+		if (!changes || !out) {
+			cli_error("workspace %s: %s", id, strerror(ENOMEM));
+			ws_changes_done(&ch);
+			target_done(&t);
+			return 1;
+		}
+	}
 	for (size_t i = 0; i < ch.n; i++) {
 		const ws_change *c = &ch.v[i];
 		size_t add = 0, del = 0;
 		bool bin = false,
 		     content = (c->type == 'f' || c->old_type == 'f') && c->op != WS_MODE;
 
-		if (mode == 0) {
+		if (json) {
+			json_t *o = change_json(c);
+
+			if (o && mode == 1 && content) {
+				content_diff(upper, root, c, NULL, &add, &del, &bin);
+				(void)json_object_set_new(o, "binary", json_boolean(bin));
+				(void)json_object_set_new(o, "added",
+							  json_integer((json_int_t)add));
+				(void)json_object_set_new(o, "removed",
+							  json_integer((json_int_t)del));
+			}
+			(void)json_array_append_new(changes, o);
+			if (mode != 2)
+				continue;
+		} else if (mode == 0) {
 			print_change(c);
 			continue;
 		}
 		if (mode == 1) {
 			if (content)
-				content_diff(upper, root, c, false, &add, &del, &bin);
+				content_diff(upper, root, c, NULL, &add, &del, &bin);
 			printf(" %c ", ws_op_letter(c->op));
 			put_path(c->path);
 			if (bin)
@@ -348,42 +401,64 @@ static int cmd_diff(const char *id, int mode /* 0 list, 1 stat, 2 patch */)
 			tdel += del;
 			continue;
 		}
-		printf("diff --sandcap a/");
-		put_path(c->from ? c->from : c->path);
-		printf(" b/");
-		put_path(c->path);
-		putchar('\n');
+		fprintf(out, "diff --sandcap a/");
+		fput_path(c->from ? c->from : c->path, out);
+		fprintf(out, " b/");
+		fput_path(c->path, out);
+		fputc('\n', out);
 		if (c->op == WS_RENAMED) {
-			printf("rename from ");
-			put_path(c->from);
-			printf("\nrename to ");
-			put_path(c->path);
-			putchar('\n');
+			fprintf(out, "rename from ");
+			fput_path(c->from, out);
+			fprintf(out, "\nrename to ");
+			fput_path(c->path, out);
+			fputc('\n', out);
 		}
 		if (c->op == WS_ADDED)
-			printf("new %s mode %04o\n", type_word(c->type), (unsigned)c->mode);
+			fprintf(out, "new %s mode %04o\n", type_word(c->type), (unsigned)c->mode);
 		else if (c->op == WS_DELETED)
-			printf("deleted %s mode %04o\n", type_word(c->old_type),
-			       (unsigned)c->old_mode);
+			fprintf(out, "deleted %s mode %04o\n", type_word(c->old_type),
+				(unsigned)c->old_mode);
 		else if (c->old_mode != c->mode || c->old_type != c->type)
-			printf("old mode %04o (%s)\nnew mode %04o (%s)\n", (unsigned)c->old_mode,
-			       type_word(c->old_type), (unsigned)c->mode, type_word(c->type));
+			fprintf(out, "old mode %04o (%s)\nnew mode %04o (%s)\n",
+				(unsigned)c->old_mode, type_word(c->old_type), (unsigned)c->mode,
+				type_word(c->type));
 		if (c->old_link && c->op != WS_ADDED) {
-			printf("old symlink -> ");
-			put_path(c->old_link);
-			putchar('\n');
+			fprintf(out, "old symlink -> ");
+			fput_path(c->old_link, out);
+			fputc('\n', out);
 		}
 		if (c->link) {
-			printf("symlink -> ");
-			put_path(c->link);
-			putchar('\n');
+			fprintf(out, "symlink -> ");
+			fput_path(c->link, out);
+			fputc('\n', out);
 		}
 		if (content)
-			content_diff(upper, root, c, true, &add, &del, &bin);
+			content_diff(upper, root, c, out, &add, &del, &bin);
 	}
-	if (mode == 1)
+	if (mode == 1 && !json)
 		printf(" %zu change(s), %zu insertion(s)(+), %zu deletion(s)(-)\n", ch.n, tadd,
 		       tdel);
+	if (json) {
+		_cleanup_json_ json_t *o = NULL;
+		_cleanup_free_ char *text = NULL;
+
+		if (out != stdout)
+			(void)fclose(out);
+		o = json_pack("{s:s, s:o, s:O, s:I}", "workspace", t.m.id, "grant",
+			      path_json(m.grant_path), "changes", changes, "refused",
+			      (json_int_t)ch.refused);
+		if (o && mode == 2)
+			(void)json_object_set_new(o, "patch",
+						  au_str(patch ? patch : "", patch_len, patch_len));
+		text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		if (!text) {
+			cli_error("workspace %s: %s", id, strerror(ENOMEM));
+			ws_changes_done(&ch);
+			target_done(&t);
+			return 1;
+		}
+		printf("%s\n", text);
+	}
 	if (ch.refused) {
 		fprintf(stderr,
 			"sandcap: workspace %s: %zu entr(ies) not listed, their paths longer than "
@@ -691,7 +766,33 @@ static void epoch_after_writes(struct timespec *ret)
 	*ret = next;
 }
 
-static int cmd_apply(const char *id, bool force)
+/* apply --json: what it did, on stdout, whatever its exit code. */
+static void print_apply_json(const ws_target *t, const ws_apply_result *res, int rc,
+			     const char *why, const char *record)
+{
+	_cleanup_json_ json_t *o = NULL, *paths = json_array(), *changed = json_array();
+	_cleanup_free_ char *text = NULL;
+
+	for (size_t i = 0; paths && i < res->n; i++)
+		(void)json_array_append_new(
+		    paths,
+		    json_pack("{s:o, s:s}", "path", path_json(res->v[i].path), "op", res->v[i].op));
+	for (size_t i = 0; changed && i < res->n_changed; i++)
+		(void)json_array_append_new(changed, path_json(res->changed[i]));
+	o = json_pack("{s:s, s:s, s:i, s:s, s:O, s:o, s:O, s:s, s:s}", "workspace", t->m.id,
+		      "outcome",
+		      rc == 0	? "applied"
+		      : rc == 2 ? "conflicts"
+				: "failed",
+		      "exit_code", rc, "session", t->session, "paths", paths, "conflicts",
+		      conflicts_json(res), "changed_during_apply", changed, "record", record,
+		      "error", rc ? why : "");
+	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	if (text)
+		printf("%s\n", text);
+}
+
+static int cmd_apply(const char *id, bool force, bool json)
 {
 	char state[PATH_MAX];
 	ws_apply_result res = {0};
@@ -712,6 +813,8 @@ static int cmd_apply(const char *id, bool force)
 	if (flock(t.dir >= 0 ? t.dir : t.upper, LOCK_EX | LOCK_NB) < 0) {
 		cli_error("workspace %s is being applied by another sandcap (%s)", t.m.id,
 			  strerror(errno));
+		if (json)
+			print_apply_json(&t, &res, 1, "being applied by another sandcap", "");
 		target_done(&t);
 		return 1;
 	}
@@ -719,6 +822,8 @@ static int cmd_apply(const char *id, bool force)
 		cli_error("workspace %s was applied already (discard it, or it would be "
 			  "applied twice)",
 			  id);
+		if (json)
+			print_apply_json(&t, &res, 1, "applied already", "");
 		target_done(&t);
 		return 1;
 	}
@@ -779,6 +884,8 @@ static int cmd_apply(const char *id, bool force)
 			(void)ws_meta_store(t.dir, &t.m);
 		}
 	}
+	if (json)
+		print_apply_json(&t, &res, rc, d.message, x.log_path);
 	ws_intent_done(&x.next);
 	ws_intent_done(&prior);
 	ws_apply_result_done(&res);
@@ -909,7 +1016,9 @@ int cmd_workspace(int argc, char **argv)
 	if (strcmp(verb, "prune") == 0)
 		return cmd_prune(argc, argv);
 	for (int i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0 && strcmp(verb, "list") == 0)
+		if (strcmp(argv[i], "--json") == 0 &&
+		    (strcmp(verb, "list") == 0 || strcmp(verb, "diff") == 0 ||
+		     strcmp(verb, "apply") == 0))
 			json = true;
 		else if (strcmp(argv[i], "--stat") == 0 && strcmp(verb, "diff") == 0)
 			mode = 1;
@@ -933,9 +1042,9 @@ int cmd_workspace(int argc, char **argv)
 		return SC_EXIT_SETUP;
 	}
 	if (strcmp(verb, "diff") == 0)
-		return cmd_diff(id, mode);
+		return cmd_diff(id, mode, json);
 	if (strcmp(verb, "apply") == 0)
-		return cmd_apply(id, force);
+		return cmd_apply(id, force, json);
 	if (strcmp(verb, "discard") == 0)
 		return cmd_discard(id);
 	cli_error("unknown workspace command '%s' (see 'sandcap workspace --help')", verb);

@@ -329,9 +329,9 @@ int cli_read_audit_key(const char *file, uint8_t *key, size_t *len)
 	return 0;
 }
 
-void cli_session_program(const char *exe, char *buf, size_t len)
+static void program_path(const char *name, const char *dir, const char *exe, char *buf, size_t len)
 {
-	_cleanup_close_ int fd = sibling_open("sandcap-run", SANDCAP_LIBEXECDIR, O_PATH);
+	_cleanup_close_ int fd = sibling_open(name, dir, O_PATH);
 	char link[64];
 	ssize_t n = -1;
 
@@ -345,4 +345,14 @@ void cli_session_program(const char *exe, char *buf, size_t len)
 		buf[n] = '\0';
 	else
 		snprintf(buf, len, "%s", exe);
+}
+
+void cli_session_program(const char *exe, char *buf, size_t len)
+{
+	program_path("sandcap-run", SANDCAP_LIBEXECDIR, exe, buf, len);
+}
+
+void cli_exec_program(const char *exe, char *buf, size_t len)
+{
+	program_path("sandcap", SANDCAP_BINDIR, exe, buf, len);
 }

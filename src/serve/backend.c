@@ -45,7 +45,7 @@ static int subcommand_failed(const sv_capture *c, const char *what, sv_error *e)
 
 	sv_capture_message(c, msg, sizeof(msg));
 	if (strstr(msg, "no session") || strstr(msg, "not running") ||
-	    strstr(msg, "unknown session"))
+	    strstr(msg, "unknown session") || strstr(msg, "no workspace"))
 		return sv_fail(e, 404, "not_found", NULL, "%s", msg);
 	if (strstr(msg, "No such file") || strstr(msg, "not found"))
 		return sv_fail(e, 404, "no_such_path", NULL, "%s", msg);
@@ -158,6 +158,101 @@ int sv_session_ls(const char *exe, const char *name, const char *path, json_t **
 			(char *)path,	   (char *)"--json",  NULL};
 
 	return run_json(exe, argv, NULL, 0, "session ls", ret_list, e);
+}
+
+int sv_workspace_list(const char *exe, const char *sandbox, const char *live_name,
+		      json_t **ret_list, sv_error *e)
+{
+	char *kargv[] = {(char *)"sandcap", (char *)"workspace", (char *)"list", (char *)"--json",
+			 NULL};
+	char *sargv[] = {(char *)"sandcap", (char *)"session", (char *)"list", (char *)"--json",
+			 NULL};
+	_cleanup_json_ json_t *kept = NULL, *live = NULL;
+	json_t *out = json_array(), *v, *w;
+	size_t plen = strlen(sandbox), i, k;
+	int r = run_json(exe, kargv, NULL, 0, "workspace list", &kept, e);
+
+	if (r >= 0 && live_name)
+		r = run_json(exe, sargv, NULL, 0, "session list", &live, e);
+	if (r < 0 || !out) {
+		json_decref(out);
+		return r < 0 ? r : sv_fail(e, 500, "internal", NULL, "out of memory");
+	}
+	/* SANDBOX.N: the sandbox id is ours to match, N is the grant's index */
+	json_array_foreach(kept, i, v)
+	{
+		const char *id = json_string_value(json_object_get(v, "id"));
+
+		if (id && !strncmp(id, sandbox, plen) && id[plen] == '.')
+			(void)json_array_append(out, v);
+	}
+	json_array_foreach(live, i, v)
+	{
+		if (strcmp(json_string_value(json_object_get(v, "name")) ?: "", live_name))
+			continue;
+		json_array_foreach(json_object_get(v, "workspaces"), k, w)
+		{
+			if (json_is_string(w))
+				(void)json_array_append_new(
+				    out, json_pack("{s:O, s:s}", "id", w, "state", "live"));
+		}
+	}
+	*ret_list = out;
+	return 0;
+}
+
+int sv_workspace_diff(const char *exe, const char *id, const char *mode, json_t **ret, sv_error *e)
+{
+	char *argv[] = {(char *)"sandcap",
+			(char *)"workspace",
+			(char *)"diff",
+			(char *)id,
+			(char *)"--json",
+			(char *)mode,
+			NULL};
+
+	return run_json(exe, argv, NULL, 0, "workspace diff", ret, e);
+}
+
+int sv_workspace_apply(const char *exe, const char *id, bool force, json_t **ret, int *ret_exit,
+		       sv_error *e)
+{
+	char *argv[] = {(char *)"sandcap",
+			(char *)"workspace",
+			(char *)"apply",
+			(char *)id,
+			(char *)"--json",
+			force ? (char *)"--force" : NULL,
+			NULL};
+	char msg[512];
+	sv_capture c;
+	int r = sv_child_run(exe, argv, NULL, 0, SV_MAX_CAPTURE, &c);
+
+	if (r < 0)
+		return sv_fail(e, 500, "internal", NULL, "workspace apply: %s", strerror(-r));
+	*ret = json_loadb(c.out, c.out_len, 0, NULL);
+	*ret_exit = sv_exit_code(c.status);
+	/* the CLI's exit codes: 2 conflicts, 1 anything else */
+	sv_capture_message(&c, msg, sizeof(msg));
+	if (*ret_exit == 2)
+		r = sv_fail(e, 409, "conflicts", NULL, "%s", msg);
+	else if (*ret_exit != 0 && (strstr(msg, "applied already") || strstr(msg, "being applied")))
+		r = sv_fail(e, 409, strstr(msg, "being") ? "busy" : "applied_already", NULL, "%s",
+			    msg);
+	else if (*ret_exit != 0 && !*ret)
+		r = subcommand_failed(&c, "workspace apply", e);
+	else if (*ret_exit != 0)
+		r = sv_fail(e, 500, "apply_failed", NULL, "%s", msg);
+	sv_capture_done(&c);
+	return r;
+}
+
+int sv_workspace_discard(const char *exe, const char *id, sv_error *e)
+{
+	char *argv[] = {(char *)"sandcap", (char *)"workspace", (char *)"discard", (char *)id,
+			NULL};
+
+	return run_json(exe, argv, NULL, 0, "workspace discard", NULL, e);
 }
 
 int sv_audit_report(const char *exe, const char *audit_path, json_t **ret_report, sv_error *e)

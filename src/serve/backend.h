@@ -46,6 +46,20 @@ int sv_audit_report(const char *exe, const char *audit_path, json_t **ret_report
 int sv_audit_report_html(const char *exe, const char *audit_path, char **ret_html, size_t *ret_len,
 			 sv_error *e);
 
+/* The workspaces of sandbox id sandbox (`workspace list --json`, kept
+ * ones) and, when live_name names a running session, its live ones
+ * (`session list --json`, "state": "live"): a JSON array. */
+int sv_workspace_list(const char *exe, const char *sandbox, const char *live_name,
+		      json_t **ret_list, sv_error *e);
+/* `workspace diff ID --json` (--stat or --patch when asked). */
+int sv_workspace_diff(const char *exe, const char *id, const char *mode, json_t **ret, sv_error *e);
+/* `workspace apply ID --json [--force]`: *ret is what it printed (also when
+ * it failed), *ret_exit its exit code (0, 1, 2 for conflicts). */
+int sv_workspace_apply(const char *exe, const char *id, bool force, json_t **ret, int *ret_exit,
+		       sv_error *e);
+/* `workspace discard ID`. */
+int sv_workspace_discard(const char *exe, const char *id, sv_error *e);
+
 /* What an exec request asks for: argv, cwd, env, stdin. */
 typedef struct sv_exec_req {
 	char **argv; /* NULL-terminated, owned */

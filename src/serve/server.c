@@ -298,6 +298,8 @@ static int start_session(sv_daemon *d, const char *file, const char *label, cons
 	audit = json_string_value(json_object_get(info, "audit"));
 	(void)snprintf(ret->audit, sizeof(ret->audit), "%s", audit ? audit : "");
 	ret->pid = (pid_t)json_integer_value(json_object_get(info, "pid"));
+	(void)snprintf(ret->sandbox, sizeof(ret->sandbox), "%s",
+		       json_string_value(json_object_get(info, "sandbox")) ?: "");
 	if (json_is_object(json_object_get(info, "serve"))) {
 		_cleanup_free_ char *sv = json_dumps(json_object_get(info, "serve"), JSON_COMPACT);
 
@@ -661,8 +663,11 @@ static int handle_stop(sv_conn *c, const char *id)
 		/* still the caller's, if it still runs: a stop may be tried again */
 		if (alive(s.pid))
 			(void)sv_table_add(&c->d->table, &s, 0);
+		else
+			sv_table_end(&c->d->table, &s);
 		return reply_error(c, &e);
 	}
+	sv_table_end(&c->d->table, &s);
 	if (s.audit[0])
 		(void)sv_audit_report(c->d->cfg->exe, s.audit, &report, NULL);
 	o = sv_session_json(&s);
@@ -735,6 +740,105 @@ static int handle_report_html(sv_conn *c, const sv_session *s)
 	if (sv_audit_report_html(c->d->cfg->exe, s->audit, &html, &len, &e) < 0)
 		return reply_error(c, &e);
 	return reply(c, 200, "text/html; charset=utf-8", html, len);
+}
+
+/* ---- workspaces: `sandcap workspace` on the session's cow grants ---- */
+
+/* Whether id is one of sandbox's workspaces: SANDBOX.N. */
+static bool own_workspace(const char *sandbox, const char *id)
+{
+	size_t n = strlen(sandbox);
+
+	if (!sandbox[0] || strncmp(id, sandbox, n) || id[n] != '.' || !id[n + 1])
+		return false;
+	return strspn(id + n + 1, "0123456789") == strlen(id + n + 1);
+}
+
+/*
+ * /v1/sessions/ID/workspace[/diff|/apply|/discard]: the session's owner
+ * only, while it runs or after it stopped (the daemon remembers whose its
+ * kept workspaces are). ?workspace=SANDBOX.N picks one; without it the
+ * session must have exactly one.
+ */
+static int handle_workspace(sv_conn *c, const sv_request *req, const char *name, const char *verb)
+{
+	const char *exe = c->d->cfg->exe, *wid = sv_request_query(req, "workspace");
+	_cleanup_json_ json_t *list = NULL, *res = NULL;
+	json_t *v, *entry = NULL;
+	char sandbox[64];
+	sv_session s;
+	bool live = false;
+	sv_error e;
+	size_t i;
+	int r, code = 0;
+
+	if (sv_table_owner(&c->d->table, name, c->uid, sandbox, sizeof(sandbox), &live, &s) < 0)
+		return fail_reply(c, 404, "not_found", NULL, "no such sandbox");
+	if (!sandbox[0])
+		return fail_reply(c, 404, "no_workspace", NULL, "this session has no workspace");
+	if (wid && !own_workspace(sandbox, wid))
+		return fail_reply(c, 404, "no_workspace", "?workspace",
+				  "no such workspace of this session (GET .../workspace lists "
+				  "them)");
+	if (sv_workspace_list(exe, sandbox, live && alive(s.pid) ? name : NULL, &list, &e) < 0)
+		return reply_error(c, &e);
+	if (!verb)
+		return reply_json(c, 200, json_pack("{s:s, s:O}", "id", name, "workspaces", list));
+	json_array_foreach(list, i, v)
+	{
+		if (!wid || !strcmp(json_string_value(json_object_get(v, "id")) ?: "", wid))
+			entry = v;
+	}
+	if (!wid && json_array_size(list) > 1)
+		return fail_reply(c, 400, "bad_request", "?workspace",
+				  "this session has more than one workspace: name one "
+				  "(?workspace=ID, GET .../workspace lists them)");
+	if (!entry)
+		return fail_reply(c, 404, "no_workspace", NULL,
+				  "no such workspace: this session's cow grants kept no change, "
+				  "or it was discarded");
+	wid = json_string_value(json_object_get(entry, "id"));
+	if (!strcmp(verb, "diff")) {
+		const char *patch = sv_request_query(req, "patch"),
+			   *stat = sv_request_query(req, "stat");
+
+		r = sv_workspace_diff(exe, wid,
+				      patch && strcmp(patch, "0") ? "--patch"
+				      : stat && strcmp(stat, "0") ? "--stat"
+								  : NULL,
+				      &res, &e);
+		return r < 0 ? reply_error(c, &e) : reply_json(c, 200, json_incref(res));
+	}
+	if (!strcmp(verb, "discard")) {
+		if (!strcmp(json_string_value(json_object_get(entry, "state")) ?: "", "live"))
+			return fail_reply(c, 409, "live", NULL,
+					  "the session still runs: its workspace is kept "
+					  "when it stops, and can be discarded then");
+		if (sv_workspace_discard(exe, wid, &e) < 0)
+			return reply_error(c, &e);
+		LOG(c->d, "uid %u discarded workspace %s of %s", (unsigned)c->uid, wid, name);
+		return reply_json(c, 200,
+				  json_pack("{s:s, s:b}", "workspace", wid, "discarded", 1));
+	}
+	const char *force = sv_request_query(req, "force");
+
+	r = sv_workspace_apply(exe, wid, force && strcmp(force, "0"), &res, &code, &e);
+	LOG(c->d, "uid %u applied workspace %s of %s: exit %d", (unsigned)c->uid, wid, name, code);
+	if (r >= 0)
+		return reply_json(c, 200, json_incref(res));
+	/* the CLI's outcome, conflicts listed, with the error */
+	_cleanup_json_ json_t *o = error_json(&e);
+	json_t *err = json_object_get(o, "error");
+
+	if (err) {
+		(void)json_object_set_new(err, "exit_code", json_integer(code));
+		if (res)
+			(void)json_object_set(err, "conflicts",
+					      json_object_get(res, "conflicts") ?: json_array());
+	}
+	if (o && res)
+		(void)json_object_set(o, "result", res);
+	return reply_json(c, e.status, json_incref(o));
 }
 
 /* ---- exec: NDJSON in chunked transfer encoding ---- */
@@ -861,7 +965,9 @@ static int handle_exec(sv_conn *c, const sv_request *req, const sv_session *s)
 		return reply_error(c, &e);
 	}
 	argv = sv_exec_argv(c->d->cfg->exe, s->name, &er);
-	r = argv ? sv_child_spawn(c->d->cfg->exe, argv, er.has_stdin, &x.child) : -ENOMEM;
+	r = argv ? sv_child_spawn(c->d->cfg->exec_exe ?: c->d->cfg->exe, argv, er.has_stdin,
+				  &x.child)
+		 : -ENOMEM;
 	if (r < 0) {
 		sv_exec_req_done(&er);
 		return fail_reply(c, 500, "internal", NULL, strerror(-r));
@@ -1740,6 +1846,17 @@ static int route(sv_conn *c, sv_request *req)
 		if (session_or_404(c, req->segments[2], &s) < 0)
 			return 0;
 		return handle_command(c, req, &s, in && !resize, resize);
+	}
+	if ((req->n_segments == 4 || req->n_segments == 5) && is(req, 3, "workspace")) {
+		const char *verb = req->n_segments == 5 ? req->segments[4] : NULL;
+		bool get = !verb || !strcmp(verb, "diff");
+
+		if (verb && strcmp(verb, "diff") && strcmp(verb, "apply") &&
+		    strcmp(verb, "discard"))
+			return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
+		if (strcmp(m, get ? "GET" : "POST"))
+			return method_not_allowed(c, get ? "GET" : "POST");
+		return handle_workspace(c, req, req->segments[2], verb);
 	}
 	if (req->n_segments != 4)
 		return fail_reply(c, 404, "not_found", NULL, "no such endpoint");

@@ -47,6 +47,9 @@ typedef struct sv_config {
 	/* The one `session start` runs, whose fork is the session's supervisor:
 	 * sandcap-run where there is one (cli_session_program), else exe. */
 	const char *session_exe;
+	/* The one `exec` runs: the small front where there is one
+	 * (cli_exec_program), else exe. */
+	const char *exec_exe;
 	const char *token_key; /* NULL: tokens refused */
 	const sv_policy_opt *policies;
 	size_t n_policies;

@@ -2,6 +2,7 @@
 #include "serve/table.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,6 +18,7 @@ int sv_table_init(sv_table *t)
 void sv_table_free(sv_table *t)
 {
 	free(t->s);
+	free(t->ended);
 	(void)pthread_mutex_destroy(&t->lock);
 }
 
@@ -128,6 +130,51 @@ int sv_table_remove(sv_table *t, const char *name, uid_t uid, sv_session *ret)
 	}
 	(void)pthread_mutex_unlock(&t->lock);
 	return i >= 0 ? 0 : -ENOENT;
+}
+
+void sv_table_end(sv_table *t, const sv_session *s)
+{
+	sv_ended *e;
+
+	if (!s->name[0] || !s->sandbox[0])
+		return;
+	(void)pthread_mutex_lock(&t->lock);
+	if (!t->ended)
+		t->ended = calloc(SV_MAX_ENDED, sizeof(*t->ended));
+	if (t->ended) {
+		e = &t->ended[t->next_ended];
+		t->next_ended = (t->next_ended + 1) % SV_MAX_ENDED;
+		if (t->n_ended < SV_MAX_ENDED)
+			t->n_ended++;
+		memcpy(e->name, s->name, sizeof(e->name));
+		memcpy(e->sandbox, s->sandbox, sizeof(e->sandbox));
+		e->uid = s->uid;
+	}
+	(void)pthread_mutex_unlock(&t->lock);
+}
+
+int sv_table_owner(sv_table *t, const char *name, uid_t uid, char *ret_sandbox, size_t size,
+		   bool *ret_live, sv_session *ret)
+{
+	int r = -ENOENT;
+	ssize_t i;
+
+	(void)pthread_mutex_lock(&t->lock);
+	i = find(t, name, uid);
+	if (i >= 0) {
+		*ret = t->s[i];
+		(void)snprintf(ret_sandbox, size, "%s", t->s[i].sandbox);
+		*ret_live = true;
+		r = 0;
+	}
+	for (size_t k = 0; r < 0 && name[0] && k < t->n_ended; k++)
+		if (t->ended[k].uid == uid && !strcmp(t->ended[k].name, name)) {
+			(void)snprintf(ret_sandbox, size, "%s", t->ended[k].sandbox);
+			*ret_live = false;
+			r = 0;
+		}
+	(void)pthread_mutex_unlock(&t->lock);
+	return r;
 }
 
 void sv_table_count_exec(sv_table *t, const char *name)

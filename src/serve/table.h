@@ -30,12 +30,23 @@ typedef struct sv_session {
 	char metadata[1024]; /* the caller's, a JSON object; "" for none */
 	char envs[2048];     /* every command's environment, a JSON object; "" */
 	char serve[512];     /* net.serve: {"PORT": "127.0.0.1:N"} as JSON; "" for none */
+	char sandbox[64];    /* its sandbox id: its workspaces are SANDBOX.N */
 } sv_session;
+
+/* A session stopped through the daemon: whose its kept workspaces are. */
+#define SV_MAX_ENDED 4096u
+typedef struct sv_ended {
+	char name[SV_NAME_MAX];
+	char sandbox[64];
+	uid_t uid;
+} sv_ended;
 
 typedef struct sv_table {
 	pthread_mutex_t lock;
 	sv_session *s;
 	size_t n, cap;
+	sv_ended *ended; /* a ring of the last SV_MAX_ENDED */
+	size_t n_ended, next_ended;
 } sv_table;
 
 int sv_table_init(sv_table *t);
@@ -51,6 +62,13 @@ void sv_table_unreserve(sv_table *t, uid_t uid);
  * (another uid's session does not exist for this one). */
 int sv_table_get(sv_table *t, const char *name, uid_t uid, sv_session *ret);
 int sv_table_remove(sv_table *t, const char *name, uid_t uid, sv_session *ret);
+/* s was stopped: its owner keeps its workspaces (the oldest of more than
+ * SV_MAX_ENDED are forgotten). */
+void sv_table_end(sv_table *t, const sv_session *s);
+/* The session called name if uid owns it, live or ended: its sandbox id,
+ * and whether it is still in the table. -ENOENT otherwise. */
+int sv_table_owner(sv_table *t, const char *name, uid_t uid, char *ret_sandbox, size_t size,
+		   bool *ret_live, sv_session *ret);
 void sv_table_count_exec(sv_table *t, const char *name);
 /* Its timeout moved: it ends at end_ms. */
 void sv_table_set_end(sv_table *t, const char *name, int64_t end_ms);

@@ -246,6 +246,26 @@ static void test_table(void)
 	json_decref(l);
 	ok(sv_table_remove(&t, "a", 1000, &got) == 0 && sv_table_reserve(&t, 1000, 2) == 0,
 	   "a stop frees a place in the quota");
+
+	char sb[64];
+	bool live = true;
+
+	strcpy(got.sandbox, "sb-a");
+	sv_table_end(&t, &got);
+	ok(sv_table_owner(&t, "a", 1000, sb, sizeof(sb), &live, &s) == 0 && !live &&
+	       !strcmp(sb, "sb-a"),
+	   "a stopped session's workspaces stay its owner's");
+	ok(sv_table_owner(&t, "a", 1001, sb, sizeof(sb), &live, &s) == -ENOENT,
+	   "and no other uid's");
+	ok(sv_table_owner(&t, "b", 1000, sb, sizeof(sb), &live, &s) == 0 && live,
+	   "a live one is live");
+	for (unsigned i = 0; i < SV_MAX_ENDED; i++) {
+		snprintf(got.name, sizeof(got.name), "x%u", i);
+		sv_table_end(&t, &got);
+	}
+	ok(sv_table_owner(&t, "a", 1000, sb, sizeof(sb), &live, &s) == -ENOENT &&
+	       sv_table_owner(&t, "x0", 1000, sb, sizeof(sb), &live, &s) == 0,
+	   "the oldest of more than SV_MAX_ENDED is forgotten");
 	sv_table_free(&t);
 }
 

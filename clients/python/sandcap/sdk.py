@@ -176,15 +176,32 @@ class SandboxInfo:
     state: str = "running"  # or "paused"
 
 
+class WorkspaceConflictException(SandboxException):
+    """An apply refused (nothing written): paths the host changed since the
+    sandbox started (`sandcap workspace apply` exits 2); force=True writes over them."""
+
+    def __init__(self, code, message, path=None, conflicts=None, result=None):
+        super().__init__(code, message, path)
+        self.conflicts: List[str] = conflicts or []
+        self.result: dict = result or {}
+
+
 def _error(status: int, body: bytes) -> SandboxException:
+    o: dict = {}
+    e: dict = {}
     try:
-        e = json.loads(body)["error"]
+        o = json.loads(body)
+        e = o["error"]
         code, msg, path = e.get("code", "error"), e.get("message", ""), e.get("path")
     except Exception:
         code, msg, path = "http_%d" % status, body.decode("utf-8", "replace"), None
+    if code == "conflicts":
+        return WorkspaceConflictException(code, msg, path, e.get("conflicts"), o.get("result"))
     cls = (NotFoundException if status == 404 else TimeoutException if status == 408
            else InvalidArgumentException if status == 400 else SandboxException)
-    return cls(code, msg, path)
+    err = cls(code, msg, path)
+    err.exit_code = e.get("exit_code") if isinstance(e, dict) else None  # apply's, as the CLI's
+    return err
 
 
 class _Conn(http.client.HTTPConnection):
@@ -542,6 +559,52 @@ class Files:
         return self.get_info(new_path)
 
 
+@dataclass
+class WorkspaceChange:
+    op: str  # "A" added, "M" modified, "m" mode only, "D" deleted, "R" renamed
+    path: str  # relative to the host folder
+    type: str  # "file", "directory", "symlink", "FIFO"
+    from_path: Optional[str] = None  # "R": the old path
+    link: Optional[str] = None
+
+
+@dataclass
+class WorkspaceDiff:
+    workspace: str
+    grant: str  # the host folder
+    changes: List[WorkspaceChange]
+    patch: Optional[str] = None  # diff(patch=True): the text diff
+
+
+class Workspace:
+    """The copy-on-write grants of a sandbox (sandcap workspace, docs/api.md):
+    while it runs and after it was killed. workspace=None: its only one."""
+
+    def __init__(self, api: _Api, sid: str):
+        self._api, self._base = api, "/v1/sessions/%s/workspace" % sid
+
+    def list(self) -> List[dict]:
+        return self._api.call("GET", self._base)["workspaces"]
+
+    def diff(self, patch: bool = False, workspace: Optional[str] = None) -> WorkspaceDiff:
+        o = self._api.call("GET", _q(self._base + "/diff", workspace=workspace,
+                                     patch=1 if patch else None))
+        ch = [WorkspaceChange(op=c["op"], path=c["path"], type=c["type"],
+                              from_path=c.get("from"), link=c.get("link"))
+              for c in o["changes"]]
+        return WorkspaceDiff(o["workspace"], o["grant"], ch, o.get("patch"))
+
+    def apply(self, force: bool = False, workspace: Optional[str] = None) -> dict:
+        """Writes the changes into the host folder; WorkspaceConflictException
+        when the host changed a path since the start (unless force)."""
+        return self._api.call("POST", _q(self._base + "/apply", workspace=workspace,
+                                         force=1 if force else None))
+
+    def discard(self, workspace: Optional[str] = None) -> None:
+        """Removes a stopped sandbox's kept workspace; the host folder stays as it is."""
+        self._api.call("POST", _q(self._base + "/discard", workspace=workspace))
+
+
 class _either:
     """A method callable on the class with an id (Sandbox.kill(id)) or on an instance."""
 
@@ -573,6 +636,7 @@ class Sandbox:
         self.commands = Commands(_api, sandbox_id)
         self.files = Files(_api, sandbox_id)
         self.pty = Pty(_api, sandbox_id)
+        self.workspace = Workspace(_api, sandbox_id)
 
     @property
     def audit_path(self) -> Optional[str]:
@@ -677,4 +741,5 @@ class Sandbox:
 __all__ = ["Sandbox", "CommandResult", "CommandHandle", "Pty", "PtySize", "FilesystemEvent",
            "FilesystemEventType", "WatchHandle", "CommandExitException", "EntryInfo",
            "FileType", "WriteInfo", "ProcessInfo", "SandboxInfo", "SandboxException",
-           "NotFoundException", "TimeoutException", "InvalidArgumentException"]
+           "NotFoundException", "TimeoutException", "InvalidArgumentException", "Workspace",
+           "WorkspaceChange", "WorkspaceDiff", "WorkspaceConflictException"]
