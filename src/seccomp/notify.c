@@ -587,13 +587,16 @@ typedef struct sf_setid_call {
 	const char *name;
 	int mode, path, dirfd;
 	bool node; /* mknod/mknodat: the mode holds the type too */
+	int flags; /* open/openat: the mode counts only when these create */
 } sf_setid_call;
 
 static const sf_setid_call sf_setid_calls[] = {
-    {"chmod", 1, 0, -1, false},	   {"fchmod", 1, -1, 0, false}, {"creat", 1, 0, -1, false},
-    {"mkdir", 1, 0, -1, false},	   {"open", 2, 0, -1, false},	{"fchmodat", 2, 1, 0, false},
-    {"fchmodat2", 2, 1, 0, false}, {"mkdirat", 2, 1, 0, false}, {"openat", 3, 1, 0, false},
-    {"mknod", 1, 0, -1, true},	   {"mknodat", 2, 1, 0, true},
+    {"chmod", 1, 0, -1, false, -1},    {"fchmod", 1, -1, 0, false, -1},
+    {"creat", 1, 0, -1, false, -1},    {"mkdir", 1, 0, -1, false, -1},
+    {"open", 2, 0, -1, false, 1},      {"fchmodat", 2, 1, 0, false, -1},
+    {"fchmodat2", 2, 1, 0, false, -1}, {"mkdirat", 2, 1, 0, false, -1},
+    {"openat", 3, 1, 0, false, 2},     {"mknod", 1, 0, -1, true, -1},
+    {"mknodat", 2, 1, 0, true, -1},
 };
 
 #define SF_N_SETID ELEMENTSOF(sf_setid_calls)
@@ -611,6 +614,10 @@ static const sf_setid_call *sf_setid_of(const int *nrs, const struct seccomp_not
 			continue;
 		mode = (uint32_t)req->data.args[c->mode];
 		if (!(mode & (S_ISUID | S_ISGID)))
+			return NULL;
+		/* Not creating: the kernel ignores the mode (profile.c) */
+		if (c->flags >= 0 &&
+		    !((uint32_t)req->data.args[c->flags] & (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))))
 			return NULL;
 		if (c->node && (mode & S_IFMT) != 0 && (mode & S_IFMT) != S_IFREG &&
 		    (mode & S_IFMT) != S_IFIFO && (mode & S_IFMT) != S_IFSOCK)

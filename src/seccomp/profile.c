@@ -67,6 +67,15 @@
 /* open's flags that write: an access mode other than O_RDONLY, creating or
  * truncating (O_TMPFILE holds O_DIRECTORY and needs a writing mode). */
 #define OPEN_WRITE_BITS ((uint32_t)(O_ACCMODE | O_CREAT | O_TRUNC))
+/* open's flags under which the kernel reads the mode at all: with neither,
+ * the mode register is whatever the caller left there (build_open_how). */
+#define OPEN_CREATE_BITS ((uint32_t)(O_CREAT | (O_TMPFILE & ~O_DIRECTORY)))
+#define OPEN_BITS	 (OPEN_WRITE_BITS | OPEN_CREATE_BITS)
+/* Writing without creating: an access mode other than O_RDONLY, or
+ * O_TRUNC, and neither creating bit; the mode is not read. */
+#define OPEN_WRITES_NO_CREATE                                                                      \
+	O_WRONLY, O_RDWR, O_ACCMODE, O_TRUNC, O_WRONLY | O_TRUNC, O_RDWR | O_TRUNC,                \
+	    O_ACCMODE | O_TRUNC
 /* mknod's mode holds the type too: each type mknod may make, with each
  * combination of the two bits. */
 #define SETID_NODES                                                                                \
@@ -208,14 +217,19 @@ const sf_rule sf_profile[] = {
     {SF_WRITE, NAMES("chmod", "fchmod", "creat", "mkdir"), NO_SETID(1), .why = WRITE_WHY},
     {SF_SETID, NAMES("chmod", "fchmod", "creat", "mkdir"), SETID(1), .why = SETID_WHY},
     {SF_WRITE, NAMES("fchmodat", "fchmodat2", "mkdirat"), NO_SETID(2), .why = WRITE_WHY},
-    {SF_SETID, NAMES("open", "fchmodat", "fchmodat2", "mkdirat"), SETID(2), .why = SETID_WHY},
-    {SF_ALLOW, NAMES("open"), NO_SETID(2), IN(1, OPEN_WRITE_BITS, 0),
+    {SF_SETID, NAMES("fchmodat", "fchmodat2", "mkdirat"), SETID(2), .why = SETID_WHY},
+    /* open and openat read their mode only when creating (OPEN_CREATE_BITS):
+     * four disjoint cases by the flags, the mode judged only in the last two. */
+    {SF_ALLOW, NAMES("open"), IN(1, OPEN_BITS, 0),
      .why = "opening to read; the mount tree and Landlock decide which"},
-    {SF_WRITE, NAMES("open"), NO_SETID(2), NOT_IN(1, OPEN_WRITE_BITS, 0), .why = WRITE_WHY},
-    {SF_ALLOW, NAMES("openat"), NO_SETID(3), IN(2, OPEN_WRITE_BITS, 0),
+    {SF_WRITE, NAMES("open"), IN(1, OPEN_BITS, OPEN_WRITES_NO_CREATE), .why = WRITE_WHY},
+    {SF_WRITE, NAMES("open"), NOT_IN(1, OPEN_CREATE_BITS, 0), NO_SETID(2), .why = WRITE_WHY},
+    {SF_SETID, NAMES("open"), NOT_IN(1, OPEN_CREATE_BITS, 0), SETID(2), .why = SETID_WHY},
+    {SF_ALLOW, NAMES("openat"), IN(2, OPEN_BITS, 0),
      .why = "opening to read; the mount tree and Landlock decide which"},
-    {SF_WRITE, NAMES("openat"), NO_SETID(3), NOT_IN(2, OPEN_WRITE_BITS, 0), .why = WRITE_WHY},
-    {SF_SETID, NAMES("openat"), SETID(3), .why = SETID_WHY},
+    {SF_WRITE, NAMES("openat"), IN(2, OPEN_BITS, OPEN_WRITES_NO_CREATE), .why = WRITE_WHY},
+    {SF_WRITE, NAMES("openat"), NOT_IN(2, OPEN_CREATE_BITS, 0), NO_SETID(3), .why = WRITE_WHY},
+    {SF_SETID, NAMES("openat"), NOT_IN(2, OPEN_CREATE_BITS, 0), SETID(3), .why = SETID_WHY},
     {SF_ENOSYS, NAMES("openat2"),
      .why = "its mode lives in memory seccomp cannot read; glibc and runtimes fall back to "
 	    "openat"},

@@ -111,6 +111,16 @@ static void p_create(void)
 	       fd = syscall(SYS_openat, dirfd_, "plain", O_CREAT | O_WRONLY | O_CLOEXEC, 0755), 0);
 	if (fd >= 0)
 		close((int)fd);
+	/* Without O_CREAT or O_TMPFILE the kernel never reads the mode: what
+	 * is left in its register (here setid bits) must not refuse the open. */
+	result("open-read-stray-mode", fd = syscall(SYS_open, at("plain"), O_RDONLY, SETID_MODE),
+	       0);
+	if (fd >= 0)
+		close((int)fd);
+	result("openat-write-stray-mode",
+	       fd = syscall(SYS_openat, dirfd_, "plain", O_WRONLY | O_TRUNC, SETID_MODE), 0);
+	if (fd >= 0)
+		close((int)fd);
 	(void)fd;
 }
 

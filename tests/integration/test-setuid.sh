@@ -42,6 +42,8 @@ openat refused EPERM
 creat refused EPERM
 openat2 refused ENOSYS
 openat-plain ok
+open-read-stray-mode ok
+openat-write-stray-mode ok
 tmpfile-open refused EPERM
 tmpfile-fchmod refused EPERM
 tmpfile-link ok
