@@ -1,0 +1,134 @@
+#!/bin/bash
+# tools/oci-conformance.sh RUNTIME_TOOLS_DIR [SANDCAP_RUNC]
+#
+# Runs the validation suite of opencontainers/runtime-tools (a checkout of
+# it, commit 260e151 is the last that builds with Debian 12's Go 1.19)
+# against runc and against sandcap-runc, one program at a time, and prints
+# each runtime's counts and the test points where the two differ. It
+# builds the suite first where its programs are missing (offline, from its
+# vendor directory). Run it as root: the suite creates real containers.
+#
+# Environment: RUNC (default /usr/sbin/runc), OCI_TIMEOUT (seconds a program
+# may take, default 60), OCI_KEEP (a directory to keep the TAP output in).
+# Each program's bundle is the suite's own rootfs tarball.
+set -euo pipefail
+
+[ $# -ge 1 ] && [ $# -le 2 ] || {
+	echo "usage: $0 RUNTIME_TOOLS_DIR [SANDCAP_RUNC]" >&2
+	exit 2
+}
+RT=$(realpath "$1")
+here=$(dirname "$(realpath "$0")")
+SANDCAP_RUNC=$(realpath "${2:-$here/../build/sandcap-runc}")
+RUNC=${RUNC:-/usr/sbin/runc}
+TIMEOUT=${OCI_TIMEOUT:-60}
+
+[ "$(id -u)" = 0 ] || { echo "$0: run as root" >&2; exit 2; }
+[ -x "$SANDCAP_RUNC" ] || { echo "$0: no $SANDCAP_RUNC (build it, or name it)" >&2; exit 2; }
+[ -x "$RUNC" ] || { echo "$0: no runc at $RUNC (set RUNC)" >&2; exit 2; }
+[ -f "$RT/Makefile" ] && [ -d "$RT/validation" ] || {
+	echo "$0: $RT is not a runtime-tools checkout" >&2
+	exit 2
+}
+
+OUT=${OCI_KEEP:-$(mktemp -d "${TMPDIR:-/tmp}/oci-conformance.XXXXXX")}
+mkdir -p "$OUT/runc" "$OUT/sandcap-runc"
+[ -n "${OCI_KEEP:-}" ] || trap 'rm -rf "$OUT"' EXIT
+
+cd "$RT"
+mapfile -t progs < <(find validation -mindepth 2 -name '*.go' ! -path '*/util/*' | sed 's/\.go$/.t/' | sort)
+missing=0
+[ -x runtimetest ] || missing=1
+for p in "${progs[@]}"; do [ -x "$p" ] || missing=1; done
+if [ $missing = 1 ]; then
+	echo "building the suite in $RT" >&2
+	gocache=$(mktemp -d "${TMPDIR:-/tmp}/oci-conformance-go.XXXXXX")
+	GOFLAGS=-mod=vendor GOCACHE=$gocache GOPATH=$gocache/path GOPROXY=off \
+		make runtimetest validation-executables >"$OUT/build.log" 2>&1 || {
+		tail -n 20 "$OUT/build.log" >&2
+		rm -rf "$gocache"
+		exit 1
+	}
+	chmod -R u+w "$gocache" && rm -rf "$gocache"
+fi
+
+# Each program runs in the checkout (it untars rootfs-ARCH.tar.gz and copies
+# runtimetest from there); one that hangs is stopped and counts as not ok.
+for p in "${progs[@]}"; do
+	name=$(basename "$p" .t)
+	for r in runc sandcap-runc; do
+		bin=$RUNC
+		[ $r = runc ] || bin=$SANDCAP_RUNC
+		rc=0
+		RUNTIME=$bin timeout -k 5 "$TIMEOUT" "./$p" >"$OUT/$r/$name.tap" 2>"$OUT/$r/$name.err" </dev/null || rc=$?
+		echo "$rc" >"$OUT/$r/$name.rc"
+	done
+	printf '.' >&2
+done
+echo >&2
+
+python3 - "$OUT" "${progs[@]}" <<'EOF'
+import os, re, sys
+
+out, progs = sys.argv[1], [os.path.basename(p)[:-2] for p in sys.argv[2:]]
+runtimes = ("runc", "sandcap-runc")
+
+def points(r, name):
+    """A program's test points: (description, result) in order; a program
+    that ends without any ok or not ok line, or is stopped, is one not ok."""
+    tap = open(f"{out}/{r}/{name}.tap", errors="replace").read().splitlines()
+    rc = int(open(f"{out}/{r}/{name}.rc").read())
+    res = []
+    for line in tap:
+        m = re.match(r"(not ok|ok)\b\s*\d*\s*(?:- )?(.*)", line)
+        if not m:
+            continue
+        desc, skip = m.group(2), "# SKIP" in m.group(2).upper()
+        desc = re.sub(r"\s*#\s*skip.*", "", desc, flags=re.I)
+        # temporary names (/target348456609) differ between runs
+        desc = re.sub(r"\d{5,}", "N", desc)
+        res.append((desc, "skip" if skip else m.group(1)))
+    if rc == 124 or rc == 137:
+        res.append(("(the program timed out)", "not ok"))
+    elif not any(s != "skip" for _, s in res) and rc != 0:
+        err = open(f"{out}/{r}/{name}.err", errors="replace").read().strip()
+        failed.append((r, name, rc, err.splitlines()[-1][:120] if err else ""))
+        res.append(("(the program failed before any test point)", "not ok"))
+    return res
+
+failed = []
+
+total = {r: {"ok": 0, "not ok": 0, "skip": 0} for r in runtimes}
+diff = []
+for name in progs:
+    per = {r: points(r, name) for r in runtimes}
+    for r in runtimes:
+        for _, s in per[r]:
+            total[r][s] += 1
+    # match test points by description, in order, for each runtime
+    seen = {}
+    for r in runtimes:
+        count = {}
+        for d, s in per[r]:
+            k = (d, count.get(d, 0))
+            count[d] = k[1] + 1
+            seen.setdefault(k, {})[r] = s
+    for (d, _), got in seen.items():
+        a, b = got.get("runc", "-"), got.get("sandcap-runc", "-")
+        if a != b:
+            diff.append((name, a, b, d))
+
+for r in runtimes:
+    t = total[r]
+    print(f"{r:13} {t['ok']:5} ok {t['not ok']:5} not ok {t['skip']:5} skipped")
+print()
+print(f"{len(diff)} test points differ:")
+print(f"{'program':34} {'runc':6} {'sandcap-runc':12} test point")
+for name, a, b, d in diff:
+    print(f"{name:34} {a:6} {b:12} {d}")
+if failed:
+    print()
+    print("programs that failed before any test point:")
+    for r, name, rc, err in failed:
+        print(f"{r:13} {name:34} exit {rc}: {err}")
+EOF
