@@ -9,7 +9,8 @@
 # vendor directory). Run it as root: the suite creates real containers.
 #
 # Environment: RUNC (default /usr/sbin/runc), OCI_TIMEOUT (seconds a program
-# may take, default 60), OCI_KEEP (a directory to keep the TAP output in).
+# may take, default 60), OCI_KEEP (a directory to keep the TAP output in),
+# OCI_DETAIL=1 (list every test point that differs, not only the programs).
 # Each program's bundle is the suite's own rootfs tarball.
 set -euo pipefail
 
@@ -91,20 +92,33 @@ def points(r, name):
     if rc == 124 or rc == 137:
         res.append(("(the program timed out)", "not ok"))
     elif not any(s != "skip" for _, s in res) and rc != 0:
-        err = open(f"{out}/{r}/{name}.err", errors="replace").read().strip()
-        failed.append((r, name, rc, err.splitlines()[-1][:120] if err else ""))
+        failed.append((r, name, rc))
         res.append(("(the program failed before any test point)", "not ok"))
     return res
 
 failed = []
 
+def cause(r, name):
+    """Why the runtime's run went wrong: its own message (a refusal names
+    the field), else the first failing test point."""
+    err = open(f"{out}/{r}/{name}.err", errors="replace").read().splitlines()
+    for line in err:
+        if line.startswith("sandcap-runc:") or "level=error" in line:
+            return re.sub(r"/tmp/ocitest\d+", "BUNDLE", line)[:150]
+    for line in open(f"{out}/{r}/{name}.tap", errors="replace"):
+        if line.startswith("not ok"):
+            return re.sub(r"^not ok \d+ - ", "", line.strip())[:150]
+    return ""
+
 total = {r: {"ok": 0, "not ok": 0, "skip": 0} for r in runtimes}
-diff = []
+diff, progdiff = [], []
 for name in progs:
     per = {r: points(r, name) for r in runtimes}
+    n = {r: {"ok": 0, "not ok": 0, "skip": 0} for r in runtimes}
     for r in runtimes:
         for _, s in per[r]:
             total[r][s] += 1
+            n[r][s] += 1
     # match test points by description, in order, for each runtime
     seen = {}
     for r in runtimes:
@@ -113,22 +127,33 @@ for name in progs:
             k = (d, count.get(d, 0))
             count[d] = k[1] + 1
             seen.setdefault(k, {})[r] = s
+    differs = False
     for (d, _), got in seen.items():
         a, b = got.get("runc", "-"), got.get("sandcap-runc", "-")
         if a != b:
             diff.append((name, a, b, d))
+            differs = True
+    if differs:
+        progdiff.append((name, n["runc"], n["sandcap-runc"],
+                         cause("sandcap-runc", name) if n["sandcap-runc"]["not ok"] else ""))
 
 for r in runtimes:
     t = total[r]
     print(f"{r:13} {t['ok']:5} ok {t['not ok']:5} not ok {t['skip']:5} skipped")
 print()
-print(f"{len(diff)} test points differ:")
-print(f"{'program':34} {'runc':6} {'sandcap-runc':12} test point")
-for name, a, b, d in diff:
-    print(f"{name:34} {a:6} {b:12} {d}")
+print(f"{len(progdiff)} programs differ ({len(diff)} test points); ok/not ok of each:")
+print(f"{'program':31} {'runc':9} {'sandcap-runc':12} sandcap-runc's first failure")
+for name, a, b, c in progdiff:
+    ra, rb = f"{a['ok']}/{a['not ok']}", f"{b['ok']}/{b['not ok']}"
+    print(f"{name:31} {ra:9} {rb:12} {c}")
+if os.environ.get("OCI_DETAIL"):
+    print()
+    print(f"{'program':34} {'runc':6} {'sandcap-runc':12} test point")
+    for name, a, b, d in diff:
+        print(f"{name:34} {a:6} {b:12} {d}")
 if failed:
     print()
     print("programs that failed before any test point:")
-    for r, name, rc, err in failed:
-        print(f"{r:13} {name:34} exit {rc}: {err}")
+    for r, name, rc in failed:
+        print(f"{r:13} {name:32} exit {rc}: {cause(r, name)}")
 EOF
