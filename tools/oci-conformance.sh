@@ -4,7 +4,7 @@
 # Runs the validation suite of opencontainers/runtime-tools (a checkout of
 # it, commit 260e151 is the last that builds with Debian 12's Go 1.19)
 # against runc and against sandcap-runc, one program at a time, and prints
-# each runtime's counts and the test points where the two differ. It
+# each runtime's counts and the programs where the two differ. It
 # builds the suite first where its programs are missing (offline, from its
 # vendor directory). Run it as root: the suite creates real containers.
 #
@@ -14,10 +14,10 @@
 # Each program's bundle is the suite's own rootfs tarball.
 set -euo pipefail
 
-[ $# -ge 1 ] && [ $# -le 2 ] || {
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
 	echo "usage: $0 RUNTIME_TOOLS_DIR [SANDCAP_RUNC]" >&2
 	exit 2
-}
+fi
 RT=$(realpath "$1")
 here=$(dirname "$(realpath "$0")")
 SANDCAP_RUNC=$(realpath "${2:-$here/../build/sandcap-runc}")
@@ -27,14 +27,32 @@ TIMEOUT=${OCI_TIMEOUT:-60}
 [ "$(id -u)" = 0 ] || { echo "$0: run as root" >&2; exit 2; }
 [ -x "$SANDCAP_RUNC" ] || { echo "$0: no $SANDCAP_RUNC (build it, or name it)" >&2; exit 2; }
 [ -x "$RUNC" ] || { echo "$0: no runc at $RUNC (set RUNC)" >&2; exit 2; }
-[ -f "$RT/Makefile" ] && [ -d "$RT/validation" ] || {
+if [ ! -f "$RT/Makefile" ] || [ ! -d "$RT/validation" ]; then
 	echo "$0: $RT is not a runtime-tools checkout" >&2
 	exit 2
-}
+fi
 
 OUT=${OCI_KEEP:-$(mktemp -d "${TMPDIR:-/tmp}/oci-conformance.XXXXXX")}
-mkdir -p "$OUT/runc" "$OUT/sandcap-runc"
-[ -n "${OCI_KEEP:-}" ] || trap 'rm -rf "$OUT"' EXIT
+OUT=$(realpath "$OUT")
+mkdir -p "$OUT/runc" "$OUT/sandcap-runc" "$OUT/bin" "$OUT/state"
+# Each runtime keeps its state under $OUT, so that what a stopped program
+# leaves is found (and only that is removed) at the end.
+printf '#!/bin/sh\nexec %q --root %q "$@"\n' "$RUNC" "$OUT/state/runc" >"$OUT/bin/runc"
+printf '#!/bin/sh\nexec %q --root %q "$@"\n' "$SANDCAP_RUNC" "$OUT/state/sandcap-runc" >"$OUT/bin/sandcap-runc"
+chmod +x "$OUT/bin/runc" "$OUT/bin/sandcap-runc"
+leftovers() {
+	local r id
+	for r in runc sandcap-runc; do
+		for id in $("$OUT/bin/$r" list -q 2>/dev/null); do
+			"$OUT/bin/$r" delete --force "$id" >/dev/null 2>&1 || true
+		done
+	done
+}
+if [ -n "${OCI_KEEP:-}" ]; then
+	trap leftovers EXIT
+else
+	trap 'leftovers; rm -rf "$OUT"' EXIT
+fi
 
 cd "$RT"
 mapfile -t progs < <(find validation -mindepth 2 -name '*.go' ! -path '*/util/*' | sed 's/\.go$/.t/' | sort)
@@ -58,10 +76,8 @@ fi
 for p in "${progs[@]}"; do
 	name=$(basename "$p" .t)
 	for r in runc sandcap-runc; do
-		bin=$RUNC
-		[ $r = runc ] || bin=$SANDCAP_RUNC
 		rc=0
-		RUNTIME=$bin timeout -k 5 "$TIMEOUT" "./$p" >"$OUT/$r/$name.tap" 2>"$OUT/$r/$name.err" </dev/null || rc=$?
+		RUNTIME=$OUT/bin/$r timeout -k 5 "$TIMEOUT" "./$p" >"$OUT/$r/$name.tap" 2>"$OUT/$r/$name.err" </dev/null || rc=$?
 		echo "$rc" >"$OUT/$r/$name.rc"
 	done
 	printf '.' >&2
