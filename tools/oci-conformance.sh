@@ -34,19 +34,29 @@ fi
 
 OUT=${OCI_KEEP:-$(mktemp -d "${TMPDIR:-/tmp}/oci-conformance.XXXXXX")}
 OUT=$(realpath "$OUT")
-mkdir -p "$OUT/runc" "$OUT/sandcap-runc" "$OUT/bin" "$OUT/state"
-# Each runtime keeps its state under $OUT, so that what a stopped program
-# leaves is found (and only that is removed) at the end.
-printf '#!/bin/sh\nexec %q --root %q "$@"\n' "$RUNC" "$OUT/state/runc" >"$OUT/bin/runc"
-printf '#!/bin/sh\nexec %q --root %q "$@"\n' "$SANDCAP_RUNC" "$OUT/state/sandcap-runc" >"$OUT/bin/sandcap-runc"
+mkdir -p "$OUT/runc" "$OUT/sandcap-runc" "$OUT/bin" "$OUT/state" "$OUT/tmp"
+# Each runtime keeps its state under $OUT and the programs make their
+# bundles in $OUT/tmp, so that what a stopped program leaves is found (and
+# only that is removed) at the end. runc's mounts of a root with shared
+# propagation (linux_rootfs_propagation) stay on the host's side, over
+# the bundle: they are unmounted before it is removed.
+printf '#!/bin/sh\nunset TMPDIR\nexec %q --root %q "$@"\n' "$RUNC" "$OUT/state/runc" >"$OUT/bin/runc"
+printf '#!/bin/sh\nunset TMPDIR\nexec %q --root %q "$@"\n' "$SANDCAP_RUNC" "$OUT/state/sandcap-runc" >"$OUT/bin/sandcap-runc"
 chmod +x "$OUT/bin/runc" "$OUT/bin/sandcap-runc"
 leftovers() {
-	local r id
+	local r id m
 	for r in runc sandcap-runc; do
 		for id in $("$OUT/bin/$r" list -q 2>/dev/null); do
 			"$OUT/bin/$r" delete --force "$id" >/dev/null 2>&1 || true
 		done
 	done
+	awk -v t="$OUT/tmp/" 'index($2, t) == 1 { print $2 }' /proc/mounts | sort -r |
+		while read -r m; do umount -l "$m" || true; done
+	if ! awk -v t="$OUT/tmp/" 'index($2, t) == 1 { f = 1 } END { exit !f }' /proc/mounts; then
+		rm -rf --one-file-system "$OUT/tmp"
+	else
+		echo "$0: mounts left under $OUT/tmp" >&2
+	fi
 }
 if [ -n "${OCI_KEEP:-}" ]; then
 	trap leftovers EXIT
@@ -77,7 +87,7 @@ for p in "${progs[@]}"; do
 	name=$(basename "$p" .t)
 	for r in runc sandcap-runc; do
 		rc=0
-		RUNTIME=$OUT/bin/$r timeout -k 5 "$TIMEOUT" "./$p" >"$OUT/$r/$name.tap" 2>"$OUT/$r/$name.err" </dev/null || rc=$?
+		TMPDIR=$OUT/tmp RUNTIME=$OUT/bin/$r timeout -k 5 "$TIMEOUT" "./$p" >"$OUT/$r/$name.tap" 2>"$OUT/$r/$name.err" </dev/null || rc=$?
 		echo "$rc" >"$OUT/$r/$name.rc"
 	done
 	printf '.' >&2
