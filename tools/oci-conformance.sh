@@ -131,7 +131,7 @@ def cause(r, name):
     err = open(f"{out}/{r}/{name}.err", errors="replace").read().splitlines()
     for line in err:
         if line.startswith("sandcap-runc:") or "level=error" in line:
-            return re.sub(r"/tmp/ocitest\d+", "BUNDLE", line)[:150]
+            return re.sub(r"/\S*/ocitest\d+", "BUNDLE", line)[:150]
     for line in open(f"{out}/{r}/{name}.tap", errors="replace"):
         if line.startswith("not ok"):
             return re.sub(r"^not ok \d+ - ", "", line.strip())[:150]
