@@ -27,7 +27,7 @@ p = json.loads(block)
 p["fs"]["grants"][0]["path"] = sys.argv[2]
 print(json.dumps(p))
 EOF
-ok $? "docs/compat.md's policy is read"
+check "docs/compat.md's policy is read" test -s "$T/cpython.json"
 
 # Both runs at once (each -j2): about three minutes on two cores.
 regrtest() { # regrtest JUNIT MODULES...: the arguments of one regrtest run
@@ -92,7 +92,7 @@ check "the CPython run's log verifies" "$SANDCAP" audit verify "$T/cpython.log"
 # trinity for two minutes, started again whenever it exits.
 mkdir -p "$T/tr"
 chown 1000:1000 "$T/tr"
-policy trinity "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$T/tr\", \"at\": \"/work\", \"mode\": \"rw\"}], \"workdir\": \"/work\"}, \"limits\": {\"memory\": \"1G\", \"pids\": 256, \"wall\": \"120s\"}}"
+policy trinity "{\"version\": 1, \"fs\": {\"grants\": [{\"path\": \"$T/tr\", \"at\": \"/work\", \"mode\": \"rw\"}], \"workdir\": \"/work\"}, \"limits\": {\"memory\": \"2G\", \"pids\": 256, \"wall\": \"120s\"}}"
 ipc_before=$(ipcs -a | grep -c '^0x')
 mounts_before=$(wc -l </proc/self/mountinfo)
 t0=$SECONDS
@@ -105,6 +105,8 @@ rc=$?
 took=$((SECONDS - t0))
 id=$(sed -n 's/^sandcap: \(sc-[0-9a-f]*\) .*/\1/p' "$T/trinity.out" | head -1)
 echo "# trinity: exit $rc after $took s, $(stat -c %s "$T/trinity.log") bytes of log, sandbox $id"
+grep -A3 '^sandcap: sc-' "$T/trinity.out" | sed 's/^/# /'
+grep -o '"event":"sandbox.exit".*"oom_killed":[a-z]*' "$T/trinity.log" | sed 's/^/# /'
 expect_eq "the wall clock ends trinity's run, the supervisor answering (exit 124)" "$rc" 124
 check "within the wall clock and the teardown" test "$took" -lt 150
 check "trinity's log verifies" "$SANDCAP" audit verify "$T/trinity.log"
