@@ -96,6 +96,18 @@ void sgn_libc_own_default(void)
 	}
 }
 
+int sgn_child_defaults(void)
+{
+	sigset_t none;
+
+	for (int sig = 1; sig < _NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)signal(sig, SIG_DFL); /* EINVAL for libc's own: */
+	sgn_libc_own_default();			    /* the raw call for those */
+	(void)sigemptyset(&none);
+	return sigprocmask(SIG_SETMASK, &none, NULL) < 0 ? -errno : 0;
+}
+
 void sgn_name(int sig, char *buf, size_t len)
 {
 	const char *abbrev = sigabbrev_np(sig);

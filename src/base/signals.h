@@ -42,5 +42,11 @@ void sgn_libc_own_ignore(void);
  * across execve). Async-signal-safe. */
 void sgn_libc_own_default(void);
 
+/* A child's signals as a fresh program's: every disposition the default
+ * (libc's own too) and none blocked; the supervisor blocks all it takes
+ * through its signalfd, and blocked and ignored signals survive execve.
+ * Async-signal-safe. Returns 0 or -errno. */
+int sgn_child_defaults(void);
+
 /* "SIGTERM", "SIGRTMIN+3", "SIGRTMAX-1": the names of kill -l (bash). */
 void sgn_name(int sig, char *buf, size_t len);

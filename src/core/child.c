@@ -38,15 +38,8 @@
  * supervisor's blocks all it takes through its signalfd). */
 static int step_signals(child_ctx *c)
 {
-	sigset_t none;
-
 	(void)c;
-	for (int sig = 1; sig < _NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			(void)signal(sig, SIG_DFL); /* EINVAL for libc's own: */
-	sgn_libc_own_default();			    /* the raw call for those */
-	sigemptyset(&none);
-	return sigprocmask(SIG_SETMASK, &none, NULL) < 0 ? -errno : 0;
+	return sgn_child_defaults();
 }
 
 static int step_wait_go(child_ctx *c)

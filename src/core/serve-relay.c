@@ -109,14 +109,8 @@ _Noreturn static void relay_child(const supervisor *s, int ev, int exe, int netn
 	static char *const envp[] = {NULL};
 	int hi[3 + POLICY_MAX_SERVE], null;
 	size_t n = s->serve.n;
-	sigset_t all;
 
-	(void)sigemptyset(&all);
-	(void)sigprocmask(SIG_SETMASK, &all, NULL);
-	for (int sig = 1; sig < _NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			(void)signal(sig, SIG_DFL);
-	sgn_libc_own_default();
+	(void)sgn_child_defaults();
 	(void)setsid();
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* every source above the target slots first, so no dup2 clobbers one */

@@ -202,15 +202,9 @@ _Noreturn static void child(const px_seed *seed, int ev_fd, int exe_fd)
 {
 	static char *const argv[] = {(char *)PX_PROGRAM, (char *)PX_WORKER_ARG, NULL};
 	static char *const envp[] = {NULL};
-	sigset_t all;
 	int e, c, st, x, null;
 
-	(void)sigemptyset(&all);
-	(void)sigprocmask(SIG_SETMASK, &all, NULL);
-	for (int sig = 1; sig < _NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			(void)signal(sig, SIG_DFL);
-	sgn_libc_own_default();
+	(void)sgn_child_defaults();
 	/* out of the supervisor's session: terminal signals are not for us */
 	(void)setsid();
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);

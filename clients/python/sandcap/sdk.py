@@ -24,9 +24,9 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import IO, Callable, Dict, Iterator, List, Optional, Union
 
+from ._transport import DEFAULT_SOCKET, _UnixHTTPConnection
 from ._types import SandcapError
 
-DEFAULT_SOCKET = "/run/sandcap.sock"
 DEFAULT_COMMAND_TIMEOUT = 60  # seconds, as E2B's
 CHUNK = 1 << 16
 
@@ -204,26 +204,13 @@ def _error(status: int, body: bytes) -> SandboxException:
     return err
 
 
-class _Conn(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: Optional[float]):
-        super().__init__("sandcap", timeout=timeout)
-        self._path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        if self.timeout is not None:
-            s.settimeout(self.timeout)
-        s.connect(self._path)
-        self.sock = s
-
-
 class _Api:
     def __init__(self, socket_path: Optional[str], request_timeout: Optional[float] = None):
         self.socket_path = socket_path or os.environ.get("SANDCAP_SOCKET") or DEFAULT_SOCKET
         self.timeout = request_timeout
 
     def open(self, method: str, path: str, body=None, headers=None, timeout=None):
-        conn = _Conn(self.socket_path, timeout if timeout is not None else self.timeout)
+        conn = _UnixHTTPConnection(self.socket_path, timeout if timeout is not None else self.timeout)
         hdrs = dict(headers or {})
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode()
