@@ -103,7 +103,7 @@ static double seccomp_load_ms(const struct sock_fprog *prog, unsigned flags)
 static double cgroup_floor_ms(int round)
 {
 	static const char *const v1[] = {"/sys/fs/cgroup/memory", "/sys/fs/cgroup/cpuacct"};
-	char dirs[2][160], file[192];
+	char dirs[2][160], file[352];
 	int fds[2], n = 0;
 	struct statfs sfs;
 	double t;

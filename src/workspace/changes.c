@@ -429,7 +429,8 @@ int ws_changes_compute(int upper, int lower, ws_changes *ret)
 		free(c.v[i].old_link);
 	}
 	c.n = kept;
-	qsort(c.v, c.n, sizeof(*c.v), cmp_path);
+	if (c.n > 1) /* c.v may be NULL, which qsort() may not be given */
+		qsort(c.v, c.n, sizeof(*c.v), cmp_path);
 	*ret = c;
 	return 0;
 }

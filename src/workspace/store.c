@@ -723,7 +723,8 @@ int ws_list(const char *state_dir, ws_meta **ret, size_t *ret_n, sc_diag *d)
 		v[n++] = m;
 	}
 	closedir(dp);
-	qsort(v, n, sizeof(*v), cmp_meta);
+	if (n > 1) /* qsort takes no NULL, even for none */
+		qsort(v, n, sizeof(*v), cmp_meta);
 	*ret = v;
 	*ret_n = n;
 	return 0;
