@@ -175,6 +175,9 @@ srv=
 for _ in $(seq 50); do pgrep -f "$T/" >/dev/null || break; sleep 0.1; done
 expect_eq "no process of this test's dockerd, containerd, shims or containers is left" \
 	"$(pgrep -af "$T/")" ""
+# dockerd makes its data root a private mount of its own where the root's
+# mounts are shared (as on a fresh Debian root), and leaves it: not ours.
+mountpoint -q "$T/data" && umount "$T/data"
 # libnetwork unmounts a network namespace it bound after the container's end
 for _ in $(seq 50); do grep -q " $T" /proc/self/mountinfo || break; sleep 0.1; done
 left=$(grep " $T" /proc/self/mountinfo | cut -d' ' -f5,9)
