@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "serve/server.h"
+#include "serve/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,80 +35,6 @@
 #include "serve/table.h"
 #include "session/session.h"
 #include "token/token.h"
-
-#define SV_IO_TIMEOUT_S 30 /* a client that does not read an answer for this long is gone */
-/* A connection is held only while it makes progress: without a request
- * under way it is closed after SV_IDLE_S; a head must be whole within
- * SV_HEAD_S of its first byte, and a body within SV_BODY_S of its head.
- * Deadlines for the whole, since a timeout per read is reset by every byte
- * a slow client trickles. */
-#define SV_IDLE_S	10
-#define SV_HEAD_S	10
-#define SV_BODY_S	60
-#define SV_READ_CHUNK	65536u
-#define SV_POOL_RETRY_S 5
-
-typedef struct sv_pol {
-	char name[128];
-	char file[PATH_MAX];
-	char digest[65];
-	unsigned size;
-	sv_session ready[SV_MAX_POOL];
-	size_t n_ready;
-	unsigned filling;
-	time_t retry_at; /* after a failed start */
-} sv_pol;
-
-typedef struct sv_uid_use {
-	uid_t uid;
-	unsigned conns;
-	unsigned evicting; /* of conns, closing: their places already given away */
-	size_t buffered;
-} sv_uid_use;
-
-struct sv_conn;
-
-typedef struct sv_daemon {
-	const sv_config *cfg;
-	sv_table table;
-	sv_pol pols[SV_MAX_POLICIES];
-	size_t n_pols;
-	pthread_mutex_t pool_lock;
-	pthread_cond_t pool_cond;
-	bool stopping;
-	char tmpdir[PATH_MAX]; /* inline policies, written for `session start` */
-	/* who holds the connections and the request buffers */
-	pthread_mutex_t use_lock;
-	sv_uid_use uses[2 * SV_MAX_CONNECTIONS]; /* conns < 2 * SV_MAX_CONNECTIONS */
-	size_t n_uses;
-	unsigned conns, evicting;
-	size_t buffered;
-	struct sv_conn *conn_list;
-	uint8_t key[TK_KEY_LEN];
-	bool has_key;
-	sv_cmds *cmds;
-} sv_daemon;
-
-typedef struct sv_conn {
-	sv_daemon *d;
-	int fd;
-	uid_t uid;
-	pid_t pid;
-	char *buf;
-	size_t len, cap;
-	bool keep_alive;
-	/* under d->use_lock: */
-	struct sv_conn *prev, *next;
-	bool idle;    /* waiting for the first byte of a request */
-	bool evicted; /* its place given to a new connection: it closes */
-	int64_t idle_since;
-} sv_conn;
-
-#define LOG(d, ...)                                                                                \
-	do {                                                                                       \
-		if ((d)->cfg->log)                                                                 \
-			(d)->cfg->log((d)->cfg->log_data, __VA_ARGS__);                            \
-	} while (0)
 
 static int64_t now_ms(void)
 {
@@ -148,98 +74,6 @@ static int canonical_digest(const char *buf, size_t len, bool check_host, char o
 }
 
 /* ---- responses ---- */
-
-static int send_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static const char *status_text(int status)
-{
-	switch (status) {
-	case 201:
-		return "Created";
-	case 409:
-		return "Conflict";
-	default:
-		return px_http_status_text(status);
-	}
-}
-
-static int reply(sv_conn *c, int status, const char *ctype, const void *body, size_t len)
-{
-	char head[256];
-	int n =
-	    snprintf(head, sizeof(head),
-		     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n", status,
-		     status_text(status), ctype, len, c->keep_alive ? "" : "Connection: close\r\n");
-	int r = send_all(c->fd, head, (size_t)n);
-
-	if (r >= 0 && len)
-		r = send_all(c->fd, body, len);
-	if (r < 0)
-		c->keep_alive = false;
-	return r;
-}
-
-static int reply_json(sv_conn *c, int status, json_t *o)
-{
-	_cleanup_free_ char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	int r;
-
-	json_decref(o);
-	if (!s)
-		return reply(c, 500, "application/json",
-			     "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}\n",
-			     58);
-	size_t n = strlen(s);
-	char *p = realloc(s, n + 2);
-
-	if (!p)
-		return -ENOMEM;
-	s = p;
-	s[n] = '\n';
-	s[n + 1] = 0;
-	r = reply(c, status, "application/json", s, n + 1);
-	return r;
-}
-
-static json_t *error_json(const sv_error *e)
-{
-	json_t *err = json_pack("{s:s, s:s}", "code", e->code, "message", e->message);
-
-	if (err && e->path[0])
-		(void)json_object_set_new(err, "path", json_string(e->path));
-	return json_pack("{s:o}", "error", err);
-}
-
-static int reply_error(sv_conn *c, const sv_error *e)
-{
-	return reply_json(c, e->status ? e->status : 500, error_json(e));
-}
-
-static int fail_reply(sv_conn *c, int status, const char *code, const char *path, const char *msg)
-{
-	sv_error e;
-
-	(void)sv_fail(&e, status, code, path, "%s", msg);
-	return reply_error(c, &e);
-}
-
-/* ---- the pool ---- */
 
 static bool alive(pid_t pid)
 {
@@ -635,17 +469,17 @@ static int handle_create(sv_conn *c, const sv_request *req)
 	sv_error e;
 
 	if (create_session(c, req, &s, &e) < 0)
-		return reply_error(c, &e);
+		return sv_reply_error(c, &e);
 	LOG(c->d, "uid %u created %s (%s%s)", (unsigned)c->uid, s.name, s.policy,
 	    s.from_pool ? ", from the pool" : "");
-	return reply_json(c, 201, sv_session_json(&s));
+	return sv_reply_json(c, 201, sv_session_json(&s));
 }
 
 static int session_or_404(sv_conn *c, const char *id, sv_session *s)
 {
 	if (sv_table_get(&c->d->table, id, c->uid, s) == 0)
 		return 0;
-	(void)fail_reply(c, 404, "not_found", NULL, "no such sandbox");
+	(void)sv_fail_reply(c, 404, "not_found", NULL, "no such sandbox");
 	return -ENOENT;
 }
 
@@ -656,7 +490,7 @@ static int handle_stop(sv_conn *c, const char *id)
 	sv_error e;
 
 	if (sv_table_remove(&c->d->table, id, c->uid, &s) < 0)
-		return fail_reply(c, 404, "not_found", NULL, "no such sandbox");
+		return sv_fail_reply(c, 404, "not_found", NULL, "no such sandbox");
 	sv_cmds_forget(c->d->cmds, s.name);
 	if (sv_session_stop(c->d->cfg->exe, s.name, &info, &e) < 0) {
 		LOG(c->d, "stopping %s: %s", s.name, e.message);
@@ -665,7 +499,7 @@ static int handle_stop(sv_conn *c, const char *id)
 			(void)sv_table_add(&c->d->table, &s, 0);
 		else
 			sv_table_end(&c->d->table, &s);
-		return reply_error(c, &e);
+		return sv_reply_error(c, &e);
 	}
 	sv_table_end(&c->d->table, &s);
 	if (s.audit[0])
@@ -675,10 +509,10 @@ static int handle_stop(sv_conn *c, const char *id)
 	if (report)
 		(void)json_object_set_new(o, "report", report);
 	LOG(c->d, "uid %u stopped %s", (unsigned)c->uid, s.name);
-	return reply_json(c, 200, o);
+	return sv_reply_json(c, 200, o);
 }
 
-static int query_path(sv_conn *c, const sv_request *req, bool required, const char **ret)
+int sv_query_path(sv_conn *c, const sv_request *req, bool required, const char **ret)
 {
 	const char *p = sv_request_query(req, "path");
 
@@ -687,8 +521,8 @@ static int query_path(sv_conn *c, const sv_request *req, bool required, const ch
 		return 0;
 	}
 	if (!p || p[0] != '/' || strlen(p) >= PATH_MAX) {
-		(void)fail_reply(c, 400, "bad_path", "?path",
-				 "expected ?path=ABSOLUTE-PATH inside the sandbox");
+		(void)sv_fail_reply(c, 400, "bad_path", "?path",
+				    "expected ?path=ABSOLUTE-PATH inside the sandbox");
 		return -EINVAL;
 	}
 	*ret = p;
@@ -700,12 +534,12 @@ static int handle_files(sv_conn *c, const sv_request *req, const sv_session *s, 
 	const char *path;
 	sv_error e;
 
-	if (query_path(c, req, true, &path) < 0)
+	if (sv_query_path(c, req, true, &path) < 0)
 		return 0;
 	if (put) {
 		if (sv_session_put(c->d->cfg->exe, s->name, path, req->body, req->body_len, &e) < 0)
-			return reply_error(c, &e);
-		return reply_json(
+			return sv_reply_error(c, &e);
+		return sv_reply_json(
 		    c, 200,
 		    json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)req->body_len));
 	}
@@ -713,8 +547,8 @@ static int handle_files(sv_conn *c, const sv_request *req, const sv_session *s, 
 	size_t len = 0;
 
 	if (sv_session_get(c->d->cfg->exe, s->name, path, &data, &len, &e) < 0)
-		return reply_error(c, &e);
-	return reply(c, 200, "application/octet-stream", data, len);
+		return sv_reply_error(c, &e);
+	return sv_reply(c, 200, "application/octet-stream", data, len);
 }
 
 static int handle_audit(sv_conn *c, const sv_session *s)
@@ -723,8 +557,8 @@ static int handle_audit(sv_conn *c, const sv_session *s)
 	sv_error e;
 
 	if (sv_audit_report(c->d->cfg->exe, s->audit, &report, &e) < 0)
-		return reply_error(c, &e);
-	return reply_json(
+		return sv_reply_error(c, &e);
+	return sv_reply_json(
 	    c, 200,
 	    json_pack("{s:s, s:s, s:o}", "id", s->name, "audit", s->audit, "report", report));
 }
@@ -736,10 +570,10 @@ static int handle_report_html(sv_conn *c, const sv_session *s)
 	sv_error e;
 
 	if (!s->audit[0])
-		return fail_reply(c, 404, "not_found", NULL, "this session keeps no audit log");
+		return sv_fail_reply(c, 404, "not_found", NULL, "this session keeps no audit log");
 	if (sv_audit_report_html(c->d->cfg->exe, s->audit, &html, &len, &e) < 0)
-		return reply_error(c, &e);
-	return reply(c, 200, "text/html; charset=utf-8", html, len);
+		return sv_reply_error(c, &e);
+	return sv_reply(c, 200, "text/html; charset=utf-8", html, len);
 }
 
 /* ---- workspaces: `sandcap workspace` on the session's cow grants ---- */
@@ -773,30 +607,31 @@ static int handle_workspace(sv_conn *c, const sv_request *req, const char *name,
 	int r, code = 0;
 
 	if (sv_table_owner(&c->d->table, name, c->uid, sandbox, sizeof(sandbox), &live, &s) < 0)
-		return fail_reply(c, 404, "not_found", NULL, "no such sandbox");
+		return sv_fail_reply(c, 404, "not_found", NULL, "no such sandbox");
 	if (!sandbox[0])
-		return fail_reply(c, 404, "no_workspace", NULL, "this session has no workspace");
+		return sv_fail_reply(c, 404, "no_workspace", NULL, "this session has no workspace");
 	if (wid && !own_workspace(sandbox, wid))
-		return fail_reply(c, 404, "no_workspace", "?workspace",
-				  "no such workspace of this session (GET .../workspace lists "
-				  "them)");
+		return sv_fail_reply(c, 404, "no_workspace", "?workspace",
+				     "no such workspace of this session (GET .../workspace lists "
+				     "them)");
 	if (sv_workspace_list(exe, sandbox, live && alive(s.pid) ? name : NULL, &list, &e) < 0)
-		return reply_error(c, &e);
+		return sv_reply_error(c, &e);
 	if (!verb)
-		return reply_json(c, 200, json_pack("{s:s, s:O}", "id", name, "workspaces", list));
+		return sv_reply_json(c, 200,
+				     json_pack("{s:s, s:O}", "id", name, "workspaces", list));
 	json_array_foreach(list, i, v)
 	{
 		if (!wid || !strcmp(json_string_value(json_object_get(v, "id")) ?: "", wid))
 			entry = v;
 	}
 	if (!wid && json_array_size(list) > 1)
-		return fail_reply(c, 400, "bad_request", "?workspace",
-				  "this session has more than one workspace: name one "
-				  "(?workspace=ID, GET .../workspace lists them)");
+		return sv_fail_reply(c, 400, "bad_request", "?workspace",
+				     "this session has more than one workspace: name one "
+				     "(?workspace=ID, GET .../workspace lists them)");
 	if (!entry)
-		return fail_reply(c, 404, "no_workspace", NULL,
-				  "no such workspace: this session's cow grants kept no change, "
-				  "or it was discarded");
+		return sv_fail_reply(c, 404, "no_workspace", NULL,
+				     "no such workspace: this session's cow grants kept no change, "
+				     "or it was discarded");
 	wid = json_string_value(json_object_get(entry, "id"));
 	if (!strcmp(verb, "diff")) {
 		const char *patch = sv_request_query(req, "patch"),
@@ -807,27 +642,27 @@ static int handle_workspace(sv_conn *c, const sv_request *req, const char *name,
 				      : stat && strcmp(stat, "0") ? "--stat"
 								  : NULL,
 				      &res, &e);
-		return r < 0 ? reply_error(c, &e) : reply_json(c, 200, json_incref(res));
+		return r < 0 ? sv_reply_error(c, &e) : sv_reply_json(c, 200, json_incref(res));
 	}
 	if (!strcmp(verb, "discard")) {
 		if (!strcmp(json_string_value(json_object_get(entry, "state")) ?: "", "live"))
-			return fail_reply(c, 409, "live", NULL,
-					  "the session still runs: its workspace is kept "
-					  "when it stops, and can be discarded then");
+			return sv_fail_reply(c, 409, "live", NULL,
+					     "the session still runs: its workspace is kept "
+					     "when it stops, and can be discarded then");
 		if (sv_workspace_discard(exe, wid, &e) < 0)
-			return reply_error(c, &e);
+			return sv_reply_error(c, &e);
 		LOG(c->d, "uid %u discarded workspace %s of %s", (unsigned)c->uid, wid, name);
-		return reply_json(c, 200,
-				  json_pack("{s:s, s:b}", "workspace", wid, "discarded", 1));
+		return sv_reply_json(c, 200,
+				     json_pack("{s:s, s:b}", "workspace", wid, "discarded", 1));
 	}
 	const char *force = sv_request_query(req, "force");
 
 	r = sv_workspace_apply(exe, wid, force && strcmp(force, "0"), &res, &code, &e);
 	LOG(c->d, "uid %u applied workspace %s of %s: exit %d", (unsigned)c->uid, wid, name, code);
 	if (r >= 0)
-		return reply_json(c, 200, json_incref(res));
+		return sv_reply_json(c, 200, json_incref(res));
 	/* the CLI's outcome, conflicts listed, with the error */
-	_cleanup_json_ json_t *o = error_json(&e);
+	_cleanup_json_ json_t *o = sv_error_json(&e);
 	json_t *err = json_object_get(o, "error");
 
 	if (err) {
@@ -838,34 +673,10 @@ static int handle_workspace(sv_conn *c, const sv_request *req, const char *name,
 	}
 	if (o && res)
 		(void)json_object_set(o, "result", res);
-	return reply_json(c, e.status, json_incref(o));
+	return sv_reply_json(c, e.status, json_incref(o));
 }
 
 /* ---- exec: NDJSON in chunked transfer encoding ---- */
-
-static int send_chunk(int fd, const char *data, size_t len)
-{
-	char size[24];
-	int n = snprintf(size, sizeof(size), "%zx\r\n", len);
-	int r = send_all(fd, size, (size_t)n);
-
-	if (r >= 0)
-		r = send_all(fd, data, len);
-	return r >= 0 ? send_all(fd, "\r\n", 2) : r;
-}
-
-static int send_error_line(int fd, const sv_error *e)
-{
-	_cleanup_json_ json_t *o = error_json(e);
-	_cleanup_free_ char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	char line[1024];
-	int n;
-
-	if (!s)
-		return -ENOMEM;
-	n = snprintf(line, sizeof(line), "%s\n", s);
-	return send_chunk(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-}
 
 typedef struct exec_stream {
 	sv_child child;
@@ -936,7 +747,7 @@ static int relay_exec(sv_conn *c, exec_stream *x)
 				x->child.out = safe_close(x->child.out);
 				break;
 			}
-			if (send_chunk(c->fd, buf, (size_t)n) < 0)
+			if (sv_send_chunk(c->fd, buf, (size_t)n) < 0)
 				return -EPIPE;
 			if (memmem(buf, (size_t)n, "\"exit_code\"", 11))
 				x->saw_final = true;
@@ -959,10 +770,10 @@ static int handle_exec(sv_conn *c, const sv_request *req, const sv_session *s)
 
 	body = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &je);
 	if (!body)
-		return fail_reply(c, 400, "bad_json", "$", je.text);
+		return sv_fail_reply(c, 400, "bad_json", "$", je.text);
 	if (sv_exec_req_from_json(body, &er, &e) < 0) {
 		sv_exec_req_done(&er);
-		return reply_error(c, &e);
+		return sv_reply_error(c, &e);
 	}
 	argv = sv_exec_argv(c->d->cfg->exe, s->name, &er);
 	r = argv ? sv_child_spawn(c->d->cfg->exec_exe ?: c->d->cfg->exe, argv, er.has_stdin,
@@ -970,7 +781,7 @@ static int handle_exec(sv_conn *c, const sv_request *req, const sv_session *s)
 		 : -ENOMEM;
 	if (r < 0) {
 		sv_exec_req_done(&er);
-		return fail_reply(c, 500, "internal", NULL, strerror(-r));
+		return sv_fail_reply(c, 500, "internal", NULL, strerror(-r));
 	}
 	sv_table_count_exec(&c->d->table, s->name);
 	if (x.child.in >= 0) {
@@ -979,7 +790,7 @@ static int handle_exec(sv_conn *c, const sv_request *req, const sv_session *s)
 			x.child.in = safe_close(x.child.in);
 	}
 	x.req = &er;
-	r = send_all(c->fd, head, sizeof(head) - 1);
+	r = sv_send_all(c->fd, head, sizeof(head) - 1);
 	if (r >= 0)
 		r = relay_exec(c, &x);
 	if (r < 0) {
@@ -997,10 +808,10 @@ static int handle_exec(sv_conn *c, const sv_request *req, const sv_session *s)
 			sv_capture_message(&cap, msg, sizeof(msg));
 			(void)sv_fail(&e, strstr(msg, "no session") ? 404 : 500, "exec_failed",
 				      NULL, "%s", msg);
-			r = send_error_line(c->fd, &e);
+			r = sv_send_error_line(c->fd, &e);
 		}
 		if (r >= 0)
-			r = send_all(c->fd, "0\r\n\r\n", 5);
+			r = sv_send_all(c->fd, "0\r\n\r\n", 5);
 		if (r < 0)
 			c->keep_alive = false;
 	}
@@ -1010,9 +821,6 @@ static int handle_exec(sv_conn *c, const sv_request *req, const sv_session *s)
 }
 
 /* ---- commands: execs the daemon holds (serve/commands.h) ---- */
-
-static const char ndjson_head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
-				  "Transfer-Encoding: chunked\r\n\r\n";
 
 static bool client_gone(int fd)
 {
@@ -1032,10 +840,10 @@ static int follow_command(sv_conn *c, sv_cmd *cmd, bool primary)
 	char first[64];
 	uint64_t off = 0;
 	int n = snprintf(first, sizeof(first), "{\"pid\":%u}\n", sv_cmd_pid(cmd));
-	int r = buf ? send_all(c->fd, ndjson_head, sizeof(ndjson_head) - 1) : -ENOMEM;
+	int r = buf ? sv_send_ndjson_head(c->fd) : -ENOMEM;
 
 	if (r >= 0)
-		r = send_chunk(c->fd, first, (size_t)n);
+		r = sv_send_chunk(c->fd, first, (size_t)n);
 	while (r >= 0) {
 		ssize_t k =
 		    sv_cmd_read(c->d->cmds, cmd, &off, buf, SV_READ_CHUNK * 4, 500, primary);
@@ -1043,12 +851,12 @@ static int follow_command(sv_conn *c, sv_cmd *cmd, bool primary)
 		if (k == -ENODATA)
 			break;
 		if (k > 0)
-			r = send_chunk(c->fd, buf, (size_t)k);
+			r = sv_send_chunk(c->fd, buf, (size_t)k);
 		else if (client_gone(c->fd))
 			r = -EPIPE;
 	}
 	if (r >= 0)
-		r = send_all(c->fd, "0\r\n\r\n", 5);
+		r = sv_send_all(c->fd, "0\r\n\r\n", 5);
 	if (primary)
 		sv_cmd_leave(c->d->cmds, cmd);
 	if (r < 0)
@@ -1150,7 +958,8 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 
 	body = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &je);
 	if (!json_is_object(body))
-		return fail_reply(c, 400, "bad_json", "$", body ? "expected an object" : je.text);
+		return sv_fail_reply(c, 400, "bad_json", "$",
+				     body ? "expected an object" : je.text);
 	json_object_foreach(body, k, v)
 	{
 		bool ok = false;
@@ -1159,45 +968,46 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 			ok = ok || !strcmp(k, keys[i]);
 		if (!ok) {
 			(void)sv_fail(&e, 400, "bad_request", "$", "unknown key \"%.64s\"", k);
-			return reply_error(c, &e);
+			return sv_reply_error(c, &e);
 		}
 	}
 	a = json_object_get(body, "argv");
 	n = json_array_size(a);
 	if (!json_is_array(a) || n < 1 || n > SV_MAX_ARGV)
-		return fail_reply(c, 400, "bad_request", "$.argv", "expected 1 to 1024 strings");
+		return sv_fail_reply(c, 400, "bad_request", "$.argv", "expected 1 to 1024 strings");
 	argv = calloc(n + 1, sizeof(*argv));
 	if (!argv)
-		return fail_reply(c, 500, "internal", NULL, "out of memory");
+		return sv_fail_reply(c, 500, "internal", NULL, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		v = json_array_get(a, i);
 		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
-			return fail_reply(c, 400, "bad_request", "$.argv", "expected strings");
+			return sv_fail_reply(c, 400, "bad_request", "$.argv", "expected strings");
 		argv[i] = (char *)json_string_value(v);
 	}
 	cwd = json_object_get(body, "cwd");
 	if (cwd && !json_is_null(cwd) && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/'))
-		return fail_reply(c, 400, "bad_path", "$.cwd", "expected an absolute path");
+		return sv_fail_reply(c, 400, "bad_path", "$.cwd", "expected an absolute path");
 	/* One user inside: the agent (uid 1000), as every exec of the session. */
 	user = json_object_get(body, "user");
 	if (user && !json_is_null(user) &&
 	    (!json_is_string(user) || strcmp(json_string_value(user), "user")))
-		return fail_reply(c, 403, "forbidden", "$.user",
-				  "commands run as the sandbox's one user, \"user\" (the agent, no "
-				  "capability); there is no root inside");
+		return sv_fail_reply(
+		    c, 403, "forbidden", "$.user",
+		    "commands run as the sandbox's one user, \"user\" (the agent, no "
+		    "capability); there is no root inside");
 	t = json_object_get(body, "timeout");
 	if (t && !json_is_null(t) &&
 	    (!json_is_number(t) || json_number_value(t) < 0 ||
 	     json_number_value(t) > 10 * 366 * 86400.0))
-		return fail_reply(c, 400, "bad_request", "$.timeout",
-				  "expected seconds, 0 for none");
+		return sv_fail_reply(c, 400, "bad_request", "$.timeout",
+				     "expected seconds, 0 for none");
 	pty = json_object_get(body, "pty");
 	if (pty && !json_is_null(pty) && pty_size(pty, &rows, &cols) < 0)
-		return fail_reply(c, 400, "bad_request", "$.pty",
-				  "expected {\"cols\": N, \"rows\": N}, each from 1 to 65535");
+		return sv_fail_reply(c, 400, "bad_request", "$.pty",
+				     "expected {\"cols\": N, \"rows\": N}, each from 1 to 65535");
 	env = command_env(s, json_object_get(body, "envs"), &e);
 	if (!env)
-		return reply_error(c, &e);
+		return sv_reply_error(c, &e);
 	envs = json_object_get(body, "envs");
 	info = json_pack("{s:O, s:o, s:o}", "argv", a, "cwd",
 			 json_is_string(cwd) ? json_incref(cwd) : json_null(), "envs",
@@ -1223,13 +1033,14 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 	r = sv_cmd_start(c->d->cmds, &spec, &cmd, why, sizeof(why));
 	free_strv(env);
 	if (r == -EUSERS)
-		return fail_reply(
+		return sv_fail_reply(
 		    c, 429, "quota_exceeded", NULL,
 		    "this sandbox holds its most commands (64, running and just ended)");
 	if (r == -EREMOTEIO)
-		return fail_reply(c, 409, "exec_failed", NULL, why);
+		return sv_fail_reply(c, 409, "exec_failed", NULL, why);
 	if (r < 0)
-		return fail_reply(c, r == -ENOENT ? 404 : 500, "exec_failed", NULL, strerror(-r));
+		return sv_fail_reply(c, r == -ENOENT ? 404 : 500, "exec_failed", NULL,
+				     strerror(-r));
 	sv_table_count_exec(&c->d->table, s->name);
 	r = follow_command(c, cmd, true);
 	sv_cmd_put(c->d->cmds, cmd);
@@ -1242,7 +1053,7 @@ static int parse_pid(sv_conn *c, const char *s, unsigned *ret)
 	unsigned long v = strtoul(s, &end, 10);
 
 	if (!s[0] || *end || v == 0 || v > UINT32_MAX) {
-		(void)fail_reply(c, 404, "not_found", NULL, "no such command");
+		(void)sv_fail_reply(c, 404, "not_found", NULL, "no such command");
 		return -EINVAL;
 	}
 	*ret = (unsigned)v;
@@ -1263,7 +1074,7 @@ static int handle_command(sv_conn *c, const sv_request *req, const sv_session *s
 		return 0;
 	cmd = sv_cmd_find(c->d->cmds, s->name, c->uid, pid);
 	if (!cmd)
-		return fail_reply(c, 404, "not_found", NULL, "no such command");
+		return sv_fail_reply(c, 404, "not_found", NULL, "no such command");
 	if (resize) {
 		_cleanup_json_ json_t *body = json_loadb(req->body ? req->body : "", req->body_len,
 							 JSON_REJECT_DUPLICATES, NULL);
@@ -1271,42 +1082,43 @@ static int handle_command(sv_conn *c, const sv_request *req, const sv_session *s
 
 		r = pty_size(body, &rows, &cols);
 		if (r < 0)
-			r = fail_reply(c, 400, "bad_request", "$",
-				       "expected {\"cols\": N, \"rows\": N}, each from 1 to 65535");
+			r = sv_fail_reply(
+			    c, 400, "bad_request", "$",
+			    "expected {\"cols\": N, \"rows\": N}, each from 1 to 65535");
 		else if ((r = sv_cmd_resize(c->d->cmds, cmd, rows, cols)) == -ENOTTY)
-			r = fail_reply(c, 409, "no_pty", NULL,
-				       "the command has no pty (start it with \"pty\")");
+			r = sv_fail_reply(c, 409, "no_pty", NULL,
+					  "the command has no pty (start it with \"pty\")");
 		else if (r < 0)
-			r = fail_reply(c, 404, "not_found", NULL, "the command has ended");
+			r = sv_fail_reply(c, 404, "not_found", NULL, "the command has ended");
 		else
-			r = reply_json(c, 200,
-				       json_pack("{s:I, s:i, s:i}", "pid", (json_int_t)pid, "cols",
-						 (int)cols, "rows", (int)rows));
+			r = sv_reply_json(c, 200,
+					  json_pack("{s:I, s:i, s:i}", "pid", (json_int_t)pid,
+						    "cols", (int)cols, "rows", (int)rows));
 	} else if (stdin_) {
 		const char *eof = sv_request_query(req, "eof");
 
 		r = sv_cmd_stdin(c->d->cmds, cmd, req->body, req->body_len,
 				 eof && !strcmp(eof, "1"));
-		r = r == -EPIPE ? fail_reply(c, 409, "stdin_closed", NULL,
-					     "its standard input is closed (start it with "
-					     "\"stdin\": true)")
-		    : r == -ETIMEDOUT
-			? fail_reply(c, 408, "timeout", NULL, "the command read nothing for 30 s")
-		    : r < 0 ? fail_reply(c, 500, "internal", NULL, strerror(-r))
-			    : reply_json(c, 200,
-					 json_pack("{s:I, s:I}", "pid", (json_int_t)pid, "bytes",
-						   (json_int_t)req->body_len));
+		r = r == -EPIPE	      ? sv_fail_reply(c, 409, "stdin_closed", NULL,
+						      "its standard input is closed (start it with "
+							    "\"stdin\": true)")
+		    : r == -ETIMEDOUT ? sv_fail_reply(c, 408, "timeout", NULL,
+						      "the command read nothing for 30 s")
+		    : r < 0	      ? sv_fail_reply(c, 500, "internal", NULL, strerror(-r))
+				      : sv_reply_json(c, 200,
+						      json_pack("{s:I, s:I}", "pid", (json_int_t)pid, "bytes",
+								(json_int_t)req->body_len));
 	} else if (!strcmp(m, "DELETE")) {
 		const char *sig = sv_request_query(req, "signal");
 		int n = sig ? atoi(sig) : SIGKILL;
 
 		if (n < 1 || n >= NSIG)
-			r = fail_reply(c, 400, "bad_request", "?signal",
-				       "expected a signal number");
+			r = sv_fail_reply(c, 400, "bad_request", "?signal",
+					  "expected a signal number");
 		else if (sv_cmd_kill(c->d->cmds, cmd, n) < 0)
-			r = fail_reply(c, 404, "not_found", NULL, "the command has ended");
+			r = sv_fail_reply(c, 404, "not_found", NULL, "the command has ended");
 		else
-			r = reply_json(
+			r = sv_reply_json(
 			    c, 200, json_pack("{s:I, s:b}", "pid", (json_int_t)pid, "killed", 1));
 	} else
 		r = follow_command(c, cmd, false);
@@ -1324,16 +1136,16 @@ static int handle_pause(sv_conn *c, const sv_session *s, bool pause)
 	int r = req ? sc_session_request(s->name, req, NULL, &reply, NULL, 0, NULL) : -ENOMEM;
 
 	if (r == -EREMOTEIO)
-		return fail_reply(
+		return sv_fail_reply(
 		    c, 409, "unavailable", NULL,
 		    json_string_value(json_object_get(json_object_get(reply, "error"), "message"))
 			?: "refused");
 	if (r < 0)
-		return fail_reply(c, 500, "session_failed", NULL, strerror(-r));
+		return sv_fail_reply(c, 500, "session_failed", NULL, strerror(-r));
 	sv_table_set_paused(&c->d->table, s->name, pause, now_ms());
 	if (sv_table_get(&c->d->table, s->name, c->uid, &now) < 0)
-		return fail_reply(c, 404, "not_found", NULL, "no such session");
-	return reply_json(c, 200, sv_session_json(&now));
+		return sv_fail_reply(c, 404, "not_found", NULL, "no such session");
+	return sv_reply_json(c, 200, sv_session_json(&now));
 }
 
 /* POST /v1/sessions/ID/timeout {"timeout": S}. */
@@ -1348,428 +1160,15 @@ static int handle_timeout(sv_conn *c, const sv_request *req, sv_session *s)
 	t = json_object_get(body, "timeout");
 	if (!json_is_object(body) || json_object_size(body) != 1 || !json_is_integer(t) ||
 	    json_integer_value(t) < 1 || json_integer_value(t) > 10 * 366 * 86400LL)
-		return fail_reply(c, 400, "bad_request", "$.timeout",
-				  "expected {\"timeout\": whole seconds from 1}");
+		return sv_fail_reply(c, 400, "bad_request", "$.timeout",
+				     "expected {\"timeout\": whole seconds from 1}");
 	if (set_timeout(c->d, s->name, json_integer_value(t), &e) < 0)
-		return reply_error(c, &e);
+		return sv_reply_error(c, &e);
 	s->end_ms = now_ms() + json_integer_value(t) * 1000;
-	return reply_json(c, 200, sv_session_json(s));
+	return sv_reply_json(c, 200, sv_session_json(s));
 }
 
 /* ---- files, through the session's own file operations ---- */
-
-static int fs_fail(sv_error *e, int err, const char *path)
-{
-	switch (err) {
-	case -ENOENT:
-	case -ENOTDIR:
-		return sv_fail(e, 404, "no_such_path", NULL, "%s: %s", path, strerror(-err));
-	case -EACCES:
-	case -EPERM:
-	case -EROFS:
-		return sv_fail(e, 403, "denied", NULL, "%s: %s", path, strerror(-err));
-	case -EEXIST:
-	case -ENOTEMPTY:
-		return sv_fail(e, 409, "exists", NULL, "%s: %s", path, strerror(-err));
-	case -EISDIR:
-	case -EINVAL:
-	case -ENAMETOOLONG:
-	case -EXDEV:
-		return sv_fail(e, 400, "bad_path", NULL, "%s: %s", path, strerror(-err));
-	case -EAGAIN:
-		return sv_fail(e, 409, "paused", NULL,
-			       "%s: the sandbox is paused (resume it first)", path);
-	default:
-		return sv_fail(e, 500, "session_failed", NULL, "%s: %s", path, strerror(-err));
-	}
-}
-
-/* -errno of an {"error": {"code": "EACCES"}} answer, or -EIO. */
-static int answer_errno(json_t *reply)
-{
-	const char *code =
-	    json_string_value(json_object_get(json_object_get(reply, "error"), "code"));
-
-	for (int n = 1; code && n < 134; n++)
-		if (strerrorname_np(n) && !strcmp(code, strerrorname_np(n)))
-			return -n;
-	if (code && !strcmp(code, "paused"))
-		return -EAGAIN;
-	return code && !strcmp(code, "stopping") ? -ESHUTDOWN : -EIO;
-}
-
-/* Starts a file operation: *ret_conn its connection, *ret_fd its pipe. */
-static int fs_start(const char *name, json_t *req, int *ret_conn, int *ret_fd, sv_error *e)
-{
-	_cleanup_json_ json_t *reply = NULL;
-	int fds[1] = {-1};
-	size_t n = 0;
-	int r = sc_session_request(name, req, ret_conn, &reply, fds, 1, &n);
-
-	if (r == -EREMOTEIO)
-		r = answer_errno(reply);
-	if (r < 0)
-		return fs_fail(e, r, json_string_value(json_object_get(req, "path")) ?: "");
-	if (n != 1) {
-		*ret_conn = safe_close(*ret_conn);
-		return sv_fail(e, 500, "session_failed", NULL, "no pipe from the session");
-	}
-	*ret_fd = fds[0];
-	return 0;
-}
-
-/* Its end: 0 (*ret_bytes), or e filled. */
-static int fs_end(int conn, const char *path, uint64_t *ret_bytes, sv_error *e)
-{
-	_cleanup_json_ json_t *m = NULL;
-	int r = sc_session_recv(conn, &m);
-
-	if (r >= 0 && json_object_get(m, "error"))
-		r = answer_errno(m);
-	if (r < 0)
-		return fs_fail(e, r, path);
-	if (ret_bytes)
-		*ret_bytes = (uint64_t)json_integer_value(json_object_get(m, "bytes"));
-	return 0;
-}
-
-/* An operation whose pipe brings at most max bytes (stat, ls, mkdir...). */
-static int fs_small(const char *name, json_t *req, char **ret_data, size_t *ret_len, size_t max,
-		    sv_error *e)
-{
-	_cleanup_close_ int conn = -1, fd = -1;
-	_cleanup_free_ char *data = NULL;
-	const char *path = json_string_value(json_object_get(req, "path")) ?: "";
-	size_t len = 0;
-	int r = fs_start(name, req, &conn, &fd, e);
-
-	if (r < 0)
-		return r;
-	r = io_read_all(fd, max, &data, &len);
-	if (r < 0) {
-		(void)sv_fail(e, r == -EFBIG ? 413 : 500, r == -EFBIG ? "too_large" : "internal",
-			      NULL, "%s: %s", path, strerror(-r));
-		return r;
-	}
-	r = fs_end(conn, path, NULL, e);
-	if (r < 0)
-		return r;
-	if (ret_data) {
-		*ret_data = TAKE_PTR(data);
-		*ret_len = len;
-	}
-	return 0;
-}
-
-static const char *type_name(char t)
-{
-	return t == 'f' ? "file" : t == 'd' ? "dir" : t == 'l' ? "symlink" : "other";
-}
-
-/* One record into {"name", "path", "type", "size", "mode", "mtime"}. */
-static json_t *entry_json(const char *rec, size_t len, const char *dir)
-{
-	sc_dir_entry en;
-	const char *name;
-	char *full = NULL;
-	json_t *o;
-
-	/* the name may be longer than sc_dir_entry's: parse the fields, take the name here */
-	if (len < 2 || sc_dir_entry_parse(rec, len < 200 ? len : 200, &en) < 0)
-		return NULL;
-	name = rec;
-	for (int i = 0; i < 4 && name; i++) {
-		name = memchr(name, '\t', len - (size_t)(name - rec));
-		if (name)
-			name++;
-	}
-	if (!name)
-		return NULL;
-	if (dir && name[0] != '/' &&
-	    asprintf(&full, "%s%s%.*s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
-		     (int)(len - (size_t)(name - rec)), name) < 0)
-		return NULL;
-	o = json_pack("{s:s#, s:s, s:s, s:I, s:i, s:I}", "path", full ? full : name,
-		      (int)(full ? strlen(full) : len - (size_t)(name - rec)), "name", "", "type",
-		      type_name(en.type), "size", (json_int_t)en.size, "mode", (int)en.mode,
-		      "mtime", (json_int_t)en.mtime);
-	if (o) {
-		const char *p = json_string_value(json_object_get(o, "path"));
-		const char *slash = strrchr(p, '/');
-
-		(void)json_object_set_new(o, "name",
-					  json_string(slash && slash[1] ? slash + 1 : p));
-	}
-	free(full);
-	return o;
-}
-
-/* GET .../stat?path=P, GET .../ls?path=P&depth=N, POST .../mkdir?path=P,
- * DELETE .../files?path=P, POST .../rename?path=P&to=Q. */
-/*
- * GET /v1/sessions/ID/watch?path=P&recursive=1: the changes in directory P
- * of the sandbox, by inotify inside (the session's op "watch"), as NDJSON
- * {"type": "create"|"write"|"remove"|"rename"|"chmod"|"overflow", "name"}
- * (name relative to P), from the moment the answer's head is sent until the
- * client goes away (the watch is then killed).
- */
-static int handle_watch(sv_conn *c, const sv_request *req, const sv_session *s)
-{
-	_cleanup_json_ json_t *q = NULL;
-	_cleanup_close_ int conn = -1, fd = -1;
-	_cleanup_free_ char *buf = malloc(SV_READ_CHUNK + 1);
-	const char *path, *rec = sv_request_query(req, "recursive");
-	size_t have = 0;
-	bool ready = false;
-	sv_error e;
-	int r = 0;
-
-	if (query_path(c, req, true, &path) < 0)
-		return 0;
-	q = json_pack("{s:s, s:s, s:b}", "op", "watch", "path", path, "recursive",
-		      rec && !strcmp(rec, "1"));
-	if (!q || !buf)
-		return fail_reply(c, 500, "internal", NULL, "out of memory");
-	if (fs_start(s->name, q, &conn, &fd, &e) < 0)
-		return reply_error(c, &e);
-	while (r >= 0) {
-		struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
-				      {.fd = c->fd, .events = POLLRDHUP}};
-		char *nl;
-		ssize_t n;
-
-		if (poll(p, 2, ready ? 1000 : 10000) == 0 && !ready)
-			return fail_reply(c, 500, "session_failed", NULL,
-					  "the watch did not start");
-		if (p[1].revents) {
-			r = -EPIPE;
-			break;
-		}
-		if (!p[0].revents)
-			continue;
-		n = read(fd, buf + have, SV_READ_CHUNK - have);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			/* Its end: an error of the start, or the session ended. */
-			if (!ready) {
-				int er = fs_end(conn, path, NULL, &e);
-
-				return er < 0 ? reply_error(c, &e)
-					      : fail_reply(c, 500, "session_failed", NULL,
-							   "the watch ended at its start");
-			}
-			break;
-		}
-		have += (size_t)n;
-		while ((nl = memchr(buf, '\n', have))) {
-			size_t len = (size_t)(nl - buf) + 1;
-			char *tab = memchr(buf, '\t', len - 1);
-
-			if (!ready) {
-				ready = true;
-				r = send_all(c->fd, ndjson_head, sizeof(ndjson_head) - 1);
-			} else if (tab) {
-				_cleanup_json_ json_t *o = json_pack(
-				    "{s:s%, s:o}", "type", buf, (size_t)(tab - buf), "name",
-				    au_str(tab + 1, (size_t)(nl - tab - 1), AU_STR_MAX_BYTES));
-				_cleanup_free_ char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
-
-				if (line) {
-					size_t l = strlen(line);
-
-					line[l] = '\n'; /* over the NUL */
-					r = send_chunk(c->fd, line, l + 1);
-				}
-			}
-			memmove(buf, buf + len, have - len);
-			have -= len;
-			if (r < 0)
-				break;
-		}
-		if (have == SV_READ_CHUNK)
-			have = 0; /* no line is that long: not ours */
-	}
-	if (r >= 0)
-		r = send_all(c->fd, "0\r\n\r\n", 5);
-	if (r < 0)
-		c->keep_alive = false;
-	return 0;
-}
-
-static int handle_fs(sv_conn *c, const sv_request *req, const sv_session *s, const char *op)
-{
-	_cleanup_json_ json_t *q = NULL;
-	_cleanup_free_ char *data = NULL;
-	const char *path, *to = sv_request_query(req, "to");
-	const char *depth = sv_request_query(req, "depth");
-	size_t len = 0;
-	sv_error e;
-
-	if (query_path(c, req, !!strcmp(op, "ls"), &path) < 0)
-		return 0;
-	q = json_pack("{s:s, s:s}", "op", op, "path", path);
-	if (!q)
-		return fail_reply(c, 500, "internal", NULL, "out of memory");
-	if (!strcmp(op, "rename")) {
-		if (!to || to[0] != '/' || strlen(to) >= PATH_MAX)
-			return fail_reply(c, 400, "bad_path", "?to", "expected ?to=ABSOLUTE-PATH");
-		(void)json_object_set_new(q, "to", json_string(to));
-	}
-	if (!strcmp(op, "mkdir"))
-		(void)json_object_set_new(q, "parents", json_true());
-	if (!strcmp(op, "ls") && depth) {
-		int d = atoi(depth);
-
-		if (d < 1 || d > 16)
-			return fail_reply(c, 400, "bad_request", "?depth", "expected 1 to 16");
-		(void)json_object_set_new(q, "depth", json_integer(d));
-	}
-	if (!strcmp(op, "mkdir")) {
-		/* made, or there already: E2B's make_dir answers which */
-		_cleanup_json_ json_t *st = json_pack("{s:s, s:s}", "op", "stat", "path", path);
-		bool existed = st && fs_small(s->name, st, NULL, NULL, 8192, &e) == 0;
-
-		if (!existed && fs_small(s->name, q, NULL, NULL, 0, &e) < 0)
-			return reply_error(c, &e);
-		return reply_json(c, 200,
-				  json_pack("{s:s, s:b}", "path", path, "created", !existed));
-	}
-	if (fs_small(s->name, q, &data, &len, 64u << 20, &e) < 0)
-		return reply_error(c, &e);
-	if (!strcmp(op, "stat")) {
-		json_t *o = entry_json(data, len ? len - 1 : 0, NULL);
-
-		return o ? reply_json(c, 200, o)
-			 : fail_reply(c, 500, "session_failed", NULL, "a bad record");
-	}
-	if (!strcmp(op, "ls")) {
-		json_t *list = json_array();
-
-		for (size_t at = 0; at < len && list;) {
-			size_t l = strnlen(data + at, len - at);
-			json_t *o = entry_json(data + at, l, path);
-
-			if (o)
-				(void)json_array_append_new(list, o);
-			at += l + 1;
-		}
-		return reply_json(c, 200, json_pack("{s:s, s:o}", "path", path, "entries", list));
-	}
-	return reply_json(c, 200, json_pack("{s:s}", "path", !strcmp(op, "rename") ? to : path));
-}
-
-/* GET .../files?path=P: streamed as the sandbox reads it, any size. */
-static int handle_get_stream(sv_conn *c, const sv_request *req, const sv_session *s)
-{
-	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
-				   "Transfer-Encoding: chunked\r\n\r\n";
-	_cleanup_json_ json_t *q = NULL;
-	_cleanup_close_ int conn = -1, fd = -1;
-	_cleanup_free_ char *buf = malloc(SV_READ_CHUNK);
-	const char *path;
-	ssize_t n;
-	sv_error e;
-	int r;
-
-	if (query_path(c, req, true, &path) < 0)
-		return 0;
-	q = json_pack("{s:s, s:s}", "op", "get", "path", path);
-	if (!q || !buf)
-		return fail_reply(c, 500, "internal", NULL, "out of memory");
-	if (fs_start(s->name, q, &conn, &fd, &e) < 0)
-		return reply_error(c, &e);
-	/* The status waits for the first bytes, or the end: a refusal (no such
-	 * file, the walls) comes before any data. */
-	do
-		n = read(fd, buf, SV_READ_CHUNK);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0) {
-		if (fs_end(conn, path, NULL, &e) < 0)
-			return reply_error(c, &e);
-		return reply(c, 200, "application/octet-stream", "", 0);
-	}
-	r = send_all(c->fd, head, sizeof(head) - 1);
-	while (r >= 0 && n > 0) {
-		r = send_chunk(c->fd, buf, (size_t)n);
-		do
-			n = read(fd, buf, SV_READ_CHUNK);
-		while (n < 0 && errno == EINTR);
-	}
-	/* A failure midway ends the answer without its last chunk: the client
-	 * sees it cut, never a short file taken for whole. */
-	if (r >= 0 && n == 0 && fs_end(conn, path, NULL, &e) == 0)
-		r = send_all(c->fd, "0\r\n\r\n", 5);
-	else
-		r = -EIO;
-	if (r < 0)
-		c->keep_alive = false;
-	return 0;
-}
-
-static int64_t mono_ms(void);
-static int wait_bytes(int fd, int64_t deadline);
-
-/* PUT .../files?path=P with Content-Length: the body goes to the sandbox
- * as it arrives, never whole in the daemon (any size; the sandbox's
- * limits.fsize and its disk bound it). No progress for SV_BODY_S ends it. */
-static int handle_put_stream(sv_conn *c, sv_request *req, const sv_session *s)
-{
-	_cleanup_json_ json_t *q = NULL;
-	_cleanup_close_ int conn = -1, fd = -1;
-	_cleanup_free_ char *buf = malloc(SV_READ_CHUNK);
-	uint64_t left = req->head.content_length, bytes = 0;
-	const char *path;
-	int r = 0;
-	sv_error e;
-
-	c->keep_alive = false; /* unless the whole body is taken, below */
-	if (query_path(c, req, true, &path) < 0)
-		return 0;
-	q = json_pack("{s:s, s:s}", "op", "put", "path", path);
-	if (!q || !buf)
-		return fail_reply(c, 500, "internal", NULL, "out of memory");
-	if (fs_start(s->name, q, &conn, &fd, &e) < 0)
-		return reply_error(c, &e);
-	if (req->head.expect_continue && send_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
-		return 0;
-	{ /* what came with the head */
-		size_t have = c->len - req->consumed, take = have < left ? have : (size_t)left;
-
-		r = io_write_all(fd, c->buf + req->consumed, take);
-		req->consumed += take;
-		left -= take;
-	}
-	while (r >= 0 && left > 0) {
-		ssize_t n;
-
-		if (wait_bytes(c->fd, mono_ms() + 1000 * SV_BODY_S) == 0) {
-			r = -ETIMEDOUT;
-			break;
-		}
-		n = recv(c->fd, buf, left < SV_READ_CHUNK ? (size_t)left : SV_READ_CHUNK, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = -EPIPE;
-			break;
-		}
-		left -= (uint64_t)n;
-		r = io_write_all(fd, buf, (size_t)n);
-	}
-	fd = safe_close(fd);
-	if (r == -EPIPE && left > 0)
-		return 0; /* the client went away: the sandbox's file ends where it stopped */
-	if (r == -ETIMEDOUT)
-		return fail_reply(c, 408, "timeout", NULL, "the body made no progress for 60 s");
-	if (fs_end(conn, path, &bytes, &e) < 0)
-		return reply_error(c, &e);
-	if (r < 0)
-		return fail_reply(c, 500, "session_failed", NULL, strerror(-r));
-	c->keep_alive = req->head.keep_alive;
-	return reply_json(c, 200,
-			  json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)bytes));
-}
 
 static int handle_health(sv_conn *c)
 {
@@ -1784,10 +1183,10 @@ static int handle_health(sv_conn *c)
 			      d->pols[i].digest, "size", (int)d->pols[i].size, "ready",
 			      (int)d->pols[i].n_ready, "starting", (int)d->pols[i].filling));
 	(void)pthread_mutex_unlock(&d->pool_lock);
-	return reply_json(c, 200,
-			  json_pack("{s:b, s:s, s:i, s:i, s:o}", "ok", 1, "version",
-				    SANDCAP_VERSION, "uid", (int)c->uid, "quota",
-				    (int)d->cfg->quota, "policies", pools));
+	return sv_reply_json(c, 200,
+			     json_pack("{s:b, s:s, s:i, s:i, s:o}", "ok", 1, "version",
+				       SANDCAP_VERSION, "uid", (int)c->uid, "quota",
+				       (int)d->cfg->quota, "policies", pools));
 }
 
 static bool is(const sv_request *r, size_t i, const char *s)
@@ -1800,7 +1199,7 @@ static int method_not_allowed(sv_conn *c, const char *allowed)
 	char msg[96];
 
 	(void)snprintf(msg, sizeof(msg), "allowed: %s", allowed);
-	return fail_reply(c, 405, "method_not_allowed", NULL, msg);
+	return sv_fail_reply(c, 405, "method_not_allowed", NULL, msg);
 }
 
 static int route(sv_conn *c, sv_request *req)
@@ -1812,15 +1211,15 @@ static int route(sv_conn *c, sv_request *req)
 	if (req->stream_body && !(req->n_segments == 4 && is(req, 3, "files")))
 		c->keep_alive = false;
 	if (!is(req, 0, "v1"))
-		return fail_reply(c, 404, "not_found", NULL,
-				  "no such endpoint (the API is /v1/...)");
+		return sv_fail_reply(c, 404, "not_found", NULL,
+				     "no such endpoint (the API is /v1/...)");
 	if (req->n_segments == 2 && (is(req, 1, "health") || is(req, 1, "policies")))
 		return strcmp(m, "GET") ? method_not_allowed(c, "GET") : handle_health(c);
 	if (!is(req, 1, "sessions"))
-		return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
+		return sv_fail_reply(c, 404, "not_found", NULL, "no such endpoint");
 	if (req->n_segments == 2) {
 		if (!strcmp(m, "GET"))
-			return reply_json(
+			return sv_reply_json(
 			    c, 200,
 			    json_pack("{s:o}", "sessions", sv_table_list(&c->d->table, c->uid)));
 		if (!strcmp(m, "POST"))
@@ -1834,13 +1233,13 @@ static int route(sv_conn *c, sv_request *req)
 			return method_not_allowed(c, "GET, DELETE");
 		if (session_or_404(c, req->segments[2], &s) < 0)
 			return 0;
-		return reply_json(c, 200, sv_session_json(&s));
+		return sv_reply_json(c, 200, sv_session_json(&s));
 	}
 	if (req->n_segments >= 5 && req->n_segments <= 6 && is(req, 3, "commands")) {
 		bool in = req->n_segments == 6, resize = in && is(req, 5, "resize");
 
 		if (in && !is(req, 5, "stdin") && !resize)
-			return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
+			return sv_fail_reply(c, 404, "not_found", NULL, "no such endpoint");
 		if (in ? strcmp(m, "POST") : strcmp(m, "GET") && strcmp(m, "DELETE"))
 			return method_not_allowed(c, in ? "POST" : "GET, DELETE");
 		if (session_or_404(c, req->segments[2], &s) < 0)
@@ -1853,13 +1252,13 @@ static int route(sv_conn *c, sv_request *req)
 
 		if (verb && strcmp(verb, "diff") && strcmp(verb, "apply") &&
 		    strcmp(verb, "discard"))
-			return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
+			return sv_fail_reply(c, 404, "not_found", NULL, "no such endpoint");
 		if (strcmp(m, get ? "GET" : "POST"))
 			return method_not_allowed(c, get ? "GET" : "POST");
 		return handle_workspace(c, req, req->segments[2], verb);
 	}
 	if (req->n_segments != 4)
-		return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
+		return sv_fail_reply(c, 404, "not_found", NULL, "no such endpoint");
 	if (is(req, 3, "commands")) {
 		if (strcmp(m, "GET") && strcmp(m, "POST"))
 			return method_not_allowed(c, "GET, POST");
@@ -1867,7 +1266,7 @@ static int route(sv_conn *c, sv_request *req)
 			return 0;
 		if (!strcmp(m, "POST"))
 			return handle_command_start(c, req, &s);
-		return reply_json(
+		return sv_reply_json(
 		    c, 200,
 		    json_pack("{s:o}", "commands", sv_cmds_list(c->d->cmds, s.name, c->uid)));
 	}
@@ -1876,7 +1275,7 @@ static int route(sv_conn *c, sv_request *req)
 			return method_not_allowed(c, "GET");
 		if (session_or_404(c, req->segments[2], &s) < 0)
 			return 0;
-		return handle_watch(c, req, &s);
+		return sv_handle_watch(c, req, &s);
 	}
 	if (is(req, 3, "pause") || is(req, 3, "resume")) {
 		if (strcmp(m, "POST"))
@@ -1899,7 +1298,7 @@ static int route(sv_conn *c, sv_request *req)
 			return method_not_allowed(c, get ? "GET" : "POST");
 		if (session_or_404(c, req->segments[2], &s) < 0)
 			return 0;
-		return handle_fs(c, req, &s, req->segments[3]);
+		return sv_handle_fs(c, req, &s, req->segments[3]);
 	}
 	if (is(req, 3, "exec")) {
 		if (strcmp(m, "POST"))
@@ -1914,11 +1313,11 @@ static int route(sv_conn *c, sv_request *req)
 		if (session_or_404(c, req->segments[2], &s) < 0)
 			return 0;
 		if (!strcmp(m, "DELETE"))
-			return handle_fs(c, req, &s, "remove");
+			return sv_handle_fs(c, req, &s, "remove");
 		if (!strcmp(m, "GET"))
-			return handle_get_stream(c, req, &s);
+			return sv_handle_get_stream(c, req, &s);
 		if (req->stream_body)
-			return handle_put_stream(c, req, &s);
+			return sv_handle_put_stream(c, req, &s);
 		return handle_files(c, req, &s, true);
 	}
 	if (is(req, 3, "report.html")) {
@@ -1933,20 +1332,12 @@ static int route(sv_conn *c, sv_request *req)
 			return method_not_allowed(c, "GET");
 		if (session_or_404(c, req->segments[2], &s) < 0)
 			return 0;
-		return is(req, 3, "ls") ? handle_fs(c, req, &s, "ls") : handle_audit(c, &s);
+		return is(req, 3, "ls") ? sv_handle_fs(c, req, &s, "ls") : handle_audit(c, &s);
 	}
-	return fail_reply(c, 404, "not_found", NULL, "no such endpoint");
+	return sv_fail_reply(c, 404, "not_found", NULL, "no such endpoint");
 }
 
 /* ---- who holds what: connections and buffers per uid ---- */
-
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static sv_uid_use *use_of(sv_daemon *d, uid_t uid)
 {
@@ -2055,7 +1446,7 @@ static bool conn_set_idle(sv_conn *c, bool idle)
 	alive_ = !c->evicted;
 	c->idle = idle && alive_;
 	if (c->idle)
-		c->idle_since = mono_ms();
+		c->idle_since = sv_mono_ms();
 	(void)pthread_mutex_unlock(&c->d->use_lock);
 	return alive_;
 }
@@ -2166,7 +1557,7 @@ static const char *error_code(int status)
 static int refuse(sv_conn *c, int status, const char *reason)
 {
 	c->keep_alive = false;
-	(void)fail_reply(c, status, error_code(status), NULL, reason);
+	(void)sv_fail_reply(c, status, error_code(status), NULL, reason);
 	return -status;
 }
 
@@ -2198,21 +1589,6 @@ static int conn_room(sv_conn *c, const sv_request *req)
 }
 
 /* Waits for bytes until deadline: 1 some came (or the end), 0 the deadline passed. */
-static int wait_bytes(int fd, int64_t deadline)
-{
-	for (;;) {
-		int64_t left = deadline - mono_ms();
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int n;
-
-		if (left <= 0)
-			return 0;
-		n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		return n != 0;
-	}
-}
 
 /*
  * Reads one whole request within its deadlines. 1 got one, 0 the client
@@ -2223,7 +1599,7 @@ static int read_request(sv_conn *c, sv_request *req)
 	sv_body_progress prog = {0};
 	bool sent_continue = false, want_continue, had_head, worth;
 	bool started = c->len > 0;
-	int64_t deadline = mono_ms() + 1000 * (started ? SV_HEAD_S : SV_IDLE_S);
+	int64_t deadline = sv_mono_ms() + 1000 * (started ? SV_HEAD_S : SV_IDLE_S);
 	const char *reason = NULL;
 	int r;
 
@@ -2250,13 +1626,13 @@ static int read_request(sv_conn *c, sv_request *req)
 			if (r < 0)
 				return refuse(c, -r, reason);
 			if (req->head_done && !had_head) {
-				deadline = mono_ms() + 1000 * SV_BODY_S;
+				deadline = sv_mono_ms() + 1000 * SV_BODY_S;
 				if (req->head.chunked)
 					continue; /* follow what came with the head */
 			}
 			if (want_continue && !sent_continue) {
 				sent_continue = true;
-				if (send_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
+				if (sv_send_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
 					return -EPIPE;
 			}
 		}
@@ -2265,7 +1641,7 @@ static int read_request(sv_conn *c, sv_request *req)
 			if (r < 0)
 				return r;
 		}
-		if (wait_bytes(c->fd, deadline) == 0) {
+		if (sv_wait_bytes(c->fd, deadline) == 0) {
 			if (!started)
 				return 0; /* idle: closed without a word */
 			return refuse(c, 408,
@@ -2282,7 +1658,7 @@ static int read_request(sv_conn *c, sv_request *req)
 			if (!conn_set_idle(c, false))
 				return 0; /* its place was given away */
 			started = true;
-			deadline = mono_ms() + 1000 * SV_HEAD_S;
+			deadline = sv_mono_ms() + 1000 * SV_HEAD_S;
 		}
 		c->len += (size_t)n;
 	}
@@ -2353,7 +1729,7 @@ static void accept_one(sv_daemon *d, int lfd)
 		if (r == -EUSERS)
 			(void)snprintf(msg, sizeof(msg), "uid %u holds %u connections, its share",
 				       (unsigned)cred.uid, SV_MAX_CONNECTIONS_PER_UID);
-		(void)fail_reply(c, 503, "busy", NULL, msg);
+		(void)sv_fail_reply(c, 503, "busy", NULL, msg);
 		(void)close(fd);
 		free(c);
 		return;
