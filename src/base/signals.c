@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "compat/syscalls.h"
@@ -106,6 +108,21 @@ int sgn_child_defaults(void)
 	sgn_libc_own_default();			    /* the raw call for those */
 	(void)sigemptyset(&none);
 	return sigprocmask(SIG_SETMASK, &none, NULL) < 0 ? -errno : 0;
+}
+
+int sgn_parse(const char *s)
+{
+	char *end;
+	long n = strtol(s, &end, 10);
+
+	if (*s && !*end)
+		return n >= 1 && n < NSIG ? (int)n : -EINVAL;
+	if (strncasecmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (int i = 1; i < NSIG; i++)
+		if (sigabbrev_np(i) && strcasecmp(s, sigabbrev_np(i)) == 0)
+			return i;
+	return -EINVAL;
 }
 
 void sgn_name(int sig, char *buf, size_t len)

@@ -48,5 +48,8 @@ void sgn_libc_own_default(void);
  * Async-signal-safe. Returns 0 or -errno. */
 int sgn_child_defaults(void);
 
+/* A signal from "9", "KILL" or "SIGKILL" (any case), or -EINVAL. */
+int sgn_parse(const char *s);
+
 /* "SIGTERM", "SIGRTMIN+3", "SIGRTMAX-1": the names of kill -l (bash). */
 void sgn_name(int sig, char *buf, size_t len);

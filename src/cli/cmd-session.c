@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/signals.h"
 #include "base/exit-status.h"
 #include "cli/cli.h"
 #include "cli/run-options.h"
@@ -396,22 +397,6 @@ static int session_commands(int argc, char **argv)
 	return 0;
 }
 
-/* "9", "KILL" or "SIGKILL". */
-static int parse_signal(const char *s)
-{
-	char *end;
-	long n = strtol(s, &end, 10);
-
-	if (*s && !*end)
-		return n >= 1 && n < NSIG ? (int)n : -EINVAL;
-	if (strncasecmp(s, "SIG", 3) == 0)
-		s += 3;
-	for (int i = 1; i < NSIG; i++)
-		if (sigabbrev_np(i) && strcasecmp(s, sigabbrev_np(i)) == 0)
-			return i;
-	return -EINVAL;
-}
-
 static int session_kill(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -424,7 +409,7 @@ static int session_kill(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			sig = parse_signal(optarg);
+			sig = sgn_parse(optarg);
 			if (sig < 0) {
 				cli_error("session kill: --signal %s: expected a signal (9, KILL, "
 					  "SIGTERM)",

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/signals.h"
 #include "base/exit-status.h"
 #include "base/fdpass.h"
 #include "base/io.h"
@@ -972,32 +973,10 @@ static int do_state(const char *id)
 	return 0;
 }
 
-static int parse_signal(const char *s)
-{
-	static const struct {
-		const char *name;
-		int sig;
-	} names[] = {{"HUP", SIGHUP},	  {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
-		     {"USR1", SIGUSR1},	  {"USR2", SIGUSR2}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},
-		     {"TERM", SIGTERM},	  {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},
-		     {"WINCH", SIGWINCH}, {"ABRT", SIGABRT}};
-	char *end;
-	long n = strtol(s, &end, 10);
-
-	if (*s && !*end)
-		return n >= 1 && n < NSIG ? (int)n : -EINVAL;
-	if (strncasecmp(s, "SIG", 3) == 0)
-		s += 3;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcasecmp(s, names[i].name) == 0)
-			return names[i].sig;
-	return -EINVAL;
-}
-
 static int do_kill(const char *id, const char *sigs, bool all)
 {
 	char req[32], dir[4096];
-	int sig = parse_signal(sigs ? sigs : "TERM"), code;
+	int sig = sgn_parse(sigs ? sigs : "TERM"), code;
 
 	if (sig < 0) {
 		oci_err("%s: not a signal (a name such as TERM or SIGKILL, or a number)", sigs);
