@@ -32,6 +32,10 @@
 #define SV_BODY_S	60
 #define SV_READ_CHUNK	65536u
 #define SV_POOL_RETRY_S 5
+/* A refill waits until hand-outs pause this long (or its pool is empty):
+ * a session start takes the CPU the first commands of the sessions just
+ * handed out need, and serving those is what the pool is for. */
+#define SV_POOL_QUIET_MS 25
 
 typedef struct sv_pol {
 	char name[128];
@@ -60,6 +64,7 @@ typedef struct sv_daemon {
 	size_t n_pols;
 	pthread_mutex_t pool_lock;
 	pthread_cond_t pool_cond;
+	int64_t last_handout_ms; /* CLOCK_REALTIME, as pool_cond's waits */
 	bool stopping;
 	char tmpdir[PATH_MAX]; /* inline policies, written for `session start` */
 	/* who holds the connections and the request buffers */

@@ -94,6 +94,7 @@ static int pool_take(sv_daemon *d, sv_pol *pol, sv_session *ret)
 
 		if (alive(s.pid)) {
 			*ret = s;
+			d->last_handout_ms = now_ms();
 			r = 0;
 			break;
 		}
@@ -153,7 +154,8 @@ static void stop_quietly(sv_daemon *d, const char *name)
 }
 
 /* Keeps every pool full: one start at a time, never more than its size
- * (ready + starting), and drops sessions that ended on their own. */
+ * (ready + starting), once hand-outs pause (SV_POOL_QUIET_MS) unless the
+ * pool is empty, and drops sessions that ended on their own. */
 static void *pool_main(void *arg)
 {
 	sv_daemon *d = arg;
@@ -174,11 +176,14 @@ static void *pool_main(void *arg)
 			if (p->n_ready + p->filling < p->size && now >= p->retry_at)
 				want = p;
 		}
-		if (!want) {
-			struct timespec until;
+		int64_t wait_ms = !want ? 1000
+				  : want->n_ready ? d->last_handout_ms + SV_POOL_QUIET_MS - now_ms()
+						  : 0;
 
-			(void)clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 1;
+		if (wait_ms > 0) {
+			int64_t t = now_ms() + wait_ms;
+			struct timespec until = {.tv_sec = t / 1000, .tv_nsec = (t % 1000) * 1000000};
+
 			(void)pthread_cond_timedwait(&d->pool_cond, &d->pool_lock, &until);
 			continue;
 		}
