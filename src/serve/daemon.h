@@ -120,6 +120,18 @@ int sv_wait_bytes(int fd, int64_t deadline);
 
 /* ---- what server.c lends the endpoints ---- */
 int sv_query_path(sv_conn *c, const sv_request *req, bool required, const char **ret);
+/* Whether pid is there (EPERM counts: it is, and not ours to signal). */
+bool sv_pid_alive(pid_t pid);
+
+/* ---- commands (http-commands.c) ---- */
+int sv_handle_exec(sv_conn *c, const sv_request *req, const sv_session *s);
+int sv_handle_command_start(sv_conn *c, const sv_request *req, const sv_session *s);
+/* GET/DELETE .../commands/PID, POST .../PID/stdin and .../PID/resize. */
+int sv_handle_command(sv_conn *c, const sv_request *req, const sv_session *s, bool stdin_,
+		      bool resize);
+
+/* ---- workspaces (http-workspace.c) ---- */
+int sv_handle_workspace(sv_conn *c, const sv_request *req, const char *name, const char *verb);
 
 /* ---- the file endpoints (http-files.c) ---- */
 int sv_handle_watch(sv_conn *c, const sv_request *req, const sv_session *s);
