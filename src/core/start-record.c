@@ -75,7 +75,7 @@ static json_t *layers_json(supervisor *s)
 		snprintf(id, sizeof(id),
 			 "unprivileged: the agent (%u:%u inside) is the invoking user %u:%u, "
 			 "plain bind grants",
-			 (unsigned)NS_AGENT_UID, (unsigned)NS_AGENT_GID, (unsigned)geteuid(),
+			 (unsigned)s->plan->agent_uid, (unsigned)s->plan->agent_gid, (unsigned)geteuid(),
 			 (unsigned)getegid());
 		(void)json_object_set_new(o, "identity", json_string(id));
 	}
