@@ -563,9 +563,9 @@ static int mount_image_root(const sc_plan *plan, int image)
 	 * owner (as the idmapped lower shows it) and mode, so that "/" inside
 	 * is the image's, not the tmpfs's. Unprivileged we are that owner or
 	 * cannot name it. */
-	if (image >= 0 && (stat(NEWROOT "/lower", &st) < 0 ||
-			   chown(NEWROOT "/upper", st.st_uid, st.st_gid) < 0 ||
-			   chmod(NEWROOT "/upper", st.st_mode & 01777) < 0))
+	if (image >= 0 &&
+	    (stat(NEWROOT "/lower", &st) < 0 || chown(NEWROOT "/upper", st.st_uid, st.st_gid) < 0 ||
+	     chmod(NEWROOT "/upper", st.st_mode & 01777) < 0))
 		return -errno;
 	if (mount("overlay", NEWROOT "/root", "overlay", MS_NOSUID | MS_NODEV,
 		  "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/upper,workdir=" NEWROOT

@@ -122,8 +122,7 @@ static int open_image(const sc_plan *plan, uid_t id_base, ns_source *img, sc_dia
 	img->fd = open_no_symlinks(plan->rootfs);
 	if (img->fd < 0 || fstat(img->fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		r = img->fd < 0 ? img->fd : S_ISDIR(st.st_mode) ? -errno : -ENOTDIR;
-		return diag_fail(d, r, "$.fs.runtime.rootfs", "%s: %s", plan->rootfs,
-				 strerror(-r));
+		return diag_fail(d, r, "$.fs.runtime.rootfs", "%s: %s", plan->rootfs, strerror(-r));
 	}
 	img->is_dir = true;
 	ns_id_maps(plan, id_base, um, gm);

@@ -875,9 +875,9 @@ int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t
 	v = json_object_get(config, "annotations");
 	if (v && !json_is_object(v))
 		return oci_refuse(err, len, "$.annotations: expected an object");
-	policy = json_pack("{s:i, s:s, s:{s:{s:s, s:b}, s:[]}, s:{}}", "version", 1, "name", id,
-			   "fs", "runtime", "rootfs", path, "writable", writable, "grants",
-			   "limits");
+	policy =
+	    json_pack("{s:i, s:s, s:{s:{s:s, s:b}, s:[]}, s:{}}", "version", 1, "name", id, "fs",
+		      "runtime", "rootfs", path, "writable", writable, "grants", "limits");
 	if (!policy)
 		return -ENOMEM;
 	limits = json_object_get(policy, "limits");

@@ -151,7 +151,7 @@ struct sc_plan {
 
 	/* fs */
 	fs_runtime runtime;
-	char *rootfs; /* RUNTIME_ROOTFS only */
+	char *rootfs;	      /* RUNTIME_ROOTFS only */
 	bool rootfs_writable; /* RUNTIME_ROOTFS: a private, bounded layer over it takes writes */
 	plan_grant *grants;
 	size_t n_grants;

@@ -377,12 +377,12 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 	if (!a || !b)
 		return a == b;
 	if (a->version != b->version || !str_eq(a->name, b->name) || a->runtime != b->runtime ||
-	    !str_eq(a->rootfs, b->rootfs) || a->rootfs_writable != b->rootfs_writable || a->n_grants != b->n_grants ||
-	    a->tmp_size != b->tmp_size || a->tmp_inodes != b->tmp_inodes ||
-	    !str_eq(a->workdir, b->workdir) || a->n_egress != b->n_egress ||
-	    a->n_allow_private != b->n_allow_private || a->rate.count != b->rate.count ||
-	    (a->rate.count && a->rate.per_ns != b->rate.per_ns) || a->bandwidth != b->bandwidth ||
-	    a->max_request_body != b->max_request_body ||
+	    !str_eq(a->rootfs, b->rootfs) || a->rootfs_writable != b->rootfs_writable ||
+	    a->n_grants != b->n_grants || a->tmp_size != b->tmp_size ||
+	    a->tmp_inodes != b->tmp_inodes || !str_eq(a->workdir, b->workdir) ||
+	    a->n_egress != b->n_egress || a->n_allow_private != b->n_allow_private ||
+	    a->rate.count != b->rate.count || (a->rate.count && a->rate.per_ns != b->rate.per_ns) ||
+	    a->bandwidth != b->bandwidth || a->max_request_body != b->max_request_body ||
 	    a->max_response_body != b->max_response_body || a->egress_budget != b->egress_budget ||
 	    a->net_listen != b->net_listen || a->n_serve != b->n_serve ||
 	    a->n_credentials != b->n_credentials || !str_eq(a->upstream_ca, b->upstream_ca) ||

@@ -133,8 +133,8 @@ static void mapping(void)
 	ok(strcmp(at(p, "identity.hostname"), "sandcap") == 0, "hostname");
 	ok(strcmp(at(p, "identity.uid"), "1000") == 0 && strcmp(at(p, "identity.gid"), "1000") == 0,
 	   "process.user: the agent's ids");
-	ok(json_is_false(json_object_get(json_object_get(json_object_get(p, "fs"), "runtime"),
-					 "writable")),
+	ok(json_is_false(
+	       json_object_get(json_object_get(json_object_get(p, "fs"), "runtime"), "writable")),
 	   "root.readonly true: a read-only root");
 	ok(json_array_size(proc.args) == 3 && !proc.terminal && strcmp(proc.cwd, "/work") == 0 &&
 	       json_array_size(proc.env) == 1,
