@@ -48,7 +48,8 @@ void ns_sources_free(ns_source *s, size_t n);
  * checks that the invoking user may use it as the policy says (read, and
  * write for rw). Nothing is cloned: a mount namespace we do not own cannot
  * be copied from, so the child binds the grant itself inside its own user
- * namespace and must find the same inode there (ns_setup_root_unpriv). * n_grants + 1 sources too, the image's slot always fd -1 (the child binds it).
+ * namespace and must find the same inode there (ns_setup_root_unpriv).
+ * n_grants + 1 sources too, the image's slot always fd -1 (the child binds it).
  */
 int ns_open_sources_unpriv(const sc_plan *plan, ns_source **ret_sources, sc_diag *reterr_diag);
 
