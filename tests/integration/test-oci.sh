@@ -282,6 +282,34 @@ out=$(rc exec --user 0 rwx id 2>&1)
 expect_eq "exec --user of another uid: refused" "$?" 125
 expect_match "... the container's user named" "$out" "must be the container's"
 rc delete --force rwx
+# dpkg -i of a locally built .deb as the image's root: its root-owned
+# files are root's inside, the package lands in the private layer only.
+if command -v dpkg >/dev/null && command -v dpkg-deb >/dev/null && command -v ldd >/dev/null; then
+	D="$T/deb"
+	mkdir -p "$D/pkg/DEBIAN" "$D/pkg/usr/share/hello" "$D/img/root"
+	printf 'Package: hello-sandcap\nVersion: 1.0\nArchitecture: all\nMaintainer: t <t@example.org>\nDescription: t\n' > "$D/pkg/DEBIAN/control"
+	echo hi > "$D/pkg/usr/share/hello/x"
+	dpkg-deb --root-owner-group --build "$D/pkg" "$D/img/root/hello.deb" >/dev/null
+	(cd "$D/img" && mkdir -p bin usr/bin etc/dpkg var/lib/dpkg/info var/lib/dpkg/updates var/lib/dpkg/triggers var/log tmp proc dev &&
+		: > var/lib/dpkg/status && : > var/lib/dpkg/available && cp "$BB" bin/busybox &&
+		for a in sh rm cat; do ln -s busybox bin/$a; done &&
+		for b in dpkg dpkg-deb dpkg-query; do
+			cp "$(command -v $b)" usr/bin/ &&
+			for l in $(ldd "$(command -v $b)" | grep -o '/[^ ]*'); do mkdir -p ".${l%/*}" && cp -L "$l" ".$l"; done
+		done)
+	dsum() { (cd "$D/img" && find . -printf '%p %U:%G %m %s\n' | sort && find . -type f -exec sha256sum {} + | sort) | sha256sum; }
+	dsum0=$(dsum)
+	edit deb "c['process']['terminal'] = False
+c['root'] = {'path': '$D/img', 'readonly': False}
+c['process']['user'] = {'uid': 0, 'gid': 0}
+c['process']['args'] = ['sh', '-c', 'dpkg -i /root/hello.deb >/dev/null && dpkg-query -W hello-sandcap && cat /usr/share/hello/x']"
+	use deb
+	out=$(rc run --bundle "$T/b" deb 2>&1)
+	expect_match "writable, uid 0: dpkg -i of a local .deb installs it" "$out" $'hello-sandcap\t1.0\nhi'
+	expect_eq "... the image unchanged" "$(dsum)" "$dsum0"
+else
+	skip "dpkg -i in a writable root" "dpkg or dpkg-deb is not installed"
+fi
 # ---- a terminal through --console-socket ----
 cat > "$T/recv.py" <<'EOF'
 import array, os, socket, sys, time
