@@ -1071,27 +1071,37 @@ static int container_user(const char *dir, uint32_t *ret_uid, uint32_t *ret_gid)
 	return r;
 }
 
-/* runc's --user UID[:GID] (a missing GID is 0, as runc has it): the
- * container's ids, or -EPERM. */
+/* One id of --user: digits only, below (uid_t)-1; the rest in *ret_end. */
+static int user_id(const char *s, uint32_t *ret, const char **ret_end)
+{
+	unsigned long long v = 0;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9' && v <= 0xffffffffull; p++)
+		v = v * 10 + (unsigned)(*p - '0');
+	if (p == s || v >= 0xffffffffull)
+		return -EINVAL;
+	*ret = (uint32_t)v;
+	*ret_end = p;
+	return 0;
+}
+
+/* runc's --user UID[:GID] (u, or NULL: a process file's uid and gid): the
+ * container's ids, or -EPERM. A missing GID is the container's: there is
+ * no other to mean. */
 static int exec_user(const char *dir, const char *u, uint32_t uid, uint32_t gid)
 {
 	uint32_t cu, cg;
-	unsigned long long a, b = 0;
-	int n = 0;
+	const char *end;
 
-	if (u && sscanf(u, "%llu%n", &a, &n) == 1 && (u[n] == '\0' || u[n] == ':')) {
-		int m = 0;
-
-		if (u[n] == ':' && (sscanf(u + n + 1, "%llu%n", &b, &m) != 1 || u[n + 1 + m]))
-			return -EINVAL;
-		uid = (uint32_t)a, gid = (uint32_t)b;
-		if (a != uid || b != gid)
-			return -EINVAL;
-	} else if (u) {
-		return -EINVAL;
-	}
 	if (container_user(dir, &cu, &cg) < 0)
 		return -ENOENT;
+	if (u) {
+		gid = cg;
+		if (user_id(u, &uid, &end) < 0 ||
+		    (*end && (*end != ':' || user_id(end + 1, &gid, &end) < 0 || *end)))
+			return -EINVAL;
+	}
 	return cu == uid && cg == gid ? 0 : -EPERM;
 }
 
