@@ -278,7 +278,7 @@ use rwx
 rc create --bundle "$T/b" rwx && rc start rwx
 out=$(rc exec --user 101:101 rwx sh -c 'id -u; grep CapEff /proc/self/status')
 expect_match "exec --user 101:101 (the container's): runs, CapEff 0" "$out" '^101'$'\n''CapEff:[[:space:]]+0000000000000000'
-rc exec --user 101 rwx true
+rc exec --user 101 rwx sh -c "exit 0"
 expect_eq "exec --user 101 (its gid the container's)" "$?" 0
 out=$(rc exec --user 0 rwx id 2>&1)
 expect_eq "exec --user of another uid: refused" "$?" 125
