@@ -987,7 +987,7 @@ static int handle_command_start(sv_conn *c, const sv_request *req, const sv_sess
 	cwd = json_object_get(body, "cwd");
 	if (cwd && !json_is_null(cwd) && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/'))
 		return sv_fail_reply(c, 400, "bad_path", "$.cwd", "expected an absolute path");
-	/* One user inside: the agent (identity.uid), as every exec of the session. */
+	/* One user inside: the agent (uid 1000), as every exec of the session. */
 	user = json_object_get(body, "user");
 	if (user && !json_is_null(user) &&
 	    (!json_is_string(user) || strcmp(json_string_value(user), "user")))
