@@ -1045,19 +1045,70 @@ typedef struct exec_opts {
 	size_t n_env;
 } exec_opts;
 
-/* runc's --user UID[:GID]: as process.user, 1000 or 0, the agent either way. */
-static bool agent_user(const char *u)
+/* The container's process.user ids, from its bundle's config.json: an exec
+ * runs as the sandbox's one user, so it may ask for that one only. */
+static int container_user(const char *dir, uint32_t *ret_uid, uint32_t *ret_gid)
 {
-	const char *colon = strchr(u, ':');
-	size_t n = colon ? (size_t)(colon - u) : strlen(u);
-	bool uid = (n == 4 && strncmp(u, "1000", 4) == 0) || (n == 1 && u[0] == '0');
+	char path[4200];
+	json_t *st, *c = NULL, *u;
+	int r = -ENOENT;
 
-	return uid && (!colon || strcmp(colon + 1, "1000") == 0 || strcmp(colon + 1, "0") == 0);
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	st = json_load_file(path, 0, NULL);
+	if (json_is_string(json_object_get(st, "bundle"))) {
+		snprintf(path, sizeof(path), "%s/config.json",
+			 json_string_value(json_object_get(st, "bundle")));
+		c = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	}
+	u = json_object_get(json_object_get(c, "process"), "user");
+	if (json_is_integer(json_object_get(u, "uid"))) {
+		*ret_uid = (uint32_t)json_integer_value(json_object_get(u, "uid"));
+		*ret_gid = (uint32_t)json_integer_value(json_object_get(u, "gid"));
+		r = 0;
+	}
+	json_decref(c);
+	json_decref(st);
+	return r;
+}
+
+/* One id of --user: digits only, below (uid_t)-1; the rest in *ret_end. */
+static int user_id(const char *s, uint32_t *ret, const char **ret_end)
+{
+	unsigned long long v = 0;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9' && v <= 0xffffffffull; p++)
+		v = v * 10 + (unsigned)(*p - '0');
+	if (p == s || v >= 0xffffffffull)
+		return -EINVAL;
+	*ret = (uint32_t)v;
+	*ret_end = p;
+	return 0;
+}
+
+/* runc's --user UID[:GID] (u, or NULL: a process file's uid and gid): the
+ * container's ids, or -EPERM. A missing GID is the container's: there is
+ * no other to mean. */
+static int exec_user(const char *dir, const char *u, uint32_t uid, uint32_t gid)
+{
+	uint32_t cu, cg;
+	const char *end;
+
+	if (container_user(dir, &cu, &cg) < 0)
+		return -ENOENT;
+	if (u) {
+		gid = cg;
+		if (user_id(u, &uid, &end) < 0 ||
+		    (*end && (*end != ':' || user_id(end + 1, &gid, &end) < 0 || *end)))
+			return -EINVAL;
+	}
+	return cu == uid && cg == gid ? 0 : -EPERM;
 }
 
 /* The command, from --process FILE (its JSON is *ret_json's, which the
  * strings borrow) or from the command line. */
-static int exec_request(const exec_opts *o, char **args, json_t **ret_json, sx_req *q)
+static int exec_request(const char *dir, const exec_opts *o, char **args, json_t **ret_json,
+			sx_req *q)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, i;
@@ -1074,9 +1125,9 @@ static int exec_request(const exec_opts *o, char **args, json_t **ret_json, sx_r
 			oci_err("exec: a command is required (or --process FILE)");
 			return -EINVAL;
 		}
-		if (o->user && !agent_user(o->user)) {
-			oci_err("--user %s: must be 1000 (or 0, which runs as 1000): the only user "
-				"sandcap runs a container's process as",
+		if (o->user && exec_user(dir, o->user, 0, 0) < 0) {
+			oci_err("--user %s: must be the container's process.user (uid[:gid]): "
+				"the only user sandcap runs its processes as",
 				o->user);
 			return -EINVAL;
 		}
@@ -1100,6 +1151,13 @@ static int exec_request(const exec_opts *o, char **args, json_t **ret_json, sx_r
 		return -EINVAL;
 	}
 	r = oci_process_parse(p, &proc, err, sizeof(err));
+	if (r >= 0 && exec_user(dir, NULL, proc.uid, proc.gid) < 0) {
+		snprintf(err, sizeof(err),
+			 "$.process.user: must be the container's (uid %u, gid %u asked): the "
+			 "only user sandcap runs its processes as",
+			 (unsigned)proc.uid, (unsigned)proc.gid);
+		r = -EINVAL;
+	}
 	argv = r < 0 ? NULL : calloc(json_array_size(proc.args) + 1, sizeof(char *));
 	env = r < 0 ? NULL : calloc(json_array_size(proc.env) + 1, sizeof(char *));
 	if (r < 0 || !argv || !env) {
@@ -1220,7 +1278,7 @@ static int do_exec(const char *id, const exec_opts *o, char **args)
 		oci_err("cannot exec in a paused container: %s", id);
 		return 255;
 	}
-	if (exec_request(o, args, &pj, &q) < 0)
+	if (exec_request(dir, o, args, &pj, &q) < 0)
 		return SC_EXIT_SETUP;
 	if (q.tty && o->detach && !o->console) {
 		oci_err("exec --detach with a terminal needs --console-socket");
@@ -1636,7 +1694,7 @@ static void usage(FILE *f)
 	      "  run [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] [--detach]\n"
 	      "      [--no-pivot] ID\n"
 	      "  exec [--process FILE] [--tty] [--console-socket SOCK] [--pid-file FILE]\n"
-	      "       [--detach] [--env K=V]... [--cwd DIR] [--user 1000] ID [CMD ARG...]\n"
+	      "       [--detach] [--env K=V]... [--cwd DIR] [--user UID[:GID]] ID [CMD ARG...]\n"
 	      "  ps [--format table|json] ID [PS-ARGS...]\n"
 	      "  state ID\n"
 	      "  kill [--all|-a] ID [SIGNAL]\n"

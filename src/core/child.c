@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/securebits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -207,8 +208,8 @@ static int step_userns(child_ctx *c)
 	sync_msg m = {.type = SYNC_USERNS};
 	int r;
 
-	/* Our own identity from here on: the supervisor maps 0, 1000 and 65534
-	 * to an unprivileged host range (docs/decisions.md, "Identity: a few
+	/* Our own identity from here on: the supervisor maps 0, the agent's ids
+	 * and 65534 to an unprivileged host range (docs/decisions.md, "Identity: a few
 	 * host ids per sandbox"). */
 	if (unshare(CLONE_NEWUSER) < 0)
 		return -errno;
@@ -228,14 +229,25 @@ static int step_bounding(child_ctx *c)
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
 			return -errno;
+	/* The agent may be uid 0 inside (identity.uid): an execve by uid 0
+	 * gains the bounding set (capabilities(7), "Capabilities and execution
+	 * of programs by root"), empty by now; and with NOROOT, locked, it
+	 * gains nothing even if a set were not. KEEP_CAPS locked off: no
+	 * setuid keeps what the caps step takes. Needs CAP_SETPCAP too. */
+	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_KEEP_CAPS_LOCKED,
+		  0, 0, 0) < 0)
+		return -errno;
 	return 0;
 }
 
 static int step_identity(child_ctx *c)
 {
-	(void)c;
-	if (setgroups(0, NULL) < 0 || setresgid(NS_AGENT_GID, NS_AGENT_GID, NS_AGENT_GID) < 0 ||
-	    setresuid(NS_AGENT_UID, NS_AGENT_UID, NS_AGENT_UID) < 0)
+	gid_t g = c->plan->agent_gid;
+	uid_t u = c->plan->agent_uid;
+
+	/* Supplementary groups: none (additionalGids asks only for the
+	 * primary one, sandcap-runc). */
+	if (setgroups(0, NULL) < 0 || setresgid(g, g, g) < 0 || setresuid(u, u, u) < 0)
 		return -errno;
 	return 0;
 }
@@ -245,9 +257,10 @@ static int step_identity(child_ctx *c)
  * calls still fail closed if the ids are not what the map says. */
 static int step_identity_unpriv(child_ctx *c)
 {
-	(void)c;
-	if (setresgid(NS_AGENT_GID, NS_AGENT_GID, NS_AGENT_GID) < 0 ||
-	    setresuid(NS_AGENT_UID, NS_AGENT_UID, NS_AGENT_UID) < 0)
+	gid_t g = c->plan->agent_gid;
+	uid_t u = c->plan->agent_uid;
+
+	if (setresgid(g, g, g) < 0 || setresuid(u, u, u) < 0)
 		return -errno;
 	return 0;
 }
@@ -346,7 +359,7 @@ static const struct setup_step {
     {"cgroupns", step_cgroupns, LAYER_CGROUPNS}, /* after joining the cgroup, so it is our root */
     {"userns", step_userns, LAYER_USERNS},	 /* from here on nothing maps to host root */
     {"bounding", step_bounding},		 /* needs CAP_SETPCAP: before setuid */
-    {"identity", step_identity},		 /* setuid to the agent clears caps */
+    {"identity", step_identity},		 /* caps: the next step clears them all */
     {"caps", step_caps, LAYER_CAPS},		 /* inheritable and ambient too */
     {"parent-death", step_parent_death},	 /* after the last credential change */
     {"no-new-privs", step_nnp, LAYER_NNP},	 /* must precede Landlock and seccomp */

@@ -139,7 +139,7 @@ void sv_teardown(supervisor *s)
 	s->spawn = spawn_server_free(s->spawn); /* before the cgroup: they live in it */
 	/* The overlays and their tmpfs go before the cgroup their pages are
 	 * charged to. */
-	ns_sources_free(s->sources, s->plan->n_grants);
+	ns_sources_free(s->sources, s->plan->n_grants + 1);
 	s->sources = NULL;
 	s->ws = ws_run_free(s->ws);
 	json_decref(s->ws_exit);

@@ -174,7 +174,7 @@ int sv_host_setup(supervisor *s)
 		return r;
 	s->id_base = ns_host_id_base(getpid());
 	r = s->unpriv ? ns_open_sources_unpriv(p, &s->sources, s->diag)
-		      : ns_open_sources(p, s->id_base + 1, s->id_base + 1, &s->sources, s->diag);
+		      : ns_open_sources(p, s->id_base, &s->sources, s->diag);
 	if (r < 0) {
 		host_explain_refusal(s->diag, r, s->unpriv); /* an id mapping needs a userns */
 		return r;
@@ -301,7 +301,7 @@ int sv_hand_off(supervisor *s)
 	if (s->unpriv) {
 		sync_msg go = {.type = SYNC_GO};
 
-		r = ns_write_id_maps_unpriv(s->pid, NS_AGENT_UID, NS_AGENT_GID);
+		r = ns_write_id_maps_unpriv(s->pid, s->plan->agent_uid, s->plan->agent_gid);
 		if (r < 0)
 			return diag_fail(s->diag, r, "userns", "cannot write the id maps: %s",
 					 strerror(-r));
@@ -314,15 +314,10 @@ int sv_hand_off(supervisor *s)
 static void map_ids(supervisor *s)
 {
 	sync_msg m = {.type = SYNC_MAPPED};
-	char um[96], gm[96];
+	char um[NS_ID_MAP_MAX], gm[NS_ID_MAP_MAX];
 	int r;
 
-	snprintf(um, sizeof(um), "0 %u 1\n%u %u 1\n%u %u 1\n", (unsigned)s->id_base,
-		 (unsigned)NS_AGENT_UID, (unsigned)s->id_base + 1, (unsigned)NS_NOBODY_UID,
-		 (unsigned)s->id_base + 2);
-	snprintf(gm, sizeof(gm), "0 %u 1\n%u %u 1\n%u %u 1\n", (unsigned)s->id_base,
-		 (unsigned)NS_AGENT_GID, (unsigned)s->id_base + 1, (unsigned)NS_NOBODY_GID,
-		 (unsigned)s->id_base + 2);
+	ns_id_maps(s->plan, s->id_base, um, gm);
 	r = ns_write_id_maps(s->pid, um, gm);
 	if (r < 0) {
 		s->setup_failed = true;

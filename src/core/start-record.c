@@ -38,7 +38,11 @@ static json_t *layers_json(supervisor *s)
 	if (l & LAYER_MOUNTS)
 		(void)json_object_set_new(
 		    o, "mounts",
-		    json_string("tmpfs root, pivot_root, read-only runtime, nosuid nodev grants"));
+		    json_string(
+			s->plan->runtime == RUNTIME_ROOTFS && s->plan->rootfs_writable
+			    ? "tmpfs root, pivot_root, writable image root (a private "
+			      "bounded layer), nosuid nodev grants"
+			    : "tmpfs root, pivot_root, read-only runtime, nosuid nodev grants"));
 	/* In the cgroup: placed by clone3 or by us, or it moved itself in. */
 	(void)json_object_set_new(
 	    o, "cgroup",
@@ -75,8 +79,8 @@ static json_t *layers_json(supervisor *s)
 		snprintf(id, sizeof(id),
 			 "unprivileged: the agent (%u:%u inside) is the invoking user %u:%u, "
 			 "plain bind grants",
-			 (unsigned)NS_AGENT_UID, (unsigned)NS_AGENT_GID, (unsigned)geteuid(),
-			 (unsigned)getegid());
+			 (unsigned)s->plan->agent_uid, (unsigned)s->plan->agent_gid,
+			 (unsigned)geteuid(), (unsigned)getegid());
 		(void)json_object_set_new(o, "identity", json_string(id));
 	}
 	return o;

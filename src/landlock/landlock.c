@@ -7,6 +7,7 @@
  */
 #include "landlock/landlock.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -250,10 +251,67 @@ static int ll_add_table(int ruleset_fd, const ll_path_rule *t, size_t n, uint64_
 	return 0;
 }
 
+/*
+ * A writable image root (fs.runtime.writable): rw rules on each directory and
+ * file at the top of "/" that belongs to the image's overlay. Landlock rules
+ * only add, so one on "/" would reach the mounts beneath it too (/proc, /dev,
+ * ro grants); the mount roots at the top are skipped and keep their own
+ * rules. A ro grant nested deeper, under an image directory, stays read-only
+ * by its mount (MOUNT_ATTR_RDONLY, which no capability inside can undo).
+ * Not given: creating or removing names in "/" itself, and connecting to a
+ * socket found in these trees (as in ro ones).
+ */
+static int ll_add_image_top(int ruleset_fd, uint64_t handled)
+{
+	_cleanup_close_ int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+	struct dirent *e;
+	int r = 0;
+
+	if (root < 0)
+		return -errno;
+	d = fdopendir(dup(root));
+	if (!d)
+		return -errno;
+	while (r >= 0 && (errno = 0, e = readdir(d))) {
+		struct statx stx;
+		int fd;
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (statx(root, e->d_name, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx) < 0) {
+			r = -errno;
+			break;
+		}
+		/* A link's target is covered where it lies; mounts keep theirs. */
+		if (S_ISLNK(stx.stx_mode) || (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) ||
+		    !(S_ISDIR(stx.stx_mode) || S_ISREG(stx.stx_mode)))
+			continue;
+		fd = openat(root, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			r = -errno;
+			break;
+		}
+		r = ll_add_fd(ruleset_fd, fd, LL_RW & ~(uint64_t)LANDLOCK_ACCESS_FS_RESOLVE_UNIX,
+			      handled);
+		(void)close(fd);
+	}
+	if (r >= 0 && errno != 0)
+		r = -errno;
+	(void)closedir(d);
+	return r;
+}
+
 size_t ll_writable(const sc_plan *plan, const char **ret, size_t max)
 {
 	size_t n = 0;
 
+	/* A writable image root: its top entries are found inside only
+	 * (ll_add_image_top), so "/" stands for them here; a write Landlock
+	 * refuses beside them (a new name in "/", /proc) goes to the kernel
+	 * unjudged, refused without a record. */
+	if (plan->runtime == RUNTIME_ROOTFS && plan->rootfs_writable && n < max)
+		ret[n++] = "/";
 	for (size_t i = 0; i < ELEMENTSOF(ll_common) && n < max; i++)
 		if (ll_common[i].access == LL_RW)
 			ret[n++] = ll_common[i].path;
@@ -321,10 +379,12 @@ int ll_apply_abi(const sc_plan *plan, int exe_fd, int abi, ll_status *ret_status
 	if (ruleset_fd < 0)
 		return -errno;
 
-	if (plan->runtime == RUNTIME_ROOTFS)
+	if (plan->runtime == RUNTIME_ROOTFS) {
 		r = ll_add_table(ruleset_fd, ll_rootfs_runtime, ELEMENTSOF(ll_rootfs_runtime),
 				 attr.handled_access_fs);
-	else
+		if (r >= 0 && plan->rootfs_writable)
+			r = ll_add_image_top(ruleset_fd, attr.handled_access_fs);
+	} else
 		r = ll_add_table(ruleset_fd, ll_host_runtime, ELEMENTSOF(ll_host_runtime),
 				 attr.handled_access_fs);
 	if (r < 0)

@@ -58,7 +58,8 @@ uint32_t ll_restrict_flags_for(int kernel_abi);
 int ll_apply(const sc_plan *plan, int exe_fd, ll_status *ret_status);
 
 /* The sandbox paths the ruleset lets the agent write beneath (/tmp,
- * /dev/shm, the rw and cow grants' mount points), at most max of them in
+ * /dev/shm, the rw and cow grants' mount points; "/" for a writable image
+ * root, whose top entries are written beneath), at most max of them in
  * ret; returns how many. For the seccomp listener, which judges a write as
  * Landlock would (src/seccomp/writes.c). */
 size_t ll_writable(const sc_plan *plan, const char **ret, size_t max);

@@ -317,13 +317,22 @@ static int setup_etc(const sc_plan *plan, const char **what)
 	r = mkdir_p(NEWROOT "/etc", 0755);
 	if (r < 0)
 		return r;
-	r = write_file(NEWROOT "/etc/passwd",
-		       "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-		       "agent:x:1000:1000:agent:/tmp:/bin/sh\n"
-		       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	/* The agent's line unless its id is root's or nobody's (identity.uid). */
+	buf[0] = '\0';
+	if (plan->agent_uid != 0 && plan->agent_uid != NS_NOBODY_UID)
+		snprintf(buf, sizeof(buf), "agent:x:%u:%u:agent:/tmp:/bin/sh\n",
+			 (unsigned)plan->agent_uid, (unsigned)plan->agent_gid);
+	snprintf(target, sizeof(target),
+		 "root:x:0:0:root:/root:/usr/sbin/nologin\n%s"
+		 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		 buf);
+	r = write_file(NEWROOT "/etc/passwd", target);
+	buf[0] = '\0';
+	if (plan->agent_gid != 0 && plan->agent_gid != NS_NOBODY_GID)
+		snprintf(buf, sizeof(buf), "agent:x:%u:\n", (unsigned)plan->agent_gid);
+	snprintf(target, sizeof(target), "root:x:0:\n%snogroup:x:65534:\n", buf);
 	if (r >= 0)
-		r = write_file(NEWROOT "/etc/group",
-			       "root:x:0:\nagent:x:1000:\nnogroup:x:65534:\n");
+		r = write_file(NEWROOT "/etc/group", target);
 	if (r >= 0)
 		r = write_file(NEWROOT "/etc/nsswitch.conf",
 			       "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
@@ -518,17 +527,21 @@ static int setup_proc(const char **what)
  * so that the mount points the image lacks (/tmp, /run, a volume's) are
  * made there and the image is never written. Staged on a tmpfs at NEWROOT
  * and moved over it; that tmpfs goes with the host's tree at pivot_root.
- * The overlay is made read-only once the tree is built (setup_root).
+ * The overlay is made read-only once the tree is built (setup_root), unless
+ * fs.runtime.writable: then the upper layer takes the agent's writes too,
+ * bounded by that tmpfs's size. image: the supervisor's idmapped clone
+ * (ns_open_sources), or -1 (unprivileged: the path is bound here).
  */
-static int mount_image_root(const sc_plan *plan)
+static int mount_image_root(const sc_plan *plan, int image)
 {
 	struct sc_open_how how = {.flags = O_PATH | O_CLOEXEC,
 				  .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-	_cleanup_close_ int fd = sys_openat2(AT_FDCWD, plan->rootfs, &how);
+	_cleanup_close_ int fd = image >= 0 ? -1 : sys_openat2(AT_FDCWD, plan->rootfs, &how);
 	char opts[128];
+	struct stat st;
 	int r;
 
-	if (fd < 0)
+	if (image < 0 && fd < 0)
 		return -errno;
 	snprintf(opts, sizeof(opts), "mode=0755,size=%llu,nr_inodes=%llu",
 		 (unsigned long long)plan->tmp_size, (unsigned long long)plan->tmp_inodes);
@@ -537,9 +550,23 @@ static int mount_image_root(const sc_plan *plan)
 	if (mkdir(NEWROOT "/lower", 0700) < 0 || mkdir(NEWROOT "/upper", 0755) < 0 ||
 	    mkdir(NEWROOT "/work", 0700) < 0 || mkdir(NEWROOT "/root", 0700) < 0)
 		return -errno;
-	r = bind_tree(fd, NEWROOT "/lower", RO_ATTRS, -1);
-	if (r < 0)
-		return r;
+	if (image >= 0) {
+		if (sys_move_mount(image, "", AT_FDCWD, NEWROOT "/lower", MOVE_MOUNT_F_EMPTY_PATH) <
+		    0)
+			return -errno;
+	} else {
+		r = bind_tree(fd, NEWROOT "/lower", RO_ATTRS, -1);
+		if (r < 0)
+			return r;
+	}
+	/* The merged root is the upper directory: it takes the image root's
+	 * owner (as the idmapped lower shows it) and mode, so that "/" inside
+	 * is the image's, not the tmpfs's. Unprivileged we are that owner or
+	 * cannot name it. */
+	if (image >= 0 &&
+	    (stat(NEWROOT "/lower", &st) < 0 || chown(NEWROOT "/upper", st.st_uid, st.st_gid) < 0 ||
+	     chmod(NEWROOT "/upper", st.st_mode & 01777) < 0))
+		return -errno;
 	if (mount("overlay", NEWROOT "/root", "overlay", MS_NOSUID | MS_NODEV,
 		  "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/upper,workdir=" NEWROOT
 		  "/work") < 0 ||
@@ -671,7 +698,7 @@ static int setup_root(const sc_plan *plan, const ns_source *sources, const char 
 	}
 	if (plan->runtime == RUNTIME_ROOTFS) {
 		what = plan->rootfs;
-		r = mount_image_root(plan);
+		r = mount_image_root(plan, unpriv ? -1 : sources[plan->n_grants].fd);
 		if (r < 0)
 			goto out;
 	} else if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, ROOT_TMPFS_OPTS) < 0) {
@@ -705,8 +732,11 @@ static int setup_root(const sc_plan *plan, const ns_source *sources, const char 
 		goto out;
 
 	what = "pivot_root";
-	/* An image's overlay too: its mount points are made by now. */
-	if (mount(NULL, NEWROOT, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+	/* An image's overlay too: its mount points are made by now. A writable
+	 * one stays writable (its upper layer is the bound), never setuid. */
+	if (mount(NULL, NEWROOT, NULL,
+		  MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV |
+		      (plan->runtime == RUNTIME_ROOTFS && plan->rootfs_writable ? 0 : MS_RDONLY),
 		  NULL) < 0) {
 		r = -errno;
 		goto out;

@@ -13,8 +13,6 @@
 /* Ids inside the sandbox. Nothing inside maps to host root (docs/decisions.md,
  * "Identity: a few host ids per sandbox"). */
 #define NS_ROOT_UID   0
-#define NS_AGENT_UID  1000
-#define NS_AGENT_GID  1000
 #define NS_NOBODY_UID 65534 /* nobody and nogroup: mapped, so that setuid() to them is */
 #define NS_NOBODY_GID 65534 /* EPERM for the agent, as on a host, not EINVAL */
 /* Host ids per sandbox, from ns_host_id_base(): root, the agent, nobody
@@ -31,23 +29,28 @@ typedef struct ns_source {
 	ino_t ino;
 } ns_source;
 
-/* Host uid/gid base of this sandbox: inside 0 -> base, inside 1000 -> base + 1,
- * inside 65534 -> base + 2.
+/* Host uid/gid base of this sandbox: inside 0 -> base, the agent's ids
+ * (identity.uid/gid, default 1000) -> base + 1, inside 65534 -> base + 2.
  * Derived from the supervisor's pid so that live sandboxes never share ids. */
 uid_t ns_host_id_base(pid_t supervisor);
 
-/* Supervisor: opens every grant (and the rootfs) and prepares idmaps so that
- * files the agent writes keep the grant owner's uid/gid on the host.
- * On failure reterr_diag names the grant. */
-int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_gid,
-		    ns_source **ret_sources, sc_diag *reterr_diag);
+/* Supervisor: opens every grant and prepares idmaps so that files the agent
+ * writes keep the grant owner's uid/gid on the host; and the image
+ * (fs.runtime.rootfs), idmapped with the sandbox's maps from id_base, in
+ * the slot after the grants' (fd -1 without an image). n_grants + 1
+ * sources, freed with ns_sources_free(s, n_grants + 1). On failure
+ * reterr_diag names the grant. */
+int ns_open_sources(const sc_plan *plan, uid_t id_base, ns_source **ret_sources,
+		    sc_diag *reterr_diag);
 void ns_sources_free(ns_source *s, size_t n);
 
 /* Unprivileged supervisor: opens every grant without following symlinks and
  * checks that the invoking user may use it as the policy says (read, and
  * write for rw). Nothing is cloned: a mount namespace we do not own cannot
  * be copied from, so the child binds the grant itself inside its own user
- * namespace and must find the same inode there (ns_setup_root_unpriv). */
+ * namespace and must find the same inode there (ns_setup_root_unpriv).
+ * n_grants + 1 sources too, the image's slot always fd -1 (the child binds it).
+ */
 int ns_open_sources_unpriv(const sc_plan *plan, ns_source **ret_sources, sc_diag *reterr_diag);
 
 /* Whether this host lets an unprivileged process create a user namespace,
@@ -64,6 +67,11 @@ int ns_userns_max_check(char *why, size_t why_len);
 
 /* Creates a user namespace with the given maps and returns an fd to it. */
 int ns_userns_fd(const char *uid_map, const char *gid_map);
+/* The sandbox's maps from ns_host_id_base()'s base (see there): an agent
+ * id of 0 or 65534 is the agent's, base + 1, and that id is mapped once. */
+#define NS_ID_MAP_MAX 96
+void ns_id_maps(const sc_plan *plan, uid_t base, char ret_uid_map[static NS_ID_MAP_MAX],
+		char ret_gid_map[static NS_ID_MAP_MAX]);
 /* Supervisor: writes /proc/PID/{uid_map,gid_map}. */
 int ns_write_id_maps(pid_t pid, const char *uid_map, const char *gid_map);
 /* Unprivileged supervisor: maps inside_uid/gid of PID's user namespace to

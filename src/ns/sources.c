@@ -105,16 +105,56 @@ void ns_sources_free(ns_source *s, size_t n)
 	free(s);
 }
 
-int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_gid,
-		    ns_source **ret_sources, sc_diag *reterr_diag)
+/*
+ * An image's root (fs.runtime.rootfs), cloned here as a grant is: read-only,
+ * nosuid, nodev, and idmapped with the sandbox's own maps (ns_id_maps), so
+ * that its files show their owners inside as they are on disk (root's as
+ * root's, the agent's uid as the agent's) and, with a writable root, the
+ * agent writes where those owners may. A filesystem that cannot be
+ * idmapped is cloned plain (its owners then unmapped, "nobody", inside).
+ */
+static int open_image(const sc_plan *plan, uid_t id_base, ns_source *img, sc_diag *d)
 {
-	ns_source *s = calloc(plan->n_grants ? plan->n_grants : 1, sizeof(*s));
+	char um[NS_ID_MAP_MAX], gm[NS_ID_MAP_MAX];
+	struct stat st;
+	int r;
+
+	img->fd = open_no_symlinks(plan->rootfs);
+	if (img->fd < 0 || fstat(img->fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		r = img->fd < 0 ? img->fd : S_ISDIR(st.st_mode) ? -errno : -ENOTDIR;
+		return diag_fail(d, r, "$.fs.runtime.rootfs", "%s: %s", plan->rootfs, strerror(-r));
+	}
+	img->is_dir = true;
+	ns_id_maps(plan, id_base, um, gm);
+	img->idmap_fd = ns_userns_fd(um, gm);
+	if (img->idmap_fd < 0)
+		return diag_fail(d, img->idmap_fd, "$.fs.runtime.rootfs",
+				 "cannot create the id mapping for the image: %s",
+				 strerror(-img->idmap_fd));
+	r = detach_tree(img, GRANT_RO);
+	if (r < 0)
+		return diag_fail(d, r, "$.fs.runtime.rootfs", "%s: cannot clone it: %s",
+				 plan->rootfs, strerror(-r));
+	return 0;
+}
+
+int ns_open_sources(const sc_plan *plan, uid_t id_base, ns_source **ret_sources,
+		    sc_diag *reterr_diag)
+{
+	ns_source *s = calloc(plan->n_grants + 1, sizeof(*s));
+	uid_t agent_host_uid = id_base + 1;
+	gid_t agent_host_gid = id_base + 1;
 	int r;
 
 	if (!s)
 		return -ENOMEM;
-	for (size_t i = 0; i < plan->n_grants; i++)
+	for (size_t i = 0; i <= plan->n_grants; i++)
 		s[i].fd = s[i].idmap_fd = -1;
+	if (plan->runtime == RUNTIME_ROOTFS) {
+		r = open_image(plan, id_base, &s[plan->n_grants], reterr_diag);
+		if (r < 0)
+			goto fail;
+	}
 
 	for (size_t i = 0; i < plan->n_grants; i++) {
 		const plan_grant *g = &plan->grants[i];
@@ -161,7 +201,7 @@ int ns_open_sources(const sc_plan *plan, uid_t agent_host_uid, gid_t agent_host_
 	*ret_sources = s;
 	return 0;
 fail:
-	ns_sources_free(s, plan->n_grants);
+	ns_sources_free(s, plan->n_grants + 1);
 	return r;
 }
 
@@ -175,12 +215,12 @@ static int may_access(int fd, int mode)
 
 int ns_open_sources_unpriv(const sc_plan *plan, ns_source **ret_sources, sc_diag *reterr_diag)
 {
-	ns_source *s = calloc(plan->n_grants ? plan->n_grants : 1, sizeof(*s));
+	ns_source *s = calloc(plan->n_grants + 1, sizeof(*s));
 	int r;
 
 	if (!s)
 		return -ENOMEM;
-	for (size_t i = 0; i < plan->n_grants; i++)
+	for (size_t i = 0; i <= plan->n_grants; i++)
 		s[i].fd = s[i].idmap_fd = -1;
 
 	for (size_t i = 0; i < plan->n_grants; i++) {
@@ -208,6 +248,6 @@ int ns_open_sources_unpriv(const sc_plan *plan, ns_source **ret_sources, sc_diag
 	*ret_sources = s;
 	return 0;
 fail:
-	ns_sources_free(s, plan->n_grants);
+	ns_sources_free(s, plan->n_grants + 1);
 	return r;
 }

@@ -23,6 +23,26 @@ uid_t ns_host_id_base(pid_t supervisor)
 	return (uid_t)(0x40000000u + NS_HOST_IDS * (unsigned)supervisor);
 }
 
+/* One map: 0 -> base, agent -> base + 1, nobody -> base + 2; an agent id
+ * of 0 or 65534 takes that line over (then base or base + 2 is unused). */
+static void id_map(unsigned agent, unsigned nobody, unsigned base, char *buf, size_t len)
+{
+	int n = 0;
+
+	if (agent != 0)
+		n = snprintf(buf, len, "0 %u 1\n", base);
+	n += snprintf(buf + n, len - (size_t)n, "%u %u 1\n", agent, base + 1);
+	if (agent != nobody)
+		(void)snprintf(buf + n, len - (size_t)n, "%u %u 1\n", nobody, base + 2);
+}
+
+void ns_id_maps(const sc_plan *plan, uid_t base, char ret_uid_map[static NS_ID_MAP_MAX],
+		char ret_gid_map[static NS_ID_MAP_MAX])
+{
+	id_map(plan->agent_uid, NS_NOBODY_UID, (unsigned)base, ret_uid_map, NS_ID_MAP_MAX);
+	id_map(plan->agent_gid, NS_NOBODY_GID, (unsigned)base, ret_gid_map, NS_ID_MAP_MAX);
+}
+
 int ns_write_id_maps(pid_t pid, const char *uid_map, const char *gid_map)
 {
 	char path[64];

@@ -11,7 +11,7 @@
 #include "oci/fields.h"
 #include "ns/ns.h"
 
-#define AGENT_ID 1000 /* the agent's uid and gid inside (docs/architecture.md) */
+#define AGENT_ID 1000 /* the spec's uid and gid: the agent's default (docs/policy.md) */
 
 /* An optional member that is refused unless empty (null, "", [], {}, 0, false). */
 static bool empty(json_t *v)
@@ -110,7 +110,14 @@ static int map_rlimits(json_t *rl, json_t *limits, char *err, size_t len)
 	return 0;
 }
 
-static int map_user(json_t *u, char *err, size_t len)
+/* An id of process.user: 0 to 2^32 - 2 ((uid_t)-1 is no id). */
+static bool user_id(json_t *v)
+{
+	return json_is_integer(v) && json_integer_value(v) >= 0 &&
+	       json_integer_value(v) <= 4294967294;
+}
+
+static int map_user(json_t *u, oci_process *proc, char *err, size_t len)
 {
 	static const char *const keys[] = {"uid",   "gid",	"additionalGids",
 					   "umask", "username", NULL};
@@ -120,21 +127,15 @@ static int map_user(json_t *u, char *err, size_t len)
 
 	if (r < 0)
 		return r;
-	/* The process is always the agent, uid and gid 1000 inside with no
-	 * capability: 1000 is that, and 0 (an image's default user, which
-	 * would have had capabilities) becomes it (docs/oci.md). */
-	if (!json_is_integer(uid) ||
-	    (json_integer_value(uid) != AGENT_ID && json_integer_value(uid) != 0))
-		return oci_refuse(
-		    err, len,
-		    "$.process.user.uid: must be %d (or 0, which runs as %d): the only "
-		    "user sandcap runs a container's process as",
-		    AGENT_ID, AGENT_ID);
-	if (gid && (!json_is_integer(gid) ||
-		    (json_integer_value(gid) != AGENT_ID && json_integer_value(gid) != 0)))
-		return oci_refuse(err, len,
-				  "$.process.user.gid: must be %d (or 0, which runs as %d)",
-				  AGENT_ID, AGENT_ID);
+	/* Whatever the ids, the process is the sandbox's one unprivileged host
+	 * id with no capability; 0 too, root only by name (docs/oci.md). A
+	 * missing gid is 0, as runc has it. */
+	if (!user_id(uid))
+		return oci_refuse(err, len, "$.process.user.uid: expected an id, 0 to 4294967294");
+	if (gid && !user_id(gid))
+		return oci_refuse(err, len, "$.process.user.gid: expected an id, 0 to 4294967294");
+	proc->uid = (uint32_t)json_integer_value(uid);
+	proc->gid = gid ? (uint32_t)json_integer_value(gid) : 0;
 	/* containerd's CRI lists the primary group there too: that one is
 	 * the agent's gid already; another group is refused. */
 	v = json_object_get(u, "additionalGids");
@@ -198,9 +199,15 @@ static int map_process(json_t *p, json_t *policy, json_t *limits, oci_process *p
 		return oci_refuse(err, len, "$.process.cwd: expected an absolute path");
 	if (json_object_get(p, "terminal") && !json_is_boolean(json_object_get(p, "terminal")))
 		return oci_refuse(err, len, "$.process.terminal: expected true or false");
-	r = map_user(json_object_get(p, "user"), err, len);
+	r = map_user(json_object_get(p, "user"), proc, err, len);
 	if (r < 0)
 		return r;
+	v = json_object_get(policy, "identity");
+	if (!v && json_object_set_new(policy, "identity", v = json_object()) < 0)
+		return -ENOMEM;
+	if (json_object_set_new(v, "uid", json_integer(proc->uid)) < 0 ||
+	    json_object_set_new(v, "gid", json_integer(proc->gid)) < 0)
+		return -ENOMEM;
 	if (json_object_get(p, "rlimits")) {
 		r = map_rlimits(json_object_get(p, "rlimits"), limits, err, len);
 		if (r < 0)
@@ -211,7 +218,9 @@ static int map_process(json_t *p, json_t *policy, json_t *limits, oci_process *p
 	*proc = (oci_process){.args = args,
 			      .env = env,
 			      .cwd = cwd,
-			      .terminal = json_is_true(json_object_get(p, "terminal"))};
+			      .terminal = json_is_true(json_object_get(p, "terminal")),
+			      .uid = proc->uid,
+			      .gid = proc->gid};
 	v = json_object_get(p, "oomScoreAdj");
 	if (v) {
 		if (!json_is_integer(v) || json_integer_value(v) < -1000 ||
@@ -834,6 +843,7 @@ int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t
 	const char *ver = str(config, "ociVersion"), *rpath = str(root, "path"), *host;
 	json_t *policy = NULL, *limits;
 	char path[4096];
+	bool writable;
 	int r;
 
 	*ret_policy = NULL;
@@ -849,8 +859,12 @@ int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t
 			  len);
 	if (r < 0)
 		return r;
-	/* readonly false: the root is read-only whatever it asks; /tmp and
-	 * rw binds are where the process writes (docs/oci.md). */
+	/* readonly false (the default): a private layer over the image, as
+	 * large as /tmp, takes the writes (docs/oci.md). */
+	v = json_object_get(root, "readonly");
+	if (v && !json_is_boolean(v))
+		return oci_refuse(err, len, "$.root.readonly: expected true or false");
+	writable = !json_is_true(v);
 	if (path_in_bundle(bundle, rpath, path, sizeof(path)) < 0)
 		return oci_refuse(err, len, "$.root.path: too long");
 	r = map_hooks(json_object_get(config, "hooks"), err, len);
@@ -861,8 +875,9 @@ int oci_config_policy(json_t *config, const char *bundle, const char *id, json_t
 	v = json_object_get(config, "annotations");
 	if (v && !json_is_object(v))
 		return oci_refuse(err, len, "$.annotations: expected an object");
-	policy = json_pack("{s:i, s:s, s:{s:{s:s}, s:[]}, s:{}}", "version", 1, "name", id, "fs",
-			   "runtime", "rootfs", path, "grants", "limits");
+	policy =
+	    json_pack("{s:i, s:s, s:{s:{s:s, s:b}, s:[]}, s:{}}", "version", 1, "name", id, "fs",
+		      "runtime", "rootfs", path, "writable", writable, "grants", "limits");
 	if (!policy)
 		return -ENOMEM;
 	limits = json_object_get(policy, "limits");

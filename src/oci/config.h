@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #define OCI_VERSION	      "1.2.0"
@@ -25,6 +26,7 @@ typedef struct oci_process {
 	unsigned rows, cols; /* consoleSize, 0 when absent */
 	int oom_score_adj;   /* oomScoreAdj, 0 to 1000: a negative one is 0 */
 	bool has_oom_score_adj;
+	uint32_t uid, gid; /* process.user: the agent's ids inside (identity.uid/gid) */
 } oci_process;
 
 /* The namespaces a container joins (linux.namespaces[].path), the others

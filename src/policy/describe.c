@@ -81,9 +81,13 @@ static void describe_fs(const sc_plan *p, FILE *out)
 		    "/etc", "", "", "");
 	} else {
 		fprintf(out,
-			"  %-22s the unpacked image at %s on the host, read-only, nosuid, nodev;\n"
+			"  %-22s the unpacked image at %s on the host, %s, nosuid, nodev;\n"
 			"  %-22s nothing else from the host unless listed here\n",
-			"/", p->rootfs, "");
+			"/", p->rootfs,
+			p->rootfs_writable ? "writable (its changes in a private layer, at most "
+					     "the size of /tmp, dropped at the end)"
+					   : "read-only",
+			"");
 	}
 	for (size_t i = 0; i < p->n_grants; i++) {
 		const plan_grant *g = &p->grants[i];
@@ -348,8 +352,10 @@ int plan_describe(const sc_plan *p, FILE *out)
 	describe_limits(p, out);
 
 	fprintf(out, "\nIdentity:\n");
-	fprintf(out, "  user \"agent\" (uid 1000 inside, an unprivileged id outside), no "
-		     "capabilities, no_new_privs\n");
+	fprintf(out,
+		"  user \"agent\" (uid %u, gid %u inside, an unprivileged id outside), no "
+		"capabilities, no_new_privs\n",
+		(unsigned)p->agent_uid, (unsigned)p->agent_gid);
 	fprintf(out, "  hostname:              %s\n", p->hostname);
 	fprintf(out, "\nEnvironment (nothing else is inherited):\n  ");
 	for (size_t i = 0; i < p->n_env; i++)

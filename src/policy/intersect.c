@@ -612,6 +612,9 @@ int plan_intersect(const sc_plan *pa, const sc_plan *cv, sc_plan **ret)
 	 * and what names resolve to. */
 	o->version = pa->version;
 	o->runtime = pa->runtime;
+	o->rootfs_writable = pa->rootfs_writable;
+	o->agent_uid = pa->agent_uid;
+	o->agent_gid = pa->agent_gid;
 	if (sdup(pa->name, &o->name) < 0 || sdup(pa->rootfs, &o->rootfs) < 0 ||
 	    sdup(pa->hostname, &o->hostname) < 0 || sdup(pa->dns, &o->dns) < 0)
 		return -ENOMEM;
@@ -886,10 +889,13 @@ int plan_check_narrower(const sc_plan *pa, const sc_plan *cv, char *reason, size
 		return -EINVAL;
 	if (!str_eq(cv->name, pa->name))
 		return why(reason, size, "name cannot be changed by a caveat");
-	if (cv->runtime != pa->runtime || !str_eq(cv->rootfs, pa->rootfs))
+	if (cv->runtime != pa->runtime || !str_eq(cv->rootfs, pa->rootfs) ||
+	    cv->rootfs_writable != pa->rootfs_writable)
 		return why(reason, size, "fs.runtime cannot be changed by a caveat");
 	if (!str_eq(cv->hostname, pa->hostname))
 		return why(reason, size, "identity.hostname cannot be changed by a caveat");
+	if (cv->agent_uid != pa->agent_uid || cv->agent_gid != pa->agent_gid)
+		return why(reason, size, "identity.uid and gid cannot be changed by a caveat");
 	r = check_grants(pa, cv, reason, size);
 	if (r < 0)
 		return r;

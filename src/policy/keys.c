@@ -137,6 +137,7 @@ static const policy_key runtime_keys[] = {
      .flags = KEY_REQUIRED,
      .host = HOST_ROOTFS,
      .check = check_rootfs},
+    {.name = "writable", .type = KT_BOOL, FIELD(sc_plan, rootfs_writable), .def = false},
 };
 static const key_table runtime_table = {runtime_keys, ELEMENTSOF(runtime_keys)};
 
@@ -451,6 +452,16 @@ static const policy_key identity_keys[] = {
      FIELD(sc_plan, hostname),
      .def_str = "sandbox",
      .check = check_hostname},
+    {.name = "uid",
+     .type = KT_UINT,
+     FIELD(sc_plan, agent_uid),
+     .def = 1000,
+     .max = POLICY_MAX_AGENT_ID},
+    {.name = "gid",
+     .type = KT_UINT,
+     FIELD(sc_plan, agent_gid),
+     .def = 1000,
+     .max = POLICY_MAX_AGENT_ID},
 };
 static const key_table identity_table = {identity_keys, ELEMENTSOF(identity_keys)};
 

@@ -25,6 +25,7 @@
 #define POLICY_MAX_PIDS		  4194304u     /* PID_MAX_LIMIT, include/linux/threads.h */
 #define POLICY_MAX_NOFILE	  1048576u     /* default fs.nr_open */
 #define POLICY_MAX_TMP_INODES	  (1ull << 32)
+#define POLICY_MAX_AGENT_ID	  4294967294ull /* (uid_t)-1 is "no id" to the kernel */
 #define POLICY_MAX_SPAWN_DEPTH	  8u
 #define POLICY_MAX_SPAWN_CHILDREN 256u
 #define POLICY_MAX_NAME		  64u

@@ -151,7 +151,8 @@ struct sc_plan {
 
 	/* fs */
 	fs_runtime runtime;
-	char *rootfs; /* RUNTIME_ROOTFS only */
+	char *rootfs;	      /* RUNTIME_ROOTFS only */
+	bool rootfs_writable; /* RUNTIME_ROOTFS: a private, bounded layer over it takes writes */
 	plan_grant *grants;
 	size_t n_grants;
 	uint64_t tmp_size;   /* bytes; default 64 MiB */
@@ -193,6 +194,10 @@ struct sc_plan {
 	size_t n_env;
 
 	char *hostname; /* default "sandbox" */
+	/* The agent's ids inside (default 1000); whatever they are, the agent
+	 * is the sandbox's one unprivileged host id and holds no capability. */
+	uint32_t agent_uid;
+	uint32_t agent_gid;
 
 	bool audit_exec;	    /* default true */
 	bool audit_denied_syscalls; /* default true */

@@ -87,8 +87,10 @@ static json_t *fs_json(const sc_plan *p, bool *ok)
 	put(fs, "grants", grants, ok);
 	if (p->runtime == RUNTIME_ROOTFS) {
 		rt = json_object();
-		if (rt)
+		if (rt) {
 			put(rt, "rootfs", json_string(p->rootfs), ok);
+			put(rt, "writable", json_boolean(p->rootfs_writable), ok);
+		}
 	} else {
 		rt = json_string("host");
 	}
@@ -314,8 +316,11 @@ char *plan_to_json(const sc_plan *p)
 	}
 	put(root, "env", env, &ok);
 	o = json_object();
-	if (o)
+	if (o) {
 		put(o, "hostname", json_string(p->hostname), &ok);
+		put(o, "uid", json_integer(p->agent_uid), &ok);
+		put(o, "gid", json_integer(p->agent_gid), &ok);
+	}
 	put(root, "identity", o, &ok);
 	o = json_object();
 	if (o) {
@@ -372,12 +377,12 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 	if (!a || !b)
 		return a == b;
 	if (a->version != b->version || !str_eq(a->name, b->name) || a->runtime != b->runtime ||
-	    !str_eq(a->rootfs, b->rootfs) || a->n_grants != b->n_grants ||
-	    a->tmp_size != b->tmp_size || a->tmp_inodes != b->tmp_inodes ||
-	    !str_eq(a->workdir, b->workdir) || a->n_egress != b->n_egress ||
-	    a->n_allow_private != b->n_allow_private || a->rate.count != b->rate.count ||
-	    (a->rate.count && a->rate.per_ns != b->rate.per_ns) || a->bandwidth != b->bandwidth ||
-	    a->max_request_body != b->max_request_body ||
+	    !str_eq(a->rootfs, b->rootfs) || a->rootfs_writable != b->rootfs_writable ||
+	    a->n_grants != b->n_grants || a->tmp_size != b->tmp_size ||
+	    a->tmp_inodes != b->tmp_inodes || !str_eq(a->workdir, b->workdir) ||
+	    a->n_egress != b->n_egress || a->n_allow_private != b->n_allow_private ||
+	    a->rate.count != b->rate.count || (a->rate.count && a->rate.per_ns != b->rate.per_ns) ||
+	    a->bandwidth != b->bandwidth || a->max_request_body != b->max_request_body ||
 	    a->max_response_body != b->max_response_body || a->egress_budget != b->egress_budget ||
 	    a->net_listen != b->net_listen || a->n_serve != b->n_serve ||
 	    a->n_credentials != b->n_credentials || !str_eq(a->upstream_ca, b->upstream_ca) ||
@@ -385,6 +390,7 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 	    a->pids != b->pids || a->wall_ns != b->wall_ns || a->nofile != b->nofile ||
 	    a->fsize != b->fsize || a->exec_wall_ns != b->exec_wall_ns ||
 	    a->idle_ns != b->idle_ns || a->n_env != b->n_env || !str_eq(a->hostname, b->hostname) ||
+	    a->agent_uid != b->agent_uid || a->agent_gid != b->agent_gid ||
 	    a->audit_exec != b->audit_exec ||
 	    a->audit_denied_syscalls != b->audit_denied_syscalls ||
 	    a->audit_reads != b->audit_reads || a->audit_fsync != b->audit_fsync ||

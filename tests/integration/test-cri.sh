@@ -9,7 +9,7 @@
 # oom_score_adj, huge-page limits of 0, RuntimeDefault seccomp, no
 # capability). Asserts: RunPodSandbox, CreateContainer and StartContainer
 # succeed; the app container is in a sandcap sandbox (ExecSync and its CRI
-# log: uid 1000, Seccomp 2, NoNewPrivs 1, CapEff 0, lo only); its volumes,
+# log: the pod's runAsUser 65532, Seccomp 2, NoNewPrivs 1, CapEff 0, lo only); its volumes,
 # termination message, oom_score_adj and memory limit are what was asked;
 # its egress through sandcap's proxy, as the org.sandcap.policy annotation
 # allows, reaches a server on the bridge's host side from the pod's
@@ -224,7 +224,7 @@ ccfg=$(cat <<JSON
                          "hugepageLimits": [{"pageSize": "2MB", "limit": 0}, {"pageSize": "1GB", "limit": 0}]},
            "securityContext": {"capabilities": {"dropCapabilities": ["ALL"]},
               "namespaceOptions": {"network": "POD", "pid": "CONTAINER", "ipc": "POD"},
-              "runAsUser": {"value": 1000}, "readonlyRootfs": true, "noNewPrivs": true,
+              "runAsUser": {"value": 65532}, "readonlyRootfs": false, "noNewPrivs": true,
               "seccomp": {"profileType": "RuntimeDefault"},
               "maskedPaths": ["/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys",
                               "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
@@ -260,7 +260,7 @@ audit=$("$R" --root "$C/runc/k8s.io" state "$cid" 2>/dev/null |
 
 out=$(cri ExecSync "{\"containerId\": \"$cid\", \"cmd\": [\"sh\", \"-c\", \"id -u; grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status; exit 3\"], \"timeout\": 20}" 2>&1)
 expect_eq "ExecSync: the command's exit code" "$?" 3
-expect_eq "ExecSync: as the agent" "$(printf '%s\n' "$out" | grep -x 1000)" 1000
+expect_eq "ExecSync: as the pod's runAsUser" "$(printf '%s\n' "$out" | grep -x 65532)" 65532
 expect_match "ExecSync: Seccomp 2" "$out" 'Seccomp:[[:space:]]+2'
 expect_match "ExecSync: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
 expect_match "ExecSync: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
@@ -272,6 +272,8 @@ expect_eq "the service account's volume is there" \
 expect_match "... read-only" "$(ex 'echo x > /var/run/secrets/kubernetes.io/serviceaccount/token 2>&1')" \
 	'Read-only file system'
 expect_match "the kubelet's /etc/hosts is the container's" "$(ex 'cat /etc/hosts')" "web-$$"
+expect_match "readonlyRootfs false, runAsUser 65532: the image's root-owned /bin is not its to write" \
+	"$(ex 'echo x > /bin/x 2>&1')" 'Permission denied'
 ex 'echo bye-from-the-app > /dev/termination-log' >/dev/null
 expect_eq "/dev/termination-log: what the process writes there reaches the kubelet's file" \
 	"$(cat "$T/termination-log")" "bye-from-the-app"
@@ -285,6 +287,7 @@ expect_eq "memoryLimitInBytes: the sandbox's cgroup limit" "$mem" 134217728
 for i in $(seq 50); do grep -q 'CapEff' "$T/logs/app.log" 2>/dev/null && break; sleep 0.1; done
 log=$(cat "$T/logs/app.log" 2>/dev/null)
 expect_match "the container's log (CRI format) has its own output: Seccomp 2" "$log" 'stdout F Seccomp:[[:space:]]+2'
+expect_match "... as the pod's runAsUser" "$log" 'stdout F 65532'
 expect_match "... and no capability" "$log" 'stdout F CapEff:[[:space:]]+0000000000000000'
 
 out=$(cri ExecSync "{\"containerId\": \"$cid\", \"cmd\": [\"wget\", \"-q\", \"-O\", \"-\", \"http://$GW:$PORT/\"], \"timeout\": 20}" 2>&1)

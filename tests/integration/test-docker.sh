@@ -76,14 +76,17 @@ check "docker import of the busybox root" import_image
 
 # ---- run: the agent, the command's status ----
 out=$(dk run --rm --runtime sandcap sandcap-bb:1 id 2>&1)
-expect_eq "docker run --runtime sandcap: the agent, uid 1000 with no capability" "$out" "uid=1000 gid=1000"
+expect_eq "docker run --runtime sandcap: the image's user, root by name (no capability: below)" "$out" "uid=0 gid=0"
 dk run --rm --runtime sandcap sandcap-bb:1 sh -c 'exit 7' >/dev/null 2>&1
 expect_eq "... exits with the command's status" "$?" 7
 out=$(dk run --rm --runtime sandcap sandcap-bb:1 sh -c 'grep -E "^(NoNewPrivs|Seccomp|CapEff):" /proc/self/status | tr -s "\t" " " | tr "\n" " "' 2>&1)
 expect_eq "... inside sandcap's walls" "$out" "CapEff: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 "
-out=$(dk run --rm --runtime sandcap sandcap-bb:1 sh -c 'touch /x 2>&1; ls /' 2>&1)
-expect_match "the root is read-only" "$out" "Read-only file system"
+out=$(dk run --rm --read-only --runtime sandcap sandcap-bb:1 sh -c 'touch /bin/x 2>&1; ls /' 2>&1)
+expect_match "--read-only: the root is read-only" "$out" "Read-only file system"
 expect_match "... with the mount points the image lacks (/tmp, /run, /etc's files)" "$(echo $out)" "etc .*run .*tmp"
+out=$(dk run --rm --runtime sandcap sandcap-bb:1 sh -c 'echo w > /bin/x && cat /bin/x; touch /x 2>&1' 2>&1)
+expect_match "without --read-only: the root takes writes (in a private layer)" "$out" "^w"$'\n'
+expect_match "... but no new name directly in / (Landlock)" "$out" "touch: /x: Permission denied"
 
 # ---- -t ----
 out=$(timeout 60 docker run --rm -t --runtime sandcap sandcap-bb:1 tty < /dev/null 2>&1 | tr -d '\r')
@@ -113,7 +116,7 @@ dk rm -f vol >/dev/null 2>&1
 
 # ---- exec, logs, stop, kill, rm -f ----
 dk run -d --name long --runtime sandcap sandcap-bb:1 sh -c 'echo to-the-log; exec sleep 60' >/dev/null 2>&1
-expect_eq "exec: the agent" "$(dk exec long id 2>&1)" "uid=1000 gid=1000"
+expect_eq "exec: the container's user" "$(dk exec long id 2>&1)" "uid=0 gid=0"
 dk exec long sh -c 'exit 5' >/dev/null 2>&1
 expect_eq "exec: its status" "$?" 5
 for _ in $(seq 50); do dk logs long 2>&1 | grep -q to-the-log && break; sleep 0.1; done

@@ -76,6 +76,21 @@ check "agent's host uid is unprivileged ($host_uid)" [ "${host_uid:-0}" -ge 1073
 out=$(sc base sh -c 'cat /proc/self/uid_map' 2>&1 | awk '$2 == 0')
 expect_eq "nothing inside maps to host root" "$out" ""
 
+# The agent's ids are the policy's (identity.uid/gid): 0 is root by name
+# only, the same unprivileged host id, no capability after any exec.
+for u in 0 65532; do
+	policy "id$u" "{\"version\": 1, \"identity\": {\"uid\": $u, \"gid\": $u}, \"fs\": {\"grants\": [
+  {\"path\": \"$T/rw\", \"mode\": \"rw\", \"at\": \"/work\"}]}}"
+	out=$(sc "id$u" sh -c 'id -u; id -g; grep -E "^Cap(Inh|Prm|Eff|Bnd|Amb)" /proc/self/status | grep -vc "	0000000000000000$"; echo x > /work/by-'$u'; echo y > /usr/x' 2>&1)
+	expect_match "identity.uid $u: the agent runs as uid and gid $u, no capability in any set" "$out" "^$u"$'\n'"$u"$'\n'0$'\n'
+	expect_match "identity.uid $u: the runtime still read-only" "$out" 'Read-only file system'
+	expect_eq "identity.uid $u: its file in a rw grant keeps the grant's owner" "$(stat -c %u:%g "$T/rw/by-$u" 2>/dev/null)" "4321:4321"
+	map=$(sc "id$u" cat /proc/self/uid_map 2>&1)
+	host_uid=$(printf '%s\n' "$map" | awk -v u=$u '$1 == u {print $2}')
+	check "identity.uid $u: its host uid is unprivileged ($host_uid)" [ "${host_uid:-0}" -ge 1073741824 ]
+	expect_eq "identity.uid $u: nothing inside maps to host root" "$(printf '%s\n' "$map" | awk '$2 == 0')" ""
+done
+
 # --- environment ---
 out=$(FAKE_SECRET=hunter2-launcher sc base sh -c 'env; tr "\0" "\n" < /proc/1/environ' 2>&1)
 expect_no_match "launcher's environment is absent" "$out" "hunter2"

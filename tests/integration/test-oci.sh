@@ -16,7 +16,7 @@ file -L "$BB" 2>/dev/null | grep -q 'statically linked' || skip_all "needs a sta
 R=$(dirname "$SANDCAP")/sandcap-runc
 RT="$T/root"
 rc() { "$R" --root "$RT" "$@"; }
-trap 'for c in life term killme bg pz walls lim ex sc np; do rc delete --force $c >/dev/null 2>&1; done; cleanup_dir' EXIT
+trap 'for c in life term killme bg pz walls lim ex sc np rwx; do rc delete --force $c >/dev/null 2>&1; done; cleanup_dir' EXIT
 
 # A bundle: the spec's config over a busybox root, edited by python.
 # The root is read-only; mount points the image lacks are made over it.
@@ -208,6 +208,110 @@ out=$(rc run --bundle "$T/b" walls 2>&1)
 expect_match "Landlock refuses a write the mounts allow (/proc/self/comm)" "$out" 'Permission denied'
 expect_match "a ro bind: read-only" "$out" 'Read-only file system'
 
+# ---- images as they come: the image's user, whatever its uid, with no
+# capability; root.readonly false: a bounded private layer takes the writes,
+# the image is never written ----
+mkdir -p "$T/img/bin" "$T/img/etc" "$T/img/usr/bin" "$T/img/home/nonroot" "$T/img/proc" "$T/img/dev" "$T/img/tmp" "$T/img/out" "$T/own"
+cp "$BB" "$T/img/bin/busybox"
+for a in sh cat echo id grep rm dd ls stat touch chmod cp; do ln -s busybox "$T/img/bin/$a"; done
+echo from-the-image > "$T/img/etc/gone"
+chown 65532:65532 "$T/img/home/nonroot"
+chown 4242:4243 "$T/own"
+img_sum() { (cd "$T/img" && find . -printf '%p %U:%G %m %s %l\n' | sort && find . -type f -exec sha256sum {} + | sort) | sha256sum; }
+sum0=$(img_sum)
+status='grep -E \"^Cap(Eff|Prm|Bnd|Amb):\" /proc/self/status'
+for u in 65532 101 0; do
+	edit "u$u" "c['process']['terminal'] = False
+c['root'] = {'path': '$T/img', 'readonly': True}
+c['process']['user'] = {'uid': $u, 'gid': $u, 'additionalGids': [$u]}
+c['process']['args'] = ['sh', '-c', 'id; $status; echo w > /out/by-$u; stat -c %u:%g /out/by-$u; echo x > /etc/x 2>&1']
+c['mounts'].append({'destination': '/out', 'type': 'bind', 'source': '$T/own', 'options': ['rbind', 'rw']})"
+	use "u$u"
+	out=$(rc run --bundle "$T/b" "u$u" 2>&1)
+	expect_match "uid $u: runs as itself (id)" "$out" "^uid=$u(\\([a-z]+\\))? gid=$u(\\([a-z]+\\))?"$'\n'
+	for cap in Eff Prm Bnd Amb; do
+		expect_match "uid $u: Cap$cap 0 after exec" "$out" "Cap$cap:[[:space:]]+0000000000000000"
+	done
+	expect_match "uid $u: its file in a rw bind is its own inside" "$out" $'\n'"$u:$u"$'\n'
+	expect_eq "uid $u: ... and on the host the bind's owner's, as with 1000" "$(stat -c %u:%g "$T/own/by-$u")" "4242:4243"
+	expect_match "uid $u: root.readonly true still refuses writes" "$out" 'Read-only file system'
+done
+# Writable: as root inside, the image's root-owned files are its own; the
+# writes (a new /etc/x and /usr/bin/y, an image file removed) stay in the
+# private layer, which ends in ENOSPC at its bound (fs.tmp's 64 MiB).
+edit rw0 "c['process']['terminal'] = False
+c['root'] = {'path': '$T/img', 'readonly': False}
+c['process']['user'] = {'uid': 0, 'gid': 0}
+c['process']['args'] = ['sh', '-c', '$status; stat -c %u:%g /etc/gone; echo x > /etc/x && echo y > /usr/bin/y && rm /etc/gone && cat /etc/x /usr/bin/y && ls /etc; cp /bin/busybox /usr/bin/sb && chmod 4755 /usr/bin/sb; stat -c %a /usr/bin/sb; touch /top 2>&1; echo 5 > /proc/self/oom_score_adj 2>&1; dd if=/dev/zero of=/usr/big bs=1M count=100 2>&1; echo dd=\$?; exit 6']"
+use rw0
+out=$(rc run --bundle "$T/b" rw0 2>&1)
+expect_eq "a writable root: the run ends cleanly, with the process's code" "$?" 6
+expect_match "writable, uid 0: CapEff 0" "$out" 'CapEff:[[:space:]]+0000000000000000'
+expect_match "writable, uid 0: the image's root-owned files are its own (0:0)" "$out" $'\n''0:0'$'\n'
+expect_match "writable: /etc/x and /usr/bin/y written, /etc/gone removed" "$out" $'x\ny\nx\n'
+expect_no_match "... /etc lists no gone" "$out" 'gone'$'\n'
+expect_match "writable: no setuid mode (chmod 4755 refused)" "$out" 'chmod: /usr/bin/sb: Operation not permitted'$'\n''755'
+expect_match "writable: no new name directly in / (Landlock)" "$out" 'touch: /top: Permission denied'
+expect_match "writable: /proc stays read-only (Landlock)" "$out" "can't create /proc/self/oom_score_adj: Permission denied"
+expect_match "writable: bounded, writing past it is ENOSPC" "$out" "dd: error writing '/usr/big': No space left on device"
+expect_match "... and dd fails" "$out" $'\n''dd=1'
+expect_eq "writable: the image is byte for byte unchanged" "$(img_sum)" "$sum0"
+check "... no /etc/x, /usr/bin/y or /usr/big in it, /etc/gone still there" \
+	test ! -e "$T/img/etc/x" -a ! -e "$T/img/usr/bin/y" -a ! -e "$T/img/usr/big" -a -e "$T/img/etc/gone"
+# As the image's own non-root user: where the image lets it, not root's files.
+edit rwn "c['process']['terminal'] = False
+c['root'] = {'path': '$T/img', 'readonly': False}
+c['process']['user'] = {'uid': 65532, 'gid': 65532}
+c['process']['args'] = ['sh', '-c', 'echo n > /home/nonroot/f && stat -c %u:%g /home/nonroot/f; stat -c %u:%g /etc; echo x > /etc/x 2>&1']"
+use rwn
+out=$(rc run --bundle "$T/b" rwn 2>&1)
+expect_match "writable, uid 65532: its own directory of the image takes its writes" "$out" '^65532:65532'$'\n'
+expect_match "writable, uid 65532: /etc is root's inside" "$out" $'\n''0:0'$'\n'
+expect_match "... and not its to write" "$out" "can't create /etc/x: Permission denied"
+expect_eq "... the image unchanged" "$(img_sum)" "$sum0"
+# exec: the container's user, no other.
+edit rwx "c['process']['terminal'] = False
+c['root'] = {'path': '$T/img', 'readonly': False}
+c['process']['user'] = {'uid': 101, 'gid': 101}
+c['process']['args'] = ['sh', '-c', 'echo up > /tmp/up; while :; do sleep 1; done']"
+use rwx
+rc create --bundle "$T/b" rwx && rc start rwx
+out=$(rc exec --user 101:101 rwx sh -c 'id -u; grep CapEff /proc/self/status')
+expect_match "exec --user 101:101 (the container's): runs, CapEff 0" "$out" '^101'$'\n''CapEff:[[:space:]]+0000000000000000'
+rc exec --user 101 rwx sh -c "exit 0"
+expect_eq "exec --user 101 (its gid the container's)" "$?" 0
+out=$(rc exec --user 0 rwx id 2>&1)
+expect_eq "exec --user of another uid: refused" "$?" 125
+expect_match "... the container's user named" "$out" "must be the container's"
+rc delete --force rwx
+# dpkg -i of a locally built .deb as the image's root: its root-owned
+# files are root's inside, the package lands in the private layer only.
+if command -v dpkg >/dev/null && command -v dpkg-deb >/dev/null && command -v ldd >/dev/null; then
+	D="$T/deb"
+	mkdir -p "$D/pkg/DEBIAN" "$D/pkg/usr/share/hello" "$D/img/root"
+	printf 'Package: hello-sandcap\nVersion: 1.0\nArchitecture: all\nMaintainer: t <t@example.org>\nDescription: t\n' > "$D/pkg/DEBIAN/control"
+	echo hi > "$D/pkg/usr/share/hello/x"
+	dpkg-deb --root-owner-group --build "$D/pkg" "$D/img/root/hello.deb" >/dev/null
+	(cd "$D/img" && mkdir -p bin usr/bin etc/dpkg var/lib/dpkg/info var/lib/dpkg/updates var/lib/dpkg/triggers var/log tmp proc dev &&
+		: > var/lib/dpkg/status && : > var/lib/dpkg/available && cp "$BB" bin/busybox &&
+		for a in sh rm cat; do ln -s busybox bin/$a; done &&
+		for b in dpkg dpkg-deb dpkg-query; do
+			cp "$(command -v $b)" usr/bin/ &&
+			for l in $(ldd "$(command -v $b)" | grep -o '/[^ ]*'); do mkdir -p ".${l%/*}" && cp -L "$l" ".$l"; done
+		done)
+	dsum() { (cd "$D/img" && find . -printf '%p %U:%G %m %s\n' | sort && find . -type f -exec sha256sum {} + | sort) | sha256sum; }
+	dsum0=$(dsum)
+	edit deb "c['process']['terminal'] = False
+c['root'] = {'path': '$D/img', 'readonly': False}
+c['process']['user'] = {'uid': 0, 'gid': 0}
+c['process']['args'] = ['sh', '-c', 'dpkg -i /root/hello.deb >/dev/null && dpkg-query -W hello-sandcap && cat /usr/share/hello/x']"
+	use deb
+	out=$(rc run --bundle "$T/b" deb 2>&1)
+	expect_match "writable, uid 0: dpkg -i of a local .deb installs it" "$out" $'hello-sandcap\t1.0\nhi'
+	expect_eq "... the image unchanged" "$(dsum)" "$dsum0"
+else
+	skip "dpkg -i in a writable root" "dpkg or dpkg-deb is not installed"
+fi
 # ---- a terminal through --console-socket ----
 cat > "$T/recv.py" <<'EOF'
 import array, os, socket, sys, time
@@ -283,15 +387,15 @@ check "... and the command has not ended yet" test ! -e "$T/out/ex-detached"
 for i in $(seq 50); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
 check "exec --detach: the command ran and its relay ended" test -e "$T/out/ex-detached" -a ! -d "/proc/$dpid"
 cat > "$T/proc.json" <<EOF
-{"args": ["sh", "-c", "echo \$X; exit 9"], "env": ["X=from-process-file", "PATH=/bin"], "cwd": "/", "user": {"uid": 0, "gid": 0}, "terminal": false, "rlimits": [{"type": "RLIMIT_NOFILE", "soft": 1024, "hard": 1024}]}
+{"args": ["sh", "-c", "echo \$X; exit 9"], "env": ["X=from-process-file", "PATH=/bin"], "cwd": "/", "user": {"uid": 1000, "gid": 1000}, "terminal": false, "rlimits": [{"type": "RLIMIT_NOFILE", "soft": 1024, "hard": 1024}]}
 EOF
 out=$(rc exec --process "$T/proc.json" ex)
 expect_eq "exec --process FILE: its exit code" "$?" 9
 expect_eq "exec --process FILE: its env" "$out" "from-process-file"
-sed 's/"uid": 0/"uid": 33/' "$T/proc.json" > "$T/proc-bad.json"
+sed 's/"uid": 1000/"uid": 33/' "$T/proc.json" > "$T/proc-bad.json"
 out=$(rc exec --process "$T/proc-bad.json" ex 2>&1)
-expect_eq "exec --process with another uid: refused (125)" "$?" 125
-expect_match "... the field named" "$out" '\$\.process\.user\.uid: must be 1000'
+expect_eq "exec --process with another uid than the container's: refused (125)" "$?" 125
+expect_match "... the field named" "$out" "\\\$\\.process\\.user: must be the container's \\(uid 33, gid 1000 asked\\)"
 python3 "$T/recv.py" "$T/exc.sock" > "$T/exc.out" &
 rpid=$!
 for i in $(seq 50); do [ -S "$T/exc.sock" ] && break; sleep 0.05; done
@@ -383,7 +487,7 @@ refused "a pid namespace path" "c['linux']['namespaces'][0]['path'] = '/proc/1/n
 	'\$\.linux\.namespaces\[0\]\.path: joining an existing pid namespace is not supported'
 refused "an unknown mount type" "c['mounts'].append({'destination': '/mnt', 'type': 'nfs', 'source': 'x:/y'})" \
 	'\$\.mounts\[4\]\.type: a nfs mount at /mnt is not supported'
-refused "another uid" "c['process']['user']['uid'] = 33" '\$\.process\.user\.uid: must be 1000'
+refused "a uid that is no id" "c['process']['user']['uid'] = -1" '\$\.process\.user\.uid: expected an id'
 refused "hooks" "c['hooks'] = {'prestart': [{'path': '/bin/true'}]}" '\$\.hooks\.prestart: hooks are not supported'
 refused "a seccomp listener" "c['linux']['seccomp'] = {'defaultAction': 'SCMP_ACT_ALLOW', 'listenerPath': '/run/l.sock'}" \
 	'\$\.linux\.seccomp\.listenerPath: not supported'
@@ -431,7 +535,7 @@ EOF
 	out=$(timeout 30 "${ctr[@]}" run --runc-binary "$R" --rootfs "$T/b/rootfs" ctd1 \
 		sh -c 'id -u; grep -E "^(Seccomp|NoNewPrivs|CapEff):" /proc/self/status; exit 5' 2>&1)
 	expect_eq "ctr run --runc-binary sandcap-runc: the process's exit code" "$?" 5
-	expect_eq "ctr run: the process runs as the agent" "$(printf '%s\n' "$out" | grep -x 1000)" 1000
+	expect_eq "ctr run: the process runs as the image's user, root by name (uid 0)" "$(printf '%s\n' "$out" | head -1)" 0
 	expect_match "ctr run: Seccomp 2" "$out" 'Seccomp:[[:space:]]+2'
 	expect_match "ctr run: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
 	expect_match "ctr run: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
@@ -455,7 +559,7 @@ EOF
 	out=$(timeout 30 "${ctr[@]}" task exec --exec-id e1 ctd3 \
 		sh -c 'id -u; grep -E "^(Seccomp|NoNewPrivs|CapEff):" /proc/self/status; exit 6' 2>&1)
 	expect_eq "ctr task exec: the process's exit code" "$?" 6
-	expect_eq "ctr task exec: as the agent" "$(printf '%s\n' "$out" | grep -x 1000)" 1000
+	expect_eq "ctr task exec: as the container's user (uid 0)" "$(printf '%s\n' "$out" | head -1)" 0
 	expect_match "ctr task exec: Seccomp 2" "$out" 'Seccomp:[[:space:]]+2'
 	expect_match "ctr task exec: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
 	expect_match "ctr task exec: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
@@ -491,7 +595,7 @@ if command -v podman >/dev/null && command -v conmon >/dev/null; then
 	out=$(timeout 60 "${pm[@]}" run --rm --ipc none --no-hosts --network none \
 		--rootfs "$T/b/rootfs" sh -c 'id -u; grep -E "^(Seccomp|Seccomp_filters|NoNewPrivs|CapEff):" /proc/self/status; exit 8' 2>&1)
 	expect_eq "podman --runtime sandcap-runc run --rootfs: the process's exit code" "$?" 8
-	expect_eq "podman: the process runs as the agent" "$(printf '%s\n' "$out" | grep -x 1000)" 1000
+	expect_eq "podman: the process runs as the image's user, root by name (uid 0)" "$(printf '%s\n' "$out" | head -1)" 0
 	expect_match "podman: its seccomp profile stacked on sandcap's (two filters)" "$out" 'Seccomp_filters:[[:space:]]+2'
 	expect_match "podman: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
 	expect_match "podman: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'

@@ -97,7 +97,7 @@ static void mapping(void)
 	    "{\"process\": {\"args\": [\"sh\", \"-c\", \"x\"], \"cwd\": \"/work\", \"terminal\": "
 	    "false, \"env\": [\"A=1\"], \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": "
 	    "512, \"hard\": 4096}, {\"type\": \"RLIMIT_FSIZE\", \"soft\": 1048576, \"hard\": "
-	    "1048576}]}, \"root\": {\"path\": \"./rootfs/\"},"
+	    "1048576}]}, \"root\": {\"path\": \"./rootfs/\", \"readonly\": true},"
 	    " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\"}, {\"destination\": "
 	    "\"/data\", \"type\": \"none\", \"source\": \"/srv/data\", \"options\": [\"rbind\", "
 	    "\"ro\"]}, {\"destination\": \"/out\", \"type\": \"bind\", \"source\": \"out\"}],"
@@ -131,6 +131,11 @@ static void mapping(void)
 	ok(strcmp(at(p, "limits.nofile"), "512") == 0, "RLIMIT_NOFILE: the soft limit");
 	ok(strcmp(at(p, "limits.fsize"), "1048576") == 0, "RLIMIT_FSIZE");
 	ok(strcmp(at(p, "identity.hostname"), "sandcap") == 0, "hostname");
+	ok(strcmp(at(p, "identity.uid"), "1000") == 0 && strcmp(at(p, "identity.gid"), "1000") == 0,
+	   "process.user: the agent's ids");
+	ok(json_is_false(
+	       json_object_get(json_object_get(json_object_get(p, "fs"), "runtime"), "writable")),
+	   "root.readonly true: a read-only root");
 	ok(json_array_size(proc.args) == 3 && !proc.terminal && strcmp(proc.cwd, "/work") == 0 &&
 	       json_array_size(proc.env) == 1,
 	   "the process: args, env, cwd, terminal");
@@ -228,8 +233,10 @@ static void refusals(void)
 		"$.mounts[0].options[1]: noexec is not supported on a bind");
 	refused("{\"mounts\": [{\"destination\": \"x\", \"type\": \"bind\", \"source\": \"/y\"}]}",
 		"$.mounts[0].destination: expected an absolute path");
-	refused("{\"process\": {\"user\": {\"uid\": 33, \"gid\": 33}}}",
-		"$.process.user.uid: must be 1000");
+	refused("{\"process\": {\"user\": {\"uid\": -1, \"gid\": 33}}}",
+		"$.process.user.uid: expected an id");
+	refused("{\"process\": {\"user\": {\"uid\": 33, \"gid\": 4294967295}}}",
+		"$.process.user.gid: expected an id");
 	refused(
 	    "{\"process\": {\"user\": {\"uid\": 1000, \"gid\": 1000, \"additionalGids\": [5]}}}",
 	    "$.process.user.additionalGids");
@@ -474,9 +481,43 @@ static void exec_process(void)
 		tap_diag("  %s", err);
 	json_object_set_new(json_object_get(p, "user"), "uid", json_integer(33));
 	r = oci_process_parse(p, &proc, err, sizeof(err));
-	ok(r == -EINVAL && strstr(err, "$.process.user.uid: must be 1000"),
-	   "an exec's process file with another uid: refused, the field named");
+	ok(r == 0 && proc.uid == 33, "an exec's process file: its uid, for the caller to check");
+	json_object_set_new(json_object_get(p, "user"), "uid", json_string("33"));
+	r = oci_process_parse(p, &proc, err, sizeof(err));
+	ok(r == -EINVAL && strstr(err, "$.process.user.uid: expected an id"),
+	   "an exec's process file with a uid not a number: refused, the field named");
 	json_decref(p);
+}
+
+/* An image's own user, root included, and its root writable unless the
+ * spec says readonly. */
+static void image_user(void)
+{
+	json_t *c = config_with("{\"process\": {\"user\": {\"uid\": 65532, \"gid\": 65532, "
+				"\"additionalGids\": [65532]}}, \"root\": {\"path\": \"rootfs\"}}");
+	json_t *p = NULL, *rt;
+	oci_process proc;
+	char err[512] = "";
+	int r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
+
+	ok(r == 0 && strcmp(at(p, "identity.uid"), "65532") == 0 &&
+	       strcmp(at(p, "identity.gid"), "65532") == 0 && proc.uid == 65532,
+	   "uid and gid 65532: the agent's ids (%s)", err);
+	rt = json_object_get(json_object_get(p, "fs"), "runtime");
+	ok(json_is_true(json_object_get(rt, "writable")), "no root.readonly: a writable root");
+	json_decref(p);
+	json_decref(c);
+	c = config_with("{\"process\": {\"user\": {\"uid\": 0, \"gid\": 0}}, "
+			"\"root\": {\"path\": \"rootfs\", \"readonly\": false}}");
+	r = oci_config_policy(c, "/b", "c1", NULL, true, &p, &proc, err, sizeof(err));
+	ok(r == 0 && strcmp(at(p, "identity.uid"), "0") == 0 &&
+	       json_is_true(json_object_get(json_object_get(json_object_get(p, "fs"), "runtime"),
+					    "writable")),
+	   "uid 0 and readonly false: root by name, a writable root (%s)", err);
+	json_decref(p);
+	json_decref(c);
+	refused("{\"root\": {\"path\": \"rootfs\", \"readonly\": 1}}",
+		"$.root.readonly: expected true or false");
 }
 
 /* A pod's container: the network, ipc and uts paths taken, named with
@@ -505,7 +546,8 @@ static void pod_joins(void)
 	ok(j.path[OCI_NS_UTS] && strcmp(j.path[OCI_NS_UTS], "/proc/9/ns/uts") == 0 &&
 	       j.index[OCI_NS_UTS] == 4,
 	   "the uts path, at [4]");
-	ok(!json_object_get(p, "identity"), "an empty hostname sets none");
+	ok(!json_object_get(json_object_get(p, "identity"), "hostname"),
+	   "an empty hostname sets none");
 	json_decref(p);
 	json_decref(c);
 	/* The CRI's pause container: its pod /dev/shm bound noexec. */
@@ -618,6 +660,7 @@ int main(void)
 {
 	mapping();
 	pod_joins();
+	image_user();
 	refusals();
 	docker_defaults();
 	unknown_properties();

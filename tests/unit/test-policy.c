@@ -460,7 +460,7 @@ static void test_fs(void)
 	bad("{'version':1,'fs':{'runtime':{'rootfs':'/'}}}", -EINVAL, "$.fs.runtime.rootfs",
 	    "the host root \"/\" cannot be the sandbox's root; use \"host\"");
 	bad("{'version':1,'fs':{'runtime':{'image':'@/a'}}}", -EINVAL, "$.fs.runtime.image",
-	    "unknown key \"image\" (expected one of: rootfs)");
+	    "unknown key \"image\" (expected one of: rootfs, writable)");
 	bad("{'version':1,'fs':{'tmp':'64MB'}}", -EINVAL, "$.fs.tmp",
 	    "expected a size such as \"64M\" (a number of bytes with an optional unit K, M, G or "
 	    "T), got "
@@ -693,7 +693,7 @@ static void test_env_identity_audit(void)
 	    "hostname \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\" is "
 	    "too long");
 	bad("{'version':1,'identity':{'user':'x'}}", -EINVAL, "$.identity.user",
-	    "unknown key \"user\" (expected one of: hostname)");
+	    "unknown key \"user\" (expected one of: hostname, uid, gid)");
 	bad("{'version':1,'audit':{'fsync':'sometimes'}}", -EINVAL, "$.audit.fsync",
 	    "expected \"boundaries\" or \"always\", got \"sometimes\"");
 	bad("{'version':1,'audit':{'exec':'yes'}}", -EINVAL, "$.audit.exec",
@@ -1309,7 +1309,8 @@ static void test_round_trip(void)
 				  "false,'env':{},'fs':{'grants':[],'runtime':'host','tmp':{'"
 				  "inodes':8192,'size':"
 				  "67108864},'workdir':'/"
-				  "tmp'},'identity':{'hostname':'sandbox'},'limits':{'cpu':null,"
+				  "tmp'},'identity':{'gid':1000,'hostname':'sandbox','uid':1000},"
+				  "'limits':{'cpu':null,"
 				  "'exec_wall':null,'fsize':null,'idle':null,'memory':null,'nofile'"
 				  ":1024,'pids':null,'wall':"
 				  "null},'name':'sandbox',"

@@ -468,6 +468,7 @@ static void test_attenuate_refuses(void)
 	    {"{'audit':{'exec':false}}", "audit.exec"},
 	    {"{'best_effort':true}", "best_effort"},
 	    {"{'identity':{'hostname':'other'}}", "hostname"},
+	    {"{'identity':{'uid':0}}", "identity.uid and gid"},
 	    {"{'spawn':{'max_children':100}}", "spawn.max_children"},
 	};
 	sc_diag d = {};
