@@ -81,6 +81,7 @@ struct ss_server {
 	int lock_fd, ready_fd, listen_fd, idle_fd;
 	sc_host h; /* what the supervisor base lends us (on_started) */
 	bool attached, ready, stopping, gone;
+	bool main_sent; /* init_adopted: the first exec went as the main command */
 	bool begun; /* its limits run: from the start, or a pooled one's hand-out */
 	uint64_t started_ns;
 	uint64_t limits_ns; /* when its limits began (0: at the start) */
@@ -463,6 +464,10 @@ static void handle_ctl(ss_server *s, int flags)
 			if (c)
 				finish(s, c, h.value, false, 0);
 			break;
+		case CTL_END:
+			if (s->h.init_exit)
+				s->h.init_exit(s->h.userdata, h.value);
+			break;
 		case CTL_EXEC:
 		case CTL_PUT:
 		case CTL_GET:
@@ -584,6 +589,11 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 	if (!payload)
 		return -E2BIG;
 	h.len = (uint32_t)len;
+	/* An adopted pid 1 ends with the session's first command. */
+	if (s->o->init_adopted && !s->main_sent) {
+		h.flags |= CTL_MAIN;
+		s->main_sent = true;
+	}
 	if (q->detach) {
 		/* Ours to hold: nothing of the client's, nothing to read back. */
 		for (int i = 0; i < 3; i++) {
@@ -1441,7 +1451,8 @@ int ss_serve(const sc_session_start_opts *o, const char *name, int dirfd, int lo
 			  .policy_digest = o->policy_digest,
 			  .mode = &ss_mode,
 			  .mode_data = &s,
-			  .defer_wall = o->pooled};
+			  .defer_wall = o->pooled,
+			  .init_adopted = o->init_adopted};
 	sc_run_result *res = sc_run_result_new();
 	sc_diag d = {0};
 	char path[64];
