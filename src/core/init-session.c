@@ -634,7 +634,7 @@ int init_session_main(const char *fd_arg, bool main_ends)
 			continue;
 		r = ctl_recv(ctl, &h, payload, sizeof(payload), fds, CTL_MAX_FDS, &n_fds);
 		if (r == -EPIPE) /* the supervisor ended the session, or died */
-			return main_exits ? SC_EXIT_SIGNAL_BASE + SIGKILL : 0;
+			return main_exits ? pid1_end(SC_EXIT_SIGNAL_BASE + SIGKILL) : 0;
 		if (r < 0)
 			continue;
 		switch ((ctl_type)h.type) {

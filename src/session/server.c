@@ -227,6 +227,14 @@ static void begin_limits(ss_server *s)
 	idle_rearm(s);
 }
 
+static void close_ctl(ss_server *s)
+{
+	if (s->h.ctl >= 0) {
+		ep_del(s, s->h.ctl);
+		s->h.ctl = safe_close(s->h.ctl);
+	}
+}
+
 /* Closing pid 1's channel ends it (core/init-session.c): the kernel kills
  * what is left in the pid namespace, and sc_run() writes the end. */
 static void end_session(ss_server *s)
@@ -236,10 +244,11 @@ static void end_session(ss_server *s)
 		s->paused = false;
 	s->stopping = true;
 	idle_rearm(s);
-	if (s->h.ctl >= 0) {
-		ep_del(s, s->h.ctl);
-		s->h.ctl = safe_close(s->h.ctl);
-	}
+	/* An adopted pid 1 says its status as it goes (CTL_END): it is told
+	 * that nothing more comes, and heard until it has gone. */
+	if (s->o->init_adopted && !s->gone && s->h.ctl >= 0 && shutdown(s->h.ctl, SHUT_WR) == 0)
+		return;
+	close_ctl(s);
 }
 
 static void conn_free(ss_server *s, ss_conn *c)
@@ -437,6 +446,7 @@ static void handle_ctl(ss_server *s, int flags)
 		r = ctl_recv(s->h.ctl, &h, payload, sizeof(payload), fds, 0, &n_fds);
 		if (r == -EPIPE) {
 			end_session(s); /* pid 1 is going */
+			close_ctl(s);
 			return;
 		}
 		if (r < 0)
