@@ -680,10 +680,10 @@ static void remove_dir(const char *dir)
 	/* The cgroups create made: the sandbox's own, inside, went with it. */
 	read_small(dir, "cgroups.made", made, sizeof(made));
 	oci_cgroup_remove(made);
-	static const char *const files[] = {
-	    "state.json", "status",	  "lock",    "oci.sock",	 "state.json.tmp",
-	    "status.tmp", "cgroups.made", "freezer", "cgroups.made.tmp", "freezer.tmp",
-	    "pids",	  "pids.tmp"};
+	static const char *const files[] = {"state.json",   "status",	      "lock",
+					    "oci.sock",	    "state.json.tmp", "status.tmp",
+					    "cgroups.made", "freezer",	      "cgroups.made.tmp",
+					    "freezer.tmp",  "pids",	      "pids.tmp"};
 	char path[4200];
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {

@@ -104,14 +104,15 @@ int sv_prepare(supervisor *s)
 	/* An adopted pid 1 has no parent-death signal: only its channel's end
 	 * tells it that we died. */
 	if (o->init_adopted && !serves)
-		return diag_fail(s->diag, -EINVAL, "init", "an adopted pid 1 needs a command server");
+		return diag_fail(s->diag, -EINVAL, "init",
+				 "an adopted pid 1 needs a command server");
 	s->init_argv = calloc(argc + 4, sizeof(char *)); /* + the channel's fd */
 	if (!s->init_argv)
 		return diag_fail(s->diag, -ENOMEM, "command", "out of memory");
 	s->init_argv[0] = (char *)INIT_ARGV0;
 	/* A command server's pid 1 serves the control channel (ctl_arg is
 	 * filled in by sv_host_setup, before the clone). */
-	s->init_argv[1] = (char *)(!serves	       ? "--"
+	s->init_argv[1] = (char *)(!serves	     ? "--"
 				   : o->init_adopted ? INIT_SESSION_MAIN_ARG
 						     : INIT_SESSION_ARG);
 	if (serves)

@@ -82,7 +82,7 @@ struct ss_server {
 	sc_host h; /* what the supervisor base lends us (on_started) */
 	bool attached, ready, stopping, gone;
 	bool main_sent; /* init_adopted: the first exec went as the main command */
-	bool begun; /* its limits run: from the start, or a pooled one's hand-out */
+	bool begun;	/* its limits run: from the start, or a pooled one's hand-out */
 	uint64_t started_ns;
 	uint64_t limits_ns; /* when its limits began (0: at the start) */
 	uint32_t next_id;
