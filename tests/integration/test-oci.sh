@@ -161,8 +161,9 @@ expect_eq "the pid: sandcap-init, pid 1 of its namespace" "$(grep -E '^NSpid:' /
 check "the pid's pid namespace is not the host's" test "$(readlink /proc/$spid/ns/pid)" != "$(readlink /proc/self/ns/pid)"
 same=0 n=0
 for p in $(rc ps --format json pz | tr -d '[]' | tr , ' '); do
+	ns=$(readlink /proc/$p/ns/pid) || continue # the loop's sleep, ended meanwhile
 	n=$((n + 1))
-	[ "$(readlink /proc/$p/ns/pid)" = "$(readlink /proc/$spid/ns/pid)" ] && same=$((same + 1))
+	[ "$ns" = "$(readlink /proc/$spid/ns/pid)" ] && same=$((same + 1))
 done
 check "... it is that of every process of the container" test "$n" -ge 2 -a "$same" = "$n"
 expect_eq "nsenter -t PID -n: the sandbox's network, lo only" \
