@@ -5,8 +5,10 @@
 # policy named by runtimeArgs, `--policy FILE`) and `sandcap-plain`, and an
 # image imported from a static busybox root that has nothing but /bin.
 # Asserts: `docker run` runs as the agent and exits with the command's
-# status; -t gets a terminal; --init runs docker-init (a link on the host);
-# --memory 64m bounds the sandbox; -v to a mount point the image lacks
+# status (a SIGKILL's 137, a background child's stdout not waited for);
+# -t gets a terminal; --init runs docker-init (a link on the host);
+# --memory 64m bounds the sandbox, whose pid 1 is State.Pid (docker stats
+# and top read its cgroup and processes); -v to a mount point the image lacks
 # works and leaves the image as it was; exec, logs, stop, kill and rm -f;
 # on a user-defined bridge network (docker's libnetwork-setkey hook) the
 # container supervisor gets the container's address, the agent lo only,

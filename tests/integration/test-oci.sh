@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # sandcap-runc, the OCI runtime: the lifecycle of a bundle made by
 # `sandcap-runc spec` over a busybox root (created -> running -> stopped ->
-# deleted), state, kill and exit codes, --pid-file, a terminal through
+# deleted), state, kill and exit codes, --pid-file (the sandbox's pid 1:
+# its namespaces, its own cgroup; the end of its session's supervisor ends
+# it), a terminal through
 # --console-socket, the walls inside, exec (the same walls, its exit code,
 # --pid-file, --detach, --tty) and ps, a spec's seccomp profile stacked on
 # sandcap's filter, specs asking for more than sandcap allows refused with
 # the field named, and containerd (ctr run, task exec, task ps) and podman
-# end to end when installed.
+# end to end when installed (ctr's exit codes and task metrics).
 . "$(dirname "$0")/lib.sh"
 need_root
 command -v python3 >/dev/null || skip_all "needs python3"
