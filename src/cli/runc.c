@@ -3,9 +3,13 @@
  * sandcap-runc: an OCI runtime (runtime-spec 1.x) with runc's command
  * line (docs/oci.md). A container is a session (docs/sessions.md) whose
  * command is config.json's process, held from create until start, and a
- * container supervisor of its own (the pid in --pid-file and state) that
- * holds that command's connection, relays its stdio, answers start and
- * kill on ROOT/ID/oci.sock and exits with the process's status.
+ * container supervisor of its own that holds that command's connection,
+ * relays its stdio, answers start and kill on ROOT/ID/oci.sock and exits
+ * with the process's status. The pid in --pid-file and state is the
+ * sandbox's pid 1, born the child of whoever adopted the session's
+ * supervisor (containerd's shim, conmon), which reaps it: it exits with the
+ * process's status as soon as the process ends (sc_session_start_opts.
+ * init_adopted).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -122,13 +126,69 @@ static json_t *read_json(const char *path)
 	return json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
 }
 
+/* The start time of process pid (proc(5) stat's field 22), or 0 when it
+ * is gone or a zombie. */
+static unsigned long long proc_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	_cleanup_close_ int fd = -1;
+	unsigned long long t = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = pid > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* comm may hold anything */
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0;
+	p += 2;
+	for (int field = 3; field < 22 && p; field++)
+		if ((p = strchr(p, ' ')))
+			p++;
+	if (p)
+		t = strtoull(p, NULL, 10);
+	return t;
+}
+
+/* The pids file: "INIT START SUPERVISOR", the sandbox's pid 1 (and its
+ * start time, so that a reused pid is not taken for it) and the container
+ * supervisor. 0 each when missing. */
+static void read_pids(const char *dir, pid_t *ret_init, unsigned long long *ret_start,
+		      pid_t *ret_sup)
+{
+	char path[4200], buf[128];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+	int init = 0, sup = 0;
+	unsigned long long start = 0;
+
+	snprintf(path, sizeof(path), "%s/pids", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	buf[n > 0 ? n : 0] = '\0';
+	if (sscanf(buf, "%d %llu %d", &init, &start, &sup) != 3)
+		init = sup = 0, start = 0;
+	*ret_init = init;
+	*ret_start = start;
+	if (ret_sup)
+		*ret_sup = sup;
+}
+
 /* "created", "running" or "stopped" (and the exit code), from the
- * supervisor's status file and whether it still holds its lock. */
+ * supervisor's status file, whether it still holds its lock, and whether
+ * pid 1 lives: its end is the container's, as runc's (the supervisor
+ * follows it at once, but containerd's shim reaps pid 1 and deletes the
+ * container meanwhile). */
 static const char *container_status(const char *dir, int *ret_code)
 {
 	static char buf[64];
 	char path[4200];
 	_cleanup_close_ int fd = -1, lk = -1;
+	unsigned long long start;
+	pid_t init;
 	ssize_t n;
 
 	*ret_code = -1;
@@ -144,6 +204,9 @@ static const char *container_status(const char *dir, int *ret_code)
 	lk = open(path, O_RDONLY | O_CLOEXEC);
 	if (lk < 0 || flock(lk, LOCK_SH | LOCK_NB) == 0)
 		return "stopped"; /* its supervisor died */
+	read_pids(dir, &init, &start, NULL);
+	if (init > 0 && proc_start(init) != start)
+		return "stopped"; /* pid 1 has ended */
 	return strncmp(buf, "running", 7) == 0 ? "running" : "created";
 }
 
@@ -162,6 +225,7 @@ typedef struct csup {
 } csup;
 
 static int container_pids(const char *id, pid_t **ret, size_t *ret_n);
+static int init_pid(const char *id);
 static int container_frozen(const char *dir, const char *id);
 static int container_freeze(const char *dir, const char *id, bool frozen);
 
@@ -305,6 +369,10 @@ static int supervise(csup *c)
 			break;
 	}
 	r = sx_exec_wait(&c->h, &res);
+	if (r < 0)
+		oci_err("container %s: its session's supervisor ended before the process did (%s): "
+			"the sandbox ended with it",
+			c->id, strerror(-r));
 	/* What it wrote before its end is in the pipes now; a child it left
 	 * behind may hold them open for ever, so take only what is there
 	 * (runc's pid 1 ends its namespace at once; the caller stops ours). */
@@ -329,8 +397,11 @@ static int stdio_null(void)
 static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_process *proc,
 					const char *console, const char *digest, int ready)
 {
-	sc_session_start_opts so = {
-	    .plan = plan, .name = c->id, .policy_source = "config.json", .policy_digest = digest};
+	sc_session_start_opts so = {.plan = plan,
+				    .name = c->id,
+				    .policy_source = "config.json",
+				    .policy_digest = digest,
+				    .init_adopted = true};
 	_cleanup_free_ char **argv = calloc(json_array_size(proc->args) + 1, sizeof(char *));
 	_cleanup_free_ char **env = calloc(json_array_size(proc->env) + 1, sizeof(char *));
 	sx_req q = {.argv = argv,
@@ -401,15 +472,21 @@ static _Noreturn void become_supervisor(csup *c, const sc_plan *plan, const oci_
 		_exit(SC_EXIT_SETUP);
 	}
 	{
-		char path[4200];
+		char path[4200], pids[96];
 		json_t *state;
+		int init = init_pid(c->id);
 
+		/* pid 1, the shim's (or conmon's) child: what it waits for. */
+		r = init < 0 ? init : 0;
+		snprintf(pids, sizeof(pids), "%d %llu %d", init, proc_start(init), (int)getpid());
+		if (r >= 0)
+			r = write_file(c->dir, "pids", pids);
 		snprintf(path, sizeof(path), "%s/state.json", c->dir);
 		state = read_json(path);
-		(void)json_object_set_new(state, "pid", json_integer(getpid()));
+		(void)json_object_set_new(state, "pid", json_integer(init));
 		(void)json_object_set_new(json_object_get(state, "annotations"), ANNOT_AUDIT,
 					  json_string(info.audit_path));
-		if (json_dump_file(state, path, JSON_COMPACT) < 0)
+		if (r >= 0 && json_dump_file(state, path, JSON_COMPACT) < 0)
 			r = -EIO;
 		json_decref(state);
 	}
@@ -603,9 +680,10 @@ static void remove_dir(const char *dir)
 	/* The cgroups create made: the sandbox's own, inside, went with it. */
 	read_small(dir, "cgroups.made", made, sizeof(made));
 	oci_cgroup_remove(made);
-	static const char *const files[] = {
-	    "state.json", "status",	  "lock",    "oci.sock",	 "state.json.tmp",
-	    "status.tmp", "cgroups.made", "freezer", "cgroups.made.tmp", "freezer.tmp"};
+	static const char *const files[] = {"state.json",   "status",	      "lock",
+					    "oci.sock",	    "state.json.tmp", "status.tmp",
+					    "cgroups.made", "freezer",	      "cgroups.made.tmp",
+					    "freezer.tmp",  "pids",	      "pids.tmp"};
 	char path[4200];
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -705,6 +783,49 @@ static int run_hook(json_t *hook, const char *id, const char *bundle, pid_t pid)
 	return -ETIMEDOUT;
 }
 
+/*
+ * A network namespace to join that is a container's pid 1's (the agent's
+ * own, with lo only: CRI joins a pod's containers to /proc/PID/ns/net of
+ * its pause container's pid): that container's supervisor's instead, the
+ * pod's, where its proxy's upstream side is (docs/oci.md, "Kubernetes").
+ */
+static void pod_net(int fds[OCI_NS_MAX])
+{
+	struct dirent **names = NULL;
+	struct stat want, st;
+	int n;
+
+	if (fds[OCI_NS_NET] < 0 || fstat(fds[OCI_NS_NET], &want) < 0)
+		return;
+	n = scandir(g_root, &names, NULL, NULL);
+	for (int k = 0; k < n; k++) {
+		char dir[4096], path[64];
+		unsigned long long start;
+		pid_t init, sup;
+		int fd;
+
+		if (!sc_session_name_valid(names[k]->d_name) ||
+		    (size_t)snprintf(dir, sizeof(dir), "%s/%s", g_root, names[k]->d_name) >=
+			sizeof(dir))
+			continue;
+		read_pids(dir, &init, &start, &sup);
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)init);
+		if (init <= 0 || sup <= 0 || stat(path, &st) < 0 || st.st_dev != want.st_dev ||
+		    st.st_ino != want.st_ino || proc_start(init) != start)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)sup);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			(void)close(fds[OCI_NS_NET]);
+			fds[OCI_NS_NET] = fd;
+		}
+		break;
+	}
+	for (int k = 0; k < n; k++)
+		free(names[k]);
+	free(names);
+}
+
 static int do_create(const char *id, const char *bundle_arg, const char *pid_file,
 		     const char *console, bool run, bool detach)
 {
@@ -722,7 +843,7 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 		  .ns_fds = {[0 ... OCI_NS_MAX - 1] = -1}};
 	oci_joins joins;
 	json_t *hook;
-	pid_t sup;
+	pid_t sup, init;
 
 	if (!realpath(bundle_arg, bundle)) {
 		oci_err("--bundle %s: %s", bundle_arg, strerror(errno));
@@ -765,6 +886,7 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 			json_decref(config);
 			return SC_EXIT_SETUP;
 		}
+		pod_net(c.ns_fds);
 	}
 	if (proc.terminal && !console && !run) {
 		oci_err("process.terminal is true: create needs --console-socket");
@@ -845,11 +967,13 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 		json_decref(hook);
 		return SC_EXIT_SETUP;
 	}
-	snprintf(path, sizeof(path), "%s/state.json", dir);
-	state = read_json(path);
-	sup = (pid_t)json_integer_value(json_object_get(state, "pid"));
-	json_decref(state);
-	/* As runc does, before create returns: the process has not started. */
+	{
+		unsigned long long start;
+
+		read_pids(dir, &init, &start, &sup);
+	}
+	/* As runc does, before create returns: the process has not started.
+	 * Its pid is the supervisor's, whose network namespace docker sets up. */
 	r = hook ? run_hook(hook, id, bundle, sup) : 0;
 	json_decref(hook);
 	if (r < 0) {
@@ -859,7 +983,7 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 		return SC_EXIT_SETUP;
 	}
 	if (pid_file) {
-		r = write_pid_file(pid_file, sup);
+		r = write_pid_file(pid_file, init);
 		if (r < 0) {
 			oci_err("--pid-file %s: %s", pid_file, strerror(-r));
 			return SC_EXIT_SETUP;
@@ -1206,6 +1330,7 @@ static int exec_prepare(const char *id, const exec_opts *o, const sx_req *q, csu
 	    (c->sig_fd = signalfd(-1, &fwd, SFD_CLOEXEC)) < 0)
 		return -errno;
 	(void)signal(SIGPIPE, SIG_IGN);
+	snprintf(c->id, sizeof(c->id), "%s", id);
 	r = sx_exec(id, q, &c->h, NULL, 0);
 	if (r < 0)
 		return r;

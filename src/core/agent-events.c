@@ -89,14 +89,8 @@ void sv_stop_listener(supervisor *s)
 	if (!s->listener)
 		return;
 	if (!s->exited) {
-		siginfo_t si = {0};
-
 		sv_kill_sandbox(s);
-		while (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED) < 0 && errno == EINTR)
-			;
-		s->exited = true;
-		s->wait_status =
-		    si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : (si.si_status & 0x7f);
+		sv_pid1_wait(s);
 	}
 	(void)sf_listener_stop(s->listener);
 	s->listener = NULL;

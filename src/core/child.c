@@ -281,12 +281,15 @@ static int step_caps(child_ctx *c)
 /* A sandbox must not outlive its supervisor: nothing would enforce its
  * wall clock or record what it does. When pid 1 dies the kernel kills the
  * whole pid namespace. Set after the last credential change, which clears
- * it; then the supervisor's end of the pair tells whether it died before. */
+ * it; then the supervisor's end of the pair tells whether it died before.
+ * Adopted, our parent is not the supervisor (the signal would follow the
+ * wrong process): the sync pair fails every later step once it has died,
+ * and pid 1 ends when its control channel closes (core/init-session.c). */
 static int step_parent_death(child_ctx *c)
 {
 	struct pollfd pfd = {.fd = c->sync, .events = POLLIN};
 
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+	if (!c->adopted && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		return -errno;
 	if (poll(&pfd, 1, 0) < 0)
 		return -errno;

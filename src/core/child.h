@@ -20,6 +20,7 @@ typedef struct child_ctx {
 	bool cg_sync;		/* wait for SYNC_CGROUP before the "cgroup" step */
 	const char *what;	/* detail of the failing step */
 	bool unpriv;		/* cloned with its user namespace, ids already mapped */
+	bool adopted;		/* our parent is the supervisor's (sc_run_opts.init_adopted) */
 	unsigned layers;	/* sync_layer bits of the steps done so far */
 	int notify_fd;		/* the seccomp listener, for SYNC_READY, or -1 */
 	int ctl_fd;		/* a session's control channel, pid 1 keeps it; or -1 */

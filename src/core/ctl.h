@@ -30,10 +30,14 @@ typedef enum ctl_type {
 	CTL_RENAME,    /* supervisor -> init: rename path (payload) to the second string */
 	CTL_WATCH,     /* supervisor -> init: changes in directory path (payload) as lines
 			* into the fd, until killed; mode 1: its subdirectories too */
+	CTL_END,       /* init -> supervisor: pid 1 exits now, value = its exit code */
 	_CTL_TYPE_MAX,
 } ctl_type;
 
 #define CTL_TTY 1u /* CTL_EXEC: one fd, the pty slave, becomes 0-2 and the ctty */
+/* CTL_EXEC to a pid 1 run with INIT_SESSION_MAIN_ARG: the session's main
+ * command, whose end is pid 1's (core/init.h). */
+#define CTL_MAIN 2u
 
 typedef struct ctl_hdr {
 	uint32_t type;

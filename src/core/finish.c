@@ -111,6 +111,10 @@ static void emit_exit(supervisor *s)
 		      "requests_allowed", (json_int_t)t->requests_allowed, "requests_denied",
 		      (json_int_t)t->net_denied, "syscalls_denied", (json_int_t)t->syscalls_denied,
 		      "files_written", (json_int_t)t->files_written);
+	/* pid 1 was not ours to wait for and said nothing: killed, presumably
+	 * by SIGKILL (sc_run_opts.init_adopted). */
+	if (data && s->status_presumed)
+		(void)json_object_set_new(data, "status_presumed", json_true());
 	/* Stopped by a signal to us: which, and whether the grace ran out. */
 	if (data && r->stop_signal) {
 		char name[32];

@@ -9,6 +9,8 @@
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], INIT_SESSION_ARG) == 0)
-		return init_session_main(argv[2]);
+		return init_session_main(argv[2], false);
+	if (argc == 3 && strcmp(argv[1], INIT_SESSION_MAIN_ARG) == 0)
+		return init_session_main(argv[2], true);
 	return init_main(argc, argv);
 }

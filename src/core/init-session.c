@@ -44,6 +44,11 @@ typedef struct kid {
 static kid kids[SESSION_MAX_CHILDREN];
 static size_t n_kids;
 static int ctl = -1;
+/* INIT_SESSION_MAIN_ARG: the main command (CTL_MAIN), once it is started;
+ * main_code its exit code once it has ended, else -1. */
+static bool main_exits;
+static pid_t main_pid;
+static int main_code = -1;
 
 static void reply(uint32_t type, uint32_t id, int32_t value, int err, uint64_t bytes)
 {
@@ -534,6 +539,8 @@ static void start(const ctl_hdr *h, char *payload, int *fds, size_t n_fds)
 		return;
 	}
 	kids[n_kids++] = (kid){.id = h->id, .pid = pid};
+	if (exec && main_exits && (h->flags & CTL_MAIN) && !main_pid)
+		main_pid = pid;
 	reply(CTL_STARTED, h->id, pid, 0, 0);
 }
 
@@ -542,13 +549,25 @@ static void reap(void)
 	int status;
 	pid_t p;
 
-	while ((p = waitpid(-1, &status, WNOHANG)) > 0)
+	while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
 		for (size_t i = 0; i < n_kids; i++)
 			if (kids[i].pid == p) {
 				reply(CTL_EXITED, kids[i].id, status, 0, 0);
 				kids[i] = kids[--n_kids];
 				break;
 			}
+		if (main_pid && p == main_pid)
+			main_code = WIFEXITED(status) ? WEXITSTATUS(status)
+						      : SC_EXIT_SIGNAL_BASE + WTERMSIG(status);
+	}
+}
+
+/* pid 1 ends with code: said first, for a supervisor that cannot wait for
+ * us (sc_run_opts.init_adopted). */
+static int pid1_end(int code)
+{
+	reply(CTL_END, 0, code, 0, 0);
+	return code;
 }
 
 static void send_signal(const ctl_hdr *h)
@@ -561,7 +580,7 @@ static void send_signal(const ctl_hdr *h)
 			(void)kill(kids[i].pid, h->value);
 }
 
-int init_session_main(const char *fd_arg)
+int init_session_main(const char *fd_arg, bool main_ends)
 {
 	static char payload[CTL_MAX_PAYLOAD + 1];
 	sigset_t all;
@@ -574,6 +593,7 @@ int init_session_main(const char *fd_arg)
 		return SC_EXIT_SETUP;
 	}
 	ctl = (int)fd;
+	main_exits = main_ends;
 	/* Ours alone: no command we start inherits it. */
 	if (fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0)
 		return SC_EXIT_SETUP;
@@ -597,20 +617,24 @@ int init_session_main(const char *fd_arg)
 			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 				if (si.ssi_signo == SIGCHLD)
 					reap();
+				/* The main command's end is the container's: what
+				 * is left dies with us, as with runc's pid 1. */
+				if (main_code >= 0)
+					return pid1_end(main_code);
 				/* From the supervisor (outside our pid namespace,
 				 * so no sender pid here): the session ends, and the
 				 * kernel kills what is left with us. From inside:
 				 * the agent's, not a request we take. */
 				else if (si.ssi_pid == 0 && si.ssi_signo != SIGWINCH &&
 					 si.ssi_signo != SIGURG && si.ssi_signo != SIGCONT)
-					return SC_EXIT_SIGNAL_BASE + (int)si.ssi_signo;
+					return pid1_end(SC_EXIT_SIGNAL_BASE + (int)si.ssi_signo);
 			}
 		}
 		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		r = ctl_recv(ctl, &h, payload, sizeof(payload), fds, CTL_MAX_FDS, &n_fds);
-		if (r == -EPIPE)
-			return 0; /* the supervisor ended the session, or died */
+		if (r == -EPIPE) /* the supervisor ended the session, or died */
+			return main_exits ? pid1_end(SC_EXIT_SIGNAL_BASE + SIGKILL) : 0;
 		if (r < 0)
 			continue;
 		switch ((ctl_type)h.type) {
@@ -634,6 +658,7 @@ int init_session_main(const char *fd_arg)
 		case CTL_DONE:
 		case CTL_EXITED:
 		case CTL_GO:
+		case CTL_END:
 		case _CTL_TYPE_MAX:
 			close_fds(fds, n_fds);
 			break;

@@ -101,13 +101,20 @@ int sv_prepare(supervisor *s)
 		argc++;
 	if (argc == 0 && !serves)
 		return diag_fail(s->diag, -EINVAL, "command", "no command given");
+	/* An adopted pid 1 has no parent-death signal: only its channel's end
+	 * tells it that we died. */
+	if (o->init_adopted && !serves)
+		return diag_fail(s->diag, -EINVAL, "init",
+				 "an adopted pid 1 needs a command server");
 	s->init_argv = calloc(argc + 4, sizeof(char *)); /* + the channel's fd */
 	if (!s->init_argv)
 		return diag_fail(s->diag, -ENOMEM, "command", "out of memory");
 	s->init_argv[0] = (char *)INIT_ARGV0;
 	/* A command server's pid 1 serves the control channel (ctl_arg is
 	 * filled in by sv_host_setup, before the clone). */
-	s->init_argv[1] = (char *)(serves ? INIT_SESSION_ARG : "--");
+	s->init_argv[1] = (char *)(!serves	     ? "--"
+				   : o->init_adopted ? INIT_SESSION_MAIN_ARG
+						     : INIT_SESSION_ARG);
 	if (serves)
 		s->init_argv[2] = s->ctl_arg;
 	else
@@ -239,6 +246,16 @@ int sv_start_child(supervisor *s)
 		ca.flags |= CLONE_INTO_CGROUP;
 		ca.cgroup = (uint64_t)cfd;
 	}
+	/* Our parent's child (sc_run_opts.init_adopted). clone3 takes no exit
+	 * signal with CLONE_PARENT: the child gets ours, SIGCHLD (kernel/fork.c,
+	 * clone3_args_valid()). clone(2)'s EINVAL for CLONE_PARENT with
+	 * CLONE_NEWPID or CLONE_NEWUSER is no longer the kernel's: copy_process()
+	 * refuses only CLONE_THREAD with them (commit 1f7f4dde5c94, "fork: Allow
+	 * CLONE_PARENT after setns(CLONE_NEWPID)"). */
+	if (s->o->init_adopted) {
+		ca.flags |= CLONE_PARENT;
+		ca.exit_signal = 0;
+	}
 	s->t0 = sv_now_ns();
 	s->pid = sys_clone3(&ca);
 	s->cg_joined = s->pid > 0 && cfd >= 0;
@@ -267,6 +284,7 @@ int sv_start_child(supervisor *s)
 			       .spawn_sock = spawn_server_socket(s->spawn),
 			       .cg_sync = !s->unpriv,
 			       .unpriv = s->unpriv,
+			       .adopted = s->o->init_adopted,
 			       .ctl_fd = s->child_ctl};
 
 		(void)close(s->sync);
@@ -275,6 +293,17 @@ int sv_start_child(supervisor *s)
 	}
 	s->child_sync = safe_close(s->child_sync);
 	s->child_ctl = safe_close(s->child_ctl);
+	if (s->o->init_adopted) {
+		char path[32];
+
+		/* Its zombie's status, should its parent not have reaped it yet
+		 * when we look (sv_pid1_exited()). Still running after the open:
+		 * the directory is its own, not a reused pid's. */
+		snprintf(path, sizeof(path), "/proc/%d", (int)s->pid);
+		s->init_procfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (s->init_procfd >= 0 && sys_pidfd_send_signal(s->pidfd, 0) < 0)
+			s->init_procfd = safe_close(s->init_procfd);
+	}
 	return 0;
 }
 

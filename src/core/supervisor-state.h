@@ -157,6 +157,11 @@ typedef struct supervisor {
 	bool setup_failed;
 	bool exited;
 	int wait_status;
+	/* init_adopted: pid 1's /proc directory (for its zombie's status), the
+	 * code it said it exits with (-1: none yet), and whether wait_status
+	 * is presumed (a kill: it said nothing, and was reaped before we read). */
+	int init_procfd, init_code;
+	bool status_presumed;
 	int landlock_abi;
 	char landlock[256];
 	uint64_t t0;
@@ -177,6 +182,11 @@ void sv_arm(int tfd, uint64_t ns);
 void sv_kill_sandbox(supervisor *s);
 /* pid 1 has ended: its status taken, once. */
 bool sv_pid1_exited(supervisor *s);
+/* Until pid 1 has ended (it was killed), its status taken. */
+void sv_pid1_wait(supervisor *s);
+/* init_adopted: wait_status from what pid 1 said, once the mode has read
+ * its last messages (after on_sandbox_gone). */
+void sv_pid1_settle(supervisor *s);
 
 /* setup.c: the phases before supervision, in order; each fails with diag. */
 int sv_prepare(supervisor *s);

@@ -254,6 +254,15 @@ static uint64_t host_hold_wall(void *userdata)
 	return (uint64_t)its.it_value.tv_sec * 1000000000ULL + (uint64_t)its.it_value.tv_nsec;
 }
 
+/* sc_host.init_exit */
+static void host_init_exit(void *userdata, int code)
+{
+	supervisor *s = userdata;
+
+	if (code >= 0 && code <= 255)
+		s->init_code = code;
+}
+
 /* audit.sample_interval: without a timer the run goes on, unsampled. */
 static void start_sampling(supervisor *s)
 {
@@ -286,6 +295,7 @@ static void start_mode(supervisor *s)
 		     .start_wall = host_start_wall,
 		     .set_wall = host_set_wall,
 		     .hold_wall = host_hold_wall,
+		     .init_exit = host_init_exit,
 		     .userdata = s};
 
 	if (SV_HOOK(s, on_started))
@@ -331,6 +341,7 @@ static void supervise(supervisor *s)
 	if (SV_HOOK(s, on_sandbox_gone))
 		s->o->mode->on_sandbox_gone(s->o->mode_data, s->res->timed_out);
 	sv_stop_listener(s);
+	sv_pid1_settle(s); /* the mode has read what pid 1 said last */
 	/* Drain what the child said before dying (e.g. SYNC_FAILED). */
 	while (s->sync >= 0)
 		sv_handle_sync(s);
@@ -363,6 +374,8 @@ int sc_run(const sc_run_opts *o, sc_run_result *res, sc_diag *diag)
 			.child_sync = -1,
 			.ctl = -1,
 			.child_ctl = -1,
+			.init_procfd = -1,
+			.init_code = -1,
 			.emit_lock = PTHREAD_MUTEX_INITIALIZER};
 	int r;
 

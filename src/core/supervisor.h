@@ -42,6 +42,9 @@ typedef struct sc_host {
 	/* Stops the wall clock (a paused session): returns what was left of
 	 * it, for set_wall at the resume; UINT64_MAX when it was not armed. */
 	uint64_t (*hold_wall)(void *userdata);
+	/* pid 1 said it exits with code (CTL_END): its status where the base
+	 * cannot wait for it (sc_run_opts.init_adopted). */
+	void (*init_exit)(void *userdata, int code);
 	void *userdata;
 } sc_host;
 
@@ -95,6 +98,13 @@ typedef struct sc_run_opts {
 	/* limits.wall starts when the mode says (sc_host.start_wall: a pooled
 	 * session, at its hand-out), not when the sandbox does. */
 	bool defer_wall;
+	/* pid 1 is born the child of our parent (CLONE_PARENT: whoever adopted
+	 * us, a subreaper such as containerd's shim), which reaps it. We watch
+	 * it by its pidfd; its status is what it says it exits with
+	 * (sc_host.init_exit), the kernel's while it is a zombie, or else a
+	 * kill. It has no parent-death signal (its parent is not us): it ends
+	 * when its control channel closes (command_server only). */
+	bool init_adopted;
 	/* net.serve: called once per port when the host's listener exists,
 	 * before the sandbox does (the caller says where it is served). */
 	void (*on_serve)(void *userdata, uint16_t port, uint16_t host_port);

@@ -81,7 +81,8 @@ struct ss_server {
 	int lock_fd, ready_fd, listen_fd, idle_fd;
 	sc_host h; /* what the supervisor base lends us (on_started) */
 	bool attached, ready, stopping, gone;
-	bool begun; /* its limits run: from the start, or a pooled one's hand-out */
+	bool main_sent; /* init_adopted: the first exec went as the main command */
+	bool begun;	/* its limits run: from the start, or a pooled one's hand-out */
 	uint64_t started_ns;
 	uint64_t limits_ns; /* when its limits began (0: at the start) */
 	uint32_t next_id;
@@ -226,6 +227,14 @@ static void begin_limits(ss_server *s)
 	idle_rearm(s);
 }
 
+static void close_ctl(ss_server *s)
+{
+	if (s->h.ctl >= 0) {
+		ep_del(s, s->h.ctl);
+		s->h.ctl = safe_close(s->h.ctl);
+	}
+}
+
 /* Closing pid 1's channel ends it (core/init-session.c): the kernel kills
  * what is left in the pid namespace, and sc_run() writes the end. */
 static void end_session(ss_server *s)
@@ -235,10 +244,11 @@ static void end_session(ss_server *s)
 		s->paused = false;
 	s->stopping = true;
 	idle_rearm(s);
-	if (s->h.ctl >= 0) {
-		ep_del(s, s->h.ctl);
-		s->h.ctl = safe_close(s->h.ctl);
-	}
+	/* An adopted pid 1 says its status as it goes (CTL_END): it is told
+	 * that nothing more comes, and heard until it has gone. */
+	if (s->o->init_adopted && !s->gone && s->h.ctl >= 0 && shutdown(s->h.ctl, SHUT_WR) == 0)
+		return;
+	close_ctl(s);
 }
 
 static void conn_free(ss_server *s, ss_conn *c)
@@ -436,6 +446,7 @@ static void handle_ctl(ss_server *s, int flags)
 		r = ctl_recv(s->h.ctl, &h, payload, sizeof(payload), fds, 0, &n_fds);
 		if (r == -EPIPE) {
 			end_session(s); /* pid 1 is going */
+			close_ctl(s);
 			return;
 		}
 		if (r < 0)
@@ -462,6 +473,10 @@ static void handle_ctl(ss_server *s, int flags)
 		case CTL_EXITED:
 			if (c)
 				finish(s, c, h.value, false, 0);
+			break;
+		case CTL_END:
+			if (s->h.init_exit)
+				s->h.init_exit(s->h.userdata, h.value);
 			break;
 		case CTL_EXEC:
 		case CTL_PUT:
@@ -584,6 +599,11 @@ static int start_exec(ss_server *s, ss_conn *c, const ss_request *q)
 	if (!payload)
 		return -E2BIG;
 	h.len = (uint32_t)len;
+	/* An adopted pid 1 ends with the session's first command. */
+	if (s->o->init_adopted && !s->main_sent) {
+		h.flags |= CTL_MAIN;
+		s->main_sent = true;
+	}
 	if (q->detach) {
 		/* Ours to hold: nothing of the client's, nothing to read back. */
 		for (int i = 0; i < 3; i++) {
@@ -1441,7 +1461,8 @@ int ss_serve(const sc_session_start_opts *o, const char *name, int dirfd, int lo
 			  .policy_digest = o->policy_digest,
 			  .mode = &ss_mode,
 			  .mode_data = &s,
-			  .defer_wall = o->pooled};
+			  .defer_wall = o->pooled,
+			  .init_adopted = o->init_adopted};
 	sc_run_result *res = sc_run_result_new();
 	sc_diag d = {0};
 	char path[64];

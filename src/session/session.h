@@ -38,6 +38,13 @@ typedef struct sc_session_start_opts {
 	 * limits.idle start at the first sc_session_begin() (or the first
 	 * other request), not at the start. */
 	bool pooled;
+	/* pid 1 is born the child of the supervisor's parent (CLONE_PARENT:
+	 * whoever adopted the supervisor, a subreaper such as containerd's
+	 * shim; sc_session_start() forks it twice), which reaps it: pid 1 ends
+	 * as soon as the session's first command ends, with its status (128+N
+	 * for signal N), and that ends the session; it ends with 128+SIGKILL
+	 * when the supervisor dies. The OCI runtime's pid 1 (docs/oci.md). */
+	bool init_adopted;
 } sc_session_start_opts;
 
 typedef struct sc_session_info {

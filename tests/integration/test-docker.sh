@@ -5,8 +5,10 @@
 # policy named by runtimeArgs, `--policy FILE`) and `sandcap-plain`, and an
 # image imported from a static busybox root that has nothing but /bin.
 # Asserts: `docker run` runs as the agent and exits with the command's
-# status; -t gets a terminal; --init runs docker-init (a link on the host);
-# --memory 64m bounds the sandbox; -v to a mount point the image lacks
+# status (a SIGKILL's 137, a background child's stdout not waited for);
+# -t gets a terminal; --init runs docker-init (a link on the host);
+# --memory 64m bounds the sandbox, whose pid 1 is State.Pid (docker stats
+# and top read its cgroup and processes); -v to a mount point the image lacks
 # works and leaves the image as it was; exec, logs, stop, kill and rm -f;
 # on a user-defined bridge network (docker's libnetwork-setkey hook) the
 # container supervisor gets the container's address, the agent lo only,
@@ -79,6 +81,13 @@ out=$(dk run --rm --runtime sandcap sandcap-bb:1 id 2>&1)
 expect_eq "docker run --runtime sandcap: the image's user, root by name (no capability: below)" "$out" "uid=0 gid=0"
 dk run --rm --runtime sandcap sandcap-bb:1 sh -c 'exit 7' >/dev/null 2>&1
 expect_eq "... exits with the command's status" "$?" 7
+dk run --rm --runtime sandcap sandcap-bb:1 sh -c 'kill -9 $$' >/dev/null 2>&1
+expect_eq "... a command killed by SIGKILL: 128+9" "$?" 137
+t0=$(date +%s%N)
+out=$(dk run --rm --runtime sandcap sandcap-bb:1 sh -c 'sleep 25 & echo main; exit 3' 2>&1)
+rc_=$? t1=$(date +%s%N)
+expect_eq "... a background child holding stdout: the main process's 3, its output" "$rc_ $out" "3 main"
+check "... at once (within 5 s, not the child's 25)" test $(( (t1 - t0) / 1000000000 )) -lt 5
 out=$(dk run --rm --runtime sandcap sandcap-bb:1 sh -c 'grep -E "^(NoNewPrivs|Seccomp|CapEff):" /proc/self/status | tr -s "\t" " " | tr "\n" " "' 2>&1)
 expect_eq "... inside sandcap's walls" "$out" "CapEff: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 "
 out=$(dk run --rm --read-only --runtime sandcap sandcap-bb:1 sh -c 'touch /bin/x 2>&1; ls /' 2>&1)
@@ -102,6 +111,12 @@ expect_match "--memory 64m: runs" "$id" '^[0-9a-f]{64}$'
 lim=$(cat /sys/fs/cgroup/memory/docker/"$id"/*/memory.limit_in_bytes \
 	/sys/fs/cgroup/docker/"$id"/*/memory.max 2>/dev/null | sort -u | head -1)
 expect_eq "... the sandbox's cgroup, nested in docker's, is bounded to 64 MiB" "$lim" 67108864
+# State.Pid is the sandbox's pid 1: docker stats reads its own cgroup,
+# docker top lists its processes.
+out=$(dk stats --no-stream --format '{{.MemUsage}} {{.PIDs}}' "$id" 2>&1)
+expect_match "docker stats: the sandbox's memory against its 64 MiB, and its pids" "$out" '^[0-9.]+[KMG]i?B / 64MiB [1-9][0-9]*$'
+out=$(dk top "$id" 2>&1)
+expect_match "docker top: the sandbox's processes" "$out" 'sleep 60'
 dk rm -f "$id" >/dev/null 2>&1
 
 # ---- -v to a mount point the image lacks ----
@@ -145,12 +160,18 @@ python3 -m http.server --bind "$ADDR" --directory "$T/www" "$((PORT + 1))" > "$T
 srv="$srv $!"
 for _ in $(seq 50); do python3 -c "import socket; socket.create_connection(('$ADDR', $PORT), 1)" 2>/dev/null && break; sleep 0.1; done
 dk run -d --name net --runtime sandcap --network "$NET" sandcap-bb:1 sleep 60 >/dev/null 2>&1
-sup=$(dk inspect -f '{{.State.Pid}}' net)
+# State.Pid is the sandbox's pid 1; the netns docker configured through the
+# hook is its supervisors' (the session's, where the proxy's upstream side is).
+pid1=$(dk inspect -f '{{.State.Pid}}' net)
+sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' \
+	"$T/exec/runtime-runc/moby/sessions/$(dk inspect -f '{{.Id}}' net)/meta.json" 2>/dev/null)
 ip4=$(dk inspect -f "{{(index .NetworkSettings.Networks \"$NET\").IPAddress}}" net)
 expect_match "the container has an address on it" "$ip4" '^10\.231\.9\.'
-check "... in its supervisor's network namespace (the hook's pid), not the host's" \
+check "... in its session's supervisor's network namespace (the hook's), not the host's" \
 	test "$(readlink /proc/"${sup:-0}"/ns/net)" != "$(readlink /proc/1/ns/net)" -a \
 	-n "$(nsenter -t "${sup:-0}" -n ip -4 -o addr show 2>/dev/null | grep " $ip4/")"
+expect_eq "State.Pid: the sandbox's pid 1, in the agent's own netns (lo only)" \
+	"$(grep -E '^NSpid:' /proc/"${pid1:-0}"/status 2>/dev/null | awk '{print $NF}') $(nsenter -t "${pid1:-0}" -n cat /proc/net/dev 2>/dev/null | awk -F: 'NR > 2 {gsub(/ /, "", $1); print $1}')" "1 lo"
 out=$(dk exec net cat /proc/net/dev 2>&1 | sed -n '3,$p' | awk -F: '{gsub(/ /, "", $1); print $1}' | tr '\n' ' ')
 expect_eq "the agent's own netns has lo only" "$out" "lo "
 out=$(dk exec net wget -q -O - "http://$ADDR:$PORT/" 2>&1)

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # sandcap-runc, the OCI runtime: the lifecycle of a bundle made by
 # `sandcap-runc spec` over a busybox root (created -> running -> stopped ->
-# deleted), state, kill and exit codes, --pid-file, a terminal through
+# deleted), state, kill and exit codes, --pid-file (the sandbox's pid 1:
+# its namespaces, its own cgroup; the end of its session's supervisor ends
+# it), a terminal through
 # --console-socket, the walls inside, exec (the same walls, its exit code,
 # --pid-file, --detach, --tty) and ps, a spec's seccomp profile stacked on
 # sandcap's filter, specs asking for more than sandcap allows refused with
 # the field named, and containerd (ctr run, task exec, task ps) and podman
-# end to end when installed.
+# end to end when installed (ctr's exit codes and task metrics).
 . "$(dirname "$0")/lib.sh"
 need_root
 command -v python3 >/dev/null || skip_all "needs python3"
@@ -154,7 +156,20 @@ expect_match "list: runc's table" "$(rc list)" '^ID +PID +STATUS +BUNDLE +CREATE
 expect_eq "list -q: the ids" "$(rc list -q)" "pz"
 expect_eq "list --format json: the states" "$(rc list --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["status"])')" running
 spid=$(rc state pz | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
-expect_match "cgroupsPath: the pid's cgroup is it" "$(cat /proc/$spid/cgroup)" "memory:/$CGP/pz"$'\n'
+# The pid is the sandbox's pid 1: its cgroup the sandbox's own (nested in
+# cgroupsPath), its namespaces those of the container's processes.
+expect_match "the pid's cgroup: the sandbox's own, nested in cgroupsPath" "$(cat /proc/$spid/cgroup)" "memory:/$CGP/pz/sandcap-sc-[0-9a-f]+"$'\n'
+expect_eq "the pid: sandcap-init, pid 1 of its namespace" "$(grep -E '^NSpid:' /proc/$spid/status | awk '{print $NF}')" 1
+check "the pid's pid namespace is not the host's" test "$(readlink /proc/$spid/ns/pid)" != "$(readlink /proc/self/ns/pid)"
+same=0 n=0
+for p in $(rc ps --format json pz | tr -d '[]' | tr , ' '); do
+	ns=$(readlink /proc/$p/ns/pid) || continue # the loop's sleep, ended meanwhile
+	n=$((n + 1))
+	[ "$ns" = "$(readlink /proc/$spid/ns/pid)" ] && same=$((same + 1))
+done
+check "... it is that of every process of the container" test "$n" -ge 2 -a "$same" = "$n"
+expect_eq "nsenter -t PID -n: the sandbox's network, lo only" \
+	"$(nsenter -t "$spid" -n cat /proc/net/dev | awk -F: 'NR > 2 {gsub(/ /, "", $1); print $1}')" lo
 cg=$(ls -d /sys/fs/cgroup/memory/$CGP/pz/*/ 2>/dev/null | head -1)
 check "cgroupsPath: the sandbox's cgroup is nested in it" test -n "$cg"
 check "... and holds the sandbox's processes" grep -q . "${cg}cgroup.procs"
@@ -508,12 +523,36 @@ c['process']['args'] = ['true']
 c['linux']['resources'] = {'memory': {'limit': 67108864}, 'pids': {'limit': 32}, 'cpu': {'quota': 50000, 'period': 100000}}"
 use lim
 rc create --bundle "$T/b" lim
+lpid=$(rc state lim | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+if [ -d /sys/fs/cgroup/memory ]; then
+	mem=/sys/fs/cgroup/memory$(awk -F: '$2 == "memory" {print $3}' /proc/$lpid/cgroup)/memory.limit_in_bytes
+else
+	mem=/sys/fs/cgroup$(awk -F: '$1 == "0" {print $3}' /proc/$lpid/cgroup)/memory.max
+fi
+expect_eq "the pid's own memory cgroup holds linux.resources' limit" "$(cat "$mem" 2>/dev/null)" 67108864
 a=$(rc state lim | python3 -c 'import json,sys; print(json.load(sys.stdin)["annotations"]["org.sandcap.audit"])')
 rc start lim
 for i in $(seq 50); do rc state lim | grep -q stopped && break; sleep 0.1; done
 rc delete lim
 expect_eq "linux.resources (memory, pids, cpu): honoured, the log sealed" "$(tail -c 2000 "$a" | grep -c '"event":"audit.seal"')" 1
 expect_match "the audit log's sandbox.start carries the limits" "$(head -c 20000 "$a" | grep -m1 sandbox.start)" '"memory": ?67108864'
+
+# ---- the session's supervisor killed from the host: the sandbox ends
+# with it (pid 1 sees its channel close), and the log says why ----
+edit sk "c['process']['terminal'] = False
+c['process']['args'] = ['sleep', '30']"
+use sk
+rc --log "$T/sk.log" create --bundle "$T/b" sk && rc start sk
+skpid=$(rc state sk | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+sspid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$RT/sessions/sk/meta.json" 2>/dev/null)
+kill -9 "${sspid:-0}"
+for i in $(seq 50); do rc state sk | grep -q stopped && break; sleep 0.1; done
+expect_match "its session's supervisor killed: the container stopped" "$(rc state sk)" '"status": "stopped"'
+check "... its pid 1 gone" test ! -d "/proc/$skpid/ns" -o "$(awk '{print $3}' /proc/$skpid/stat 2>/dev/null)" = Z
+for i in $(seq 50); do grep -q supervisor "$T/sk.log" 2>/dev/null && break; sleep 0.1; done
+expect_match "... and the log says why" "$(cat "$T/sk.log" 2>/dev/null)" "container sk: its session's supervisor ended before the process did"
+rc delete sk
+check "... delete left nothing under --root" test ! -e "$RT/sk"
 
 # ---- containerd, end to end: its own root, state and socket ----
 if command -v containerd >/dev/null && command -v ctr >/dev/null &&
@@ -540,6 +579,19 @@ EOF
 	expect_match "ctr run: NoNewPrivs 1" "$out" 'NoNewPrivs:[[:space:]]+1'
 	expect_match "ctr run: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
 	"${ctr[@]}" c rm ctd1 >/dev/null 2>&1
+	timeout 30 "${ctr[@]}" run --runc-binary "$R" --rootfs "$T/b/rootfs" ctd7 sh -c 'exit 7' >/dev/null 2>&1
+	expect_eq "ctr run: exit 7 reaches ctr" "$?" 7
+	"${ctr[@]}" c rm ctd7 >/dev/null 2>&1
+	timeout 30 "${ctr[@]}" run --runc-binary "$R" --rootfs "$T/b/rootfs" ctds sh -c 'kill -9 $$' >/dev/null 2>&1
+	expect_eq "ctr run: a main process killed by SIGKILL, 128+9" "$?" 137
+	"${ctr[@]}" c rm ctds >/dev/null 2>&1
+	t0=$(date +%s%N)
+	out=$(timeout 30 "${ctr[@]}" run --runc-binary "$R" --rootfs "$T/b/rootfs" ctdb sh -c 'sleep 25 & echo main; exit 3' 2>&1)
+	rc_=$? t1=$(date +%s%N)
+	expect_eq "ctr run: a background child holding stdout, the main process's 3" "$rc_" 3
+	check "... at once (within 5 s, not the child's 25)" test $(( (t1 - t0) / 1000000000 )) -lt 5
+	expect_eq "... its output relayed" "$out" main
+	"${ctr[@]}" c rm ctdb >/dev/null 2>&1
 	# A terminal: the shim takes the console once create's stdout and
 	# stderr reach their end (script(1) gives ctr the terminal -t needs).
 	if command -v script >/dev/null; then
@@ -555,7 +607,7 @@ EOF
 	expect_match "ctr run asking to join the host's ipc namespace: refused, the field named" "$out" \
 		'linux\.namespaces\[[0-9]+\]\.path: /proc/1/ns/ipc'
 	"${ctr[@]}" c rm ctd2 >/dev/null 2>&1
-	timeout 30 "${ctr[@]}" run -d --runc-binary "$R" --rootfs "$T/b/rootfs" ctd3 sleep 30 >/dev/null 2>&1
+	timeout 30 "${ctr[@]}" run -d --runc-binary "$R" --memory-limit 67108864 --rootfs "$T/b/rootfs" ctd3 sleep 30 >/dev/null 2>&1
 	out=$(timeout 30 "${ctr[@]}" task exec --exec-id e1 ctd3 \
 		sh -c 'id -u; grep -E "^(Seccomp|NoNewPrivs|CapEff):" /proc/self/status; exit 6' 2>&1)
 	expect_eq "ctr task exec: the process's exit code" "$?" 6
@@ -565,6 +617,25 @@ EOF
 	expect_match "ctr task exec: no capability" "$out" 'CapEff:[[:space:]]+0000000000000000'
 	out=$(timeout 30 "${ctr[@]}" task ps ctd3 2>&1)
 	expect_eq "ctr task ps: sandcap-init and the first process" "$(printf '%s\n' "$out" | grep -cE '^[0-9]+ ')" 2
+	# The shim's metrics are the sandbox's own cgroup's (the pid's).
+	out=$(timeout 30 "${ctr[@]}" task metrics --format json ctd3 2>&1)
+	expect_match "ctr task metrics: the sandbox's pids and memory, its --memory-limit (the pid's cgroup)" \
+		"$(printf '%s' "$out" | python3 -c 'import json,sys; m=json.load(sys.stdin); print("pids", m["pids"]["current"], "memory", m["memory"]["usage"]["usage"] > 0, m["memory"]["usage"]["limit"])' 2>&1)" \
+		'^pids [1-9][0-9]* memory True 67108864$'
+	tpid=$("${ctr[@]}" task ls 2>/dev/null | awk '$1 == "ctd3" {print $2}')
+	check "ctr task ls: the pid is in the container's pid namespace" \
+		test -n "$tpid" -a "$(readlink /proc/${tpid:-0}/ns/pid)" != "$(readlink /proc/self/ns/pid)"
+	# Its session's supervisor killed: the task ends (137), the shim sees it.
+	timeout 30 "${ctr[@]}" run --runc-binary "$R" --rootfs "$T/b/rootfs" ctdk sleep 30 >/dev/null 2>&1 &
+	ctrk=$!
+	# runc's --root of the shim: /run/containerd/runc/NAMESPACE
+	ssk=/run/containerd/runc/default/sessions/ctdk/meta.json
+	for i in $(seq 100); do "${ctr[@]}" task ls 2>/dev/null | grep -q 'ctdk.*RUNNING' && break; sleep 0.1; done
+	sspid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$ssk" 2>/dev/null)
+	kill -9 "${sspid:-0}"
+	wait "$ctrk"
+	expect_eq "ctr run: its session's supervisor killed, the task ends with 137" "$?" 137
+	"${ctr[@]}" c rm ctdk >/dev/null 2>&1
 	timeout 30 "${ctr[@]}" task kill -s KILL ctd3 >/dev/null 2>&1
 	for i in $(seq 50); do "${ctr[@]}" task ls 2>/dev/null | grep -q 'ctd3.*STOPPED' && break; sleep 0.1; done
 	"${ctr[@]}" task rm ctd3 >/dev/null 2>&1

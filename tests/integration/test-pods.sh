@@ -110,8 +110,12 @@ expect_eq "the pause container: created in the pod netns" "$?" 0
 rc start pause
 pp=$(rc state pause | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
 expect_eq "state's pid is --pid-file's" "$pp" "$(cat "$T/pause.pid" 2>/dev/null)"
-expect_eq "its supervisor is in the pod netns" "$(nsof "$pp" net)" \
+# The session's supervisor, where the proxy's upstream side is.
+ssof() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$RT/sessions/$1/meta.json"; }
+expect_eq "its session's supervisor is in the pod netns" "$(nsof "$(ssof pause)" net)" \
 	"net:[$(stat -L -c %i "/var/run/netns/$NS")]"
+check "state's pid is the sandbox's pid 1, in the agent's own netns (not the pod's)" \
+	test "$(grep -E '^NSpid:' /proc/$pp/status | awk '{print $NF}')" = 1 -a "$(nsof "$pp" net)" != "$(nsof "$(ssof pause)" net)"
 check "... with ipc and uts namespaces of the pod's own, not the host's" \
 	test "$(nsof "$pp" ipc)" != "$(nsof 1 ipc)" -a "$(nsof "$pp" uts)" != "$(nsof 1 uts)"
 
@@ -128,7 +132,8 @@ expect_eq "the app container: created with the pause container's namespaces" "$?
 rc start app
 expect_match "the app container runs" "$(rc state app)" '"status": "running"'
 ap=$(cat "$T/app.pid" 2>/dev/null)
-expect_eq "its supervisor (the proxy's upstream side) is in the pod netns" "$(nsof "$ap" net)" "$(nsof "$pp" net)"
+expect_eq "its session's supervisor (the proxy's upstream side) is in the pod netns, by the pause's pid 1's path" \
+	"$(nsof "$(ssof app)" net)" "$(nsof "$(ssof pause)" net)"
 
 out=$(rc exec app wget -q -O - "http://$ADDR:$PORT/" 2>&1)
 expect_eq "egress through the proxy reaches the server only the pod netns has" "$out" "only-in-the-pod-netns"
@@ -143,7 +148,7 @@ expect_no_match "a direct connect to the pod's address gets nothing from its ser
 check "... which saw no request at all" bash -c "! grep -q GET '$T/srv2.log'"
 init=$(rc ps --format json app | python3 -c 'import json,sys; print(json.load(sys.stdin)[0])')
 check "the agent's netns is neither the pod's nor the host's" \
-	test "$(nsof "$init" net)" != "$(nsof "$pp" net)" -a "$(nsof "$init" net)" != "$(nsof 1 net)"
+	test "$(nsof "$init" net)" != "net:[$(stat -L -c %i "/var/run/netns/$NS")]" -a "$(nsof "$init" net)" != "$(nsof 1 net)"
 
 # ---- shared ipc and uts ----
 rc exec pause shm put 4242 "written-by-pause-$$"
