@@ -58,18 +58,16 @@ static int listen_on(bool any_addr, uint16_t port, uint16_t *ret_port)
 	return TAKE_FD(fd);
 }
 
-/* 0 when this process's network namespace is not the host's (pid 1's): a
- * pod's or docker's, entered by sandcap-runc's container supervisor;
- * -EPERM when it is, or when pid 1's cannot be looked at (no root). */
-static int netns_not_host(void)
+/* Only the caller knows a container's netns for its own (plan->own_netns);
+ * pid 1's, where it may be looked at, is refused whatever it says. */
+static bool netns_is_own(const sc_plan *p)
 {
 	struct stat self, init;
 
-	if (stat("/proc/self/ns/net", &self) < 0)
-		return -errno;
-	if (stat("/proc/1/ns/net", &init) < 0)
-		return -EPERM;
-	return self.st_dev == init.st_dev && self.st_ino == init.st_ino ? -EPERM : 0;
+	if (!p->own_netns || stat("/proc/self/ns/net", &self) < 0)
+		return false;
+	return stat("/proc/1/ns/net", &init) < 0 || self.st_dev != init.st_dev ||
+	       self.st_ino != init.st_ino;
 }
 
 /* {"PORT": "127.0.0.1:HOST_PORT"}: for sandbox.start, the mode, the caller. */
@@ -99,13 +97,12 @@ int sv_serve_prepare(supervisor *s)
 		int fd;
 
 		/* 0.0.0.0 of the host's netns would open the port to its networks */
-		if (p->serve[i].any_addr && netns_not_host() < 0)
+		if (p->serve[i].any_addr && !netns_is_own(p))
 			return diag_fail(s->diag, -EPERM, "serve",
 					 "net.serve port %u: \"bind\": \"0.0.0.0\" is only for a "
 					 "container in a network namespace of its own (a pod's, "
-					 "docker's); this one is the host's (or cannot be told "
-					 "from it), where it would open the port to the host's "
-					 "networks",
+					 "docker's); this sandbox's supervisor is in the host's, "
+					 "whose networks it would open the port to",
 					 p->serve[i].port);
 		fd = listen_on(p->serve[i].any_addr, p->serve[i].host_port, &got);
 		if (fd < 0) {

@@ -228,6 +228,11 @@ struct sc_plan {
 	 * which the container supervisor made or joined, docs/oci.md). Not
 	 * policy JSON, as extra_filter. */
 	bool shared_ipc_uts;
+	/* The supervisor runs in a network namespace of the container's own
+	 * (sandcap-runc: a pod's it joined, or docker's it made), not the
+	 * host's: only there may net.serve listen on 0.0.0.0. Not policy
+	 * JSON, as extra_filter. */
+	bool own_netns;
 };
 
 /*
