@@ -235,6 +235,13 @@ expect_eq "bind 0.0.0.0 in the host's network namespace: refused (125)" "$?" 125
 expect_match "... saying why" "$out" 'net.serve port 8090: "bind": "0.0.0.0" is only for a container in a network namespace of its own.*supervisor is in the host.s'
 check "... nothing left" test ! -e "$RT/bad"
 check "... nothing listens on the host for it" test -z "$(ss -Hltn '( sport = :8090 )')"
+edit bad "del c['hostname']
+c['process']['args'] = ['true']
+c['annotations'] = {'org.sandcap.policy': '$pol'}
+c['linux']['namespaces'] = [{'type': 'pid'}, {'type': 'network', 'path': '/proc/$$/ns/net'}, {'type': 'mount'}]"
+out=$(rc create --bundle "$T/bad" bad 2>&1)
+expect_eq "... and so in the host's, joined by its path (125)" "$?" 125
+expect_match "... saying why" "$out" '"bind": "0.0.0.0" is only for a container in a network namespace of its own'
 
 # ---- shared ipc and uts ----
 rc exec pause shm put 4242 "written-by-pause-$$"
