@@ -224,6 +224,18 @@ expect_match "... and the answer's bytes out" "$rec" '"bytes_out":[1-9][0-9]+,'
 expect_match "sandbox.start names where the port is served" \
 	"$(grep -m1 '"event":"sandbox.start"' "$wa")" '"serve":\{"8090":"0\.0\.0\.0:8090"\}'
 
+# a second container of the pod serving the same port: refused, as a
+# second server of a pod would be
+edit bad "del c['hostname']
+c['process']['args'] = ['true']
+c['annotations'] = {'org.sandcap.policy': '$pol'}
+c['linux']['namespaces'] = [{'type': 'pid'}, {'type': 'network', 'path': '/proc/$pp/ns/net'}, {'type': 'mount'}]"
+out=$(rc create --bundle "$T/bad" bad 2>&1)
+expect_eq "a second container serving 8090 in the pod: refused (125)" "$?" 125
+expect_match "... the port taken" "$out" 'net\.serve port 8090: cannot listen on 0\.0\.0\.0 \(port 8090\): Address already in use'
+check "... nothing left" test ! -e "$RT/bad"
+expect_eq "... the first one still answers" "$(get "$POD" 8090)" "served-from-inside-$$"
+
 # 0.0.0.0 where the container has no network namespace of its own: its
 # supervisor's is the host's, so nothing may listen on the host's addresses
 edit bad "del c['hostname']
