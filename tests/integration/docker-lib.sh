@@ -25,7 +25,7 @@ dpid=
 docker_image() {
 	mkdir -p "$T/img/bin"
 	cp "$BB" "$T/img/bin/busybox"
-	for a in sh id cat echo sleep tty tr wget grep ls touch head seq nc; do
+	for a in sh id cat echo sleep tty tr wget grep ls touch head tail seq nc [ test wc ln sed uname; do
 		ln -s busybox "$T/img/bin/$a"
 	done
 	[ $# -eq 0 ] || cp "$@" "$T/img/bin/"
