@@ -7,7 +7,7 @@
 # the container's processes and no other; pause freezes them (a counter
 # stops, exec is refused) and unpause resumes them; restart and
 # --restart on-failure run the command again; wait and inspect give the
-# state and the exit code; --cpus and --pids-limit reach the sandbox's own
+# state and the exit code; update is refused and changes nothing; --cpus and --pids-limit reach the sandbox's own
 # cgroup, and a fork bomb under --pids-limit 20 is bounded.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/docker-lib.sh"
@@ -57,6 +57,13 @@ check "stats: memory $((${mem:-0} >> 20)) MiB, what it holds (40 MiB) and little
 check "stats: pids $pids, its processes (init, hog, sleep) at least" test "${pids:-0}" -ge 3
 out=$(dk stats --no-stream --format '{{.MemUsage}} {{.PIDs}}' "$id" 2>&1)
 expect_match "docker stats (the client) says so too" "$out" '^(4[0-9]|5[0-5])(\.[0-9]+)?MiB / .* [0-9]+$'
+
+# ---- update: refused, the limits as they were ----
+out=$(dk update --memory 256m --memory-swap 512m "$id" 2>&1)
+expect_match "update: refused, with the reason" "$?:$out" "^1:.*cannot be changed once it is created"
+expect_eq "... the sandbox's memory limit as it was, docker's configuration too" \
+	"$(cg memory memory.limit_in_bytes "$id")$(cg memory memory.max "$id") $(st '{{.HostConfig.Memory}}' "$id")" \
+	"134217728 134217728"
 dk rm -f "$id" >/dev/null 2>&1
 
 # ---- stats: CPU, and --cpus reaching the sandbox ----
