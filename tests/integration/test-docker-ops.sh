@@ -7,8 +7,9 @@
 # the container's processes and no other; pause freezes them (a counter
 # stops, exec is refused) and unpause resumes them; restart and
 # --restart on-failure run the command again; wait and inspect give the
-# state and the exit code; update is refused and changes nothing; --cpus and --pids-limit reach the sandbox's own
-# cgroup, and a fork bomb under --pids-limit 20 is bounded.
+# state and the exit code; update is refused and changes nothing; --cpus
+# and --pids-limit reach the sandbox's own cgroup, and a fork bomb under
+# --pids-limit 20 is bounded.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/docker-lib.sh"
 HOG=$(dirname "$SANDCAP")/tests/helpers/hog
