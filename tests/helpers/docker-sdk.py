@@ -97,7 +97,7 @@ def normal(client, d):
     os.chown(work, 4242, 4242)  # an owner of its own: the agent writes as it
     a = Agent(client, d, "id; echo \"lines: $(wc -l < /data/input.txt)\" > /work/report.txt",
               volumes={data: {"bind": "/data", "mode": "ro"}, work: {"bind": "/work", "mode": "rw"}},
-              working_dir="/work", mem_limit="256m", nano_cpus=10**9, pids_limit=64)
+              working_dir="/work", user="1000:1000", mem_limit="256m", nano_cpus=10**9, pids_limit=64)
     status = a.wait()
     report = os.path.join(work, "report.txt")
     check("1 normal: exit status 0", status == 0)
@@ -119,6 +119,8 @@ def limits(client, d):
     check("2 limits: allocating without end is killed by SIGKILL (%d = 128+9)" % status, status == 137)
     check("2 limits: the cgroup reports the OOM kill (limit.hit memory: %s)"
           % (oom[0].get("detail") if oom else None), oom != [])
+    check("2 limits: docker says so too (State.OOMKilled, from the shim's OOM event)",
+          a.state["OOMKilled"] is True)
     peak = [r.get("memory_peak", 0) for r in a.events("sandbox.exit")]
     check("2 limits: peak memory %d MiB, at the 64 MiB limit" % (max(peak or [0]) >> 20),
           peak != [] and 0 < max(peak) <= 66 << 20)
