@@ -1907,6 +1907,14 @@ int main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	optind = 1;
+	/* docker update, ctr task update: runc update [--resources FILE] ID,
+	 * refused before its options are read, with the reason. */
+	if (strcmp(name, "update") == 0) {
+		oci_err("update: a container's resources cannot be changed once it is created: "
+			"its limits are its spec's, as its audit log's sandbox.start records "
+			"them (docs/oci.md)");
+		return 1;
+	}
 	/* runc's short options, which differ by command: -f is delete's
 	 * --force, and list's and ps's --format. */
 	shorts = strcmp(name, "delete") == 0 ? "+f"

@@ -18,42 +18,22 @@
 # port it does not serve gets nothing; nothing is left behind once
 # dockerd has stopped.
 . "$(dirname "$0")/lib.sh"
-need_root
-command -v dockerd >/dev/null && command -v docker >/dev/null ||
-	skip_all "needs docker (apt: docker.io)"
-command -v python3 >/dev/null || skip_all "needs python3"
-command -v ip >/dev/null || skip_all "needs ip (iproute2)"
-BB=$(command -v busybox) || skip_all "needs busybox (busybox-static)"
-file -L "$BB" 2>/dev/null | grep -q 'statically linked' || skip_all "needs a static busybox"
-. "$(dirname "$0")/../../tools/fixtures.sh"
+. "$(dirname "$0")/docker-lib.sh"
 
-R=$(dirname "$SANDCAP")/sandcap-runc
-export DOCKER_HOST="unix://$T/docker.sock" DOCKER_CONFIG="$T/cli"
 NET=sc-dk-$$
 SUBNET=10.231.9.0/24
 ADDR=10.231.9.1 # the bridge's host side, where the server listens
 PORT=$(free_port 2)
-dk() { timeout 120 docker "$@"; }
-dpid=
 srv=
 cleanup() {
-	if [ -n "$dpid" ]; then
-		docker rm -f $(docker ps -aq 2>/dev/null) >/dev/null 2>&1
-		docker network rm "$NET" >/dev/null 2>&1
-		kill "$dpid" 2>/dev/null
-		for _ in $(seq 100); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
-	fi
+	docker_cleanup "$NET"
 	[ -n "$srv" ] && kill $srv 2>/dev/null && wait $srv 2>/dev/null
-	grep -o " $T[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null
 	cleanup_dir
 }
 trap cleanup EXIT
 
-# ---- the image: a busybox root with /bin only (no /etc, /tmp, /run, /mnt) ----
-mkdir -p "$T/img/bin" "$T/vol" "$T/www" "$T/web"
-cp "$BB" "$T/img/bin/busybox"
-for a in sh id cat echo sleep tty tr wget grep ls touch httpd; do ln -s busybox "$T/img/bin/$a"; done
-tar -C "$T/img" -cf "$T/img.tar" .
+docker_image
+mkdir -p "$T/vol" "$T/www" "$T/web"
 echo from-the-host > "$T/vol/in"
 chmod 777 "$T/vol"
 echo "past-the-proxy" > "$T/www/index.html"
@@ -63,25 +43,7 @@ echo '{"net": {"listen": true, "serve": [{"port": 8080, "bind": "0.0.0.0"}]}}' >
 echo "served-by-the-agent" > "$T/web/index.html"
 chmod -R a+rX "$T/web"
 
-# ---- dockerd of our own ----
-cat > "$T/daemon.json" <<EOF
-{
-  "runtimes": {
-    "sandcap": {"path": "$R", "runtimeArgs": ["--policy", "$T/policy.json"]},
-    "sandcap-plain": {"path": "$R"},
-    "sandcap-web": {"path": "$R", "runtimeArgs": ["--policy", "$T/web.json"]}
-  },
-  "exec-opts": ["native.cgroupdriver=cgroupfs"]
-}
-EOF
-dockerd --config-file "$T/daemon.json" --data-root "$T/data" --exec-root "$T/exec" \
-	--pidfile "$T/docker.pid" -H "$DOCKER_HOST" --storage-driver vfs --iptables=false \
-	--ip-masq=false --bridge=none > "$T/dockerd.log" 2>&1 &
-dpid=$!
-for _ in $(seq 300); do docker info >/dev/null 2>&1 && break; sleep 0.1; done
-docker info >/dev/null 2>&1 || { tail -20 "$T/dockerd.log" >&2; skip_all "dockerd did not start"; }
-import_image() { dk import "$T/img.tar" sandcap-bb:1 >/dev/null; }
-check "docker import of the busybox root" import_image
+docker_start "sandcap-web=$T/web.json"
 
 # ---- run: the agent, the command's status ----
 out=$(dk run --rm --runtime sandcap sandcap-bb:1 id 2>&1)
@@ -105,7 +67,7 @@ expect_match "without --read-only: the root takes writes (in a private layer)" "
 expect_match "... but no new name directly in / (Landlock)" "$out" "touch: /x: Permission denied"
 
 # ---- -t ----
-out=$(timeout 60 docker run --rm -t --runtime sandcap sandcap-bb:1 tty < /dev/null 2>&1 | tr -d '\r')
+out=$(timeout 60 "$DOCKER" run --rm -t --runtime sandcap sandcap-bb:1 tty < /dev/null 2>&1 | tr -d '\r')
 expect_eq "run -t: a terminal of the sandbox's devpts" "$out" "/dev/pts/0"
 
 # ---- --init: docker-init is a link to tini-static on the host ----
@@ -188,8 +150,8 @@ out=$(dk exec net wget -q -O - "http://$ADDR:$((PORT + 1))/" 2>&1)
 expect_no_match "... and nothing it does not allow" "$out" "past-the-proxy"
 check "... whose server saw no request" bash -c "! grep -q GET '$T/srv2.log'"
 dk run -d --name plain --runtime sandcap-plain --network "$NET" sandcap-bb:1 sleep 60 >/dev/null 2>&1
-out=$(dk exec plain wget -q -T 3 -O - "http://$ADDR:$PORT/" 2>&1)
-expect_no_match "the runtime without --policy: no egress at all" "$out" "past-the-proxy"
+out=$(dk exec plain wget -q -O - "http://$ADDR:$PORT/" 2>&1)
+expect_match "the runtime without --policy: no egress at all" "$out" "Network is unreachable"
 
 # ---- serving: docker run -p to the port the runtime's policy serves ----
 # docker-proxy listens on the host and connects to the container's address
@@ -237,29 +199,8 @@ dk rm -f net plain web >/dev/null 2>&1
 dk network rm "$NET" >/dev/null 2>&1
 
 # ---- nothing left behind ----
-expect_eq "no container state under sandcap-runc's root" \
-	"$(find "$T/exec/runtime-runc/moby" -mindepth 1 ! -path '*/moby/sessions' 2>/dev/null)" ""
-kill "$dpid"
-for _ in $(seq 100); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
-check "dockerd stopped" bash -c "! kill -0 $dpid 2>/dev/null"
-dpid=
-# containerd, its shims and the container supervisors all name $T.
 kill $srv 2>/dev/null && wait $srv 2>/dev/null
 srv=
-for _ in $(seq 50); do pgrep -f "$T/" >/dev/null || break; sleep 0.1; done
-expect_eq "no process of this test's dockerd, containerd, shims or containers is left" \
-	"$(pgrep -af "$T/")" ""
-# dockerd makes its data root a private mount of its own where the root's
-# mounts are shared (as on a fresh Debian root), and leaves it: not ours.
-mountpoint -q "$T/data" && umount "$T/data"
-# libnetwork unmounts a network namespace it bound after the container's end
-for _ in $(seq 50); do grep -q " $T" /proc/self/mountinfo || break; sleep 0.1; done
-left=$(grep " $T" /proc/self/mountinfo | cut -d' ' -f5,9)
-expect_eq "no mount under the test's directories" "$left" ""
-left=
-for i in $(grep -o 'container=[0-9a-f]\{64\}' "$T/dockerd.log" | cut -d= -f2 | sort -u); do
-	ls -d /sys/fs/cgroup/*/docker/"$i" /sys/fs/cgroup/docker/"$i" 2>/dev/null && left=1
-done
-check "no cgroup of its containers" test -z "$left"
+docker_stop_and_check
 check "no address of its network on the host" bash -c "! ip -4 -o addr show | grep -q ' $ADDR/'"
 finish

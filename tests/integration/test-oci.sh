@@ -188,6 +188,9 @@ sleep 0.5
 check "resumed: it runs again" test "$(cat "$T/out/n")" -gt "$n2"
 rc resume pz 2>/dev/null
 expect_eq "resume of a running container: refused" "$?" 1
+out=$(echo '{"memory": {"limit": 268435456}}' | rc update --resources - pz 2>&1)
+expect_match "update (runc's options and all): refused, exit 1, the reason given" "$?:$out" \
+	"^1:.*update: a container's resources cannot be changed once it is created"
 rc pause pz
 rc kill -a pz KILL
 expect_eq "kill -a KILL of a paused container" "$?" 0
