@@ -728,7 +728,9 @@ static int map_linux(json_t *l, json_t *limits, char *err, size_t len)
 	/* cgroupsPath: where to place the cgroup; sandcap makes its own. */
 	if (!empty(json_object_get(l, "uidMappings")) || !empty(json_object_get(l, "gidMappings")))
 		return oci_refuse(
-		    err, len, "$.linux.%s: sandcap maps its own ids (the agent is uid 1000 inside)",
+		    err, len,
+		    "$.linux.%s: sandcap maps its own ids (process.user's inside, one "
+		    "unprivileged id on the host)",
 		    empty(json_object_get(l, "uidMappings")) ? "gidMappings" : "uidMappings");
 	if (!empty(json_object_get(l, "devices")))
 		return oci_refuse(err, len,

@@ -515,6 +515,8 @@ refused "an rlimit sandcap does not set" "c['process']['rlimits'].append({'type'
 	'\$\.process\.rlimits\[1\]\.type: RLIMIT_CORE is not supported'
 refused "a masked path sandcap does not mask" "c['linux']['maskedPaths'].append('/etc/shadow')" \
 	'\$\.linux\.maskedPaths\[4\]: /etc/shadow is not a path sandcap masks'
+refused "id mappings" "c['linux']['uidMappings'] = [{'containerID': 0, 'hostID': 100000, 'size': 65536}]" \
+	"\\\$\\.linux\\.uidMappings: sandcap maps its own ids \\(process\\.user's inside"
 out=$("$R" --root "$RT" --systemd-cgroup state x 2>&1)
 expect_match "--systemd-cgroup refused clearly" "$out" 'systemd-cgroup is not supported'
 rc --log "$T/log.json" --log-format json create --bundle "$T/nope" x 2>/dev/null
