@@ -135,5 +135,20 @@ check "no sandboxed process left" [ "$(sandboxed)" = 0 ]
 wait_for [ -z "$(ours)" ]
 check "no sandcap process left ($(ours))" [ -z "$(ours)" ]
 check "no sandbox cgroup left" [ -z "$(find $CG -name 'sandcap-*' -type d)" ]
+# --- without cgroupsPath: nothing moves, pause freezes the sandbox's
+# own cgroup, under the caller's (here the root) ---
+mkdir -p /tmp/b2
+sed -e /cgroupsPath/d -e "s|\"path\": \"rootfs\"|\"path\": \"$B/rootfs\"|" $B/config.json >/tmp/b2/config.json
+rc create --bundle /tmp/b2 c2 >/tmp/c2.out 2>&1 && rc start c2 || cat /tmp/c2.out
+rel=$(sed -n 's/^0:://p' /proc/"$(rc state c2 | sed -n 's/.*"pid": \([0-9]*\),.*/\1/p')"/cgroup 2>/dev/null)
+check "no cgroupsPath: pid 1 in a sandbox cgroup of its own ($rel)" \
+	[ "$(dirname "${rel:-/x}")" = / -a "${rel#/sandcap-}" != "$rel" ]
+rc pause c2
+check "... pause: paused, $rel frozen" \
+	[ "$(status c2):$(grep frozen "$CG$rel/cgroup.events" 2>&1)" = "paused:frozen 1" ]
+rc delete --force c2
+check "... delete --force of a paused container" [ $? = 0 -a ! -e $RT/c2 ]
+wait_for [ -z "$(ours)" ]
+check "... nothing left ($(ours))" [ -z "$(ours)$(find $CG -name 'sandcap-*' -type d)" ]
 echo "1..$n"
 exit $fail
