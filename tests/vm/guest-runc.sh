@@ -9,6 +9,7 @@
 # Usage: SANDCAP_VM_MODULES=overlay run-in-vm -f tests/vm/guest-tap.sh=/sandcap/guest-tap.sh
 #	BUILDDIR tests/vm/guest-runc.sh sandcap-runc sandcap-main sandcap-run sandcap-init sandcap-proxy
 set -u
+# shellcheck source=tests/vm/guest-tap.sh
 . /sandcap/guest-tap.sh
 export SANDCAP_STATE_DIR=/tmp/state
 CG=/sys/fs/cgroup
@@ -81,11 +82,12 @@ rc start c1
 check "start: running" [ "$(status c1)" = running ]
 pid=$(rc state c1 | sed -n 's/.*"pid": \([0-9]*\),.*/\1/p')
 check "state's pid is --pid-file's ($pid)" [ -n "$pid" -a "$pid" = "$(cat /tmp/pid 2>/dev/null)" ]
+# shellcheck disable=SC2016 # awk's own $NF
 check "... it is the sandbox's pid 1 (NSpid ends in 1)" \
-	awk '/^NSpid:/ { exit !($NF == 1 && NF > 2) }' /proc/${pid:-0}/status
+	awk '/^NSpid:/ { exit !($NF == 1 && NF > 2) }' /proc/"${pid:-0}"/status
 check "... sandcap-init, whose parent is the caller's (pid 1 of the VM, CLONE_PARENT)" \
-	[ "$(cat /proc/${pid:-0}/comm 2>/dev/null):$(awk '/^PPid:/ {print $2}' /proc/${pid:-0}/status 2>/dev/null)" = sandcap-init:1 ]
-rel=$(sed -n 's/^0:://p' /proc/${pid:-0}/cgroup 2>/dev/null)
+	[ "$(cat /proc/"${pid:-0}"/comm 2>/dev/null):$(awk '/^PPid:/ {print $2}' /proc/"${pid:-0}"/status 2>/dev/null)" = sandcap-init:1 ]
+rel=$(sed -n 's/^0:://p' /proc/"${pid:-0}"/cgroup 2>/dev/null)
 check "its cgroup ($rel) is the sandbox's own, nested in /sc-vm/c1" \
 	[ "$(dirname "${rel:-/x}")" = /sc-vm/c1 -a "${rel##*/}" != supervisor ]
 check "the container supervisor is in the leaf /sc-vm/c1/supervisor" \
@@ -125,7 +127,9 @@ rc kill c1 KILL
 check "kill KILL of a paused container: exit 0" [ $? = 0 ]
 wait_for [ "$(status c1)" = stopped ]
 check "... stopped" [ "$(status c1)" = stopped ]
-check "... pid 1 has ended" wait_for eval '! alive ${pid:-0}'
+# shellcheck disable=SC2317 # called through wait_for
+pid1_ended() { ! alive "${pid:-0}"; }
+check "... pid 1 has ended" wait_for pid1_ended
 rc delete c1
 check "delete: exit 0" [ $? = 0 ]
 check "the cgroups create made are gone ($(find $CG/sc-vm 2>&1 | head -3))" [ ! -e $CG/sc-vm ]
@@ -139,7 +143,9 @@ check "no sandbox cgroup left" [ -z "$(find $CG -name 'sandcap-*' -type d)" ]
 # own cgroup, under the caller's (here the root) ---
 mkdir -p /tmp/b2
 sed -e /cgroupsPath/d -e "s|\"path\": \"rootfs\"|\"path\": \"$B/rootfs\"|" $B/config.json >/tmp/b2/config.json
-rc create --bundle /tmp/b2 c2 >/tmp/c2.out 2>&1 && rc start c2 || cat /tmp/c2.out
+if ! rc create --bundle /tmp/b2 c2 >/tmp/c2.out 2>&1 || ! rc start c2; then
+	cat /tmp/c2.out
+fi
 rel=$(sed -n 's/^0:://p' /proc/"$(rc state c2 | sed -n 's/.*"pid": \([0-9]*\),.*/\1/p')"/cgroup 2>/dev/null)
 check "no cgroupsPath: pid 1 in a sandbox cgroup of its own ($rel)" \
 	[ "$(dirname "${rel:-/x}")" = / -a "${rel#/sandcap-}" != "$rel" ]
@@ -151,4 +157,4 @@ check "... delete --force of a paused container" [ $? = 0 -a ! -e $RT/c2 ]
 wait_for [ -z "$(ours)" ]
 check "... nothing left ($(ours))" [ -z "$(ours)$(find $CG -name 'sandcap-*' -type d)" ]
 echo "1..$n"
-exit $fail
+exit "$fail"
