@@ -416,8 +416,14 @@ static int run_loaded(char **argv, const cli_run_args *ap, const au_signer *sign
  * command starts (also with --quiet: it is how the port is found). */
 static void print_serve(void *userdata, uint16_t port, uint16_t host_port)
 {
-	(void)userdata;
-	fprintf(stderr, "sandcap: port %u served at 127.0.0.1:%u\n", port, host_port);
+	const sc_plan *plan = userdata;
+	bool any = false;
+
+	for (size_t i = 0; i < plan->n_serve; i++)
+		if (plan->serve[i].port == port)
+			any = plan->serve[i].any_addr;
+	fprintf(stderr, "sandcap: port %u served at %s:%u\n", port, any ? "0.0.0.0" : "127.0.0.1",
+		host_port);
 	fflush(stderr);
 }
 
@@ -514,6 +520,7 @@ static int run_loaded(char **argv, const cli_run_args *ap, const au_signer *sign
 	o.audit_key_len = akey_len;
 	o.policy_digest = digest;
 	o.on_serve = print_serve;
+	o.serve_userdata = plan;
 
 	res = sc_run_result_new();
 	if (!res) {

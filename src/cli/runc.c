@@ -887,6 +887,7 @@ static int do_create(const char *id, const char *bundle_arg, const char *pid_fil
 			return SC_EXIT_SETUP;
 		}
 		pod_net(c.ns_fds);
+		plan->own_netns = c.new_net || oci_joins_own_net(c.ns_fds);
 	}
 	if (proc.terminal && !console && !run) {
 		oci_err("process.terminal is true: create needs --console-socket");

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * net.serve from the supervisor's side (docs/proxy.md, "Serving"): the
- * host's listeners made before the clone, on 127.0.0.1 only, so that their
+ * host's listeners made before the clone, on 127.0.0.1 (or, "bind"
+ * "0.0.0.0", every address of a container's own netns, a pod's), so that their
  * ports are known to sandbox.start and to the caller; the relay
  * ("sandcap-proxy relay", proxy/relay.h) started once the sandbox's
  * namespaces exist, given the listeners and the namespaces to join; its
@@ -21,6 +22,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,11 +38,11 @@
 #define RELAY_DRAIN_NS (500ULL * 1000000ULL)
 #define RELAY_HIGH_FD  (RL_FD_LISTEN + POLICY_MAX_SERVE + 1)
 
-static int listen_loopback(uint16_t port, uint16_t *ret_port)
+static int listen_on(bool any_addr, uint16_t port, uint16_t *ret_port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET,
 				.sin_port = htons(port),
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+				.sin_addr.s_addr = htonl(any_addr ? INADDR_ANY : INADDR_LOOPBACK)};
 	socklen_t len = sizeof(a);
 	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
@@ -56,6 +58,18 @@ static int listen_loopback(uint16_t port, uint16_t *ret_port)
 	return TAKE_FD(fd);
 }
 
+/* Only the caller knows a container's netns for its own (plan->own_netns);
+ * pid 1's, where it may be looked at, is refused whatever it says. */
+static bool netns_is_own(const sc_plan *p)
+{
+	struct stat self, init;
+
+	if (!p->own_netns || stat("/proc/self/ns/net", &self) < 0)
+		return false;
+	return stat("/proc/1/ns/net", &init) < 0 || self.st_dev != init.st_dev ||
+	       self.st_ino != init.st_ino;
+}
+
 /* {"PORT": "127.0.0.1:HOST_PORT"}: for sandbox.start, the mode, the caller. */
 static json_t *serve_map(const supervisor *s)
 {
@@ -65,7 +79,9 @@ static json_t *serve_map(const supervisor *s)
 		char port[8], addr[32];
 
 		snprintf(port, sizeof(port), "%u", s->plan->serve[i].port);
-		snprintf(addr, sizeof(addr), "127.0.0.1:%u", s->serve.host_port[i]);
+		snprintf(addr, sizeof(addr), "%s:%u",
+			 s->plan->serve[i].any_addr ? "0.0.0.0" : "127.0.0.1",
+			 s->serve.host_port[i]);
 		(void)json_object_set_new(o, port, json_string(addr));
 	}
 	return o;
@@ -76,17 +92,27 @@ int sv_serve_prepare(supervisor *s)
 	const sc_plan *p = s->plan;
 
 	for (size_t i = 0; i < p->n_serve && i < POLICY_MAX_SERVE; i++) {
+		const char *where = p->serve[i].any_addr ? "0.0.0.0" : "127.0.0.1";
 		uint16_t got = 0;
-		int fd = listen_loopback(p->serve[i].host_port, &got);
+		int fd;
 
+		/* 0.0.0.0 of the host's netns would open the port to its networks */
+		if (p->serve[i].any_addr && !netns_is_own(p))
+			return diag_fail(s->diag, -EPERM, "serve",
+					 "net.serve port %u: \"bind\": \"0.0.0.0\" is only for a "
+					 "container in a network namespace of its own (a pod's, "
+					 "docker's); this sandbox's supervisor is in the host's, "
+					 "whose networks it would open the port to",
+					 p->serve[i].port);
+		fd = listen_on(p->serve[i].any_addr, p->serve[i].host_port, &got);
 		if (fd < 0) {
 			char want[16] = "a free port";
 
 			if (p->serve[i].host_port)
 				snprintf(want, sizeof(want), "port %u", p->serve[i].host_port);
 			return diag_fail(s->diag, fd, "serve",
-					 "net.serve port %u: cannot listen on 127.0.0.1 (%s): %s",
-					 p->serve[i].port, want, strerror(-fd));
+					 "net.serve port %u: cannot listen on %s (%s): %s",
+					 p->serve[i].port, where, want, strerror(-fd));
 		}
 		s->serve.fds[i] = fd;
 		s->serve.host_port[i] = got;

@@ -20,7 +20,9 @@ static const struct {
 	int flag;
 	ino_t init_ino; /* the initial namespace's inode: fixed by the kernel, or 0 */
 } kinds[OCI_NS_MAX] = {
-    [OCI_NS_NET] = {"network", "net", CLONE_NEWNET, 0},
+    /* PROC_NET_INIT_INO where the kernel fixes it; elsewhere the initial
+     * one's is dynamic (>= 0xF0000000) and no namespace has this one */
+    [OCI_NS_NET] = {"network", "net", CLONE_NEWNET, 0xEFFFFFF9U},
     /* PROC_IPC_INIT_INO and PROC_UTS_INIT_INO (linux/proc_ns.h) */
     [OCI_NS_IPC] = {"ipc", "ipc", CLONE_NEWIPC, 0xEFFFFFFFU},
     [OCI_NS_UTS] = {"uts", "uts", CLONE_NEWUTS, 0xEFFFFFFEU},
@@ -82,6 +84,11 @@ static int open_one(int k, const char *path, size_t index, int *ret, char *err, 
 		    index, path, kinds[k].type);
 	*ret = TAKE_FD(fd);
 	return 0;
+}
+
+bool oci_joins_own_net(int fds[OCI_NS_MAX])
+{
+	return fds[OCI_NS_NET] >= 0 && !host_ns(fds[OCI_NS_NET], OCI_NS_NET);
 }
 
 int oci_joins_open(const oci_joins *j, int fds[OCI_NS_MAX], char *err, size_t err_len)

@@ -32,3 +32,8 @@ int oci_joins_open(const oci_joins *j, int fds[OCI_NS_MAX], char *err, size_t er
 int oci_joins_enter(int fds[OCI_NS_MAX], const char *hostname, bool new_net, const char **ret_what);
 
 void oci_joins_close(int fds[OCI_NS_MAX]);
+
+/* Whether fds joins a network namespace that is not the host's (by the
+ * same test as an ipc or uts one): a pod's, where net.serve may listen on
+ * every address (plan->own_netns). */
+bool oci_joins_own_net(int fds[OCI_NS_MAX]);

@@ -192,17 +192,26 @@ static void describe_net(const sc_plan *p, FILE *out)
 		fprintf(out, "  served to the host: nothing (no port of the sandbox is reachable "
 			     "from outside)\n");
 	} else {
+		bool pod = false;
+
 		fprintf(out, "  served to the host: ");
 		for (size_t i = 0; i < p->n_serve; i++) {
+			pod = pod || p->serve[i].any_addr;
 			if (p->serve[i].host_port)
-				fprintf(out, "%sport %u as 127.0.0.1:%u", i ? ", " : "",
-					p->serve[i].port, p->serve[i].host_port);
+				fprintf(out, "%sport %u as %s:%u", i ? ", " : "", p->serve[i].port,
+					p->serve[i].any_addr ? "0.0.0.0" : "127.0.0.1",
+					p->serve[i].host_port);
 			else
 				fprintf(out, "%sport %u", i ? ", " : "", p->serve[i].port);
 		}
-		fprintf(out, "\n    relayed from the host's loopback only (a port the kernel picks "
-			     "unless given),\n    each connection recorded (net.inbound); other "
-			     "ports stay closed\n");
+		fprintf(out,
+			"\n    relayed from %s (a port the kernel picks "
+			"unless given),\n    each connection recorded (net.inbound); other "
+			"ports stay closed\n",
+			pod ? "the host's loopback, or for 0.0.0.0 every address of a "
+			      "container's own\n    network namespace (a pod's; refused in the "
+			      "host's)"
+			    : "the host's loopback only");
 	}
 	if (p->n_egress == 0) {
 		fprintf(out, "  none: only a loopback interface, no proxy, no route out\n");

@@ -572,6 +572,7 @@ static int intersect_serve(const sc_plan *pa, const sc_plan *cv, sc_plan *o)
 		o->serve[o->n_serve] = *x;
 		if (cv->serve[i].host_port)
 			o->serve[o->n_serve].host_port = cv->serve[i].host_port;
+		o->serve[o->n_serve].any_addr = x->any_addr && cv->serve[i].any_addr;
 		o->n_serve++;
 	}
 	return 0;
@@ -826,10 +827,18 @@ static int check_net(const sc_plan *pa, const sc_plan *cv, char *reason, size_t 
 				   "net.allow_private %s is not inside the token's allow_private",
 				   a);
 		}
-	for (size_t i = 0; i < cv->n_serve; i++)
-		if (!serve_find(pa, cv->serve[i].port))
+	for (size_t i = 0; i < cv->n_serve; i++) {
+		const plan_serve *x = serve_find(pa, cv->serve[i].port);
+
+		if (!x)
 			return why(reason, size, "net.serve port %u is not served by the token",
 				   (unsigned)cv->serve[i].port);
+		if (cv->serve[i].any_addr && !x->any_addr)
+			return why(reason, size,
+				   "net.serve port %u: bind 0.0.0.0 is wider than the token's "
+				   "127.0.0.1",
+				   (unsigned)cv->serve[i].port);
+	}
 	if (!rate_within(&cv->rate, &pa->rate))
 		return why(reason, size, "net.rate is above the token's");
 	for (size_t i = 0; i < ELEMENTSOF(caps); i++) {

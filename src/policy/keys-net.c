@@ -868,6 +868,10 @@ static const key_table credential_table = {credential_keys, ELEMENTSOF(credentia
 
 /* ---- serving ---- */
 
+/* where the listener is: the host's loopback, or every address of a pod's
+ * network namespace (index = any_addr) */
+static const char *const serve_bind_names[] = {"127.0.0.1", "0.0.0.0"};
+
 static const policy_key serve_item_keys[] = {
     {.name = "port",
      .type = KT_UINT,
@@ -876,6 +880,11 @@ static const policy_key serve_item_keys[] = {
      .min = 1,
      .max = 65535},
     {.name = "host_port", .type = KT_UINT, FIELD(plan_serve, host_port), .min = 1, .max = 65535},
+    {.name = "bind",
+     .type = KT_ENUM,
+     FIELD(plan_serve, any_addr),
+     .names = serve_bind_names,
+     .n_names = ELEMENTSOF(serve_bind_names)},
 };
 static const key_table serve_item_table = {serve_item_keys, ELEMENTSOF(serve_item_keys)};
 
@@ -894,7 +903,8 @@ static int parse_serve(pctx *c, const json_t *v, const policy_key *k, void *base
 	(void)k;
 	if (!json_is_array(v))
 		return fail_expected(
-		    c, v, "an array of ports, each a number or {\"port\", \"host_port\"}");
+		    c, v,
+		    "an array of ports, each a number or {\"port\", \"host_port\", \"bind\"}");
 	if (json_array_size(v) > 0 && !p->net_listen)
 		return fail(
 		    c, -EINVAL,
@@ -922,6 +932,9 @@ static int parse_serve(pctx *c, const json_t *v, const policy_key *k, void *base
 		}
 		if (r < 0)
 			return r;
+		/* a pod's port is reached where it was asked for, not a random one */
+		if (sv->any_addr && !sv->host_port)
+			sv->host_port = sv->port;
 		if (sv->port == PLAN_PROXY_PORT)
 			return fail(
 			    c, -EINVAL,

@@ -52,10 +52,12 @@ sc_plan *sc_plan_free(sc_plan *p); /* NULL-safe, returns NULL */
 #define POLICY_MAX_SERVE       16u   /* net.serve: ports the host may reach */
 
 /* One port of net.serve (docs/policy.md): connections to 127.0.0.1:host_port
- * on the host are relayed to 127.0.0.1:port in the sandbox's netns. */
+ * (any_addr: 0.0.0.0:host_port, every address of the supervisor's netns,
+ * a pod's) are relayed to 127.0.0.1:port in the sandbox's netns. */
 typedef struct plan_serve {
 	uint16_t port;	    /* inside */
-	uint16_t host_port; /* on the host's loopback; 0: the kernel's choice */
+	uint16_t host_port; /* where it listens; 0: the kernel's choice (loopback only) */
+	bool any_addr;	    /* "bind": "0.0.0.0"; refused where that netns is the host's */
 } plan_serve;
 
 typedef enum grant_mode {
@@ -226,6 +228,11 @@ struct sc_plan {
 	 * which the container supervisor made or joined, docs/oci.md). Not
 	 * policy JSON, as extra_filter. */
 	bool shared_ipc_uts;
+	/* The supervisor runs in a network namespace of the container's own
+	 * (sandcap-runc: a pod's it joined, or docker's it made), not the
+	 * host's: only there may net.serve listen on 0.0.0.0. Not policy
+	 * JSON, as extra_filter. */
+	bool own_netns;
 };
 
 /*

@@ -102,19 +102,22 @@ static json_t *fs_json(const sc_plan *p, bool *ok)
 	return fs;
 }
 
-/* net.serve: a port alone, or {port, host_port} when one is fixed. */
+/* net.serve: a port alone, or {port, host_port[, bind]} when one is fixed. */
 static json_t *serve_json(const sc_plan *p)
 {
 	json_t *a = json_array();
 
 	for (size_t i = 0; a && i < p->n_serve; i++) {
 		const plan_serve *sv = &p->serve[i];
+		json_t *o;
 
-		if (sv->host_port)
-			(void)json_array_append_new(a,
-						    json_pack("{s:i, s:i}", "port", (int)sv->port,
-							      "host_port", (int)sv->host_port));
-		else
+		if (sv->host_port) {
+			o = json_pack("{s:i, s:i}", "port", (int)sv->port, "host_port",
+				      (int)sv->host_port);
+			if (o && sv->any_addr)
+				(void)json_object_set_new(o, "bind", json_string("0.0.0.0"));
+			(void)json_array_append_new(a, o);
+		} else
 			(void)json_array_append_new(a, json_integer(sv->port));
 	}
 	return a;
@@ -426,7 +429,8 @@ bool plan_equal(const sc_plan *a, const sc_plan *b)
 	}
 	for (size_t i = 0; i < a->n_serve; i++)
 		if (a->serve[i].port != b->serve[i].port ||
-		    a->serve[i].host_port != b->serve[i].host_port)
+		    a->serve[i].host_port != b->serve[i].host_port ||
+		    a->serve[i].any_addr != b->serve[i].any_addr)
 			return false;
 	for (size_t i = 0; i < a->n_credentials; i++) {
 		const plan_credential *x = &a->credentials[i], *y = &b->credentials[i];

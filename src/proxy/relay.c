@@ -307,7 +307,7 @@ static void dispatch(rl_loop *L, rl_conn *c, rl_event e)
 		finish(L, c, "error", EPROTO);
 }
 
-/* One client of the host's loopback: a socket of the sandbox's netns
+/* One client of the supervisor's side: a socket of the sandbox's netns
  * (where this process lives) connects to the port inside. */
 static void accept_one(rl_loop *L, const rl_port *p, int cfd, const struct sockaddr_in *peer)
 {

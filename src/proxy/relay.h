@@ -2,13 +2,14 @@
 /*
  * The serve relay (net.serve, docs/proxy.md "Serving"): "sandcap-proxy
  * relay", exec'd by the supervisor (core/serve-relay.c) with an empty
- * environment, which accepts on listeners of the host's loopback and relays
+ * environment, which accepts on listeners of the host's loopback (or of
+ * every address of a container's own netns, a pod's) and relays
  * each connection to 127.0.0.1:PORT inside the sandbox's network namespace,
  * with splice(2), one net.inbound record per connection on its event
  * socket. It joins that namespace before it gives up its privileges, so
  * every socket it makes afterwards is born there: its connects reach only
  * the sandbox's loopback, its listeners (made by the supervisor) only the
- * host's.
+ * supervisor's side.
  *
  * Its fds: RL_FD_EVENTS, RL_FD_NETNS (the sandbox's network namespace),
  * RL_FD_USERNS (the sandbox's user namespace, or /dev/null when it has

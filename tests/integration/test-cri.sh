@@ -13,7 +13,10 @@
 # termination message, oom_score_adj and memory limit are what was asked;
 # its egress through sandcap's proxy, as the org.sandcap.policy annotation
 # allows, reaches a server on the bridge's host side from the pod's
-# address, and a direct connect reaches nothing; stop and removal leave no
+# address, and a direct connect reaches nothing; the port it serves on the
+# pod's addresses (net.serve, "bind": "0.0.0.0") is reached from the host
+# at the pod's IP, as a kubelet's probe, recorded as net.inbound, and one
+# its agent listens on undeclared is refused; stop and removal leave no
 # container state, process, mount, network namespace, cgroup or CNI cache
 # entry behind, and the audit log is sealed.
 . "$(dirname "$0")/lib.sh"
@@ -72,7 +75,9 @@ trap cleanup EXIT
 root="$T/rootfs"
 mkdir -p "$root"/{bin,etc,proc,dev,sys,tmp,run} "$root/var/run/secrets/kubernetes.io/serviceaccount"
 cp "$BB" "$root/bin/busybox"
-for a in sh cat echo sleep grep id hostname wget true; do ln -s busybox "$root/bin/$a"; done
+for a in sh cat echo sleep grep id hostname wget true httpd; do ln -s busybox "$root/bin/$a"; done
+mkdir -p "$root/www"
+echo "served-from-the-pod-$$" > "$root/www/index.html"
 # The mount points of the files containerd's CRI binds (the root is read-only).
 : > "$root/etc/hosts"
 : > "$root/etc/hostname"
@@ -207,10 +212,10 @@ mkdir -p "$T/sa"
 echo "token-$$" > "$T/sa/token"
 printf '127.0.0.1\tlocalhost\n%s\tweb-%s\n' "$podip" "$$" > "$T/etc-hosts"
 : > "$T/termination-log"
-pol="{\\\"net\\\": {\\\"egress\\\": [{\\\"host\\\": \\\"$GW\\\", \\\"ports\\\": [$PORT]}], \\\"allow_private\\\": [\\\"$NET.0/24\\\"]}}"
+pol="{\\\"net\\\": {\\\"listen\\\": true, \\\"serve\\\": [{\\\"port\\\": 8080, \\\"bind\\\": \\\"0.0.0.0\\\"}], \\\"egress\\\": [{\\\"host\\\": \\\"$GW\\\", \\\"ports\\\": [$PORT]}], \\\"allow_private\\\": [\\\"$NET.0/24\\\"]}}"
 ccfg=$(cat <<JSON
 {"metadata": {"name": "app", "attempt": 0}, "image": {"image": "$APP"},
- "command": ["sh", "-c", "grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status; id -u; exec sleep 3600"],
+ "command": ["sh", "-c", "grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status; id -u; httpd -p 8080 -h /www; httpd -p 8081 -h /www; exec sleep 3600"],
  "envs": [{"key": "KUBERNETES_SERVICE_HOST", "value": "10.96.0.1"}, {"key": "KUBERNETES_SERVICE_PORT", "value": "443"}],
  "mounts": [{"containerPath": "/var/run/secrets/kubernetes.io/serviceaccount", "hostPath": "$T/sa", "readonly": true},
             {"containerPath": "/etc/hosts", "hostPath": "$T/etc-hosts"},
@@ -301,6 +306,34 @@ check "... which saw no request at all" bash -c "! grep -q GET '$T/srv2.log'"
 out=$(cri ExecSync "{\"containerId\": \"$cid\", \"cmd\": [\"cat\", \"/proc/net/dev\"], \"timeout\": 20}" 2>&1)
 expect_eq "the agent's netns has no interface but lo" \
 	"$(printf '%s\n' "$out" | sed -n '3,$p' | awk -F: '{gsub(/ /, "", $1); print $1}' | tr '\n' ' ')" "lo "
+
+# ---- serving: the host reaches the pod's IP, as a kubelet's probe does ----
+cat > "$T/get.py" <<'EOF'
+import socket, sys
+try:
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), 3)
+    s.sendall(b"GET / HTTP/1.0\r\nHost: web\r\n\r\n")
+    d = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        d += b
+    print(d.split(b"\r\n\r\n", 1)[-1].decode().strip())
+except ConnectionRefusedError:
+    print("refused")
+except OSError as e:
+    print(type(e).__name__)
+EOF
+get() { python3 "$T/get.py" "$@"; }
+for i in $(seq 50); do [ "$(get "$podip" 8080)" = "served-from-the-pod-$$" ] && break; sleep 0.1; done
+expect_eq "the pod's IP:8080 from the host: answered by the agent's server" \
+	"$(get "$podip" 8080)" "served-from-the-pod-$$"
+expect_eq "... 8081, where the agent listens undeclared: refused" "$(get "$podip" 8081)" "refused"
+for i in $(seq 50); do grep -q '"event":"net.inbound"' "$audit" 2>/dev/null && break; sleep 0.1; done
+expect_match "the audit log: net.inbound from the bridge's host side, port 8080" \
+	"$(grep '"event":"net.inbound"' "$audit" 2>/dev/null | grep '"result":"ok"' | head -1)" \
+	"\"bytes_in\":29,\"bytes_out\":[1-9][0-9]+,.*\"host_port\":8080,\"peer\":\"$GW:[0-9]+\",\"port\":8080,\"result\":\"ok\""
 
 # ---- stop and remove: nothing left ----
 cri StopContainer "{\"containerId\": \"$cid\", \"timeout\": 5}" >/dev/null

@@ -13,7 +13,10 @@
 # on a user-defined bridge network (docker's libnetwork-setkey hook) the
 # container supervisor gets the container's address, the agent lo only,
 # and the runtimeArgs' policy decides what the proxy reaches from there;
-# nothing is left behind once dockerd has stopped.
+# `-p` to a port a runtime's policy serves on 0.0.0.0 reaches the agent's
+# server through docker-proxy, recorded as net.inbound, and a published
+# port it does not serve gets nothing; nothing is left behind once
+# dockerd has stopped.
 . "$(dirname "$0")/lib.sh"
 need_root
 command -v dockerd >/dev/null && command -v docker >/dev/null ||
@@ -47,22 +50,26 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- the image: a busybox root with /bin only (no /etc, /tmp, /run, /mnt) ----
-mkdir -p "$T/img/bin" "$T/vol" "$T/www"
+mkdir -p "$T/img/bin" "$T/vol" "$T/www" "$T/web"
 cp "$BB" "$T/img/bin/busybox"
-for a in sh id cat echo sleep tty tr wget grep ls touch; do ln -s busybox "$T/img/bin/$a"; done
+for a in sh id cat echo sleep tty tr wget grep ls touch httpd; do ln -s busybox "$T/img/bin/$a"; done
 tar -C "$T/img" -cf "$T/img.tar" .
 echo from-the-host > "$T/vol/in"
 chmod 777 "$T/vol"
 echo "past-the-proxy" > "$T/www/index.html"
 echo '{"net": {"egress": [{"host": "'$ADDR'", "ports": ['$PORT']}], "allow_private": ["'$SUBNET'"]}}' \
 	> "$T/policy.json"
+echo '{"net": {"listen": true, "serve": [{"port": 8080, "bind": "0.0.0.0"}]}}' > "$T/web.json"
+echo "served-by-the-agent" > "$T/web/index.html"
+chmod -R a+rX "$T/web"
 
 # ---- dockerd of our own ----
 cat > "$T/daemon.json" <<EOF
 {
   "runtimes": {
     "sandcap": {"path": "$R", "runtimeArgs": ["--policy", "$T/policy.json"]},
-    "sandcap-plain": {"path": "$R"}
+    "sandcap-plain": {"path": "$R"},
+    "sandcap-web": {"path": "$R", "runtimeArgs": ["--policy", "$T/web.json"]}
   },
   "exec-opts": ["native.cgroupdriver=cgroupfs"]
 }
@@ -183,7 +190,50 @@ check "... whose server saw no request" bash -c "! grep -q GET '$T/srv2.log'"
 dk run -d --name plain --runtime sandcap-plain --network "$NET" sandcap-bb:1 sleep 60 >/dev/null 2>&1
 out=$(dk exec plain wget -q -T 3 -O - "http://$ADDR:$PORT/" 2>&1)
 expect_no_match "the runtime without --policy: no egress at all" "$out" "past-the-proxy"
-dk rm -f net plain >/dev/null 2>&1
+
+# ---- serving: docker run -p to the port the runtime's policy serves ----
+# docker-proxy listens on the host and connects to the container's address
+# on the bridge, where the supervisor's listener (0.0.0.0 of the
+# container's netns) takes it into the sandbox; 8081, published but not
+# served, where the agent listens too, gets nothing.
+cat > "$T/get.py" <<'EOF'
+import socket, sys
+try:
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), 3)
+    s.sendall(b"GET / HTTP/1.0\r\nHost: web\r\n\r\n")
+    d = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        d += b
+    print(d.split(b"\r\n\r\n", 1)[-1].decode().strip())
+except ConnectionRefusedError:
+    print("refused")
+except OSError as e:
+    print(type(e).__name__)
+EOF
+get() { python3 "$T/get.py" "$@"; }
+HP=$(free_port 2)
+dk run -d --name web --runtime sandcap-web --network "$NET" -p "127.0.0.1:$HP:8080" \
+	-p "127.0.0.1:$((HP + 1)):8081" -v "$T/web:/www:ro" sandcap-bb:1 \
+	sh -c 'httpd -p 8081 -h /www; exec httpd -f -p 8080 -h /www' > "$T/web.id" 2>&1
+expect_match "docker run -p on a runtime whose policy serves 8080 on 0.0.0.0" "$(cat "$T/web.id")" '^[0-9a-f]{64}$'
+for _ in $(seq 50); do [ "$(get 127.0.0.1 "$HP")" = served-by-the-agent ] && break; sleep 0.1; done
+expect_eq "-p $HP:8080: docker-proxy reaches the agent's server" "$(get 127.0.0.1 "$HP")" "served-by-the-agent"
+wip=$(dk inspect -f "{{(index .NetworkSettings.Networks \"$NET\").IPAddress}}" web)
+expect_eq "... as does the host at the container's address" "$(get "$wip" 8080)" "served-by-the-agent"
+expect_no_match "-p $((HP + 1)):8081, published but not served: nothing answers" \
+	"$(get 127.0.0.1 "$((HP + 1))")" "served-by-the-agent"
+expect_eq "... the container's address:8081 is refused" "$(get "$wip" 8081)" "refused"
+wa=$("$R" --root "$T/exec/runtime-runc/moby" state "$(cat "$T/web.id")" 2>/dev/null |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["annotations"]["org.sandcap.audit"])')
+for _ in $(seq 50); do [ "$(grep -c '"event":"net.inbound".*"result":"ok"' "$wa" 2>/dev/null)" -ge 2 ] && break; sleep 0.1; done
+expect_match "the audit log: net.inbound, from the bridge's side, port 8080" \
+	"$(grep '"event":"net.inbound"' "$wa" 2>/dev/null | grep '"result":"ok"' | tail -1)" \
+	"\"bytes_in\":29,\"bytes_out\":[1-9][0-9]+,.*\"host_port\":8080,\"peer\":\"$ADDR:[0-9]+\",\"port\":8080,\"result\":\"ok\""
+check "... none for 8081" bash -c "! grep -q '\"event\":\"net.inbound\".*\"port\":8081' '$wa'"
+dk rm -f net plain web >/dev/null 2>&1
 dk network rm "$NET" >/dev/null 2>&1
 
 # ---- nothing left behind ----

@@ -10,7 +10,14 @@
 # connect answered by nothing); both containers share ipc (a SysV segment
 # one writes, the other reads) and uts (the pause spec's hostname); the
 # walls hold; a host namespace, a wrong type, a pid path and a hostname
-# beside a joined uts are refused with the field named.
+# beside a joined uts are refused with the field named. Serving: a web
+# container whose policy serves port 8090 on the pod's addresses ("bind":
+# "0.0.0.0") is reached from the host's netns at the pod's address (a
+# veth, as a kubelet's probe comes), answered by the agent's server, each
+# connection a net.inbound record (peer, port, bytes); a port its agent
+# listens on but nobody declared, and one nothing declared, are refused;
+# the same policy in a container with no network namespace of its own
+# (the host's) is refused at create.
 . "$(dirname "$0")/lib.sh"
 need_root
 command -v python3 >/dev/null || skip_all "needs python3"
@@ -26,8 +33,10 @@ ADDR=10.231.7.2
 PORT=8087
 rc() { "$R" --root "$RT" "$@"; }
 srv=
+HV=
 cleanup() {
-	for c in app pause bad; do rc delete --force $c >/dev/null 2>&1; done
+	for c in web app pause bad; do rc delete --force $c >/dev/null 2>&1; done
+	[ -n "$HV" ] && ip link del "$HV" 2>/dev/null
 	[ -n "$srv" ] && kill $srv 2>/dev/null && wait $srv 2>/dev/null
 	ip netns del "$NS" 2>/dev/null
 	cleanup_dir
@@ -59,7 +68,9 @@ check "the server answers inside the pod netns" \
 # ---- a root: busybox, and a SysV shared-memory helper (static) ----
 mkdir -p "$T/b/rootfs/bin" "$T/b/rootfs/proc" "$T/b/rootfs/dev" "$T/b/rootfs/tmp"
 cp "$BB" "$T/b/rootfs/bin/busybox"
-for a in sh cat echo sleep grep hostname wget true; do ln -s busybox "$T/b/rootfs/bin/$a"; done
+for a in sh cat echo sleep grep hostname wget true httpd; do ln -s busybox "$T/b/rootfs/bin/$a"; done
+mkdir -p "$T/b/rootfs/www"
+echo "served-from-inside-$$" > "$T/b/rootfs/www/index.html"
 cat > "$T/shm.c" <<'EOF'
 /* shm put KEY TEXT: a segment for everyone (each agent is another host uid)
  * holding TEXT; shm get KEY: prints what it holds. */
@@ -150,6 +161,100 @@ init=$(rc ps --format json app | python3 -c 'import json,sys; print(json.load(sy
 check "the agent's netns is neither the pod's nor the host's" \
 	test "$(nsof "$init" net)" != "net:[$(stat -L -c %i "/var/run/netns/$NS")]" -a "$(nsof "$init" net)" != "$(nsof 1 net)"
 
+# ---- serving: a container's server reached from the pod network ----
+# A veth from the host's netns to the pod's, as CNI's bridge leaves one: a
+# kubelet's probe, a Service, a port-forward arrive at the pod's address
+# from outside the pod netns. The web container declares port 8090 on the
+# pod's addresses; its agent serves 8090 and, undeclared, 8091.
+HV=scph$$
+POD=10.231.8.2
+ip link add "$HV" type veth peer name eth0 netns "$NS"
+ip addr add 10.231.8.1/30 dev "$HV"
+ip link set "$HV" up
+ip -n "$NS" addr add "$POD/30" dev eth0
+ip -n "$NS" link set eth0 up
+# get ADDR PORT: the body of GET /, as a kubelet's HTTP probe sends it
+cat > "$T/get.py" <<'EOF'
+import socket, sys
+try:
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), 3)
+    s.sendall(b"GET / HTTP/1.0\r\nHost: pod\r\n\r\n")
+    d = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        d += b
+    print(d.split(b"\r\n\r\n", 1)[-1].decode().strip())
+except ConnectionRefusedError:
+    print("refused")
+except OSError as e:
+    print(type(e).__name__)
+EOF
+get() { python3 "$T/get.py" "$@"; }
+pol='{"net": {"listen": true, "serve": [{"port": 8090, "bind": "0.0.0.0"}]}}'
+edit web "del c['hostname']
+c['process']['args'] = ['sh', '-c', 'httpd -p 8091 -h /www; exec httpd -f -p 8090 -h /www']
+c['annotations'] = {'org.sandcap.policy': '$pol'}
+c['linux']['namespaces'] = [{'type': 'pid'}, {'type': 'network', 'path': '/proc/$pp/ns/net'},
+    {'type': 'ipc', 'path': '/proc/$pp/ns/ipc'}, {'type': 'uts', 'path': '/proc/$pp/ns/uts'},
+    {'type': 'mount'}]"
+rc create --bundle "$T/web" --pid-file "$T/web.pid" web >"$T/web.err" 2>&1
+expect_eq "a container that serves port 8090 on the pod's addresses: created" "$?:$(cat "$T/web.err")" "0:"
+rc start web
+for i in $(seq 50); do [ "$(get "$POD" 8090)" = "served-from-inside-$$" ] && break; sleep 0.1; done
+expect_eq "from the host's netns, the pod's address:8090 is answered from inside" \
+	"$(get "$POD" 8090)" "served-from-inside-$$"
+expect_eq "... and from the pod's loopback (a sidecar's way)" \
+	"$(ip netns exec "$NS" python3 "$T/get.py" 127.0.0.1 8090)" \
+	"served-from-inside-$$"
+expect_eq "a port the agent listens on but nobody declared: refused from the pod network" \
+	"$(get "$POD" 8091)" "refused"
+expect_eq "a port nothing declared nor listens on: refused" "$(get "$POD" 8092)" "refused"
+expect_eq "8090 is not open on the host's own addresses" "$(get 10.231.8.1 8090)" "refused"
+expect_match "the listener is in the pod netns, on every address of it" \
+	"$(ip netns exec "$NS" ss -Hltn '( sport = :8090 )' | awk '{print $4}')" '^(0\.0\.0\.0|\*):8090$'
+wa=$(rc state web | python3 -c 'import json,sys; print(json.load(sys.stdin)["annotations"]["org.sandcap.audit"])')
+for i in $(seq 50); do grep -q '"event":"net.inbound".*"peer":"10\.231\.8\.1:' "$wa" && break; sleep 0.1; done
+rec=$(grep '"event":"net.inbound"' "$wa" | grep '"peer":"10\.231\.8\.1:' | grep '"result":"ok"' | head -1)
+expect_match "the audit log: net.inbound with the prober's address, the port, the result" "$rec" \
+	'"host_port":8090,"peer":"10\.231\.8\.1:[0-9]+","port":8090,"result":"ok"'
+expect_match "... the request's bytes in" "$rec" '"bytes_in":29,'
+expect_match "... and the answer's bytes out" "$rec" '"bytes_out":[1-9][0-9]+,'
+expect_match "sandbox.start names where the port is served" \
+	"$(grep -m1 '"event":"sandbox.start"' "$wa")" '"serve":\{"8090":"0\.0\.0\.0:8090"\}'
+
+# a second container of the pod serving the same port: refused, as a
+# second server of a pod would be
+edit bad "del c['hostname']
+c['process']['args'] = ['true']
+c['annotations'] = {'org.sandcap.policy': '$pol'}
+c['linux']['namespaces'] = [{'type': 'pid'}, {'type': 'network', 'path': '/proc/$pp/ns/net'}, {'type': 'mount'}]"
+out=$(rc create --bundle "$T/bad" bad 2>&1)
+expect_eq "a second container serving 8090 in the pod: refused (125)" "$?" 125
+expect_match "... the port taken" "$out" 'net\.serve port 8090: cannot listen on 0\.0\.0\.0 \(port 8090\): Address already in use'
+check "... nothing left" test ! -e "$RT/bad"
+expect_eq "... the first one still answers" "$(get "$POD" 8090)" "served-from-inside-$$"
+
+# 0.0.0.0 where the container has no network namespace of its own: its
+# supervisor's is the host's, so nothing may listen on the host's addresses
+edit bad "del c['hostname']
+c['process']['args'] = ['true']
+c['annotations'] = {'org.sandcap.policy': '$pol'}
+c['linux']['namespaces'] = [{'type': 'pid'}, {'type': 'mount'}]"
+out=$(rc create --bundle "$T/bad" bad 2>&1)
+expect_eq "bind 0.0.0.0 in the host's network namespace: refused (125)" "$?" 125
+expect_match "... saying why" "$out" 'net.serve port 8090: "bind": "0.0.0.0" is only for a container in a network namespace of its own.*supervisor is in the host.s'
+check "... nothing left" test ! -e "$RT/bad"
+check "... nothing listens on the host for it" test -z "$(ss -Hltn '( sport = :8090 )')"
+edit bad "del c['hostname']
+c['process']['args'] = ['true']
+c['annotations'] = {'org.sandcap.policy': '$pol'}
+c['linux']['namespaces'] = [{'type': 'pid'}, {'type': 'network', 'path': '/proc/$$/ns/net'}, {'type': 'mount'}]"
+out=$(rc create --bundle "$T/bad" bad 2>&1)
+expect_eq "... and so in the host's, joined by its path (125)" "$?" 125
+expect_match "... saying why" "$out" '"bind": "0.0.0.0" is only for a container in a network namespace of its own'
+
 # ---- shared ipc and uts ----
 rc exec pause shm put 4242 "written-by-pause-$$"
 expect_eq "a SysV segment the pause container wrote: the app reads it" \
@@ -209,10 +314,16 @@ refused "a hostname beside a joined uts namespace" "c['linux']['namespaces'] = [
 	'\$\.hostname: a container that joins a uts namespace'
 
 # ---- the pod goes: the app, then the pause container ----
+rc kill web KILL
 rc kill app KILL
 rc kill pause KILL
-for i in $(seq 50); do rc state pause | grep -q stopped && rc state app | grep -q stopped && break; sleep 0.1; done
+for i in $(seq 50); do rc state pause | grep -q stopped && rc state app | grep -q stopped &&
+	rc state web | grep -q stopped && break; sleep 0.1; done
+rc delete web
 rc delete app
 rc delete pause
+check "the served port is closed with its container" \
+	test -z "$(ip netns exec "$NS" ss -Hltn '( sport = :8090 )')"
+expect_eq "... refused from the pod network" "$(get "$POD" 8090)" "refused"
 expect_eq "both deleted, nothing left under --root" "$(ls "$RT" | grep -v '^sessions$')" ""
 finish

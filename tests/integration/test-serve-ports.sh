@@ -3,7 +3,8 @@
 # host through the address sandcap prints (127.0.0.1, a port the kernel
 # picks unless host_port fixes it), each connection one net.inbound record
 # whose bytes are the client's; a port not named has no listener on the
-# host; net.listen false with net.serve is refused at the check; a burst of
+# host; net.listen false with net.serve is refused at the check, "bind"
+# "0.0.0.0" (a container's) at the run's setup; a burst of
 # connections loses no record (itemised or counted in limit.hit); the
 # relay's end leaves no process and no listening port behind.
 . "$(dirname "$0")/lib.sh"
@@ -54,6 +55,15 @@ expect_match "... naming the key and what it needs" "$out" \
 	'\$\.net\.serve: net\.serve needs net\.listen true .* but net\.listen is false'
 out=$("$SANDCAP" run --quiet --policy "$T/both.json" -- true 2>&1)
 expect_eq "... and at run" "$?" 125
+# every address: only a container's own network namespace (docs/oci.md)
+policy any "{\"version\": 1, \"net\": {\"serve\": [{\"port\": 8000, \"bind\": \"0.0.0.0\"}]}}"
+out=$("$SANDCAP" check --policy "$T/any.json" 2>&1)
+expect_match "check says where a port bound to 0.0.0.0 is served" "$out" \
+	"served to the host: port 8000 as 0\\.0\\.0\\.0:8000"
+out=$("$SANDCAP" run --quiet --policy "$T/any.json" -- true 2>&1)
+expect_eq "bind 0.0.0.0 in a run: refused at setup" "$?" 125
+expect_match "... saying why" "$out" \
+	'net\.serve port 8000: "bind": "0\.0\.0\.0" is only for a container in a network namespace of its own'
 
 # ---- a run that serves ----
 "$SANDCAP" run --audit "$T/a.jsonl" --policy "$T/serve.json" -- python3 /w/serve.py 8000 8002 \

@@ -742,7 +742,53 @@ static void test_serve(void)
 	bad("{'version':1,'net':{'serve':[{'host_port':8000}]}}", -EINVAL, "$.net.serve[0]",
 	    "missing required key \"port\"");
 	bad("{'version':1,'net':{'serve':8000}}", -EINVAL, "$.net.serve",
-	    "expected an array of ports, each a number or {\"port\", \"host_port\"}, got 8000");
+	    "expected an array of ports, each a number or {\"port\", \"host_port\", \"bind\"}, "
+	    "got 8000");
+
+	/* bind: where the listener is; a pod's port keeps its number by default */
+	p = good(
+	    "{'version':1,'net':{'serve':[{'port':8080,'bind':'0.0.0.0'},"
+	    "{'port':8081,'host_port':80,'bind':'0.0.0.0'},{'port':8082,'bind':'127.0.0.1'}]}}");
+	ok(p && p->n_serve == 3 && p->serve[0].any_addr && p->serve[0].host_port == 8080 &&
+	       p->serve[1].any_addr && p->serve[1].host_port == 80 && !p->serve[2].any_addr &&
+	       p->serve[2].host_port == 0,
+	   "net.serve bind 0.0.0.0: the same port unless host_port says; 127.0.0.1 as before");
+	if (p) {
+		char *j = plan_to_json(p);
+		sc_plan *back = NULL;
+
+		ok(j && plan_parse_json(j, strlen(j), &back, NULL) == 0 && plan_equal(p, back) &&
+		       back->serve[0].any_addr && !back->serve[2].any_addr,
+		   "net.serve bind round-trips through plan_to_json");
+		if (back)
+			back->serve[0].any_addr = false;
+		ok(back && !plan_equal(p, back), "plan_equal sees a different bind");
+		sc_plan_free(back);
+		free(j);
+	}
+	sc_plan_free(p);
+	bad("{'version':1,'net':{'serve':[{'port':8080,'bind':'10.0.0.1'}]}}", -EINVAL,
+	    "$.net.serve[0].bind", "expected \"127.0.0.1\" or \"0.0.0.0\", got \"10.0.0.1\"");
+	bad("{'version':1,'net':{'serve':[{'port':1,'host_port':8080},{'port':8080,'bind':'0.0.0.0'"
+	    "}]}}",
+	    -EINVAL, "$.net.serve[1]", "host_port 8080 is already taken by $.net.serve[0]");
+	p = good("{'version':1,'net':{'serve':[{'port':8000,'bind':'0.0.0.0'},9000]}}");
+	q = good("{'version':1,'net':{'serve':[8000,{'port':9000,'bind':'0.0.0.0'}]}}");
+	if (p && q) {
+		sc_plan *o = NULL;
+		char reason[256] = "";
+
+		ok(plan_intersect(p, q, &o) == 0 && o && o->n_serve == 2 && !o->serve[0].any_addr &&
+		       !o->serve[1].any_addr,
+		   "net.serve intersects: 0.0.0.0 only where both say it");
+		sc_plan_free(o);
+		ok(plan_check_narrower(p, q, reason, sizeof(reason)) < 0 &&
+		       strcmp(reason, "net.serve port 9000: bind 0.0.0.0 is wider than the "
+				      "token's 127.0.0.1") == 0,
+		   "a caveat cannot widen a port's bind (%s)", reason);
+	}
+	sc_plan_free(p);
+	sc_plan_free(q);
 
 	/* a caveat serves only what its token serves */
 	p = good("{'version':1,'net':{'serve':[8000,9000]}}");
