@@ -49,16 +49,19 @@ static void sleep_ms(long ms)
 	(void)nanosleep(&ts, NULL);
 }
 
-/* mkdir -p base/path, each directory made appended to made. */
+/* mkdir -p base/path, each directory made appended to made. v2: the
+ * controllers a sandbox needs enabled in each parent, base included. */
 static int mkdirs(const char *base, const char *path, bool v2, char *made, size_t made_len)
 {
 	char dir[PATH_MAX];
 	size_t blen;
+	char *parent_end;
 
 	path += strspn(path, "/");
 	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", base, path) >= sizeof(dir))
 		return -ENAMETOOLONG;
 	blen = strlen(base);
+	parent_end = dir + blen;
 	for (char *p = dir + blen + 1;; p++) {
 		bool end = *p == '\0';
 
@@ -66,13 +69,18 @@ static int mkdirs(const char *base, const char *path, bool v2, char *made, size_
 			continue;
 		*p = '\0';
 		if (p > dir + blen + 1 && p[-1] != '/') {
-			if (v2 && !end) {
-				/* The controllers a sandbox needs, for the level below. */
+			if (v2) {
 				char ctl[PATH_MAX + 32];
 
-				snprintf(ctl, sizeof(ctl), "%s/cgroup.subtree_control", dir);
+				/* Not checked: a parent that holds processes refuses
+				 * (EBUSY, cgroup-v2.rst "no internal process"), and
+				 * the sandbox's cgroup then fails, naming what is
+				 * missing. */
+				snprintf(ctl, sizeof(ctl), "%.*s/cgroup.subtree_control",
+					 (int)(parent_end - dir), dir);
 				(void)io_write_file_at(AT_FDCWD, ctl, "+memory +cpu +pids");
 			}
+			parent_end = p;
 			if (mkdir(dir, 0755) == 0) {
 				size_t used = strlen(made);
 
@@ -182,12 +190,18 @@ static int v1_freeze(const char *path, pid_t pid, bool frozen)
 	return -EBUSY;
 }
 
+/* Into the leaf path/supervisor: path itself holds no process, so its
+ * controllers can be enabled for the sandbox's cgroup, which sandcap's
+ * v2 backend makes beside that leaf (cg-v2.c, v2_open_base). */
 static int v2_enter(const char *path, char *made, size_t made_len)
 {
-	char dir[PATH_MAX];
-	int r = mkdirs(CG_ROOT, path, true, made, made_len);
+	char leaf[PATH_MAX], dir[PATH_MAX + 16];
+	int r;
 
-	snprintf(dir, sizeof(dir), CG_ROOT "/%s", path);
+	if ((size_t)snprintf(leaf, sizeof(leaf), "%s/supervisor", path) >= sizeof(leaf))
+		return -ENAMETOOLONG;
+	r = mkdirs(CG_ROOT, leaf, true, made, made_len);
+	snprintf(dir, sizeof(dir), CG_ROOT "/%s", leaf);
 	return r < 0 ? r : join(dir, 0);
 }
 

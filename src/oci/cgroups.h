@@ -18,8 +18,10 @@
 
 typedef struct oci_cg_ops {
 	/* Moves the calling process to path (made where missing), in every
-	 * hierarchy a sandbox is measured by; each directory made is appended
-	 * to made (one a line, parents first), for oci_cgroup_remove(). */
+	 * hierarchy a sandbox is measured by; on v2 to its leaf
+	 * path/supervisor, with memory, cpu and pids enabled down to path.
+	 * Each directory made is appended to made (one a line, parents
+	 * first), for oci_cgroup_remove(). */
 	int (*enter)(const char *path, char *made, size_t made_len);
 	/* v1: moves pids into path's freezer cgroup (made, and listed in made);
 	 * v2: nothing, the sandbox's own cgroup has cgroup.freeze. */
