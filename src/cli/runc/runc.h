@@ -47,7 +47,8 @@ void rc_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- the state directory (state.c) ---- */
 
-/* ROOT/ID into buf; -EINVAL (said) for an id that is not a session name. */
+/* ROOT/ID into buf: -EINVAL (said) for an id that is not a session name, or
+ * -ENAMETOOLONG. */
 int rc_cdir(const char *id, char *buf, size_t len);
 /* DIR/NAME replaced whole (a temporary file renamed). */
 int rc_write_file(const char *dir, const char *name, const char *text);
