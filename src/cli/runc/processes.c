@@ -83,29 +83,29 @@ int rc_container_pids(const char *id, pid_t **ret, size_t *ret_n)
 	return 0;
 }
 
+/* The container's freezer path and its pid 1, or -errno (-ENOENT: it has no
+ * freezer, create could not make one). */
+static int freezer_of(const char *dir, const char *id, char *fz, size_t len)
+{
+	rc_read_small(dir, "freezer", fz, len);
+	return fz[0] ? rc_init_pid(id) : -ENOENT;
+}
+
 /* 1 when the container is paused (its freezer frozen), 0 when not, -errno
- * when it has no freezer (create could not make one). */
+ * when it has no freezer. */
 int rc_container_frozen(const char *dir, const char *id)
 {
 	char fz[OCI_CGROUP_PATH_MAX + 64];
-	int pid;
+	int pid = freezer_of(dir, id, fz, sizeof(fz));
 
-	rc_read_small(dir, "freezer", fz, sizeof(fz));
-	if (!fz[0])
-		return -ENOENT;
-	pid = rc_init_pid(id);
 	return pid < 0 ? pid : oci_cg()->frozen(fz, pid);
 }
 
 int rc_container_freeze(const char *dir, const char *id, bool frozen)
 {
 	char fz[OCI_CGROUP_PATH_MAX + 64];
-	int pid;
+	int pid = freezer_of(dir, id, fz, sizeof(fz));
 
-	rc_read_small(dir, "freezer", fz, sizeof(fz));
-	if (!fz[0])
-		return -ENOENT;
-	pid = rc_init_pid(id);
 	return pid < 0 ? pid : oci_cg()->freeze(fz, pid, frozen);
 }
 
