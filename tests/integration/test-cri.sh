@@ -308,24 +308,8 @@ expect_eq "the agent's netns has no interface but lo" \
 	"$(printf '%s\n' "$out" | sed -n '3,$p' | awk -F: '{gsub(/ /, "", $1); print $1}' | tr '\n' ' ')" "lo "
 
 # ---- serving: the host reaches the pod's IP, as a kubelet's probe does ----
-cat > "$T/get.py" <<'EOF'
-import socket, sys
-try:
-    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), 3)
-    s.sendall(b"GET / HTTP/1.0\r\nHost: web\r\n\r\n")
-    d = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        d += b
-    print(d.split(b"\r\n\r\n", 1)[-1].decode().strip())
-except ConnectionRefusedError:
-    print("refused")
-except OSError as e:
-    print(type(e).__name__)
-EOF
-get() { python3 "$T/get.py" "$@"; }
+HTTP_GET=$(cd "$(dirname "$0")/../helpers" && pwd)/http-get.py
+get() { python3 "$HTTP_GET" "$@"; } # ADDR PORT: GET /, as a kubelet's HTTP probe
 for i in $(seq 50); do [ "$(get "$podip" 8080)" = "served-from-the-pod-$$" ] && break; sleep 0.1; done
 expect_eq "the pod's IP:8080 from the host: answered by the agent's server" \
 	"$(get "$podip" 8080)" "served-from-the-pod-$$"

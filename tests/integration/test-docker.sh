@@ -158,24 +158,8 @@ expect_match "the runtime without --policy: no egress at all" "$out" "Network is
 # on the bridge, where the supervisor's listener (0.0.0.0 of the
 # container's netns) takes it into the sandbox; 8081, published but not
 # served, where the agent listens too, gets nothing.
-cat > "$T/get.py" <<'EOF'
-import socket, sys
-try:
-    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), 3)
-    s.sendall(b"GET / HTTP/1.0\r\nHost: web\r\n\r\n")
-    d = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        d += b
-    print(d.split(b"\r\n\r\n", 1)[-1].decode().strip())
-except ConnectionRefusedError:
-    print("refused")
-except OSError as e:
-    print(type(e).__name__)
-EOF
-get() { python3 "$T/get.py" "$@"; }
+HTTP_GET=$(cd "$(dirname "$0")/../helpers" && pwd)/http-get.py
+get() { python3 "$HTTP_GET" "$@"; } # ADDR PORT: GET /, as a kubelet's HTTP probe
 HP=$(free_port 2)
 dk run -d --name web --runtime sandcap-web --network "$NET" -p "127.0.0.1:$HP:8080" \
 	-p "127.0.0.1:$((HP + 1)):8081" -v "$T/web:/www:ro" sandcap-bb:1 \

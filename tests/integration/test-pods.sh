@@ -173,25 +173,8 @@ ip addr add 10.231.8.1/30 dev "$HV"
 ip link set "$HV" up
 ip -n "$NS" addr add "$POD/30" dev eth0
 ip -n "$NS" link set eth0 up
-# get ADDR PORT: the body of GET /, as a kubelet's HTTP probe sends it
-cat > "$T/get.py" <<'EOF'
-import socket, sys
-try:
-    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), 3)
-    s.sendall(b"GET / HTTP/1.0\r\nHost: pod\r\n\r\n")
-    d = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        d += b
-    print(d.split(b"\r\n\r\n", 1)[-1].decode().strip())
-except ConnectionRefusedError:
-    print("refused")
-except OSError as e:
-    print(type(e).__name__)
-EOF
-get() { python3 "$T/get.py" "$@"; }
+HTTP_GET=$(cd "$(dirname "$0")/../helpers" && pwd)/http-get.py
+get() { python3 "$HTTP_GET" "$@"; } # ADDR PORT: GET /, as a kubelet's HTTP probe
 pol='{"net": {"listen": true, "serve": [{"port": 8090, "bind": "0.0.0.0"}]}}'
 edit web "del c['hostname']
 c['process']['args'] = ['sh', '-c', 'httpd -p 8091 -h /www; exec httpd -f -p 8090 -h /www']
@@ -206,7 +189,7 @@ for i in $(seq 50); do [ "$(get "$POD" 8090)" = "served-from-inside-$$" ] && bre
 expect_eq "from the host's netns, the pod's address:8090 is answered from inside" \
 	"$(get "$POD" 8090)" "served-from-inside-$$"
 expect_eq "... and from the pod's loopback (a sidecar's way)" \
-	"$(ip netns exec "$NS" python3 "$T/get.py" 127.0.0.1 8090)" \
+	"$(ip netns exec "$NS" python3 "$HTTP_GET" 127.0.0.1 8090)" \
 	"served-from-inside-$$"
 expect_eq "a port the agent listens on but nobody declared: refused from the pod network" \
 	"$(get "$POD" 8091)" "refused"
