@@ -3,7 +3,8 @@
 # The local API's costs (docs/api.md), no pass/fail:
 #   - round trip of an exec of /bin/true through `sandcap serve` (HTTP on the
 #     unix socket, one kept-alive connection) against a bare `sandcap exec`
-#     of the same session: the median of each and the overhead;
+#     of the same session: the median of each and the overhead; and the
+#     same through .../commands, the SDKs' way (no child of the daemon's);
 #   - a create taken from the warm pool, and a create that starts a session;
 #   - a create from the pool to the end of its first command (/bin/true);
 #   - exec round trips with CONC sessions at once, a connection each: p50, p99;
@@ -74,11 +75,14 @@ for _ in range(min(runs, 20)):
     ids.append(json.loads(b)["id"])
 
 sid = ids[0]
-api, bare = [], []
+api, bare, cmds = [], [], []
 for _ in range(runs):
     t = time.perf_counter(); st, b = call("POST", f"/v1/sessions/{sid}/exec", {"argv": ["/bin/true"]}); api.append(time.perf_counter() - t)
     assert st == 200 and b'"exit_code":0' in b, b
     t = time.perf_counter(); subprocess.run([exe, "exec", sid, "--", "/bin/true"], check=True); bare.append(time.perf_counter() - t)
+    # the SDKs' way: a command of the daemon's own (no child process)
+    t = time.perf_counter(); st, b = call("POST", f"/v1/sessions/{sid}/commands", {"argv": ["/bin/true"]}); cmds.append(time.perf_counter() - t)
+    assert st == 200 and b'"exit_code":0' in b, b
 lat, lock = [], threading.Lock()
 def worker(sid):
     w = Conn("sandcap")
@@ -104,6 +108,8 @@ report("exec /bin/true via the API (median)", med(api), "ms")
 report("bare sandcap exec /bin/true (median)", med(bare), "ms")
 report("API round trip overhead", med(api) - med(bare), "ms")
 report("API exec / bare exec", med(api) / med(bare), "x")
+report("command /bin/true via the API (median)", med(cmds), "ms")
+report("API command / bare exec", med(cmds) / med(bare), "x")
 report(f"exec with {len(threads)} sessions at once (p50)", lat[len(lat) // 2] * 1000, "ms")
 report(f"exec with {len(threads)} sessions at once (p99)", lat[min(len(lat) - 1, len(lat) * 99 // 100)] * 1000, "ms")
 report(f"execs a second with {len(threads)} sessions", len(lat) / t_all, "/s")
