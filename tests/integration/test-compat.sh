@@ -109,7 +109,14 @@ id=$(sed -n 's/^sandcap: \(sc-[0-9a-f]*\) .*/\1/p' "$T/trinity.out" | head -1)
 echo "# trinity: exit $rc after $took s, $(stat -c %s "$T/trinity.log") bytes of log, sandbox $id"
 grep -A3 '^sandcap: sc-' "$T/trinity.out" | sed 's/^/# /'
 grep -o '"event":"sandbox.exit".*"oom_killed":[a-z]*' "$T/trinity.log" | sed 's/^/# /'
-expect_eq "the wall clock ends trinity's run, the supervisor answering (exit 124)" "$rc" 124
+# The wall clock ends it (124); or the memory limit does, when what
+# trinity pinned outlives its processes (System V segments, a full /tmp)
+# and the OOM killer reaches the loop too: 137, said so in the log.
+if [ "$rc" = 137 ] && grep -q '"event":"sandbox.exit".*"oom_killed":true' "$T/trinity.log"; then
+	tap_diag "the memory limit ended the run before the wall clock (OOM kill recorded)"
+	rc=124
+fi
+expect_eq "the wall clock (or the memory limit, recorded) ends trinity's run, the supervisor answering" "$rc" 124
 check "within the wall clock and the teardown" test "$took" -lt 150
 check "trinity's log verifies" "$SANDCAP" audit verify "$T/trinity.log"
 check "and is sealed" bash -c "tail -1 '$T/trinity.log' | grep -q '\"event\":\"audit.seal\"'"
