@@ -173,6 +173,11 @@ expect_eq "nsenter -t PID -n: the sandbox's network, lo only" \
 cg=$(ls -d /sys/fs/cgroup/memory/$CGP/pz/*/ 2>/dev/null | head -1)
 check "cgroupsPath: the sandbox's cgroup is nested in it" test -n "$cg"
 check "... and holds the sandbox's processes" grep -q . "${cg}cgroup.procs"
+for cmd in pause exec; do
+	out=$(rc $cmd no-such-container true 2>&1)
+	expect_eq "$cmd of a container that does not exist: runc's words, exit 1" \
+		"$?:$out" "1:sandcap-runc: container no-such-container does not exist"
+done
 rc pause pz
 expect_eq "pause: exit 0" "$?" 0
 expect_match "state: paused" "$(rc state pz)" '"status": "paused"'

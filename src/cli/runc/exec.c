@@ -240,12 +240,9 @@ int rc_do_exec(const char *id, const exec_opts *o, char **args)
 	ssize_t n;
 	pid_t pid;
 
-	if (rc_cdir(id, dir, sizeof(dir)) < 0)
-		return SC_EXIT_SETUP;
-	if (access(dir, F_OK) < 0) {
-		rc_err("container %s does not exist", id);
-		return 1;
-	}
+	r = rc_existing_cdir(id, dir, sizeof(dir));
+	if (r)
+		return r;
 	/* runc's exit code for an exec it cannot start: 255. */
 	if (strcmp(rc_container_status(dir, &code), "stopped") == 0) {
 		rc_err("cannot exec in a stopped container: %s", id);

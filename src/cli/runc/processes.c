@@ -115,12 +115,9 @@ int rc_do_pause(const char *id, bool pause)
 	char dir[4096];
 	int code, r;
 
-	if (rc_cdir(id, dir, sizeof(dir)) < 0)
-		return SC_EXIT_SETUP;
-	if (access(dir, F_OK) < 0) {
-		rc_err("container %s does not exist", id);
-		return 1;
-	}
+	r = rc_existing_cdir(id, dir, sizeof(dir));
+	if (r)
+		return r;
 	if (strcmp(rc_container_status(dir, &code), "stopped") == 0) {
 		rc_err("container not running: %s", id);
 		return 1;

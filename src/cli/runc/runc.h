@@ -50,6 +50,9 @@ void rc_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* ROOT/ID into buf: -EINVAL (said) for an id that is not a session name, or
  * -ENAMETOOLONG. */
 int rc_cdir(const char *id, char *buf, size_t len);
+/* rc_cdir() of a container that exists: 0, or the exit code, said (runc's
+ * words and 1 for a container that does not exist). */
+int rc_existing_cdir(const char *id, char *buf, size_t len);
 /* DIR/NAME replaced whole (a temporary file renamed). */
 int rc_write_file(const char *dir, const char *name, const char *text);
 json_t *rc_read_json(const char *path);

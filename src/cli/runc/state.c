@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/exit-status.h"
 #include "base/io.h"
 #include "cli/runc/runc.h"
 
@@ -28,6 +29,17 @@ int rc_cdir(const char *id, char *buf, size_t len)
 		return -EINVAL;
 	}
 	return (size_t)snprintf(buf, len, "%s/%s", rc_root, id) < len ? 0 : -ENAMETOOLONG;
+}
+
+int rc_existing_cdir(const char *id, char *buf, size_t len)
+{
+	if (rc_cdir(id, buf, len) < 0)
+		return SC_EXIT_SETUP;
+	if (access(buf, F_OK) < 0) {
+		rc_err("container %s does not exist", id);
+		return 1;
+	}
+	return 0;
 }
 
 int rc_write_file(const char *dir, const char *name, const char *text)
